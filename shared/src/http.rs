@@ -1,0 +1,112 @@
+//! The request/response edge: one error type mapped to HTTP once, JSON bodies, header access.
+
+use lambda_http::{Body, Request, Response};
+use serde_json::{json, Value};
+use std::error::Error as StdError;
+
+/// Largest webhook body we read; bigger ones answer 413.
+pub const MAX_BODY: usize = 256 * 1024;
+
+/// A 4xx says what was wrong; a 5xx says nothing internal (the cause chain goes to the log).
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: u16,
+    pub code: &'static str,
+    pub detail: String,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(400, code, detail)
+    }
+
+    pub fn unauthorized(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(401, code, detail)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(404, "not_found", format!("{what} not found"))
+    }
+
+    /// Logs the whole cause chain and answers a bare 500 (or 503 when a retry can help).
+    pub fn internal(err: &(dyn StdError + 'static), retryable: bool) -> Self {
+        let mut chain = Vec::new();
+        let mut cause = err.source();
+        while let Some(c) = cause {
+            chain.push(c.to_string());
+            cause = c.source();
+        }
+        tracing::error!(error.message = %err, error.cause_chain = ?chain, "request failed");
+        if retryable {
+            Self::new(503, "unavailable", "temporarily unavailable; retry later")
+        } else {
+            Self::new(500, "internal", "internal error")
+        }
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        json_response(
+            self.status,
+            &json!({"error": self.code, "detail": self.detail}),
+        )
+    }
+}
+
+impl<E: StdError + 'static> From<E> for ApiError {
+    fn from(err: E) -> Self {
+        Self::internal(&err, true)
+    }
+}
+
+pub fn json_response(status: u16, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::Text(body.to_string()))
+        .expect("status and header are valid")
+}
+
+/// The raw body exactly as it arrived (API Gateway's base64 is already undone).
+pub fn body_bytes(req: &Request) -> &[u8] {
+    match req.body() {
+        Body::Empty => &[],
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b,
+        _ => &[],
+    }
+}
+
+pub fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The route part of the path (`/hooks/...`, `/api/...`), whatever stage or gateway prefix the
+/// request came through.
+pub fn route_path(req: &Request) -> &str {
+    let path = req.uri().path();
+    ["/api/", "/hooks/", "/ops/"]
+        .iter()
+        .filter_map(|p| path.find(p))
+        .min()
+        .map_or(path, |i| &path[i..])
+}
+
+/// The query parameter `name`, percent-decoded.
+pub fn query<'a>(req: &'a Request, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(req.uri().query()?.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Parses a JSON body into `T`, answering 400 `malformed` with serde's explanation.
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed", e.to_string()))
+}

@@ -1,0 +1,184 @@
+//! Identities parsed at the edge; past it, code never handles raw strings for these.
+
+use std::fmt;
+use thiserror::Error;
+
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{field} is invalid: {reason}")]
+pub struct IdError {
+    pub field: &'static str,
+    pub reason: &'static str,
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    getrandom::getrandom(&mut buf).expect("the operating system provides randomness");
+    hex::encode(buf)
+}
+
+/// Random bytes for secrets and keys.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    getrandom::getrandom(&mut buf).expect("the operating system provides randomness");
+    buf
+}
+
+/// An organisation: `o` followed by 12 lower-case hex characters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OrgId(String);
+
+impl OrgId {
+    pub fn generate() -> Self {
+        Self(format!("o{}", random_hex(6)))
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, IdError> {
+        let ok = raw.len() == 13
+            && raw.starts_with('o')
+            && raw[1..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        ok.then(|| Self(raw.to_owned())).ok_or(IdError {
+            field: "org_id",
+            reason: "expected o + 12 hex characters",
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The prefix of every key this organisation owns.
+    pub fn pk(&self, rest: &str) -> String {
+        format!("ORG#{}#{}", self.0, rest)
+    }
+}
+
+impl fmt::Display for OrgId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An identifier minted by us inside an organisation (invoice, integration, rule, ...).
+/// Integration ids carry their organisation (`{org}_{hex}`) so a webhook URL routes without a
+/// global lookup item.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LocalId(String);
+
+impl LocalId {
+    pub fn generate(prefix: &str) -> Self {
+        Self(format!("{prefix}{}", random_hex(8)))
+    }
+
+    pub fn parse(field: &'static str, raw: &str) -> Result<Self, IdError> {
+        let ok = !raw.is_empty()
+            && raw.len() <= 64
+            && raw
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+        ok.then(|| Self(raw.to_owned())).ok_or(IdError {
+            field,
+            reason: "expected 1-64 characters of A-Z a-z 0-9 _ - .",
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for LocalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An integration id: `{org}_{16 hex}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntegrationId {
+    pub org: OrgId,
+    pub id: String,
+}
+
+impl IntegrationId {
+    pub fn generate(org: &OrgId) -> Self {
+        Self {
+            org: org.clone(),
+            id: format!("{}_{}", org, random_hex(8)),
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, IdError> {
+        let err = IdError {
+            field: "integration_id",
+            reason: "expected {org}_{hex}",
+        };
+        let (org, rest) = raw.split_once('_').ok_or(err.clone())?;
+        let org = OrgId::parse(org).map_err(|_| err.clone())?;
+        if rest.len() != 16 || !rest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(err);
+        }
+        Ok(Self {
+            org,
+            id: raw.to_owned(),
+        })
+    }
+}
+
+/// An event's identity from its source: a provider payment id, an `Idempotency-Key`, a body hash.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ExternalId(String);
+
+impl ExternalId {
+    pub fn parse(field: &'static str, raw: &str) -> Result<Self, IdError> {
+        let ok = !raw.is_empty() && raw.len() <= 255 && raw.chars().all(|c| !c.is_control());
+        ok.then(|| Self(raw.to_owned())).ok_or(IdError {
+            field,
+            reason: "expected 1-255 printable characters",
+        })
+    }
+
+    /// The identity of a payload that carries none of its own: the first 32 hex characters of the
+    /// SHA-256 of the raw body.
+    pub fn of_body(body: &[u8]) -> Self {
+        use sha2::{Digest, Sha256};
+        Self(hex::encode(Sha256::digest(body))[..32].to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ExternalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_parse_back() {
+        let org = OrgId::generate();
+        assert_eq!(OrgId::parse(org.as_str()), Ok(org.clone()));
+        let integration = IntegrationId::generate(&org);
+        assert_eq!(IntegrationId::parse(&integration.id), Ok(integration));
+    }
+
+    #[test]
+    fn foreign_shapes_are_rejected() {
+        assert!(OrgId::parse("ORG#x").is_err());
+        assert!(IntegrationId::parse("o123456789abc_zz").is_err());
+        assert!(ExternalId::parse("key", "").is_err());
+        assert!(ExternalId::parse("key", "a\nb").is_err());
+        assert!(LocalId::parse("id", "a#b").is_err());
+    }
+
+    #[test]
+    fn body_identity_is_32_hex_of_sha256() {
+        let id = ExternalId::of_body(b"abc");
+        assert_eq!(id.as_str(), "ba7816bf8f01cfea414140de5dae2223");
+    }
+}

@@ -1,0 +1,20 @@
+#![forbid(unsafe_code)]
+//! Firmspace Events: the rules and adapters every Lambda function shares.
+//!
+//! The same event may arrive many times; its effect happens once. Each domain module holds its
+//! pure rules beside the store code that turns a decision into one conditional write.
+
+pub mod aws;
+pub mod config;
+
+pub mod http;
+pub mod ids;
+pub mod money;
+pub mod orgs;
+pub mod payments;
+pub mod review;
+pub mod signature;
+pub mod store;
+pub mod telemetry;
+
+pub use chrono::{DateTime, Utc};

@@ -1,0 +1,222 @@
+//! Invoices: the balance that payments move, conditioned on `version`.
+
+use crate::ids::{LocalId, OrgId};
+use crate::money::{self, Currency};
+use crate::store::item::{n, s, Builder, Read};
+use crate::store::{Item, Store, StoreError};
+use chrono::{DateTime, SecondsFormat, Utc};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvoiceStatus {
+    Draft,
+    Open,
+    PartiallyPaid,
+    Paid,
+    Void,
+}
+
+impl InvoiceStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Open => "open",
+            Self::PartiallyPaid => "partially_paid",
+            Self::Paid => "paid",
+            Self::Void => "void",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        [
+            Self::Draft,
+            Self::Open,
+            Self::PartiallyPaid,
+            Self::Paid,
+            Self::Void,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == raw)
+    }
+
+    /// A closed invoice takes no more money: a payment for it is stored with applied 0.
+    pub fn is_closed(self) -> bool {
+        matches!(self, Self::Paid | Self::Void)
+    }
+}
+
+/// The people and records an invoice belongs to; consequences of its payments go to them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Links {
+    pub owner: Option<String>,
+    pub contact_id: Option<String>,
+    pub deal_id: Option<String>,
+    pub company_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invoice {
+    pub org: OrgId,
+    pub id: LocalId,
+    pub number: String,
+    pub currency: Currency,
+    pub gross: Decimal,
+    pub paid: Decimal,
+    pub status: InvoiceStatus,
+    pub version: u64,
+    pub links: Links,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What the CRM asks for when it creates an invoice.
+#[derive(Clone, Debug)]
+pub struct NewInvoice {
+    pub currency: Currency,
+    pub gross: Decimal,
+    pub status: InvoiceStatus,
+    pub links: Links,
+}
+
+pub fn invoice_pk(org: &OrgId, id: &str) -> String {
+    org.pk(&format!("INVOICE#{id}"))
+}
+
+pub fn at_str(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+impl Invoice {
+    pub fn open(&self) -> Decimal {
+        (self.gross - self.paid).max(Decimal::ZERO)
+    }
+
+    pub fn pk(&self) -> String {
+        invoice_pk(&self.org, self.id.as_str())
+    }
+
+    pub fn to_item(&self) -> Item {
+        Builder::new(&self.pk(), "invoice", self.org.as_str())
+            .str("id", self.id.as_str())
+            .str("number", &self.number)
+            .str("currency", self.currency.as_str())
+            .num("gross", self.gross)
+            .num("paid", self.paid)
+            .str("status", self.status.as_str())
+            .num("version", self.version)
+            .opt_str("owner", self.links.owner.clone())
+            .opt_str("contact_id", self.links.contact_id.clone())
+            .opt_str("deal_id", self.links.deal_id.clone())
+            .opt_str("company_id", self.links.company_id.clone())
+            .str("created_at", at_str(self.created_at))
+            .list(
+                &self.org.pk("INVOICES"),
+                &format!("{}#{}", at_str(self.created_at), self.id),
+            )
+            .build()
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let bad = |detail: &str| StoreError::Malformed {
+            pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+            detail: detail.to_owned(),
+        };
+        Ok(Self {
+            org: OrgId::parse(item.str_of("org")?).map_err(|e| bad(&e.to_string()))?,
+            id: LocalId::parse("id", item.str_of("id")?).map_err(|e| bad(&e.to_string()))?,
+            number: item.str_of("number")?.to_owned(),
+            currency: Currency::parse(item.str_of("currency")?).map_err(|e| bad(&e.to_string()))?,
+            gross: item.dec_of("gross")?,
+            paid: item.dec_of("paid")?,
+            status: InvoiceStatus::parse(item.str_of("status")?).ok_or_else(|| bad("status"))?,
+            version: item.u64_of("version")?,
+            links: Links {
+                owner: item.opt_str("owner").map(str::to_owned),
+                contact_id: item.opt_str("contact_id").map(str::to_owned),
+                deal_id: item.opt_str("deal_id").map(str::to_owned),
+                company_id: item.opt_str("company_id").map(str::to_owned),
+            },
+            created_at: item
+                .str_of("created_at")?
+                .parse()
+                .map_err(|_| bad("created_at"))?,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id.as_str(),
+            "number": self.number,
+            "currency": self.currency.as_str(),
+            "gross": money::display(self.gross),
+            "paid": money::display(self.paid),
+            "open": money::display(self.open()),
+            "status": self.status.as_str(),
+            "version": self.version,
+            "owner": self.links.owner,
+            "contact_id": self.links.contact_id,
+            "deal_id": self.links.deal_id,
+            "company_id": self.links.company_id,
+            "created_at": at_str(self.created_at),
+        })
+    }
+}
+
+/// Creates an invoice with the organisation's next number (`INV-00001`, ...).
+pub async fn create(
+    store: &Store,
+    org: &OrgId,
+    new: NewInvoice,
+    now: DateTime<Utc>,
+) -> Result<Invoice, StoreError> {
+    let counter = store
+        .client
+        .update_item()
+        .table_name(&store.table)
+        .set_key(Some(Store::key(&org.pk("COUNTER#invoice"))))
+        .update_expression("ADD #n :one SET kind = :kind, org = :org")
+        .expression_attribute_names("#n", "n")
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":kind", s("counter"))
+        .expression_attribute_values(":org", s(org.as_str()))
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+        .send()
+        .await
+        .map_err(StoreError::sdk)?;
+    let number = counter
+        .attributes
+        .as_ref()
+        .map(|a| a.u64_of("n"))
+        .transpose()?
+        .unwrap_or(1);
+    let invoice = Invoice {
+        org: org.clone(),
+        id: LocalId::generate("inv_"),
+        number: format!("INV-{number:05}"),
+        currency: new.currency,
+        gross: new.gross,
+        paid: Decimal::ZERO,
+        status: new.status,
+        version: 0,
+        links: new.links,
+        created_at: now,
+    };
+    store.put_new(invoice.to_item()).await?;
+    Ok(invoice)
+}
+
+pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invoice>, StoreError> {
+    if LocalId::parse("invoice_id", id).is_err() {
+        return Ok(None);
+    }
+    store
+        .get(&invoice_pk(org, id))
+        .await?
+        .map(|item| Invoice::from_item(&item))
+        .transpose()
+}
+
+/// The payments list of an invoice, oldest first.
+pub fn payments_list_pk(org: &OrgId, invoice_id: &str) -> String {
+    org.pk(&format!("INVOICE#{invoice_id}#PAYMENTS"))
+}

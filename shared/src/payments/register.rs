@@ -1,0 +1,367 @@
+//! `register_payment`: the only code that books money. One `TransactWriteItems` puts the event
+//! under its key (`attribute_not_exists(pk)`) and moves the invoice conditioned on the version it
+//! read; a review item rides in the same transaction when a person must look.
+
+use super::invoice::{self, at_str, payments_list_pk, Invoice};
+use super::rules::{decide, Decision, Outcome};
+use super::{payment_pk, PaymentInput, Source};
+use crate::ids::{ExternalId, OrgId};
+use crate::money;
+use crate::review::ReviewItem;
+use crate::store::item::{b, n, s, Builder, Read};
+use crate::store::{Item, Store, StoreError};
+use aws_sdk_dynamodb::types::{
+    Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use std::time::Duration;
+use thiserror::Error;
+
+/// Attempts before giving up on a contended invoice (each loser of a race re-reads and retries).
+const MAX_ATTEMPTS: u32 = 40;
+
+#[derive(Debug, Error)]
+pub enum PaymentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("invoice stayed contended for {MAX_ATTEMPTS} attempts")]
+    Contended,
+}
+
+/// The stored payment event: what arrived, what it did, and what its consequences need to know.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaymentRecord {
+    pub org: OrgId,
+    pub source: Source,
+    pub external_id: ExternalId,
+    pub invoice_id: Option<String>,
+    pub currency: Option<String>,
+    pub received: Option<Decimal>,
+    pub applied: Decimal,
+    pub unapplied: Decimal,
+    pub outcome: String,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub fingerprint: String,
+    /// The first answer, returned again to a retry of the same request.
+    pub answer: Value,
+}
+
+#[derive(Clone, Debug)]
+pub enum Registered {
+    Booked {
+        record: PaymentRecord,
+        invoice: Option<Invoice>,
+    },
+    Duplicate {
+        stored: PaymentRecord,
+        invoice: Option<Invoice>,
+    },
+}
+
+impl PaymentRecord {
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.source.as_str(), self.external_id)
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "source": self.source.as_str(),
+            "external_id": self.external_id.as_str(),
+            "received": self.received.map(money::display),
+            "applied": money::display(self.applied),
+            "unapplied": money::display(self.unapplied),
+            "currency": self.currency,
+            "outcome": self.outcome,
+            "at": at_str(self.at),
+        })
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let bad = |detail: String| StoreError::Malformed {
+            pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+            detail,
+        };
+        Ok(Self {
+            org: OrgId::parse(item.str_of("org")?).map_err(|e| bad(e.to_string()))?,
+            source: Source::parse(item.str_of("source")?).ok_or_else(|| bad("source".into()))?,
+            external_id: ExternalId::parse("external_id", item.str_of("external_id")?)
+                .map_err(|e| bad(e.to_string()))?,
+            invoice_id: item.opt_str("invoice_id").map(str::to_owned),
+            currency: item.opt_str("currency").map(str::to_owned),
+            received: item.opt_dec("received"),
+            applied: item.dec_of("applied")?,
+            unapplied: item.dec_of("unapplied")?,
+            outcome: item.str_of("outcome")?.to_owned(),
+            at: item
+                .str_of("at")?
+                .parse()
+                .map_err(|_| bad("at".into()))?,
+            actor: item.opt_str("actor").unwrap_or_default().to_owned(),
+            fingerprint: item.opt_str("fingerprint").unwrap_or_default().to_owned(),
+            answer: item
+                .opt_str("answer")
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or(Value::Null),
+        })
+    }
+}
+
+/// The event item. It carries the invoice's links and state after the payment, so its
+/// consequences are derived from this item alone.
+fn event_item(
+    input: &PaymentInput,
+    decision: &Decision,
+    before: Option<&Invoice>,
+    after: Option<&Invoice>,
+    answer: &Value,
+) -> Item {
+    let invoice_id = before
+        .map(|i| i.id.as_str().to_owned())
+        .or_else(|| input.invoice_ref.clone());
+    let list = match &invoice_id {
+        Some(id) if before.is_some() => payments_list_pk(&input.org, id),
+        _ => input.org.pk("PAYMENTS#UNMATCHED"),
+    };
+    let currency = input
+        .currency
+        .as_ref()
+        .or(before.map(|i| &i.currency))
+        .map(|c| c.as_str().to_owned());
+    let mut builder = Builder::new(&input.pk(), "payment_event", input.org.as_str())
+        .str("event_key", input.event_key())
+        .str("source", input.source.as_str())
+        .str("external_id", input.external_id.as_str())
+        .opt_str("invoice_id", invoice_id)
+        .opt_str("currency", currency)
+        .num("applied", decision.applied)
+        .num("unapplied", decision.unapplied)
+        .str("outcome", decision.outcome.as_str())
+        .str("at", at_str(input.at))
+        .str("actor", &input.actor)
+        .str("fingerprint", &input.fingerprint)
+        .str("answer", answer.to_string())
+        .opt_str("reverses", input.reverses.as_ref().map(|r| r.as_str().to_owned()))
+        .list(&list, &format!("{}#{}", at_str(input.at), input.event_key()));
+    if let Some(received) = decision.received {
+        builder = builder.num("received", received);
+    }
+    if let (Some(before), Some(after)) = (before, after) {
+        let links = &before.links;
+        builder = builder
+            .str("invoice_number", &before.number)
+            .str("invoice_status", after.status.as_str())
+            .num("invoice_paid", after.paid)
+            .num("invoice_gross", after.gross)
+            .set(
+                "closed_invoice",
+                b(!before.status.is_closed() && after.status.is_closed()),
+            )
+            .opt_str("owner", links.owner.clone())
+            .opt_str("contact_id", links.contact_id.clone())
+            .opt_str("deal_id", links.deal_id.clone())
+            .opt_str("company_id", links.company_id.clone());
+    }
+    builder.build()
+}
+
+fn review_for(input: &PaymentInput, decision: &Decision) -> Option<ReviewItem> {
+    let reason = decision.outcome.review_reason()?;
+    Some(ReviewItem {
+        org: input.org.clone(),
+        kind: "payment".into(),
+        reason: reason.into(),
+        key: input.event_key(),
+        at: input.at,
+        detail: json!({
+            "invoice_id": input.invoice_ref,
+            "received": decision.received.map(money::display),
+            "unapplied": money::display(decision.unapplied),
+            "currency": input.currency.as_ref().map(|c| c.as_str()),
+        }),
+    })
+}
+
+enum Failure {
+    Duplicate(Option<Item>),
+    Retry,
+    Other(StoreError),
+}
+
+fn classify(
+    err: aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
+    >,
+) -> Failure {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
+    match err.as_service_error() {
+        Some(E::TransactionCanceledException(cancel)) => {
+            let reasons = cancel.cancellation_reasons();
+            let event = reasons.first();
+            if event.and_then(|r| r.code()) == Some("ConditionalCheckFailed") {
+                return Failure::Duplicate(event.and_then(|r| r.item()).cloned());
+            }
+            // A moved version or a conflicting transaction: re-read and try again.
+            Failure::Retry
+        }
+        Some(E::TransactionInProgressException(_)) => Failure::Retry,
+        _ => Failure::Other(StoreError::sdk(err)),
+    }
+}
+
+fn backoff(attempt: u32) -> Duration {
+    let cap = 5u64.saturating_mul(1 << attempt.min(6)).min(200);
+    let jitter = u64::from(u16::from_le_bytes(crate::ids::random_bytes::<2>()));
+    Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))
+}
+
+fn answer(decision: &Decision, invoice: Option<&Invoice>) -> Value {
+    json!({
+        "duplicate": false,
+        "applied": money::display(decision.applied),
+        "outcome": decision.outcome.as_str(),
+        "invoice": invoice.map(Invoice::to_json),
+    })
+}
+
+/// Books one arrival of money. A second arrival of the same (source, external id) returns
+/// `Duplicate` and writes nothing; a concurrent twin that loses the race is a duplicate too.
+#[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
+pub async fn register_payment(
+    store: &Store,
+    input: &PaymentInput,
+) -> Result<Registered, PaymentError> {
+    let reversed_applied = match &input.reverses {
+        Some(original) => store
+            .get(&payment_pk(&input.org, input.source, original))
+            .await?
+            .map(|item| item.dec_of("applied"))
+            .transpose()?,
+        None => None,
+    };
+    for attempt in 0..MAX_ATTEMPTS {
+        let before = match input.invoice_ref.as_deref() {
+            Some(id) => invoice::get(store, &input.org, id).await?,
+            None => None,
+        };
+        let decision = decide(before.as_ref(), input, reversed_applied);
+        let after = before.as_ref().map(|inv| match decision.change {
+            Some(change) => Invoice {
+                paid: change.paid,
+                status: change.status,
+                version: inv.version + 1,
+                ..inv.clone()
+            },
+            None => inv.clone(),
+        });
+        let answer = answer(&decision, after.as_ref());
+        let event = event_item(input, &decision, before.as_ref(), after.as_ref(), &answer);
+        let record = PaymentRecord::from_item(&event)?;
+        let mut items = vec![TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(&store.table)
+                    .set_item(Some(event))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    )
+                    .build()
+                    .expect("table and item are set"),
+            )
+            .build()];
+        if let (Some(inv), Some(change)) = (&before, decision.change) {
+            items.push(
+                TransactWriteItem::builder()
+                    .update(
+                        Update::builder()
+                            .table_name(&store.table)
+                            .set_key(Some(Store::key(&inv.pk())))
+                            .update_expression(
+                                "SET paid = :paid, #st = :st, version = :next, updated_at = :at",
+                            )
+                            .condition_expression("version = :v")
+                            .expression_attribute_names("#st", "status")
+                            .expression_attribute_values(":paid", n(change.paid))
+                            .expression_attribute_values(":st", s(change.status.as_str()))
+                            .expression_attribute_values(":next", n(inv.version + 1))
+                            .expression_attribute_values(":v", n(inv.version))
+                            .expression_attribute_values(":at", s(at_str(input.at)))
+                            .build()
+                            .expect("table, key and expression are set"),
+                    )
+                    .build(),
+            );
+        }
+        if let Some(review) = review_for(input, &decision) {
+            items.push(
+                TransactWriteItem::builder()
+                    .put(
+                        Put::builder()
+                            .table_name(&store.table)
+                            .set_item(Some(review.to_item()))
+                            .condition_expression("attribute_not_exists(pk)")
+                            .build()
+                            .expect("table and item are set"),
+                    )
+                    .build(),
+            );
+        }
+        let sent = store
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => {
+                if decision.outcome != Outcome::Applied {
+                    tracing::info!(outcome = decision.outcome.as_str(), "payment stored");
+                }
+                return Ok(Registered::Booked {
+                    record,
+                    invoice: after,
+                });
+            }
+            Err(err) => match classify(err) {
+                Failure::Duplicate(old) => {
+                    let old = match old {
+                        Some(item) => item,
+                        None => store.get(&input.pk()).await?.ok_or_else(|| {
+                            StoreError::Malformed {
+                                pk: input.pk(),
+                                detail: "duplicate reported but no item stored".into(),
+                            }
+                        })?,
+                    };
+                    return Ok(Registered::Duplicate {
+                        stored: PaymentRecord::from_item(&old)?,
+                        invoice: before,
+                    });
+                }
+                Failure::Retry => {
+                    tracing::debug!(attempt, "invoice moved; retrying");
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Failure::Other(err) => return Err(err.into()),
+            },
+        }
+    }
+    Err(PaymentError::Contended)
+}
+
+/// The payments booked on an invoice, oldest first.
+pub async fn list_for_invoice(
+    store: &Store,
+    org: &OrgId,
+    invoice_id: &str,
+) -> Result<Vec<PaymentRecord>, StoreError> {
+    store
+        .list(&payments_list_pk(org, invoice_id), false, 1000)
+        .await?
+        .iter()
+        .map(PaymentRecord::from_item)
+        .collect()
+}

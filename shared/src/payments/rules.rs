@@ -1,0 +1,153 @@
+//! What a payment does to an invoice, decided from values alone.
+
+use super::invoice::{Invoice, InvoiceStatus};
+use super::PaymentInput;
+use rust_decimal::Decimal;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Applied,
+    /// More arrived than was open: the excess stays on the event as unapplied.
+    Overpaid,
+    /// The invoice was already paid or void: stored, applied 0.
+    InvoiceClosed,
+    CurrencyMismatch,
+    /// No invoice with that id: stored as unmatched.
+    Unmatched,
+    Reversed,
+    /// A reversal for a payment we never booked (or that applied nothing).
+    ReversalUnmatched,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Overpaid => "overpaid",
+            Self::InvoiceClosed => "invoice_closed",
+            Self::CurrencyMismatch => "currency_mismatch",
+            Self::Unmatched => "unmatched",
+            Self::Reversed => "reversed",
+            Self::ReversalUnmatched => "reversal_unmatched",
+        }
+    }
+
+    /// Outcomes a person has to look at.
+    pub fn review_reason(self) -> Option<&'static str> {
+        match self {
+            Self::Applied | Self::Reversed => None,
+            Self::Overpaid => Some("overpayment"),
+            Self::InvoiceClosed => Some("invoice_closed"),
+            Self::CurrencyMismatch => Some("currency_mismatch"),
+            Self::Unmatched => Some("unknown_invoice"),
+            Self::ReversalUnmatched => Some("reversal_without_payment"),
+        }
+    }
+}
+
+/// The invoice after the payment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub paid: Decimal,
+    pub status: InvoiceStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    /// What arrived (negative for a reversal); `None` when neither the payload nor the invoice says.
+    pub received: Option<Decimal>,
+    /// What moved the balance (negative for a reversal).
+    pub applied: Decimal,
+    pub unapplied: Decimal,
+    pub change: Option<Change>,
+}
+
+impl Decision {
+    fn nothing(outcome: Outcome, received: Option<Decimal>) -> Self {
+        Self {
+            outcome,
+            received,
+            applied: Decimal::ZERO,
+            unapplied: received.unwrap_or_default(),
+            change: None,
+        }
+    }
+}
+
+/// Status that follows from a paid amount.
+pub fn status_for(paid: Decimal, gross: Decimal) -> InvoiceStatus {
+    if paid >= gross {
+        InvoiceStatus::Paid
+    } else if paid > Decimal::ZERO {
+        InvoiceStatus::PartiallyPaid
+    } else {
+        InvoiceStatus::Open
+    }
+}
+
+/// Decides a payment. `reversed_applied` is, for a reversal, what the original payment applied
+/// (`None` when no original was stored).
+pub fn decide(
+    invoice: Option<&Invoice>,
+    input: &PaymentInput,
+    reversed_applied: Option<Decimal>,
+) -> Decision {
+    let Some(invoice) = invoice else {
+        let outcome = if input.reverses.is_some() {
+            Outcome::ReversalUnmatched
+        } else {
+            Outcome::Unmatched
+        };
+        return Decision::nothing(outcome, input.amount);
+    };
+    if input.reverses.is_some() {
+        return decide_reversal(invoice, reversed_applied);
+    }
+    if invoice.status.is_closed() {
+        return Decision::nothing(Outcome::InvoiceClosed, input.amount);
+    }
+    if input.currency.as_ref().is_some_and(|c| *c != invoice.currency) {
+        return Decision::nothing(Outcome::CurrencyMismatch, input.amount);
+    }
+    let open = invoice.open();
+    let received = input.amount.unwrap_or(open);
+    let applied = received.min(open);
+    let unapplied = received - applied;
+    let paid = invoice.paid + applied;
+    Decision {
+        outcome: if unapplied > Decimal::ZERO {
+            Outcome::Overpaid
+        } else {
+            Outcome::Applied
+        },
+        received: Some(received),
+        applied,
+        unapplied,
+        change: Some(Change {
+            paid,
+            status: status_for(paid, invoice.gross),
+        }),
+    }
+}
+
+fn decide_reversal(invoice: &Invoice, reversed_applied: Option<Decimal>) -> Decision {
+    let taken_back = reversed_applied.unwrap_or_default().min(invoice.paid);
+    if taken_back <= Decimal::ZERO || invoice.status == InvoiceStatus::Void {
+        return Decision::nothing(Outcome::ReversalUnmatched, reversed_applied.map(|a| -a));
+    }
+    let paid = invoice.paid - taken_back;
+    Decision {
+        outcome: Outcome::Reversed,
+        received: Some(-taken_back),
+        applied: -taken_back,
+        unapplied: Decimal::ZERO,
+        change: Some(Change {
+            paid,
+            status: status_for(paid, invoice.gross),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

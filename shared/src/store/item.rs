@@ -1,0 +1,112 @@
+//! Attribute mapping helpers: money as DynamoDB numbers, text as strings, one place for both.
+
+use super::{Item, StoreError};
+use aws_sdk_dynamodb::types::AttributeValue;
+use rust_decimal::Decimal;
+
+pub fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+pub fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+pub fn b(value: bool) -> AttributeValue {
+    AttributeValue::Bool(value)
+}
+
+/// Builds an item from pairs, skipping `None` values.
+#[derive(Default)]
+pub struct Builder(Item);
+
+impl Builder {
+    pub fn new(pk: &str, kind: &str, org: &str) -> Self {
+        let mut item = super::Store::key(pk);
+        item.insert("kind".into(), s(kind));
+        item.insert("org".into(), s(org));
+        Self(item)
+    }
+
+    pub fn set(mut self, name: &str, value: AttributeValue) -> Self {
+        self.0.insert(name.to_owned(), value);
+        self
+    }
+
+    pub fn str(self, name: &str, value: impl Into<String>) -> Self {
+        self.set(name, s(value))
+    }
+
+    pub fn opt_str(self, name: &str, value: Option<impl Into<String>>) -> Self {
+        match value {
+            Some(v) => self.str(name, v),
+            None => self,
+        }
+    }
+
+    pub fn num(self, name: &str, value: impl ToString) -> Self {
+        self.set(name, n(value))
+    }
+
+    /// Puts the item on a list read through `gsi1`.
+    pub fn list(self, gsi1pk: &str, gsi1sk: &str) -> Self {
+        self.str("gsi1pk", gsi1pk).str("gsi1sk", gsi1sk)
+    }
+
+    pub fn build(self) -> Item {
+        self.0
+    }
+}
+
+/// Typed reads from a stored item; a missing or mistyped attribute is `StoreError::Malformed`.
+pub trait Read {
+    fn str_of(&self, name: &str) -> Result<&str, StoreError>;
+    fn opt_str(&self, name: &str) -> Option<&str>;
+    fn dec_of(&self, name: &str) -> Result<Decimal, StoreError>;
+    fn opt_dec(&self, name: &str) -> Option<Decimal>;
+    fn u64_of(&self, name: &str) -> Result<u64, StoreError>;
+    fn bool_of(&self, name: &str) -> bool;
+}
+
+fn malformed(item: &Item, name: &str) -> StoreError {
+    let pk = item
+        .get("pk")
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default();
+    StoreError::Malformed {
+        pk,
+        detail: format!("attribute {name} is missing or has the wrong type"),
+    }
+}
+
+impl Read for Item {
+    fn str_of(&self, name: &str) -> Result<&str, StoreError> {
+        self.opt_str(name).ok_or_else(|| malformed(self, name))
+    }
+
+    fn opt_str(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+    }
+
+    fn dec_of(&self, name: &str) -> Result<Decimal, StoreError> {
+        self.opt_dec(name).ok_or_else(|| malformed(self, name))
+    }
+
+    fn opt_dec(&self, name: &str) -> Option<Decimal> {
+        self.get(name)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|raw| raw.parse().ok())
+    }
+
+    fn u64_of(&self, name: &str) -> Result<u64, StoreError> {
+        self.get(name)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|raw| raw.parse().ok())
+            .ok_or_else(|| malformed(self, name))
+    }
+
+    fn bool_of(&self, name: &str) -> bool {
+        matches!(self.get(name), Some(AttributeValue::Bool(true)))
+    }
+}

@@ -1,0 +1,64 @@
+//! The table's shape, for tests and tools that make their own table. `infra/template.yaml`
+//! declares the same shape for the deployed stack.
+
+use super::{StoreError, GSI};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+};
+use aws_sdk_dynamodb::Client;
+
+fn attr(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .expect("name and type are set")
+}
+
+fn key(name: &str, key_type: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .expect("name and type are set")
+}
+
+/// Creates the table (on-demand, stream NEW_IMAGE, `gsi1`). Returns the stream ARN.
+pub async fn create_table(client: &Client, name: &str) -> Result<Option<String>, StoreError> {
+    let out = client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .set_attribute_definitions(Some(
+            ["pk", "sk", "gsi1pk", "gsi1sk"].map(attr).to_vec(),
+        ))
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(GSI)
+                .key_schema(key("gsi1pk", KeyType::Hash))
+                .key_schema(key("gsi1sk", KeyType::Range))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .expect("index fields are set"),
+        )
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewImage)
+                .build()
+                .expect("stream fields are set"),
+        )
+        .send()
+        .await
+        .map_err(StoreError::sdk)?;
+    Ok(out
+        .table_description
+        .and_then(|t| t.latest_stream_arn))
+}
