@@ -1,1 +1,8 @@
-fn main() {}
+#![forbid(unsafe_code)]
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    firmspace::telemetry::init();
+    let app = api::App::from_env().await?;
+    lambda_http::run(lambda_http::service_fn(|req| app.handle(req))).await
+}

@@ -2,6 +2,7 @@
 //! assistant, bank reconciliation).
 
 pub mod invoice;
+pub mod providers;
 pub mod register;
 pub mod rules;
 

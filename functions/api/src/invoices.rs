@@ -1,0 +1,159 @@
+//! Invoices, their payments, the manual "paid" button and the assistant, and the duplicate button.
+
+use crate::Ctx;
+use firmspace::http::{body_bytes, header, json_response, parse_json, ApiError};
+use firmspace::ids::ExternalId;
+use firmspace::money::{parse_amount, Currency};
+use firmspace::payments::invoice::{self, Links};
+use firmspace::payments::register::list_for_invoice;
+use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Registered, Source};
+use firmspace::review::ReviewItem;
+use firmspace::store::Store;
+use lambda_http::{Body, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+#[derive(Deserialize)]
+struct CreateInvoice {
+    currency: String,
+    gross: String,
+    owner: Option<String>,
+    contact_id: Option<String>,
+    deal_id: Option<String>,
+    company_id: Option<String>,
+}
+
+pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let body: CreateInvoice = parse_json(body_bytes(ctx.req))?;
+    let new = NewInvoice {
+        currency: Currency::parse(&body.currency)
+            .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?,
+        gross: parse_amount(&body.gross)
+            .map_err(|e| ApiError::bad_request("invalid_gross", e.to_string()))?,
+        status: InvoiceStatus::Open,
+        links: Links {
+            owner: body.owner,
+            contact_id: body.contact_id,
+            deal_id: body.deal_id,
+            company_id: body.company_id,
+        },
+    };
+    let created = invoice::create(store, &ctx.org, new, ctx.now).await?;
+    Ok(json_response(201, &created.to_json()))
+}
+
+pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
+    let found = invoice::get(store, &ctx.org, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    let payments: Vec<Value> = list_for_invoice(store, &ctx.org, id)
+        .await?
+        .iter()
+        .map(|p| p.to_json())
+        .collect();
+    let mut body = found.to_json();
+    body["payments"] = json!(payments);
+    Ok(json_response(200, &body))
+}
+
+#[derive(Deserialize)]
+struct ManualPayment {
+    source: String,
+    amount: Option<String>,
+    actor: Option<String>,
+}
+
+/// The manual "paid" button and the assistant: keyed by the request's `Idempotency-Key`. The same
+/// key and body get the stored answer; the same key with another body is a 409.
+pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
+    let key = header(ctx.req, "idempotency-key").ok_or_else(|| {
+        ApiError::bad_request("missing_idempotency_key", "Idempotency-Key header is required")
+    })?;
+    let external_id = ExternalId::parse("Idempotency-Key", key)
+        .map_err(|e| ApiError::bad_request("invalid_idempotency_key", e.to_string()))?;
+    let body: ManualPayment = parse_json(body_bytes(ctx.req))?;
+    let source = match body.source.as_str() {
+        "manual" => Source::Manual,
+        "assistant" => Source::Assistant,
+        other => {
+            return Err(ApiError::bad_request(
+                "invalid_source",
+                format!("source must be manual or assistant, not {other:?}"),
+            ))
+        }
+    };
+    let amount = body
+        .amount
+        .as_deref()
+        .map(parse_amount)
+        .transpose()
+        .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
+    let invoice = invoice::get(store, &ctx.org, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    let fingerprint = hex::encode(Sha256::digest(format!(
+        "{id}|{}|{}",
+        source.as_str(),
+        amount.map(|a| a.normalize().to_string()).unwrap_or_default()
+    )));
+    let input = PaymentInput {
+        org: ctx.org.clone(),
+        invoice_ref: Some(id.to_owned()),
+        source,
+        external_id,
+        amount,
+        currency: Some(invoice.currency.clone()),
+        at: ctx.now,
+        actor: body.actor.unwrap_or_else(|| source.as_str().to_owned()),
+        fingerprint: fingerprint.clone(),
+        reverses: None,
+    };
+    match register_payment(store, &input).await? {
+        Registered::Booked { record, .. } => Ok(json_response(200, &record.answer)),
+        Registered::Duplicate { stored, .. } if stored.fingerprint == fingerprint => {
+            let mut answer = stored.answer;
+            answer["duplicate"] = json!(true);
+            Ok(json_response(200, &answer))
+        }
+        Registered::Duplicate { stored, .. } => {
+            ReviewItem {
+                org: ctx.org.clone(),
+                kind: "payment".into(),
+                reason: "idempotency_key_reused".into(),
+                key: format!("{}:{}", input.event_key(), &fingerprint[..16]),
+                at: ctx.now,
+                detail: json!({"stored_invoice_id": stored.invoice_id, "invoice_id": id}),
+            }
+            .put(store)
+            .await?;
+            Err(ApiError::new(
+                409,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used with another request",
+            ))
+        }
+    }
+}
+
+/// A copy on purpose: a new draft with a new number, never a retry.
+pub async fn duplicate(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
+    let original = invoice::get(store, &ctx.org, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    let copy = invoice::create(
+        store,
+        &ctx.org,
+        NewInvoice {
+            currency: original.currency.clone(),
+            gross: original.gross,
+            status: InvoiceStatus::Draft,
+            links: original.links.clone(),
+        },
+        ctx.now,
+    )
+    .await?;
+    let mut body = copy.to_json();
+    body["duplicate_of"] = json!(original.id.as_str());
+    Ok(json_response(201, &body))
+}
