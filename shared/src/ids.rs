@@ -35,7 +35,9 @@ impl OrgId {
     pub fn parse(raw: &str) -> Result<Self, IdError> {
         let ok = raw.len() == 13
             && raw.starts_with('o')
-            && raw[1..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+            && raw[1..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
         ok.then(|| Self(raw.to_owned())).ok_or(IdError {
             field: "org_id",
             reason: "expected o + 12 hex characters",

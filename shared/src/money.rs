@@ -86,11 +86,8 @@ pub fn parse_amount(raw: &str) -> Result<Decimal, MoneyError> {
     Ok(value)
 }
 
-/// Money rendered for JSON: at least two fraction digits ("40.00", "0", "12.345").
+/// Money rendered for JSON: at least two fraction digits ("40.00", "0.00", "12.345").
 pub fn display(amount: Decimal) -> String {
-    if amount.is_zero() {
-        return "0".into();
-    }
     let mut shown = amount.normalize();
     if shown.scale() < 2 {
         shown.rescale(2);
@@ -124,6 +121,7 @@ mod tests {
     fn display_keeps_two_fraction_digits() {
         assert_eq!(display(dec!(40)), "40.00");
         assert_eq!(display(dec!(40.500)), "40.50");
-        assert_eq!(display(Decimal::ZERO), "0");
+        assert_eq!(display(Decimal::ZERO), "0.00");
+        assert_eq!(display(-Decimal::TEN), "-10.00");
     }
 }

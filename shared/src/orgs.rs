@@ -35,7 +35,10 @@ pub async fn create_org(
     now: DateTime<Utc>,
 ) -> Result<(OrgId, SecretString), StoreError> {
     let org = OrgId::generate();
-    let api_key = format!("fsk_{org}_{}", B64URL.encode(crate::ids::random_bytes::<24>()));
+    let api_key = format!(
+        "fsk_{org}_{}",
+        B64URL.encode(crate::ids::random_bytes::<24>())
+    );
     let org_item = Builder::new(&org.pk("ORG"), "org", org.as_str())
         .str("name", name)
         .str("created_at", at_str(now))
@@ -119,18 +122,22 @@ impl Integration {
     }
 
     pub fn to_item(&self) -> Item {
-        Builder::new(&integration_pk(&self.id), "integration", self.org().as_str())
-            .str("id", &self.id.id)
-            .str("integration_kind", &self.kind)
-            .opt_str("provider", self.provider.map(Provider::as_str))
-            .opt_str(
-                "secret",
-                self.secret.as_ref().map(|s| s.expose_secret().to_owned()),
-            )
-            .opt_str("public_key", self.public_key.clone())
-            .opt_str("url", self.url.clone())
-            .str("created_at", at_str(self.created_at))
-            .build()
+        Builder::new(
+            &integration_pk(&self.id),
+            "integration",
+            self.org().as_str(),
+        )
+        .str("id", &self.id.id)
+        .str("integration_kind", &self.kind)
+        .opt_str("provider", self.provider.map(Provider::as_str))
+        .opt_str(
+            "secret",
+            self.secret.as_ref().map(|s| s.expose_secret().to_owned()),
+        )
+        .opt_str("public_key", self.public_key.clone())
+        .opt_str("url", self.url.clone())
+        .str("created_at", at_str(self.created_at))
+        .build()
     }
 
     pub fn from_item(id: IntegrationId, item: &Item) -> Result<Self, StoreError> {
@@ -153,7 +160,10 @@ impl Integration {
     }
 }
 
-pub async fn create_integration(store: &Store, integration: &Integration) -> Result<(), StoreError> {
+pub async fn create_integration(
+    store: &Store,
+    integration: &Integration,
+) -> Result<(), StoreError> {
     store.put_new(integration.to_item()).await.map(|_| ())
 }
 

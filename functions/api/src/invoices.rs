@@ -6,7 +6,9 @@ use firmspace::ids::ExternalId;
 use firmspace::money::{parse_amount, Currency};
 use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::register::list_for_invoice;
-use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Registered, Source};
+use firmspace::payments::{
+    register_payment, InvoiceStatus, NewInvoice, PaymentInput, Registered, Source,
+};
 use firmspace::review::ReviewItem;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -68,7 +70,10 @@ struct ManualPayment {
 /// key and body get the stored answer; the same key with another body is a 409.
 pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
     let key = header(ctx.req, "idempotency-key").ok_or_else(|| {
-        ApiError::bad_request("missing_idempotency_key", "Idempotency-Key header is required")
+        ApiError::bad_request(
+            "missing_idempotency_key",
+            "Idempotency-Key header is required",
+        )
     })?;
     let external_id = ExternalId::parse("Idempotency-Key", key)
         .map_err(|e| ApiError::bad_request("invalid_idempotency_key", e.to_string()))?;
@@ -95,7 +100,9 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
     let fingerprint = hex::encode(Sha256::digest(format!(
         "{id}|{}|{}",
         source.as_str(),
-        amount.map(|a| a.normalize().to_string()).unwrap_or_default()
+        amount
+            .map(|a| a.normalize().to_string())
+            .unwrap_or_default()
     )));
     let input = PaymentInput {
         org: ctx.org.clone(),

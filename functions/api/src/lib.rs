@@ -36,7 +36,10 @@ impl App {
 
     pub async fn from_env() -> anyhow::Result<Self> {
         let config = Config::from_env().context("loading configuration")?;
-        config.admin_token.as_ref().context("ADMIN_TOKEN is not set")?;
+        config
+            .admin_token
+            .as_ref()
+            .context("ADMIN_TOKEN is not set")?;
         let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
         Ok(Self::new(Store::new(client, config.table.clone()), config))
     }
@@ -48,7 +51,11 @@ impl App {
             .unwrap_or_else(ApiError::into_response))
     }
 
-    pub async fn respond(&self, req: &Request, now: DateTime<Utc>) -> Result<Response<Body>, ApiError> {
+    pub async fn respond(
+        &self,
+        req: &Request,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
         let path = http::route_path(req).trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').skip(1).collect();
         let method = req.method().as_str();
@@ -63,13 +70,17 @@ impl App {
         };
         let store = &self.store;
         match (segments.as_slice(), method) {
-            (["api", "integrations"], "POST") => setup::create_integration(store, &self.config, &ctx).await,
+            (["api", "integrations"], "POST") => {
+                setup::create_integration(store, &self.config, &ctx).await
+            }
             (["api", "members"], "POST") => setup::add_member(store, &ctx).await,
             (["api", "members"], "GET") => setup::list_members(store, &ctx).await,
             (["api", "invoices"], "POST") => invoices::create(store, &ctx).await,
             (["api", "invoices", id], "GET") => invoices::read(store, &ctx, id).await,
             (["api", "invoices", id, "payments"], "POST") => invoices::pay(store, &ctx, id).await,
-            (["api", "invoices", id, "duplicate"], "POST") => invoices::duplicate(store, &ctx, id).await,
+            (["api", "invoices", id, "duplicate"], "POST") => {
+                invoices::duplicate(store, &ctx, id).await
+            }
             (["api", "review"], "GET") => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))
@@ -79,23 +90,26 @@ impl App {
     }
 
     fn require_admin(&self, req: &Request) -> Result<(), ApiError> {
-        let expected = self
-            .config
-            .admin_token
-            .as_ref()
-            .ok_or_else(|| ApiError::unauthorized("unauthorized", "admin token not configured"))?;
+        let expected =
+            self.config.admin_token.as_ref().ok_or_else(|| {
+                ApiError::unauthorized("unauthorized", "admin token not configured")
+            })?;
         let given = bearer(req).unwrap_or_default();
         // Compare digests, so the comparison's timing says nothing about the token.
         if Sha256::digest(given.as_bytes()) == Sha256::digest(expected.expose_secret().as_bytes()) {
             Ok(())
         } else {
-            Err(ApiError::unauthorized("unauthorized", "admin token required"))
+            Err(ApiError::unauthorized(
+                "unauthorized",
+                "admin token required",
+            ))
         }
     }
 
     async fn authenticate(&self, req: &Request) -> Result<OrgId, ApiError> {
-        let key = bearer(req)
-            .ok_or_else(|| ApiError::unauthorized("unauthorized", "Authorization: Bearer <api key> required"))?;
+        let key = bearer(req).ok_or_else(|| {
+            ApiError::unauthorized("unauthorized", "Authorization: Bearer <api key> required")
+        })?;
         firmspace::orgs::authenticate(&self.store, key)
             .await?
             .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))

@@ -26,7 +26,10 @@ pub async fn create_org(
     let body: NewOrg = parse_json(body_bytes(req))?;
     let name = body.name.trim();
     if name.is_empty() || name.len() > 200 {
-        return Err(ApiError::bad_request("invalid_name", "name must be 1-200 characters"));
+        return Err(ApiError::bad_request(
+            "invalid_name",
+            "name must be 1-200 characters",
+        ));
     }
     let (org, key) = orgs::create_org(store, name, now).await?;
     Ok(json_response(
@@ -67,7 +70,10 @@ pub async fn create_integration(
                 .as_deref()
                 .and_then(Provider::parse)
                 .ok_or_else(|| {
-                    ApiError::bad_request("invalid_provider", "provider must be standard, stripe or monobank")
+                    ApiError::bad_request(
+                        "invalid_provider",
+                        "provider must be standard, stripe or monobank",
+                    )
                 })?;
             integration.provider = Some(provider);
             match provider {
@@ -87,10 +93,16 @@ pub async fn create_integration(
                 }
                 Provider::Monobank => {
                     let key = body.public_key.ok_or_else(|| {
-                        ApiError::bad_request("missing_public_key", "monobank needs public_key (base64 PEM from /api/merchant/pubkey)")
+                        ApiError::bad_request(
+                            "missing_public_key",
+                            "monobank needs public_key (base64 PEM from /api/merchant/pubkey)",
+                        )
                     })?;
                     monobank::parse_public_key(&key).map_err(|_| {
-                        ApiError::bad_request("invalid_public_key", "public_key is not a base64 PEM P-256 key")
+                        ApiError::bad_request(
+                            "invalid_public_key",
+                            "public_key is not a base64 PEM P-256 key",
+                        )
                     })?;
                     integration.public_key = Some(key);
                 }
@@ -106,9 +118,9 @@ pub async fn create_integration(
             })
         }
         "outbound" => {
-            let url = body
-                .url
-                .ok_or_else(|| ApiError::bad_request("missing_url", "outbound integrations need url"))?;
+            let url = body.url.ok_or_else(|| {
+                ApiError::bad_request("missing_url", "outbound integrations need url")
+            })?;
             check_outbound_url(&url, config.allows_loopback())?;
             integration.url = Some(url.clone());
             integration.secret = Some(SecretString::from(standard::generate_secret()));
@@ -125,7 +137,10 @@ pub async fn create_integration(
     let mut answer = answer;
     answer["integration_id"] = json!(id.id);
     answer["kind"] = json!(integration.kind);
-    answer["secret"] = json!(integration.secret.as_ref().map(|s| s.expose_secret().to_owned()));
+    answer["secret"] = json!(integration
+        .secret
+        .as_ref()
+        .map(|s| s.expose_secret().to_owned()));
     Ok(json_response(201, &answer))
 }
 
@@ -147,9 +162,13 @@ pub fn check_outbound_url(raw: &str, allow_loopback: bool) -> Result<(), ApiErro
         return Err(bad("url must use https"));
     }
     let private = match ip {
-        Some(IpAddr::V4(v4)) => v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast(),
+        Some(IpAddr::V4(v4)) => {
+            v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
+        }
         Some(IpAddr::V6(v6)) => {
-            v6.is_unspecified() || (v6.segments()[0] & 0xfe00) == 0xfc00 || (v6.segments()[0] & 0xffc0) == 0xfe80
+            v6.is_unspecified()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
         }
         None => host.ends_with(".internal") || host.ends_with(".local"),
     };

@@ -41,14 +41,23 @@ impl App {
     }
 
     /// The whole decision for one delivery at time `now`.
-    pub async fn respond(&self, req: &Request, now: DateTime<Utc>) -> Result<Response<Body>, ApiError> {
+    pub async fn respond(
+        &self,
+        req: &Request,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
         let integration_id = integration_in_path(http::route_path(req))
             .ok_or_else(|| ApiError::not_found("route"))?;
         let body = body_bytes(req);
         if body.len() > MAX_BODY {
-            return Err(ApiError::new(413, "payload_too_large", "body exceeds 256 KiB"));
+            return Err(ApiError::new(
+                413,
+                "payload_too_large",
+                "body exceeds 256 KiB",
+            ));
         }
-        let id = IntegrationId::parse(integration_id).map_err(|_| ApiError::not_found("integration"))?;
+        let id =
+            IntegrationId::parse(integration_id).map_err(|_| ApiError::not_found("integration"))?;
         let integration = orgs::get_integration(&self.store, &id)
             .await?
             .filter(|i| i.kind == "payments")
@@ -61,9 +70,12 @@ impl App {
             ApiError::unauthorized("invalid_signature", e.to_string())
         })?;
         let parsed = match provider {
-            Provider::Standard => providers::standard(body, header(req, "webhook-timestamp")
-                .and_then(|t| t.parse().ok())
-                .and_then(|t| DateTime::from_timestamp(t, 0))),
+            Provider::Standard => providers::standard(
+                body,
+                header(req, "webhook-timestamp")
+                    .and_then(|t| t.parse().ok())
+                    .and_then(|t| DateTime::from_timestamp(t, 0)),
+            ),
             Provider::Stripe => providers::stripe(body),
             Provider::Monobank => providers::monobank(body),
         }
@@ -75,14 +87,23 @@ impl App {
         };
         let (paid, reverses) = match parsed {
             WebhookEvent::Ignored(status) => {
-                return Ok(json_response(200, &json!({"status": "ignored", "provider_status": status})))
+                return Ok(json_response(
+                    200,
+                    &json!({"status": "ignored", "provider_status": status}),
+                ))
             }
             WebhookEvent::Paid(paid) => (paid, None),
             WebhookEvent::Reversed(paid) => {
                 let original = paid.external_id.clone();
                 let key = ExternalId::parse("payment_id", &format!("{original}:reversal"))
                     .map_err(|e| ApiError::bad_request("malformed", e.to_string()))?;
-                (Paid { external_id: key, ..paid }, Some(original))
+                (
+                    Paid {
+                        external_id: key,
+                        ..paid
+                    },
+                    Some(original),
+                )
             }
         };
         let input = PaymentInput {
@@ -152,11 +173,17 @@ fn verify(
             body,
             now.timestamp(),
         ),
-        Provider::Stripe => {
-            signature::stripe::verify(secret()?, header(req, "stripe-signature"), body, now.timestamp())
-        }
+        Provider::Stripe => signature::stripe::verify(
+            secret()?,
+            header(req, "stripe-signature"),
+            body,
+            now.timestamp(),
+        ),
         Provider::Monobank => signature::monobank::verify(
-            integration.public_key.as_deref().ok_or(SignatureError::BadKey)?,
+            integration
+                .public_key
+                .as_deref()
+                .ok_or(SignatureError::BadKey)?,
             header(req, "x-sign"),
             body,
         ),

@@ -114,7 +114,11 @@ pub fn stripe(body: &[u8]) -> Result<WebhookEvent, ParseError> {
         return Ok(WebhookEvent::Ignored(parsed.kind));
     }
     let intent = parsed.data.object;
-    let currency = intent.currency.as_deref().map(Currency::parse).transpose()?;
+    let currency = intent
+        .currency
+        .as_deref()
+        .map(Currency::parse)
+        .transpose()?;
     let amount = match (intent.amount_received, &currency) {
         (Some(minor), Some(c)) if minor > 0 => Some(c.from_minor(minor)),
         (Some(_), _) => return Err(MoneyError::BadAmount.into()),
@@ -200,7 +204,8 @@ mod tests {
     #[test]
     fn monobank_statuses_before_success_are_ignored() {
         for status in ["created", "processing", "hold", "failure", "expired"] {
-            let body = format!(r#"{{"invoiceId":"p1","status":"{status}","amount":100,"ccy":980}}"#);
+            let body =
+                format!(r#"{{"invoiceId":"p1","status":"{status}","amount":100,"ccy":980}}"#);
             assert_eq!(
                 monobank(body.as_bytes()),
                 Ok(WebhookEvent::Ignored(status.into()))
@@ -211,7 +216,9 @@ mod tests {
     #[test]
     fn monobank_reversed_names_the_payment_it_takes_back() {
         let body = br#"{"invoiceId":"p1","status":"reversed","amount":100,"ccy":980}"#;
-        assert!(matches!(monobank(body), Ok(WebhookEvent::Reversed(p)) if p.external_id.as_str() == "p1"));
+        assert!(
+            matches!(monobank(body), Ok(WebhookEvent::Reversed(p)) if p.external_id.as_str() == "p1")
+        );
     }
 
     #[test]
@@ -239,7 +246,9 @@ mod tests {
     #[test]
     fn standard_rejects_numeric_and_negative_amounts() {
         for amount in ["40.5", "\"-1\"", "\"abc\""] {
-            let body = format!(r#"{{"type":"payment.succeeded","data":{{"payment_id":"p","amount":{amount}}}}}"#);
+            let body = format!(
+                r#"{{"type":"payment.succeeded","data":{{"payment_id":"p","amount":{amount}}}}}"#
+            );
             assert!(standard(body.as_bytes(), None).is_err(), "{amount}");
         }
         assert_eq!(

@@ -95,10 +95,7 @@ impl PaymentRecord {
             applied: item.dec_of("applied")?,
             unapplied: item.dec_of("unapplied")?,
             outcome: item.str_of("outcome")?.to_owned(),
-            at: item
-                .str_of("at")?
-                .parse()
-                .map_err(|_| bad("at".into()))?,
+            at: item.str_of("at")?.parse().map_err(|_| bad("at".into()))?,
             actor: item.opt_str("actor").unwrap_or_default().to_owned(),
             fingerprint: item.opt_str("fingerprint").unwrap_or_default().to_owned(),
             answer: item
@@ -143,8 +140,14 @@ fn event_item(
         .str("actor", &input.actor)
         .str("fingerprint", &input.fingerprint)
         .str("answer", answer.to_string())
-        .opt_str("reverses", input.reverses.as_ref().map(|r| r.as_str().to_owned()))
-        .list(&list, &format!("{}#{}", at_str(input.at), input.event_key()));
+        .opt_str(
+            "reverses",
+            input.reverses.as_ref().map(|r| r.as_str().to_owned()),
+        )
+        .list(
+            &list,
+            &format!("{}#{}", at_str(input.at), input.event_key()),
+        );
     if let Some(received) = decision.received {
         builder = builder.num("received", received);
     }
@@ -327,15 +330,16 @@ pub async fn register_payment(
             }
             Err(err) => match classify(err) {
                 Failure::Duplicate(old) => {
-                    let old = match old {
-                        Some(item) => item,
-                        None => store.get(&input.pk()).await?.ok_or_else(|| {
-                            StoreError::Malformed {
-                                pk: input.pk(),
-                                detail: "duplicate reported but no item stored".into(),
-                            }
-                        })?,
-                    };
+                    let old =
+                        match old {
+                            Some(item) => item,
+                            None => store.get(&input.pk()).await?.ok_or_else(|| {
+                                StoreError::Malformed {
+                                    pk: input.pk(),
+                                    detail: "duplicate reported but no item stored".into(),
+                                }
+                            })?,
+                        };
                     return Ok(Registered::Duplicate {
                         stored: PaymentRecord::from_item(&old)?,
                         invoice: before,

@@ -107,7 +107,11 @@ pub fn decide(
     if invoice.status.is_closed() {
         return Decision::nothing(Outcome::InvoiceClosed, input.amount);
     }
-    if input.currency.as_ref().is_some_and(|c| *c != invoice.currency) {
+    if input
+        .currency
+        .as_ref()
+        .is_some_and(|c| *c != invoice.currency)
+    {
         return Decision::nothing(Outcome::CurrencyMismatch, input.amount);
     }
     let open = invoice.open();

@@ -57,7 +57,9 @@ pub fn verify(
 /// Signs a payload the way a sender does: `v1,<b64>`.
 pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> Result<String, SignatureError> {
     let key = key(secret)?;
-    let tag = mac(&key, id, &timestamp.to_string(), body).finalize().into_bytes();
+    let tag = mac(&key, id, &timestamp.to_string(), body)
+        .finalize()
+        .into_bytes();
     Ok(format!("v1,{}", B64.encode(tag)))
 }
 

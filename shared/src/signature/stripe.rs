@@ -43,7 +43,9 @@ pub fn verify(
 
 /// The header a sender would attach.
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let tag = mac(secret, &timestamp.to_string(), body).finalize().into_bytes();
+    let tag = mac(secret, &timestamp.to_string(), body)
+        .finalize()
+        .into_bytes();
     format!("t={timestamp},v1={}", hex::encode(tag))
 }
 
@@ -58,7 +60,10 @@ mod tests {
 
     #[test]
     fn signing_reproduces_the_independent_vector() {
-        assert_eq!(sign(SECRET, 1700000000, BODY), format!("t=1700000000,v1={V1}"));
+        assert_eq!(
+            sign(SECRET, 1700000000, BODY),
+            format!("t=1700000000,v1={V1}")
+        );
     }
 
     #[test]

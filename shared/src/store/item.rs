@@ -86,7 +86,9 @@ impl Read for Item {
     }
 
     fn opt_str(&self, name: &str) -> Option<&str> {
-        self.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+        self.get(name)
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str)
     }
 
     fn dec_of(&self, name: &str) -> Result<Decimal, StoreError> {

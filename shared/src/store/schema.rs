@@ -30,9 +30,7 @@ pub async fn create_table(client: &Client, name: &str) -> Result<Option<String>,
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .set_attribute_definitions(Some(
-            ["pk", "sk", "gsi1pk", "gsi1sk"].map(attr).to_vec(),
-        ))
+        .set_attribute_definitions(Some(["pk", "sk", "gsi1pk", "gsi1sk"].map(attr).to_vec()))
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
         .global_secondary_indexes(
@@ -58,7 +56,5 @@ pub async fn create_table(client: &Client, name: &str) -> Result<Option<String>,
         .send()
         .await
         .map_err(StoreError::sdk)?;
-    Ok(out
-        .table_description
-        .and_then(|t| t.latest_stream_arn))
+    Ok(out.table_description.and_then(|t| t.latest_stream_arn))
 }

@@ -1,1 +1,39 @@
-fn main() {}
+#![forbid(unsafe_code)]
+//! `cargo xtask up`   — start ministack, deploy infra/template.yaml into it, seed a demo
+//!                      organisation and show a signed webhook retried and booked once.
+//! `cargo xtask test` — every test: lint, unit, integration and end-to-end against ministack.
+//! `cargo xtask down` — stop the local stack.
+
+mod demo;
+mod stack;
+
+use anyhow::{bail, Result};
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("up") => {
+            let local = stack::Stack::local();
+            local.start().await?;
+            let coords = local.deploy(&local.admin_token()).await?;
+            coords.write(&local.coords_file())?;
+            println!("{}", serde_json::to_string_pretty(&coords.json())?);
+            println!("coordinates written to {}", local.coords_file().display());
+            demo::run(&coords).await?;
+            println!(
+                "\nministack keeps running on {} (stop it: cargo xtask down)",
+                local.endpoint()
+            );
+            Ok(())
+        }
+        Some("demo") => {
+            let local = stack::Stack::local();
+            let coords = stack::Coordinates::read(&local.coords_file())?;
+            demo::run(&coords).await
+        }
+        Some("down") => stack::Stack::local().stop(),
+        Some("test") => stack::test(&args[1..]).await,
+        _ => bail!("usage: cargo xtask up | demo | down | test [-- cargo test args]"),
+    }
+}

@@ -83,7 +83,10 @@ fn a_payment_for_a_closed_invoice_applies_nothing() {
     for status in [InvoiceStatus::Paid, InvoiceStatus::Void] {
         let inv = invoice(dec!(100), dec!(100), status);
         let d = decide(Some(&inv), &payment("p5", Some(dec!(5))), None);
-        assert_eq!((d.outcome, d.applied, d.change), (Outcome::InvoiceClosed, dec!(0), None));
+        assert_eq!(
+            (d.outcome, d.applied, d.change),
+            (Outcome::InvoiceClosed, dec!(0), None)
+        );
         assert_eq!(d.unapplied, dec!(5));
     }
 }

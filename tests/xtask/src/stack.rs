@@ -1,0 +1,373 @@
+//! The local stack: a pinned ministack in a project venv, the SAM template deployed into it with
+//! the functions built for the host (ministack runs them as local processes).
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const REGION: &str = "eu-central-1";
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("tests/xtask sits two levels below the workspace root")
+        .to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Creates `.venv` with the pinned ministack and SAM CLI unless it already has them.
+pub fn ensure_venv() -> Result<PathBuf> {
+    let root = root();
+    let venv = root.join(".venv");
+    let requirements = root.join("infra/requirements.txt");
+    let stamp = venv.join(".firmspace-requirements");
+    let wanted = std::fs::read_to_string(&requirements)?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(venv);
+    }
+    println!(
+        "== installing ministack and SAM CLI into {}",
+        venv.display()
+    );
+    run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    run(Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements))?;
+    std::fs::write(&stamp, wanted)?;
+    Ok(venv)
+}
+
+fn aws_env(cmd: &mut Command, endpoint: &str) {
+    cmd.env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_DEFAULT_REGION", REGION)
+        .env("AWS_REGION", REGION)
+        .env("SAM_CLI_TELEMETRY", "0");
+}
+
+pub struct Stack {
+    pub name: &'static str,
+    pub port: u16,
+    pub stage: &'static str,
+}
+
+/// Where the stack is and how to reach it; `target/local-stack.json` holds this.
+pub struct Coordinates {
+    pub api_url: String,
+    pub aws_endpoint_url: String,
+    pub table: String,
+    pub admin_token: String,
+    pub stack_name: String,
+}
+
+impl Coordinates {
+    pub fn json(&self) -> Value {
+        json!({
+            "api_url": self.api_url,
+            "aws_endpoint_url": self.aws_endpoint_url,
+            "table": self.table,
+            "admin_token": self.admin_token,
+            "stack_name": self.stack_name,
+            "region": REGION,
+        })
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        std::fs::write(path, serde_json::to_string_pretty(&self.json())?)?;
+        Ok(())
+    }
+
+    pub fn read(path: &Path) -> Result<Self> {
+        let raw = std::fs::read_to_string(path)
+            .with_context(|| format!("reading {} (run `cargo xtask up` first)", path.display()))?;
+        let v: Value = serde_json::from_str(&raw)?;
+        let field = |name: &str| -> Result<String> {
+            v[name]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("{} has no {name}", path.display()))
+        };
+        Ok(Self {
+            api_url: field("api_url")?,
+            aws_endpoint_url: field("aws_endpoint_url")?,
+            table: field("table")?,
+            admin_token: field("admin_token")?,
+            stack_name: field("stack_name")?,
+        })
+    }
+}
+
+impl Stack {
+    pub fn local() -> Self {
+        Self {
+            name: "firmspace-local",
+            port: 4566,
+            stage: "local",
+        }
+    }
+
+    pub fn testing() -> Self {
+        Self {
+            name: "firmspace-test",
+            port: 4577,
+            stage: "test",
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn coords_file(&self) -> PathBuf {
+        root().join(format!("target/{}-stack.json", self.stage))
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        root().join(format!("target/ministack-{}.pid", self.port))
+    }
+
+    /// The admin token of an earlier deploy of this stack, or a new random one.
+    pub fn admin_token(&self) -> String {
+        Coordinates::read(&self.coords_file())
+            .map(|c| c.admin_token)
+            .unwrap_or_else(|_| hex::encode(firmspace::ids::random_bytes::<16>()))
+    }
+
+    async fn ready(&self) -> bool {
+        let url = format!("{}/_ministack/ready", self.endpoint());
+        let client = reqwest::Client::new();
+        let answer = client.get(url).timeout(Duration::from_secs(1)).send().await;
+        answer.is_ok_and(|r| r.status().is_success())
+    }
+
+    /// Starts ministack unless it already answers on this port.
+    pub async fn start(&self) -> Result<()> {
+        let venv = ensure_venv()?;
+        std::fs::create_dir_all(root().join("target"))?;
+        if self.ready().await {
+            println!("== ministack already running on {}", self.endpoint());
+            return Ok(());
+        }
+        let log =
+            std::fs::File::create(root().join(format!("target/ministack-{}.log", self.port)))?;
+        let mut cmd = Command::new(venv.join("bin/ministack"));
+        aws_env(&mut cmd, &self.endpoint());
+        cmd.env("BIND_HOST", "127.0.0.1")
+            .env("GATEWAY_PORT", self.port.to_string())
+            .env("IOT_MTLS_ENABLED", "0")
+            .env("MINISTACK_REGION", REGION)
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .stdin(Stdio::null());
+        let child = cmd.spawn().context("starting ministack")?;
+        std::fs::write(self.pid_file(), child.id().to_string())?;
+        let started = Instant::now();
+        while !self.ready().await {
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("ministack did not become ready on {}", self.endpoint());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        println!(
+            "== ministack ready on {} in {:?}",
+            self.endpoint(),
+            started.elapsed()
+        );
+        Ok(())
+    }
+
+    pub fn stop(&self) -> Result<()> {
+        if let Ok(pid) = std::fs::read_to_string(self.pid_file()) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+            let _ = std::fs::remove_file(self.pid_file());
+            println!("== ministack on {} stopped", self.endpoint());
+        }
+        Ok(())
+    }
+
+    /// Builds every function for the host, rewrites the template's code locations to the built
+    /// bootstraps, and `sam deploy`s it into ministack.
+    pub async fn deploy(&self, admin_token: &str) -> Result<Coordinates> {
+        let root = root();
+        let venv = ensure_venv()?;
+        let functions = function_names(&root)?;
+        println!("== building {} functions for the host", functions.len());
+        let mut build = Command::new(cargo());
+        build.current_dir(&root).args(["build", "--bins"]);
+        for f in &functions {
+            build.args(["-p", f]);
+        }
+        run(&mut build)?;
+        for f in &functions {
+            let dir = root.join("target/lambda").join(f);
+            std::fs::create_dir_all(&dir)?;
+            std::fs::copy(root.join("target/debug").join(f), dir.join("bootstrap"))?;
+        }
+        let template = std::fs::read_to_string(root.join("infra/template.yaml"))?;
+        let local = local_template(&template, &root.join("target/lambda"));
+        let local_path = root.join(format!("target/{}-template.yaml", self.stage));
+        std::fs::write(&local_path, local)?;
+        println!("== sam deploy {} into {}", self.name, self.endpoint());
+        let started = Instant::now();
+        let mut deploy = Command::new(venv.join("bin/sam"));
+        aws_env(&mut deploy, &self.endpoint());
+        deploy
+            .current_dir(root.join("target"))
+            .args(["deploy", "--template-file"])
+            .arg(&local_path)
+            .args([
+                "--stack-name",
+                self.name,
+                "--resolve-s3",
+                "--region",
+                REGION,
+            ])
+            .args(["--capabilities", "CAPABILITY_IAM", "--no-confirm-changeset"])
+            .args(["--no-fail-on-empty-changeset", "--parameter-overrides"])
+            .arg(format!("Stage={}", self.stage))
+            .arg(format!("AdminToken={admin_token}"))
+            .arg(format!(
+                "PublicBaseUrl={}/_aws/execute-api/",
+                self.endpoint()
+            ));
+        let out = deploy.output().context("starting sam deploy")?;
+        if !out.status.success() {
+            bail!(
+                "sam deploy failed:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        println!("== deployed in {:?}", started.elapsed());
+        let outputs = self.outputs(&venv)?;
+        Ok(Coordinates {
+            api_url: outputs["ApiUrl"].clone(),
+            aws_endpoint_url: self.endpoint(),
+            table: outputs["TableName"].clone(),
+            admin_token: admin_token.to_owned(),
+            stack_name: self.name.to_owned(),
+        })
+    }
+
+    fn outputs(&self, venv: &Path) -> Result<std::collections::HashMap<String, String>> {
+        let mut cmd = Command::new(venv.join("bin/sam"));
+        aws_env(&mut cmd, &self.endpoint());
+        let out = cmd
+            .current_dir(root().join("target"))
+            .args([
+                "list",
+                "stack-outputs",
+                "--stack-name",
+                self.name,
+                "--output",
+                "json",
+            ])
+            .args(["--region", REGION])
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "sam list stack-outputs failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout)?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r["OutputKey"].as_str()?.to_owned(),
+                    r["OutputValue"].as_str()?.to_owned(),
+                ))
+            })
+            .collect())
+    }
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+pub fn function_names(root: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("functions"))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The cloud template with code pointing at host-built bootstraps and the host architecture.
+pub fn local_template(template: &str, lambda_dir: &Path) -> String {
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x86_64"
+    };
+    template
+        .lines()
+        .map(|line| {
+            if let Some((indent, name)) = line.split_once("CodeUri: ../functions/") {
+                format!(
+                    "{indent}CodeUri: {}",
+                    lambda_dir.join(name.trim()).display()
+                )
+            } else if line.trim() == "Architectures: [arm64]" {
+                line.replace("arm64", arch)
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `cargo xtask test`: lint the template, start a fresh ministack, deploy the stack, run every
+/// test against it, stop it.
+pub async fn test(extra: &[String]) -> Result<()> {
+    let root = root();
+    let venv = ensure_venv()?;
+    println!("== sam validate --lint");
+    let mut lint = Command::new(venv.join("bin/sam"));
+    aws_env(&mut lint, "http://127.0.0.1:1");
+    run(lint.current_dir(&root).args([
+        "validate",
+        "--lint",
+        "--region",
+        REGION,
+        "-t",
+        "infra/template.yaml",
+    ]))?;
+    let stack = Stack::testing();
+    stack.stop()?;
+    stack.start().await?;
+    let result = async {
+        let coords = stack
+            .deploy(&hex::encode(firmspace::ids::random_bytes::<16>()))
+            .await?;
+        coords.write(&stack.coords_file())?;
+        println!("== cargo test --workspace");
+        let mut cmd = Command::new(cargo());
+        aws_env(&mut cmd, &stack.endpoint());
+        cmd.current_dir(&root)
+            .args(["test", "--workspace"])
+            .args(extra)
+            .env("FIRMSPACE_TEST_ENDPOINT", stack.endpoint())
+            .env("FIRMSPACE_TEST_STACK", stack.coords_file());
+        run(&mut cmd)
+    }
+    .await;
+    stack.stop()?;
+    result
+}
