@@ -1,0 +1,89 @@
+//! End-to-end through the stack `cargo xtask test` deployed into ministack: real API Gateway
+//! routes, real Lambda processes, the real table.
+
+use firmspace::signature::standard;
+use serde_json::{json, Value};
+
+pub struct Stack {
+    pub api_url: String,
+    pub admin_token: String,
+    pub http: reqwest::Client,
+}
+
+pub fn stack() -> Stack {
+    let path = std::env::var("FIRMSPACE_TEST_STACK").unwrap_or_else(|_| {
+        panic!("FIRMSPACE_TEST_STACK is not set: run `cargo xtask test`, which deploys the stack into ministack")
+    });
+    let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let coords: Value = serde_json::from_str(&raw).expect("stack coordinates JSON");
+    Stack {
+        api_url: coords["api_url"].as_str().expect("api_url").to_owned(),
+        admin_token: coords["admin_token"].as_str().expect("admin_token").to_owned(),
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Stack {
+    pub async fn api(&self, method: reqwest::Method, path: &str, token: &str, body: Value) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.api_url)).bearer_auth(token);
+        if !body.is_null() {
+            req = req.json(&body);
+        }
+        let res = req.send().await.expect("API reachable");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// An organisation with a Standard Webhooks integration; returns (api key, webhook url, secret).
+    pub async fn org_with_integration(&self) -> (String, String, String) {
+        let (status, org) = self.api(reqwest::Method::POST, "/api/orgs", &self.admin_token, json!({"name": "E2E"})).await;
+        assert_eq!(status, 201, "{org}");
+        let key = org["api_key"].as_str().unwrap().to_owned();
+        let (status, hook) = self
+            .api(reqwest::Method::POST, "/api/integrations", &key, json!({"kind": "payments", "provider": "standard"}))
+            .await;
+        assert_eq!(status, 201, "{hook}");
+        (key, hook["webhook_url"].as_str().unwrap().to_owned(), hook["secret"].as_str().unwrap().to_owned())
+    }
+
+    pub async fn deliver(&self, url: &str, secret: &str, msg_id: &str, body: &str) -> (u16, Value) {
+        let ts = chrono::Utc::now().timestamp();
+        let sig = standard::sign(secret, msg_id, ts, body.as_bytes()).unwrap();
+        let res = self
+            .http
+            .post(url)
+            .header("webhook-id", msg_id)
+            .header("webhook-timestamp", ts.to_string())
+            .header("webhook-signature", sig)
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("webhook reachable");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test]
+async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payment() {
+    let stack = stack();
+    let (key, url, secret) = stack.org_with_integration().await;
+    let (_, inv) = stack
+        .api(reqwest::Method::POST, "/api/invoices", &key, json!({"currency": "UAH", "gross": "100.00"}))
+        .await;
+    let id = inv["id"].as_str().unwrap();
+    let body = json!({"type": "payment.succeeded", "data": {"payment_id": "e2e_pay_1", "invoice_id": id, "amount": "40.00", "currency": "UAH"}}).to_string();
+    let mut duplicates = Vec::new();
+    for _ in 0..3 {
+        let (status, answer) = stack.deliver(&url, &secret, "msg_e2e_1", &body).await;
+        assert_eq!(status, 200, "{answer}");
+        duplicates.push(answer["duplicate"].as_bool().unwrap());
+    }
+    assert_eq!(duplicates, [false, true, true]);
+    let (_, after) = stack.api(reqwest::Method::GET, &format!("/api/invoices/{id}"), &key, Value::Null).await;
+    assert_eq!((after["paid"].as_str(), after["version"].as_u64()), (Some("40.00"), Some(1)));
+    assert_eq!(after["payments"].as_array().unwrap().len(), 1);
+
+    let (status, refused) = stack.deliver(&url, "whsec_d3Jvbmc=", "msg_e2e_2", &body).await;
+    assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_signature")));
+}

@@ -1,0 +1,10 @@
+#![forbid(unsafe_code)]
+//! Integration tests: the handlers called in-process against ministack's DynamoDB and SQS, each
+//! test with its own table; and end-to-end tests through the stack deployed in ministack.
+//! `cargo xtask test` starts ministack and sets `FIRMSPACE_TEST_ENDPOINT`.
+
+mod api;
+mod e2e;
+mod payments;
+mod support;
+mod webhook;

@@ -1,0 +1,129 @@
+//! Organisations, integrations and invoices made through the real store code, and deliveries
+//! signed exactly as each provider signs them.
+
+use super::{request, TestEnv};
+use chrono::Utc;
+use firmspace::ids::{IntegrationId, OrgId};
+use firmspace::money::Currency;
+use firmspace::orgs::{self, Integration, Provider};
+use firmspace::payments::invoice::{self, Links};
+use firmspace::payments::{Invoice, InvoiceStatus, NewInvoice};
+use firmspace::signature::{standard, stripe};
+use lambda_http::Request;
+use p256::ecdsa::{signature::Signer, Signature, SigningKey};
+use p256::pkcs8::{EncodePublicKey, LineEnding};
+use rust_decimal::Decimal;
+use secrecy::SecretString;
+
+pub const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub const STRIPE_SECRET: &str = "whsec_stripe_test_secret_0001";
+
+pub struct Org {
+    pub id: OrgId,
+}
+
+pub async fn org(env: &TestEnv) -> Org {
+    let (id, _key) = orgs::create_org(&env.store, "Test Org", Utc::now())
+        .await
+        .expect("org created");
+    Org { id }
+}
+
+/// A deterministic monobank merchant key pair for signing test deliveries.
+pub fn monobank_key() -> SigningKey {
+    SigningKey::from_slice(&[7u8; 32]).expect("valid P-256 scalar")
+}
+
+pub fn monobank_public_key_b64() -> String {
+    use base64::Engine;
+    let pem = monobank_key()
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("encodable");
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> IntegrationId {
+    let id = IntegrationId::generate(org);
+    let (secret, public_key) = match provider {
+        Provider::Standard => (Some(STANDARD_SECRET), None),
+        Provider::Stripe => (Some(STRIPE_SECRET), None),
+        Provider::Monobank => (None, Some(monobank_public_key_b64())),
+    };
+    orgs::create_integration(
+        &env.store,
+        &Integration {
+            id: id.clone(),
+            kind: "payments".into(),
+            provider: Some(provider),
+            secret: secret.map(SecretString::from),
+            public_key,
+            url: None,
+            created_at: Utc::now(),
+        },
+    )
+    .await
+    .expect("integration created");
+    id
+}
+
+pub async fn invoice(env: &TestEnv, org: &OrgId, gross: Decimal, currency: &str) -> Invoice {
+    invoice::create(
+        &env.store,
+        org,
+        NewInvoice {
+            currency: Currency::parse(currency).expect("currency"),
+            gross,
+            status: InvoiceStatus::Open,
+            links: Links::default(),
+        },
+        Utc::now(),
+    )
+    .await
+    .expect("invoice created")
+}
+
+pub fn standard_body(payment_id: &str, invoice_id: &str, amount: Option<&str>) -> String {
+    serde_json::json!({
+        "type": "payment.succeeded",
+        "data": {"payment_id": payment_id, "invoice_id": invoice_id, "amount": amount, "currency": "UAH"}
+    })
+    .to_string()
+}
+
+/// A Standard Webhooks delivery signed at unix time `at`.
+pub fn standard_request(integration: &IntegrationId, body: &str, at: i64) -> Request {
+    let signature = standard::sign(STANDARD_SECRET, "msg_1", at, body.as_bytes()).expect("signable");
+    request(
+        "POST",
+        &format!("/hooks/{}/payments", integration.id),
+        &[
+            ("webhook-id", "msg_1"),
+            ("webhook-timestamp", &at.to_string()),
+            ("webhook-signature", &signature),
+        ],
+        body.as_bytes().to_vec(),
+    )
+}
+
+pub fn stripe_request(integration: &IntegrationId, body: &str, at: i64) -> Request {
+    let header = stripe::sign(STRIPE_SECRET, at, body.as_bytes());
+    request(
+        "POST",
+        &format!("/hooks/{}/payments", integration.id),
+        &[("stripe-signature", &header)],
+        body.as_bytes().to_vec(),
+    )
+}
+
+pub fn monobank_request(integration: &IntegrationId, body: &str) -> Request {
+    use base64::Engine;
+    let signature: Signature = monobank_key().sign(body.as_bytes());
+    let x_sign = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+    request(
+        "POST",
+        &format!("/hooks/{}/payments", integration.id),
+        &[("x-sign", &x_sign)],
+        body.as_bytes().to_vec(),
+    )
+}

@@ -1,0 +1,125 @@
+//! Per-test environment: a uniquely named table in ministack, SDK clients that log every call,
+//! request builders and signed fixtures.
+
+pub mod calls;
+pub mod fixtures;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use calls::CallLog;
+use firmspace::store::{schema, Item, Store};
+use lambda_http::{Body, Request, Response};
+use serde_json::Value;
+use std::collections::HashMap;
+
+pub const REGION: &str = "eu-central-1";
+
+/// ministack's address, set by `cargo xtask test`. Without it the test fails loudly.
+pub fn endpoint() -> String {
+    std::env::var("FIRMSPACE_TEST_ENDPOINT").unwrap_or_else(|_| {
+        panic!(
+            "FIRMSPACE_TEST_ENDPOINT is not set: these tests need ministack. Run `cargo xtask test`, \
+             or start it with `cargo xtask up` and set FIRMSPACE_TEST_ENDPOINT=http://127.0.0.1:4566"
+        )
+    })
+}
+
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint())
+        .region(aws_config::Region::new(REGION))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .load()
+        .await
+}
+
+pub struct TestEnv {
+    pub store: Store,
+    pub calls: CallLog,
+}
+
+impl TestEnv {
+    /// A fresh table of the production shape.
+    pub async fn new() -> Self {
+        let calls = CallLog::default();
+        let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
+            .interceptor(calls.clone())
+            .build();
+        let client = aws_sdk_dynamodb::Client::from_conf(config);
+        let table = format!("it-{}", uuid_like());
+        schema::create_table(&client, &table)
+            .await
+            .expect("ministack creates the test table");
+        calls.clear();
+        Self {
+            store: Store::new(client, table),
+            calls,
+        }
+    }
+
+    /// Every item in the table (consistent scan).
+    pub async fn items(&self) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .store
+                .client
+                .scan()
+                .table_name(&self.store.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan");
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return items;
+            }
+        }
+    }
+
+    /// How many items of each `kind`.
+    pub async fn kinds(&self) -> HashMap<String, usize> {
+        let mut counts = HashMap::new();
+        for item in self.items().await {
+            if let Some(AttributeValue::S(kind)) = item.get("kind") {
+                *counts.entry(kind.clone()).or_default() += 1;
+            }
+        }
+        counts
+    }
+
+    pub async fn count(&self, kind: &str) -> usize {
+        self.kinds().await.get(kind).copied().unwrap_or(0)
+    }
+}
+
+pub fn uuid_like() -> String {
+    hex(&firmspace::ids::random_bytes::<8>())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn request(method: &str, path: &str, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Request {
+    let mut builder = http::Request::builder()
+        .method(method)
+        .uri(format!("https://api.test{path}"));
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(Body::from(body.into())).expect("valid request")
+}
+
+pub fn json_of(response: &Response<Body>) -> Value {
+    let bytes: &[u8] = match response.body() {
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b,
+        _ => b"null",
+    };
+    serde_json::from_slice(bytes).expect("JSON body")
+}

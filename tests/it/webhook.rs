@@ -1,0 +1,198 @@
+//! `payment-webhook` in-process against ministack: signatures, statuses, answers, call counts.
+
+use crate::support::{fixtures, json_of, request, TestEnv};
+use chrono::{TimeZone, Utc};
+use firmspace::orgs::Provider;
+use payment_webhook::App;
+use rust_decimal_macros::dec;
+
+const NOW: i64 = 1_800_000_000;
+
+fn now() -> chrono::DateTime<Utc> {
+    Utc.timestamp_opt(NOW, 0).unwrap()
+}
+
+#[tokio::test]
+async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
+    let app = App::new(env.store.clone());
+    let body = fixtures::standard_body("pay_1", inv.id.as_str(), Some("40.00"));
+
+    let first = app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let first = json_of(&first);
+    assert_eq!((first["duplicate"].as_bool(), first["applied"].as_str()), (Some(false), Some("40.00")));
+    assert_eq!(first["invoice"]["paid"], "40.00");
+
+    for _ in 0..2 {
+        let again = app.respond(&fixtures::standard_request(&hook, &body, NOW + 5), now()).await.unwrap();
+        assert_eq!(again.status(), 200);
+        let again = json_of(&again);
+        assert_eq!((again["duplicate"].as_bool(), again["applied"].as_str()), (Some(true), Some("0")));
+        assert_eq!(again["invoice"]["paid"], "40.00");
+    }
+    assert_eq!(env.count("payment_event").await, 1);
+}
+
+#[tokio::test]
+async fn dynamodb_calls_per_first_delivery_and_per_duplicate() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
+    let app = App::new(env.store.clone());
+    let body = fixtures::standard_body("pay_count", inv.id.as_str(), Some("10.00"));
+    env.calls.clear();
+    app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    let first = env.calls.take();
+    app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    let duplicate = env.calls.take();
+    println!("first delivery: {first:?}; duplicate: {duplicate:?}");
+    assert_eq!(first, ["GetItem", "GetItem", "TransactWriteItems"]);
+    assert_eq!(duplicate, ["GetItem", "GetItem", "TransactWriteItems"]);
+}
+
+#[tokio::test]
+async fn an_invalid_signature_is_refused_and_writes_nothing() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
+    let app = App::new(env.store.clone());
+    let before = env.items().await.len();
+    let body = fixtures::standard_body("pay_x", inv.id.as_str(), Some("40.00"));
+    let signed = fixtures::standard_body("pay_x", inv.id.as_str(), Some("4.00"));
+    let mut tampered = fixtures::standard_request(&hook, &signed, NOW);
+    *tampered.body_mut() = body.into();
+    let missing = request("POST", &format!("/hooks/{}/payments", hook.id), &[], b"{}".to_vec());
+    let stale = fixtures::standard_request(&hook, &signed, NOW - 301);
+    for req in [tampered, missing, stale] {
+        let res = app.respond(&req, now()).await.unwrap_err().into_response();
+        assert_eq!(res.status(), 401);
+        assert_eq!(json_of(&res)["error"], "invalid_signature");
+    }
+    assert_eq!(env.items().await.len(), before);
+}
+
+#[tokio::test]
+async fn statuses_before_paid_are_ignored_and_write_nothing() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let mono = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let std_hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let app = App::new(env.store.clone());
+    let before = env.items().await.len();
+    for status in ["created", "processing", "hold", "failure"] {
+        let body = format!(r#"{{"invoiceId":"p_1","status":"{status}","amount":100,"ccy":980,"reference":"inv_x"}}"#);
+        let res = app.respond(&fixtures::monobank_request(&mono, &body), now()).await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(json_of(&res)["status"], "ignored");
+    }
+    let body = r#"{"type":"payment.failed","data":{"payment_id":"p"}}"#;
+    let res = app.respond(&fixtures::standard_request(&std_hook, body, NOW), now()).await.unwrap();
+    assert_eq!(json_of(&res)["status"], "ignored");
+    assert_eq!(env.items().await.len(), before);
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors_and_write_nothing() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let app = App::new(env.store.clone());
+    let before = env.items().await.len();
+    let malformed = fixtures::standard_request(&hook, r#"{"type":"payment.succeeded","data":{"amount":12}}"#, NOW);
+    let res = app.respond(&malformed, now()).await.unwrap_err().into_response();
+    assert_eq!((res.status().as_u16(), json_of(&res)["error"].as_str()), (400, Some("malformed")));
+
+    let unknown = fixtures::standard_request(
+        &firmspace::ids::IntegrationId::generate(&org.id),
+        &fixtures::standard_body("p", "inv", None),
+        NOW,
+    );
+    let res = app.respond(&unknown, now()).await.unwrap_err().into_response();
+    assert_eq!(res.status(), 404);
+
+    let huge = "x".repeat(300 * 1024);
+    let res = app.respond(&fixtures::standard_request(&hook, &huge, NOW), now()).await.unwrap_err().into_response();
+    assert_eq!(res.status(), 413);
+    assert_eq!(env.items().await.len(), before);
+}
+
+#[tokio::test]
+async fn a_payment_for_an_unknown_invoice_answers_200_and_waits_for_review() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let app = App::new(env.store.clone());
+    let body = fixtures::standard_body("pay_lost", "inv_nowhere", Some("12.00"));
+    let res = app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(json_of(&res)["outcome"], "unmatched");
+    assert_eq!(env.count("payment_event").await, 1);
+    assert_eq!(env.count("review").await, 1);
+}
+
+#[tokio::test]
+async fn stripe_payment_intent_succeeded_books_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Stripe).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
+    let app = App::new(env.store.clone());
+    // Two events (different evt ids) about the same intent: one payment.
+    for evt in ["evt_1", "evt_2"] {
+        let body = serde_json::json!({
+            "id": evt, "type": "payment_intent.succeeded", "created": NOW,
+            "data": {"object": {"id": "pi_1", "amount_received": 4000, "currency": "uah",
+                                 "metadata": {"invoice_id": inv.id.as_str()}}}
+        })
+        .to_string();
+        let res = app.respond(&fixtures::stripe_request(&hook, &body, NOW), now()).await.unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str()).await.unwrap().unwrap();
+    assert_eq!((after.paid, after.version), (dec!(40.00), 1));
+    let res = app
+        .respond(&fixtures::stripe_request(&hook, "{}", NOW - 400), now())
+        .await
+        .unwrap_err()
+        .into_response();
+    assert_eq!(res.status(), 401);
+}
+
+#[tokio::test]
+async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let app = App::new(env.store.clone());
+    let body = |status: &str| {
+        format!(
+            r#"{{"invoiceId":"p2_9ZgpZVsl3","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,
+            inv.id
+        )
+    };
+    for _ in 0..3 {
+        app.respond(&fixtures::monobank_request(&hook, &body("success")), now()).await.unwrap();
+    }
+    let paid = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str()).await.unwrap().unwrap();
+    assert_eq!((paid.paid, paid.status.as_str()), (dec!(42.00), "paid"));
+    for _ in 0..3 {
+        let res = app.respond(&fixtures::monobank_request(&hook, &body("reversed")), now()).await.unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let back = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str()).await.unwrap().unwrap();
+    assert_eq!((back.paid, back.status.as_str(), back.version), (dec!(0), "open", 2));
+    assert_eq!(env.count("payment_event").await, 2);
+
+    let forged = fixtures::monobank_request(&hook, &body("success"));
+    let mut forged = forged;
+    *forged.body_mut() = body("success").replace("4200", "9999").into();
+    let res = app.respond(&forged, now()).await.unwrap_err().into_response();
+    assert_eq!(res.status(), 401);
+}
