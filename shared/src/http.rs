@@ -100,7 +100,7 @@ pub fn route_path(req: &Request) -> &str {
 }
 
 /// The query parameter `name`, percent-decoded.
-pub fn query<'a>(req: &'a Request, name: &str) -> Option<String> {
+pub fn query(req: &Request, name: &str) -> Option<String> {
     url::form_urlencoded::parse(req.uri().query()?.as_bytes())
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())

@@ -18,14 +18,26 @@ pub fn stack() -> Stack {
     let coords: Value = serde_json::from_str(&raw).expect("stack coordinates JSON");
     Stack {
         api_url: coords["api_url"].as_str().expect("api_url").to_owned(),
-        admin_token: coords["admin_token"].as_str().expect("admin_token").to_owned(),
+        admin_token: coords["admin_token"]
+            .as_str()
+            .expect("admin_token")
+            .to_owned(),
         http: reqwest::Client::new(),
     }
 }
 
 impl Stack {
-    pub async fn api(&self, method: reqwest::Method, path: &str, token: &str, body: Value) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.api_url)).bearer_auth(token);
+    pub async fn api(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Value,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.api_url))
+            .bearer_auth(token);
         if !body.is_null() {
             req = req.json(&body);
         }
@@ -36,14 +48,30 @@ impl Stack {
 
     /// An organisation with a Standard Webhooks integration; returns (api key, webhook url, secret).
     pub async fn org_with_integration(&self) -> (String, String, String) {
-        let (status, org) = self.api(reqwest::Method::POST, "/api/orgs", &self.admin_token, json!({"name": "E2E"})).await;
+        let (status, org) = self
+            .api(
+                reqwest::Method::POST,
+                "/api/orgs",
+                &self.admin_token,
+                json!({"name": "E2E"}),
+            )
+            .await;
         assert_eq!(status, 201, "{org}");
         let key = org["api_key"].as_str().unwrap().to_owned();
         let (status, hook) = self
-            .api(reqwest::Method::POST, "/api/integrations", &key, json!({"kind": "payments", "provider": "standard"}))
+            .api(
+                reqwest::Method::POST,
+                "/api/integrations",
+                &key,
+                json!({"kind": "payments", "provider": "standard"}),
+            )
             .await;
         assert_eq!(status, 201, "{hook}");
-        (key, hook["webhook_url"].as_str().unwrap().to_owned(), hook["secret"].as_str().unwrap().to_owned())
+        (
+            key,
+            hook["webhook_url"].as_str().unwrap().to_owned(),
+            hook["secret"].as_str().unwrap().to_owned(),
+        )
     }
 
     pub async fn deliver(&self, url: &str, secret: &str, msg_id: &str, body: &str) -> (u16, Value) {
@@ -69,7 +97,12 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
     let stack = stack();
     let (key, url, secret) = stack.org_with_integration().await;
     let (_, inv) = stack
-        .api(reqwest::Method::POST, "/api/invoices", &key, json!({"currency": "UAH", "gross": "100.00"}))
+        .api(
+            reqwest::Method::POST,
+            "/api/invoices",
+            &key,
+            json!({"currency": "UAH", "gross": "100.00"}),
+        )
         .await;
     let id = inv["id"].as_str().unwrap();
     let body = json!({"type": "payment.succeeded", "data": {"payment_id": "e2e_pay_1", "invoice_id": id, "amount": "40.00", "currency": "UAH"}}).to_string();
@@ -80,10 +113,25 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
         duplicates.push(answer["duplicate"].as_bool().unwrap());
     }
     assert_eq!(duplicates, [false, true, true]);
-    let (_, after) = stack.api(reqwest::Method::GET, &format!("/api/invoices/{id}"), &key, Value::Null).await;
-    assert_eq!((after["paid"].as_str(), after["version"].as_u64()), (Some("40.00"), Some(1)));
+    let (_, after) = stack
+        .api(
+            reqwest::Method::GET,
+            &format!("/api/invoices/{id}"),
+            &key,
+            Value::Null,
+        )
+        .await;
+    assert_eq!(
+        (after["paid"].as_str(), after["version"].as_u64()),
+        (Some("40.00"), Some(1))
+    );
     assert_eq!(after["payments"].as_array().unwrap().len(), 1);
 
-    let (status, refused) = stack.deliver(&url, "whsec_d3Jvbmc=", "msg_e2e_2", &body).await;
-    assert_eq!((status, refused["error"].as_str()), (401, Some("invalid_signature")));
+    let (status, refused) = stack
+        .deliver(&url, "whsec_d3Jvbmc=", "msg_e2e_2", &body)
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (401, Some("invalid_signature"))
+    );
 }

@@ -33,16 +33,27 @@ async fn a_second_delivery_of_a_payment_applies_nothing() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let first = register_payment(&env.store, &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))))
-        .await
-        .unwrap();
+    let first = register_payment(
+        &env.store,
+        &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))),
+    )
+    .await
+    .unwrap();
     assert!(matches!(first, Registered::Booked { ref record, .. } if record.applied == dec!(40)));
-    let second = register_payment(&env.store, &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))))
-        .await
-        .unwrap();
-    assert!(matches!(second, Registered::Duplicate { ref stored, .. } if stored.applied == dec!(40)));
+    let second = register_payment(
+        &env.store,
+        &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(second, Registered::Duplicate { ref stored, .. } if stored.applied == dec!(40))
+    );
     let after = reread(&env, &org.id, inv.id.as_str()).await;
-    assert_eq!((after.paid, after.version, after.status), (dec!(40), 1, InvoiceStatus::PartiallyPaid));
+    assert_eq!(
+        (after.paid, after.version, after.status),
+        (dec!(40), 1, InvoiceStatus::PartiallyPaid)
+    );
     assert_eq!(env.count("payment_event").await, 1);
 }
 
@@ -52,7 +63,8 @@ async fn fifty_concurrent_identical_deliveries_book_one_payment() {
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
     let payment = input(&org.id, inv.id.as_str(), "p_same", Some(dec!(40)));
-    let results = futures::future::join_all((0..50).map(|_| register_payment(&env.store, &payment))).await;
+    let results =
+        futures::future::join_all((0..50).map(|_| register_payment(&env.store, &payment))).await;
     let booked = results
         .iter()
         .filter(|r| matches!(r, Ok(Registered::Booked { .. })))
@@ -61,7 +73,11 @@ async fn fifty_concurrent_identical_deliveries_book_one_payment() {
         .iter()
         .filter(|r| matches!(r, Ok(Registered::Duplicate { .. })))
         .count();
-    assert_eq!((booked, duplicates), (1, 49), "no twin may fail: {results:?}");
+    assert_eq!(
+        (booked, duplicates),
+        (1, 49),
+        "no twin may fail: {results:?}"
+    );
     let after = reread(&env, &org.id, inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(40), 1));
     assert_eq!(env.count("payment_event").await, 1);
@@ -73,10 +89,23 @@ async fn twenty_concurrent_partial_payments_all_apply() {
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(1000), "UAH").await;
     let payments: Vec<_> = (0..20)
-        .map(|i| input(&org.id, inv.id.as_str(), &format!("part_{i}"), Some(dec!(25))))
+        .map(|i| {
+            input(
+                &org.id,
+                inv.id.as_str(),
+                &format!("part_{i}"),
+                Some(dec!(25)),
+            )
+        })
         .collect();
-    let results = futures::future::join_all(payments.iter().map(|p| register_payment(&env.store, p))).await;
-    assert!(results.iter().all(|r| matches!(r, Ok(Registered::Booked { .. }))), "{results:?}");
+    let results =
+        futures::future::join_all(payments.iter().map(|p| register_payment(&env.store, p))).await;
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Ok(Registered::Booked { .. }))),
+        "{results:?}"
+    );
     let after = reread(&env, &org.id, inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(500), 20));
     assert_eq!(env.count("payment_event").await, 20);
@@ -87,13 +116,24 @@ async fn a_payment_without_amount_applies_what_is_open_and_closes_the_invoice() 
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    register_payment(&env.store, &input(&org.id, inv.id.as_str(), "a", Some(dec!(30)))).await.unwrap();
-    register_payment(&env.store, &input(&org.id, inv.id.as_str(), "b", None)).await.unwrap();
+    register_payment(
+        &env.store,
+        &input(&org.id, inv.id.as_str(), "a", Some(dec!(30))),
+    )
+    .await
+    .unwrap();
+    register_payment(&env.store, &input(&org.id, inv.id.as_str(), "b", None))
+        .await
+        .unwrap();
     let after = reread(&env, &org.id, inv.id.as_str()).await;
     assert_eq!((after.paid, after.status), (dec!(100), InvoiceStatus::Paid));
     // Once paid, a further payment without an amount applies nothing: never the gross again.
-    let again = register_payment(&env.store, &input(&org.id, inv.id.as_str(), "c", None)).await.unwrap();
-    assert!(matches!(again, Registered::Booked { ref record, .. } if record.applied.is_zero() && record.outcome == "invoice_closed"));
+    let again = register_payment(&env.store, &input(&org.id, inv.id.as_str(), "c", None))
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, Registered::Booked { ref record, .. } if record.applied.is_zero() && record.outcome == "invoice_closed")
+    );
     assert_eq!(reread(&env, &org.id, inv.id.as_str()).await.paid, dec!(100));
     assert_eq!(env.count("review").await, 1);
 }
@@ -103,11 +143,23 @@ async fn an_overpayment_caps_paid_at_gross_and_asks_for_review() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let out = register_payment(&env.store, &input(&org.id, inv.id.as_str(), "big", Some(dec!(130)))).await.unwrap();
-    let Registered::Booked { record, .. } = out else { panic!("booked") };
+    let out = register_payment(
+        &env.store,
+        &input(&org.id, inv.id.as_str(), "big", Some(dec!(130))),
+    )
+    .await
+    .unwrap();
+    let Registered::Booked { record, .. } = out else {
+        panic!("booked")
+    };
     assert_eq!((record.applied, record.unapplied), (dec!(100), dec!(30)));
-    assert_eq!(reread(&env, &org.id, inv.id.as_str()).await.status, InvoiceStatus::Paid);
-    let review = firmspace::review::list(&env.store, &org.id, 10).await.unwrap();
+    assert_eq!(
+        reread(&env, &org.id, inv.id.as_str()).await.status,
+        InvoiceStatus::Paid
+    );
+    let review = firmspace::review::list(&env.store, &org.id, 10)
+        .await
+        .unwrap();
     assert_eq!(review.len(), 1);
     assert_eq!(review[0]["reason"], "overpayment");
     assert_eq!(review[0]["detail"]["unapplied"], "30.00");
@@ -121,7 +173,12 @@ async fn another_currency_and_an_unknown_invoice_are_stored_with_applied_zero() 
     let mut euros = input(&org.id, inv.id.as_str(), "eur", Some(dec!(10)));
     euros.currency = Some(Currency::parse("EUR").unwrap());
     register_payment(&env.store, &euros).await.unwrap();
-    register_payment(&env.store, &input(&org.id, "inv_doesnotexist", "lost", Some(dec!(10)))).await.unwrap();
+    register_payment(
+        &env.store,
+        &input(&org.id, "inv_doesnotexist", "lost", Some(dec!(10))),
+    )
+    .await
+    .unwrap();
     let after = reread(&env, &org.id, inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(0), 0));
     assert_eq!(env.count("payment_event").await, 2);
@@ -131,8 +188,14 @@ async fn another_currency_and_an_unknown_invoice_are_stored_with_applied_zero() 
         .iter()
         .map(|r| r["reason"].as_str().unwrap().to_owned())
         .collect();
-    assert!(reasons.contains(&"currency_mismatch".to_owned()), "{reasons:?}");
-    assert!(reasons.contains(&"unknown_invoice".to_owned()), "{reasons:?}");
+    assert!(
+        reasons.contains(&"currency_mismatch".to_owned()),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"unknown_invoice".to_owned()),
+        "{reasons:?}"
+    );
 }
 
 #[tokio::test]
@@ -140,12 +203,20 @@ async fn a_reversal_is_booked_once_and_gives_the_balance_back_once() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    register_payment(&env.store, &input(&org.id, inv.id.as_str(), "mono1", Some(dec!(100)))).await.unwrap();
+    register_payment(
+        &env.store,
+        &input(&org.id, inv.id.as_str(), "mono1", Some(dec!(100))),
+    )
+    .await
+    .unwrap();
     let mut reversal = input(&org.id, inv.id.as_str(), "mono1:reversal", Some(dec!(100)));
     reversal.reverses = Some(ExternalId::parse("id", "mono1").unwrap());
     register_payment(&env.store, &reversal).await.unwrap();
     let again = register_payment(&env.store, &reversal).await.unwrap();
     assert!(matches!(again, Registered::Duplicate { .. }));
     let after = reread(&env, &org.id, inv.id.as_str()).await;
-    assert_eq!((after.paid, after.status, after.version), (dec!(0), InvoiceStatus::Open, 2));
+    assert_eq!(
+        (after.paid, after.status, after.version),
+        (dec!(0), InvoiceStatus::Open, 2)
+    );
 }

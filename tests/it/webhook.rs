@@ -21,17 +21,29 @@ async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
     let app = App::new(env.store.clone());
     let body = fixtures::standard_body("pay_1", inv.id.as_str(), Some("40.00"));
 
-    let first = app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    let first = app
+        .respond(&fixtures::standard_request(&hook, &body, NOW), now())
+        .await
+        .unwrap();
     assert_eq!(first.status(), 200);
     let first = json_of(&first);
-    assert_eq!((first["duplicate"].as_bool(), first["applied"].as_str()), (Some(false), Some("40.00")));
+    assert_eq!(
+        (first["duplicate"].as_bool(), first["applied"].as_str()),
+        (Some(false), Some("40.00"))
+    );
     assert_eq!(first["invoice"]["paid"], "40.00");
 
     for _ in 0..2 {
-        let again = app.respond(&fixtures::standard_request(&hook, &body, NOW + 5), now()).await.unwrap();
+        let again = app
+            .respond(&fixtures::standard_request(&hook, &body, NOW + 5), now())
+            .await
+            .unwrap();
         assert_eq!(again.status(), 200);
         let again = json_of(&again);
-        assert_eq!((again["duplicate"].as_bool(), again["applied"].as_str()), (Some(true), Some("0")));
+        assert_eq!(
+            (again["duplicate"].as_bool(), again["applied"].as_str()),
+            (Some(true), Some("0"))
+        );
         assert_eq!(again["invoice"]["paid"], "40.00");
     }
     assert_eq!(env.count("payment_event").await, 1);
@@ -46,9 +58,13 @@ async fn dynamodb_calls_per_first_delivery_and_per_duplicate() {
     let app = App::new(env.store.clone());
     let body = fixtures::standard_body("pay_count", inv.id.as_str(), Some("10.00"));
     env.calls.clear();
-    app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    app.respond(&fixtures::standard_request(&hook, &body, NOW), now())
+        .await
+        .unwrap();
     let first = env.calls.take();
-    app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    app.respond(&fixtures::standard_request(&hook, &body, NOW), now())
+        .await
+        .unwrap();
     let duplicate = env.calls.take();
     println!("first delivery: {first:?}; duplicate: {duplicate:?}");
     assert_eq!(first, ["GetItem", "GetItem", "TransactWriteItems"]);
@@ -67,7 +83,12 @@ async fn an_invalid_signature_is_refused_and_writes_nothing() {
     let signed = fixtures::standard_body("pay_x", inv.id.as_str(), Some("4.00"));
     let mut tampered = fixtures::standard_request(&hook, &signed, NOW);
     *tampered.body_mut() = body.into();
-    let missing = request("POST", &format!("/hooks/{}/payments", hook.id), &[], b"{}".to_vec());
+    let missing = request(
+        "POST",
+        &format!("/hooks/{}/payments", hook.id),
+        &[],
+        b"{}".to_vec(),
+    );
     let stale = fixtures::standard_request(&hook, &signed, NOW - 301);
     for req in [tampered, missing, stale] {
         let res = app.respond(&req, now()).await.unwrap_err().into_response();
@@ -86,13 +107,21 @@ async fn statuses_before_paid_are_ignored_and_write_nothing() {
     let app = App::new(env.store.clone());
     let before = env.items().await.len();
     for status in ["created", "processing", "hold", "failure"] {
-        let body = format!(r#"{{"invoiceId":"p_1","status":"{status}","amount":100,"ccy":980,"reference":"inv_x"}}"#);
-        let res = app.respond(&fixtures::monobank_request(&mono, &body), now()).await.unwrap();
+        let body = format!(
+            r#"{{"invoiceId":"p_1","status":"{status}","amount":100,"ccy":980,"reference":"inv_x"}}"#
+        );
+        let res = app
+            .respond(&fixtures::monobank_request(&mono, &body), now())
+            .await
+            .unwrap();
         assert_eq!(res.status(), 200);
         assert_eq!(json_of(&res)["status"], "ignored");
     }
     let body = r#"{"type":"payment.failed","data":{"payment_id":"p"}}"#;
-    let res = app.respond(&fixtures::standard_request(&std_hook, body, NOW), now()).await.unwrap();
+    let res = app
+        .respond(&fixtures::standard_request(&std_hook, body, NOW), now())
+        .await
+        .unwrap();
     assert_eq!(json_of(&res)["status"], "ignored");
     assert_eq!(env.items().await.len(), before);
 }
@@ -104,20 +133,39 @@ async fn bad_requests_get_clear_errors_and_write_nothing() {
     let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
     let app = App::new(env.store.clone());
     let before = env.items().await.len();
-    let malformed = fixtures::standard_request(&hook, r#"{"type":"payment.succeeded","data":{"amount":12}}"#, NOW);
-    let res = app.respond(&malformed, now()).await.unwrap_err().into_response();
-    assert_eq!((res.status().as_u16(), json_of(&res)["error"].as_str()), (400, Some("malformed")));
+    let malformed = fixtures::standard_request(
+        &hook,
+        r#"{"type":"payment.succeeded","data":{"amount":12}}"#,
+        NOW,
+    );
+    let res = app
+        .respond(&malformed, now())
+        .await
+        .unwrap_err()
+        .into_response();
+    assert_eq!(
+        (res.status().as_u16(), json_of(&res)["error"].as_str()),
+        (400, Some("malformed"))
+    );
 
     let unknown = fixtures::standard_request(
         &firmspace::ids::IntegrationId::generate(&org.id),
         &fixtures::standard_body("p", "inv", None),
         NOW,
     );
-    let res = app.respond(&unknown, now()).await.unwrap_err().into_response();
+    let res = app
+        .respond(&unknown, now())
+        .await
+        .unwrap_err()
+        .into_response();
     assert_eq!(res.status(), 404);
 
     let huge = "x".repeat(300 * 1024);
-    let res = app.respond(&fixtures::standard_request(&hook, &huge, NOW), now()).await.unwrap_err().into_response();
+    let res = app
+        .respond(&fixtures::standard_request(&hook, &huge, NOW), now())
+        .await
+        .unwrap_err()
+        .into_response();
     assert_eq!(res.status(), 413);
     assert_eq!(env.items().await.len(), before);
 }
@@ -129,7 +177,10 @@ async fn a_payment_for_an_unknown_invoice_answers_200_and_waits_for_review() {
     let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
     let app = App::new(env.store.clone());
     let body = fixtures::standard_body("pay_lost", "inv_nowhere", Some("12.00"));
-    let res = app.respond(&fixtures::standard_request(&hook, &body, NOW), now()).await.unwrap();
+    let res = app
+        .respond(&fixtures::standard_request(&hook, &body, NOW), now())
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(json_of(&res)["outcome"], "unmatched");
     assert_eq!(env.count("payment_event").await, 1);
@@ -151,10 +202,16 @@ async fn stripe_payment_intent_succeeded_books_once() {
                                  "metadata": {"invoice_id": inv.id.as_str()}}}
         })
         .to_string();
-        let res = app.respond(&fixtures::stripe_request(&hook, &body, NOW), now()).await.unwrap();
+        let res = app
+            .respond(&fixtures::stripe_request(&hook, &body, NOW), now())
+            .await
+            .unwrap();
         assert_eq!(res.status(), 200);
     }
-    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str()).await.unwrap().unwrap();
+    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((after.paid, after.version), (dec!(40.00), 1));
     let res = app
         .respond(&fixtures::stripe_request(&hook, "{}", NOW - 400), now())
@@ -178,21 +235,39 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
         )
     };
     for _ in 0..3 {
-        app.respond(&fixtures::monobank_request(&hook, &body("success")), now()).await.unwrap();
+        app.respond(&fixtures::monobank_request(&hook, &body("success")), now())
+            .await
+            .unwrap();
     }
-    let paid = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str()).await.unwrap().unwrap();
+    let paid = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((paid.paid, paid.status.as_str()), (dec!(42.00), "paid"));
     for _ in 0..3 {
-        let res = app.respond(&fixtures::monobank_request(&hook, &body("reversed")), now()).await.unwrap();
+        let res = app
+            .respond(&fixtures::monobank_request(&hook, &body("reversed")), now())
+            .await
+            .unwrap();
         assert_eq!(res.status(), 200);
     }
-    let back = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str()).await.unwrap().unwrap();
-    assert_eq!((back.paid, back.status.as_str(), back.version), (dec!(0), "open", 2));
+    let back = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (back.paid, back.status.as_str(), back.version),
+        (dec!(0), "open", 2)
+    );
     assert_eq!(env.count("payment_event").await, 2);
 
     let forged = fixtures::monobank_request(&hook, &body("success"));
     let mut forged = forged;
     *forged.body_mut() = body("success").replace("4200", "9999").into();
-    let res = app.respond(&forged, now()).await.unwrap_err().into_response();
+    let res = app
+        .respond(&forged, now())
+        .await
+        .unwrap_err()
+        .into_response();
     assert_eq!(res.status(), 401);
 }

@@ -14,7 +14,7 @@ pub type Item = HashMap<String, AttributeValue>;
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("DynamoDB call failed")]
-    Dynamo(#[from] aws_sdk_dynamodb::Error),
+    Dynamo(#[source] Box<aws_sdk_dynamodb::Error>),
     #[error("stored item {pk} is malformed: {detail}")]
     Malformed { pk: String, detail: String },
 }
@@ -24,7 +24,7 @@ impl StoreError {
     where
         aws_sdk_dynamodb::Error: From<aws_sdk_dynamodb::error::SdkError<E, R>>,
     {
-        Self::Dynamo(err.into())
+        Self::Dynamo(Box::new(err.into()))
     }
 }
 

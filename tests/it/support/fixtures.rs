@@ -93,7 +93,8 @@ pub fn standard_body(payment_id: &str, invoice_id: &str, amount: Option<&str>) -
 
 /// A Standard Webhooks delivery signed at unix time `at`.
 pub fn standard_request(integration: &IntegrationId, body: &str, at: i64) -> Request {
-    let signature = standard::sign(STANDARD_SECRET, "msg_1", at, body.as_bytes()).expect("signable");
+    let signature =
+        standard::sign(STANDARD_SECRET, "msg_1", at, body.as_bytes()).expect("signable");
     request(
         "POST",
         &format!("/hooks/{}/payments", integration.id),

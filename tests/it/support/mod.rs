@@ -105,14 +105,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn request(method: &str, path: &str, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Request {
+pub fn request(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Vec<u8>>,
+) -> Request {
     let mut builder = http::Request::builder()
         .method(method)
         .uri(format!("https://api.test{path}"));
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
-    builder.body(Body::from(body.into())).expect("valid request")
+    builder
+        .body(Body::from(body.into()))
+        .expect("valid request")
 }
 
 pub fn json_of(response: &Response<Body>) -> Value {
