@@ -18,6 +18,10 @@ pub struct Config {
     pub public_url: String,
     /// Token that may create organisations (api function only).
     pub admin_token: Option<SecretString>,
+    /// The queues' `maxReceiveCount`: a worker's last failing receive files a review item.
+    pub max_receive_count: u32,
+    /// How long an automation call may take before its outcome counts as unclear.
+    pub outbound_timeout_ms: u64,
 }
 
 impl Config {
@@ -29,6 +33,12 @@ impl Config {
             stage: var("STAGE").unwrap_or_else(|| "prod".into()),
             public_url: var("PUBLIC_URL").unwrap_or_default(),
             admin_token: var("ADMIN_TOKEN").map(SecretString::from),
+            max_receive_count: var("MAX_RECEIVE_COUNT")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(5),
+            outbound_timeout_ms: var("OUTBOUND_TIMEOUT_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(5000),
         })
     }
 

@@ -6,6 +6,7 @@
 
 pub mod aws;
 pub mod config;
+pub mod effects;
 
 pub mod http;
 pub mod ids;

@@ -109,6 +109,8 @@ pub struct Integration {
     pub secret: Option<SecretString>,
     pub public_key: Option<String>,
     pub url: Option<String>,
+    /// Where an outbound target reports the state of an idempotency key (`{key}` is replaced).
+    pub status_url: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -155,6 +157,7 @@ impl Integration {
             secret: item.opt_str("secret").map(SecretString::from),
             public_key: item.opt_str("public_key").map(str::to_owned),
             url: item.opt_str("url").map(str::to_owned),
+            status_url: item.opt_str("status_url").map(str::to_owned),
             created_at,
         })
     }

@@ -17,6 +17,8 @@ pub fn app(env: &TestEnv) -> App {
             stage: "test".into(),
             public_url: "https://hooks.test".into(),
             admin_token: Some(ADMIN.to_owned().into()),
+            max_receive_count: 3,
+            outbound_timeout_ms: 500,
         },
     )
 }

@@ -45,6 +45,7 @@ struct NewIntegration {
     secret: Option<String>,
     public_key: Option<String>,
     url: Option<String>,
+    status_url: Option<String>,
 }
 
 pub async fn create_integration(
@@ -61,6 +62,7 @@ pub async fn create_integration(
         secret: None,
         public_key: None,
         url: None,
+        status_url: None,
         created_at: ctx.now,
     };
     let answer = match body.kind.as_str() {
@@ -122,9 +124,17 @@ pub async fn create_integration(
                 ApiError::bad_request("missing_url", "outbound integrations need url")
             })?;
             check_outbound_url(&url, config.allows_loopback())?;
+            if let Some(status_url) = &body.status_url {
+                check_outbound_url(status_url, config.allows_loopback())?;
+            }
             integration.url = Some(url.clone());
+            integration.status_url = body.status_url.clone();
             integration.secret = Some(SecretString::from(standard::generate_secret()));
-            json!({"url": url, "signature": "outgoing calls are signed with Standard Webhooks headers"})
+            json!({
+                "url": url,
+                "status_url": body.status_url,
+                "signature": "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers",
+            })
         }
         other => {
             return Err(ApiError::bad_request(

@@ -59,6 +59,7 @@ pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> Inte
             secret: secret.map(SecretString::from),
             public_key,
             url: None,
+            status_url: None,
             created_at: Utc::now(),
         },
     )

@@ -1,0 +1,8 @@
+#![forbid(unsafe_code)]
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    firmspace::telemetry::init();
+    let app = fanout::App::from_env().await?;
+    lambda_runtime::run(lambda_runtime::service_fn(|event| app.handle(event))).await
+}

@@ -1,0 +1,286 @@
+//! Automation rules and their runs. A run is keyed (rule id, triggering event key) and happens
+//! once: a task's id is derived from the run, and an outgoing message's run moves through
+//! `sending` → `sent` | `not_sent` | `failed` | `needs_check` under conditional writes.
+
+use crate::ids::{LocalId, OrgId};
+use crate::payments::invoice::at_str;
+use crate::store::item::{n, s, Builder, Read};
+use crate::store::{Item, Store, StoreError};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    CreateTask { title: String },
+    SendMessage { integration_id: String, text: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub org: OrgId,
+    pub rule_id: String,
+    pub trigger: String,
+    pub action: Action,
+}
+
+fn rules_list(org: &OrgId, trigger: &str) -> String {
+    org.pk(&format!("RULES#{trigger}"))
+}
+
+pub async fn create_rule(
+    store: &Store,
+    org: &OrgId,
+    trigger: &str,
+    action: Action,
+    now: DateTime<Utc>,
+) -> Result<Rule, StoreError> {
+    let rule_id = LocalId::generate("rule_").as_str().to_owned();
+    let item = Builder::new(&org.pk(&format!("RULE#{rule_id}")), "rule", org.as_str())
+        .str("rule_id", &rule_id)
+        .str("trigger", trigger)
+        .str("action", serde_json::to_string(&action).expect("actions serialize"))
+        .str("created_at", at_str(now))
+        .list(&rules_list(org, trigger), &format!("{}#{rule_id}", at_str(now)))
+        .build();
+    store.put_new(item).await?;
+    Ok(Rule {
+        org: org.clone(),
+        rule_id,
+        trigger: trigger.to_owned(),
+        action,
+    })
+}
+
+/// The organisation's rules for a trigger, oldest first.
+pub async fn rules_for(store: &Store, org: &OrgId, trigger: &str) -> Result<Vec<Rule>, StoreError> {
+    store
+        .list(&rules_list(org, trigger), false, 100)
+        .await?
+        .iter()
+        .map(|item| {
+            let action = serde_json::from_str(item.str_of("action")?).map_err(|e| {
+                StoreError::Malformed {
+                    pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+                    detail: e.to_string(),
+                }
+            })?;
+            Ok(Rule {
+                org: org.clone(),
+                rule_id: item.str_of("rule_id")?.to_owned(),
+                trigger: trigger.to_owned(),
+                action,
+            })
+        })
+        .collect()
+}
+
+/// The run's identity: `{rule_id}:{event_key}`.
+pub fn run_key(rule_id: &str, event_key: &str) -> String {
+    format!("{rule_id}:{event_key}")
+}
+
+fn digest(org: &OrgId, run_key: &str) -> String {
+    hex::encode(Sha256::digest(format!("{org}|{run_key}")))
+}
+
+/// The `Idempotency-Key` an outgoing call of this run carries, the same on every attempt.
+pub fn idempotency_key(org: &OrgId, run_key: &str) -> String {
+    format!("fs_run_{}", &digest(org, run_key)[..32])
+}
+
+/// A task's id is derived from its run, so a second run cannot make a second task.
+pub fn task_id(org: &OrgId, run_key: &str) -> String {
+    format!("task_{}", &digest(org, run_key)[..16])
+}
+
+fn run_pk(org: &OrgId, run_key: &str) -> String {
+    org.pk(&format!("RUN#{run_key}"))
+}
+
+fn run_item(org: &OrgId, rule: &str, event_key: &str, state: &str, now: DateTime<Utc>) -> Item {
+    let key = run_key(rule, event_key);
+    Builder::new(&run_pk(org, &key), "rule_run", org.as_str())
+        .str("run_key", &key)
+        .str("rule_id", rule)
+        .str("event_key", event_key)
+        .str("state", state)
+        .num("attempts", 1)
+        .str("at", at_str(now))
+        .str("updated_at", at_str(now))
+        .list(&org.pk("RUNS"), &format!("{}#{key}", at_str(now)))
+        .build()
+}
+
+fn put_new(table: &str, item: Item) -> TransactWriteItem {
+    TransactWriteItem::builder()
+        .put(
+            Put::builder()
+                .table_name(table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .expect("table and item are set"),
+        )
+        .build()
+}
+
+/// Runs a `create_task` rule: the run and its task in one transaction. `Ok(false)` on a rerun.
+pub async fn create_task(
+    store: &Store,
+    rule: &Rule,
+    title: &str,
+    event_key: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let key = run_key(&rule.rule_id, event_key);
+    let id = task_id(&rule.org, &key);
+    let task = Builder::new(&rule.org.pk(&format!("TASK#{id}")), "task", rule.org.as_str())
+        .str("id", &id)
+        .str("rule_id", &rule.rule_id)
+        .str("event_key", event_key)
+        .str("title", title)
+        .str("at", at_str(now))
+        .list(&rule.org.pk("TASKS"), &format!("{}#{id}", at_str(now)))
+        .build();
+    let run = run_item(&rule.org, &rule.rule_id, event_key, "done", now);
+    let result = store
+        .client
+        .transact_write_items()
+        .transact_items(put_new(&store.table, run))
+        .transact_items(put_new(&store.table, task))
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
+            let duplicate = matches!(
+                e.as_service_error(),
+                Some(E::TransactionCanceledException(c)) if c
+                    .cancellation_reasons()
+                    .iter()
+                    .any(|r| r.code() == Some("ConditionalCheckFailed"))
+            );
+            if duplicate {
+                Ok(false)
+            } else {
+                Err(StoreError::sdk(e))
+            }
+        }
+    }
+}
+
+pub async fn tasks(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
+    let items = store.list(&org.pk("TASKS"), false, 500).await?;
+    Ok(items
+        .iter()
+        .map(|i| {
+            json!({
+                "id": i.opt_str("id"),
+                "rule_id": i.opt_str("rule_id"),
+                "event_key": i.opt_str("event_key"),
+                "title": i.opt_str("title"),
+                "at": i.opt_str("at"),
+            })
+        })
+        .collect())
+}
+
+/// Where a run stands when a worker picks it up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// First attempt: the run is now `sending`.
+    Fresh,
+    /// An earlier attempt is known not to have been delivered; the run is `sending` again.
+    Retry,
+    /// An earlier attempt's outcome is unknown (`sending` left behind): do not send blindly.
+    Unclear,
+    /// `sent`, `failed` or `needs_check`: nothing more to do.
+    Settled(String),
+}
+
+pub async fn claim(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &str,
+    now: DateTime<Utc>,
+) -> Result<Claim, StoreError> {
+    if store
+        .put_new(run_item(org, rule_id, event_key, "sending", now))
+        .await?
+    {
+        return Ok(Claim::Fresh);
+    }
+    let pk = run_pk(org, &run_key(rule_id, event_key));
+    let stored = store.get(&pk).await?.unwrap_or_default();
+    match stored.opt_str("state").unwrap_or("sending") {
+        "sending" => Ok(Claim::Unclear),
+        "not_sent" => {
+            let moved = set_state_if(store, &pk, "sending", Some("not_sent"), now).await?;
+            Ok(if moved { Claim::Retry } else { Claim::Unclear })
+        }
+        other => Ok(Claim::Settled(other.to_owned())),
+    }
+}
+
+/// Moves the run to `state` (only from `from`, when given).
+pub async fn set_state(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &str,
+    state: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let pk = run_pk(org, &run_key(rule_id, event_key));
+    set_state_if(store, &pk, state, None, now).await.map(|_| ())
+}
+
+async fn set_state_if(
+    store: &Store,
+    pk: &str,
+    state: &str,
+    from: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let mut update = store
+        .client
+        .update_item()
+        .table_name(&store.table)
+        .set_key(Some(Store::key(pk)))
+        .update_expression("SET #s = :s, updated_at = :at ADD attempts :zero")
+        .expression_attribute_names("#s", "state")
+        .expression_attribute_values(":s", s(state))
+        .expression_attribute_values(":at", s(at_str(now)))
+        .expression_attribute_values(":zero", n(if from.is_some() { 1 } else { 0 }));
+    if let Some(from) = from {
+        update = update
+            .condition_expression("#s = :from")
+            .expression_attribute_values(":from", s(from));
+    }
+    match update.send().await {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(StoreError::sdk(e)),
+    }
+}
+
+pub async fn run_state(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &str,
+) -> Result<Option<String>, StoreError> {
+    let item = store.get(&run_pk(org, &run_key(rule_id, event_key))).await?;
+    Ok(item.and_then(|i| i.opt_str("state").map(str::to_owned)))
+}

@@ -1,0 +1,90 @@
+//! Outgoing calls of automation runs: signed, carrying the run's `Idempotency-Key`, with a short
+//! timeout. What happened is classified, so an unclear outcome is checked, never resent blindly.
+
+use crate::orgs::Integration;
+use crate::signature::standard;
+use secrecy::ExposeSecret;
+use serde_json::Value;
+use std::time::Duration;
+
+/// What an attempt tells us.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    Delivered,
+    /// Certainly not delivered (connection refused, 429, 503): safe to send again.
+    NotDelivered(String),
+    /// The target refused the request (4xx): sending again cannot help.
+    Rejected(u16),
+    /// Timeout, broken connection or another 5xx: it may or may not have happened.
+    Unclear(String),
+}
+
+/// What the target says about a key, where it offers a status URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    Delivered,
+    NotDelivered,
+    Unknown,
+}
+
+#[derive(Clone, Debug)]
+pub struct Outbound {
+    pub http: reqwest::Client,
+    pub timeout: Duration,
+}
+
+impl Outbound {
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("the TLS backend initialises"),
+            timeout,
+        }
+    }
+
+    pub async fn send(&self, target: &Integration, key: &str, body: &Value, now: i64) -> Sent {
+        let Some(url) = target.url.as_deref() else {
+            return Sent::Rejected(0);
+        };
+        let raw = body.to_string();
+        let mut req = self
+            .http
+            .post(url)
+            .timeout(self.timeout)
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .header("webhook-id", key)
+            .header("webhook-timestamp", now.to_string());
+        if let Some(secret) = &target.secret {
+            if let Ok(sig) = standard::sign(secret.expose_secret(), key, now, raw.as_bytes()) {
+                req = req.header("webhook-signature", sig);
+            }
+        }
+        match req.body(raw).send().await {
+            Ok(res) => match res.status().as_u16() {
+                200..=299 => Sent::Delivered,
+                429 | 503 => Sent::NotDelivered(format!("target answered {}", res.status())),
+                code @ 400..=499 => Sent::Rejected(code),
+                code => Sent::Unclear(format!("target answered {code}")),
+            },
+            Err(e) if e.is_connect() => Sent::NotDelivered(format!("connection failed: {e}")),
+            Err(e) if e.is_timeout() => Sent::Unclear("timed out waiting for the answer".into()),
+            Err(e) => Sent::Unclear(format!("request failed: {e}")),
+        }
+    }
+
+    /// Asks the target for the state of `key`: 2xx delivered, 404 not delivered.
+    pub async fn check(&self, target: &Integration, key: &str) -> State {
+        let Some(template) = target.status_url.as_deref() else {
+            return State::Unknown;
+        };
+        let url = template.replace("{key}", key);
+        match self.http.get(url).timeout(self.timeout).send().await {
+            Ok(res) if res.status().is_success() => State::Delivered,
+            Ok(res) if res.status().as_u16() == 404 => State::NotDelivered,
+            _ => State::Unknown,
+        }
+    }
+}
