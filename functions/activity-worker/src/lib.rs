@@ -18,25 +18,46 @@ pub struct App {
 
 impl App {
     pub fn new(store: Store, max_receives: u32) -> Self {
-        Self { store, max_receives }
+        Self {
+            store,
+            max_receives,
+        }
     }
 
     pub async fn from_env() -> anyhow::Result<Self> {
         let config = Config::from_env().context("loading configuration")?;
         let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
-        Ok(Self::new(Store::new(client, config.table), config.max_receive_count))
+        Ok(Self::new(
+            Store::new(client, config.table),
+            config.max_receive_count,
+        ))
     }
 
-    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
         Ok(self.process(event.payload).await)
     }
 
     pub async fn process(&self, event: SqsEvent) -> SqsBatchResponse {
-        worker::process(&self.store, "activity", self.max_receives, event, |c| self.apply(c)).await
+        worker::process(&self.store, "activity", self.max_receives, event, |c| {
+            self.apply(c)
+        })
+        .await
     }
 
     async fn apply(&self, consequence: Consequence) -> Result<(), WorkError> {
-        let Consequence::Activity { org, entity_kind, entity_id, key, kind, text, at } = consequence else {
+        let Consequence::Activity {
+            org,
+            entity_kind,
+            entity_id,
+            key,
+            kind,
+            text,
+            at,
+        } = consequence
+        else {
             return Err(WorkError::Permanent {
                 reason: "wrong_queue",
                 detail: "the activity queue carries only activity entries".into(),

@@ -2,6 +2,7 @@
 //! The CRM side of the event layer (`/api/...`): every route but `POST /api/orgs` takes
 //! `Authorization: Bearer <organisation API key>` and sees only that organisation's items.
 
+mod consequences;
 mod invoices;
 mod setup;
 
@@ -81,6 +82,15 @@ impl App {
             (["api", "invoices", id, "duplicate"], "POST") => {
                 invoices::duplicate(store, &ctx, id).await
             }
+            (["api", "notifications"], "GET") => consequences::notifications(store, &ctx).await,
+            (["api", "notifications", "read"], "POST") => {
+                consequences::mark_read(store, &ctx).await
+            }
+            (["api", "activity", kind, id], "GET") => {
+                consequences::activity_log(store, &ctx, kind, id).await
+            }
+            (["api", "rules"], "POST") => consequences::create_rule(store, &ctx).await,
+            (["api", "tasks"], "GET") => consequences::tasks(store, &ctx).await,
             (["api", "review"], "GET") => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))

@@ -49,30 +49,55 @@ impl App {
         ))
     }
 
-    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
         Ok(self.process(event.payload).await)
     }
 
     pub async fn process(&self, event: SqsEvent) -> SqsBatchResponse {
-        worker::process(&self.store, "automation", self.max_receives, event, |c| self.apply(c)).await
+        worker::process(&self.store, "automation", self.max_receives, event, |c| {
+            self.apply(c)
+        })
+        .await
     }
 
     async fn apply(&self, consequence: Consequence) -> Result<(), WorkError> {
-        let Consequence::Trigger { org, trigger, event_key, context, .. } = consequence else {
-            return Err(permanent("wrong_queue", "the automation queue carries only triggers"));
+        let Consequence::Trigger {
+            org,
+            trigger,
+            event_key,
+            context,
+            ..
+        } = consequence
+        else {
+            return Err(permanent(
+                "wrong_queue",
+                "the automation queue carries only triggers",
+            ));
         };
         let org = OrgId::parse(&org).map_err(|e| permanent("malformed_message", e.to_string()))?;
         if !TRIGGERS.contains(&trigger.as_str()) {
-            return Err(permanent("unknown_trigger", format!("no trigger {trigger:?}")));
+            return Err(permanent(
+                "unknown_trigger",
+                format!("no trigger {trigger:?}"),
+            ));
         }
         for rule in automation::rules_for(&self.store, &org, &trigger).await? {
             match &rule.action {
                 Action::CreateTask { title } => {
-                    let created = automation::create_task(&self.store, &rule, title, &event_key, Utc::now()).await?;
+                    let created =
+                        automation::create_task(&self.store, &rule, title, &event_key, Utc::now())
+                            .await?;
                     tracing::info!(rule = %rule.rule_id, created, "task run");
                 }
-                Action::SendMessage { integration_id, text } => {
-                    self.send(&rule, integration_id, text, &event_key, &context).await?;
+                Action::SendMessage {
+                    integration_id,
+                    text,
+                } => {
+                    self.send(&rule, integration_id, text, &event_key, &context)
+                        .await?;
                 }
             }
         }
@@ -92,11 +117,17 @@ impl App {
             _ => None,
         }
         .filter(|i| i.kind == "outbound")
-        .ok_or_else(|| permanent("unknown_integration", format!("rule {} names no outbound integration", rule.rule_id)))?;
+        .ok_or_else(|| {
+            permanent(
+                "unknown_integration",
+                format!("rule {} names no outbound integration", rule.rule_id),
+            )
+        })?;
         let run_key = automation::run_key(&rule.rule_id, event_key);
         let key = automation::idempotency_key(&rule.org, &run_key);
         let now = Utc::now();
-        let claim = automation::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
+        let claim =
+            automation::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
         let sent = match claim {
             Claim::Settled(state) => {
                 tracing::info!(%run_key, %state, "run already settled");
@@ -105,10 +136,21 @@ impl App {
             Claim::Unclear => Sent::Unclear("an earlier attempt's outcome is unknown".into()),
             Claim::Fresh | Claim::Retry => {
                 let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": context});
-                self.outbound.send(&target, &key, &body, now.timestamp()).await
+                self.outbound
+                    .send(&target, &key, &body, now.timestamp())
+                    .await
             }
         };
-        let settle = |state: &'static str| automation::set_state(&self.store, &rule.org, &rule.rule_id, event_key, state, Utc::now());
+        let settle = |state: &'static str| {
+            automation::set_state(
+                &self.store,
+                &rule.org,
+                &rule.rule_id,
+                event_key,
+                state,
+                Utc::now(),
+            )
+        };
         match sent {
             Sent::Delivered => Ok(settle("sent").await?),
             Sent::NotDelivered(why) => {
@@ -117,13 +159,18 @@ impl App {
             }
             Sent::Rejected(code) => {
                 settle("failed").await?;
-                Err(permanent("outbound_rejected", format!("target answered {code} for run {run_key}")))
+                Err(permanent(
+                    "outbound_rejected",
+                    format!("target answered {code} for run {run_key}"),
+                ))
             }
             Sent::Unclear(why) => match self.outbound.check(&target, &key).await {
                 State::Delivered => Ok(settle("sent").await?),
                 State::NotDelivered => {
                     settle("not_sent").await?;
-                    Err(WorkError::transient(Transient(format!("{why}; target has no record of the key"))))
+                    Err(WorkError::transient(Transient(format!(
+                        "{why}; target has no record of the key"
+                    ))))
                 }
                 State::Unknown => {
                     settle("needs_check").await?;

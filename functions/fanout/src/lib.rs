@@ -45,7 +45,11 @@ impl App {
             }
             let item: Item = record.change.new_image.into();
             let consequences = derive::consequences(&item);
-            let key = item.get("pk").and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+            let key = item
+                .get("pk")
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
             match self.publisher.publish(&consequences).await {
                 Ok(sent) => tracing::info!(item = %key, sent, "consequences published"),
                 Err(e) => {

@@ -15,8 +15,13 @@ use sha2::{Digest, Sha256};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Action {
-    CreateTask { title: String },
-    SendMessage { integration_id: String, text: String },
+    CreateTask {
+        title: String,
+    },
+    SendMessage {
+        integration_id: String,
+        text: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,9 +47,15 @@ pub async fn create_rule(
     let item = Builder::new(&org.pk(&format!("RULE#{rule_id}")), "rule", org.as_str())
         .str("rule_id", &rule_id)
         .str("trigger", trigger)
-        .str("action", serde_json::to_string(&action).expect("actions serialize"))
+        .str(
+            "action",
+            serde_json::to_string(&action).expect("actions serialize"),
+        )
         .str("created_at", at_str(now))
-        .list(&rules_list(org, trigger), &format!("{}#{rule_id}", at_str(now)))
+        .list(
+            &rules_list(org, trigger),
+            &format!("{}#{rule_id}", at_str(now)),
+        )
         .build();
     store.put_new(item).await?;
     Ok(Rule {
@@ -138,14 +149,18 @@ pub async fn create_task(
 ) -> Result<bool, StoreError> {
     let key = run_key(&rule.rule_id, event_key);
     let id = task_id(&rule.org, &key);
-    let task = Builder::new(&rule.org.pk(&format!("TASK#{id}")), "task", rule.org.as_str())
-        .str("id", &id)
-        .str("rule_id", &rule.rule_id)
-        .str("event_key", event_key)
-        .str("title", title)
-        .str("at", at_str(now))
-        .list(&rule.org.pk("TASKS"), &format!("{}#{id}", at_str(now)))
-        .build();
+    let task = Builder::new(
+        &rule.org.pk(&format!("TASK#{id}")),
+        "task",
+        rule.org.as_str(),
+    )
+    .str("id", &id)
+    .str("rule_id", &rule.rule_id)
+    .str("event_key", event_key)
+    .str("title", title)
+    .str("at", at_str(now))
+    .list(&rule.org.pk("TASKS"), &format!("{}#{id}", at_str(now)))
+    .build();
     let run = run_item(&rule.org, &rule.rule_id, event_key, "done", now);
     let result = store
         .client
@@ -281,6 +296,8 @@ pub async fn run_state(
     rule_id: &str,
     event_key: &str,
 ) -> Result<Option<String>, StoreError> {
-    let item = store.get(&run_pk(org, &run_key(rule_id, event_key))).await?;
+    let item = store
+        .get(&run_pk(org, &run_key(rule_id, event_key)))
+        .await?;
     Ok(item.and_then(|i| i.opt_str("state").map(str::to_owned)))
 }

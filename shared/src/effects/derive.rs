@@ -99,7 +99,10 @@ mod tests {
             ("applied", n("40")),
             ("received", n("40")),
             ("currency", s("UAH")),
-            ("invoice_status", s(if closed { "paid" } else { "partially_paid" })),
+            (
+                "invoice_status",
+                s(if closed { "paid" } else { "partially_paid" }),
+            ),
             ("closed_invoice", b(closed)),
             ("contact_id", s("c1")),
             ("deal_id", s("d1")),
@@ -126,16 +129,24 @@ mod tests {
                 "notification:payment:standard:pay_1"
             ]
         );
-        assert!(matches!(&out[2], Consequence::Notification { recipient: Some(r), .. } if r == "u1"));
+        assert!(
+            matches!(&out[2], Consequence::Notification { recipient: Some(r), .. } if r == "u1")
+        );
     }
 
     #[test]
     fn the_payment_that_closes_the_invoice_also_triggers_invoice_paid() {
         let out = consequences(&payment_item(true, None));
-        assert!(matches!(out.last(), Some(Consequence::Trigger { trigger, .. }) if trigger == "invoice.paid"));
-        assert!(out
-            .iter()
-            .any(|c| matches!(c, Consequence::Notification { recipient: None, .. })));
+        assert!(
+            matches!(out.last(), Some(Consequence::Trigger { trigger, .. }) if trigger == "invoice.paid")
+        );
+        assert!(out.iter().any(|c| matches!(
+            c,
+            Consequence::Notification {
+                recipient: None,
+                ..
+            }
+        )));
     }
 
     #[test]

@@ -18,7 +18,10 @@ fn item(org: &OrgId, key: &str, recipient: &str, text: &str, at: &str) -> Item {
         .str("text", text)
         .str("at", at)
         .set("read", b(false))
-        .list(&org.pk(&format!("NOTIFY#{recipient}")), &format!("{at}#{key}"))
+        .list(
+            &org.pk(&format!("NOTIFY#{recipient}")),
+            &format!("{at}#{key}"),
+        )
         .build()
 }
 

@@ -21,7 +21,10 @@ pub enum WorkError {
     Transient(#[source] Box<dyn StdError + Send + Sync>),
     /// Retrying cannot help; a person has to look. `reason` names the review item.
     #[error("permanent ({reason}): {detail}")]
-    Permanent { reason: &'static str, detail: String },
+    Permanent {
+        reason: &'static str,
+        detail: String,
+    },
 }
 
 impl WorkError {
@@ -114,9 +117,17 @@ where
                     Ok(()) => Ok(()),
                     Err(WorkError::Permanent { reason, detail }) => {
                         tracing::warn!(%reason, %detail, "permanent failure; parked for review");
-                        park(store, worker, Some(consequence.org()), key, reason, json!({"error": detail}), now)
-                            .await
-                            .map_err(WorkError::from)
+                        park(
+                            store,
+                            worker,
+                            Some(consequence.org()),
+                            key,
+                            reason,
+                            json!({"error": detail}),
+                            now,
+                        )
+                        .await
+                        .map_err(WorkError::from)
                     }
                     Err(err) => {
                         let chain = format!("{:?}", err);

@@ -1,5 +1,6 @@
 //! The main job, shown: a demo organisation with a payment integration and an invoice; one signed
-//! Standard Webhooks delivery sent three times; one payment booked.
+//! Standard Webhooks delivery sent three times; one payment booked; its consequences once each:
+//! one history line, one notification per colleague, one task.
 
 use crate::stack::Coordinates;
 use anyhow::{bail, Context, Result};
@@ -57,6 +58,26 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
         "organisation {} (api key {key})",
         org["org_id"].as_str().unwrap_or_default()
     );
+    for (user_id, name) in TEAM {
+        api.call(
+            "POST",
+            "/api/members",
+            &key,
+            json!({"user_id": user_id, "name": name}),
+        )
+        .await?;
+    }
+    api.call(
+        "POST",
+        "/api/rules",
+        &key,
+        json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": "Ship the order"}}),
+    )
+    .await?;
+    println!(
+        "team of {} and an invoice.paid rule that creates a task",
+        TEAM.len()
+    );
     let (_, integration) = api
         .call(
             "POST",
@@ -75,11 +96,16 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
             "POST",
             "/api/invoices",
             &key,
-            json!({"currency": "UAH", "gross": "100.00"}),
+            json!({"currency": "UAH", "gross": "40.00", "contact_id": "c1"}),
         )
         .await?;
     let invoice_id = invoice["id"].as_str().context("id")?.to_owned();
-    println!("invoice {invoice_id} {invoice}");
+    println!(
+        "invoice {} {invoice_id}: {} {} for contact c1",
+        invoice["number"].as_str().unwrap_or_default(),
+        invoice["gross"].as_str().unwrap_or_default(),
+        invoice["currency"].as_str().unwrap_or_default()
+    );
 
     let body = json!({
         "type": "payment.succeeded",
@@ -123,5 +149,50 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
     if payments != 1 || after["paid"] != "40.00" {
         bail!("expected exactly one payment of 40.00, found {after}");
     }
+    println!("\n== consequences (stream -> fanout -> SQS -> workers)");
+    let started = std::time::Instant::now();
+    let (activity, notifications, tasks) = loop {
+        let (_, activity) = api
+            .call("GET", "/api/activity/contact/c1", &key, Value::Null)
+            .await?;
+        let mut notifications = 0;
+        for (user_id, _) in TEAM {
+            let (_, n) = api
+                .call(
+                    "GET",
+                    &format!("/api/notifications?recipient={user_id}"),
+                    &key,
+                    Value::Null,
+                )
+                .await?;
+            notifications += n["items"].as_array().map_or(0, Vec::len);
+        }
+        let (_, tasks) = api.call("GET", "/api/tasks", &key, Value::Null).await?;
+        let counts = (count(&activity), notifications, count(&tasks));
+        if counts == (1, TEAM.len(), 1) || started.elapsed() > std::time::Duration::from_secs(60) {
+            break (activity, counts.1, tasks);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    println!(
+        "activity of contact c1: {} line(s): {}",
+        count(&activity),
+        activity["items"][0]["text"]
+    );
+    println!(
+        "notifications: {notifications} (one per colleague: {})",
+        TEAM.map(|t| t.1).join(", ")
+    );
+    println!("tasks: {} ({})", count(&tasks), tasks["items"][0]["title"]);
+    println!("all consequences after {:?}", started.elapsed());
+    if (count(&activity), notifications, count(&tasks)) != (1, TEAM.len(), 1) {
+        bail!("expected one history line, one notification per colleague and one task");
+    }
     Ok(())
+}
+
+const TEAM: [(&str, &str); 3] = [("u1", "Olena"), ("u2", "Taras"), ("u3", "Iryna")];
+
+fn count(list: &Value) -> usize {
+    list["items"].as_array().map_or(0, Vec::len)
 }

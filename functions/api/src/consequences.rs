@@ -1,0 +1,94 @@
+//! Reads and settings of the consequence workers: notifications, activity logs, rules, tasks.
+
+use crate::Ctx;
+use firmspace::effects::automation::{self, Action};
+use firmspace::effects::{activity, notify, ENTITY_KINDS, TRIGGERS};
+use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::ids::IntegrationId;
+use firmspace::orgs;
+use firmspace::store::Store;
+use lambda_http::{Body, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+pub async fn notifications(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let recipient = query(ctx.req, "recipient").ok_or_else(|| {
+        ApiError::bad_request("missing_recipient", "?recipient=<user_id> is required")
+    })?;
+    let items = notify::list(store, &ctx.org, &recipient).await?;
+    Ok(json_response(200, &json!({ "items": items })))
+}
+
+#[derive(Deserialize)]
+struct MarkRead {
+    key: String,
+}
+
+pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let body: MarkRead = parse_json(body_bytes(ctx.req))?;
+    if notify::mark_read(store, &ctx.org, &body.key).await? {
+        Ok(json_response(200, &json!({"key": body.key, "read": true})))
+    } else {
+        Err(ApiError::not_found("notification"))
+    }
+}
+
+pub async fn activity_log(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    entity_kind: &str,
+    entity_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    if !ENTITY_KINDS.contains(&entity_kind) {
+        return Err(ApiError::bad_request(
+            "invalid_entity_kind",
+            "entity kind must be contact, deal or company",
+        ));
+    }
+    let items = activity::list(store, &ctx.org, entity_kind, entity_id).await?;
+    Ok(json_response(200, &json!({ "items": items })))
+}
+
+#[derive(Deserialize)]
+struct NewRule {
+    trigger: String,
+    action: serde_json::Value,
+}
+
+pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let body: NewRule = parse_json(body_bytes(ctx.req))?;
+    if !TRIGGERS.contains(&body.trigger.as_str()) {
+        return Err(ApiError::bad_request(
+            "invalid_trigger",
+            format!("trigger must be one of {}", TRIGGERS.join(", ")),
+        ));
+    }
+    let action: Action = serde_json::from_value(body.action).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_action",
+            format!("action must be create_task {{title}} or send_message {{integration_id, text}}: {e}"),
+        )
+    })?;
+    if let Action::SendMessage { integration_id, .. } = &action {
+        let target = match IntegrationId::parse(integration_id) {
+            Ok(id) if id.org == ctx.org => orgs::get_integration(store, &id).await?,
+            _ => None,
+        };
+        if !target.is_some_and(|t| t.kind == "outbound") {
+            return Err(ApiError::bad_request(
+                "invalid_integration",
+                "send_message needs an outbound integration of this organisation",
+            ));
+        }
+    }
+    let rule = automation::create_rule(store, &ctx.org, &body.trigger, action, ctx.now).await?;
+    Ok(json_response(
+        201,
+        &json!({"rule_id": rule.rule_id, "trigger": rule.trigger, "action": rule.action}),
+    ))
+}
+
+pub async fn tasks(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let items = automation::tasks(store, &ctx.org).await?;
+    Ok(json_response(200, &json!({ "items": items })))
+}
