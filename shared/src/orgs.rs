@@ -138,6 +138,7 @@ impl Integration {
         )
         .opt_str("public_key", self.public_key.clone())
         .opt_str("url", self.url.clone())
+        .opt_str("status_url", self.status_url.clone())
         .str("created_at", at_str(self.created_at))
         .build()
     }

@@ -3,6 +3,8 @@
 
 pub mod calls;
 pub mod fixtures;
+pub mod queues;
+pub mod target;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use calls::CallLog;

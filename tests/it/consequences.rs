@@ -1,0 +1,301 @@
+//! Consequences in-process against ministack: fan-out, the three workers, redelivery, worker
+//! restart, timeout after success, poison messages.
+
+use crate::support::queues::{self, event, event_of, receive};
+use crate::support::{fixtures, target, TestEnv};
+use chrono::Utc;
+use firmspace::effects::automation::{self, Action};
+use firmspace::effects::outbound::Outbound;
+use firmspace::effects::queue::Publisher;
+use firmspace::effects::{activity, notify};
+use firmspace::ids::{ExternalId, IntegrationId, OrgId};
+use firmspace::money::Currency;
+use firmspace::orgs::{self, Integration, Member};
+use firmspace::payments::invoice::{self, Links};
+use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
+use firmspace::store::Item;
+use rust_decimal_macros::dec;
+use serde_json::json;
+use std::time::Duration;
+
+async fn team(env: &TestEnv, org: &OrgId, size: usize) {
+    for i in 1..=size {
+        let member = Member {
+            user_id: format!("u{i}"),
+            name: format!("Colleague {i}"),
+        };
+        orgs::add_member(&env.store, org, &member, Utc::now()).await.unwrap();
+    }
+}
+
+/// Books a payment that closes an invoice linked to contact c1 and deal d1; returns the stored
+/// payment event item.
+async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Item {
+    let inv = invoice::create(
+        &env.store,
+        org,
+        NewInvoice {
+            currency: Currency::parse("UAH").unwrap(),
+            gross: dec!(40),
+            status: InvoiceStatus::Open,
+            links: Links {
+                owner: owner.map(str::to_owned),
+                contact_id: Some("c1".into()),
+                deal_id: Some("d1".into()),
+                company_id: None,
+            },
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let input = PaymentInput {
+        org: org.clone(),
+        invoice_ref: Some(inv.id.as_str().to_owned()),
+        source: Source::Standard,
+        external_id: ExternalId::parse("id", "pay_c1").unwrap(),
+        amount: None,
+        currency: None,
+        at: Utc::now(),
+        actor: "test".into(),
+        fingerprint: String::new(),
+        reverses: None,
+    };
+    register_payment(&env.store, &input).await.unwrap();
+    env.store.get(&input.pk()).await.unwrap().expect("event stored")
+}
+
+fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dynamodb::Event {
+    let image: serde_dynamo::Item = item.clone().into();
+    serde_json::from_value(json!({"Records": [{
+        "eventID": sequence, "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+        "awsRegion": "eu-central-1",
+        "dynamodb": {"ApproximateCreationDateTime": 1764680000.0, "Keys": {}, "NewImage": image,
+                     "SequenceNumber": sequence, "SizeBytes": 100, "StreamViewType": "NEW_IMAGE"}
+    }]}))
+    .expect("a stream event")
+}
+
+struct Workers {
+    notify: notify_worker::App,
+    activity: activity_worker::App,
+    automation: automation_worker::App,
+}
+
+fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
+    Workers {
+        notify: notify_worker::App::new(env.store.clone(), max_receives),
+        activity: activity_worker::App::new(env.store.clone(), max_receives),
+        automation: automation_worker::App::new(env.store.clone(), Outbound::new(timeout), max_receives),
+    }
+}
+
+#[tokio::test]
+async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    team(&env, &org, 3).await;
+    let rule = automation::create_rule(&env.store, &org, "invoice.paid", Action::CreateTask { title: "Ship".into() }, Utc::now())
+        .await
+        .unwrap();
+    let item = closing_payment(&env, &org, None).await;
+    let sqs = queues::client().await;
+    let q = queues::three_queues(&sqs).await;
+    let fanout = fanout::App::new(Publisher { sqs: sqs.clone(), queues: q.clone() });
+    for _ in 0..2 {
+        let response = fanout.process(stream_event(&item, "100")).await;
+        assert!(response.batch_item_failures.is_empty());
+    }
+    let notes = receive(&sqs, &q.notifications, 1).await;
+    let lines = receive(&sqs, &q.activity, 1).await;
+    let triggers = receive(&sqs, &q.automation, 1).await;
+    // Per stored event: 1 notification, 2 activity lines (contact, deal), 1 trigger — sent twice.
+    assert_eq!((notes.len(), lines.len(), triggers.len()), (2, 4, 2));
+    let w = workers(&env, Duration::from_secs(2), 5);
+    for _ in 0..2 {
+        assert!(w.notify.process(event(&notes)).await.batch_item_failures.is_empty());
+        assert!(w.activity.process(event(&lines)).await.batch_item_failures.is_empty());
+        assert!(w.automation.process(event(&triggers)).await.batch_item_failures.is_empty());
+    }
+    for user in ["u1", "u2", "u3"] {
+        let mine = notify::list(&env.store, &org, user).await.unwrap();
+        assert_eq!(mine.len(), 1, "{user}: {mine:?}");
+        assert_eq!(mine[0]["key"], format!("payment:standard:pay_c1#{user}"));
+    }
+    assert_eq!(env.count("notification").await, 3);
+    let contact = activity::list(&env.store, &org, "contact", "c1").await.unwrap();
+    assert_eq!(contact.len(), 1);
+    assert_eq!(contact[0]["key"], "invoice:standard:pay_c1");
+    assert_eq!(activity::list(&env.store, &org, "deal", "d1").await.unwrap().len(), 1);
+    let tasks = automation::tasks(&env.store, &org).await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!((tasks[0]["rule_id"].as_str(), tasks[0]["event_key"].as_str()), (Some(rule.rule_id.as_str()), Some("payment:standard:pay_c1")));
+}
+
+#[tokio::test]
+async fn an_owner_gets_the_one_notification_and_a_team_of_three_gets_three() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    team(&env, &org, 3).await;
+    let w = workers(&env, Duration::from_secs(1), 5);
+    let owned = json!({"type": "notification", "org": org.as_str(), "key": "payment:x:1", "recipient": "u2", "text": "paid", "at": "2026-12-02T10:00:00.000Z"});
+    let team_wide = json!({"type": "notification", "org": org.as_str(), "key": "payment:x:2", "recipient": null, "text": "paid", "at": "2026-12-02T10:00:01.000Z"});
+    for _ in 0..3 {
+        w.notify.process(event_of("m1", &owned.to_string())).await;
+        w.notify.process(event_of("m2", &team_wide.to_string())).await;
+    }
+    assert_eq!(env.count("notification").await, 4);
+    let u2 = notify::list(&env.store, &org, "u2").await.unwrap();
+    assert_eq!(u2.len(), 2);
+    assert_eq!(u2[0]["key"], "payment:x:2#u2", "newest first");
+    assert!(notify::mark_read(&env.store, &org, "payment:x:1").await.unwrap());
+    assert_eq!(notify::list(&env.store, &org, "u2").await.unwrap()[1]["read"], true);
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on_redelivery() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let sqs = queues::client().await;
+    let (url, _) = queues::queue(&sqs, "activity", 1, None).await;
+    let body = json!({"type": "activity", "org": org.as_str(), "entity_kind": "contact", "entity_id": "c9",
+                      "key": "invoice:standard:p9", "kind": "payment", "text": "paid", "at": "2026-12-02T10:00:00.000Z"});
+    sqs.send_message().queue_url(&url).message_body(body.to_string()).send().await.unwrap();
+    let w = workers(&env, Duration::from_secs(1), 5);
+    let first = receive(&sqs, &url, 2).await;
+    assert_eq!(first.len(), 1);
+    w.activity.process(event(&first)).await;
+    // The worker dies here: the message is never deleted. After the visibility timeout SQS
+    // delivers it again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let second = receive(&sqs, &url, 3).await;
+    assert_eq!(second.len(), 1, "redelivered");
+    assert_eq!(second[0].message_id(), first[0].message_id());
+    let response = w.activity.process(event(&second)).await;
+    assert!(response.batch_item_failures.is_empty());
+    queues::delete(&sqs, &url, &second).await;
+    assert_eq!(activity::list(&env.store, &org, "contact", "c9").await.unwrap().len(), 1);
+    assert_eq!(env.count("activity").await, 1);
+}
+
+async fn outbound(env: &TestEnv, org: &OrgId, url: String, status_url: Option<String>) -> IntegrationId {
+    let id = IntegrationId::generate(org);
+    orgs::create_integration(
+        &env.store,
+        &Integration {
+            id: id.clone(),
+            kind: "outbound".into(),
+            provider: None,
+            secret: Some(firmspace::signature::standard::generate_secret().into()),
+            public_key: None,
+            url: Some(url),
+            status_url,
+            created_at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
+    id
+}
+
+fn trigger(org: &OrgId, event_key: &str) -> String {
+    json!({"type": "trigger", "org": org.as_str(), "trigger": "invoice.paid", "event_key": event_key,
+           "at": "2026-12-02T10:00:00.000Z", "context": {"invoice_id": "inv_1"}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_a_check() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::from_millis(800), 200).await;
+    let hook = outbound(&env, &org, server.url(), None).await;
+    let rule = automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: hook.id.clone(), text: "Thanks!".into() }, Utc::now())
+        .await
+        .unwrap();
+    let w = workers(&env, Duration::from_millis(200), 5);
+    for _ in 0..3 {
+        let response = w.automation.process(event_of("t1", &trigger(&org, "payment:standard:p1"))).await;
+        assert!(response.batch_item_failures.is_empty());
+    }
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let run_key = automation::run_key(&rule.rule_id, "payment:standard:p1");
+    assert_eq!(server.seen(), [automation::idempotency_key(&org, &run_key)], "the target saw one request");
+    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p1").await.unwrap();
+    assert_eq!(state.as_deref(), Some("needs_check"));
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    assert_eq!((review.len(), review[0]["reason"].as_str()), (1, Some("needs_check")));
+}
+
+#[tokio::test]
+async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::from_millis(800), 200).await;
+    let hook = outbound(&env, &org, server.url(), Some(server.status_url())).await;
+    let rule = automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: hook.id.clone(), text: "Thanks!".into() }, Utc::now())
+        .await
+        .unwrap();
+    let w = workers(&env, Duration::from_millis(200), 5);
+    for _ in 0..3 {
+        w.automation.process(event_of("t1", &trigger(&org, "payment:standard:p2"))).await;
+    }
+    assert_eq!(server.seen().len(), 1);
+    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p2").await.unwrap();
+    assert_eq!(state.as_deref(), Some("sent"));
+    assert_eq!(env.count("review").await, 0);
+}
+
+#[tokio::test]
+async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::ZERO, 503).await;
+    let hook = outbound(&env, &org, server.url(), None).await;
+    automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: hook.id.clone(), text: "hi".into() }, Utc::now())
+        .await
+        .unwrap();
+    let sqs = queues::client().await;
+    let (url, dlq) = queues::queue(&sqs, "automation", 1, Some(2)).await;
+    let dlq = dlq.unwrap();
+    sqs.send_message().queue_url(&url).message_body(trigger(&org, "payment:standard:p3")).send().await.unwrap();
+    let w = workers(&env, Duration::from_secs(1), 2);
+    let mut receives = 0;
+    while receives < 2 {
+        let got = receive(&sqs, &url, 3).await;
+        assert_eq!(got.len(), 1, "receive {} gets the message", receives + 1);
+        receives += 1;
+        let response = w.automation.process(event(&got)).await;
+        assert_eq!(response.batch_item_failures.len(), 1, "a 503 is retried");
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+    }
+    // Past maxReceiveCount the queue hands the message to its DLQ instead of the worker.
+    assert!(receive(&sqs, &url, 1).await.is_empty());
+    assert_eq!(receives, 2);
+    assert_eq!(server.seen().len(), 2, "each receive tried once, with the same key");
+    let parked = receive(&sqs, &dlq, 1).await;
+    assert_eq!(parked.len(), 1, "the message is in the DLQ");
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    assert_eq!((review.len(), review[0]["reason"].as_str()), (1, Some("dead_letter")));
+
+    // A malformed message is acknowledged at once and parked for review, not retried.
+    let response = w.notify.process(event_of("bad", r#"{"type":"notification","org":"o000000000001"}"#)).await;
+    assert!(response.batch_item_failures.is_empty());
+    let operator = firmspace::review::list(&env.store, &OrgId::parse("o000000000001").unwrap(), 10).await.unwrap();
+    assert_eq!(operator[0]["reason"], "malformed_message");
+}
+
+#[tokio::test]
+async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let gone = IntegrationId::generate(&org);
+    automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: gone.id, text: "hi".into() }, Utc::now())
+        .await
+        .unwrap();
+    let w = workers(&env, Duration::from_secs(1), 5);
+    let response = w.automation.process(event_of("t9", &trigger(&org, "payment:standard:p9"))).await;
+    assert!(response.batch_item_failures.is_empty());
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    assert_eq!(review[0]["reason"], "unknown_integration");
+}

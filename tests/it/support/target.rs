@@ -1,0 +1,74 @@
+//! A real HTTP server on loopback standing in for an outbound automation target: it records
+//! every request's `Idempotency-Key`, answers after `delay` with `status`, and reports the state
+//! of a key at `GET /status/{key}`.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone)]
+struct Shared {
+    seen: Arc<Mutex<Vec<String>>>,
+    delay: Duration,
+    status: u16,
+}
+
+pub struct Target {
+    pub addr: SocketAddr,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Target {
+    pub fn url(&self) -> String {
+        format!("http://{}/hook", self.addr)
+    }
+
+    pub fn status_url(&self) -> String {
+        format!("http://{}/status/{{key}}", self.addr)
+    }
+
+    /// The `Idempotency-Key` of every request received, in order.
+    pub fn seen(&self) -> Vec<String> {
+        self.seen.lock().expect("not poisoned").clone()
+    }
+}
+
+async fn hook(State(s): State<Shared>, headers: HeaderMap) -> StatusCode {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    s.seen.lock().expect("not poisoned").push(key);
+    tokio::time::sleep(s.delay).await;
+    StatusCode::from_u16(s.status).expect("valid status")
+}
+
+async fn status(State(s): State<Shared>, Path(key): Path<String>) -> StatusCode {
+    if s.seen.lock().expect("not poisoned").contains(&key) {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    }
+}
+
+pub async fn spawn(delay: Duration, status_code: u16) -> Target {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let shared = Shared {
+        seen: seen.clone(),
+        delay,
+        status: status_code,
+    };
+    let app = Router::new()
+        .route("/hook", post(hook))
+        .route("/status/{key}", get(status))
+        .with_state(shared);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Target { addr, seen }
+}
