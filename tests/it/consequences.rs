@@ -24,7 +24,9 @@ async fn team(env: &TestEnv, org: &OrgId, size: usize) {
             user_id: format!("u{i}"),
             name: format!("Colleague {i}"),
         };
-        orgs::add_member(&env.store, org, &member, Utc::now()).await.unwrap();
+        orgs::add_member(&env.store, org, &member, Utc::now())
+            .await
+            .unwrap();
     }
 }
 
@@ -62,7 +64,11 @@ async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Ite
         reverses: None,
     };
     register_payment(&env.store, &input).await.unwrap();
-    env.store.get(&input.pk()).await.unwrap().expect("event stored")
+    env.store
+        .get(&input.pk())
+        .await
+        .unwrap()
+        .expect("event stored")
 }
 
 fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dynamodb::Event {
@@ -86,7 +92,11 @@ fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
     Workers {
         notify: notify_worker::App::new(env.store.clone(), max_receives),
         activity: activity_worker::App::new(env.store.clone(), max_receives),
-        automation: automation_worker::App::new(env.store.clone(), Outbound::new(timeout), max_receives),
+        automation: automation_worker::App::new(
+            env.store.clone(),
+            Outbound::new(timeout),
+            max_receives,
+        ),
     }
 }
 
@@ -95,13 +105,24 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     team(&env, &org, 3).await;
-    let rule = automation::create_rule(&env.store, &org, "invoice.paid", Action::CreateTask { title: "Ship".into() }, Utc::now())
-        .await
-        .unwrap();
+    let rule = automation::create_rule(
+        &env.store,
+        &org,
+        "invoice.paid",
+        Action::CreateTask {
+            title: "Ship".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let item = closing_payment(&env, &org, None).await;
     let sqs = queues::client().await;
     let q = queues::three_queues(&sqs).await;
-    let fanout = fanout::App::new(Publisher { sqs: sqs.clone(), queues: q.clone() });
+    let fanout = fanout::App::new(Publisher {
+        sqs: sqs.clone(),
+        queues: q.clone(),
+    });
     for _ in 0..2 {
         let response = fanout.process(stream_event(&item, "100")).await;
         assert!(response.batch_item_failures.is_empty());
@@ -113,9 +134,24 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     assert_eq!((notes.len(), lines.len(), triggers.len()), (2, 4, 2));
     let w = workers(&env, Duration::from_secs(2), 5);
     for _ in 0..2 {
-        assert!(w.notify.process(event(&notes)).await.batch_item_failures.is_empty());
-        assert!(w.activity.process(event(&lines)).await.batch_item_failures.is_empty());
-        assert!(w.automation.process(event(&triggers)).await.batch_item_failures.is_empty());
+        assert!(w
+            .notify
+            .process(event(&notes))
+            .await
+            .batch_item_failures
+            .is_empty());
+        assert!(w
+            .activity
+            .process(event(&lines))
+            .await
+            .batch_item_failures
+            .is_empty());
+        assert!(w
+            .automation
+            .process(event(&triggers))
+            .await
+            .batch_item_failures
+            .is_empty());
     }
     for user in ["u1", "u2", "u3"] {
         let mine = notify::list(&env.store, &org, user).await.unwrap();
@@ -123,13 +159,24 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
         assert_eq!(mine[0]["key"], format!("payment:standard:pay_c1#{user}"));
     }
     assert_eq!(env.count("notification").await, 3);
-    let contact = activity::list(&env.store, &org, "contact", "c1").await.unwrap();
+    let contact = activity::list(&env.store, &org, "contact", "c1")
+        .await
+        .unwrap();
     assert_eq!(contact.len(), 1);
     assert_eq!(contact[0]["key"], "invoice:standard:pay_c1");
-    assert_eq!(activity::list(&env.store, &org, "deal", "d1").await.unwrap().len(), 1);
+    assert_eq!(
+        activity::list(&env.store, &org, "deal", "d1")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     let tasks = automation::tasks(&env.store, &org).await.unwrap();
     assert_eq!(tasks.len(), 1);
-    assert_eq!((tasks[0]["rule_id"].as_str(), tasks[0]["event_key"].as_str()), (Some(rule.rule_id.as_str()), Some("payment:standard:pay_c1")));
+    assert_eq!(
+        (tasks[0]["rule_id"].as_str(), tasks[0]["event_key"].as_str()),
+        (Some(rule.rule_id.as_str()), Some("payment:standard:pay_c1"))
+    );
 }
 
 #[tokio::test]
@@ -142,14 +189,21 @@ async fn an_owner_gets_the_one_notification_and_a_team_of_three_gets_three() {
     let team_wide = json!({"type": "notification", "org": org.as_str(), "key": "payment:x:2", "recipient": null, "text": "paid", "at": "2026-12-02T10:00:01.000Z"});
     for _ in 0..3 {
         w.notify.process(event_of("m1", &owned.to_string())).await;
-        w.notify.process(event_of("m2", &team_wide.to_string())).await;
+        w.notify
+            .process(event_of("m2", &team_wide.to_string()))
+            .await;
     }
     assert_eq!(env.count("notification").await, 4);
     let u2 = notify::list(&env.store, &org, "u2").await.unwrap();
     assert_eq!(u2.len(), 2);
     assert_eq!(u2[0]["key"], "payment:x:2#u2", "newest first");
-    assert!(notify::mark_read(&env.store, &org, "payment:x:1").await.unwrap());
-    assert_eq!(notify::list(&env.store, &org, "u2").await.unwrap()[1]["read"], true);
+    assert!(notify::mark_read(&env.store, &org, "payment:x:1")
+        .await
+        .unwrap());
+    assert_eq!(
+        notify::list(&env.store, &org, "u2").await.unwrap()[1]["read"],
+        true
+    );
 }
 
 #[tokio::test]
@@ -160,7 +214,12 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
     let (url, _) = queues::queue(&sqs, "activity", 1, None).await;
     let body = json!({"type": "activity", "org": org.as_str(), "entity_kind": "contact", "entity_id": "c9",
                       "key": "invoice:standard:p9", "kind": "payment", "text": "paid", "at": "2026-12-02T10:00:00.000Z"});
-    sqs.send_message().queue_url(&url).message_body(body.to_string()).send().await.unwrap();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(body.to_string())
+        .send()
+        .await
+        .unwrap();
     let w = workers(&env, Duration::from_secs(1), 5);
     let first = receive(&sqs, &url, 2).await;
     assert_eq!(first.len(), 1);
@@ -174,11 +233,22 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
     let response = w.activity.process(event(&second)).await;
     assert!(response.batch_item_failures.is_empty());
     queues::delete(&sqs, &url, &second).await;
-    assert_eq!(activity::list(&env.store, &org, "contact", "c9").await.unwrap().len(), 1);
+    assert_eq!(
+        activity::list(&env.store, &org, "contact", "c9")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(env.count("activity").await, 1);
 }
 
-async fn outbound(env: &TestEnv, org: &OrgId, url: String, status_url: Option<String>) -> IntegrationId {
+async fn outbound(
+    env: &TestEnv,
+    org: &OrgId,
+    url: String,
+    status_url: Option<String>,
+) -> IntegrationId {
     let id = IntegrationId::generate(org);
     orgs::create_integration(
         &env.store,
@@ -210,21 +280,42 @@ async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::from_millis(800), 200).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    let rule = automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: hook.id.clone(), text: "Thanks!".into() }, Utc::now())
-        .await
-        .unwrap();
+    let rule = automation::create_rule(
+        &env.store,
+        &org,
+        "invoice.paid",
+        Action::SendMessage {
+            integration_id: hook.id.clone(),
+            text: "Thanks!".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let w = workers(&env, Duration::from_millis(200), 5);
     for _ in 0..3 {
-        let response = w.automation.process(event_of("t1", &trigger(&org, "payment:standard:p1"))).await;
+        let response = w
+            .automation
+            .process(event_of("t1", &trigger(&org, "payment:standard:p1")))
+            .await;
         assert!(response.batch_item_failures.is_empty());
     }
     tokio::time::sleep(Duration::from_millis(900)).await;
     let run_key = automation::run_key(&rule.rule_id, "payment:standard:p1");
-    assert_eq!(server.seen(), [automation::idempotency_key(&org, &run_key)], "the target saw one request");
-    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p1").await.unwrap();
+    assert_eq!(
+        server.seen(),
+        [automation::idempotency_key(&org, &run_key)],
+        "the target saw one request"
+    );
+    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p1")
+        .await
+        .unwrap();
     assert_eq!(state.as_deref(), Some("needs_check"));
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
-    assert_eq!((review.len(), review[0]["reason"].as_str()), (1, Some("needs_check")));
+    assert_eq!(
+        (review.len(), review[0]["reason"].as_str()),
+        (1, Some("needs_check"))
+    );
 }
 
 #[tokio::test]
@@ -233,15 +324,28 @@ async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::from_millis(800), 200).await;
     let hook = outbound(&env, &org, server.url(), Some(server.status_url())).await;
-    let rule = automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: hook.id.clone(), text: "Thanks!".into() }, Utc::now())
-        .await
-        .unwrap();
+    let rule = automation::create_rule(
+        &env.store,
+        &org,
+        "invoice.paid",
+        Action::SendMessage {
+            integration_id: hook.id.clone(),
+            text: "Thanks!".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let w = workers(&env, Duration::from_millis(200), 5);
     for _ in 0..3 {
-        w.automation.process(event_of("t1", &trigger(&org, "payment:standard:p2"))).await;
+        w.automation
+            .process(event_of("t1", &trigger(&org, "payment:standard:p2")))
+            .await;
     }
     assert_eq!(server.seen().len(), 1);
-    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p2").await.unwrap();
+    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p2")
+        .await
+        .unwrap();
     assert_eq!(state.as_deref(), Some("sent"));
     assert_eq!(env.count("review").await, 0);
 }
@@ -252,13 +356,27 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::ZERO, 503).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: hook.id.clone(), text: "hi".into() }, Utc::now())
-        .await
-        .unwrap();
+    automation::create_rule(
+        &env.store,
+        &org,
+        "invoice.paid",
+        Action::SendMessage {
+            integration_id: hook.id.clone(),
+            text: "hi".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let sqs = queues::client().await;
     let (url, dlq) = queues::queue(&sqs, "automation", 1, Some(2)).await;
     let dlq = dlq.unwrap();
-    sqs.send_message().queue_url(&url).message_body(trigger(&org, "payment:standard:p3")).send().await.unwrap();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(trigger(&org, "payment:standard:p3"))
+        .send()
+        .await
+        .unwrap();
     let w = workers(&env, Duration::from_secs(1), 2);
     let mut receives = 0;
     while receives < 2 {
@@ -272,16 +390,31 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     // Past maxReceiveCount the queue hands the message to its DLQ instead of the worker.
     assert!(receive(&sqs, &url, 1).await.is_empty());
     assert_eq!(receives, 2);
-    assert_eq!(server.seen().len(), 2, "each receive tried once, with the same key");
+    assert_eq!(
+        server.seen().len(),
+        2,
+        "each receive tried once, with the same key"
+    );
     let parked = receive(&sqs, &dlq, 1).await;
     assert_eq!(parked.len(), 1, "the message is in the DLQ");
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
-    assert_eq!((review.len(), review[0]["reason"].as_str()), (1, Some("dead_letter")));
+    assert_eq!(
+        (review.len(), review[0]["reason"].as_str()),
+        (1, Some("dead_letter"))
+    );
 
     // A malformed message is acknowledged at once and parked for review, not retried.
-    let response = w.notify.process(event_of("bad", r#"{"type":"notification","org":"o000000000001"}"#)).await;
+    let response = w
+        .notify
+        .process(event_of(
+            "bad",
+            r#"{"type":"notification","org":"o000000000001"}"#,
+        ))
+        .await;
     assert!(response.batch_item_failures.is_empty());
-    let operator = firmspace::review::list(&env.store, &OrgId::parse("o000000000001").unwrap(), 10).await.unwrap();
+    let operator = firmspace::review::list(&env.store, &OrgId::parse("o000000000001").unwrap(), 10)
+        .await
+        .unwrap();
     assert_eq!(operator[0]["reason"], "malformed_message");
 }
 
@@ -290,11 +423,23 @@ async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     let gone = IntegrationId::generate(&org);
-    automation::create_rule(&env.store, &org, "invoice.paid", Action::SendMessage { integration_id: gone.id, text: "hi".into() }, Utc::now())
-        .await
-        .unwrap();
+    automation::create_rule(
+        &env.store,
+        &org,
+        "invoice.paid",
+        Action::SendMessage {
+            integration_id: gone.id,
+            text: "hi".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let w = workers(&env, Duration::from_secs(1), 5);
-    let response = w.automation.process(event_of("t9", &trigger(&org, "payment:standard:p9"))).await;
+    let response = w
+        .automation
+        .process(event_of("t9", &trigger(&org, "payment:standard:p9")))
+        .await;
     assert!(response.batch_item_failures.is_empty());
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(review[0]["reason"], "unknown_integration");

@@ -135,3 +135,106 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
         (401, Some("invalid_signature"))
     );
 }
+
+fn count(list: &Value) -> usize {
+    list["items"].as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test]
+async fn through_the_stack_a_payment_delivered_three_and_twenty_times_has_each_consequence_once() {
+    let stack = stack();
+    let (key, url, secret) = stack.org_with_integration().await;
+    let post = reqwest::Method::POST;
+    for user in ["u1", "u2", "u3"] {
+        let (status, _) = stack
+            .api(
+                post.clone(),
+                "/api/members",
+                &key,
+                json!({"user_id": user, "name": user}),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let (status, _) = stack
+        .api(post.clone(), "/api/rules", &key, json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": "Ship the order"}}))
+        .await;
+    assert_eq!(status, 201);
+    let mut bodies = Vec::new();
+    for contact in ["cA", "cB"] {
+        let (_, inv) = stack
+            .api(
+                post.clone(),
+                "/api/invoices",
+                &key,
+                json!({"currency": "UAH", "gross": "40.00", "contact_id": contact}),
+            )
+            .await;
+        let id = inv["id"].as_str().unwrap().to_owned();
+        bodies.push(json!({"type": "payment.succeeded", "data": {"payment_id": format!("pay_{contact}"), "invoice_id": id}}).to_string());
+    }
+    for _ in 0..3 {
+        assert_eq!(
+            stack.deliver(&url, &secret, "msg_a", &bodies[0]).await.0,
+            200
+        );
+    }
+    let concurrent = futures::future::join_all(
+        (0..20).map(|_| stack.deliver(&url, &secret, "msg_b", &bodies[1])),
+    )
+    .await;
+    assert!(
+        concurrent.iter().all(|(status, _)| *status == 200),
+        "{concurrent:?}"
+    );
+    assert_eq!(
+        concurrent
+            .iter()
+            .filter(|(_, a)| a["duplicate"] == false)
+            .count(),
+        1
+    );
+
+    let observe = || async {
+        let get = reqwest::Method::GET;
+        let a = count(
+            &stack
+                .api(get.clone(), "/api/activity/contact/cA", &key, Value::Null)
+                .await
+                .1,
+        );
+        let b = count(
+            &stack
+                .api(get.clone(), "/api/activity/contact/cB", &key, Value::Null)
+                .await
+                .1,
+        );
+        let mut notes = Vec::new();
+        for user in ["u1", "u2", "u3"] {
+            notes.push(count(
+                &stack
+                    .api(
+                        get.clone(),
+                        &format!("/api/notifications?recipient={user}"),
+                        &key,
+                        Value::Null,
+                    )
+                    .await
+                    .1,
+            ));
+        }
+        let tasks = count(&stack.api(get, "/api/tasks", &key, Value::Null).await.1);
+        (a, b, notes, tasks)
+    };
+    let expected = (1, 1, vec![2, 2, 2], 2);
+    let started = std::time::Instant::now();
+    let mut seen = observe().await;
+    while seen != expected && started.elapsed() < std::time::Duration::from_secs(60) {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        seen = observe().await;
+    }
+    assert_eq!(seen, expected, "one line per invoice, one notification per member per payment, one task per closed invoice");
+    // Late redeliveries must not add anything either.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(observe().await, expected);
+}

@@ -74,7 +74,7 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
             Ok(id) if id.org == ctx.org => orgs::get_integration(store, &id).await?,
             _ => None,
         };
-        if !target.is_some_and(|t| t.kind == "outbound") {
+        if target.is_none_or(|t| t.kind != "outbound") {
             return Err(ApiError::bad_request(
                 "invalid_integration",
                 "send_message needs an outbound integration of this organisation",

@@ -12,13 +12,21 @@ pub async fn client() -> aws_sdk_sqs::Client {
 
 /// A queue with `visibility` seconds of visibility timeout, and optionally a DLQ after
 /// `max_receives`. Returns (queue url, dlq url).
-pub async fn queue(sqs: &aws_sdk_sqs::Client, name: &str, visibility: u32, max_receives: Option<u32>) -> (String, Option<String>) {
+pub async fn queue(
+    sqs: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility: u32,
+    max_receives: Option<u32>,
+) -> (String, Option<String>) {
     let suffix = super::uuid_like();
     let mut dlq = None;
     let mut create = sqs
         .create_queue()
         .queue_name(format!("{name}-{suffix}"))
-        .attributes(QueueAttributeName::VisibilityTimeout, visibility.to_string());
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            visibility.to_string(),
+        );
     if let Some(max) = max_receives {
         let dlq_url = sqs
             .create_queue()
@@ -44,7 +52,12 @@ pub async fn queue(sqs: &aws_sdk_sqs::Client, name: &str, visibility: u32, max_r
         );
         dlq = Some(dlq_url);
     }
-    let url = create.send().await.expect("queue created").queue_url.expect("url");
+    let url = create
+        .send()
+        .await
+        .expect("queue created")
+        .queue_url
+        .expect("url");
     (url, dlq)
 }
 
@@ -95,7 +108,11 @@ pub fn event(messages: &[Message]) -> SqsEvent {
         .map(|m| {
             let attributes: serde_json::Map<String, serde_json::Value> = m
                 .attributes()
-                .map(|a| a.iter().map(|(k, v)| (k.as_str().to_owned(), json!(v))).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
+                        .collect()
+                })
                 .unwrap_or_default();
             json!({
                 "messageId": m.message_id(),

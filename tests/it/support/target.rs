@@ -67,7 +67,9 @@ pub async fn spawn(delay: Duration, status_code: u16) -> Target {
         .route("/hook", post(hook))
         .route("/status/{key}", get(status))
         .with_state(shared);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
     let addr = listener.local_addr().expect("bound");
     tokio::spawn(async move { axum::serve(listener, app).await });
     Target { addr, seen }
