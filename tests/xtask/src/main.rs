@@ -2,8 +2,10 @@
 //! `cargo xtask up`   — start ministack, deploy infra/template.yaml into it, seed a demo
 //!                      organisation and show a signed webhook retried and booked once.
 //! `cargo xtask test` — every test: lint, unit, integration and end-to-end against ministack.
+//! `cargo xtask latency` — webhook-to-last-consequence latency in the running local stack.
 //! `cargo xtask down` — stop the local stack.
 
+mod bench;
 mod demo;
 mod stack;
 
@@ -32,8 +34,12 @@ async fn main() -> Result<()> {
             let coords = stack::Coordinates::read(&local.coords_file())?;
             demo::run(&coords).await
         }
+        Some("latency") => {
+            let coords = stack::Coordinates::read(&stack::Stack::local().coords_file())?;
+            bench::latency(&coords).await
+        }
         Some("down") => stack::Stack::local().stop(),
         Some("test") => stack::test(&args[1..]).await,
-        _ => bail!("usage: cargo xtask up | demo | down | test [-- cargo test args]"),
+        _ => bail!("usage: cargo xtask up | demo | latency | down | test [-- cargo test args]"),
     }
 }
