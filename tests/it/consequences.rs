@@ -2,15 +2,15 @@
 //! restart, timeout after success, poison messages.
 
 use crate::support::queues::{self, event, event_of, receive};
-use crate::support::{fixtures, target, TestEnv};
+use crate::support::{fixtures, TestEnv};
 use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::outbound::Outbound;
 use firmspace::effects::queue::Publisher;
 use firmspace::effects::{activity, notify};
-use firmspace::ids::{ExternalId, IntegrationId, OrgId};
+use firmspace::ids::{ExternalId, OrgId};
 use firmspace::money::Currency;
-use firmspace::orgs::{self, Integration, Member};
+use firmspace::orgs::{self, Member};
 use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
 use firmspace::store::Item;
@@ -82,13 +82,13 @@ fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dynamo
     .expect("a stream event")
 }
 
-struct Workers {
-    notify: notify_worker::App,
-    activity: activity_worker::App,
-    automation: automation_worker::App,
+pub struct Workers {
+    pub notify: notify_worker::App,
+    pub activity: activity_worker::App,
+    pub automation: automation_worker::App,
 }
 
-fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
+pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
     Workers {
         notify: notify_worker::App::new(env.store.clone(), max_receives),
         activity: activity_worker::App::new(env.store.clone(), max_receives),
@@ -241,206 +241,4 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
         1
     );
     assert_eq!(env.count("activity").await, 1);
-}
-
-async fn outbound(
-    env: &TestEnv,
-    org: &OrgId,
-    url: String,
-    status_url: Option<String>,
-) -> IntegrationId {
-    let id = IntegrationId::generate(org);
-    orgs::create_integration(
-        &env.store,
-        &Integration {
-            id: id.clone(),
-            kind: "outbound".into(),
-            provider: None,
-            secret: Some(firmspace::signature::standard::generate_secret().into()),
-            public_key: None,
-            url: Some(url),
-            status_url,
-            created_at: Utc::now(),
-        },
-    )
-    .await
-    .unwrap();
-    id
-}
-
-fn trigger(org: &OrgId, event_key: &str) -> String {
-    json!({"type": "trigger", "org": org.as_str(), "trigger": "invoice.paid", "event_key": event_key,
-           "at": "2026-12-02T10:00:00.000Z", "context": {"invoice_id": "inv_1"}})
-    .to_string()
-}
-
-#[tokio::test]
-async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_a_check() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
-    let server = target::spawn(Duration::from_millis(800), 200).await;
-    let hook = outbound(&env, &org, server.url(), None).await;
-    let rule = automation::create_rule(
-        &env.store,
-        &org,
-        "invoice.paid",
-        Action::SendMessage {
-            integration_id: hook.id.clone(),
-            text: "Thanks!".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    let w = workers(&env, Duration::from_millis(200), 5);
-    for _ in 0..3 {
-        let response = w
-            .automation
-            .process(event_of("t1", &trigger(&org, "payment:standard:p1")))
-            .await;
-        assert!(response.batch_item_failures.is_empty());
-    }
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    let run_key = automation::run_key(&rule.rule_id, "payment:standard:p1");
-    assert_eq!(
-        server.seen(),
-        [automation::idempotency_key(&org, &run_key)],
-        "the target saw one request"
-    );
-    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p1")
-        .await
-        .unwrap();
-    assert_eq!(state.as_deref(), Some("needs_check"));
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
-    assert_eq!(
-        (review.len(), review[0]["reason"].as_str()),
-        (1, Some("needs_check"))
-    );
-}
-
-#[tokio::test]
-async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
-    let server = target::spawn(Duration::from_millis(800), 200).await;
-    let hook = outbound(&env, &org, server.url(), Some(server.status_url())).await;
-    let rule = automation::create_rule(
-        &env.store,
-        &org,
-        "invoice.paid",
-        Action::SendMessage {
-            integration_id: hook.id.clone(),
-            text: "Thanks!".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    let w = workers(&env, Duration::from_millis(200), 5);
-    for _ in 0..3 {
-        w.automation
-            .process(event_of("t1", &trigger(&org, "payment:standard:p2")))
-            .await;
-    }
-    assert_eq!(server.seen().len(), 1);
-    let state = automation::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p2")
-        .await
-        .unwrap();
-    assert_eq!(state.as_deref(), Some("sent"));
-    assert_eq!(env.count("review").await, 0);
-}
-
-#[tokio::test]
-async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
-    let server = target::spawn(Duration::ZERO, 503).await;
-    let hook = outbound(&env, &org, server.url(), None).await;
-    automation::create_rule(
-        &env.store,
-        &org,
-        "invoice.paid",
-        Action::SendMessage {
-            integration_id: hook.id.clone(),
-            text: "hi".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    let sqs = queues::client().await;
-    let (url, dlq) = queues::queue(&sqs, "automation", 1, Some(2)).await;
-    let dlq = dlq.unwrap();
-    sqs.send_message()
-        .queue_url(&url)
-        .message_body(trigger(&org, "payment:standard:p3"))
-        .send()
-        .await
-        .unwrap();
-    let w = workers(&env, Duration::from_secs(1), 2);
-    let mut receives = 0;
-    while receives < 2 {
-        let got = receive(&sqs, &url, 3).await;
-        assert_eq!(got.len(), 1, "receive {} gets the message", receives + 1);
-        receives += 1;
-        let response = w.automation.process(event(&got)).await;
-        assert_eq!(response.batch_item_failures.len(), 1, "a 503 is retried");
-        tokio::time::sleep(Duration::from_millis(1200)).await;
-    }
-    // Past maxReceiveCount the queue hands the message to its DLQ instead of the worker.
-    assert!(receive(&sqs, &url, 1).await.is_empty());
-    assert_eq!(receives, 2);
-    assert_eq!(
-        server.seen().len(),
-        2,
-        "each receive tried once, with the same key"
-    );
-    let parked = receive(&sqs, &dlq, 1).await;
-    assert_eq!(parked.len(), 1, "the message is in the DLQ");
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
-    assert_eq!(
-        (review.len(), review[0]["reason"].as_str()),
-        (1, Some("dead_letter"))
-    );
-
-    // A malformed message is acknowledged at once and parked for review, not retried.
-    let response = w
-        .notify
-        .process(event_of(
-            "bad",
-            r#"{"type":"notification","org":"o000000000001"}"#,
-        ))
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    let operator = firmspace::review::list(&env.store, &OrgId::parse("o000000000001").unwrap(), 10)
-        .await
-        .unwrap();
-    assert_eq!(operator[0]["reason"], "malformed_message");
-}
-
-#[tokio::test]
-async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
-    let gone = IntegrationId::generate(&org);
-    automation::create_rule(
-        &env.store,
-        &org,
-        "invoice.paid",
-        Action::SendMessage {
-            integration_id: gone.id,
-            text: "hi".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    let w = workers(&env, Duration::from_secs(1), 5);
-    let response = w
-        .automation
-        .process(event_of("t9", &trigger(&org, "payment:standard:p9")))
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
-    assert_eq!(review[0]["reason"], "unknown_integration");
 }

@@ -7,8 +7,9 @@ use anyhow::Context;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use chrono::Utc;
 use firmspace::config::Config;
-use firmspace::effects::automation::{self, Action, Claim, Rule};
+use firmspace::effects::automation::{self, Action, Rule};
 use firmspace::effects::outbound::{Outbound, Sent, State};
+use firmspace::effects::runs::{self, Claim};
 use firmspace::effects::worker::{self, WorkError};
 use firmspace::effects::{Consequence, TRIGGERS};
 use firmspace::ids::{IntegrationId, OrgId};
@@ -126,8 +127,7 @@ impl App {
         let run_key = automation::run_key(&rule.rule_id, event_key);
         let key = automation::idempotency_key(&rule.org, &run_key);
         let now = Utc::now();
-        let claim =
-            automation::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
+        let claim = runs::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
         let sent = match claim {
             Claim::Settled(state) => {
                 tracing::info!(%run_key, %state, "run already settled");
@@ -142,7 +142,7 @@ impl App {
             }
         };
         let settle = |state: &'static str| {
-            automation::set_state(
+            runs::set_state(
                 &self.store,
                 &rule.org,
                 &rule.rule_id,

@@ -1,10 +1,10 @@
 //! Automation rules and their runs. A run is keyed (rule id, triggering event key) and happens
-//! once: a task's id is derived from the run, and an outgoing message's run moves through
-//! `sending` → `sent` | `not_sent` | `failed` | `needs_check` under conditional writes.
+//! once: a task's id is derived from the run; an outgoing message's run moves through the states
+//! in `runs`.
 
 use crate::ids::{LocalId, OrgId};
 use crate::payments::invoice::at_str;
-use crate::store::item::{n, s, Builder, Read};
+use crate::store::item::{Builder, Read};
 use crate::store::{Item, Store, StoreError};
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use chrono::{DateTime, Utc};
@@ -108,24 +108,6 @@ pub fn task_id(org: &OrgId, run_key: &str) -> String {
     format!("task_{}", &digest(org, run_key)[..16])
 }
 
-fn run_pk(org: &OrgId, run_key: &str) -> String {
-    org.pk(&format!("RUN#{run_key}"))
-}
-
-fn run_item(org: &OrgId, rule: &str, event_key: &str, state: &str, now: DateTime<Utc>) -> Item {
-    let key = run_key(rule, event_key);
-    Builder::new(&run_pk(org, &key), "rule_run", org.as_str())
-        .str("run_key", &key)
-        .str("rule_id", rule)
-        .str("event_key", event_key)
-        .str("state", state)
-        .num("attempts", 1)
-        .str("at", at_str(now))
-        .str("updated_at", at_str(now))
-        .list(&org.pk("RUNS"), &format!("{}#{key}", at_str(now)))
-        .build()
-}
-
 fn put_new(table: &str, item: Item) -> TransactWriteItem {
     TransactWriteItem::builder()
         .put(
@@ -161,7 +143,7 @@ pub async fn create_task(
     .str("at", at_str(now))
     .list(&rule.org.pk("TASKS"), &format!("{}#{id}", at_str(now)))
     .build();
-    let run = run_item(&rule.org, &rule.rule_id, event_key, "done", now);
+    let run = super::runs::run_item(&rule.org, &rule.rule_id, event_key, "done", now);
     let result = store
         .client
         .transact_write_items()
@@ -203,101 +185,4 @@ pub async fn tasks(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError>
             })
         })
         .collect())
-}
-
-/// Where a run stands when a worker picks it up.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Claim {
-    /// First attempt: the run is now `sending`.
-    Fresh,
-    /// An earlier attempt is known not to have been delivered; the run is `sending` again.
-    Retry,
-    /// An earlier attempt's outcome is unknown (`sending` left behind): do not send blindly.
-    Unclear,
-    /// `sent`, `failed` or `needs_check`: nothing more to do.
-    Settled(String),
-}
-
-pub async fn claim(
-    store: &Store,
-    org: &OrgId,
-    rule_id: &str,
-    event_key: &str,
-    now: DateTime<Utc>,
-) -> Result<Claim, StoreError> {
-    if store
-        .put_new(run_item(org, rule_id, event_key, "sending", now))
-        .await?
-    {
-        return Ok(Claim::Fresh);
-    }
-    let pk = run_pk(org, &run_key(rule_id, event_key));
-    let stored = store.get(&pk).await?.unwrap_or_default();
-    match stored.opt_str("state").unwrap_or("sending") {
-        "sending" => Ok(Claim::Unclear),
-        "not_sent" => {
-            let moved = set_state_if(store, &pk, "sending", Some("not_sent"), now).await?;
-            Ok(if moved { Claim::Retry } else { Claim::Unclear })
-        }
-        other => Ok(Claim::Settled(other.to_owned())),
-    }
-}
-
-/// Moves the run to `state` (only from `from`, when given).
-pub async fn set_state(
-    store: &Store,
-    org: &OrgId,
-    rule_id: &str,
-    event_key: &str,
-    state: &str,
-    now: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    let pk = run_pk(org, &run_key(rule_id, event_key));
-    set_state_if(store, &pk, state, None, now).await.map(|_| ())
-}
-
-async fn set_state_if(
-    store: &Store,
-    pk: &str,
-    state: &str,
-    from: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    let mut update = store
-        .client
-        .update_item()
-        .table_name(&store.table)
-        .set_key(Some(Store::key(pk)))
-        .update_expression("SET #s = :s, updated_at = :at ADD attempts :zero")
-        .expression_attribute_names("#s", "state")
-        .expression_attribute_values(":s", s(state))
-        .expression_attribute_values(":at", s(at_str(now)))
-        .expression_attribute_values(":zero", n(if from.is_some() { 1 } else { 0 }));
-    if let Some(from) = from {
-        update = update
-            .condition_expression("#s = :from")
-            .expression_attribute_values(":from", s(from));
-    }
-    match update.send().await {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(StoreError::sdk(e)),
-    }
-}
-
-pub async fn run_state(
-    store: &Store,
-    org: &OrgId,
-    rule_id: &str,
-    event_key: &str,
-) -> Result<Option<String>, StoreError> {
-    let item = store
-        .get(&run_pk(org, &run_key(rule_id, event_key)))
-        .await?;
-    Ok(item.and_then(|i| i.opt_str("state").map(str::to_owned)))
 }

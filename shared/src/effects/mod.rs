@@ -8,6 +8,7 @@ pub mod derive;
 pub mod notify;
 pub mod outbound;
 pub mod queue;
+pub mod runs;
 pub mod worker;
 
 use serde::{Deserialize, Serialize};

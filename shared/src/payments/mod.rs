@@ -3,11 +3,13 @@
 
 pub mod invoice;
 pub mod providers;
+pub mod record;
 pub mod register;
 pub mod rules;
 
 pub use invoice::{Invoice, InvoiceStatus, NewInvoice};
-pub use register::{register_payment, PaymentError, PaymentRecord, Registered};
+pub use record::PaymentRecord;
+pub use register::{register_payment, PaymentError, Registered};
 pub use rules::{decide, Decision, Outcome};
 
 use crate::ids::{ExternalId, OrgId};

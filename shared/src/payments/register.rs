@@ -3,9 +3,10 @@
 //! read; a review item rides in the same transaction when a person must look.
 
 use super::invoice::{self, at_str, payments_list_pk, Invoice};
+use super::record::PaymentRecord;
 use super::rules::{decide, Decision, Outcome};
-use super::{payment_pk, PaymentInput, Source};
-use crate::ids::{ExternalId, OrgId};
+use super::{payment_pk, PaymentInput};
+use crate::ids::OrgId;
 use crate::money;
 use crate::review::ReviewItem;
 use crate::store::item::{b, n, s, Builder, Read};
@@ -13,8 +14,6 @@ use crate::store::{Item, Store, StoreError};
 use aws_sdk_dynamodb::types::{
     Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
-use chrono::{DateTime, Utc};
-use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use std::time::Duration;
 use thiserror::Error;
@@ -30,25 +29,6 @@ pub enum PaymentError {
     Contended,
 }
 
-/// The stored payment event: what arrived, what it did, and what its consequences need to know.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PaymentRecord {
-    pub org: OrgId,
-    pub source: Source,
-    pub external_id: ExternalId,
-    pub invoice_id: Option<String>,
-    pub currency: Option<String>,
-    pub received: Option<Decimal>,
-    pub applied: Decimal,
-    pub unapplied: Decimal,
-    pub outcome: String,
-    pub at: DateTime<Utc>,
-    pub actor: String,
-    pub fingerprint: String,
-    /// The first answer, returned again to a retry of the same request.
-    pub answer: Value,
-}
-
 #[derive(Clone, Debug)]
 pub enum Registered {
     Booked {
@@ -59,51 +39,6 @@ pub enum Registered {
         stored: PaymentRecord,
         invoice: Option<Invoice>,
     },
-}
-
-impl PaymentRecord {
-    pub fn key(&self) -> String {
-        format!("{}:{}", self.source.as_str(), self.external_id)
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "source": self.source.as_str(),
-            "external_id": self.external_id.as_str(),
-            "received": self.received.map(money::display),
-            "applied": money::display(self.applied),
-            "unapplied": money::display(self.unapplied),
-            "currency": self.currency,
-            "outcome": self.outcome,
-            "at": at_str(self.at),
-        })
-    }
-
-    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
-        let bad = |detail: String| StoreError::Malformed {
-            pk: item.opt_str("pk").unwrap_or_default().to_owned(),
-            detail,
-        };
-        Ok(Self {
-            org: OrgId::parse(item.str_of("org")?).map_err(|e| bad(e.to_string()))?,
-            source: Source::parse(item.str_of("source")?).ok_or_else(|| bad("source".into()))?,
-            external_id: ExternalId::parse("external_id", item.str_of("external_id")?)
-                .map_err(|e| bad(e.to_string()))?,
-            invoice_id: item.opt_str("invoice_id").map(str::to_owned),
-            currency: item.opt_str("currency").map(str::to_owned),
-            received: item.opt_dec("received"),
-            applied: item.dec_of("applied")?,
-            unapplied: item.dec_of("unapplied")?,
-            outcome: item.str_of("outcome")?.to_owned(),
-            at: item.str_of("at")?.parse().map_err(|_| bad("at".into()))?,
-            actor: item.opt_str("actor").unwrap_or_default().to_owned(),
-            fingerprint: item.opt_str("fingerprint").unwrap_or_default().to_owned(),
-            answer: item
-                .opt_str("answer")
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null),
-        })
-    }
 }
 
 /// The event item. It carries the invoice's links and state after the payment, so its

@@ -6,8 +6,10 @@
 //! `cargo xtask down` — stop the local stack.
 
 mod bench;
+mod coords;
 mod demo;
 mod stack;
+mod testrun;
 
 use anyhow::{bail, Result};
 
@@ -39,7 +41,7 @@ async fn main() -> Result<()> {
             bench::latency(&coords).await
         }
         Some("down") => stack::Stack::local().stop(),
-        Some("test") => stack::test(&args[1..]).await,
+        Some("test") => testrun::test(&args[1..]).await,
         _ => bail!("usage: cargo xtask up | demo | latency | down | test [-- cargo test args]"),
     }
 }

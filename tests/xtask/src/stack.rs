@@ -1,8 +1,9 @@
 //! The local stack: a pinned ministack in a project venv, the SAM template deployed into it with
 //! the functions built for the host (ministack runs them as local processes).
 
+pub use crate::coords::Coordinates;
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
+pub fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
@@ -47,7 +48,7 @@ pub fn ensure_venv() -> Result<PathBuf> {
     Ok(venv)
 }
 
-fn aws_env(cmd: &mut Command, endpoint: &str) {
+pub fn aws_env(cmd: &mut Command, endpoint: &str) {
     cmd.env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -60,52 +61,6 @@ pub struct Stack {
     pub name: &'static str,
     pub port: u16,
     pub stage: &'static str,
-}
-
-/// Where the stack is and how to reach it; `target/local-stack.json` holds this.
-pub struct Coordinates {
-    pub api_url: String,
-    pub aws_endpoint_url: String,
-    pub table: String,
-    pub admin_token: String,
-    pub stack_name: String,
-}
-
-impl Coordinates {
-    pub fn json(&self) -> Value {
-        json!({
-            "api_url": self.api_url,
-            "aws_endpoint_url": self.aws_endpoint_url,
-            "table": self.table,
-            "admin_token": self.admin_token,
-            "stack_name": self.stack_name,
-            "region": REGION,
-        })
-    }
-
-    pub fn write(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, serde_json::to_string_pretty(&self.json())?)?;
-        Ok(())
-    }
-
-    pub fn read(path: &Path) -> Result<Self> {
-        let raw = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {} (run `cargo xtask up` first)", path.display()))?;
-        let v: Value = serde_json::from_str(&raw)?;
-        let field = |name: &str| -> Result<String> {
-            v[name]
-                .as_str()
-                .map(str::to_owned)
-                .with_context(|| format!("{} has no {name}", path.display()))
-        };
-        Ok(Self {
-            api_url: field("api_url")?,
-            aws_endpoint_url: field("aws_endpoint_url")?,
-            table: field("table")?,
-            admin_token: field("admin_token")?,
-            stack_name: field("stack_name")?,
-        })
-    }
 }
 
 impl Stack {
@@ -294,7 +249,7 @@ impl Stack {
     }
 }
 
-fn cargo() -> String {
+pub fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
@@ -331,43 +286,4 @@ pub fn local_template(template: &str, lambda_dir: &Path) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// `cargo xtask test`: lint the template, start a fresh ministack, deploy the stack, run every
-/// test against it, stop it.
-pub async fn test(extra: &[String]) -> Result<()> {
-    let root = root();
-    let venv = ensure_venv()?;
-    println!("== sam validate --lint");
-    let mut lint = Command::new(venv.join("bin/sam"));
-    aws_env(&mut lint, "http://127.0.0.1:1");
-    run(lint.current_dir(&root).args([
-        "validate",
-        "--lint",
-        "--region",
-        REGION,
-        "-t",
-        "infra/template.yaml",
-    ]))?;
-    let stack = Stack::testing();
-    stack.stop()?;
-    stack.start().await?;
-    let result = async {
-        let coords = stack
-            .deploy(&hex::encode(firmspace::ids::random_bytes::<16>()))
-            .await?;
-        coords.write(&stack.coords_file())?;
-        println!("== cargo test --workspace");
-        let mut cmd = Command::new(cargo());
-        aws_env(&mut cmd, &stack.endpoint());
-        cmd.current_dir(&root)
-            .args(["test", "--workspace"])
-            .args(extra)
-            .env("FIRMSPACE_TEST_ENDPOINT", stack.endpoint())
-            .env("FIRMSPACE_TEST_STACK", stack.coords_file());
-        run(&mut cmd)
-    }
-    .await;
-    stack.stop()?;
-    result
 }
