@@ -271,3 +271,36 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
         .into_response();
     assert_eq!(res.status(), 401);
 }
+
+#[tokio::test]
+async fn an_api_gateway_event_with_a_base64_body_is_verified_over_the_decoded_bytes() {
+    use base64::Engine;
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
+    let body = fixtures::standard_body("pay_gw", inv.id.as_str(), Some("25.00"));
+    let signature = firmspace::signature::standard::sign(
+        fixtures::STANDARD_SECRET,
+        "msg_fixture",
+        NOW,
+        body.as_bytes(),
+    )
+    .unwrap();
+    let event = include_str!("fixtures/apigw_v2_payment.json")
+        .replace("INTEGRATION_ID", &hook.id)
+        .replace("TIMESTAMP", &NOW.to_string())
+        .replace("SIGNATURE", &signature)
+        .replace(
+            "BODY_BASE64",
+            &base64::engine::general_purpose::STANDARD.encode(&body),
+        );
+    let req = lambda_http::request::from_str(&event).expect("an API Gateway v2 event");
+    let res = App::new(env.store.clone())
+        .respond(&req, now())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(json_of(&res)["applied"], "25.00");
+    assert_eq!(env.count("payment_event").await, 1);
+}
