@@ -22,6 +22,8 @@ pub struct Config {
     pub max_receive_count: u32,
     /// How long an automation call may take before its outcome counts as unclear.
     pub outbound_timeout_ms: u64,
+    /// monobank's API, where a rotated merchant public key is fetched.
+    pub monobank_api_url: String,
 }
 
 impl Config {
@@ -39,6 +41,8 @@ impl Config {
             outbound_timeout_ms: var("OUTBOUND_TIMEOUT_MS")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(5000),
+            monobank_api_url: var("MONOBANK_API_URL")
+                .unwrap_or_else(|| "https://api.monobank.ua".into()),
         })
     }
 

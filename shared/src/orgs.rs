@@ -111,6 +111,10 @@ pub struct Integration {
     pub url: Option<String>,
     /// Where an outbound target reports the state of an idempotency key (`{key}` is replaced).
     pub status_url: Option<String>,
+    /// monobank merchant `X-Token`: lets the webhook refetch a rotated public key.
+    pub token: Option<SecretString>,
+    /// When the public key was last fetched from the provider (refetches are at most once a minute).
+    pub key_fetched_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -139,6 +143,11 @@ impl Integration {
         .opt_str("public_key", self.public_key.clone())
         .opt_str("url", self.url.clone())
         .opt_str("status_url", self.status_url.clone())
+        .opt_str(
+            "token",
+            self.token.as_ref().map(|s| s.expose_secret().to_owned()),
+        )
+        .opt_str("key_fetched_at", self.key_fetched_at.map(at_str))
         .str("created_at", at_str(self.created_at))
         .build()
     }
@@ -159,6 +168,8 @@ impl Integration {
             public_key: item.opt_str("public_key").map(str::to_owned),
             url: item.opt_str("url").map(str::to_owned),
             status_url: item.opt_str("status_url").map(str::to_owned),
+            token: item.opt_str("token").map(SecretString::from),
+            key_fetched_at: item.opt_str("key_fetched_at").and_then(|t| t.parse().ok()),
             created_at,
         })
     }
@@ -169,6 +180,28 @@ pub async fn create_integration(
     integration: &Integration,
 ) -> Result<(), StoreError> {
     store.put_new(integration.to_item()).await.map(|_| ())
+}
+
+/// Stores a public key fetched from the provider.
+pub async fn set_public_key(
+    store: &Store,
+    id: &IntegrationId,
+    public_key: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    store
+        .client
+        .update_item()
+        .table_name(&store.table)
+        .set_key(Some(Store::key(&integration_pk(id))))
+        .update_expression("SET public_key = :k, key_fetched_at = :t")
+        .condition_expression("attribute_exists(pk)")
+        .expression_attribute_values(":k", crate::store::item::s(public_key))
+        .expression_attribute_values(":t", crate::store::item::s(at_str(now)))
+        .send()
+        .await
+        .map_err(StoreError::sdk)?;
+    Ok(())
 }
 
 pub async fn get_integration(

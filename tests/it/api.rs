@@ -19,6 +19,7 @@ pub fn app(env: &TestEnv) -> App {
             admin_token: Some(ADMIN.to_owned().into()),
             max_receive_count: 3,
             outbound_timeout_ms: 500,
+            monobank_api_url: "http://127.0.0.1:9".into(),
         },
     )
 }

@@ -28,6 +28,8 @@ async fn outbound(
             public_key: None,
             url: Some(url),
             status_url,
+            token: None,
+            key_fetched_at: None,
             created_at: Utc::now(),
         },
     )

@@ -304,3 +304,74 @@ async fn an_api_gateway_event_with_a_base64_body_is_verified_over_the_decoded_by
     assert_eq!(json_of(&res)["applied"], "25.00");
     assert_eq!(env.count("payment_event").await, 1);
 }
+
+#[tokio::test]
+async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = firmspace::ids::IntegrationId::generate(&org.id);
+    let old_key = {
+        use base64::Engine;
+        use p256::pkcs8::{EncodePublicKey, LineEnding};
+        let old = p256::ecdsa::SigningKey::from_slice(&[9u8; 32]).unwrap();
+        let pem = old
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap();
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    };
+    firmspace::orgs::create_integration(
+        &env.store,
+        &firmspace::orgs::Integration {
+            id: hook.clone(),
+            kind: "payments".into(),
+            provider: Some(Provider::Monobank),
+            secret: None,
+            public_key: Some(old_key),
+            url: None,
+            status_url: None,
+            token: Some("merchant-token".to_owned().into()),
+            key_fetched_at: None,
+            created_at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
+    let monobank = crate::support::target::spawn_monobank(
+        fixtures::monobank_public_key_b64(),
+        "merchant-token",
+    )
+    .await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let app = App::with_monobank_api(env.store.clone(), &monobank.url());
+    let body = format!(
+        r#"{{"invoiceId":"p_rot","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
+        inv.id
+    );
+    let res = app
+        .respond(&fixtures::monobank_request(&hook, &body), now())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(json_of(&res)["applied"], "42.00");
+    let again = app
+        .respond(&fixtures::monobank_request(&hook, &body), now())
+        .await
+        .unwrap();
+    assert_eq!(json_of(&again)["duplicate"], true);
+    assert_eq!(
+        monobank.hits(),
+        1,
+        "the new key was stored; no second fetch"
+    );
+    // A forged signature does not make the webhook fetch again within the minute.
+    let mut forged = fixtures::monobank_request(&hook, &body);
+    *forged.body_mut() = body.replace("4200", "1").into();
+    let res = app
+        .respond(&forged, now())
+        .await
+        .unwrap_err()
+        .into_response();
+    assert_eq!(res.status(), 401);
+    assert_eq!(monobank.hits(), 1);
+}

@@ -46,6 +46,7 @@ struct NewIntegration {
     public_key: Option<String>,
     url: Option<String>,
     status_url: Option<String>,
+    token: Option<String>,
 }
 
 pub async fn create_integration(
@@ -63,6 +64,8 @@ pub async fn create_integration(
         public_key: None,
         url: None,
         status_url: None,
+        token: None,
+        key_fetched_at: None,
         created_at: ctx.now,
     };
     let answer = match body.kind.as_str() {
@@ -107,6 +110,7 @@ pub async fn create_integration(
                         )
                     })?;
                     integration.public_key = Some(key);
+                    integration.token = body.token.clone().map(SecretString::from);
                 }
             }
             json!({

@@ -18,19 +18,34 @@ use secrecy::ExposeSecret;
 use serde_json::json;
 use std::convert::Infallible;
 
+mod monobank_keys;
+use monobank_keys::MonobankKeys;
+
 pub struct App {
     store: Store,
+    monobank: MonobankKeys,
 }
 
 impl App {
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self::with_monobank_api(store, "https://api.monobank.ua")
+    }
+
+    /// `monobank_api` is where a rotated merchant key is fetched (a loopback server in tests).
+    pub fn with_monobank_api(store: Store, monobank_api: &str) -> Self {
+        Self {
+            store,
+            monobank: MonobankKeys::new(monobank_api),
+        }
     }
 
     pub async fn from_env() -> anyhow::Result<Self> {
         let config = Config::from_env().context("loading configuration")?;
         let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
-        Ok(Self::new(Store::new(client, config.table)))
+        Ok(Self::with_monobank_api(
+            Store::new(client, config.table),
+            &config.monobank_api_url,
+        ))
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
@@ -65,7 +80,23 @@ impl App {
         let provider = integration
             .provider
             .ok_or_else(|| ApiError::not_found("integration"))?;
-        verify(&integration, provider, req, body, now).map_err(|e| {
+        let verified = match verify(&integration, provider, req, body, now) {
+            Err(SignatureError::Mismatch | SignatureError::BadKey)
+                if provider == Provider::Monobank =>
+            {
+                self.monobank
+                    .verify_with_fresh_key(
+                        &self.store,
+                        &integration,
+                        header(req, "x-sign"),
+                        body,
+                        now,
+                    )
+                    .await
+            }
+            other => other,
+        };
+        verified.map_err(|e| {
             tracing::warn!(integration = %id.id, reason = %e, "refused webhook");
             ApiError::unauthorized("invalid_signature", e.to_string())
         })?;

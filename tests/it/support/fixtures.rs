@@ -60,6 +60,8 @@ pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> Inte
             public_key,
             url: None,
             status_url: None,
+            token: None,
+            key_fetched_at: None,
             created_at: Utc::now(),
         },
     )

@@ -74,3 +74,51 @@ pub async fn spawn(delay: Duration, status_code: u16) -> Target {
     tokio::spawn(async move { axum::serve(listener, app).await });
     Target { addr, seen }
 }
+
+/// A stand-in for monobank's `GET /api/merchant/pubkey`: answers `{"key": key}` to the right
+/// `X-Token` and counts the calls.
+pub struct MonobankApi {
+    pub addr: SocketAddr,
+    hits: Arc<Mutex<usize>>,
+}
+
+impl MonobankApi {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn hits(&self) -> usize {
+        *self.hits.lock().expect("not poisoned")
+    }
+}
+
+pub async fn spawn_monobank(key: String, token: &'static str) -> MonobankApi {
+    let hits = Arc::new(Mutex::new(0));
+    let counter = hits.clone();
+    let app = Router::new().route(
+        "/api/merchant/pubkey",
+        get(move |headers: HeaderMap| {
+            let counter = counter.clone();
+            let key = key.clone();
+            async move {
+                *counter.lock().expect("not poisoned") += 1;
+                if headers.get("x-token").and_then(|v| v.to_str().ok()) != Some(token) {
+                    return (
+                        StatusCode::FORBIDDEN,
+                        axum::Json(serde_json::json!({"errText": "forbidden"})),
+                    );
+                }
+                (
+                    StatusCode::OK,
+                    axum::Json(serde_json::json!({ "key": key })),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    MonobankApi { addr, hits }
+}
