@@ -4,7 +4,6 @@ use crate::ids::{IntegrationId, OrgId};
 use crate::payments::invoice::at_str;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, Store, StoreError};
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine};
 use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
@@ -12,19 +11,6 @@ use sha2::{Digest, Sha256};
 
 fn key_hash(api_key: &str) -> String {
     hex::encode(Sha256::digest(api_key.as_bytes()))
-}
-
-fn put(table: &str, item: Item) -> TransactWriteItem {
-    TransactWriteItem::builder()
-        .put(
-            Put::builder()
-                .table_name(table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .expect("table and item are set"),
-        )
-        .build()
 }
 
 /// Creates an organisation and its first API key (`fsk_{org}_{secret}`); only the key's SHA-256
@@ -53,8 +39,8 @@ pub async fn create_org(
     store
         .client
         .transact_write_items()
-        .transact_items(put(&store.table, org_item))
-        .transact_items(put(&store.table, key_item))
+        .transact_items(store.put_new_step(org_item))
+        .transact_items(store.put_new_step(key_item))
         .send()
         .await
         .map_err(StoreError::sdk)?;

@@ -41,8 +41,7 @@ impl App {
             .admin_token
             .as_ref()
             .context("ADMIN_TOKEN is not set")?;
-        let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
-        Ok(Self::new(Store::new(client, config.table.clone()), config))
+        Ok(Self::new(Store::from_config(&config).await, config))
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {

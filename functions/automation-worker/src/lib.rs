@@ -42,9 +42,8 @@ impl App {
 
     pub async fn from_env() -> anyhow::Result<Self> {
         let config = Config::from_env().context("loading configuration")?;
-        let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
         Ok(Self::new(
-            Store::new(client, config.table),
+            Store::from_config(&config).await,
             Outbound::new(Duration::from_millis(config.outbound_timeout_ms)),
             config.max_receive_count,
         ))

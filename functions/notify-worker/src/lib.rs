@@ -25,9 +25,8 @@ impl App {
 
     pub async fn from_env() -> anyhow::Result<Self> {
         let config = Config::from_env().context("loading configuration")?;
-        let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
         Ok(Self::new(
-            Store::new(client, config.table),
+            Store::from_config(&config).await,
             config.max_receive_count,
         ))
     }

@@ -41,9 +41,8 @@ impl App {
 
     pub async fn from_env() -> anyhow::Result<Self> {
         let config = Config::from_env().context("loading configuration")?;
-        let client = firmspace::aws::dynamodb(config.endpoint_url.as_deref()).await;
         Ok(Self::with_monobank_api(
-            Store::new(client, config.table),
+            Store::from_config(&config).await,
             &config.monobank_api_url,
         ))
     }

@@ -5,8 +5,7 @@
 use crate::ids::{LocalId, OrgId};
 use crate::payments::invoice::at_str;
 use crate::store::item::{Builder, Read};
-use crate::store::{Item, Store, StoreError};
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use crate::store::{Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -108,19 +107,6 @@ pub fn task_id(org: &OrgId, run_key: &str) -> String {
     format!("task_{}", &digest(org, run_key)[..16])
 }
 
-fn put_new(table: &str, item: Item) -> TransactWriteItem {
-    TransactWriteItem::builder()
-        .put(
-            Put::builder()
-                .table_name(table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .expect("table and item are set"),
-        )
-        .build()
-}
-
 /// Runs a `create_task` rule: the run and its task in one transaction. `Ok(false)` on a rerun.
 pub async fn create_task(
     store: &Store,
@@ -147,8 +133,8 @@ pub async fn create_task(
     let result = store
         .client
         .transact_write_items()
-        .transact_items(put_new(&store.table, run))
-        .transact_items(put_new(&store.table, task))
+        .transact_items(store.put_new_step(run))
+        .transact_items(store.put_new_step(task))
         .send()
         .await;
     match result {

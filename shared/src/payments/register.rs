@@ -234,18 +234,7 @@ pub async fn register_payment(
             );
         }
         if let Some(review) = review_for(input, &decision) {
-            items.push(
-                TransactWriteItem::builder()
-                    .put(
-                        Put::builder()
-                            .table_name(&store.table)
-                            .set_item(Some(review.to_item()))
-                            .condition_expression("attribute_not_exists(pk)")
-                            .build()
-                            .expect("table and item are set"),
-                    )
-                    .build(),
-            );
+            items.push(store.put_new_step(review.to_item()));
         }
         let sent = store
             .client

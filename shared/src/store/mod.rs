@@ -4,7 +4,7 @@
 pub mod item;
 pub mod schema;
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use thiserror::Error;
@@ -45,6 +45,26 @@ impl Store {
             client,
             table: table.into(),
         }
+    }
+
+    /// Connects to the configured table (the local emulator when an endpoint URL is set).
+    pub async fn from_config(config: &crate::config::Config) -> Self {
+        let client = crate::aws::dynamodb(config.endpoint_url.as_deref()).await;
+        Self::new(client, config.table.clone())
+    }
+
+    /// A transaction step that puts an item only if its key is new.
+    pub fn put_new_step(&self, item: Item) -> TransactWriteItem {
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .expect("table and item are set"),
+            )
+            .build()
     }
 
     pub fn key(pk: &str) -> Item {
