@@ -241,6 +241,15 @@ async fn duplicating_an_invoice_makes_a_new_draft_with_a_new_number() {
         (Some("draft"), Some("12.50"), Some("c1"))
     );
     assert_eq!(env.count("invoice").await, 2);
+    let (status, all) = call(&app, "GET", "/api/invoices", &key, Value::Null).await;
+    assert_eq!(status, 200);
+    let numbers: Vec<_> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["number"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(numbers, ["INV-00002", "INV-00001"], "newest first");
 }
 
 #[tokio::test]

@@ -45,6 +45,16 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
     Ok(json_response(201, &created.to_json()))
 }
 
+/// The organisation's invoices, newest first.
+pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let items: Vec<Value> = invoice::list(store, &ctx.org, 200)
+        .await?
+        .iter()
+        .map(|i| i.to_json())
+        .collect();
+    Ok(json_response(200, &json!({ "items": items })))
+}
+
 pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
     let found = invoice::get(store, &ctx.org, id)
         .await?

@@ -76,6 +76,7 @@ impl App {
             (["api", "members"], "POST") => setup::add_member(store, &ctx).await,
             (["api", "members"], "GET") => setup::list_members(store, &ctx).await,
             (["api", "invoices"], "POST") => invoices::create(store, &ctx).await,
+            (["api", "invoices"], "GET") => invoices::list(store, &ctx).await,
             (["api", "invoices", id], "GET") => invoices::read(store, &ctx, id).await,
             (["api", "invoices", id, "payments"], "POST") => invoices::pay(store, &ctx, id).await,
             (["api", "invoices", id, "duplicate"], "POST") => {

@@ -111,7 +111,7 @@ impl Invoice {
             .str("created_at", at_str(self.created_at))
             .list(
                 &self.org.pk("INVOICES"),
-                &format!("{}#{}", at_str(self.created_at), self.id),
+                &format!("{}#{}", at_str(self.created_at), self.number),
             )
             .build()
     }
@@ -214,6 +214,16 @@ pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invoice>
         .await?
         .map(|item| Invoice::from_item(&item))
         .transpose()
+}
+
+/// The organisation's invoices, newest first.
+pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<Invoice>, StoreError> {
+    store
+        .list(&org.pk("INVOICES"), true, limit)
+        .await?
+        .iter()
+        .map(Invoice::from_item)
+        .collect()
 }
 
 /// The payments list of an invoice, oldest first.
