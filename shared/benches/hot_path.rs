@@ -6,7 +6,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use firmspace::ids::{ExternalId, LocalId, OrgId};
 use firmspace::money::Currency;
 use firmspace::payments::invoice::Links;
-use firmspace::payments::{decide, providers, Invoice, InvoiceStatus, PaymentInput, Source};
+use firmspace::payments::{
+    decide, providers, Invoice, InvoiceStatus, PaymentInput, Related, Source,
+};
 use firmspace::signature::{monobank, standard, stripe};
 use rust_decimal::Decimal;
 use std::hint::black_box;
@@ -64,7 +66,13 @@ fn bench(c: &mut Criterion) {
         reverses: None,
     };
     c.bench_function("decide_partial_payment", |b| {
-        b.iter(|| decide(black_box(Some(&invoice)), black_box(&input), None))
+        b.iter(|| {
+            decide(
+                black_box(Some(&invoice)),
+                black_box(&input),
+                Related::Nothing,
+            )
+        })
     });
 }
 

@@ -375,3 +375,46 @@ async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
     assert_eq!(res.status(), 401);
     assert_eq!(monobank.hits(), 1);
 }
+
+#[tokio::test]
+async fn a_monobank_success_that_arrives_after_its_reversal_moves_no_money() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let app = App::new(env.store.clone());
+    let body = |status: &str| {
+        format!(
+            r#"{{"invoiceId":"p_late","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,
+            inv.id
+        )
+    };
+    for status in ["reversed", "success", "success"] {
+        let res = app
+            .respond(&fixtures::monobank_request(&hook, &body(status)), now())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((after.paid, after.version), (dec!(0), 0));
+    assert_eq!(env.count("payment_event").await, 2);
+    let reasons: Vec<_> = firmspace::review::list(&env.store, &org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(reasons.len(), 2);
+    assert!(
+        reasons.contains(&"reversed_before_payment".to_owned()),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"reversal_without_payment".to_owned()),
+        "{reasons:?}"
+    );
+}

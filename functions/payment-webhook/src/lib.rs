@@ -10,7 +10,9 @@ use firmspace::ids::{ExternalId, IntegrationId};
 use firmspace::money;
 use firmspace::orgs::{self, Integration, Provider};
 use firmspace::payments::providers::{self, Paid, WebhookEvent};
-use firmspace::payments::{register_payment, Invoice, PaymentInput, Registered, Source};
+use firmspace::payments::{
+    register_payment, reversal_id, Invoice, PaymentInput, Registered, Source,
+};
 use firmspace::signature::{self, SignatureError};
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
@@ -125,8 +127,7 @@ impl App {
             WebhookEvent::Paid(paid) => (paid, None),
             WebhookEvent::Reversed(paid) => {
                 let original = paid.external_id.clone();
-                let key = ExternalId::parse("payment_id", &format!("{original}:reversal"))
-                    .map_err(|e| ApiError::bad_request("malformed", e.to_string()))?;
+                let key = reversal_id(&original);
                 (
                     Paid {
                         external_id: key,

@@ -10,7 +10,7 @@ pub mod rules;
 pub use invoice::{Invoice, InvoiceStatus, NewInvoice};
 pub use record::PaymentRecord;
 pub use register::{register_payment, PaymentError, Registered};
-pub use rules::{decide, Decision, Outcome};
+pub use rules::{decide, Decision, Outcome, Related};
 
 use crate::ids::{ExternalId, OrgId};
 use crate::money::Currency;
@@ -83,6 +83,12 @@ impl PaymentInput {
     pub fn pk(&self) -> String {
         payment_pk(&self.org, self.source, &self.external_id)
     }
+}
+
+/// The key a reversal is booked under: its payment's id with `:reversal`.
+pub fn reversal_id(original: &ExternalId) -> ExternalId {
+    ExternalId::parse("external_id", &format!("{original}:reversal"))
+        .unwrap_or_else(|_| ExternalId::of_body(format!("{original}:reversal").as_bytes()))
 }
 
 pub fn payment_pk(org: &OrgId, source: Source, external_id: &ExternalId) -> String {

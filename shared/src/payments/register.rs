@@ -4,8 +4,8 @@
 
 use super::invoice::{self, at_str, payments_list_pk, Invoice};
 use super::record::PaymentRecord;
-use super::rules::{decide, Decision, Outcome};
-use super::{payment_pk, PaymentInput};
+use super::rules::{decide, Decision, Outcome, Related};
+use super::{payment_pk, reversal_id, PaymentInput, Source};
 use crate::ids::OrgId;
 use crate::money;
 use crate::review::ReviewItem;
@@ -171,20 +171,13 @@ pub async fn register_payment(
     store: &Store,
     input: &PaymentInput,
 ) -> Result<Registered, PaymentError> {
-    let reversed_applied = match &input.reverses {
-        Some(original) => store
-            .get(&payment_pk(&input.org, input.source, original))
-            .await?
-            .map(|item| item.dec_of("applied"))
-            .transpose()?,
-        None => None,
-    };
+    let related = related(store, input).await?;
     for attempt in 0..MAX_ATTEMPTS {
         let before = match input.invoice_ref.as_deref() {
             Some(id) => invoice::get(store, &input.org, id).await?,
             None => None,
         };
-        let decision = decide(before.as_ref(), input, reversed_applied);
+        let decision = decide(before.as_ref(), input, related);
         let after = before.as_ref().map(|inv| match decision.change {
             Some(change) => Invoice {
                 paid: change.paid,
@@ -278,6 +271,31 @@ pub async fn register_payment(
         }
     }
     Err(PaymentError::Contended)
+}
+
+/// For a reversal, what its payment applied; for a payment from a provider that reverses
+/// (monobank), whether its reversal came first.
+async fn related(store: &Store, input: &PaymentInput) -> Result<Related, StoreError> {
+    match &input.reverses {
+        Some(original) => Ok(store
+            .get(&payment_pk(&input.org, input.source, original))
+            .await?
+            .map(|item| item.dec_of("applied"))
+            .transpose()?
+            .map_or(Related::Nothing, |applied| Related::Original { applied })),
+        None if input.source == Source::Monobank => {
+            let reversal = reversal_id(&input.external_id);
+            let stored = store
+                .get(&payment_pk(&input.org, input.source, &reversal))
+                .await?;
+            Ok(if stored.is_some() {
+                Related::Reversal
+            } else {
+                Related::Nothing
+            })
+        }
+        None => Ok(Related::Nothing),
+    }
 }
 
 /// The payments booked on an invoice, oldest first.

@@ -17,6 +17,20 @@ pub enum Outcome {
     Reversed,
     /// A reversal for a payment we never booked (or that applied nothing).
     ReversalUnmatched,
+    /// The payment arrived after its own reversal (providers do not keep order): applied 0.
+    ReversedBeforePayment,
+}
+
+/// What is already stored about a payment's counterpart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Related {
+    Nothing,
+    /// For a reversal: what the original payment applied.
+    Original {
+        applied: Decimal,
+    },
+    /// For a payment: its reversal is already stored.
+    Reversal,
 }
 
 impl Outcome {
@@ -29,6 +43,7 @@ impl Outcome {
             Self::Unmatched => "unmatched",
             Self::Reversed => "reversed",
             Self::ReversalUnmatched => "reversal_unmatched",
+            Self::ReversedBeforePayment => "reversed_before_payment",
         }
     }
 
@@ -41,6 +56,7 @@ impl Outcome {
             Self::CurrencyMismatch => Some("currency_mismatch"),
             Self::Unmatched => Some("unknown_invoice"),
             Self::ReversalUnmatched => Some("reversal_without_payment"),
+            Self::ReversedBeforePayment => Some("reversed_before_payment"),
         }
     }
 }
@@ -86,13 +102,8 @@ pub fn status_for(paid: Decimal, gross: Decimal) -> InvoiceStatus {
     }
 }
 
-/// Decides a payment. `reversed_applied` is, for a reversal, what the original payment applied
-/// (`None` when no original was stored).
-pub fn decide(
-    invoice: Option<&Invoice>,
-    input: &PaymentInput,
-    reversed_applied: Option<Decimal>,
-) -> Decision {
+/// Decides a payment, given the invoice and what is stored about its counterpart.
+pub fn decide(invoice: Option<&Invoice>, input: &PaymentInput, related: Related) -> Decision {
     let Some(invoice) = invoice else {
         let outcome = if input.reverses.is_some() {
             Outcome::ReversalUnmatched
@@ -102,7 +113,14 @@ pub fn decide(
         return Decision::nothing(outcome, input.amount);
     };
     if input.reverses.is_some() {
-        return decide_reversal(invoice, reversed_applied);
+        let original = match related {
+            Related::Original { applied } => Some(applied),
+            _ => None,
+        };
+        return decide_reversal(invoice, original);
+    }
+    if related == Related::Reversal {
+        return Decision::nothing(Outcome::ReversedBeforePayment, input.amount);
     }
     if invoice.status.is_closed() {
         return Decision::nothing(Outcome::InvoiceClosed, input.amount);

@@ -40,7 +40,7 @@ fn payment(key: &str, amount: Option<Decimal>) -> PaymentInput {
 #[test]
 fn a_partial_payment_moves_open_to_partially_paid() {
     let inv = invoice(dec!(100), dec!(0), InvoiceStatus::Open);
-    let d = decide(Some(&inv), &payment("p1", Some(dec!(40))), None);
+    let d = decide(Some(&inv), &payment("p1", Some(dec!(40))), Related::Nothing);
     assert_eq!(d.outcome, Outcome::Applied);
     assert_eq!(d.applied, dec!(40));
     assert_eq!(
@@ -55,14 +55,14 @@ fn a_partial_payment_moves_open_to_partially_paid() {
 #[test]
 fn the_last_partial_closes_the_invoice() {
     let inv = invoice(dec!(100), dec!(60), InvoiceStatus::PartiallyPaid);
-    let d = decide(Some(&inv), &payment("p2", Some(dec!(40))), None);
+    let d = decide(Some(&inv), &payment("p2", Some(dec!(40))), Related::Nothing);
     assert_eq!(d.change.unwrap().status, InvoiceStatus::Paid);
 }
 
 #[test]
 fn no_amount_applies_only_what_is_still_open() {
     let inv = invoice(dec!(100), dec!(70), InvoiceStatus::PartiallyPaid);
-    let d = decide(Some(&inv), &payment("p3", None), None);
+    let d = decide(Some(&inv), &payment("p3", None), Related::Nothing);
     assert_eq!(d.applied, dec!(30));
     assert_eq!(d.received, Some(dec!(30)));
     assert_eq!(d.change.unwrap().paid, dec!(100));
@@ -71,7 +71,7 @@ fn no_amount_applies_only_what_is_still_open() {
 #[test]
 fn an_overpayment_keeps_the_excess_unapplied_for_review() {
     let inv = invoice(dec!(100), dec!(90), InvoiceStatus::PartiallyPaid);
-    let d = decide(Some(&inv), &payment("p4", Some(dec!(25))), None);
+    let d = decide(Some(&inv), &payment("p4", Some(dec!(25))), Related::Nothing);
     assert_eq!(d.outcome, Outcome::Overpaid);
     assert_eq!((d.applied, d.unapplied), (dec!(10), dec!(15)));
     assert_eq!(d.change.unwrap().paid, dec!(100));
@@ -82,7 +82,7 @@ fn an_overpayment_keeps_the_excess_unapplied_for_review() {
 fn a_payment_for_a_closed_invoice_applies_nothing() {
     for status in [InvoiceStatus::Paid, InvoiceStatus::Void] {
         let inv = invoice(dec!(100), dec!(100), status);
-        let d = decide(Some(&inv), &payment("p5", Some(dec!(5))), None);
+        let d = decide(Some(&inv), &payment("p5", Some(dec!(5))), Related::Nothing);
         assert_eq!(
             (d.outcome, d.applied, d.change),
             (Outcome::InvoiceClosed, dec!(0), None)
@@ -96,13 +96,13 @@ fn another_currency_applies_nothing() {
     let inv = invoice(dec!(100), dec!(0), InvoiceStatus::Open);
     let mut p = payment("p6", Some(dec!(5)));
     p.currency = Some(Currency::parse("EUR").unwrap());
-    let d = decide(Some(&inv), &p, None);
+    let d = decide(Some(&inv), &p, Related::Nothing);
     assert_eq!((d.outcome, d.applied), (Outcome::CurrencyMismatch, dec!(0)));
 }
 
 #[test]
 fn an_unknown_invoice_is_unmatched() {
-    let d = decide(None, &payment("p7", Some(dec!(5))), None);
+    let d = decide(None, &payment("p7", Some(dec!(5))), Related::Nothing);
     assert_eq!((d.outcome, d.applied), (Outcome::Unmatched, dec!(0)));
     assert_eq!(d.outcome.review_reason(), Some("unknown_invoice"));
 }
@@ -112,7 +112,7 @@ fn a_reversal_takes_back_what_the_payment_applied() {
     let inv = invoice(dec!(100), dec!(100), InvoiceStatus::Paid);
     let mut p = payment("p8:reversal", None);
     p.reverses = Some(ExternalId::parse("id", "p8").unwrap());
-    let d = decide(Some(&inv), &p, Some(dec!(60)));
+    let d = decide(Some(&inv), &p, Related::Original { applied: dec!(60) });
     assert_eq!((d.outcome, d.applied), (Outcome::Reversed, dec!(-60)));
     assert_eq!(
         d.change,
@@ -124,11 +124,26 @@ fn a_reversal_takes_back_what_the_payment_applied() {
 }
 
 #[test]
+fn a_payment_arriving_after_its_reversal_applies_nothing() {
+    let inv = invoice(dec!(100), dec!(0), InvoiceStatus::Open);
+    let d = decide(
+        Some(&inv),
+        &payment("p10", Some(dec!(100))),
+        Related::Reversal,
+    );
+    assert_eq!(
+        (d.outcome, d.applied, d.change),
+        (Outcome::ReversedBeforePayment, dec!(0), None)
+    );
+    assert_eq!(d.outcome.review_reason(), Some("reversed_before_payment"));
+}
+
+#[test]
 fn a_reversal_without_its_payment_is_for_review() {
     let inv = invoice(dec!(100), dec!(0), InvoiceStatus::Open);
     let mut p = payment("p9:reversal", None);
     p.reverses = Some(ExternalId::parse("id", "p9").unwrap());
-    let d = decide(Some(&inv), &p, None);
+    let d = decide(Some(&inv), &p, Related::Nothing);
     assert_eq!((d.outcome, d.change), (Outcome::ReversalUnmatched, None));
 }
 
@@ -166,7 +181,7 @@ proptest! {
             if events.contains_key(&delivery.key) {
                 continue; // the conditional put refuses a stored key
             }
-            let d = decide(Some(&inv), &payment(&format!("k{}", delivery.key), delivery.amount), None);
+            let d = decide(Some(&inv), &payment(&format!("k{}", delivery.key), delivery.amount), Related::Nothing);
             if let Some(change) = d.change {
                 inv.paid = change.paid;
                 inv.status = change.status;
