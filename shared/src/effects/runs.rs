@@ -63,14 +63,15 @@ pub async fn claim(
     match stored.opt_str("state").unwrap_or("sending") {
         "sending" => Ok(Claim::Unclear),
         "not_sent" => {
-            let moved = set_state_if(store, &pk, "sending", Some("not_sent"), now).await?;
+            let moved = transition(store, &pk, "not_sent", "sending", 1, now).await?;
             Ok(if moved { Claim::Retry } else { Claim::Unclear })
         }
         other => Ok(Claim::Settled(other.to_owned())),
     }
 }
 
-/// Moves the run to `state` (only from `from`, when given).
+/// Settles a `sending` run as `state` (`sent`, `not_sent`, `failed`, `needs_check`). A run that a
+/// concurrent attempt already settled keeps that state.
 pub async fn set_state(
     store: &Store,
     org: &OrgId,
@@ -80,31 +81,33 @@ pub async fn set_state(
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let pk = run_pk(org, &run_key(rule_id, event_key));
-    set_state_if(store, &pk, state, None, now).await.map(|_| ())
+    if !transition(store, &pk, "sending", state, 0, now).await? {
+        tracing::warn!(run = %pk, state, "run was no longer sending; its state is kept");
+    }
+    Ok(())
 }
 
-async fn set_state_if(
+/// Moves the run from `from` to `to` (adding `attempts`); `Ok(false)` when it was not in `from`.
+async fn transition(
     store: &Store,
     pk: &str,
-    state: &str,
-    from: Option<&str>,
+    from: &str,
+    to: &str,
+    attempts: u32,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let mut update = store
+    let update = store
         .client
         .update_item()
         .table_name(&store.table)
         .set_key(Some(Store::key(pk)))
-        .update_expression("SET #s = :s, updated_at = :at ADD attempts :zero")
+        .update_expression("SET #s = :to, updated_at = :at ADD attempts :n")
+        .condition_expression("#s = :from")
         .expression_attribute_names("#s", "state")
-        .expression_attribute_values(":s", s(state))
+        .expression_attribute_values(":to", s(to))
+        .expression_attribute_values(":from", s(from))
         .expression_attribute_values(":at", s(at_str(now)))
-        .expression_attribute_values(":zero", n(if from.is_some() { 1 } else { 0 }));
-    if let Some(from) = from {
-        update = update
-            .condition_expression("#s = :from")
-            .expression_attribute_values(":from", s(from));
-    }
+        .expression_attribute_values(":n", n(attempts));
     match update.send().await {
         Ok(_) => Ok(true),
         Err(e)
