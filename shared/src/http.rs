@@ -4,6 +4,17 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{json, Value};
 use std::error::Error as StdError;
 
+/// An HTTP client for outgoing calls. It uses the same rustls and aws-lc-rs crypto as the AWS SDK,
+/// so the functions carry one TLS stack.
+pub fn client(builder: reqwest::ClientBuilder) -> reqwest::Client {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // Already installed by someone else is fine: any installed provider serves.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    });
+    builder.build().expect("the TLS backend initialises")
+}
+
 /// Largest webhook body we read; bigger ones answer 413.
 pub const MAX_BODY: usize = 256 * 1024;
 
@@ -109,4 +120,20 @@ pub fn query(req: &Request, name: &str) -> Option<String> {
 /// Parses a JSON body into `T`, answering 400 `malformed` with serde's explanation.
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_outgoing_client_builds_tls_on_the_sdk_crypto_provider() {
+        let http = client(reqwest::Client::builder());
+        let err = http
+            .get("https://127.0.0.1:9/")
+            .send()
+            .await
+            .expect_err("nothing listens on port 9");
+        assert!(err.is_connect(), "{err:?}");
+    }
 }

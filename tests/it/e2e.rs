@@ -22,7 +22,7 @@ pub fn stack() -> Stack {
             .as_str()
             .expect("admin_token")
             .to_owned(),
-        http: reqwest::Client::new(),
+        http: firmspace::http::client(reqwest::Client::builder()),
     }
 }
 

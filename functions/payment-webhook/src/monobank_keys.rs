@@ -22,7 +22,7 @@ struct PubKey {
 impl MonobankKeys {
     pub fn new(base_url: &str) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http: firmspace::http::client(reqwest::Client::builder()),
             base_url: base_url.trim_end_matches('/').to_owned(),
         }
     }

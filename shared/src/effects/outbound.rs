@@ -36,10 +36,9 @@ pub struct Outbound {
 impl Outbound {
     pub fn new(timeout: Duration) -> Self {
         Self {
-            http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("the TLS backend initialises"),
+            http: crate::http::client(
+                reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()),
+            ),
             timeout,
         }
     }

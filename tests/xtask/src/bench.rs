@@ -34,7 +34,7 @@ fn count(v: &Value) -> usize {
 }
 
 pub async fn latency(coords: &Coordinates) -> Result<()> {
-    let http = reqwest::Client::new();
+    let http = firmspace::http::client(reqwest::Client::builder());
     let api = |path: &str| format!("{}{path}", coords.api_url);
     let post = reqwest::Method::POST;
     let get = reqwest::Method::GET;

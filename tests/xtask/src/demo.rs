@@ -41,7 +41,7 @@ impl Api {
 
 pub async fn run(coords: &Coordinates) -> Result<()> {
     let api = Api {
-        http: reqwest::Client::new(),
+        http: firmspace::http::client(reqwest::Client::builder()),
         base: coords.api_url.clone(),
     };
     println!("\n== demo: seeding an organisation, a payment integration and an invoice");

@@ -101,7 +101,7 @@ impl Stack {
 
     async fn ready(&self) -> bool {
         let url = format!("{}/_ministack/ready", self.endpoint());
-        let client = reqwest::Client::new();
+        let client = firmspace::http::client(reqwest::Client::builder());
         let answer = client.get(url).timeout(Duration::from_secs(1)).send().await;
         answer.is_ok_and(|r| r.status().is_success())
     }
