@@ -1,10 +1,12 @@
 //! The stored payment event: what arrived, what it did, and the first answer to its request.
 
-use super::invoice::at_str;
-use super::Source;
+use super::invoice::{at_str, payments_list_pk, Invoice};
+use super::rules::Decision;
+use super::{PaymentInput, Source};
 use crate::ids::{ExternalId, OrgId};
 use crate::money;
-use crate::store::item::Read;
+use crate::review::ReviewItem;
+use crate::store::item::{b, Builder, Read};
 use crate::store::{Item, StoreError};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -71,4 +73,94 @@ impl PaymentRecord {
                 .unwrap_or(Value::Null),
         })
     }
+}
+
+/// The event item. It carries the invoice's links and state after the payment, so its
+/// consequences are derived from this item alone.
+pub(super) fn event_item(
+    input: &PaymentInput,
+    decision: &Decision,
+    before: Option<&Invoice>,
+    after: Option<&Invoice>,
+    answer: &Value,
+) -> Item {
+    let invoice_id = before
+        .map(|i| i.id.as_str().to_owned())
+        .or_else(|| input.invoice_ref.clone());
+    let list = match &invoice_id {
+        Some(id) if before.is_some() => payments_list_pk(&input.org, id),
+        _ => input.org.pk("PAYMENTS#UNMATCHED"),
+    };
+    let currency = input
+        .currency
+        .as_ref()
+        .or(before.map(|i| &i.currency))
+        .map(|c| c.as_str().to_owned());
+    let mut builder = Builder::new(&input.pk(), "payment_event", input.org.as_str())
+        .str("event_key", input.event_key())
+        .str("source", input.source.as_str())
+        .str("external_id", input.external_id.as_str())
+        .opt_str("invoice_id", invoice_id)
+        .opt_str("currency", currency)
+        .num("applied", decision.applied)
+        .num("unapplied", decision.unapplied)
+        .str("outcome", decision.outcome.as_str())
+        .str("at", at_str(input.at))
+        .str("actor", &input.actor)
+        .str("fingerprint", &input.fingerprint)
+        .str("answer", answer.to_string())
+        .opt_str(
+            "reverses",
+            input.reverses.as_ref().map(|r| r.as_str().to_owned()),
+        )
+        .list(
+            &list,
+            &format!("{}#{}", at_str(input.at), input.event_key()),
+        );
+    if let Some(received) = decision.received {
+        builder = builder.num("received", received);
+    }
+    if let (Some(before), Some(after)) = (before, after) {
+        let links = &before.links;
+        builder = builder
+            .str("invoice_number", &before.number)
+            .str("invoice_status", after.status.as_str())
+            .num("invoice_paid", after.paid)
+            .num("invoice_gross", after.gross)
+            .set(
+                "closed_invoice",
+                b(!before.status.is_closed() && after.status.is_closed()),
+            )
+            .opt_str("owner", links.owner.clone())
+            .opt_str("contact_id", links.contact_id.clone())
+            .opt_str("deal_id", links.deal_id.clone())
+            .opt_str("company_id", links.company_id.clone());
+    }
+    builder.build()
+}
+
+pub(super) fn review_for(input: &PaymentInput, decision: &Decision) -> Option<ReviewItem> {
+    let reason = decision.outcome.review_reason()?;
+    Some(ReviewItem {
+        org: input.org.clone(),
+        kind: "payment".into(),
+        reason: reason.into(),
+        key: input.event_key(),
+        at: input.at,
+        detail: json!({
+            "invoice_id": input.invoice_ref,
+            "received": decision.received.map(money::display),
+            "unapplied": money::display(decision.unapplied),
+            "currency": input.currency.as_ref().map(|c| c.as_str()),
+        }),
+    })
+}
+
+pub(super) fn answer(decision: &Decision, invoice: Option<&Invoice>) -> Value {
+    json!({
+        "duplicate": false,
+        "applied": money::display(decision.applied),
+        "outcome": decision.outcome.as_str(),
+        "invoice": invoice.map(Invoice::to_json),
+    })
 }

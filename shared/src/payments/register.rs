@@ -3,18 +3,15 @@
 //! read; a review item rides in the same transaction when a person must look.
 
 use super::invoice::{self, at_str, payments_list_pk, Invoice};
-use super::record::PaymentRecord;
-use super::rules::{decide, Decision, Outcome, Related};
+use super::record::{self, PaymentRecord};
+use super::rules::{decide, Outcome, Related};
 use super::{payment_pk, reversal_id, PaymentInput, Source};
 use crate::ids::OrgId;
-use crate::money;
-use crate::review::ReviewItem;
-use crate::store::item::{b, n, s, Builder, Read};
+use crate::store::item::{n, s, Read};
 use crate::store::{Item, Store, StoreError};
 use aws_sdk_dynamodb::types::{
     Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
-use serde_json::{json, Value};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -39,87 +36,6 @@ pub enum Registered {
         stored: PaymentRecord,
         invoice: Option<Invoice>,
     },
-}
-
-/// The event item. It carries the invoice's links and state after the payment, so its
-/// consequences are derived from this item alone.
-fn event_item(
-    input: &PaymentInput,
-    decision: &Decision,
-    before: Option<&Invoice>,
-    after: Option<&Invoice>,
-    answer: &Value,
-) -> Item {
-    let invoice_id = before
-        .map(|i| i.id.as_str().to_owned())
-        .or_else(|| input.invoice_ref.clone());
-    let list = match &invoice_id {
-        Some(id) if before.is_some() => payments_list_pk(&input.org, id),
-        _ => input.org.pk("PAYMENTS#UNMATCHED"),
-    };
-    let currency = input
-        .currency
-        .as_ref()
-        .or(before.map(|i| &i.currency))
-        .map(|c| c.as_str().to_owned());
-    let mut builder = Builder::new(&input.pk(), "payment_event", input.org.as_str())
-        .str("event_key", input.event_key())
-        .str("source", input.source.as_str())
-        .str("external_id", input.external_id.as_str())
-        .opt_str("invoice_id", invoice_id)
-        .opt_str("currency", currency)
-        .num("applied", decision.applied)
-        .num("unapplied", decision.unapplied)
-        .str("outcome", decision.outcome.as_str())
-        .str("at", at_str(input.at))
-        .str("actor", &input.actor)
-        .str("fingerprint", &input.fingerprint)
-        .str("answer", answer.to_string())
-        .opt_str(
-            "reverses",
-            input.reverses.as_ref().map(|r| r.as_str().to_owned()),
-        )
-        .list(
-            &list,
-            &format!("{}#{}", at_str(input.at), input.event_key()),
-        );
-    if let Some(received) = decision.received {
-        builder = builder.num("received", received);
-    }
-    if let (Some(before), Some(after)) = (before, after) {
-        let links = &before.links;
-        builder = builder
-            .str("invoice_number", &before.number)
-            .str("invoice_status", after.status.as_str())
-            .num("invoice_paid", after.paid)
-            .num("invoice_gross", after.gross)
-            .set(
-                "closed_invoice",
-                b(!before.status.is_closed() && after.status.is_closed()),
-            )
-            .opt_str("owner", links.owner.clone())
-            .opt_str("contact_id", links.contact_id.clone())
-            .opt_str("deal_id", links.deal_id.clone())
-            .opt_str("company_id", links.company_id.clone());
-    }
-    builder.build()
-}
-
-fn review_for(input: &PaymentInput, decision: &Decision) -> Option<ReviewItem> {
-    let reason = decision.outcome.review_reason()?;
-    Some(ReviewItem {
-        org: input.org.clone(),
-        kind: "payment".into(),
-        reason: reason.into(),
-        key: input.event_key(),
-        at: input.at,
-        detail: json!({
-            "invoice_id": input.invoice_ref,
-            "received": decision.received.map(money::display),
-            "unapplied": money::display(decision.unapplied),
-            "currency": input.currency.as_ref().map(|c| c.as_str()),
-        }),
-    })
 }
 
 enum Failure {
@@ -155,15 +71,6 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))
 }
 
-fn answer(decision: &Decision, invoice: Option<&Invoice>) -> Value {
-    json!({
-        "duplicate": false,
-        "applied": money::display(decision.applied),
-        "outcome": decision.outcome.as_str(),
-        "invoice": invoice.map(Invoice::to_json),
-    })
-}
-
 /// Books one arrival of money. A second arrival of the same (source, external id) returns
 /// `Duplicate` and writes nothing; a concurrent twin that loses the race is a duplicate too.
 #[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
@@ -187,8 +94,8 @@ pub async fn register_payment(
             },
             None => inv.clone(),
         });
-        let answer = answer(&decision, after.as_ref());
-        let event = event_item(input, &decision, before.as_ref(), after.as_ref(), &answer);
+        let answer = record::answer(&decision, after.as_ref());
+        let event = record::event_item(input, &decision, before.as_ref(), after.as_ref(), &answer);
         let record = PaymentRecord::from_item(&event)?;
         let mut items = vec![TransactWriteItem::builder()
             .put(
@@ -226,7 +133,7 @@ pub async fn register_payment(
                     .build(),
             );
         }
-        if let Some(review) = review_for(input, &decision) {
+        if let Some(review) = record::review_for(input, &decision) {
             items.push(store.put_new_step(review.to_item()));
         }
         let sent = store

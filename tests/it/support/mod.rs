@@ -1,6 +1,7 @@
 //! Per-test environment: a uniquely named table in ministack, SDK clients that log every call,
 //! request builders and signed fixtures.
 
+pub mod api;
 pub mod calls;
 pub mod fixtures;
 pub mod queues;

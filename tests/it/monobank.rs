@@ -1,0 +1,207 @@
+//! monobank acquiring in-process against ministack: statuses, success and reversal in any order,
+//! key rotation against a loopback stand-in for monobank's API.
+
+use crate::support::{fixtures, json_of, TestEnv};
+use chrono::{TimeZone, Utc};
+use firmspace::orgs::Provider;
+use payment_webhook::App;
+use rust_decimal_macros::dec;
+
+const NOW: i64 = 1_800_000_000;
+
+fn now() -> chrono::DateTime<Utc> {
+    Utc.timestamp_opt(NOW, 0).unwrap()
+}
+
+#[tokio::test]
+async fn statuses_before_paid_are_ignored_and_write_nothing() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let mono = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let std_hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
+    let app = App::new(env.store.clone());
+    let before = env.items().await.len();
+    for status in ["created", "processing", "hold", "failure"] {
+        let body = format!(
+            r#"{{"invoiceId":"p_1","status":"{status}","amount":100,"ccy":980,"reference":"inv_x"}}"#
+        );
+        let res = app
+            .respond(&fixtures::monobank_request(&mono, &body), now())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(json_of(&res)["status"], "ignored");
+    }
+    let body = r#"{"type":"payment.failed","data":{"payment_id":"p"}}"#;
+    let res = app
+        .respond(&fixtures::standard_request(&std_hook, body, NOW), now())
+        .await
+        .unwrap();
+    assert_eq!(json_of(&res)["status"], "ignored");
+    assert_eq!(env.items().await.len(), before);
+}
+
+#[tokio::test]
+async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let app = App::new(env.store.clone());
+    let body = |status: &str| {
+        format!(
+            r#"{{"invoiceId":"p2_9ZgpZVsl3","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,
+            inv.id
+        )
+    };
+    for _ in 0..3 {
+        app.respond(&fixtures::monobank_request(&hook, &body("success")), now())
+            .await
+            .unwrap();
+    }
+    let paid = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((paid.paid, paid.status.as_str()), (dec!(42.00), "paid"));
+    for _ in 0..3 {
+        let res = app
+            .respond(&fixtures::monobank_request(&hook, &body("reversed")), now())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let back = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (back.paid, back.status.as_str(), back.version),
+        (dec!(0), "open", 2)
+    );
+    assert_eq!(env.count("payment_event").await, 2);
+
+    let forged = fixtures::monobank_request(&hook, &body("success"));
+    let mut forged = forged;
+    *forged.body_mut() = body("success").replace("4200", "9999").into();
+    let res = app
+        .respond(&forged, now())
+        .await
+        .unwrap_err()
+        .into_response();
+    assert_eq!(res.status(), 401);
+}
+
+#[tokio::test]
+async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = firmspace::ids::IntegrationId::generate(&org.id);
+    let old_key = {
+        use base64::Engine;
+        use p256::pkcs8::{EncodePublicKey, LineEnding};
+        let old = p256::ecdsa::SigningKey::from_slice(&[9u8; 32]).unwrap();
+        let pem = old
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap();
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    };
+    firmspace::orgs::create_integration(
+        &env.store,
+        &firmspace::orgs::Integration {
+            id: hook.clone(),
+            kind: "payments".into(),
+            provider: Some(Provider::Monobank),
+            secret: None,
+            public_key: Some(old_key),
+            url: None,
+            status_url: None,
+            token: Some("merchant-token".to_owned().into()),
+            key_fetched_at: None,
+            created_at: Utc::now(),
+        },
+    )
+    .await
+    .unwrap();
+    let monobank = crate::support::target::spawn_monobank(
+        fixtures::monobank_public_key_b64(),
+        "merchant-token",
+    )
+    .await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let app = App::with_monobank_api(env.store.clone(), &monobank.url());
+    let body = format!(
+        r#"{{"invoiceId":"p_rot","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
+        inv.id
+    );
+    let res = app
+        .respond(&fixtures::monobank_request(&hook, &body), now())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(json_of(&res)["applied"], "42.00");
+    let again = app
+        .respond(&fixtures::monobank_request(&hook, &body), now())
+        .await
+        .unwrap();
+    assert_eq!(json_of(&again)["duplicate"], true);
+    assert_eq!(
+        monobank.hits(),
+        1,
+        "the new key was stored; no second fetch"
+    );
+    // A forged signature does not make the webhook fetch again within the minute.
+    let mut forged = fixtures::monobank_request(&hook, &body);
+    *forged.body_mut() = body.replace("4200", "1").into();
+    let res = app
+        .respond(&forged, now())
+        .await
+        .unwrap_err()
+        .into_response();
+    assert_eq!(res.status(), 401);
+    assert_eq!(monobank.hits(), 1);
+}
+
+#[tokio::test]
+async fn a_monobank_success_that_arrives_after_its_reversal_moves_no_money() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let app = App::new(env.store.clone());
+    let body = |status: &str| {
+        format!(
+            r#"{{"invoiceId":"p_late","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,
+            inv.id
+        )
+    };
+    for status in ["reversed", "success", "success"] {
+        let res = app
+            .respond(&fixtures::monobank_request(&hook, &body(status)), now())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((after.paid, after.version), (dec!(0), 0));
+    assert_eq!(env.count("payment_event").await, 2);
+    let reasons: Vec<_> = firmspace::review::list(&env.store, &org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(reasons.len(), 2);
+    assert!(
+        reasons.contains(&"reversed_before_payment".to_owned()),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"reversal_without_payment".to_owned()),
+        "{reasons:?}"
+    );
+}

@@ -1,0 +1,61 @@
+//! Calling the `api` function in-process, as the CRM would.
+
+use super::{json_of, request, TestEnv};
+use api::App;
+use firmspace::config::Config;
+use serde_json::{json, Value};
+
+pub const ADMIN: &str = "admin-token-for-tests";
+
+pub fn app(env: &TestEnv) -> App {
+    App::new(
+        env.store.clone(),
+        Config {
+            table: env.store.table.clone(),
+            endpoint_url: None,
+            stage: "test".into(),
+            public_url: "https://hooks.test".into(),
+            admin_token: Some(ADMIN.to_owned().into()),
+            max_receive_count: 3,
+            outbound_timeout_ms: 500,
+            monobank_api_url: "http://127.0.0.1:9".into(),
+        },
+    )
+}
+
+pub async fn call(app: &App, method: &str, path: &str, token: &str, body: Value) -> (u16, Value) {
+    call_with(
+        app,
+        method,
+        path,
+        &[("authorization", &format!("Bearer {token}"))],
+        body,
+    )
+    .await
+}
+
+pub async fn call_with(
+    app: &App,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> (u16, Value) {
+    let raw = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    let res = app
+        .handle(request(method, path, headers, raw))
+        .await
+        .unwrap();
+    (res.status().as_u16(), json_of(&res))
+}
+
+/// An organisation made through `POST /api/orgs`; returns its API key.
+pub async fn new_org(app: &App) -> String {
+    let (status, body) = call(app, "POST", "/api/orgs", ADMIN, json!({"name": "Acme"})).await;
+    assert_eq!(status, 201, "{body}");
+    body["api_key"].as_str().unwrap().to_owned()
+}
