@@ -80,7 +80,10 @@ impl Outbound {
             return State::Unknown;
         };
         let url = template.replace("{key}", key);
-        match self.http.get(url).timeout(self.timeout).send().await {
+        // A status lookup is cheap and its answer decides whether a person must look: give it
+        // at least two seconds even when sends are held to less.
+        let timeout = self.timeout.max(Duration::from_secs(2));
+        match self.http.get(url).timeout(timeout).send().await {
             Ok(res) if res.status().is_success() => State::Delivered,
             Ok(res) if res.status().as_u16() == 404 => State::NotDelivered,
             _ => State::Unknown,
