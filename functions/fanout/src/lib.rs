@@ -64,3 +64,30 @@ impl App {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use firmspace::effects::derive::EVENT_KINDS;
+
+    #[test]
+    fn the_templates_stream_filter_lets_exactly_the_event_kinds_through() {
+        let template = include_str!("../../../infra/template.yaml");
+        let pattern = template
+            .lines()
+            .find(|l| l.contains("- Pattern:") && l.contains("NewImage"))
+            .expect("the fan-out's stream filter");
+        let json = pattern
+            .split_once('\'')
+            .map(|(_, rest)| rest.trim_end_matches('\''))
+            .unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(json).expect("the filter is JSON");
+        assert_eq!(parsed["eventName"], serde_json::json!(["INSERT"]));
+        let kinds: Vec<&str> = parsed["dynamodb"]["NewImage"]["kind"]["S"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, EVENT_KINDS);
+    }
+}
