@@ -216,3 +216,35 @@ async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(review[0]["reason"], "unknown_integration");
 }
+
+#[tokio::test]
+async fn outside_the_local_stages_a_loopback_target_is_never_called() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::ZERO, 200).await;
+    let hook = outbound(&env, &org, server.url(), None).await;
+    automation::create_rule(
+        &env.store,
+        &org,
+        "invoice.paid",
+        Action::SendMessage {
+            integration_id: hook.id.clone(),
+            text: "hi".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let cloud = automation_worker::App::new(
+        env.store.clone(),
+        firmspace::effects::outbound::Outbound::new(Duration::from_secs(1), false),
+        5,
+    );
+    let response = cloud
+        .process(event_of("t10", &trigger(&org, "payment:standard:p10")))
+        .await;
+    assert!(response.batch_item_failures.is_empty());
+    assert!(server.seen().is_empty(), "no request left the worker");
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    assert_eq!(review[0]["reason"], "outbound_rejected");
+}

@@ -94,7 +94,7 @@ pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
         activity: activity_worker::App::new(env.store.clone(), max_receives),
         automation: automation_worker::App::new(
             env.store.clone(),
-            Outbound::new(timeout),
+            Outbound::new(timeout, true),
             max_receives,
         ),
     }

@@ -2,6 +2,7 @@
 
 use crate::Ctx;
 use firmspace::config::Config;
+use firmspace::effects::targets;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::orgs::{self, Integration, Member, Provider};
@@ -11,7 +12,6 @@ use lambda_http::{Body, Request, Response};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
-use std::net::IpAddr;
 
 #[derive(Deserialize)]
 struct NewOrg {
@@ -159,37 +159,8 @@ pub async fn create_integration(
 }
 
 /// An outbound URL must be https to a public host; loopback http only where the stage allows it.
-pub fn check_outbound_url(raw: &str, allow_loopback: bool) -> Result<(), ApiError> {
-    let bad = |why: &str| ApiError::bad_request("invalid_url", why.to_owned());
-    let url = url::Url::parse(raw).map_err(|_| bad("url is not an absolute URL"))?;
-    let host = url.host_str().ok_or_else(|| bad("url has no host"))?;
-    let ip: Option<IpAddr> = host.trim_matches(|c| c == '[' || c == ']').parse().ok();
-    let loopback = host == "localhost" || ip.is_some_and(|ip| ip.is_loopback());
-    if loopback {
-        return if allow_loopback {
-            Ok(())
-        } else {
-            Err(bad("loopback targets are not allowed on this stage"))
-        };
-    }
-    if url.scheme() != "https" {
-        return Err(bad("url must use https"));
-    }
-    let private = match ip {
-        Some(IpAddr::V4(v4)) => {
-            v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast()
-        }
-        Some(IpAddr::V6(v6)) => {
-            v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-        None => host.ends_with(".internal") || host.ends_with(".local"),
-    };
-    if private {
-        return Err(bad("private and link-local addresses are not allowed"));
-    }
-    Ok(())
+fn check_outbound_url(raw: &str, allow_loopback: bool) -> Result<(), ApiError> {
+    targets::check_url(raw, allow_loopback).map_err(|why| ApiError::bad_request("invalid_url", why))
 }
 
 #[derive(Deserialize)]
@@ -220,20 +191,4 @@ pub async fn list_members(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>
         .map(|m| json!({"user_id": m.user_id, "name": m.name}))
         .collect();
     Ok(json_response(200, &json!({ "items": items })))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::check_outbound_url;
-
-    #[test]
-    fn outbound_urls_must_be_public_https() {
-        assert!(check_outbound_url("https://hooks.example.com/x", false).is_ok());
-        assert!(check_outbound_url("http://hooks.example.com/x", false).is_err());
-        assert!(check_outbound_url("https://10.0.0.5/x", false).is_err());
-        assert!(check_outbound_url("https://169.254.169.254/latest", false).is_err());
-        assert!(check_outbound_url("http://127.0.0.1:9000/x", false).is_err());
-        assert!(check_outbound_url("http://127.0.0.1:9000/x", true).is_ok());
-        assert!(check_outbound_url("https://[fe80::1]/x", false).is_err());
-    }
 }

@@ -44,7 +44,10 @@ impl App {
         let config = Config::from_env().context("loading configuration")?;
         Ok(Self::new(
             Store::from_config(&config).await,
-            Outbound::new(Duration::from_millis(config.outbound_timeout_ms)),
+            Outbound::new(
+                Duration::from_millis(config.outbound_timeout_ms),
+                config.allows_loopback(),
+            ),
             config.max_receive_count,
         ))
     }

@@ -9,6 +9,7 @@ pub mod notify;
 pub mod outbound;
 pub mod queue;
 pub mod runs;
+pub mod targets;
 pub mod worker;
 
 use serde::{Deserialize, Serialize};

@@ -31,15 +31,22 @@ pub enum State {
 pub struct Outbound {
     pub http: reqwest::Client,
     pub timeout: Duration,
+    pub allow_loopback: bool,
 }
 
 impl Outbound {
-    pub fn new(timeout: Duration) -> Self {
+    /// `allow_loopback` only on the local stack and in tests: everywhere else every connection
+    /// goes to a public address (see `targets`).
+    pub fn new(timeout: Duration, allow_loopback: bool) -> Self {
+        let resolver = std::sync::Arc::new(super::targets::PublicOnly { allow_loopback });
         Self {
             http: crate::http::client(
-                reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()),
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .dns_resolver(resolver),
             ),
             timeout,
+            allow_loopback,
         }
     }
 
@@ -47,6 +54,10 @@ impl Outbound {
         let Some(url) = target.url.as_deref() else {
             return Sent::Rejected(0);
         };
+        if let Err(why) = super::targets::check_url(url, self.allow_loopback) {
+            tracing::warn!(%why, "outbound target refused");
+            return Sent::Rejected(0);
+        }
         let raw = body.to_string();
         let mut req = self
             .http

@@ -1,0 +1,122 @@
+//! Which outbound targets automation may call: https to a public address. Loopback is allowed only
+//! where the stage says so (local stack, tests). Checked when an integration is created, and again
+//! at every connection by a resolver that drops private addresses, so a name that later resolves
+//! inward is refused too.
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use std::net::{IpAddr, SocketAddr};
+
+/// Private, link-local, unspecified, broadcast, CGNAT and unique-local addresses (loopback apart).
+fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_internal(IpAddr::V4(v4)) || v4.is_loopback(),
+            None => {
+                v6.is_unspecified()
+                    || (v6.segments()[0] & 0xfe00) == 0xfc00
+                    || (v6.segments()[0] & 0xffc0) == 0xfe80
+            }
+        },
+    }
+}
+
+/// May a connection go to `ip`?
+pub fn allowed(ip: IpAddr, allow_loopback: bool) -> bool {
+    if ip.is_loopback() {
+        allow_loopback
+    } else {
+        !is_internal(ip)
+    }
+}
+
+/// Validates a target URL; the error says why it is refused.
+pub fn check_url(raw: &str, allow_loopback: bool) -> Result<(), &'static str> {
+    let url = url::Url::parse(raw).map_err(|_| "url is not an absolute URL")?;
+    let host = url.host_str().ok_or("url has no host")?;
+    let ip: Option<IpAddr> = host.trim_matches(|c| c == '[' || c == ']').parse().ok();
+    let loopback = host == "localhost" || ip.is_some_and(|ip| ip.is_loopback());
+    if loopback {
+        return if allow_loopback {
+            Ok(())
+        } else {
+            Err("loopback targets are not allowed on this stage")
+        };
+    }
+    if url.scheme() != "https" {
+        return Err("url must use https");
+    }
+    let internal = match ip {
+        Some(ip) => is_internal(ip),
+        None => host.ends_with(".internal") || host.ends_with(".local"),
+    };
+    if internal {
+        return Err("private and link-local addresses are not allowed");
+    }
+    Ok(())
+}
+
+/// A resolver that hands reqwest only the addresses `allowed` lets through.
+#[derive(Clone, Copy, Debug)]
+pub struct PublicOnly {
+    pub allow_loopback: bool,
+}
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow_loopback = self.allow_loopback;
+        Box::pin(async move {
+            let found = tokio::net::lookup_host((name.as_str(), 0)).await?;
+            let usable: Vec<SocketAddr> =
+                found.filter(|a| allowed(a.ip(), allow_loopback)).collect();
+            if usable.is_empty() {
+                return Err(format!("{} resolves to no public address", name.as_str()).into());
+            }
+            Ok(Box::new(usable.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outbound_urls_must_be_public_https() {
+        assert!(check_url("https://hooks.example.com/x", false).is_ok());
+        assert!(check_url("http://hooks.example.com/x", false).is_err());
+        assert!(check_url("https://10.0.0.5/x", false).is_err());
+        assert!(check_url("https://100.64.0.1/x", false).is_err());
+        assert!(check_url("https://169.254.169.254/latest", false).is_err());
+        assert!(check_url("https://[::ffff:10.0.0.1]/x", false).is_err());
+        assert!(check_url("https://[fe80::1]/x", false).is_err());
+        assert!(check_url("http://127.0.0.1:9000/x", false).is_err());
+        assert!(check_url("http://127.0.0.1:9000/x", true).is_ok());
+        assert!(check_url("http://localhost:9000/x", false).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_resolver_refuses_names_that_resolve_inward() {
+        let refused = PublicOnly {
+            allow_loopback: false,
+        }
+        .resolve(Name::from_str("localhost").unwrap())
+        .await;
+        assert!(refused.is_err());
+        let allowed = PublicOnly {
+            allow_loopback: true,
+        }
+        .resolve(Name::from_str("localhost").unwrap())
+        .await
+        .expect("loopback allowed on this stage");
+        assert!(allowed.into_iter().all(|a| a.ip().is_loopback()));
+    }
+
+    use std::str::FromStr;
+}
