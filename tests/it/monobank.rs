@@ -1,17 +1,12 @@
 //! monobank acquiring in-process against ministack: statuses, success and reversal in any order,
 //! key rotation against a loopback stand-in for monobank's API.
 
+use crate::support::fixtures::{now, NOW};
 use crate::support::{fixtures, json_of, TestEnv};
-use chrono::{TimeZone, Utc};
+use chrono::Utc;
 use firmspace::orgs::Provider;
 use payment_webhook::App;
 use rust_decimal_macros::dec;
-
-const NOW: i64 = 1_800_000_000;
-
-fn now() -> chrono::DateTime<Utc> {
-    Utc.timestamp_opt(NOW, 0).unwrap()
-}
 
 #[tokio::test]
 async fn statuses_before_paid_are_ignored_and_write_nothing() {

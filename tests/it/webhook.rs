@@ -1,16 +1,10 @@
 //! `payment-webhook` in-process against ministack: signatures, statuses, answers, call counts.
 
+use crate::support::fixtures::{now, NOW};
 use crate::support::{fixtures, json_of, request, TestEnv};
-use chrono::{TimeZone, Utc};
 use firmspace::orgs::Provider;
 use payment_webhook::App;
 use rust_decimal_macros::dec;
-
-const NOW: i64 = 1_800_000_000;
-
-fn now() -> chrono::DateTime<Utc> {
-    Utc.timestamp_opt(NOW, 0).unwrap()
-}
 
 #[tokio::test]
 async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {

@@ -15,6 +15,14 @@ use p256::pkcs8::{EncodePublicKey, LineEnding};
 use rust_decimal::Decimal;
 use secrecy::SecretString;
 
+/// The fixed "now" of signed deliveries, so replay-window checks are exact.
+pub const NOW: i64 = 1_800_000_000;
+
+pub fn now() -> chrono::DateTime<Utc> {
+    use chrono::TimeZone;
+    Utc.timestamp_opt(NOW, 0).unwrap()
+}
+
 pub const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 pub const STRIPE_SECRET: &str = "whsec_stripe_test_secret_0001";
 
