@@ -1,15 +1,22 @@
 #![forbid(unsafe_code)]
 //! The pure work a webhook does before it touches DynamoDB: verify the signature, parse the
-//! payload, decide what the payment does. `cargo bench -p firmspace`.
+//! payload, decide what the payment does, map the event to its item. `cargo bench -p firmspace`.
+//!
+//! Beside our verifiers it times what they are made of (one HMAC-SHA256 over the same body) and
+//! the ECDSA library we left (`p256`, with the key parsed on every call as we used to), so the
+//! README can say what each costs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use firmspace::ids::{ExternalId, LocalId, OrgId};
 use firmspace::money::Currency;
 use firmspace::payments::invoice::Links;
+use firmspace::payments::providers::standard as standard_payload;
 use firmspace::payments::{
-    decide, providers, Invoice, InvoiceStatus, PaymentInput, Related, Source,
+    decide, Invoice, InvoiceStatus, PaymentEvent, PaymentInput, Related, Source,
 };
-use firmspace::signature::{monobank, standard, stripe};
+use firmspace::signature::{monobank, standard, stripe, Verify};
+use hmac::{Hmac, Mac};
+use http::HeaderMap;
 use rust_decimal::Decimal;
 use std::hint::black_box;
 
@@ -18,28 +25,82 @@ const MONO_KEY: &str = "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUZrd0V3WUhLb1pJemow
 const MONO_BODY: &[u8] = br#"{"invoiceId":"p2_9ZgpZVsl3","status":"success","amount":4200,"ccy":980,"reference":"inv_1"}"#;
 const MONO_SIGN: &str = "MEQCIFb+M0e4GFU1V73Sq68xfkCGuTijiBsO5TzNl05t4L/EAiANtWQk9YvWlkKmcyzrfOclNWAQsqrZvKAecg0J8eahUw==";
 
-fn bench(c: &mut Criterion) {
-    let body = br#"{"type":"payment.succeeded","data":{"payment_id":"pay_1","invoice_id":"inv_1","amount":"40.00","currency":"UAH"}}"#;
-    let sig = standard::sign(SECRET, "msg_1", 1_800_000_000, body).unwrap();
-    c.bench_function("standard_webhooks_verify", |b| {
+fn now() -> chrono::DateTime<chrono::Utc> {
+    firmspace::time::from_unix(1_800_000_010).unwrap()
+}
+
+/// A 2 KB Standard Webhooks payment body.
+fn two_kb_body() -> Vec<u8> {
+    let note = "x".repeat(1900);
+    format!(r#"{{"type":"payment.succeeded","data":{{"payment_id":"pay_1","invoice_id":"inv_1","amount":"40.00","currency":"UAH","note":"{note}"}}}}"#).into_bytes()
+}
+
+fn signatures(c: &mut Criterion) {
+    let body = two_kb_body();
+    let mut headers = HeaderMap::new();
+    headers.insert(standard::ID, "msg_1".parse().unwrap());
+    headers.insert(standard::TIMESTAMP, "1800000000".parse().unwrap());
+    let sig = standard::sign(SECRET, "msg_1", 1_800_000_000, &body).unwrap();
+    headers.insert(standard::SIGNATURE, sig.parse().unwrap());
+    let verifier = standard::Verifier::new(SECRET).unwrap();
+    c.bench_function("standard_verify_2kb", |b| {
+        b.iter(|| verifier.verify(&headers, black_box(&body), now()).unwrap())
+    });
+    c.bench_function("one_hmac_sha256_2kb", |b| {
         b.iter(|| {
-            let headers = standard::Headers {
-                id: Some("msg_1"),
-                timestamp: Some("1800000000"),
-                signature: Some(&sig),
-            };
-            standard::verify(SECRET, &headers, black_box(body), 1_800_000_010)
+            let mut mac =
+                Hmac::<sha2::Sha256>::new_from_slice(b"0123456789abcdef0123456789abcdef").unwrap();
+            mac.update(black_box(&body));
+            mac.finalize()
         })
     });
-    let stripe_header = stripe::sign(SECRET, 1_800_000_000, body);
-    c.bench_function("stripe_verify", |b| {
-        b.iter(|| stripe::verify(SECRET, Some(&stripe_header), black_box(body), 1_800_000_010))
+    let mut stripe_headers = HeaderMap::new();
+    stripe_headers.insert(
+        stripe::SIGNATURE,
+        stripe::sign(SECRET, 1_800_000_000, &body).parse().unwrap(),
+    );
+    let stripe_verifier = stripe::Verifier::new(SECRET).unwrap();
+    c.bench_function("stripe_verify_2kb", |b| {
+        b.iter(|| {
+            stripe_verifier
+                .verify(&stripe_headers, black_box(&body), now())
+                .unwrap()
+        })
     });
-    c.bench_function("monobank_ecdsa_verify", |b| {
-        b.iter(|| monobank::verify(MONO_KEY, Some(MONO_SIGN), black_box(MONO_BODY)))
+}
+
+fn ecdsa(c: &mut Criterion) {
+    let mut headers = HeaderMap::new();
+    headers.insert(monobank::SIGNATURE, MONO_SIGN.parse().unwrap());
+    let verifier = monobank::Verifier::new(MONO_KEY).unwrap();
+    c.bench_function("monobank_verify_aws_lc_key_parsed_once", |b| {
+        b.iter(|| {
+            verifier
+                .verify(&headers, black_box(MONO_BODY), now())
+                .unwrap()
+        })
     });
-    c.bench_function("standard_payload_parse", |b| {
-        b.iter(|| providers::standard(black_box(body), None))
+    c.bench_function("monobank_verifier_build_aws_lc", |b| {
+        b.iter(|| monobank::Verifier::new(black_box(MONO_KEY)).unwrap())
+    });
+    c.bench_function("monobank_verify_p256_key_parsed_per_call", |b| {
+        use base64::Engine;
+        use p256::ecdsa::signature::Verifier as _;
+        use p256::pkcs8::DecodePublicKey;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        b.iter(|| {
+            let pem = String::from_utf8(b64.decode(MONO_KEY).unwrap()).unwrap();
+            let key = p256::ecdsa::VerifyingKey::from_public_key_pem(&pem).unwrap();
+            let sig = p256::ecdsa::Signature::from_der(&b64.decode(MONO_SIGN).unwrap()).unwrap();
+            key.verify(black_box(MONO_BODY), &sig).unwrap()
+        })
+    });
+}
+
+fn payment(c: &mut Criterion) {
+    let body = two_kb_body();
+    c.bench_function("standard_payload_parse_2kb", |b| {
+        b.iter(|| standard_payload::parse(black_box(&body), Some("msg_1"), None).unwrap())
     });
     let invoice = Invoice {
         org: OrgId::parse("o0123456789ab").unwrap(),
@@ -56,14 +117,14 @@ fn bench(c: &mut Criterion) {
     let input = PaymentInput {
         org: invoice.org.clone(),
         invoice_ref: Some("inv_1".into()),
-        source: Source::Standard,
+        source: Source::Stripe,
         external_id: ExternalId::parse("id", "pay_1").unwrap(),
         amount: Some(Decimal::new(4000, 2)),
         currency: None,
         at: chrono::DateTime::UNIX_EPOCH,
         actor: "bench".into(),
-        fingerprint: String::new(),
         reverses: None,
+        reversible: false,
     };
     c.bench_function("decide_partial_payment", |b| {
         b.iter(|| {
@@ -74,7 +135,14 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    let decision = decide(Some(&invoice), &input, Related::Nothing);
+    c.bench_function("payment_event_to_item_and_back", |b| {
+        b.iter(|| {
+            let event = PaymentEvent::new(&input, &decision, Some(&invoice), Some(&invoice));
+            PaymentEvent::from_item(&black_box(event.to_item())).unwrap()
+        })
+    });
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, signatures, ecdsa, payment);
 criterion_main!(benches);

@@ -15,7 +15,7 @@ pub fn client(builder: reqwest::ClientBuilder) -> reqwest::Client {
     builder.build().expect("the TLS backend initialises")
 }
 
-/// Largest webhook body we read; bigger ones answer 413.
+/// Largest body we read; bigger ones answer 413.
 pub const MAX_BODY: usize = 256 * 1024;
 
 /// A 4xx says what was wrong; a 5xx says nothing internal (the cause chain goes to the log).
@@ -71,9 +71,19 @@ impl ApiError {
     }
 }
 
-impl<E: StdError + 'static> From<E> for ApiError {
-    fn from(err: E) -> Self {
-        Self::internal(&err, true)
+/// A store failure is 503 when a retry can help (throttling, a conflict, a timeout) and 500
+/// when it cannot (a malformed stored item, a request DynamoDB refuses): our own defect.
+impl From<crate::store::StoreError> for ApiError {
+    fn from(err: crate::store::StoreError) -> Self {
+        let retryable = err.is_retryable();
+        Self::internal(&err, retryable)
+    }
+}
+
+impl From<crate::payments::PaymentError> for ApiError {
+    fn from(err: crate::payments::PaymentError) -> Self {
+        let retryable = err.is_retryable();
+        Self::internal(&err, retryable)
     }
 }
 

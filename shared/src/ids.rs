@@ -1,5 +1,6 @@
 //! Identities parsed at the edge; past it, code never handles raw strings for these.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use thiserror::Error;
 
@@ -24,8 +25,22 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 }
 
 /// An organisation: `o` followed by 12 lower-case hex characters.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct OrgId(String);
+
+impl TryFrom<String> for OrgId {
+    type Error = IdError;
+    fn try_from(raw: String) -> Result<Self, IdError> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<OrgId> for String {
+    fn from(org: OrgId) -> String {
+        org.0
+    }
+}
 
 impl OrgId {
     pub fn generate() -> Self {
@@ -95,7 +110,8 @@ impl fmt::Display for LocalId {
 }
 
 /// An integration id: `{org}_{16 hex}`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct IntegrationId {
     pub org: OrgId,
     pub id: String,
@@ -126,6 +142,25 @@ impl IntegrationId {
     }
 }
 
+impl TryFrom<String> for IntegrationId {
+    type Error = IdError;
+    fn try_from(raw: String) -> Result<Self, IdError> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<IntegrationId> for String {
+    fn from(id: IntegrationId) -> String {
+        id.id
+    }
+}
+
+impl fmt::Display for IntegrationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id)
+    }
+}
+
 /// An event's identity from its source: a provider payment id, an `Idempotency-Key`, a body hash.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ExternalId(String);
@@ -152,6 +187,41 @@ impl ExternalId {
 }
 
 impl fmt::Display for ExternalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An event's key inside its organisation, in its one format `KIND:ID`
+/// (`payment:stripe:pi_1`): the event item stores it, and notifications, triggers, runs and
+/// review items name the event by it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventKey(String);
+
+impl EventKey {
+    pub fn new(kind: &str, id: &str) -> Self {
+        Self(format!("{kind}:{id}"))
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        let ok = raw
+            .split_once(':')
+            .is_some_and(|(k, id)| !k.is_empty() && !id.is_empty());
+        ok.then(|| Self(raw.to_owned()))
+    }
+
+    /// The part after the kind (`stripe:pi_1`).
+    pub fn id(&self) -> &str {
+        self.0.split_once(':').map_or("", |(_, id)| id)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for EventKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }

@@ -2,14 +2,15 @@
 //! Firmspace Events: the rules and adapters every Lambda function shares.
 //!
 //! The same event may arrive many times; its effect happens once. Each domain module holds its
-//! pure rules beside the store code that turns a decision into one conditional write.
+//! pure rules beside the store code that turns a decision into one conditional write; `webhook`
+//! is the one edge every event source plugs into, `effects::worker` the one SQS loop.
 
 pub mod aws;
 pub mod config;
 pub mod effects;
-
 pub mod http;
 pub mod ids;
+pub mod integrations;
 pub mod money;
 pub mod orgs;
 pub mod payments;
@@ -17,5 +18,7 @@ pub mod review;
 pub mod signature;
 pub mod store;
 pub mod telemetry;
+pub mod time;
+pub mod webhook;
 
 pub use chrono::{DateTime, Utc};

@@ -1,12 +1,11 @@
-//! Organisations, their API keys (stored hashed), integrations and team members.
+//! Organisations, their API keys (stored hashed) and team members.
 
-use crate::ids::{IntegrationId, OrgId};
-use crate::payments::invoice::at_str;
+use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
-use crate::store::{Item, Store, StoreError};
+use crate::store::{Step, Store, StoreError, Transacted};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine};
 use chrono::{DateTime, Utc};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use sha2::{Digest, Sha256};
 
 fn key_hash(api_key: &str) -> String {
@@ -27,24 +26,22 @@ pub async fn create_org(
     );
     let org_item = Builder::new(&org.pk("ORG"), "org", org.as_str())
         .str("name", name)
-        .str("created_at", at_str(now))
+        .time("created_at", now)
         .build();
     let key_item = Builder::new(
         &org.pk(&format!("APIKEY#{}", key_hash(&api_key))),
         "api_key",
         org.as_str(),
     )
-    .str("created_at", at_str(now))
+    .time("created_at", now)
     .build();
-    store
-        .client
-        .transact_write_items()
-        .transact_items(store.put_new_step(org_item))
-        .transact_items(store.put_new_step(key_item))
-        .send()
-        .await
-        .map_err(StoreError::sdk)?;
-    Ok((org, SecretString::from(api_key)))
+    match store
+        .transact(vec![Step::PutNew(org_item), Step::PutNew(key_item)])
+        .await?
+    {
+        Transacted::Done => Ok((org, SecretString::from(api_key))),
+        _ => Err(StoreError::Contended { pk: org.pk("ORG") }),
+    }
 }
 
 /// The organisation an API key belongs to, if the key is one of its stored keys.
@@ -60,145 +57,6 @@ pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<OrgId>,
         .get(&org.pk(&format!("APIKEY#{}", key_hash(api_key))))
         .await?;
     Ok(found.map(|_| org))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Provider {
-    Standard,
-    Stripe,
-    Monobank,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Standard => "standard",
-            Self::Stripe => "stripe",
-            Self::Monobank => "monobank",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        [Self::Standard, Self::Stripe, Self::Monobank]
-            .into_iter()
-            .find(|p| p.as_str() == raw)
-    }
-}
-
-/// An integration: where a provider sends webhooks (`payments`), or where automation sends
-/// messages (`outbound`). `Debug` never shows the secret.
-#[derive(Clone, Debug)]
-pub struct Integration {
-    pub id: IntegrationId,
-    pub kind: String,
-    pub provider: Option<Provider>,
-    pub secret: Option<SecretString>,
-    pub public_key: Option<String>,
-    pub url: Option<String>,
-    /// Where an outbound target reports the state of an idempotency key (`{key}` is replaced).
-    pub status_url: Option<String>,
-    /// monobank merchant `X-Token`: lets the webhook refetch a rotated public key.
-    pub token: Option<SecretString>,
-    /// When the public key was last fetched from the provider (refetches are at most once a minute).
-    pub key_fetched_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-}
-
-pub fn integration_pk(id: &IntegrationId) -> String {
-    id.org.pk(&format!("INTEGRATION#{}", id.id))
-}
-
-impl Integration {
-    pub fn org(&self) -> &OrgId {
-        &self.id.org
-    }
-
-    pub fn to_item(&self) -> Item {
-        Builder::new(
-            &integration_pk(&self.id),
-            "integration",
-            self.org().as_str(),
-        )
-        .str("id", &self.id.id)
-        .str("integration_kind", &self.kind)
-        .opt_str("provider", self.provider.map(Provider::as_str))
-        .opt_str(
-            "secret",
-            self.secret.as_ref().map(|s| s.expose_secret().to_owned()),
-        )
-        .opt_str("public_key", self.public_key.clone())
-        .opt_str("url", self.url.clone())
-        .opt_str("status_url", self.status_url.clone())
-        .opt_str(
-            "token",
-            self.token.as_ref().map(|s| s.expose_secret().to_owned()),
-        )
-        .opt_str("key_fetched_at", self.key_fetched_at.map(at_str))
-        .str("created_at", at_str(self.created_at))
-        .build()
-    }
-
-    pub fn from_item(id: IntegrationId, item: &Item) -> Result<Self, StoreError> {
-        let created_at = item
-            .str_of("created_at")?
-            .parse()
-            .map_err(|_| StoreError::Malformed {
-                pk: integration_pk(&id),
-                detail: "created_at is not a timestamp".into(),
-            })?;
-        Ok(Self {
-            id,
-            kind: item.str_of("integration_kind")?.to_owned(),
-            provider: item.opt_str("provider").and_then(Provider::parse),
-            secret: item.opt_str("secret").map(SecretString::from),
-            public_key: item.opt_str("public_key").map(str::to_owned),
-            url: item.opt_str("url").map(str::to_owned),
-            status_url: item.opt_str("status_url").map(str::to_owned),
-            token: item.opt_str("token").map(SecretString::from),
-            key_fetched_at: item.opt_str("key_fetched_at").and_then(|t| t.parse().ok()),
-            created_at,
-        })
-    }
-}
-
-pub async fn create_integration(
-    store: &Store,
-    integration: &Integration,
-) -> Result<(), StoreError> {
-    store.put_new(integration.to_item()).await.map(|_| ())
-}
-
-/// Stores a public key fetched from the provider.
-pub async fn set_public_key(
-    store: &Store,
-    id: &IntegrationId,
-    public_key: &str,
-    now: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    store
-        .client
-        .update_item()
-        .table_name(&store.table)
-        .set_key(Some(Store::key(&integration_pk(id))))
-        .update_expression("SET public_key = :k, key_fetched_at = :t")
-        .condition_expression("attribute_exists(pk)")
-        .expression_attribute_values(":k", crate::store::item::s(public_key))
-        .expression_attribute_values(":t", crate::store::item::s(at_str(now)))
-        .send()
-        .await
-        .map_err(StoreError::sdk)?;
-    Ok(())
-}
-
-pub async fn get_integration(
-    store: &Store,
-    id: &IntegrationId,
-) -> Result<Option<Integration>, StoreError> {
-    store
-        .get(&integration_pk(id))
-        .await?
-        .map(|item| Integration::from_item(id.clone(), &item))
-        .transpose()
 }
 
 /// A colleague who receives notifications.
@@ -222,10 +80,10 @@ pub async fn add_member(
     )
     .str("user_id", &member.user_id)
     .str("name", &member.name)
-    .str("created_at", at_str(now))
+    .time("created_at", now)
     .list(&org.pk("MEMBERS"), &member.user_id)
     .build();
-    store.put_new(item).await
+    Ok(store.put_new(item).await?.created())
 }
 
 pub async fn members(store: &Store, org: &OrgId) -> Result<Vec<Member>, StoreError> {

@@ -3,9 +3,9 @@
 //! They live on the sparse list `ORG#{org}#REVIEW`, newest first.
 
 use crate::ids::OrgId;
-use crate::payments::invoice::at_str;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, Store, StoreError};
+use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -31,19 +31,19 @@ impl ReviewItem {
             .str("review_kind", &self.kind)
             .str("reason", &self.reason)
             .str("key", &self.key)
-            .str("at", at_str(self.at))
+            .time("at", self.at)
             .str("state", "open")
             .str("detail", self.detail.to_string())
             .list(
                 &self.org.pk("REVIEW"),
-                &format!("{}#{}", at_str(self.at), self.key),
+                &format!("{}#{}", time::format(self.at), self.key),
             )
             .build()
     }
 
-    /// Records it; a second record of the same key and reason changes nothing.
-    pub async fn put(&self, store: &Store) -> Result<(), StoreError> {
-        store.put_new(self.to_item()).await.map(|_| ())
+    /// Records it; a second record of the same key and reason changes nothing (`Ok(false)`).
+    pub async fn put(&self, store: &Store) -> Result<bool, StoreError> {
+        Ok(store.put_new(self.to_item()).await?.created())
     }
 }
 

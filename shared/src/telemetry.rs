@@ -1,11 +1,35 @@
-//! Logging set-up: JSON in Lambda (`AWS_LAMBDA_LOG_FORMAT=JSON`), plain text elsewhere.
+//! Logs and metrics, as the Lambda runtime's own subscriber does it: JSON lines when
+//! `AWS_LAMBDA_LOG_FORMAT=JSON`, the level from `AWS_LAMBDA_LOG_LEVEL` (else `RUST_LOG`, else
+//! `info`). Metrics go through the `metrics` facade to CloudWatch Embedded Metric Format lines
+//! in the same log stream, one flush per invocation.
 
+use std::sync::OnceLock;
 use tracing_subscriber::EnvFilter;
 
-/// Installs the global subscriber once; later calls are ignored.
-pub fn init() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+/// The CloudWatch namespace of every metric.
+pub const NAMESPACE: &str = "FirmspaceEvents";
+
+static METRICS: OnceLock<&'static metrics_cloudwatch_embedded::Collector> = OnceLock::new();
+
+/// The filter directive: `AWS_LAMBDA_LOG_LEVEL` wins over `RUST_LOG`; `info` when neither.
+pub fn level(aws_lambda_log_level: Option<&str>, rust_log: Option<&str>) -> String {
+    aws_lambda_log_level
+        .or(rust_log)
+        .filter(|l| !l.is_empty())
+        .unwrap_or("info")
+        .to_ascii_lowercase()
+}
+
+/// Installs the log subscriber and the metrics recorder once; later calls change nothing.
+/// `function` becomes the metrics' `function` dimension.
+pub fn init(function: &'static str) {
+    let env = |name: &str| std::env::var(name).ok();
+    let directive = level(
+        env("AWS_LAMBDA_LOG_LEVEL").as_deref(),
+        env("RUST_LOG").as_deref(),
+    );
+    let filter = EnvFilter::try_new(&directive).unwrap_or_else(|_| EnvFilter::new("info"));
+    let json = env("AWS_LAMBDA_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
@@ -15,4 +39,38 @@ pub fn init() {
     } else {
         builder.try_init()
     };
+    if METRICS.get().is_none() {
+        match metrics_cloudwatch_embedded::Builder::new()
+            .cloudwatch_namespace(NAMESPACE)
+            .with_dimension("function", function)
+            .init()
+        {
+            Ok(collector) => {
+                let _ = METRICS.set(collector);
+            }
+            Err(e) => tracing::warn!(error.message = %e, "metrics recorder not installed"),
+        }
+    }
+}
+
+/// Writes the invocation's metrics as one EMF line to stdout (a no-op without `init`).
+pub fn flush_metrics() {
+    if let Some(collector) = METRICS.get() {
+        if let Err(e) = collector.flush(std::io::stdout()) {
+            tracing::warn!(error.message = %e, "metrics flush failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lambda_level_wins_over_rust_log_and_info_is_the_default() {
+        assert_eq!(level(Some("DEBUG"), Some("warn")), "debug");
+        assert_eq!(level(None, Some("warn")), "warn");
+        assert_eq!(level(None, None), "info");
+        assert_eq!(level(Some(""), None), "info");
+    }
 }

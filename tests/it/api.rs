@@ -282,5 +282,5 @@ async fn the_review_list_shows_what_needs_a_person() {
         (items[0]["kind"].as_str(), items[0]["reason"].as_str()),
         (Some("payment"), Some("overpayment"))
     );
-    assert_eq!(items[0]["key"], "manual:over");
+    assert_eq!(items[0]["key"], "payment:manual:over");
 }

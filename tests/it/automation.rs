@@ -6,8 +6,11 @@ use crate::support::queues::{self, event, event_of, receive};
 use crate::support::{fixtures, target, TestEnv};
 use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
-use firmspace::ids::{IntegrationId, OrgId};
-use firmspace::orgs::{self, Integration};
+use firmspace::effects::outbound::OutboundTarget;
+use firmspace::effects::runs::RunState;
+use firmspace::effects::Trigger;
+use firmspace::ids::{EventKey, IntegrationId, OrgId};
+use firmspace::integrations::{self, Integration, Settings};
 use serde_json::json;
 use std::time::Duration;
 
@@ -18,24 +21,25 @@ async fn outbound(
     status_url: Option<String>,
 ) -> IntegrationId {
     let id = IntegrationId::generate(org);
-    orgs::create_integration(
+    integrations::create(
         &env.store,
         &Integration {
             id: id.clone(),
-            kind: "outbound".into(),
-            provider: None,
-            secret: Some(firmspace::signature::standard::generate_secret().into()),
-            public_key: None,
-            url: Some(url),
-            status_url,
-            token: None,
-            key_fetched_at: None,
+            settings: Settings::Outbound(OutboundTarget {
+                url,
+                status_url,
+                secret: firmspace::signature::standard::generate_secret().into(),
+            }),
             created_at: Utc::now(),
         },
     )
     .await
     .unwrap();
     id
+}
+
+fn ek(raw: &str) -> EventKey {
+    EventKey::parse(raw).unwrap()
 }
 
 fn trigger(org: &OrgId, event_key: &str) -> String {
@@ -53,9 +57,9 @@ async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_
     let rule = automation::create_rule(
         &env.store,
         &org,
-        "invoice.paid",
+        Trigger::InvoicePaid,
         Action::SendMessage {
-            integration_id: hook.id.clone(),
+            integration_id: hook.clone(),
             text: "Thanks!".into(),
         },
         Utc::now(),
@@ -66,22 +70,29 @@ async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_
     for _ in 0..3 {
         let response = w
             .automation
-            .process(event_of("t1", &trigger(&org, "payment:standard:p1")))
+            .process(
+                event_of("t1", &trigger(&org, "payment:standard:p1")),
+                Utc::now(),
+            )
             .await;
         assert!(response.batch_item_failures.is_empty());
     }
     tokio::time::sleep(Duration::from_millis(900)).await;
-    let run_key = automation::run_key(&rule.rule_id, "payment:standard:p1");
+    let run_key = automation::run_key(&rule.rule_id, &ek("payment:standard:p1"));
     assert_eq!(
         server.seen(),
         [automation::idempotency_key(&org, &run_key)],
         "the target saw one request"
     );
-    let state =
-        firmspace::effects::runs::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p1")
-            .await
-            .unwrap();
-    assert_eq!(state.as_deref(), Some("needs_check"));
+    let state = firmspace::effects::runs::run_state(
+        &env.store,
+        &org,
+        &rule.rule_id,
+        &ek("payment:standard:p1"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(state, Some(RunState::NeedsCheck));
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(
         (review.len(), review[0]["reason"].as_str()),
@@ -98,9 +109,9 @@ async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
     let rule = automation::create_rule(
         &env.store,
         &org,
-        "invoice.paid",
+        Trigger::InvoicePaid,
         Action::SendMessage {
-            integration_id: hook.id.clone(),
+            integration_id: hook.clone(),
             text: "Thanks!".into(),
         },
         Utc::now(),
@@ -110,15 +121,22 @@ async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
     let w = workers(&env, Duration::from_millis(200), 5);
     for _ in 0..3 {
         w.automation
-            .process(event_of("t1", &trigger(&org, "payment:standard:p2")))
+            .process(
+                event_of("t1", &trigger(&org, "payment:standard:p2")),
+                Utc::now(),
+            )
             .await;
     }
     assert_eq!(server.seen().len(), 1);
-    let state =
-        firmspace::effects::runs::run_state(&env.store, &org, &rule.rule_id, "payment:standard:p2")
-            .await
-            .unwrap();
-    assert_eq!(state.as_deref(), Some("sent"));
+    let state = firmspace::effects::runs::run_state(
+        &env.store,
+        &org,
+        &rule.rule_id,
+        &ek("payment:standard:p2"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(state, Some(RunState::Sent));
     assert_eq!(env.count("review").await, 0);
 }
 
@@ -131,9 +149,9 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     automation::create_rule(
         &env.store,
         &org,
-        "invoice.paid",
+        Trigger::InvoicePaid,
         Action::SendMessage {
-            integration_id: hook.id.clone(),
+            integration_id: hook.clone(),
             text: "hi".into(),
         },
         Utc::now(),
@@ -155,7 +173,7 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
         let got = receive(&sqs, &url, 3).await;
         assert_eq!(got.len(), 1, "receive {} gets the message", receives + 1);
         receives += 1;
-        let response = w.automation.process(event(&got)).await;
+        let response = w.automation.process(event(&got), Utc::now()).await;
         assert_eq!(response.batch_item_failures.len(), 1, "a 503 is retried");
         tokio::time::sleep(Duration::from_millis(1200)).await;
     }
@@ -178,10 +196,10 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     // A malformed message is acknowledged at once and parked for review, not retried.
     let response = w
         .notify
-        .process(event_of(
-            "bad",
-            r#"{"type":"notification","org":"o000000000001"}"#,
-        ))
+        .process(
+            event_of("bad", r#"{"type":"notification","org":"o000000000001"}"#),
+            Utc::now(),
+        )
         .await;
     assert!(response.batch_item_failures.is_empty());
     let operator = firmspace::review::list(&env.store, &OrgId::parse("o000000000001").unwrap(), 10)
@@ -198,9 +216,9 @@ async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
     automation::create_rule(
         &env.store,
         &org,
-        "invoice.paid",
+        Trigger::InvoicePaid,
         Action::SendMessage {
-            integration_id: gone.id,
+            integration_id: gone,
             text: "hi".into(),
         },
         Utc::now(),
@@ -210,7 +228,10 @@ async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
     let w = workers(&env, Duration::from_secs(1), 5);
     let response = w
         .automation
-        .process(event_of("t9", &trigger(&org, "payment:standard:p9")))
+        .process(
+            event_of("t9", &trigger(&org, "payment:standard:p9")),
+            Utc::now(),
+        )
         .await;
     assert!(response.batch_item_failures.is_empty());
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
@@ -226,22 +247,25 @@ async fn outside_the_local_stages_a_loopback_target_is_never_called() {
     automation::create_rule(
         &env.store,
         &org,
-        "invoice.paid",
+        Trigger::InvoicePaid,
         Action::SendMessage {
-            integration_id: hook.id.clone(),
+            integration_id: hook.clone(),
             text: "hi".into(),
         },
         Utc::now(),
     )
     .await
     .unwrap();
-    let cloud = automation_worker::App::new(
+    let cloud = automation_worker::app(
         env.store.clone(),
         firmspace::effects::outbound::Outbound::new(Duration::from_secs(1), false),
         5,
     );
     let response = cloud
-        .process(event_of("t10", &trigger(&org, "payment:standard:p10")))
+        .process(
+            event_of("t10", &trigger(&org, "payment:standard:p10")),
+            Utc::now(),
+        )
         .await;
     assert!(response.batch_item_failures.is_empty());
     assert!(server.seen().is_empty(), "no request left the worker");

@@ -7,7 +7,7 @@ use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::outbound::Outbound;
 use firmspace::effects::queue::Publisher;
-use firmspace::effects::{activity, notify};
+use firmspace::effects::{activity, notify, EntityKind, Trigger};
 use firmspace::ids::{ExternalId, OrgId};
 use firmspace::money::Currency;
 use firmspace::orgs::{self, Member};
@@ -54,14 +54,14 @@ async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Ite
     let input = PaymentInput {
         org: org.clone(),
         invoice_ref: Some(inv.id.as_str().to_owned()),
-        source: Source::Standard,
+        source: Source::Stripe,
         external_id: ExternalId::parse("id", "pay_c1").unwrap(),
         amount: None,
         currency: None,
         at: Utc::now(),
         actor: "test".into(),
-        fingerprint: String::new(),
         reverses: None,
+        reversible: false,
     };
     register_payment(&env.store, &input).await.unwrap();
     env.store
@@ -90,9 +90,9 @@ pub struct Workers {
 
 pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
     Workers {
-        notify: notify_worker::App::new(env.store.clone(), max_receives),
-        activity: activity_worker::App::new(env.store.clone(), max_receives),
-        automation: automation_worker::App::new(
+        notify: notify_worker::app(env.store.clone(), max_receives),
+        activity: activity_worker::app(env.store.clone(), max_receives),
+        automation: automation_worker::app(
             env.store.clone(),
             Outbound::new(timeout, true),
             max_receives,
@@ -108,7 +108,7 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     let rule = automation::create_rule(
         &env.store,
         &org,
-        "invoice.paid",
+        Trigger::InvoicePaid,
         Action::CreateTask {
             title: "Ship".into(),
         },
@@ -119,12 +119,15 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     let item = closing_payment(&env, &org, None).await;
     let sqs = queues::client().await;
     let q = queues::three_queues(&sqs).await;
-    let fanout = fanout::App::new(Publisher {
-        sqs: sqs.clone(),
-        queues: q.clone(),
-    });
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: sqs.clone(),
+            queues: q.clone(),
+        },
+        env.store.clone(),
+    );
     for _ in 0..2 {
-        let response = fanout.process(stream_event(&item, "100")).await;
+        let response = fanout.process(stream_event(&item, "100"), Utc::now()).await;
         assert!(response.batch_item_failures.is_empty());
     }
     let notes = receive(&sqs, &q.notifications, 1).await;
@@ -136,19 +139,19 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     for _ in 0..2 {
         assert!(w
             .notify
-            .process(event(&notes))
+            .process(event(&notes), Utc::now())
             .await
             .batch_item_failures
             .is_empty());
         assert!(w
             .activity
-            .process(event(&lines))
+            .process(event(&lines), Utc::now())
             .await
             .batch_item_failures
             .is_empty());
         assert!(w
             .automation
-            .process(event(&triggers))
+            .process(event(&triggers), Utc::now())
             .await
             .batch_item_failures
             .is_empty());
@@ -156,16 +159,16 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     for user in ["u1", "u2", "u3"] {
         let mine = notify::list(&env.store, &org, user).await.unwrap();
         assert_eq!(mine.len(), 1, "{user}: {mine:?}");
-        assert_eq!(mine[0]["key"], format!("payment:standard:pay_c1#{user}"));
+        assert_eq!(mine[0]["key"], format!("payment:stripe:pay_c1#{user}"));
     }
     assert_eq!(env.count("notification").await, 3);
-    let contact = activity::list(&env.store, &org, "contact", "c1")
+    let contact = activity::list(&env.store, &org, EntityKind::Contact, "c1")
         .await
         .unwrap();
     assert_eq!(contact.len(), 1);
-    assert_eq!(contact[0]["key"], "invoice:standard:pay_c1");
+    assert_eq!(contact[0]["key"], "invoice:stripe:pay_c1");
     assert_eq!(
-        activity::list(&env.store, &org, "deal", "d1")
+        activity::list(&env.store, &org, EntityKind::Deal, "d1")
             .await
             .unwrap()
             .len(),
@@ -175,7 +178,7 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     assert_eq!(tasks.len(), 1);
     assert_eq!(
         (tasks[0]["rule_id"].as_str(), tasks[0]["event_key"].as_str()),
-        (Some(rule.rule_id.as_str()), Some("payment:standard:pay_c1"))
+        (Some(rule.rule_id.as_str()), Some("payment:stripe:pay_c1"))
     );
 }
 
@@ -188,9 +191,11 @@ async fn an_owner_gets_the_one_notification_and_a_team_of_three_gets_three() {
     let owned = json!({"type": "notification", "org": org.as_str(), "key": "payment:x:1", "recipient": "u2", "text": "paid", "at": "2026-12-02T10:00:00.000Z"});
     let team_wide = json!({"type": "notification", "org": org.as_str(), "key": "payment:x:2", "recipient": null, "text": "paid", "at": "2026-12-02T10:00:01.000Z"});
     for _ in 0..3 {
-        w.notify.process(event_of("m1", &owned.to_string())).await;
         w.notify
-            .process(event_of("m2", &team_wide.to_string()))
+            .process(event_of("m1", &owned.to_string()), Utc::now())
+            .await;
+        w.notify
+            .process(event_of("m2", &team_wide.to_string()), Utc::now())
             .await;
     }
     assert_eq!(env.count("notification").await, 4);
@@ -223,18 +228,18 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
     let w = workers(&env, Duration::from_secs(1), 5);
     let first = receive(&sqs, &url, 2).await;
     assert_eq!(first.len(), 1);
-    w.activity.process(event(&first)).await;
+    w.activity.process(event(&first), Utc::now()).await;
     // The worker dies here: the message is never deleted. After the visibility timeout SQS
     // delivers it again.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let second = receive(&sqs, &url, 3).await;
     assert_eq!(second.len(), 1, "redelivered");
     assert_eq!(second[0].message_id(), first[0].message_id());
-    let response = w.activity.process(event(&second)).await;
+    let response = w.activity.process(event(&second), Utc::now()).await;
     assert!(response.batch_item_failures.is_empty());
     queues::delete(&sqs, &url, &second).await;
     assert_eq!(
-        activity::list(&env.store, &org, "contact", "c9")
+        activity::list(&env.store, &org, EntityKind::Contact, "c9")
             .await
             .unwrap()
             .len(),

@@ -3,9 +3,8 @@
 
 use crate::support::fixtures::{now, NOW};
 use crate::support::{fixtures, json_of, TestEnv};
-use chrono::Utc;
-use firmspace::orgs::Provider;
-use payment_webhook::App;
+use firmspace::payments::providers::Provider;
+use payment_webhook::app;
 use rust_decimal_macros::dec;
 
 #[tokio::test]
@@ -14,7 +13,7 @@ async fn statuses_before_paid_are_ignored_and_write_nothing() {
     let org = fixtures::org(&env).await;
     let mono = fixtures::integration(&env, &org.id, Provider::Monobank).await;
     let std_hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let app = App::new(env.store.clone());
+    let app = app(env.store.clone());
     let before = env.items().await.len();
     for status in ["created", "processing", "hold", "failure"] {
         let body = format!(
@@ -42,7 +41,7 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
     let org = fixtures::org(&env).await;
     let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
-    let app = App::new(env.store.clone());
+    let app = app(env.store.clone());
     let body = |status: &str| {
         format!(
             r#"{{"invoiceId":"p2_9ZgpZVsl3","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,
@@ -58,7 +57,10 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((paid.paid, paid.status.as_str()), (dec!(42.00), "paid"));
+    assert_eq!(
+        (paid.paid, firmspace::store::item::tag_name(&paid.status)),
+        (dec!(42.00), "paid".to_owned())
+    );
     for _ in 0..3 {
         let res = app
             .respond(&fixtures::monobank_request(&hook, &body("reversed")), now())
@@ -71,8 +73,12 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
         .unwrap()
         .unwrap();
     assert_eq!(
-        (back.paid, back.status.as_str(), back.version),
-        (dec!(0), "open", 2)
+        (
+            back.paid,
+            firmspace::store::item::tag_name(&back.status),
+            back.version
+        ),
+        (dec!(0), "open".to_owned(), 2)
     );
     assert_eq!(env.count("payment_event").await, 2);
 
@@ -91,7 +97,6 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
 async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
-    let hook = firmspace::ids::IntegrationId::generate(&org.id);
     let old_key = {
         use base64::Engine;
         use p256::pkcs8::{EncodePublicKey, LineEnding};
@@ -102,30 +107,25 @@ async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
             .unwrap();
         base64::engine::general_purpose::STANDARD.encode(pem)
     };
-    firmspace::orgs::create_integration(
-        &env.store,
-        &firmspace::orgs::Integration {
-            id: hook.clone(),
-            kind: "payments".into(),
-            provider: Some(Provider::Monobank),
-            secret: None,
-            public_key: Some(old_key),
-            url: None,
-            status_url: None,
-            token: Some("merchant-token".to_owned().into()),
-            key_fetched_at: None,
-            created_at: Utc::now(),
-        },
+    let hook = fixtures::payments_integration(
+        &env,
+        &org.id,
+        firmspace::payments::providers::PaymentSettings::Monobank(
+            firmspace::payments::providers::monobank::Merchant {
+                public_key: old_key,
+                token: Some("merchant-token".to_owned().into()),
+                key_fetched_at: None,
+            },
+        ),
     )
-    .await
-    .unwrap();
+    .await;
     let monobank = crate::support::target::spawn_monobank(
         fixtures::monobank_public_key_b64(),
         "merchant-token",
     )
     .await;
     let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
-    let app = App::with_monobank_api(env.store.clone(), &monobank.url());
+    let app = payment_webhook::app_with_monobank_api(env.store.clone(), &monobank.url());
     let body = format!(
         r#"{{"invoiceId":"p_rot","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
         inv.id
@@ -164,7 +164,7 @@ async fn a_monobank_success_that_arrives_after_its_reversal_moves_no_money() {
     let org = fixtures::org(&env).await;
     let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
-    let app = App::new(env.store.clone());
+    let app = app(env.store.clone());
     let body = |status: &str| {
         format!(
             r#"{{"invoiceId":"p_late","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,

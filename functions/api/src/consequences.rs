@@ -2,10 +2,10 @@
 
 use crate::Ctx;
 use firmspace::effects::automation::{self, Action};
-use firmspace::effects::{activity, notify, ENTITY_KINDS, TRIGGERS};
+use firmspace::effects::{activity, notify, EntityKind, Trigger};
 use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
-use firmspace::ids::IntegrationId;
-use firmspace::orgs;
+use firmspace::integrations::{self, IntegrationKind};
+use firmspace::store::item::parse_tag;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -39,12 +39,12 @@ pub async fn activity_log(
     entity_kind: &str,
     entity_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    if !ENTITY_KINDS.contains(&entity_kind) {
-        return Err(ApiError::bad_request(
+    let entity_kind = parse_tag::<EntityKind>(entity_kind).ok_or_else(|| {
+        ApiError::bad_request(
             "invalid_entity_kind",
             "entity kind must be contact, deal or company",
-        ));
-    }
+        )
+    })?;
     let items = activity::list(store, &ctx.org, entity_kind, entity_id).await?;
     Ok(json_response(200, &json!({ "items": items })))
 }
@@ -57,12 +57,16 @@ struct NewRule {
 
 pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: NewRule = parse_json(body_bytes(ctx.req))?;
-    if !TRIGGERS.contains(&body.trigger.as_str()) {
-        return Err(ApiError::bad_request(
+    let trigger = parse_tag::<Trigger>(&body.trigger).ok_or_else(|| {
+        let names: Vec<String> = Trigger::ALL
+            .iter()
+            .map(firmspace::store::item::tag_name)
+            .collect();
+        ApiError::bad_request(
             "invalid_trigger",
-            format!("trigger must be one of {}", TRIGGERS.join(", ")),
-        ));
-    }
+            format!("trigger must be one of {}", names.join(", ")),
+        )
+    })?;
     let action: Action = serde_json::from_value(body.action).map_err(|e| {
         ApiError::bad_request(
             "invalid_action",
@@ -70,18 +74,18 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         )
     })?;
     if let Action::SendMessage { integration_id, .. } = &action {
-        let target = match IntegrationId::parse(integration_id) {
-            Ok(id) if id.org == ctx.org => orgs::get_integration(store, &id).await?,
-            _ => None,
+        let target = match integration_id.org == ctx.org {
+            true => integrations::get(store, integration_id).await?,
+            false => None,
         };
-        if target.is_none_or(|t| t.kind != "outbound") {
+        if target.is_none_or(|t| t.kind() != IntegrationKind::Outbound) {
             return Err(ApiError::bad_request(
                 "invalid_integration",
                 "send_message needs an outbound integration of this organisation",
             ));
         }
     }
-    let rule = automation::create_rule(store, &ctx.org, &body.trigger, action, ctx.now).await?;
+    let rule = automation::create_rule(store, &ctx.org, trigger, action, ctx.now).await?;
     Ok(json_response(
         201,
         &json!({"rule_id": rule.rule_id, "trigger": rule.trigger, "action": rule.action}),

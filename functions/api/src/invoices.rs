@@ -14,7 +14,6 @@ use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 #[derive(Deserialize)]
 struct CreateInvoice {
@@ -107,50 +106,42 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
     let invoice = invoice::get(store, &ctx.org, id)
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
-    let fingerprint = hex::encode(Sha256::digest(format!(
-        "{id}|{}|{}",
-        source.as_str(),
-        amount
-            .map(|a| a.normalize().to_string())
-            .unwrap_or_default()
-    )));
     let input = PaymentInput {
         org: ctx.org.clone(),
         invoice_ref: Some(id.to_owned()),
+        actor: body.actor.unwrap_or_else(|| source.to_string()),
         source,
         external_id,
         amount,
         currency: Some(invoice.currency.clone()),
         at: ctx.now,
-        actor: body.actor.unwrap_or_else(|| source.as_str().to_owned()),
-        fingerprint: fingerprint.clone(),
         reverses: None,
+        reversible: false,
     };
-    match register_payment(store, &input).await? {
-        Registered::Booked { record, .. } => Ok(json_response(200, &record.answer)),
-        Registered::Duplicate { stored, .. } if stored.fingerprint == fingerprint => {
-            let mut answer = stored.answer;
-            answer["duplicate"] = json!(true);
-            Ok(json_response(200, &answer))
+    let registered = register_payment(store, &input).await?;
+    if let Registered::Duplicate {
+        stored,
+        same_payload: false,
+    } = &registered
+    {
+        let fingerprint = input.fingerprint();
+        ReviewItem {
+            org: ctx.org.clone(),
+            kind: "payment".into(),
+            reason: "idempotency_key_reused".into(),
+            key: format!("{}:{}", input.event_key(), &fingerprint[..16]),
+            at: ctx.now,
+            detail: json!({"stored_invoice_id": stored.invoice_id, "invoice_id": id}),
         }
-        Registered::Duplicate { stored, .. } => {
-            ReviewItem {
-                org: ctx.org.clone(),
-                kind: "payment".into(),
-                reason: "idempotency_key_reused".into(),
-                key: format!("{}:{}", input.event_key(), &fingerprint[..16]),
-                at: ctx.now,
-                detail: json!({"stored_invoice_id": stored.invoice_id, "invoice_id": id}),
-            }
-            .put(store)
-            .await?;
-            Err(ApiError::new(
-                409,
-                "idempotency_key_reused",
-                "this Idempotency-Key was used with another request",
-            ))
-        }
+        .put(store)
+        .await?;
+        return Err(ApiError::new(
+            409,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used with another request",
+        ));
     }
+    Ok(json_response(200, &registered.answer()))
 }
 
 /// A copy on purpose: a new draft with a new number, never a retry.

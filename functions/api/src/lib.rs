@@ -6,21 +6,31 @@ mod consequences;
 mod invoices;
 mod setup;
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
-use firmspace::config::Config;
+use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, header, json_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::convert::Infallible;
 
+/// What only the api function reads: who may create organisations, and the public base URL
+/// that webhook URLs are built on.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub admin_token: SecretString,
+    /// `PUBLIC_URL`: base of the public API URL, told to providers as their webhook URL.
+    pub public_url: String,
+    /// Loopback outbound targets are allowed (`local`/`test` stages only).
+    pub allows_loopback: bool,
+}
+
 pub struct App {
     store: Store,
-    config: Config,
+    settings: Settings,
 }
 
 /// One request, authenticated: who asks and when.
@@ -31,17 +41,18 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl App {
-    pub fn new(store: Store, config: Config) -> Self {
-        Self { store, config }
+    pub fn new(store: Store, settings: Settings) -> Self {
+        Self { store, settings }
     }
 
-    pub async fn from_env() -> anyhow::Result<Self> {
-        let config = Config::from_env().context("loading configuration")?;
-        config
-            .admin_token
-            .as_ref()
-            .context("ADMIN_TOKEN is not set")?;
-        Ok(Self::new(Store::from_config(&config).await, config))
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let config = Config::from_env()?;
+        let settings = Settings {
+            admin_token: SecretString::from(config::require("ADMIN_TOKEN")?),
+            public_url: config::var("PUBLIC_URL").unwrap_or_default(),
+            allows_loopback: config.allows_loopback(),
+        };
+        Ok(Self::new(config.store().await, settings))
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
@@ -71,7 +82,7 @@ impl App {
         let store = &self.store;
         match (segments.as_slice(), method) {
             (["api", "integrations"], "POST") => {
-                setup::create_integration(store, &self.config, &ctx).await
+                setup::create_integration(store, &self.settings, &ctx).await
             }
             (["api", "members"], "POST") => setup::add_member(store, &ctx).await,
             (["api", "members"], "GET") => setup::list_members(store, &ctx).await,
@@ -100,10 +111,7 @@ impl App {
     }
 
     fn require_admin(&self, req: &Request) -> Result<(), ApiError> {
-        let expected =
-            self.config.admin_token.as_ref().ok_or_else(|| {
-                ApiError::unauthorized("unauthorized", "admin token not configured")
-            })?;
+        let expected = &self.settings.admin_token;
         let given = bearer(req).unwrap_or_default();
         // Compare digests, so the comparison's timing says nothing about the token.
         if Sha256::digest(given.as_bytes()) == Sha256::digest(expected.expose_secret().as_bytes()) {

@@ -1,12 +1,16 @@
 //! Organisations, integrations and team members.
 
 use crate::Ctx;
-use firmspace::config::Config;
+use firmspace::effects::outbound::OutboundTarget;
 use firmspace::effects::targets;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
-use firmspace::orgs::{self, Integration, Member, Provider};
+use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
+use firmspace::orgs::{self, Member};
+use firmspace::payments::providers::monobank::Merchant;
+use firmspace::payments::providers::{PaymentSettings, Provider};
 use firmspace::signature::{monobank, standard};
+use firmspace::store::item::parse_tag;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use secrecy::{ExposeSecret, SecretString};
@@ -40,7 +44,7 @@ pub async fn create_org(
 
 #[derive(Deserialize)]
 struct NewIntegration {
-    kind: String,
+    kind: IntegrationKind,
     provider: Option<String>,
     secret: Option<String>,
     public_key: Option<String>,
@@ -49,113 +53,133 @@ struct NewIntegration {
     token: Option<String>,
 }
 
+fn payment_settings(body: &NewIntegration) -> Result<PaymentSettings, ApiError> {
+    let provider = body
+        .provider
+        .as_deref()
+        .and_then(parse_tag::<Provider>)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_provider",
+                "provider must be standard, stripe or monobank",
+            )
+        })?;
+    let secret = || {
+        let secret = body
+            .secret
+            .clone()
+            .unwrap_or_else(standard::generate_secret);
+        let usable = match provider {
+            Provider::Standard => standard::Verifier::new(&secret).is_ok(),
+            _ => secret.len() >= 16,
+        };
+        if !secret.starts_with("whsec_") || !usable {
+            return Err(ApiError::bad_request(
+                "invalid_secret",
+                "secret must be whsec_ followed by base64 (standard) or at least 16 characters (stripe)",
+            ));
+        }
+        Ok(SecretString::from(secret))
+    };
+    Ok(match provider {
+        Provider::Standard => PaymentSettings::Standard { secret: secret()? },
+        Provider::Stripe => PaymentSettings::Stripe { secret: secret()? },
+        Provider::Monobank => {
+            let key = body.public_key.clone().ok_or_else(|| {
+                ApiError::bad_request(
+                    "missing_public_key",
+                    "monobank needs public_key (base64 PEM from /api/merchant/pubkey)",
+                )
+            })?;
+            monobank::Verifier::new(&key).map_err(|_| {
+                ApiError::bad_request(
+                    "invalid_public_key",
+                    "public_key is not a base64 PEM P-256 key",
+                )
+            })?;
+            PaymentSettings::Monobank(Merchant {
+                public_key: key,
+                token: body.token.clone().map(SecretString::from),
+                key_fetched_at: None,
+            })
+        }
+    })
+}
+
+fn outbound_target(
+    body: &NewIntegration,
+    allow_loopback: bool,
+) -> Result<OutboundTarget, ApiError> {
+    let url = body
+        .url
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("missing_url", "outbound integrations need url"))?;
+    check_outbound_url(&url, allow_loopback)?;
+    if let Some(status_url) = &body.status_url {
+        check_outbound_url(status_url, allow_loopback)?;
+    }
+    Ok(OutboundTarget {
+        url,
+        status_url: body.status_url.clone(),
+        secret: SecretString::from(standard::generate_secret()),
+    })
+}
+
+/// What the answer tells the integrator about an integration.
+fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
+    let id = &integration.id.id;
+    let mut answer = match &integration.settings {
+        Settings::Payments(p) => {
+            let (secret, signature) = match p {
+                PaymentSettings::Standard { secret } => (
+                    Some(secret),
+                    "webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)",
+                ),
+                PaymentSettings::Stripe { secret } => {
+                    (Some(secret), "Stripe-Signature (t=..., v1=HMAC-SHA256)")
+                }
+                PaymentSettings::Monobank(_) => (None, "X-Sign (ECDSA P-256 over the raw body)"),
+            };
+            json!({
+                "webhook_url": format!("{public_url}/hooks/{id}/payments"),
+                "provider": p.provider(),
+                "signature": signature,
+                "secret": secret.map(|s| s.expose_secret()),
+            })
+        }
+        Settings::Outbound(o) => json!({
+            "url": o.url,
+            "status_url": o.status_url,
+            "signature": "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers",
+            "secret": o.secret.expose_secret(),
+        }),
+    };
+    answer["integration_id"] = json!(id);
+    answer["kind"] = json!(integration.kind());
+    answer
+}
+
 pub async fn create_integration(
     store: &Store,
-    config: &Config,
+    settings: &crate::Settings,
     ctx: &Ctx<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let body: NewIntegration = parse_json(body_bytes(ctx.req))?;
-    let id = IntegrationId::generate(&ctx.org);
-    let mut integration = Integration {
-        id: id.clone(),
-        kind: body.kind.clone(),
-        provider: None,
-        secret: None,
-        public_key: None,
-        url: None,
-        status_url: None,
-        token: None,
-        key_fetched_at: None,
+    let integration = Integration {
+        id: IntegrationId::generate(&ctx.org),
+        settings: match body.kind {
+            IntegrationKind::Payments => Settings::Payments(payment_settings(&body)?),
+            IntegrationKind::Outbound => {
+                Settings::Outbound(outbound_target(&body, settings.allows_loopback)?)
+            }
+        },
         created_at: ctx.now,
     };
-    let answer = match body.kind.as_str() {
-        "payments" => {
-            let provider = body
-                .provider
-                .as_deref()
-                .and_then(Provider::parse)
-                .ok_or_else(|| {
-                    ApiError::bad_request(
-                        "invalid_provider",
-                        "provider must be standard, stripe or monobank",
-                    )
-                })?;
-            integration.provider = Some(provider);
-            match provider {
-                Provider::Standard | Provider::Stripe => {
-                    let secret = body.secret.unwrap_or_else(standard::generate_secret);
-                    let usable = match provider {
-                        Provider::Standard => standard::sign(&secret, "probe", 0, b"").is_ok(),
-                        _ => secret.len() >= 16,
-                    };
-                    if !secret.starts_with("whsec_") || !usable {
-                        return Err(ApiError::bad_request(
-                            "invalid_secret",
-                            "secret must be whsec_ followed by base64 (standard) or at least 16 characters (stripe)",
-                        ));
-                    }
-                    integration.secret = Some(SecretString::from(secret));
-                }
-                Provider::Monobank => {
-                    let key = body.public_key.ok_or_else(|| {
-                        ApiError::bad_request(
-                            "missing_public_key",
-                            "monobank needs public_key (base64 PEM from /api/merchant/pubkey)",
-                        )
-                    })?;
-                    monobank::parse_public_key(&key).map_err(|_| {
-                        ApiError::bad_request(
-                            "invalid_public_key",
-                            "public_key is not a base64 PEM P-256 key",
-                        )
-                    })?;
-                    integration.public_key = Some(key);
-                    integration.token = body.token.clone().map(SecretString::from);
-                }
-            }
-            json!({
-                "webhook_url": format!("{}/hooks/{}/payments", config.public_url, id.id),
-                "provider": provider.as_str(),
-                "signature": match provider {
-                    Provider::Standard => "webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)",
-                    Provider::Stripe => "Stripe-Signature (t=..., v1=HMAC-SHA256)",
-                    Provider::Monobank => "X-Sign (ECDSA P-256 over the raw body)",
-                },
-            })
-        }
-        "outbound" => {
-            let url = body.url.ok_or_else(|| {
-                ApiError::bad_request("missing_url", "outbound integrations need url")
-            })?;
-            check_outbound_url(&url, config.allows_loopback())?;
-            if let Some(status_url) = &body.status_url {
-                check_outbound_url(status_url, config.allows_loopback())?;
-            }
-            integration.url = Some(url.clone());
-            integration.status_url = body.status_url.clone();
-            integration.secret = Some(SecretString::from(standard::generate_secret()));
-            json!({
-                "url": url,
-                "status_url": body.status_url,
-                "signature": "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers",
-            })
-        }
-        other => {
-            return Err(ApiError::bad_request(
-                "invalid_kind",
-                format!("kind must be payments or outbound, not {other:?}"),
-            ))
-        }
-    };
-    orgs::create_integration(store, &integration).await?;
-    let mut answer = answer;
-    answer["integration_id"] = json!(id.id);
-    answer["kind"] = json!(integration.kind);
-    answer["secret"] = json!(integration
-        .secret
-        .as_ref()
-        .map(|s| s.expose_secret().to_owned()));
-    Ok(json_response(201, &answer))
+    integrations::create(store, &integration).await?;
+    Ok(json_response(
+        201,
+        &describe(&integration, &settings.public_url),
+    ))
 }
 
 /// An outbound URL must be https to a public host; loopback http only where the stage allows it.

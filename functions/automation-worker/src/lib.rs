@@ -3,200 +3,161 @@
 //! writes a task whose id is derived from the run; `send_message` calls the outbound target with
 //! the run's `Idempotency-Key` and never resends blindly after an unclear outcome.
 
-use anyhow::Context;
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use chrono::Utc;
-use firmspace::config::Config;
+use chrono::{DateTime, Utc};
+use firmspace::config::{parse_var, ConfigError};
 use firmspace::effects::automation::{self, Action, Rule};
-use firmspace::effects::outbound::{Outbound, Sent, State};
-use firmspace::effects::runs::{self, Claim};
-use firmspace::effects::worker::{self, WorkError};
-use firmspace::effects::{Consequence, TRIGGERS};
-use firmspace::ids::{IntegrationId, OrgId};
-use firmspace::orgs;
+use firmspace::effects::outbound::{Outbound, OutboundTarget, Sent, State};
+use firmspace::effects::runs::{self, Claim, RunState};
+use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
+use firmspace::effects::Fired;
+use firmspace::ids::IntegrationId;
+use firmspace::integrations::{self, Settings};
 use firmspace::review::ReviewItem;
 use firmspace::store::Store;
-use lambda_runtime::LambdaEvent;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
-pub struct App {
+pub struct Automation {
     store: Store,
     outbound: Outbound,
-    max_receives: u32,
 }
+
+pub type App = SqsApp<Automation>;
 
 /// A failure that a later attempt may not have.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Transient(String);
 
-impl App {
-    pub fn new(store: Store, outbound: Outbound, max_receives: u32) -> Self {
-        Self {
-            store,
+pub fn app(store: Store, outbound: Outbound, max_receives: u32) -> App {
+    SqsApp::new(
+        Automation {
+            store: store.clone(),
             outbound,
-            max_receives,
-        }
-    }
+        },
+        store,
+        max_receives,
+    )
+}
 
-    pub async fn from_env() -> anyhow::Result<Self> {
-        let config = Config::from_env().context("loading configuration")?;
-        Ok(Self::new(
-            Store::from_config(&config).await,
-            Outbound::new(
-                Duration::from_millis(config.outbound_timeout_ms),
-                config.allows_loopback(),
-            ),
-            config.max_receive_count,
-        ))
-    }
-
-    pub async fn handle(
-        &self,
-        event: LambdaEvent<SqsEvent>,
-    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-        Ok(self.process(event.payload).await)
-    }
-
-    pub async fn process(&self, event: SqsEvent) -> SqsBatchResponse {
-        worker::process(&self.store, "automation", self.max_receives, event, |c| {
-            self.apply(c)
+/// `OUTBOUND_TIMEOUT_MS` (default 5000) bounds each outgoing call.
+pub async fn from_env() -> Result<App, ConfigError> {
+    SqsApp::from_env(|config, store| {
+        let timeout = Duration::from_millis(parse_var("OUTBOUND_TIMEOUT_MS", 5000)?);
+        Ok(Automation {
+            store,
+            outbound: Outbound::new(timeout, config.allows_loopback()),
         })
-        .await
-    }
+    })
+    .await
+}
 
-    async fn apply(&self, consequence: Consequence) -> Result<(), WorkError> {
-        let Consequence::Trigger {
-            org,
-            trigger,
-            event_key,
-            context,
-            ..
-        } = consequence
-        else {
-            return Err(permanent(
-                "wrong_queue",
-                "the automation queue carries only triggers",
-            ));
-        };
-        let org = OrgId::parse(&org).map_err(|e| permanent("malformed_message", e.to_string()))?;
-        if !TRIGGERS.contains(&trigger.as_str()) {
-            return Err(permanent(
-                "unknown_trigger",
-                format!("no trigger {trigger:?}"),
-            ));
-        }
-        for rule in automation::rules_for(&self.store, &org, &trigger).await? {
-            match &rule.action {
+impl Worker for Automation {
+    type Job = Fired;
+    const NAME: &'static str = "automation";
+
+    async fn apply(&self, fired: Fired, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+        let mut applied = Applied::default();
+        for rule in automation::rules_for(&self.store, &fired.org, fired.trigger).await? {
+            let one = match &rule.action {
                 Action::CreateTask { title } => {
                     let created =
-                        automation::create_task(&self.store, &rule, title, &event_key, Utc::now())
+                        automation::create_task(&self.store, &rule, title, &fired.event_key, now)
                             .await?;
                     tracing::info!(rule = %rule.rule_id, created, "task run");
+                    Applied::one(created)
                 }
                 Action::SendMessage {
                     integration_id,
                     text,
-                } => {
-                    self.send(&rule, integration_id, text, &event_key, &context)
-                        .await?;
-                }
-            }
+                } => self.send(&rule, integration_id, text, &fired, now).await?,
+            };
+            applied = applied.and(one);
         }
-        Ok(())
+        Ok(applied)
+    }
+}
+
+impl Automation {
+    async fn target(&self, rule: &Rule, id: &IntegrationId) -> Result<OutboundTarget, WorkError> {
+        let found = if id.org == rule.org {
+            integrations::get(&self.store, id).await?
+        } else {
+            None
+        };
+        match found.map(|i| i.settings) {
+            Some(Settings::Outbound(target)) => Ok(target),
+            _ => Err(WorkError::permanent(
+                "unknown_integration",
+                format!("rule {} names no outbound integration", rule.rule_id),
+            )),
+        }
     }
 
     async fn send(
         &self,
         rule: &Rule,
-        integration_id: &str,
+        integration_id: &IntegrationId,
         text: &str,
-        event_key: &str,
-        context: &Value,
-    ) -> Result<(), WorkError> {
-        let target = match IntegrationId::parse(integration_id) {
-            Ok(id) if id.org == rule.org => orgs::get_integration(&self.store, &id).await?,
-            _ => None,
-        }
-        .filter(|i| i.kind == "outbound")
-        .ok_or_else(|| {
-            permanent(
-                "unknown_integration",
-                format!("rule {} names no outbound integration", rule.rule_id),
-            )
-        })?;
+        fired: &Fired,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, WorkError> {
+        let target = self.target(rule, integration_id).await?;
+        let event_key = &fired.event_key;
         let run_key = automation::run_key(&rule.rule_id, event_key);
         let key = automation::idempotency_key(&rule.org, &run_key);
-        let now = Utc::now();
-        let claim = runs::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
-        let sent = match claim {
+        let sent = match runs::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await? {
             Claim::Settled(state) => {
-                tracing::info!(%run_key, %state, "run already settled");
-                return Ok(());
+                tracing::info!(%run_key, ?state, "run already settled");
+                return Ok(Applied::one(false));
             }
             Claim::Unclear => Sent::Unclear("an earlier attempt's outcome is unknown".into()),
             Claim::Fresh | Claim::Retry => {
-                let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": context});
+                let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": fired.context});
                 self.outbound
                     .send(&target, &key, &body, now.timestamp())
                     .await
             }
         };
-        let settle = |state: &'static str| {
-            runs::set_state(
-                &self.store,
-                &rule.org,
-                &rule.rule_id,
-                event_key,
-                state,
-                Utc::now(),
-            )
-        };
+        let settle =
+            |state| runs::set_state(&self.store, &rule.org, &rule.rule_id, event_key, state, now);
         match sent {
-            Sent::Delivered => Ok(settle("sent").await?),
+            Sent::Delivered => settle(RunState::Sent).await?,
             Sent::NotDelivered(why) => {
-                settle("not_sent").await?;
-                Err(WorkError::transient(Transient(why)))
+                settle(RunState::NotSent).await?;
+                return Err(WorkError::transient(Transient(why)));
             }
             Sent::Rejected(code) => {
-                settle("failed").await?;
-                Err(permanent(
+                settle(RunState::Failed).await?;
+                return Err(WorkError::permanent(
                     "outbound_rejected",
                     format!("target answered {code} for run {run_key}"),
-                ))
+                ));
             }
             Sent::Unclear(why) => match self.outbound.check(&target, &key).await {
-                State::Delivered => Ok(settle("sent").await?),
+                State::Delivered => settle(RunState::Sent).await?,
                 State::NotDelivered => {
-                    settle("not_sent").await?;
-                    Err(WorkError::transient(Transient(format!(
+                    settle(RunState::NotSent).await?;
+                    return Err(WorkError::transient(Transient(format!(
                         "{why}; target has no record of the key"
-                    ))))
+                    ))));
                 }
                 State::Unknown => {
-                    settle("needs_check").await?;
+                    settle(RunState::NeedsCheck).await?;
                     tracing::warn!(%run_key, %why, "outgoing call in an unknown state");
                     ReviewItem {
                         org: rule.org.clone(),
                         kind: "automation".into(),
                         reason: "needs_check".into(),
                         key: run_key.clone(),
-                        at: Utc::now(),
+                        at: now,
                         detail: json!({"why": why, "idempotency_key": key, "integration_id": integration_id}),
                     }
                     .put(&self.store)
                     .await?;
-                    Ok(())
                 }
             },
         }
-    }
-}
-
-fn permanent(reason: &'static str, detail: impl Into<String>) -> WorkError {
-    WorkError::Permanent {
-        reason,
-        detail: detail.into(),
+        Ok(Applied::one(true))
     }
 }

@@ -3,65 +3,110 @@
 //! mapping filters); every consequence is derived from the stored item alone, so no crash between
 //! "stored" and "published" can lose one. A resend after a partial failure is harmless.
 
-use anyhow::Context;
-use aws_lambda_events::event::dynamodb::Event;
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use firmspace::config::{Config, Queues};
+use chrono::{DateTime, Utc};
+use firmspace::config::{Config, ConfigError};
 use firmspace::effects::derive;
-use firmspace::effects::queue::Publisher;
-use firmspace::store::Item;
+use firmspace::effects::queue::{Publisher, Queues};
+use firmspace::effects::worker::operator_org;
+use firmspace::ids::OrgId;
+use firmspace::review::ReviewItem;
+use firmspace::store::item::Read;
+use firmspace::store::{Item, Store, StoreError};
 use lambda_runtime::LambdaEvent;
+use serde_json::json;
 
 pub struct App {
     publisher: Publisher,
+    store: Store,
 }
 
 impl App {
-    pub fn new(publisher: Publisher) -> Self {
-        Self { publisher }
+    pub fn new(publisher: Publisher, store: Store) -> Self {
+        Self { publisher, store }
     }
 
-    pub async fn from_env() -> anyhow::Result<Self> {
-        let config = Config::from_env().context("loading configuration")?;
-        let queues = Queues::from_env().context("loading queue URLs")?;
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let config = Config::from_env()?;
+        let queues = Queues::from_env()?;
         let sqs = firmspace::aws::sqs(config.endpoint_url.as_deref()).await;
-        Ok(Self::new(Publisher { sqs, queues }))
+        Ok(Self::new(Publisher { sqs, queues }, config.store().await))
     }
 
     pub async fn handle(
         &self,
         event: LambdaEvent<Event>,
     ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
-        Ok(self.process(event.payload).await)
+        let response = self.process(event.payload, Utc::now()).await;
+        firmspace::telemetry::flush_metrics();
+        Ok(response)
     }
 
     /// Publishes the consequences of each record in order; at the first failure the rest of the
     /// batch is reported failed from that record on (the stream retries from there).
-    pub async fn process(&self, event: Event) -> DynamoDbEventResponse {
+    pub async fn process(&self, event: Event, now: DateTime<Utc>) -> DynamoDbEventResponse {
         let mut response = DynamoDbEventResponse::default();
         for record in event.records {
             if record.event_name != "INSERT" {
                 continue;
             }
-            let item: Item = record.change.new_image.into();
-            let consequences = derive::consequences(&item);
-            let key = item
-                .get("pk")
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .unwrap_or_default();
-            match self.publisher.publish(&consequences).await {
-                Ok(sent) => tracing::info!(item = %key, sent, "consequences published"),
-                Err(e) => {
-                    tracing::error!(item = %key, error.message = %e, error.cause_chain = ?e, "publish failed");
-                    let mut failure = DynamoDbBatchItemFailure::default();
-                    failure.item_identifier = record.change.sequence_number.clone();
-                    response.batch_item_failures.push(failure);
-                    break;
-                }
+            if self.one(&record, now).await.is_err() {
+                let mut failure = DynamoDbBatchItemFailure::default();
+                failure.item_identifier = record.change.sequence_number.clone();
+                response.batch_item_failures.push(failure);
+                break;
             }
         }
         response
+    }
+
+    async fn one(&self, record: &EventRecord, now: DateTime<Utc>) -> Result<(), ()> {
+        let item: Item = record.change.new_image.clone().into();
+        let pk = item.opt_str("pk").unwrap_or_default().to_owned();
+        let consequences = match derive::consequences(&item) {
+            Ok(c) => c,
+            Err(e) => return self.unreadable(&item, &pk, &e, now).await,
+        };
+        match self.publisher.publish(&consequences).await {
+            Ok(sent) => {
+                metrics::counter!("consequences_published").increment(sent as u64);
+                tracing::info!(item = %pk, sent, "consequences published");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(item = %pk, error.message = %e, error.cause_chain = ?e, "publish failed");
+                Err(())
+            }
+        }
+    }
+
+    /// A stored event that cannot be read is our defect: it reaches the logs and a review item,
+    /// and the stream moves on (retrying the same bytes cannot help).
+    async fn unreadable(
+        &self,
+        item: &Item,
+        pk: &str,
+        err: &StoreError,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        tracing::error!(item = %pk, error.message = %err, error.cause_chain = ?err, "stored event is unreadable; no consequences derived");
+        metrics::counter!("events_unreadable").increment(1);
+        let org = item
+            .opt_str("org")
+            .and_then(|o| OrgId::parse(o).ok())
+            .unwrap_or_else(operator_org);
+        let review = ReviewItem {
+            org,
+            kind: "fanout".into(),
+            reason: "malformed_event".into(),
+            key: pk.to_owned(),
+            at: now,
+            detail: json!({"error": err.to_string(), "kind": item.opt_str("kind")}),
+        };
+        review.put(&self.store).await.map(|_| ()).map_err(|e| {
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not file the review item");
+        })
     }
 }
 

@@ -1,77 +1,42 @@
 #![forbid(unsafe_code)]
 //! Notifications queue → one notification item per recipient, under a conditional key.
 
-use anyhow::Context;
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use firmspace::config::Config;
-use firmspace::effects::worker::{self, WorkError};
-use firmspace::effects::{notify, Consequence};
-use firmspace::ids::OrgId;
+use chrono::{DateTime, Utc};
+use firmspace::effects::notify;
+use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
+use firmspace::effects::Notification;
 use firmspace::store::Store;
-use lambda_runtime::LambdaEvent;
 
-pub struct App {
+pub struct Notify {
     store: Store,
-    max_receives: u32,
 }
 
-impl App {
-    pub fn new(store: Store, max_receives: u32) -> Self {
-        Self {
-            store,
-            max_receives,
-        }
-    }
+pub type App = SqsApp<Notify>;
 
-    pub async fn from_env() -> anyhow::Result<Self> {
-        let config = Config::from_env().context("loading configuration")?;
-        Ok(Self::new(
-            Store::from_config(&config).await,
-            config.max_receive_count,
-        ))
-    }
+pub fn app(store: Store, max_receives: u32) -> App {
+    SqsApp::new(
+        Notify {
+            store: store.clone(),
+        },
+        store,
+        max_receives,
+    )
+}
 
-    pub async fn handle(
-        &self,
-        event: LambdaEvent<SqsEvent>,
-    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-        Ok(self.process(event.payload).await)
-    }
+impl Worker for Notify {
+    type Job = Notification;
+    const NAME: &'static str = "notify";
 
-    pub async fn process(&self, event: SqsEvent) -> SqsBatchResponse {
-        worker::process(&self.store, "notify", self.max_receives, event, |c| {
-            self.apply(c)
+    async fn apply(&self, n: Notification, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
+        notify::deliver(&self.store, &n).await?.ok_or_else(|| {
+            WorkError::permanent(
+                "no_recipients",
+                "the invoice has no owner and the organisation has no members",
+            )
         })
-        .await
     }
+}
 
-    async fn apply(&self, consequence: Consequence) -> Result<(), WorkError> {
-        let Consequence::Notification {
-            org,
-            key,
-            recipient,
-            text,
-            at,
-        } = consequence
-        else {
-            return Err(WorkError::Permanent {
-                reason: "wrong_queue",
-                detail: "the notifications queue carries only notifications".into(),
-            });
-        };
-        let org = OrgId::parse(&org).map_err(|e| WorkError::Permanent {
-            reason: "malformed_message",
-            detail: e.to_string(),
-        })?;
-        match notify::deliver(&self.store, &org, &key, recipient.as_deref(), &text, &at).await? {
-            Some(created) => {
-                tracing::info!(created, "notification delivered");
-                Ok(())
-            }
-            None => Err(WorkError::Permanent {
-                reason: "no_recipients",
-                detail: "the invoice has no owner and the organisation has no members".into(),
-            }),
-        }
-    }
+pub async fn from_env() -> Result<App, firmspace::config::ConfigError> {
+    SqsApp::from_env(|_, store| Ok(Notify { store })).await
 }

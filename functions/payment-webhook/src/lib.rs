@@ -1,135 +1,142 @@
 #![forbid(unsafe_code)]
-//! `POST /hooks/{integration_id}/payments`: the signature is checked before anything in the body
-//! is read; a paid status ends in `register_payment`; every repeat is acknowledged with 200.
+//! `POST /hooks/{integration_id}/payments`: acquiring webhooks on the shared edge. This crate is
+//! only what is particular to payments: a verifier per provider, a parser per provider, and
+//! `register_payment` as the record step.
+
+mod monobank_keys;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
-use firmspace::config::Config;
-use firmspace::http::{self, body_bytes, header, json_response, ApiError, MAX_BODY};
-use firmspace::ids::{ExternalId, IntegrationId};
-use firmspace::money;
-use firmspace::orgs::{self, Integration, Provider};
-use firmspace::payments::providers::{self, Paid, WebhookEvent};
-use firmspace::payments::{
-    register_payment, reversal_id, Invoice, PaymentInput, Registered, Source,
+use firmspace::config::{self, Config};
+use firmspace::http::ApiError;
+use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::payments::providers::{
+    self, monobank, standard, stripe, PaymentSettings, Provider, WebhookEvent,
 };
-use firmspace::signature::{self, SignatureError};
+use firmspace::payments::{
+    register_payment, reversal_id, PaymentInput, Registered, Source as PaymentSource,
+};
+use firmspace::signature::{self, SignatureError, Verified, Verify};
+
 use firmspace::store::Store;
-use lambda_http::{Body, Request, Response};
-use secrecy::ExposeSecret;
-use serde_json::json;
-use std::convert::Infallible;
-
-mod monobank_keys;
+use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use http::HeaderMap;
 use monobank_keys::MonobankKeys;
+use secrecy::ExposeSecret;
 
-pub struct App {
-    store: Store,
+/// The payment webhook: the shared edge over the payments source.
+pub type App = Edge<Payments>;
+
+/// Where monobank's API is when `MONOBANK_API_URL` does not say.
+pub const MONOBANK_API: &str = "https://api.monobank.ua";
+
+pub fn app(store: Store) -> App {
+    app_with_monobank_api(store, MONOBANK_API)
+}
+
+/// `monobank_api` is where a rotated merchant key is fetched (a loopback server in tests).
+pub fn app_with_monobank_api(store: Store, monobank_api: &str) -> App {
+    Edge::new(
+        Payments {
+            monobank: MonobankKeys::new(monobank_api),
+        },
+        store,
+    )
+}
+
+pub async fn from_env() -> anyhow::Result<App> {
+    let config = Config::from_env().context("loading configuration")?;
+    let monobank_api = config::var("MONOBANK_API_URL").unwrap_or_else(|| MONOBANK_API.into());
+    Ok(app_with_monobank_api(config.store().await, &monobank_api))
+}
+
+pub struct Payments {
     monobank: MonobankKeys,
 }
 
-impl App {
-    pub fn new(store: Store) -> Self {
-        Self::with_monobank_api(store, "https://api.monobank.ua")
-    }
+/// One verifier per provider, built from the integration's key.
+pub enum PaymentVerifier {
+    Standard(signature::standard::Verifier),
+    Stripe(signature::stripe::Verifier),
+    Monobank(signature::monobank::Verifier),
+}
 
-    /// `monobank_api` is where a rotated merchant key is fetched (a loopback server in tests).
-    pub fn with_monobank_api(store: Store, monobank_api: &str) -> Self {
-        Self {
-            store,
-            monobank: MonobankKeys::new(monobank_api),
-        }
-    }
-
-    pub async fn from_env() -> anyhow::Result<Self> {
-        let config = Config::from_env().context("loading configuration")?;
-        Ok(Self::with_monobank_api(
-            Store::from_config(&config).await,
-            &config.monobank_api_url,
-        ))
-    }
-
-    pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
-        Ok(self
-            .respond(&req, Utc::now())
-            .await
-            .unwrap_or_else(ApiError::into_response))
-    }
-
-    /// The whole decision for one delivery at time `now`.
-    pub async fn respond(
+impl Verify for PaymentVerifier {
+    fn verify(
         &self,
-        req: &Request,
+        headers: &HeaderMap,
+        body: &[u8],
         now: DateTime<Utc>,
-    ) -> Result<Response<Body>, ApiError> {
-        let integration_id = integration_in_path(http::route_path(req))
-            .ok_or_else(|| ApiError::not_found("route"))?;
-        let body = body_bytes(req);
-        if body.len() > MAX_BODY {
-            return Err(ApiError::new(
-                413,
-                "payload_too_large",
-                "body exceeds 256 KiB",
-            ));
+    ) -> Result<Verified, SignatureError> {
+        match self {
+            Self::Standard(v) => v.verify(headers, body, now),
+            Self::Stripe(v) => v.verify(headers, body, now),
+            Self::Monobank(v) => v.verify(headers, body, now),
         }
-        let id =
-            IntegrationId::parse(integration_id).map_err(|_| ApiError::not_found("integration"))?;
-        let integration = orgs::get_integration(&self.store, &id)
-            .await?
-            .filter(|i| i.kind == "payments")
-            .ok_or_else(|| ApiError::not_found("integration"))?;
-        let provider = integration
-            .provider
-            .ok_or_else(|| ApiError::not_found("integration"))?;
-        let verified = match verify(&integration, provider, req, body, now) {
-            Err(SignatureError::Mismatch | SignatureError::BadKey)
-                if provider == Provider::Monobank =>
-            {
-                self.monobank
-                    .verify_with_fresh_key(
-                        &self.store,
-                        &integration,
-                        header(req, "x-sign"),
-                        body,
-                        now,
-                    )
-                    .await
-            }
-            other => other,
-        };
-        verified.map_err(|e| {
-            tracing::warn!(integration = %id.id, reason = %e, "refused webhook");
-            ApiError::unauthorized("invalid_signature", e.to_string())
-        })?;
-        let parsed = match provider {
-            Provider::Standard => providers::standard(
-                body,
-                header(req, "webhook-timestamp")
-                    .and_then(|t| t.parse().ok())
-                    .and_then(|t| DateTime::from_timestamp(t, 0)),
+    }
+}
+
+fn settings(integration: &Integration) -> Option<&PaymentSettings> {
+    match &integration.settings {
+        Settings::Payments(p) => Some(p),
+        _ => None,
+    }
+}
+
+impl Source for Payments {
+    const KIND: IntegrationKind = IntegrationKind::Payments;
+    type Verifier = PaymentVerifier;
+    type Event = PaymentInput;
+
+    fn verifier(&self, integration: &Integration) -> Result<PaymentVerifier, SignatureError> {
+        Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
+            PaymentSettings::Standard { secret } => PaymentVerifier::Standard(
+                signature::standard::Verifier::new(secret.expose_secret())?,
             ),
-            Provider::Stripe => providers::stripe(body),
-            Provider::Monobank => providers::monobank(body),
-        }
-        .map_err(|e| ApiError::bad_request("malformed", e.to_string()))?;
-        let source = match provider {
-            Provider::Standard => Source::Standard,
-            Provider::Stripe => Source::Stripe,
-            Provider::Monobank => Source::Monobank,
-        };
-        let (paid, reverses) = match parsed {
-            WebhookEvent::Ignored(status) => {
-                return Ok(json_response(
-                    200,
-                    &json!({"status": "ignored", "provider_status": status}),
-                ))
+            PaymentSettings::Stripe { secret } => {
+                PaymentVerifier::Stripe(signature::stripe::Verifier::new(secret.expose_secret())?)
             }
+            PaymentSettings::Monobank(merchant) => {
+                PaymentVerifier::Monobank(signature::monobank::Verifier::new(&merchant.public_key)?)
+            }
+        })
+    }
+
+    fn label(&self, integration: &Integration) -> &'static str {
+        match settings(integration).map(PaymentSettings::provider) {
+            Some(Provider::Standard) => "standard",
+            Some(Provider::Stripe) => "stripe",
+            Some(Provider::Monobank) => "monobank",
+            None => "payments",
+        }
+    }
+
+    fn parse(
+        &self,
+        integration: &Integration,
+        verified: &Verified,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Parsed<PaymentInput>, String> {
+        let provider = settings(integration)
+            .map(PaymentSettings::provider)
+            .ok_or("not a payments integration")?;
+        let (source, event) = match provider {
+            Provider::Standard => (
+                PaymentSource::Integration(integration.id.clone()),
+                standard::parse(body, verified.id.as_deref(), verified.at),
+            ),
+            Provider::Stripe => (PaymentSource::Stripe, stripe::parse(body)),
+            Provider::Monobank => (PaymentSource::Monobank, monobank::parse(body)),
+        };
+        let (paid, reverses) = match event.map_err(|e| e.to_string())? {
+            WebhookEvent::Ignored(status) => return Ok(Parsed::Ignored(status)),
             WebhookEvent::Paid(paid) => (paid, None),
             WebhookEvent::Reversed(paid) => {
                 let original = paid.external_id.clone();
                 let key = reversal_id(&original);
                 (
-                    Paid {
+                    providers::Paid {
                         external_id: key,
                         ..paid
                     },
@@ -137,7 +144,7 @@ impl App {
                 )
             }
         };
-        let input = PaymentInput {
+        Ok(Parsed::Event(PaymentInput {
             org: integration.org().clone(),
             invoice_ref: paid.invoice_ref,
             source,
@@ -145,90 +152,52 @@ impl App {
             amount: paid.amount,
             currency: paid.currency,
             at: paid.at.unwrap_or(now),
-            actor: format!("integration:{}", id.id),
-            fingerprint: ExternalId::of_body(body).as_str().to_owned(),
+            actor: format!("integration:{}", integration.id),
             reverses,
-        };
-        let registered = register_payment(&self.store, &input).await?;
-        Ok(json_response(200, &webhook_answer(&registered)))
+            reversible: provider == Provider::Monobank,
+        }))
     }
-}
 
-/// `{"duplicate":false,"applied":"40.00","invoice":{...}}`; a repeat says `duplicate: true` and
-/// `applied: "0"`.
-pub fn webhook_answer(registered: &Registered) -> serde_json::Value {
-    match registered {
-        Registered::Booked { record, invoice } => json!({
-            "duplicate": false,
-            "applied": money::display(record.applied),
-            "outcome": record.outcome,
-            "invoice": invoice.as_ref().map(Invoice::to_json),
-        }),
-        Registered::Duplicate { stored, invoice } => json!({
-            "duplicate": true,
-            "applied": "0",
-            "outcome": stored.outcome,
-            "invoice": invoice.as_ref().map(Invoice::to_json),
-        }),
-    }
-}
-
-fn integration_in_path(path: &str) -> Option<&str> {
-    let rest = path.strip_prefix("/hooks/")?;
-    let (id, tail) = rest.split_once('/')?;
-    (tail.trim_end_matches('/') == "payments").then_some(id)
-}
-
-fn verify(
-    integration: &Integration,
-    provider: Provider,
-    req: &Request,
-    body: &[u8],
-    now: DateTime<Utc>,
-) -> Result<(), SignatureError> {
-    let secret = || {
-        integration
-            .secret
-            .as_ref()
-            .map(|s| s.expose_secret())
-            .ok_or(SignatureError::BadKey)
-    };
-    match provider {
-        Provider::Standard => signature::standard::verify(
-            secret()?,
-            &signature::standard::Headers {
-                id: header(req, "webhook-id"),
-                timestamp: header(req, "webhook-timestamp"),
-                signature: header(req, "webhook-signature"),
+    async fn record(
+        &self,
+        store: &Store,
+        _integration: &Integration,
+        input: PaymentInput,
+        _now: DateTime<Utc>,
+    ) -> Result<Recorded, ApiError> {
+        let registered = register_payment(store, &input).await?;
+        let outcome = match &registered {
+            Registered::Booked(event) => Outcome::Stored {
+                review: event.outcome.review_reason().is_some(),
             },
-            body,
-            now.timestamp(),
-        ),
-        Provider::Stripe => signature::stripe::verify(
-            secret()?,
-            header(req, "stripe-signature"),
-            body,
-            now.timestamp(),
-        ),
-        Provider::Monobank => signature::monobank::verify(
-            integration
-                .public_key
-                .as_deref()
-                .ok_or(SignatureError::BadKey)?,
-            header(req, "x-sign"),
-            body,
-        ),
+            Registered::Duplicate {
+                same_payload: true, ..
+            } => Outcome::Duplicate,
+            Registered::Duplicate { stored, .. } => Outcome::Conflict {
+                fingerprint: input.fingerprint(),
+                stored: stored.fingerprint.clone(),
+            },
+        };
+        Ok(Recorded {
+            key: input.event_key(),
+            answer: registered.answer(),
+            outcome,
+        })
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_integration_id_is_read_from_the_route() {
-        assert_eq!(integration_in_path("/hooks/abc/payments"), Some("abc"));
-        assert_eq!(integration_in_path("/hooks/abc/messages"), None);
-        assert_eq!(integration_in_path("/api/abc/payments"), None);
+    async fn refresh(
+        &self,
+        store: &Store,
+        integration: &Integration,
+        now: DateTime<Utc>,
+    ) -> Option<Integration> {
+        match settings(integration)? {
+            PaymentSettings::Monobank(merchant) => {
+                self.monobank
+                    .fresh_key(store, integration, merchant, now)
+                    .await
+            }
+            _ => None,
+        }
     }
 }

@@ -1,8 +1,9 @@
 #![forbid(unsafe_code)]
+#![recursion_limit = "256"]
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    firmspace::telemetry::init();
-    let app = payment_webhook::App::from_env().await?;
+    firmspace::telemetry::init("payment-webhook");
+    let app = payment_webhook::from_env().await?;
     lambda_http::run(lambda_http::service_fn(|req| app.handle(req))).await
 }

@@ -1,44 +1,42 @@
 //! The activity log of a contact, deal or company: an entry with a key is appended only if that
 //! key is not yet in that log; the log reads in time order.
 
+use super::{ActivityLine, EntityKind};
 use crate::ids::OrgId;
-use crate::store::item::{Builder, Read};
+use crate::store::item::{tag_name, Builder, Read};
 use crate::store::{Store, StoreError};
+use crate::time;
 use serde_json::{json, Value};
 
-pub struct Entry<'a> {
-    pub entity_kind: &'a str,
-    pub entity_id: &'a str,
-    pub key: &'a str,
-    pub kind: &'a str,
-    pub text: &'a str,
-    pub at: &'a str,
+fn log_pk(org: &OrgId, entity_kind: EntityKind, entity_id: &str) -> String {
+    org.pk(&format!("ACTIVITY#{}#{entity_id}", tag_name(&entity_kind)))
 }
 
-fn log_pk(org: &OrgId, entity_kind: &str, entity_id: &str) -> String {
-    org.pk(&format!("ACTIVITY#{entity_kind}#{entity_id}"))
-}
-
-/// Appends the entry; `Ok(false)` when the log already has this key.
-pub async fn append(store: &Store, org: &OrgId, entry: &Entry<'_>) -> Result<bool, StoreError> {
-    let log = log_pk(org, entry.entity_kind, entry.entity_id);
-    let item = Builder::new(&format!("{log}#{}", entry.key), "activity", org.as_str())
-        .str("entity_kind", entry.entity_kind)
-        .str("entity_id", entry.entity_id)
-        .str("key", entry.key)
-        .str("entry_kind", entry.kind)
-        .str("text", entry.text)
-        .str("at", entry.at)
-        .list(&log, &format!("{}#{}", entry.at, entry.key))
-        .build();
-    store.put_new(item).await
+/// Appends the line; `Ok(false)` when the log already has its key.
+pub async fn append(store: &Store, line: &ActivityLine) -> Result<bool, StoreError> {
+    let log = log_pk(&line.org, line.entity_kind, &line.entity_id);
+    let at = time::format(line.at);
+    let item = Builder::new(
+        &format!("{log}#{}", line.key),
+        "activity",
+        line.org.as_str(),
+    )
+    .tag("entity_kind", &line.entity_kind)
+    .str("entity_id", &line.entity_id)
+    .str("key", &line.key)
+    .str("entry_kind", &line.kind)
+    .str("text", &line.text)
+    .str("at", &at)
+    .list(&log, &format!("{at}#{}", line.key))
+    .build();
+    Ok(store.put_new(item).await?.created())
 }
 
 /// The log, oldest first.
 pub async fn list(
     store: &Store,
     org: &OrgId,
-    entity_kind: &str,
+    entity_kind: EntityKind,
     entity_id: &str,
 ) -> Result<Vec<Value>, StoreError> {
     let items = store

@@ -2,10 +2,12 @@
 //! once: a task's id is derived from the run; an outgoing message's run moves through the states
 //! in `runs`.
 
-use crate::ids::{LocalId, OrgId};
-use crate::payments::invoice::at_str;
-use crate::store::item::{Builder, Read};
-use crate::store::{Store, StoreError};
+use super::runs::RunState;
+use super::Trigger;
+use crate::ids::{EventKey, IntegrationId, LocalId, OrgId};
+use crate::store::item::{tag_name, Builder, Read};
+use crate::store::{Step, Store, StoreError, Transacted};
+use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -18,7 +20,7 @@ pub enum Action {
         title: String,
     },
     SendMessage {
-        integration_id: String,
+        integration_id: IntegrationId,
         text: String,
     },
 }
@@ -27,46 +29,50 @@ pub enum Action {
 pub struct Rule {
     pub org: OrgId,
     pub rule_id: String,
-    pub trigger: String,
+    pub trigger: Trigger,
     pub action: Action,
 }
 
-fn rules_list(org: &OrgId, trigger: &str) -> String {
-    org.pk(&format!("RULES#{trigger}"))
+fn rules_list(org: &OrgId, trigger: Trigger) -> String {
+    org.pk(&format!("RULES#{}", tag_name(&trigger)))
 }
 
 pub async fn create_rule(
     store: &Store,
     org: &OrgId,
-    trigger: &str,
+    trigger: Trigger,
     action: Action,
     now: DateTime<Utc>,
 ) -> Result<Rule, StoreError> {
     let rule_id = LocalId::generate("rule_").as_str().to_owned();
     let item = Builder::new(&org.pk(&format!("RULE#{rule_id}")), "rule", org.as_str())
         .str("rule_id", &rule_id)
-        .str("trigger", trigger)
+        .tag("trigger", &trigger)
         .str(
             "action",
             serde_json::to_string(&action).expect("actions serialize"),
         )
-        .str("created_at", at_str(now))
+        .time("created_at", now)
         .list(
             &rules_list(org, trigger),
-            &format!("{}#{rule_id}", at_str(now)),
+            &format!("{}#{rule_id}", time::format(now)),
         )
         .build();
     store.put_new(item).await?;
     Ok(Rule {
         org: org.clone(),
         rule_id,
-        trigger: trigger.to_owned(),
+        trigger,
         action,
     })
 }
 
 /// The organisation's rules for a trigger, oldest first.
-pub async fn rules_for(store: &Store, org: &OrgId, trigger: &str) -> Result<Vec<Rule>, StoreError> {
+pub async fn rules_for(
+    store: &Store,
+    org: &OrgId,
+    trigger: Trigger,
+) -> Result<Vec<Rule>, StoreError> {
     store
         .list(&rules_list(org, trigger), false, 100)
         .await?
@@ -81,7 +87,7 @@ pub async fn rules_for(store: &Store, org: &OrgId, trigger: &str) -> Result<Vec<
             Ok(Rule {
                 org: org.clone(),
                 rule_id: item.str_of("rule_id")?.to_owned(),
-                trigger: trigger.to_owned(),
+                trigger,
                 action,
             })
         })
@@ -89,7 +95,7 @@ pub async fn rules_for(store: &Store, org: &OrgId, trigger: &str) -> Result<Vec<
 }
 
 /// The run's identity: `{rule_id}:{event_key}`.
-pub fn run_key(rule_id: &str, event_key: &str) -> String {
+pub fn run_key(rule_id: &str, event_key: &EventKey) -> String {
     format!("{rule_id}:{event_key}")
 }
 
@@ -112,7 +118,7 @@ pub async fn create_task(
     store: &Store,
     rule: &Rule,
     title: &str,
-    event_key: &str,
+    event_key: &EventKey,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let key = run_key(&rule.rule_id, event_key);
@@ -124,36 +130,24 @@ pub async fn create_task(
     )
     .str("id", &id)
     .str("rule_id", &rule.rule_id)
-    .str("event_key", event_key)
+    .str("event_key", event_key.as_str())
     .str("title", title)
-    .str("at", at_str(now))
-    .list(&rule.org.pk("TASKS"), &format!("{}#{id}", at_str(now)))
+    .time("at", now)
+    .list(
+        &rule.org.pk("TASKS"),
+        &format!("{}#{id}", time::format(now)),
+    )
     .build();
-    let run = super::runs::run_item(&rule.org, &rule.rule_id, event_key, "done", now);
-    let result = store
-        .client
-        .transact_write_items()
-        .transact_items(store.put_new_step(run))
-        .transact_items(store.put_new_step(task))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(e) => {
-            use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
-            let duplicate = matches!(
-                e.as_service_error(),
-                Some(E::TransactionCanceledException(c)) if c
-                    .cancellation_reasons()
-                    .iter()
-                    .any(|r| r.code() == Some("ConditionalCheckFailed"))
-            );
-            if duplicate {
-                Ok(false)
-            } else {
-                Err(StoreError::sdk(e))
-            }
-        }
+    let run = super::runs::run_item(&rule.org, &rule.rule_id, event_key, RunState::Done, now);
+    match store
+        .transact(vec![Step::PutNew(run), Step::PutNew(task)])
+        .await?
+    {
+        Transacted::Done => Ok(true),
+        Transacted::Refused { .. } => Ok(false),
+        Transacted::Contended => Err(StoreError::Contended {
+            pk: super::runs::run_pk(&rule.org, &key),
+        }),
     }
 }
 

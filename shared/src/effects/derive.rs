@@ -1,161 +1,140 @@
-//! What a stored event item implies, decided from the item alone. Pure.
+//! What a stored event item implies, decided from the item alone, read through the same type
+//! that wrote it. Pure. An event item that cannot be read is an error, never zero consequences.
 
-use super::Consequence;
+use super::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::money;
+use crate::payments::event::{self, PaymentEvent};
+use crate::payments::Outcome;
 use crate::store::item::Read;
-use crate::store::Item;
+use crate::store::{Item, StoreError};
 use serde_json::json;
 
 /// Event kinds the stream hands to the fan-out (the event source mapping filters on these).
-pub const EVENT_KINDS: &[&str] = &["payment_event", "message", "call", "bank_tx", "ledger_line"];
+pub const EVENT_KINDS: &[&str] = &[event::KIND, "message", "call", "bank_tx", "ledger_line"];
 
 /// The consequences of one newly stored item; items that are not events yield none.
-pub fn consequences(item: &Item) -> Vec<Consequence> {
+pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
     match item.opt_str("kind") {
-        Some("payment_event") => payment(item).unwrap_or_default(),
-        _ => Vec::new(),
+        Some(event::KIND) => Ok(payment(&PaymentEvent::from_item(item)?)),
+        _ => Ok(Vec::new()),
     }
 }
 
-fn payment(item: &Item) -> Option<Vec<Consequence>> {
-    let org = item.opt_str("org")?.to_owned();
-    let source = item.opt_str("source")?;
-    let external_id = item.opt_str("external_id")?;
+fn payment(event: &PaymentEvent) -> Vec<Consequence> {
     // Unmatched money has no invoice to tell anyone about; its review item is the consequence.
-    let number = item.opt_str("invoice_number")?;
-    let at = item.opt_str("at")?.to_owned();
-    let applied = item.opt_dec("applied")?;
-    let currency = item.opt_str("currency").unwrap_or_default();
-    let status = item.opt_str("invoice_status").unwrap_or_default();
-    let outcome = item.opt_str("outcome").unwrap_or_default();
-    let event_key = format!("payment:{source}:{external_id}");
-    let text = match outcome {
-        "reversed" => format!(
-            "Payment of {} {currency} for {number} was reversed; invoice is {status}",
-            money::display(-applied)
+    let Some(invoice) = &event.invoice else {
+        return Vec::new();
+    };
+    let key = event.key();
+    let currency = event.currency.as_ref().map_or("", |c| c.as_str());
+    let status = crate::store::item::tag_name(&invoice.status);
+    let text = match event.outcome {
+        Outcome::Reversed => format!(
+            "Payment of {} {currency} for {} was reversed; invoice is {status}",
+            money::display(-event.applied),
+            invoice.number
         ),
         _ => format!(
-            "Payment for {number} via {source}: {} {currency} received, {} applied; invoice is {status}",
-            money::display(item.opt_dec("received").unwrap_or(applied)),
-            money::display(applied)
+            "Payment for {} via {}: {} {currency} received, {} applied; invoice is {status}",
+            invoice.number,
+            event.source,
+            money::display(event.received.unwrap_or(event.applied)),
+            money::display(event.applied)
         ),
     };
-    let mut out = Vec::new();
-    for (entity_kind, attr) in [
-        ("contact", "contact_id"),
-        ("deal", "deal_id"),
-        ("company", "company_id"),
-    ] {
-        if let Some(entity_id) = item.opt_str(attr) {
-            out.push(Consequence::Activity {
-                org: org.clone(),
-                entity_kind: entity_kind.into(),
-                entity_id: entity_id.into(),
-                key: format!("invoice:{source}:{external_id}"),
-                kind: "payment".into(),
-                text: text.clone(),
-                at: at.clone(),
-            });
+    let links = &invoice.links;
+    let mut out: Vec<Consequence> = [
+        (EntityKind::Contact, &links.contact_id),
+        (EntityKind::Deal, &links.deal_id),
+        (EntityKind::Company, &links.company_id),
+    ]
+    .into_iter()
+    .filter_map(|(entity_kind, id)| Some((entity_kind, id.clone()?)))
+    .map(|(entity_kind, entity_id)| {
+        ActivityLine {
+            org: event.org.clone(),
+            entity_kind,
+            entity_id,
+            key: format!("invoice:{}", key.id()),
+            kind: "payment".into(),
+            text: text.clone(),
+            at: event.at,
         }
+        .into()
+    })
+    .collect();
+    out.push(
+        Notification {
+            org: event.org.clone(),
+            key: key.clone(),
+            recipient: links.owner.clone(),
+            text,
+            at: event.at,
+        }
+        .into(),
+    );
+    if invoice.closed_now {
+        out.push(
+            Fired {
+                org: event.org.clone(),
+                trigger: Trigger::InvoicePaid,
+                event_key: key,
+                at: event.at,
+                context: json!({
+                    "invoice_id": event.invoice_id,
+                    "invoice_number": invoice.number,
+                    "contact_id": links.contact_id,
+                    "owner": links.owner,
+                }),
+            }
+            .into(),
+        );
     }
-    out.push(Consequence::Notification {
-        org: org.clone(),
-        key: event_key.clone(),
-        recipient: item.opt_str("owner").map(str::to_owned),
-        text: text.clone(),
-        at: at.clone(),
-    });
-    if item.bool_of("closed_invoice") {
-        out.push(Consequence::Trigger {
-            org,
-            trigger: "invoice.paid".into(),
-            event_key,
-            at,
-            context: json!({
-                "invoice_id": item.opt_str("invoice_id"),
-                "invoice_number": number,
-                "contact_id": item.opt_str("contact_id"),
-                "owner": item.opt_str("owner"),
-            }),
-        });
-    }
-    Some(out)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::item::{b, n, s};
-
-    fn payment_item(closed: bool, owner: Option<&str>) -> Item {
-        let mut item: Item = [
-            ("kind", s("payment_event")),
-            ("org", s("o0123456789ab")),
-            ("source", s("standard")),
-            ("external_id", s("pay_1")),
-            ("invoice_id", s("inv_1")),
-            ("invoice_number", s("INV-00001")),
-            ("at", s("2026-12-02T10:00:00.000Z")),
-            ("applied", n("40")),
-            ("received", n("40")),
-            ("currency", s("UAH")),
-            (
-                "invoice_status",
-                s(if closed { "paid" } else { "partially_paid" }),
-            ),
-            ("closed_invoice", b(closed)),
-            ("contact_id", s("c1")),
-            ("deal_id", s("d1")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        if let Some(o) = owner {
-            item.insert("owner".into(), s(o));
-        }
-        item
-    }
+    use crate::payments::event::tests::sample;
+    use crate::store::item::s;
 
     #[test]
     fn a_payment_yields_activity_per_linked_entity_and_one_notification() {
-        let out = consequences(&payment_item(false, Some("u1")));
-        assert_eq!(out.len(), 3);
+        let out = consequences(&sample(false).to_item()).unwrap();
         let keys: Vec<String> = out.iter().map(Consequence::key).collect();
         assert_eq!(
             keys,
             [
-                "activity:contact:c1:invoice:standard:pay_1",
-                "activity:deal:d1:invoice:standard:pay_1",
-                "notification:payment:standard:pay_1"
+                "activity:contact:c1:invoice:stripe:pi_1",
+                "activity:deal:d1:invoice:stripe:pi_1",
+                "notification:payment:stripe:pi_1"
             ]
-        );
-        assert!(
-            matches!(&out[2], Consequence::Notification { recipient: Some(r), .. } if r == "u1")
         );
     }
 
     #[test]
     fn the_payment_that_closes_the_invoice_also_triggers_invoice_paid() {
-        let out = consequences(&payment_item(true, None));
-        assert!(
-            matches!(out.last(), Some(Consequence::Trigger { trigger, .. }) if trigger == "invoice.paid")
-        );
-        assert!(out.iter().any(|c| matches!(
-            c,
-            Consequence::Notification {
-                recipient: None,
+        let out = consequences(&sample(true).to_item()).unwrap();
+        assert!(matches!(
+            out.last(),
+            Some(Consequence::Trigger(Fired {
+                trigger: Trigger::InvoicePaid,
                 ..
-            }
-        )));
+            }))
+        ));
+        assert!(out
+            .iter()
+            .any(|c| matches!(c, Consequence::Notification(n) if n.recipient.is_none())));
     }
 
     #[test]
-    fn unmatched_payments_and_non_events_yield_nothing() {
-        let mut item = payment_item(true, None);
-        item.remove("invoice_number");
-        assert!(consequences(&item).is_empty());
-        let mut other = payment_item(true, None);
+    fn a_malformed_event_item_is_an_error_and_other_items_yield_nothing() {
+        let mut broken = sample(true).to_item();
+        broken.remove("org");
+        assert!(consequences(&broken).is_err());
+        let mut other = sample(true).to_item();
         other.insert("kind".into(), s("notification"));
-        assert!(consequences(&other).is_empty());
+        assert!(consequences(&other).unwrap().is_empty());
     }
 }

@@ -1,6 +1,9 @@
 //! Consequences of stored events: notifications, activity-log lines, automation runs. The stream
 //! fan-out derives them from the stored item alone (no dual write); each worker writes with its
 //! own conditional key, so a redelivered message is a no-op.
+//!
+//! A message is typed when it is read off the queue: organisation, entity kind, trigger and time
+//! are parsed there once, and a worker's `apply` never sees raw strings for them.
 
 pub mod activity;
 pub mod automation;
@@ -12,39 +15,78 @@ pub mod runs;
 pub mod targets;
 pub mod worker;
 
+use crate::ids::{EventKey, OrgId};
+use crate::time::serde_millis;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One consequence, as it travels through SQS.
+/// Entities that carry an activity log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntityKind {
+    Contact,
+    Deal,
+    Company,
+}
+
+/// Something rules can react to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Trigger {
+    #[serde(rename = "invoice.paid")]
+    InvoicePaid,
+    #[serde(rename = "message.received")]
+    MessageReceived,
+    #[serde(rename = "call.missed")]
+    CallMissed,
+}
+
+impl Trigger {
+    pub const ALL: [Self; 3] = [Self::InvoicePaid, Self::MessageReceived, Self::CallMissed];
+}
+
+/// To `recipient`, or to every team member (one copy each, keyed `KEY#RECIPIENT`) when `None`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    pub org: OrgId,
+    pub key: EventKey,
+    pub recipient: Option<String>,
+    pub text: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+/// A line in the log of a contact, deal or company, appended once per key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityLine {
+    pub org: OrgId,
+    pub entity_kind: EntityKind,
+    pub entity_id: String,
+    pub key: String,
+    pub kind: String,
+    pub text: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+/// A trigger fired by an event; every rule for it runs once per (rule, event key).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fired {
+    pub org: OrgId,
+    pub trigger: Trigger,
+    pub event_key: EventKey,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+    pub context: Value,
+}
+
+/// One consequence, as it travels through SQS: `{"type": "activity", ...}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Consequence {
-    /// To `recipient`, or to every team member (one copy each, keyed `KEY#RECIPIENT`) when `None`.
-    Notification {
-        org: String,
-        key: String,
-        recipient: Option<String>,
-        text: String,
-        at: String,
-    },
-    /// A line in the log of a contact, deal or company, appended once per key.
-    Activity {
-        org: String,
-        entity_kind: String,
-        entity_id: String,
-        key: String,
-        kind: String,
-        text: String,
-        at: String,
-    },
-    /// Something rules can react to (`invoice.paid`, `message.received`, `call.missed`).
-    Trigger {
-        org: String,
-        trigger: String,
-        event_key: String,
-        at: String,
-        context: Value,
-    },
+    Notification(Notification),
+    Activity(ActivityLine),
+    Trigger(Fired),
 }
 
 /// The queue a consequence goes to.
@@ -58,39 +100,86 @@ pub enum QueueKind {
 impl Consequence {
     pub fn queue(&self) -> QueueKind {
         match self {
-            Self::Notification { .. } => QueueKind::Notifications,
-            Self::Activity { .. } => QueueKind::Activity,
-            Self::Trigger { .. } => QueueKind::Automation,
+            Self::Notification(_) => QueueKind::Notifications,
+            Self::Activity(_) => QueueKind::Activity,
+            Self::Trigger(_) => QueueKind::Automation,
         }
     }
 
-    pub fn org(&self) -> &str {
+    pub fn org(&self) -> &OrgId {
         match self {
-            Self::Notification { org, .. }
-            | Self::Activity { org, .. }
-            | Self::Trigger { org, .. } => org,
+            Self::Notification(n) => &n.org,
+            Self::Activity(a) => &a.org,
+            Self::Trigger(t) => &t.org,
         }
     }
 
     /// The consequence's own key, for logs and review items.
     pub fn key(&self) -> String {
         match self {
-            Self::Notification { key, .. } => format!("notification:{key}"),
-            Self::Activity {
-                entity_kind,
-                entity_id,
-                key,
-                ..
-            } => format!("activity:{entity_kind}:{entity_id}:{key}"),
-            Self::Trigger {
-                trigger, event_key, ..
-            } => format!("trigger:{trigger}:{event_key}"),
+            Self::Notification(n) => format!("notification:{}", n.key),
+            Self::Activity(a) => format!(
+                "activity:{}:{}:{}",
+                crate::store::item::tag_name(&a.entity_kind),
+                a.entity_id,
+                a.key
+            ),
+            Self::Trigger(t) => format!(
+                "trigger:{}:{}",
+                crate::store::item::tag_name(&t.trigger),
+                t.event_key
+            ),
         }
     }
 }
 
-/// Triggers a rule may name.
-pub const TRIGGERS: &[&str] = &["invoice.paid", "message.received", "call.missed"];
+macro_rules! job {
+    ($variant:ident, $ty:ty) => {
+        impl TryFrom<Consequence> for $ty {
+            type Error = Consequence;
+            fn try_from(c: Consequence) -> Result<Self, Consequence> {
+                match c {
+                    Consequence::$variant(job) => Ok(job),
+                    other => Err(other),
+                }
+            }
+        }
 
-/// Entities that carry an activity log.
-pub const ENTITY_KINDS: &[&str] = &["contact", "deal", "company"];
+        impl From<$ty> for Consequence {
+            fn from(job: $ty) -> Self {
+                Consequence::$variant(job)
+            }
+        }
+    };
+}
+
+job!(Notification, Notification);
+job!(Activity, ActivityLine);
+job!(Trigger, Fired);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_with_a_bad_org_kind_or_time_does_not_parse() {
+        let good = r#"{"type":"activity","org":"o0123456789ab","entity_kind":"contact","entity_id":"c1","key":"k1","kind":"note","text":"hello","at":"2026-12-02T10:00:00.000Z"}"#;
+        let parsed: Consequence = serde_json::from_str(good).unwrap();
+        assert_eq!(parsed.key(), "activity:contact:c1:k1");
+        for bad in [
+            good.replace("o0123456789ab", "ORG#x"),
+            good.replace("contact", "planet"),
+            good.replace("2026-12-02T10:00:00.000Z", "yesterday"),
+        ] {
+            assert!(serde_json::from_str::<Consequence>(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn triggers_travel_by_their_dotted_names() {
+        assert_eq!(
+            serde_json::to_string(&Trigger::InvoicePaid).unwrap(),
+            "\"invoice.paid\""
+        );
+    }
+}

@@ -1,43 +1,41 @@
 //! Notifications: one item per (organisation, key); a team notification is one per member,
 //! keyed `KEY#RECIPIENT`, so each colleague gets exactly one copy.
 
+use super::worker::Applied;
+use super::Notification;
 use crate::ids::OrgId;
 use crate::orgs;
 use crate::store::item::{b, Builder, Read};
-use crate::store::{Item, Store, StoreError};
+use crate::store::{Cond, Item, Store, StoreError, Update};
+use crate::time;
 use serde_json::{json, Value};
 
 fn pk(org: &OrgId, key: &str) -> String {
     org.pk(&format!("NOTIFICATION#{key}"))
 }
 
-fn item(org: &OrgId, key: &str, recipient: &str, text: &str, at: &str) -> Item {
-    Builder::new(&pk(org, key), "notification", org.as_str())
+fn item(n: &Notification, key: &str, recipient: &str) -> Item {
+    let at = time::format(n.at);
+    Builder::new(&pk(&n.org, key), "notification", n.org.as_str())
         .str("key", key)
         .str("recipient", recipient)
-        .str("text", text)
-        .str("at", at)
-        .set("read", b(false))
+        .str("text", &n.text)
+        .str("at", &at)
+        .bool("read", false)
         .list(
-            &org.pk(&format!("NOTIFY#{recipient}")),
+            &n.org.pk(&format!("NOTIFY#{recipient}")),
             &format!("{at}#{key}"),
         )
         .build()
 }
 
-/// Delivers a notification; returns how many copies were new (0 on a redelivery).
+/// Delivers a notification: what was new and what a redelivery found already there.
 /// `Ok(None)` means a team notification found no team.
-pub async fn deliver(
-    store: &Store,
-    org: &OrgId,
-    key: &str,
-    recipient: Option<&str>,
-    text: &str,
-    at: &str,
-) -> Result<Option<usize>, StoreError> {
-    let targets: Vec<(String, String)> = match recipient {
-        Some(r) => vec![(r.to_owned(), key.to_owned())],
-        None => orgs::members(store, org)
+pub async fn deliver(store: &Store, n: &Notification) -> Result<Option<Applied>, StoreError> {
+    let key = n.key.as_str();
+    let targets: Vec<(String, String)> = match &n.recipient {
+        Some(r) => vec![(r.clone(), key.to_owned())],
+        None => orgs::members(store, &n.org)
             .await?
             .into_iter()
             .map(|m| (format!("{key}#{}", m.user_id), m.user_id))
@@ -47,13 +45,12 @@ pub async fn deliver(
     if targets.is_empty() {
         return Ok(None);
     }
-    let mut created = 0;
+    let mut applied = Applied::default();
     for (recipient, key) in &targets {
-        if store.put_new(item(org, key, recipient, text, at)).await? {
-            created += 1;
-        }
+        let created = store.put_new(item(n, key, recipient)).await?.created();
+        applied = applied.and(Applied::one(created));
     }
-    Ok(Some(created))
+    Ok(Some(applied))
 }
 
 pub fn to_json(item: &Item) -> Value {
@@ -76,25 +73,6 @@ pub async fn list(store: &Store, org: &OrgId, recipient: &str) -> Result<Vec<Val
 
 /// Marks one notification read; `Ok(false)` when there is no such notification.
 pub async fn mark_read(store: &Store, org: &OrgId, key: &str) -> Result<bool, StoreError> {
-    let result = store
-        .client
-        .update_item()
-        .table_name(&store.table)
-        .set_key(Some(Store::key(&pk(org, key))))
-        .update_expression("SET #r = :t")
-        .condition_expression("attribute_exists(pk)")
-        .expression_attribute_names("#r", "read")
-        .expression_attribute_values(":t", b(true))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(StoreError::sdk(e)),
-    }
+    let update = Update::new().set("read", b(true)).when(Cond::Exists);
+    store.update_if(&pk(org, key), &update).await
 }

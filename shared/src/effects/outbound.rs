@@ -1,11 +1,39 @@
 //! Outgoing calls of automation runs: signed, carrying the run's `Idempotency-Key`, with a short
 //! timeout. What happened is classified, so an unclear outcome is checked, never resent blindly.
 
-use crate::orgs::Integration;
 use crate::signature::standard;
-use secrecy::ExposeSecret;
+use crate::store::item::{Builder, Read};
+use crate::store::{Item, StoreError};
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use std::time::Duration;
+
+/// An outbound integration: where automation sends messages, and how it signs them.
+#[derive(Clone, Debug)]
+pub struct OutboundTarget {
+    pub url: String,
+    /// Where the target reports the state of an idempotency key (`{key}` is replaced).
+    pub status_url: Option<String>,
+    /// Signs outgoing calls (Standard Webhooks headers).
+    pub secret: SecretString,
+}
+
+impl OutboundTarget {
+    pub(crate) fn write(&self, builder: Builder) -> Builder {
+        builder
+            .str("url", &self.url)
+            .opt_str("status_url", self.status_url.as_deref())
+            .str("secret", self.secret.expose_secret())
+    }
+
+    pub(crate) fn read(item: &Item) -> Result<Self, StoreError> {
+        Ok(Self {
+            url: item.str_of("url")?.to_owned(),
+            status_url: item.opt_str("status_url").map(str::to_owned),
+            secret: SecretString::from(item.str_of("secret")?),
+        })
+    }
+}
 
 /// What an attempt tells us.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,10 +78,8 @@ impl Outbound {
         }
     }
 
-    pub async fn send(&self, target: &Integration, key: &str, body: &Value, now: i64) -> Sent {
-        let Some(url) = target.url.as_deref() else {
-            return Sent::Rejected(0);
-        };
+    pub async fn send(&self, target: &OutboundTarget, key: &str, body: &Value, now: i64) -> Sent {
+        let url = target.url.as_str();
         if let Err(why) = super::targets::check_url(url, self.allow_loopback) {
             tracing::warn!(%why, "outbound target refused");
             return Sent::Rejected(0);
@@ -67,10 +93,8 @@ impl Outbound {
             .header("idempotency-key", key)
             .header("webhook-id", key)
             .header("webhook-timestamp", now.to_string());
-        if let Some(secret) = &target.secret {
-            if let Ok(sig) = standard::sign(secret.expose_secret(), key, now, raw.as_bytes()) {
-                req = req.header("webhook-signature", sig);
-            }
+        if let Ok(sig) = standard::sign(target.secret.expose_secret(), key, now, raw.as_bytes()) {
+            req = req.header("webhook-signature", sig);
         }
         match req.body(raw).send().await {
             Ok(res) => match res.status().as_u16() {
@@ -86,7 +110,7 @@ impl Outbound {
     }
 
     /// Asks the target for the state of `key`: 2xx delivered, 404 not delivered.
-    pub async fn check(&self, target: &Integration, key: &str) -> State {
+    pub async fn check(&self, target: &OutboundTarget, key: &str) -> State {
         let Some(template) = target.status_url.as_deref() else {
             return State::Unknown;
         };

@@ -1,9 +1,27 @@
 //! Sends consequences to their SQS queues in batches of ten.
 
 use super::{Consequence, QueueKind};
-use crate::config::Queues;
+use crate::config::{require, ConfigError};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use thiserror::Error;
+
+/// Queue URLs the fan-out sends consequences to.
+#[derive(Clone, Debug)]
+pub struct Queues {
+    pub notifications: String,
+    pub activity: String,
+    pub automation: String,
+}
+
+impl Queues {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Ok(Self {
+            notifications: require("NOTIFICATIONS_QUEUE_URL")?,
+            activity: require("ACTIVITY_QUEUE_URL")?,
+            automation: require("AUTOMATION_QUEUE_URL")?,
+        })
+    }
+}
 
 #[derive(Debug, Error)]
 pub enum QueueError {

@@ -2,11 +2,27 @@
 //! `sending` → `sent` | `not_sent` | `failed` | `needs_check`; `not_sent` → `sending` again.
 
 use super::automation::run_key;
-use crate::ids::OrgId;
-use crate::payments::invoice::at_str;
-use crate::store::item::{n, s, Builder, Read};
-use crate::store::{Item, Store, StoreError};
+use crate::ids::{EventKey, OrgId};
+use crate::store::item::{n, s, tag_name, Builder, Read};
+use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
+use crate::time;
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Where a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// An attempt is under way, or was left behind in an unknown state.
+    Sending,
+    Sent,
+    /// Certainly not delivered: may be sent again.
+    NotSent,
+    Failed,
+    NeedsCheck,
+    /// A run without an outgoing call (a task) that has happened.
+    Done,
+}
 
 pub(crate) fn run_pk(org: &OrgId, run_key: &str) -> String {
     org.pk(&format!("RUN#{run_key}"))
@@ -15,20 +31,20 @@ pub(crate) fn run_pk(org: &OrgId, run_key: &str) -> String {
 pub(crate) fn run_item(
     org: &OrgId,
     rule: &str,
-    event_key: &str,
-    state: &str,
+    event_key: &EventKey,
+    state: RunState,
     now: DateTime<Utc>,
 ) -> Item {
     let key = run_key(rule, event_key);
     Builder::new(&run_pk(org, &key), "rule_run", org.as_str())
         .str("run_key", &key)
         .str("rule_id", rule)
-        .str("event_key", event_key)
-        .str("state", state)
+        .str("event_key", event_key.as_str())
+        .tag("state", &state)
         .num("attempts", 1)
-        .str("at", at_str(now))
-        .str("updated_at", at_str(now))
-        .list(&org.pk("RUNS"), &format!("{}#{key}", at_str(now)))
+        .time("at", now)
+        .time("updated_at", now)
+        .list(&org.pk("RUNS"), &format!("{}#{key}", time::format(now)))
         .build()
 }
 
@@ -41,32 +57,33 @@ pub enum Claim {
     Retry,
     /// An earlier attempt's outcome is unknown (`sending` left behind): do not send blindly.
     Unclear,
-    /// `sent`, `failed` or `needs_check`: nothing more to do.
-    Settled(String),
+    /// `sent`, `failed`, `needs_check` or `done`: nothing more to do.
+    Settled(RunState),
 }
 
 pub async fn claim(
     store: &Store,
     org: &OrgId,
     rule_id: &str,
-    event_key: &str,
+    event_key: &EventKey,
     now: DateTime<Utc>,
 ) -> Result<Claim, StoreError> {
-    if store
-        .put_new(run_item(org, rule_id, event_key, "sending", now))
+    let stored = match store
+        .put_new(run_item(org, rule_id, event_key, RunState::Sending, now))
         .await?
     {
-        return Ok(Claim::Fresh);
-    }
+        PutNew::Created => return Ok(Claim::Fresh),
+        PutNew::Existing(item) => item,
+    };
     let pk = run_pk(org, &run_key(rule_id, event_key));
-    let stored = store.get(&pk).await?.unwrap_or_default();
-    match stored.opt_str("state").unwrap_or("sending") {
-        "sending" => Ok(Claim::Unclear),
-        "not_sent" => {
-            let moved = transition(store, &pk, "not_sent", "sending", 1, now).await?;
+    match stored.tag_of("state")? {
+        RunState::Sending => Ok(Claim::Unclear),
+        RunState::NotSent => {
+            let moved =
+                transition(store, &pk, RunState::NotSent, RunState::Sending, 1, now).await?;
             Ok(if moved { Claim::Retry } else { Claim::Unclear })
         }
-        other => Ok(Claim::Settled(other.to_owned())),
+        other => Ok(Claim::Settled(other)),
     }
 }
 
@@ -76,13 +93,13 @@ pub async fn set_state(
     store: &Store,
     org: &OrgId,
     rule_id: &str,
-    event_key: &str,
-    state: &str,
+    event_key: &EventKey,
+    state: RunState,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let pk = run_pk(org, &run_key(rule_id, event_key));
-    if !transition(store, &pk, "sending", state, 0, now).await? {
-        tracing::warn!(run = %pk, state, "run was no longer sending; its state is kept");
+    if !transition(store, &pk, RunState::Sending, state, 0, now).await? {
+        tracing::warn!(run = %pk, ?state, "run was no longer sending; its state is kept");
     }
     Ok(())
 }
@@ -91,43 +108,27 @@ pub async fn set_state(
 async fn transition(
     store: &Store,
     pk: &str,
-    from: &str,
-    to: &str,
+    from: RunState,
+    to: RunState,
     attempts: u32,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let update = store
-        .client
-        .update_item()
-        .table_name(&store.table)
-        .set_key(Some(Store::key(pk)))
-        .update_expression("SET #s = :to, updated_at = :at ADD attempts :n")
-        .condition_expression("#s = :from")
-        .expression_attribute_names("#s", "state")
-        .expression_attribute_values(":to", s(to))
-        .expression_attribute_values(":from", s(from))
-        .expression_attribute_values(":at", s(at_str(now)))
-        .expression_attribute_values(":n", n(attempts));
-    match update.send().await {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(StoreError::sdk(e)),
-    }
+    let update = Update::new()
+        .set("state", s(tag_name(&to)))
+        .set("updated_at", s(time::format(now)))
+        .add("attempts", n(attempts))
+        .when(Cond::Equals("state".into(), s(tag_name(&from))));
+    store.update_if(pk, &update).await
 }
 
 pub async fn run_state(
     store: &Store,
     org: &OrgId,
     rule_id: &str,
-    event_key: &str,
-) -> Result<Option<String>, StoreError> {
+    event_key: &EventKey,
+) -> Result<Option<RunState>, StoreError> {
     let item = store
         .get(&run_pk(org, &run_key(rule_id, event_key)))
         .await?;
-    Ok(item.and_then(|i| i.opt_str("state").map(str::to_owned)))
+    item.map(|i| i.tag_of("state")).transpose()
 }

@@ -1,14 +1,17 @@
-//! SQS batch glue for every worker: only failed message ids are reported back; a permanent
-//! failure is acknowledged and parked as a review item; the last failing receive of a message
-//! records a `dead_letter` review item before SQS moves it to the DLQ.
+//! The one SQS batch loop every worker runs (the runtime's `advanced-sqs-partial-batch-failures`
+//! example is the model): each message is read into the worker's typed job, applied at the
+//! batch's `now`, and only failed message ids are reported back. A permanent failure is
+//! acknowledged and parked as a review item; the last failing receive of a message records a
+//! `dead_letter` review item before SQS moves it to the DLQ. A worker crate keeps only `apply`.
 
 use super::Consequence;
+use crate::config::{parse_var, Config, ConfigError};
 use crate::ids::OrgId;
 use crate::review::ReviewItem;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::{DateTime, Utc};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::error::Error as StdError;
 use std::future::Future;
 use thiserror::Error;
@@ -31,15 +34,64 @@ impl WorkError {
     pub fn transient(err: impl StdError + Send + Sync + 'static) -> Self {
         Self::Transient(Box::new(err))
     }
-}
 
-impl From<crate::store::StoreError> for WorkError {
-    fn from(err: crate::store::StoreError) -> Self {
-        Self::transient(err)
+    pub fn permanent(reason: &'static str, detail: impl Into<String>) -> Self {
+        Self::Permanent {
+            reason,
+            detail: detail.into(),
+        }
     }
 }
 
-/// Organisation-less problems (a message we cannot even parse) are filed here.
+impl From<StoreError> for WorkError {
+    fn from(err: StoreError) -> Self {
+        if err.is_retryable() {
+            Self::transient(err)
+        } else {
+            Self::permanent("store_refused", err.to_string())
+        }
+    }
+}
+
+/// What applying one message wrote: new effects, and effects that were already there (a
+/// redelivery absorbed by a conditional key).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub written: usize,
+    pub absorbed: usize,
+}
+
+impl Applied {
+    pub fn one(created: bool) -> Self {
+        Self {
+            written: usize::from(created),
+            absorbed: usize::from(!created),
+        }
+    }
+
+    pub fn and(self, other: Self) -> Self {
+        Self {
+            written: self.written + other.written,
+            absorbed: self.absorbed + other.absorbed,
+        }
+    }
+}
+
+/// What a worker does with one message of its queue.
+pub trait Worker: Send + Sync {
+    /// The typed message of this worker's queue.
+    type Job: TryFrom<Consequence, Error = Consequence> + Send;
+    /// The worker's name in logs, metrics and review items (`activity`, `notify`, ...).
+    const NAME: &'static str;
+
+    fn apply(
+        &self,
+        job: Self::Job,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Applied, WorkError>> + Send;
+}
+
+/// Organisation-less problems (a message whose organisation cannot be read) are filed here.
 pub fn operator_org() -> OrgId {
     OrgId::parse("o000000000000").expect("valid literal")
 }
@@ -51,111 +103,167 @@ fn receive_count(msg: &SqsMessage) -> u32 {
         .unwrap_or(1)
 }
 
-async fn park(
-    store: &Store,
-    worker: &str,
-    org: Option<&str>,
-    key: String,
-    reason: &str,
-    detail: serde_json::Value,
-    now: DateTime<Utc>,
-) -> Result<(), crate::store::StoreError> {
-    let org = org
-        .and_then(|o| OrgId::parse(o).ok())
-        .unwrap_or_else(operator_org);
-    ReviewItem {
-        org,
-        kind: worker.to_owned(),
-        reason: reason.to_owned(),
-        key,
-        at: now,
-        detail,
-    }
-    .put(store)
-    .await
+/// A worker with what every worker needs: the store for review items and the queue's
+/// `maxReceiveCount`.
+pub struct SqsApp<W> {
+    pub worker: W,
+    store: Store,
+    max_receives: u32,
 }
 
-/// Runs `handle` on every message of the batch (one after another) and reports the failures.
-pub async fn process<F, Fut>(
-    store: &Store,
-    worker: &str,
-    max_receives: u32,
-    event: SqsEvent,
-    handle: F,
-) -> SqsBatchResponse
-where
-    F: Fn(Consequence) -> Fut,
-    Fut: Future<Output = Result<(), WorkError>>,
-{
-    let mut failures = Vec::new();
-    for msg in event.records {
-        let id = msg.message_id.clone().unwrap_or_default();
-        let now = Utc::now();
-        let body = msg.body.clone().unwrap_or_default();
-        let outcome = match serde_json::from_str::<Consequence>(&body) {
-            Err(e) => {
-                tracing::warn!(message_id = %id, error.message = %e, "malformed message");
-                let org = serde_json::from_str::<serde_json::Value>(&body)
-                    .ok()
-                    .and_then(|v| v["org"].as_str().map(str::to_owned));
-                park(
-                    store,
-                    worker,
-                    org.as_deref(),
-                    format!("message:{id}"),
-                    "malformed_message",
-                    json!({"error": e.to_string(), "body": body.chars().take(2000).collect::<String>()}),
-                    now,
-                )
-                .await
-                .map_err(WorkError::from)
-            }
-            Ok(consequence) => {
-                let key = consequence.key();
-                let span = tracing::info_span!("consequence", key = %key);
-                match handle(consequence.clone()).instrument(span).await {
-                    Ok(()) => Ok(()),
-                    Err(WorkError::Permanent { reason, detail }) => {
-                        tracing::warn!(%reason, %detail, "permanent failure; parked for review");
-                        park(
-                            store,
-                            worker,
-                            Some(consequence.org()),
-                            key,
-                            reason,
-                            json!({"error": detail}),
-                            now,
-                        )
-                        .await
-                        .map_err(WorkError::from)
-                    }
-                    Err(err) => {
-                        let chain = format!("{:?}", err);
-                        tracing::error!(error.message = %err, error.cause_chain = %chain, "transient failure");
-                        if receive_count(&msg) >= max_receives {
-                            let _ = park(
-                                store,
-                                worker,
-                                Some(consequence.org()),
-                                key,
-                                "dead_letter",
-                                json!({"error": err.to_string(), "message_id": id, "receives": receive_count(&msg)}),
-                                now,
-                            )
-                            .await;
-                        }
-                        Err(err)
-                    }
-                }
-            }
-        };
-        if outcome.is_err() {
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = id;
-            failures.push(failure);
+impl<W: Worker> SqsApp<W> {
+    pub fn new(worker: W, store: Store, max_receives: u32) -> Self {
+        Self {
+            worker,
+            store,
+            max_receives,
         }
     }
-    let mut response = SqsBatchResponse::default();
-    response.batch_item_failures = failures;
-    response
+
+    /// Reads the common configuration (`TABLE_NAME`, `MAX_RECEIVE_COUNT`, default 5) and lets
+    /// `build` make the worker from it and from what only that worker reads.
+    pub async fn from_env(
+        build: impl FnOnce(&Config, Store) -> Result<W, ConfigError>,
+    ) -> Result<Self, ConfigError> {
+        let config = Config::from_env()?;
+        let max_receives = parse_var("MAX_RECEIVE_COUNT", 5)?;
+        let store = config.store().await;
+        Ok(Self::new(
+            build(&config, store.clone())?,
+            store,
+            max_receives,
+        ))
+    }
+
+    /// The Lambda entry point: the batch at the time it arrived.
+    pub async fn handle(
+        &self,
+        event: lambda_runtime::LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+        let response = self.process(event.payload, Utc::now()).await;
+        crate::telemetry::flush_metrics();
+        Ok(response)
+    }
+
+    /// Applies every message of the batch (one after another) and reports the failures.
+    pub async fn process(&self, event: SqsEvent, now: DateTime<Utc>) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for msg in event.records {
+            if let Err(()) = self.one(&msg, now).await {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = msg.message_id.clone().unwrap_or_default();
+                response.batch_item_failures.push(failure);
+            }
+        }
+        response
+    }
+
+    async fn one(&self, msg: &SqsMessage, now: DateTime<Utc>) -> Result<(), ()> {
+        let id = msg.message_id.as_deref().unwrap_or_default();
+        let body = msg.body.as_deref().unwrap_or_default();
+        let consequence = match serde_json::from_str::<Consequence>(body) {
+            Ok(c) => c,
+            Err(e) => {
+                let detail = json!({"error": e.to_string(), "body": body.chars().take(2000).collect::<String>()});
+                return self.unreadable(id, body, detail, now).await;
+            }
+        };
+        let org = consequence.org().clone();
+        let key = consequence.key();
+        let job = match W::Job::try_from(consequence) {
+            Ok(job) => job,
+            Err(_) => {
+                let err =
+                    WorkError::permanent("wrong_queue", format!("{key} is not for {}", W::NAME));
+                return self.failed(msg, &org, key, err, now).await;
+            }
+        };
+        let span = tracing::info_span!("job", worker = W::NAME, key = %key);
+        match self.worker.apply(job, now).instrument(span).await {
+            Ok(applied) => {
+                metrics::counter!("effects", "worker" => W::NAME, "result" => "written")
+                    .increment(applied.written as u64);
+                metrics::counter!("effects", "worker" => W::NAME, "result" => "absorbed")
+                    .increment(applied.absorbed as u64);
+                tracing::info!(key = %key, written = applied.written, absorbed = applied.absorbed, "applied");
+                Ok(())
+            }
+            Err(err) => self.failed(msg, &org, key, err, now).await,
+        }
+    }
+
+    /// A permanent failure is parked and acknowledged; a transient one is retried, and its last
+    /// receive files `dead_letter`.
+    async fn failed(
+        &self,
+        msg: &SqsMessage,
+        org: &OrgId,
+        key: String,
+        err: WorkError,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        match err {
+            WorkError::Permanent { reason, detail } => {
+                tracing::warn!(%key, %reason, %detail, "permanent failure; parked for review");
+                metrics::counter!("effects", "worker" => W::NAME, "result" => "parked")
+                    .increment(1);
+                self.park(org, key, reason, json!({"error": detail}), now)
+                    .await
+            }
+            WorkError::Transient(_) => {
+                tracing::error!(%key, error.message = %err, error.cause_chain = ?err, "transient failure");
+                metrics::counter!("effects", "worker" => W::NAME, "result" => "retried")
+                    .increment(1);
+                let receives = receive_count(msg);
+                if receives >= self.max_receives {
+                    let detail = json!({"error": err.to_string(), "message_id": msg.message_id, "receives": receives});
+                    let _ = self.park(org, key, "dead_letter", detail, now).await;
+                }
+                Err(())
+            }
+        }
+    }
+
+    async fn unreadable(
+        &self,
+        id: &str,
+        body: &str,
+        detail: Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        tracing::warn!(message_id = %id, "unreadable message; parked for review");
+        let org = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v["org"].as_str().and_then(|o| OrgId::parse(o).ok()))
+            .unwrap_or_else(operator_org);
+        self.park(
+            &org,
+            format!("message:{id}"),
+            "malformed_message",
+            detail,
+            now,
+        )
+        .await
+    }
+
+    async fn park(
+        &self,
+        org: &OrgId,
+        key: String,
+        reason: &str,
+        detail: Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        let review = ReviewItem {
+            org: org.clone(),
+            kind: W::NAME.to_owned(),
+            reason: reason.to_owned(),
+            key,
+            at: now,
+            detail,
+        };
+        review.put(&self.store).await.map(|_| ()).map_err(|e| {
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not park the message");
+        })
+    }
 }

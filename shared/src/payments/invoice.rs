@@ -2,13 +2,16 @@
 
 use crate::ids::{LocalId, OrgId};
 use crate::money::{self, Currency};
-use crate::store::item::{n, s, Builder, Read};
+use crate::store::item::{s, Builder, Read};
 use crate::store::{Item, Store, StoreError};
-use chrono::{DateTime, SecondsFormat, Utc};
+use crate::time;
+use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum InvoiceStatus {
     Draft,
     Open,
@@ -18,28 +21,6 @@ pub enum InvoiceStatus {
 }
 
 impl InvoiceStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Open => "open",
-            Self::PartiallyPaid => "partially_paid",
-            Self::Paid => "paid",
-            Self::Void => "void",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        [
-            Self::Draft,
-            Self::Open,
-            Self::PartiallyPaid,
-            Self::Paid,
-            Self::Void,
-        ]
-        .into_iter()
-        .find(|st| st.as_str() == raw)
-    }
-
     /// A closed invoice takes no more money: a payment for it is stored with applied 0.
     pub fn is_closed(self) -> bool {
         matches!(self, Self::Paid | Self::Void)
@@ -82,10 +63,6 @@ pub fn invoice_pk(org: &OrgId, id: &str) -> String {
     org.pk(&format!("INVOICE#{id}"))
 }
 
-pub fn at_str(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 impl Invoice {
     pub fn open(&self) -> Decimal {
         (self.gross - self.paid).max(Decimal::ZERO)
@@ -102,16 +79,16 @@ impl Invoice {
             .str("currency", self.currency.as_str())
             .num("gross", self.gross)
             .num("paid", self.paid)
-            .str("status", self.status.as_str())
+            .tag("status", &self.status)
             .num("version", self.version)
             .opt_str("owner", self.links.owner.clone())
             .opt_str("contact_id", self.links.contact_id.clone())
             .opt_str("deal_id", self.links.deal_id.clone())
             .opt_str("company_id", self.links.company_id.clone())
-            .str("created_at", at_str(self.created_at))
+            .time("created_at", self.created_at)
             .list(
                 &self.org.pk("INVOICES"),
-                &format!("{}#{}", at_str(self.created_at), self.number),
+                &format!("{}#{}", time::format(self.created_at), self.number),
             )
             .build()
     }
@@ -128,7 +105,7 @@ impl Invoice {
             currency: Currency::parse(item.str_of("currency")?).map_err(|e| bad(&e.to_string()))?,
             gross: item.dec_of("gross")?,
             paid: item.dec_of("paid")?,
-            status: InvoiceStatus::parse(item.str_of("status")?).ok_or_else(|| bad("status"))?,
+            status: item.tag_of("status")?,
             version: item.u64_of("version")?,
             links: Links {
                 owner: item.opt_str("owner").map(str::to_owned),
@@ -136,10 +113,7 @@ impl Invoice {
                 deal_id: item.opt_str("deal_id").map(str::to_owned),
                 company_id: item.opt_str("company_id").map(str::to_owned),
             },
-            created_at: item
-                .str_of("created_at")?
-                .parse()
-                .map_err(|_| bad("created_at"))?,
+            created_at: item.time_of("created_at")?,
         })
     }
 
@@ -151,13 +125,13 @@ impl Invoice {
             "gross": money::display(self.gross),
             "paid": money::display(self.paid),
             "open": money::display(self.open()),
-            "status": self.status.as_str(),
+            "status": self.status,
             "version": self.version,
             "owner": self.links.owner,
             "contact_id": self.links.contact_id,
             "deal_id": self.links.deal_id,
             "company_id": self.links.company_id,
-            "created_at": at_str(self.created_at),
+            "created_at": time::format(self.created_at),
         })
     }
 }
@@ -169,26 +143,13 @@ pub async fn create(
     new: NewInvoice,
     now: DateTime<Utc>,
 ) -> Result<Invoice, StoreError> {
-    let counter = store
-        .client
-        .update_item()
-        .table_name(&store.table)
-        .set_key(Some(Store::key(&org.pk("COUNTER#invoice"))))
-        .update_expression("ADD #n :one SET kind = :kind, org = :org")
-        .expression_attribute_names("#n", "n")
-        .expression_attribute_values(":one", n(1))
-        .expression_attribute_values(":kind", s("counter"))
-        .expression_attribute_values(":org", s(org.as_str()))
-        .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
-        .send()
-        .await
-        .map_err(StoreError::sdk)?;
-    let number = counter
-        .attributes
-        .as_ref()
-        .map(|a| a.u64_of("n"))
-        .transpose()?
-        .unwrap_or(1);
+    let fields = Item::from([
+        ("kind".to_owned(), s("counter")),
+        ("org".to_owned(), s(org.as_str())),
+    ]);
+    let number = store
+        .increment(&org.pk("COUNTER#invoice"), "n", fields)
+        .await?;
     let invoice = Invoice {
         org: org.clone(),
         id: LocalId::generate("inv_"),

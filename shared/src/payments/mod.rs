@@ -1,56 +1,65 @@
 //! Money: one `register_payment` that every path to money ends in (webhook, manual button,
 //! assistant, bank reconciliation).
 
+pub mod event;
 pub mod invoice;
 pub mod providers;
-pub mod record;
 pub mod register;
 pub mod rules;
 
+pub use event::PaymentEvent;
 pub use invoice::{Invoice, InvoiceStatus, NewInvoice};
-pub use record::PaymentRecord;
 pub use register::{register_payment, PaymentError, Registered};
 pub use rules::{decide, Decision, Outcome, Related};
 
-use crate::ids::{ExternalId, OrgId};
+use crate::ids::{EventKey, ExternalId, IntegrationId, OrgId};
 use crate::money::Currency;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
+use sha2::{Digest, Sha256};
+use std::fmt;
 
-/// Where a payment came from; part of its identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where a payment came from; part of its identity. Stripe's and monobank's ids are global to
+/// the provider account, so two endpoints of one account still book once; a generic Standard
+/// Webhooks sender's ids are unique only within that sender, so its payments are keyed by the
+/// integration.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
     Monobank,
     Stripe,
-    Standard,
+    Integration(IntegrationId),
     Manual,
     Assistant,
     Bank,
 }
 
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Monobank => "monobank",
-            Self::Stripe => "stripe",
-            Self::Standard => "standard",
-            Self::Manual => "manual",
-            Self::Assistant => "assistant",
-            Self::Bank => "bank",
-        }
-    }
+const NAMED: [(&str, Source); 5] = [
+    ("monobank", Source::Monobank),
+    ("stripe", Source::Stripe),
+    ("manual", Source::Manual),
+    ("assistant", Source::Assistant),
+    ("bank", Source::Bank),
+];
 
+impl Source {
     pub fn parse(raw: &str) -> Option<Self> {
-        [
-            Self::Monobank,
-            Self::Stripe,
-            Self::Standard,
-            Self::Manual,
-            Self::Assistant,
-            Self::Bank,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == raw)
+        NAMED
+            .iter()
+            .find(|(name, _)| *name == raw)
+            .map(|(_, s)| s.clone())
+            .or_else(|| IntegrationId::parse(raw).ok().map(Self::Integration))
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Integration(id) => f.write_str(&id.id),
+            named => {
+                let name = NAMED.iter().find(|(_, s)| s == named).map(|(n, _)| *n);
+                f.write_str(name.unwrap_or_default())
+            }
+        }
     }
 }
 
@@ -68,21 +77,60 @@ pub struct PaymentInput {
     pub currency: Option<Currency>,
     pub at: DateTime<Utc>,
     pub actor: String,
-    /// Canonical request digest: the same key with another payload is a conflict, not a retry.
-    pub fingerprint: String,
     /// Set for a reversal: the external id of the payment it takes back.
     pub reverses: Option<ExternalId>,
+    /// Whether this source also reverses payments (monobank): a payment then checks that its
+    /// reversal has not come first, in the same transaction that books it.
+    pub reversible: bool,
 }
 
 impl PaymentInput {
-    /// The event's key inside its organisation: `SOURCE:EXTERNAL_ID`.
-    pub fn event_key(&self) -> String {
-        format!("{}:{}", self.source.as_str(), self.external_id)
+    /// `payment:SOURCE:EXTERNAL_ID`, the event's one key inside its organisation.
+    pub fn event_key(&self) -> EventKey {
+        event_key(&self.source, &self.external_id)
     }
 
     pub fn pk(&self) -> String {
-        payment_pk(&self.org, self.source, &self.external_id)
+        payment_pk(&self.org, &self.source, &self.external_id)
     }
+
+    /// The payment a reversal takes back, or the reversal a reversible payment must not follow.
+    pub fn related_pk(&self) -> Option<String> {
+        match &self.reverses {
+            Some(original) => Some(payment_pk(&self.org, &self.source, original)),
+            None if self.reversible => Some(payment_pk(
+                &self.org,
+                &self.source,
+                &reversal_id(&self.external_id),
+            )),
+            None => None,
+        }
+    }
+
+    /// What the payment says, canonically: the same key with another fingerprint is another
+    /// request (another invoice, amount or currency), not a retry.
+    pub fn fingerprint(&self) -> String {
+        let canonical = format!(
+            "{}|{}|{}|{}",
+            self.invoice_ref.as_deref().unwrap_or_default(),
+            self.amount
+                .map(|a| a.normalize().to_string())
+                .unwrap_or_default(),
+            self.currency
+                .as_ref()
+                .map(Currency::as_str)
+                .unwrap_or_default(),
+            self.reverses
+                .as_ref()
+                .map(ExternalId::as_str)
+                .unwrap_or_default(),
+        );
+        hex::encode(Sha256::digest(canonical))[..32].to_owned()
+    }
+}
+
+pub fn event_key(source: &Source, external_id: &ExternalId) -> EventKey {
+    EventKey::new("payment", &format!("{source}:{external_id}"))
 }
 
 /// The key a reversal is booked under: its payment's id with `:reversal`.
@@ -91,6 +139,25 @@ pub fn reversal_id(original: &ExternalId) -> ExternalId {
         .unwrap_or_else(|_| ExternalId::of_body(format!("{original}:reversal").as_bytes()))
 }
 
-pub fn payment_pk(org: &OrgId, source: Source, external_id: &ExternalId) -> String {
-    org.pk(&format!("PAYMENT#{}#{}", source.as_str(), external_id))
+pub fn payment_pk(org: &OrgId, source: &Source, external_id: &ExternalId) -> String {
+    org.pk(&format!("PAYMENT#{source}#{external_id}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_print_and_parse_back() {
+        let org = OrgId::generate();
+        let integration = IntegrationId::generate(&org);
+        for source in [
+            Source::Stripe,
+            Source::Manual,
+            Source::Integration(integration),
+        ] {
+            assert_eq!(Source::parse(&source.to_string()), Some(source));
+        }
+        assert_eq!(Source::parse("standard"), None);
+    }
 }

@@ -1,17 +1,17 @@
-//! `register_payment`: the only code that books money. One `TransactWriteItems` puts the event
-//! under its key (`attribute_not_exists(pk)`) and moves the invoice conditioned on the version it
-//! read; a review item rides in the same transaction when a person must look.
+//! `register_payment`: the only code that books money. One consistent `BatchGetItem` reads the
+//! event's key, the invoice and (for a provider that reverses) the counterpart; a stored event is
+//! a duplicate answered from that read alone. Otherwise one `TransactWriteItems` puts the event
+//! under its key (`attribute_not_exists(pk)`), moves the invoice conditioned on the version it
+//! read, holds the counterpart to what was read, and files a review item when a person must look.
 
-use super::invoice::{self, at_str, payments_list_pk, Invoice};
-use super::record::{self, PaymentRecord};
-use super::rules::{decide, Outcome, Related};
-use super::{payment_pk, reversal_id, PaymentInput, Source};
-use crate::ids::OrgId;
-use crate::store::item::{n, s, Read};
-use crate::store::{Item, Store, StoreError};
-use aws_sdk_dynamodb::types::{
-    Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
-};
+use super::event::PaymentEvent;
+use super::invoice::{invoice_pk, payments_list_pk, Invoice};
+use super::rules::{decide, Decision, Related};
+use super::PaymentInput;
+use crate::ids::{LocalId, OrgId};
+use crate::review::ReviewItem;
+use crate::store::item::{n, s, tag_name, Read};
+use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -26,42 +26,38 @@ pub enum PaymentError {
     Contended,
 }
 
+impl PaymentError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Store(e) => e.is_retryable(),
+            Self::Contended => true,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Registered {
-    Booked {
-        record: PaymentRecord,
-        invoice: Option<Invoice>,
-    },
+    Booked(PaymentEvent),
+    /// The key was already stored; `same_payload` says whether this arrival says the same.
     Duplicate {
-        stored: PaymentRecord,
-        invoice: Option<Invoice>,
+        stored: PaymentEvent,
+        same_payload: bool,
     },
 }
 
-enum Failure {
-    Duplicate(Option<Item>),
-    Retry,
-    Other(StoreError),
-}
-
-fn classify(
-    err: aws_sdk_dynamodb::error::SdkError<
-        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
-    >,
-) -> Failure {
-    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
-    match err.as_service_error() {
-        Some(E::TransactionCanceledException(cancel)) => {
-            let reasons = cancel.cancellation_reasons();
-            let event = reasons.first();
-            if event.and_then(|r| r.code()) == Some("ConditionalCheckFailed") {
-                return Failure::Duplicate(event.and_then(|r| r.item()).cloned());
-            }
-            // A moved version or a conflicting transaction: re-read and try again.
-            Failure::Retry
+impl Registered {
+    /// The answer to this arrival: the first answer, marked `duplicate` on a repeat.
+    pub fn answer(&self) -> serde_json::Value {
+        match self {
+            Self::Booked(event) => event.answer(false),
+            Self::Duplicate { stored, .. } => stored.answer(true),
         }
-        Some(E::TransactionInProgressException(_)) => Failure::Retry,
-        _ => Failure::Other(StoreError::sdk(err)),
+    }
+
+    pub fn event(&self) -> &PaymentEvent {
+        match self {
+            Self::Booked(event) | Self::Duplicate { stored: event, .. } => event,
+        }
     }
 }
 
@@ -71,20 +67,102 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))
 }
 
+/// What one read found. `related` is `None` when the payment has no counterpart to check.
+struct Found {
+    stored: Option<Item>,
+    invoice: Option<Invoice>,
+    related: Option<Option<Item>>,
+}
+
+async fn read(store: &Store, input: &PaymentInput) -> Result<Found, StoreError> {
+    let invoice_pk = input
+        .invoice_ref
+        .as_deref()
+        .filter(|id| LocalId::parse("invoice_id", id).is_ok())
+        .map(|id| invoice_pk(&input.org, id));
+    let mut pks = vec![input.pk()];
+    pks.extend(invoice_pk.clone());
+    pks.extend(input.related_pk());
+    let mut found = store.get_many(&pks).await?.into_iter();
+    let stored = found.next().flatten();
+    let invoice = match invoice_pk {
+        Some(_) => found.next().flatten(),
+        None => None,
+    };
+    Ok(Found {
+        stored,
+        invoice: invoice.as_ref().map(Invoice::from_item).transpose()?,
+        related: input.related_pk().map(|_| found.next().flatten()),
+    })
+}
+
+/// What is stored about the counterpart, for the rules.
+fn related(input: &PaymentInput, found: &Option<Option<Item>>) -> Result<Related, StoreError> {
+    Ok(match (found, &input.reverses) {
+        (Some(Some(original)), Some(_)) => Related::Original {
+            applied: original.dec_of("applied")?,
+        },
+        (Some(Some(_)), None) => Related::Reversal,
+        _ => Related::Nothing,
+    })
+}
+
+fn duplicate(input: &PaymentInput, item: &Item) -> Result<Registered, StoreError> {
+    let stored = PaymentEvent::from_item(item)?;
+    let same_payload = stored.fingerprint == input.fingerprint();
+    Ok(Registered::Duplicate {
+        stored,
+        same_payload,
+    })
+}
+
+/// The steps that store `event` and apply `decision` to the invoice as it was read.
+fn steps(
+    input: &PaymentInput,
+    event: &PaymentEvent,
+    decision: &Decision,
+    before: Option<&Invoice>,
+    related: &Option<Option<Item>>,
+) -> Vec<Step> {
+    let mut steps = vec![Step::PutNew(event.to_item())];
+    if let (Some(inv), Some(change)) = (before, decision.change) {
+        steps.push(Step::Update {
+            pk: inv.pk(),
+            update: Update::new()
+                .set("paid", n(change.paid))
+                .set("status", s(tag_name(&change.status)))
+                .set("version", n(inv.version + 1))
+                .set("updated_at", s(crate::time::format(input.at)))
+                .when(Cond::Equals("version".into(), n(inv.version))),
+        });
+    }
+    match (input.related_pk(), related) {
+        (Some(pk), Some(Some(_))) => steps.push(Step::Present(pk)),
+        (Some(pk), _) => steps.push(Step::Absent(pk)),
+        _ => {}
+    }
+    if let Some(reason) = event.outcome.review_reason() {
+        steps.push(Step::PutNew(review_for(event, reason).to_item()));
+    }
+    steps
+}
+
 /// Books one arrival of money. A second arrival of the same (source, external id) returns
-/// `Duplicate` and writes nothing; a concurrent twin that loses the race is a duplicate too.
+/// `Duplicate` after one read and writes nothing; a concurrent twin that loses the race is a
+/// duplicate too.
 #[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
 pub async fn register_payment(
     store: &Store,
     input: &PaymentInput,
 ) -> Result<Registered, PaymentError> {
-    let related = related(store, input).await?;
     for attempt in 0..MAX_ATTEMPTS {
-        let before = match input.invoice_ref.as_deref() {
-            Some(id) => invoice::get(store, &input.org, id).await?,
-            None => None,
-        };
-        let decision = decide(before.as_ref(), input, related);
+        let found = read(store, input).await?;
+        if let Some(item) = &found.stored {
+            return Ok(duplicate(input, item)?);
+        }
+        let rel = related(input, &found.related)?;
+        let before = found.invoice;
+        let decision = decide(before.as_ref(), input, rel);
         let after = before.as_ref().map(|inv| match decision.change {
             Some(change) => Invoice {
                 paid: change.paid,
@@ -94,114 +172,39 @@ pub async fn register_payment(
             },
             None => inv.clone(),
         });
-        let answer = record::answer(&decision, after.as_ref());
-        let event = record::event_item(input, &decision, before.as_ref(), after.as_ref(), &answer);
-        let record = PaymentRecord::from_item(&event)?;
-        let mut items = vec![TransactWriteItem::builder()
-            .put(
-                Put::builder()
-                    .table_name(&store.table)
-                    .set_item(Some(event))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .build()
-                    .expect("table and item are set"),
-            )
-            .build()];
-        if let (Some(inv), Some(change)) = (&before, decision.change) {
-            items.push(
-                TransactWriteItem::builder()
-                    .update(
-                        Update::builder()
-                            .table_name(&store.table)
-                            .set_key(Some(Store::key(&inv.pk())))
-                            .update_expression(
-                                "SET paid = :paid, #st = :st, version = :next, updated_at = :at",
-                            )
-                            .condition_expression("version = :v")
-                            .expression_attribute_names("#st", "status")
-                            .expression_attribute_values(":paid", n(change.paid))
-                            .expression_attribute_values(":st", s(change.status.as_str()))
-                            .expression_attribute_values(":next", n(inv.version + 1))
-                            .expression_attribute_values(":v", n(inv.version))
-                            .expression_attribute_values(":at", s(at_str(input.at)))
-                            .build()
-                            .expect("table, key and expression are set"),
-                    )
-                    .build(),
-            );
-        }
-        if let Some(review) = record::review_for(input, &decision) {
-            items.push(store.put_new_step(review.to_item()));
-        }
-        let sent = store
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match sent {
-            Ok(_) => {
-                if decision.outcome != Outcome::Applied {
-                    tracing::info!(outcome = decision.outcome.as_str(), "payment stored");
-                }
-                return Ok(Registered::Booked {
-                    record,
-                    invoice: after,
-                });
+        let event = PaymentEvent::new(input, &decision, before.as_ref(), after.as_ref());
+        let steps = steps(input, &event, &decision, before.as_ref(), &found.related);
+        match store.transact(steps).await? {
+            Transacted::Done => {
+                tracing::info!(outcome = ?decision.outcome, "payment stored");
+                return Ok(Registered::Booked(event));
             }
-            Err(err) => match classify(err) {
-                Failure::Duplicate(old) => {
-                    let old =
-                        match old {
-                            Some(item) => item,
-                            None => store.get(&input.pk()).await?.ok_or_else(|| {
-                                StoreError::Malformed {
-                                    pk: input.pk(),
-                                    detail: "duplicate reported but no item stored".into(),
-                                }
-                            })?,
-                        };
-                    return Ok(Registered::Duplicate {
-                        stored: PaymentRecord::from_item(&old)?,
-                        invoice: before,
-                    });
-                }
-                Failure::Retry => {
-                    tracing::debug!(attempt, "invoice moved; retrying");
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                Failure::Other(err) => return Err(err.into()),
-            },
+            Transacted::Refused {
+                step: 0,
+                existing: Some(item),
+            } => return Ok(duplicate(input, &item)?),
+            _ => {
+                tracing::debug!(attempt, "invoice or counterpart moved; retrying");
+                tokio::time::sleep(backoff(attempt)).await;
+            }
         }
     }
     Err(PaymentError::Contended)
 }
 
-/// For a reversal, what its payment applied; for a payment from a provider that reverses
-/// (monobank), whether its reversal came first.
-async fn related(store: &Store, input: &PaymentInput) -> Result<Related, StoreError> {
-    match &input.reverses {
-        Some(original) => Ok(store
-            .get(&payment_pk(&input.org, input.source, original))
-            .await?
-            .map(|item| item.dec_of("applied"))
-            .transpose()?
-            .map_or(Related::Nothing, |applied| Related::Original { applied })),
-        None if input.source == Source::Monobank => {
-            let reversal = reversal_id(&input.external_id);
-            let stored = store
-                .get(&payment_pk(&input.org, input.source, &reversal))
-                .await?;
-            Ok(if stored.is_some() {
-                Related::Reversal
-            } else {
-                Related::Nothing
-            })
-        }
-        None => Ok(Related::Nothing),
+fn review_for(event: &PaymentEvent, reason: &str) -> ReviewItem {
+    ReviewItem {
+        org: event.org.clone(),
+        kind: "payment".into(),
+        reason: reason.into(),
+        key: event.key().to_string(),
+        at: event.at,
+        detail: serde_json::json!({
+            "invoice_id": event.invoice_id,
+            "received": event.received.map(crate::money::display),
+            "unapplied": crate::money::display(event.unapplied),
+            "currency": event.currency.as_ref().map(|c| c.as_str()),
+        }),
     }
 }
 
@@ -210,11 +213,11 @@ pub async fn list_for_invoice(
     store: &Store,
     org: &OrgId,
     invoice_id: &str,
-) -> Result<Vec<PaymentRecord>, StoreError> {
+) -> Result<Vec<PaymentEvent>, StoreError> {
     store
         .list(&payments_list_pk(org, invoice_id), false, 1000)
         .await?
         .iter()
-        .map(PaymentRecord::from_item)
+        .map(PaymentEvent::from_item)
         .collect()
 }

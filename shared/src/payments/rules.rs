@@ -3,8 +3,10 @@
 use super::invoice::{Invoice, InvoiceStatus};
 use super::PaymentInput;
 use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Applied,
     /// More arrived than was open: the excess stays on the event as unapplied.
@@ -34,19 +36,6 @@ pub enum Related {
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Applied => "applied",
-            Self::Overpaid => "overpaid",
-            Self::InvoiceClosed => "invoice_closed",
-            Self::CurrencyMismatch => "currency_mismatch",
-            Self::Unmatched => "unmatched",
-            Self::Reversed => "reversed",
-            Self::ReversalUnmatched => "reversal_unmatched",
-            Self::ReversedBeforePayment => "reversed_before_payment",
-        }
-    }
-
     /// Outcomes a person has to look at.
     pub fn review_reason(self) -> Option<&'static str> {
         match self {

@@ -1,15 +1,18 @@
-//! One verifier per provider. Every verifier runs on the raw body before anything in it is read,
-//! takes `now` as an argument, and compares in constant time.
+//! One verifier per provider, built once from an integration's key (svix's `Webhook::new`) and
+//! then run on many raw bodies against their headers, before anything in a body is read. Every
+//! verifier takes `now` as an argument and compares in constant time; `Debug` hides the key.
 
 pub mod monobank;
 pub mod standard;
 pub mod stripe;
 
+use chrono::{DateTime, Utc};
+use http::HeaderMap;
 use thiserror::Error;
 
 /// Why a delivery was refused. All variants answer 401 `invalid_signature`; the detail is for the
 /// sender and never contains a secret.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum SignatureError {
     #[error("signature header {0} is missing")]
     Missing(&'static str),
@@ -23,13 +26,39 @@ pub enum SignatureError {
     BadKey,
 }
 
+/// What a verified delivery proves beyond its body: the signed delivery id and time, where the
+/// scheme signs them. Read here once; parsers take them from here.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verified {
+    pub id: Option<String>,
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// A verifier for one integration's key.
+pub trait Verify: Send + Sync {
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Verified, SignatureError>;
+}
+
 /// Signed timestamps more than this many seconds from now (either way) are refused.
 pub const TOLERANCE_SECS: i64 = 300;
 
-fn within_tolerance(timestamp: i64, now: i64) -> Result<(), SignatureError> {
-    if (now - timestamp).abs() > TOLERANCE_SECS {
+fn within_tolerance(timestamp: i64, now: DateTime<Utc>) -> Result<(), SignatureError> {
+    if (now.timestamp() - timestamp).abs() > TOLERANCE_SECS {
         Err(SignatureError::Expired)
     } else {
         Ok(())
     }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, SignatureError> {
+    headers
+        .get(name)
+        .ok_or(SignatureError::Missing(name))?
+        .to_str()
+        .map_err(|_| SignatureError::Malformed)
 }

@@ -1,31 +1,74 @@
-//! monobank acquiring: `X-Sign` is the base64 DER ECDSA (P-256, SHA-256) signature of the raw body,
-//! checked with the merchant public key (base64 of a PEM, from `GET /api/merchant/pubkey`).
+//! monobank acquiring: `X-Sign` is the base64 DER ECDSA (P-256, SHA-256) signature of the raw
+//! body, checked with the merchant public key (base64 of a PEM, from `GET /api/merchant/pubkey`).
+//! The key is parsed once per integration and verified with aws-lc-rs, the crypto library the
+//! TLS stack already links.
 
-use super::SignatureError;
+use super::{header, SignatureError, Verified, Verify};
+use aws_lc_rs::signature::{ParsedPublicKey, ECDSA_P256_SHA256_ASN1};
 use base64::{engine::general_purpose::STANDARD as B64, Engine};
-use p256::ecdsa::{signature::Verifier, Signature, VerifyingKey};
-use p256::pkcs8::DecodePublicKey;
+use chrono::{DateTime, Utc};
+use http::HeaderMap;
 
-/// Parses the merchant key as monobank hands it out: base64 of a PEM (a bare PEM is accepted too).
-pub fn parse_public_key(raw: &str) -> Result<VerifyingKey, SignatureError> {
+pub const SIGNATURE: &str = "x-sign";
+
+/// The DER `SubjectPublicKeyInfo` inside the key as monobank hands it out: base64 of a PEM (a
+/// bare PEM is accepted too).
+fn spki_der(raw: &str) -> Result<Vec<u8>, SignatureError> {
     let pem = if raw.trim_start().starts_with("-----BEGIN") {
         raw.to_owned()
     } else {
         let bytes = B64.decode(raw.trim()).map_err(|_| SignatureError::BadKey)?;
         String::from_utf8(bytes).map_err(|_| SignatureError::BadKey)?
     };
-    VerifyingKey::from_public_key_pem(&pem).map_err(|_| SignatureError::BadKey)
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| *l != "-----BEGIN PUBLIC KEY-----")
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    B64.decode(body).map_err(|_| SignatureError::BadKey)
 }
 
-pub fn verify(public_key: &str, x_sign: Option<&str>, body: &[u8]) -> Result<(), SignatureError> {
-    let x_sign = x_sign.ok_or(SignatureError::Missing("X-Sign"))?;
-    let der = B64
-        .decode(x_sign.trim())
-        .map_err(|_| SignatureError::Malformed)?;
-    let signature = Signature::from_der(&der).map_err(|_| SignatureError::Malformed)?;
-    let key = parse_public_key(public_key)?;
-    key.verify(body, &signature)
-        .map_err(|_| SignatureError::Mismatch)
+/// A merchant key, parsed once.
+pub struct Verifier {
+    key: ParsedPublicKey,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("monobank::Verifier")
+    }
+}
+
+impl Verifier {
+    pub fn new(public_key: &str) -> Result<Self, SignatureError> {
+        let der = spki_der(public_key)?;
+        let key = ParsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, der)
+            .map_err(|_| SignatureError::BadKey)?;
+        Ok(Self { key })
+    }
+}
+
+impl Verify for Verifier {
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        _now: DateTime<Utc>,
+    ) -> Result<Verified, SignatureError> {
+        let x_sign = header(headers, SIGNATURE).map_err(|e| match e {
+            SignatureError::Missing(_) => SignatureError::Missing("X-Sign"),
+            other => other,
+        })?;
+        let der = B64
+            .decode(x_sign.trim())
+            .map_err(|_| SignatureError::Malformed)?;
+        self.key
+            .verify_sig(body, &der)
+            .map_err(|_| SignatureError::Mismatch)?;
+        Ok(Verified::default())
+    }
 }
 
 #[cfg(test)]
@@ -39,9 +82,20 @@ mod tests {
         br#"{"invoiceId":"p2_9ZgpZVsl3","status":"success","amount":4200,"ccy":980,"reference":"inv_1"}"#;
     const X_SIGN: &str = "MEQCIFb+M0e4GFU1V73Sq68xfkCGuTijiBsO5TzNl05t4L/EAiANtWQk9YvWlkKmcyzrfOclNWAQsqrZvKAecg0J8eahUw==";
 
+    fn verify(key: &str, x_sign: Option<&str>, body: &[u8]) -> Result<Verified, SignatureError> {
+        let mut h = HeaderMap::new();
+        if let Some(v) = x_sign {
+            h.insert(SIGNATURE, v.parse().unwrap());
+        }
+        Verifier::new(key)?.verify(&h, body, DateTime::UNIX_EPOCH)
+    }
+
     #[test]
     fn openssl_signature_verifies() {
-        assert_eq!(verify(PUBLIC_KEY, Some(X_SIGN), BODY), Ok(()));
+        assert_eq!(
+            verify(PUBLIC_KEY, Some(X_SIGN), BODY),
+            Ok(Verified::default())
+        );
     }
 
     #[test]

@@ -1,8 +1,24 @@
-//! Attribute mapping helpers: money as DynamoDB numbers, text as strings, one place for both.
+//! Attribute mapping helpers: money as DynamoDB numbers, text as strings, enums by their serde
+//! names, times in the one stored format.
 
 use super::{Item, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// An enum's wire name, as serde spells it (`rename_all` and all).
+pub fn tag_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => unreachable!("tags are unit enum variants"),
+    }
+}
+
+/// An enum from its wire name.
+pub fn parse_tag<T: DeserializeOwned>(raw: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(raw.to_owned())).ok()
+}
 
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
@@ -48,6 +64,26 @@ impl Builder {
         self.set(name, n(value))
     }
 
+    pub fn opt_num(self, name: &str, value: Option<impl ToString>) -> Self {
+        match value {
+            Some(v) => self.num(name, v),
+            None => self,
+        }
+    }
+
+    pub fn bool(self, name: &str, value: bool) -> Self {
+        self.set(name, b(value))
+    }
+
+    /// An enum, by its serde name.
+    pub fn tag<T: Serialize>(self, name: &str, value: &T) -> Self {
+        self.str(name, tag_name(value))
+    }
+
+    pub fn time(self, name: &str, at: DateTime<Utc>) -> Self {
+        self.str(name, crate::time::format(at))
+    }
+
     /// Puts the item on a list read through `gsi1`.
     pub fn list(self, gsi1pk: &str, gsi1sk: &str) -> Self {
         self.str("gsi1pk", gsi1pk).str("gsi1sk", gsi1sk)
@@ -66,9 +102,13 @@ pub trait Read {
     fn opt_dec(&self, name: &str) -> Option<Decimal>;
     fn u64_of(&self, name: &str) -> Result<u64, StoreError>;
     fn bool_of(&self, name: &str) -> bool;
+    fn tag_of<T: DeserializeOwned>(&self, name: &str) -> Result<T, StoreError>;
+    fn time_of(&self, name: &str) -> Result<DateTime<Utc>, StoreError>;
+    fn opt_time(&self, name: &str) -> Option<DateTime<Utc>>;
 }
 
-fn malformed(item: &Item, name: &str) -> StoreError {
+/// The error for an attribute that is missing or does not read as its type.
+pub fn malformed(item: &Item, name: &str) -> StoreError {
     let pk = item
         .get("pk")
         .and_then(|v| v.as_s().ok())
@@ -110,5 +150,17 @@ impl Read for Item {
 
     fn bool_of(&self, name: &str) -> bool {
         matches!(self.get(name), Some(AttributeValue::Bool(true)))
+    }
+
+    fn tag_of<T: DeserializeOwned>(&self, name: &str) -> Result<T, StoreError> {
+        parse_tag(self.str_of(name)?).ok_or_else(|| malformed(self, name))
+    }
+
+    fn time_of(&self, name: &str) -> Result<DateTime<Utc>, StoreError> {
+        self.opt_time(name).ok_or_else(|| malformed(self, name))
+    }
+
+    fn opt_time(&self, name: &str) -> Option<DateTime<Utc>> {
+        self.opt_str(name).and_then(crate::time::parse)
     }
 }

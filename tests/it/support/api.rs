@@ -2,7 +2,6 @@
 
 use super::{json_of, request, TestEnv};
 use api::App;
-use firmspace::config::Config;
 use serde_json::{json, Value};
 
 pub const ADMIN: &str = "admin-token-for-tests";
@@ -10,15 +9,10 @@ pub const ADMIN: &str = "admin-token-for-tests";
 pub fn app(env: &TestEnv) -> App {
     App::new(
         env.store.clone(),
-        Config {
-            table: env.store.table.clone(),
-            endpoint_url: None,
-            stage: "test".into(),
+        api::Settings {
+            admin_token: ADMIN.to_owned().into(),
             public_url: "https://hooks.test".into(),
-            admin_token: Some(ADMIN.to_owned().into()),
-            max_receive_count: 3,
-            outbound_timeout_ms: 500,
-            monobank_api_url: "http://127.0.0.1:9".into(),
+            allows_loopback: true,
         },
     )
 }

@@ -4,9 +4,12 @@
 use super::{request, TestEnv};
 use chrono::Utc;
 use firmspace::ids::{IntegrationId, OrgId};
+use firmspace::integrations::{self, Integration, Settings};
 use firmspace::money::Currency;
-use firmspace::orgs::{self, Integration, Provider};
+use firmspace::orgs;
 use firmspace::payments::invoice::{self, Links};
+use firmspace::payments::providers::monobank::Merchant;
+use firmspace::payments::providers::{PaymentSettings, Provider};
 use firmspace::payments::{Invoice, InvoiceStatus, NewInvoice};
 use firmspace::signature::{standard, stripe};
 use lambda_http::Request;
@@ -52,24 +55,34 @@ pub fn monobank_public_key_b64() -> String {
 }
 
 pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> IntegrationId {
-    let id = IntegrationId::generate(org);
-    let (secret, public_key) = match provider {
-        Provider::Standard => (Some(STANDARD_SECRET), None),
-        Provider::Stripe => (Some(STRIPE_SECRET), None),
-        Provider::Monobank => (None, Some(monobank_public_key_b64())),
+    let settings = match provider {
+        Provider::Standard => PaymentSettings::Standard {
+            secret: SecretString::from(STANDARD_SECRET),
+        },
+        Provider::Stripe => PaymentSettings::Stripe {
+            secret: SecretString::from(STRIPE_SECRET),
+        },
+        Provider::Monobank => PaymentSettings::Monobank(Merchant {
+            public_key: monobank_public_key_b64(),
+            token: None,
+            key_fetched_at: None,
+        }),
     };
-    orgs::create_integration(
+    payments_integration(env, org, settings).await
+}
+
+/// A payments integration with exactly these settings.
+pub async fn payments_integration(
+    env: &TestEnv,
+    org: &OrgId,
+    settings: PaymentSettings,
+) -> IntegrationId {
+    let id = IntegrationId::generate(org);
+    integrations::create(
         &env.store,
         &Integration {
             id: id.clone(),
-            kind: "payments".into(),
-            provider: Some(provider),
-            secret: secret.map(SecretString::from),
-            public_key,
-            url: None,
-            status_url: None,
-            token: None,
-            key_fetched_at: None,
+            settings: Settings::Payments(settings),
             created_at: Utc::now(),
         },
     )
@@ -104,13 +117,23 @@ pub fn standard_body(payment_id: &str, invoice_id: &str, amount: Option<&str>) -
 
 /// A Standard Webhooks delivery signed at unix time `at`.
 pub fn standard_request(integration: &IntegrationId, body: &str, at: i64) -> Request {
+    standard_request_with_id(integration, body, at, "msg_1")
+}
+
+/// A Standard Webhooks delivery with this `webhook-id`.
+pub fn standard_request_with_id(
+    integration: &IntegrationId,
+    body: &str,
+    at: i64,
+    webhook_id: &str,
+) -> Request {
     let signature =
-        standard::sign(STANDARD_SECRET, "msg_1", at, body.as_bytes()).expect("signable");
+        standard::sign(STANDARD_SECRET, webhook_id, at, body.as_bytes()).expect("signable");
     request(
         "POST",
         &format!("/hooks/{}/payments", integration.id),
         &[
-            ("webhook-id", "msg_1"),
+            ("webhook-id", webhook_id),
             ("webhook-timestamp", &at.to_string()),
             ("webhook-signature", &signature),
         ],

@@ -63,25 +63,7 @@ impl TestEnv {
 
     /// Every item in the table (consistent scan).
     pub async fn items(&self) -> Vec<Item> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .store
-                .client
-                .scan()
-                .table_name(&self.store.table)
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .expect("scan");
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return items;
-            }
-        }
+        self.store.scan_all().await.expect("scan")
     }
 
     /// How many items of each `kind`.

@@ -3,7 +3,7 @@
 use super::sdk_config;
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
-use firmspace::config::Queues;
+use firmspace::effects::queue::Queues;
 use serde_json::json;
 
 pub async fn client() -> aws_sdk_sqs::Client {

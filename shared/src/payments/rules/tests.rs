@@ -26,14 +26,14 @@ fn payment(key: &str, amount: Option<Decimal>) -> PaymentInput {
     PaymentInput {
         org: OrgId::parse("o0123456789ab").unwrap(),
         invoice_ref: Some("inv_1".into()),
-        source: Source::Standard,
+        source: Source::Stripe,
         external_id: ExternalId::parse("id", key).unwrap(),
         amount,
         currency: None,
         at: chrono::DateTime::UNIX_EPOCH,
         actor: "test".into(),
-        fingerprint: String::new(),
         reverses: None,
+        reversible: false,
     }
 }
 

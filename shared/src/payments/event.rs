@@ -1,0 +1,294 @@
+//! The stored payment event: what arrived, what it did, the invoice as it left it, and the first
+//! answer to its request. Its item layout is written and read here only: by `register_payment`,
+//! by the invoice's payment list, and by the stream fan-out.
+
+use super::invoice::{payments_list_pk, Invoice, InvoiceStatus, Links};
+use super::rules::{Decision, Outcome};
+use super::{event_key, payment_pk, PaymentInput, Source};
+use crate::ids::{EventKey, ExternalId, OrgId};
+use crate::money::{self, Currency};
+use crate::store::item::{malformed, Builder, Read};
+use crate::store::{Item, StoreError};
+use crate::time;
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+/// The stored item's `kind`.
+pub const KIND: &str = "payment_event";
+
+/// The invoice as this payment left it, carried on the event so that its consequences are
+/// derived from the event alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvoiceAfter {
+    pub number: String,
+    pub status: InvoiceStatus,
+    pub paid: Decimal,
+    pub gross: Decimal,
+    /// This payment closed the invoice (it was open before and is paid or void now).
+    pub closed_now: bool,
+    pub links: Links,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaymentEvent {
+    pub org: OrgId,
+    pub source: Source,
+    pub external_id: ExternalId,
+    pub invoice_id: Option<String>,
+    pub currency: Option<Currency>,
+    pub received: Option<Decimal>,
+    pub applied: Decimal,
+    pub unapplied: Decimal,
+    pub outcome: Outcome,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub fingerprint: String,
+    pub reverses: Option<ExternalId>,
+    pub invoice: Option<InvoiceAfter>,
+    /// The first answer, returned again (with `"duplicate": true`) to every retry.
+    pub answer: Value,
+}
+
+impl PaymentEvent {
+    /// The event a decision makes, with the answer its request gets.
+    pub fn new(
+        input: &PaymentInput,
+        decision: &Decision,
+        before: Option<&Invoice>,
+        after: Option<&Invoice>,
+    ) -> Self {
+        let invoice = before.zip(after).map(|(before, after)| InvoiceAfter {
+            number: before.number.clone(),
+            status: after.status,
+            paid: after.paid,
+            gross: after.gross,
+            closed_now: !before.status.is_closed() && after.status.is_closed(),
+            links: before.links.clone(),
+        });
+        let key = input.event_key();
+        Self {
+            org: input.org.clone(),
+            source: input.source.clone(),
+            external_id: input.external_id.clone(),
+            invoice_id: before
+                .map(|i| i.id.as_str().to_owned())
+                .or_else(|| input.invoice_ref.clone()),
+            currency: input
+                .currency
+                .clone()
+                .or(before.map(|i| i.currency.clone())),
+            received: decision.received,
+            applied: decision.applied,
+            unapplied: decision.unapplied,
+            outcome: decision.outcome,
+            at: input.at,
+            actor: input.actor.clone(),
+            fingerprint: input.fingerprint(),
+            reverses: input.reverses.clone(),
+            invoice,
+            answer: json!({
+                "duplicate": false,
+                "event_key": key.as_str(),
+                "applied": money::display(decision.applied),
+                "outcome": decision.outcome,
+                "invoice": after.map(Invoice::to_json),
+            }),
+        }
+    }
+
+    pub fn key(&self) -> EventKey {
+        event_key(&self.source, &self.external_id)
+    }
+
+    pub fn pk(&self) -> String {
+        payment_pk(&self.org, &self.source, &self.external_id)
+    }
+
+    /// The stored answer, marked as the answer to a repeat when `duplicate`.
+    pub fn answer(&self, duplicate: bool) -> Value {
+        let mut answer = self.answer.clone();
+        answer["duplicate"] = json!(duplicate);
+        answer
+    }
+
+    /// The invoice's payments list, or the organisation's unmatched money.
+    fn list_pk(&self) -> String {
+        match (&self.invoice_id, &self.invoice) {
+            (Some(id), Some(_)) => payments_list_pk(&self.org, id),
+            _ => self.org.pk("PAYMENTS#UNMATCHED"),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "source": self.source.to_string(),
+            "external_id": self.external_id.as_str(),
+            "event_key": self.key().as_str(),
+            "received": self.received.map(money::display),
+            "applied": money::display(self.applied),
+            "unapplied": money::display(self.unapplied),
+            "currency": self.currency.as_ref().map(Currency::as_str),
+            "outcome": self.outcome,
+            "at": time::format(self.at),
+        })
+    }
+
+    pub fn to_item(&self) -> Item {
+        let builder = Builder::new(&self.pk(), KIND, self.org.as_str())
+            .str("event_key", self.key().as_str())
+            .str("source", self.source.to_string())
+            .str("external_id", self.external_id.as_str())
+            .opt_str("invoice_id", self.invoice_id.as_deref())
+            .opt_str("currency", self.currency.as_ref().map(Currency::as_str))
+            .opt_num("received", self.received)
+            .num("applied", self.applied)
+            .num("unapplied", self.unapplied)
+            .tag("outcome", &self.outcome)
+            .time("at", self.at)
+            .str("actor", &self.actor)
+            .str("fingerprint", &self.fingerprint)
+            .str("answer", self.answer.to_string())
+            .opt_str("reverses", self.reverses.as_ref().map(ExternalId::as_str))
+            .list(
+                &self.list_pk(),
+                &format!("{}#{}", time::format(self.at), self.key()),
+            );
+        match &self.invoice {
+            None => builder,
+            Some(inv) => builder
+                .str("invoice_number", &inv.number)
+                .tag("invoice_status", &inv.status)
+                .num("invoice_paid", inv.paid)
+                .num("invoice_gross", inv.gross)
+                .bool("closed_invoice", inv.closed_now)
+                .opt_str("owner", inv.links.owner.as_deref())
+                .opt_str("contact_id", inv.links.contact_id.as_deref())
+                .opt_str("deal_id", inv.links.deal_id.as_deref())
+                .opt_str("company_id", inv.links.company_id.as_deref()),
+        }
+        .build()
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let bad = |name: &str| malformed(item, name);
+        let invoice = match item.opt_str("invoice_number") {
+            None => None,
+            Some(number) => Some(InvoiceAfter {
+                number: number.to_owned(),
+                status: item.tag_of("invoice_status")?,
+                paid: item.dec_of("invoice_paid")?,
+                gross: item.dec_of("invoice_gross")?,
+                closed_now: item.bool_of("closed_invoice"),
+                links: Links {
+                    owner: item.opt_str("owner").map(str::to_owned),
+                    contact_id: item.opt_str("contact_id").map(str::to_owned),
+                    deal_id: item.opt_str("deal_id").map(str::to_owned),
+                    company_id: item.opt_str("company_id").map(str::to_owned),
+                },
+            }),
+        };
+        let external = |name: &str| -> Result<Option<ExternalId>, StoreError> {
+            item.opt_str(name)
+                .map(|raw| ExternalId::parse("external_id", raw).map_err(|_| bad(name)))
+                .transpose()
+        };
+        Ok(Self {
+            org: OrgId::parse(item.str_of("org")?).map_err(|_| bad("org"))?,
+            source: Source::parse(item.str_of("source")?).ok_or_else(|| bad("source"))?,
+            external_id: external("external_id")?.ok_or_else(|| bad("external_id"))?,
+            invoice_id: item.opt_str("invoice_id").map(str::to_owned),
+            currency: item
+                .opt_str("currency")
+                .map(|c| Currency::parse(c).map_err(|_| bad("currency")))
+                .transpose()?,
+            received: item.opt_dec("received"),
+            applied: item.dec_of("applied")?,
+            unapplied: item.dec_of("unapplied")?,
+            outcome: item.tag_of("outcome")?,
+            at: item.time_of("at")?,
+            actor: item.str_of("actor")?.to_owned(),
+            fingerprint: item.str_of("fingerprint")?.to_owned(),
+            reverses: external("reverses")?,
+            invoice,
+            answer: serde_json::from_str(item.str_of("answer")?).map_err(|_| bad("answer"))?,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::payments::rules::decide;
+    use crate::payments::Related;
+    use rust_decimal_macros::dec;
+
+    pub(crate) fn sample(closed: bool) -> PaymentEvent {
+        let org = OrgId::parse("o0123456789ab").unwrap();
+        let invoice = Invoice {
+            org: org.clone(),
+            id: crate::ids::LocalId::parse("id", "inv_1").unwrap(),
+            number: "INV-00001".into(),
+            currency: Currency::parse("UAH").unwrap(),
+            gross: if closed { dec!(40) } else { dec!(100) },
+            paid: dec!(0),
+            status: InvoiceStatus::Open,
+            version: 0,
+            links: Links {
+                owner: None,
+                contact_id: Some("c1".into()),
+                deal_id: Some("d1".into()),
+                company_id: None,
+            },
+            created_at: time::from_unix(1_800_000_000).unwrap(),
+        };
+        let input = PaymentInput {
+            org,
+            invoice_ref: Some("inv_1".into()),
+            source: Source::Stripe,
+            external_id: ExternalId::parse("id", "pi_1").unwrap(),
+            amount: Some(dec!(40)),
+            currency: None,
+            at: time::from_unix(1_800_000_000).unwrap(),
+            actor: "test".into(),
+            reverses: None,
+            reversible: false,
+        };
+        let decision = decide(Some(&invoice), &input, Related::Nothing);
+        let change = decision.change.unwrap();
+        let after = Invoice {
+            paid: change.paid,
+            status: change.status,
+            version: 1,
+            ..invoice.clone()
+        };
+        PaymentEvent::new(&input, &decision, Some(&invoice), Some(&after))
+    }
+
+    #[test]
+    fn the_item_reads_back_as_the_event_it_was_written_from() {
+        for closed in [false, true] {
+            let event = sample(closed);
+            assert_eq!(PaymentEvent::from_item(&event.to_item()).unwrap(), event);
+        }
+    }
+
+    #[test]
+    fn an_item_missing_an_attribute_is_malformed_not_empty() {
+        let mut item = sample(true).to_item();
+        item.remove("applied");
+        let err = PaymentEvent::from_item(&item).unwrap_err();
+        assert!(err.to_string().contains("applied"), "{err}");
+    }
+
+    #[test]
+    fn a_repeat_gets_the_first_answer_marked_duplicate() {
+        let event = sample(false);
+        let first = event.answer(false);
+        let again = event.answer(true);
+        assert_eq!(again["duplicate"], true);
+        assert_eq!(again["applied"], first["applied"]);
+        assert_eq!(again["invoice"], first["invoice"]);
+        assert_eq!(first["event_key"], "payment:stripe:pi_1");
+    }
+}

@@ -1,0 +1,81 @@
+//! Stripe: `payment_intent.succeeded` books `amount_received` (minor units) under the intent id.
+
+use super::{json, Paid, ParseError, WebhookEvent};
+use crate::ids::ExternalId;
+use crate::money::{Currency, MoneyError};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+
+#[derive(Deserialize)]
+struct Body {
+    #[serde(rename = "type")]
+    kind: String,
+    created: Option<i64>,
+    data: Data,
+}
+
+#[derive(Deserialize)]
+struct Data {
+    object: Intent,
+}
+
+#[derive(Deserialize)]
+struct Intent {
+    id: Option<String>,
+    amount_received: Option<i64>,
+    currency: Option<String>,
+    #[serde(default)]
+    metadata: HashMap<String, Value>,
+}
+
+pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
+    let parsed: Body = json(body)?;
+    if parsed.kind != "payment_intent.succeeded" {
+        return Ok(WebhookEvent::Ignored(parsed.kind));
+    }
+    let intent = parsed.data.object;
+    let currency = intent
+        .currency
+        .as_deref()
+        .map(Currency::parse)
+        .transpose()?;
+    let amount = match (intent.amount_received, &currency) {
+        (Some(minor), Some(c)) if minor > 0 => Some(c.from_minor(minor)),
+        (Some(_), _) => return Err(MoneyError::BadAmount.into()),
+        (None, _) => None,
+    };
+    let external_id = match intent.id.as_deref() {
+        Some(id) => ExternalId::parse("payment_intent", id)?,
+        None => ExternalId::of_body(body),
+    };
+    Ok(WebhookEvent::Paid(Paid {
+        external_id,
+        invoice_ref: intent
+            .metadata
+            .get("invoice_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        amount,
+        currency,
+        at: parsed.created.and_then(crate::time::from_unix),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal_macros::dec;
+
+    #[test]
+    fn an_intent_books_minor_units_under_its_intent_id() {
+        let body = br#"{"id":"evt_1","type":"payment_intent.succeeded","created":1700000000,"data":{"object":{"id":"pi_1","amount_received":4000,"currency":"uah","metadata":{"invoice_id":"inv_9"}}}}"#;
+        let WebhookEvent::Paid(p) = parse(body).unwrap() else {
+            panic!("expected paid")
+        };
+        assert_eq!(
+            (p.external_id.as_str(), p.amount, p.invoice_ref.as_deref()),
+            ("pi_1", Some(dec!(40.00)), Some("inv_9"))
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! A conditional update, described as values: which attributes to set or add to, and the
+//! condition the stored item must meet. Turned into one DynamoDB expression here only.
+
+use super::{Item, Store};
+use aws_sdk_dynamodb::types::{AttributeValue, Update as SdkUpdate};
+use std::collections::HashMap;
+
+/// The condition an update is held to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cond {
+    /// Any stored state (the item is created when missing).
+    Always,
+    /// The item exists.
+    Exists,
+    /// The attribute holds exactly this value.
+    Equals(String, AttributeValue),
+    /// The item exists and the attribute is absent or sorts before this value (a lease that
+    /// has run out: stored times sort as strings).
+    AbsentOrBefore(String, AttributeValue),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Update {
+    set: Vec<(String, AttributeValue)>,
+    add: Vec<(String, AttributeValue)>,
+    cond: Cond,
+}
+
+pub(super) struct Expression {
+    pub update: String,
+    pub condition: Option<String>,
+    pub names: HashMap<String, String>,
+    pub values: Item,
+}
+
+impl Default for Update {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Update {
+    pub fn new() -> Self {
+        Self {
+            set: Vec::new(),
+            add: Vec::new(),
+            cond: Cond::Always,
+        }
+    }
+
+    pub fn set(mut self, name: &str, value: AttributeValue) -> Self {
+        self.set.push((name.to_owned(), value));
+        self
+    }
+
+    /// Adds to a number (or creates it).
+    pub fn add(mut self, name: &str, value: AttributeValue) -> Self {
+        self.add.push((name.to_owned(), value));
+        self
+    }
+
+    pub fn when(mut self, cond: Cond) -> Self {
+        self.cond = cond;
+        self
+    }
+
+    pub(super) fn expression(&self) -> Expression {
+        let mut names = HashMap::new();
+        let mut values = HashMap::new();
+        let mut clause = |prefix: &str, pairs: &[(String, AttributeValue)], sep: &str| {
+            let parts: Vec<String> = pairs
+                .iter()
+                .map(|(name, value)| {
+                    let i = names.len();
+                    names.insert(format!("#a{i}"), name.clone());
+                    values.insert(format!(":v{i}"), value.clone());
+                    format!("#a{i}{sep}:v{i}")
+                })
+                .collect();
+            (!parts.is_empty()).then(|| format!("{prefix} {}", parts.join(", ")))
+        };
+        let set = clause("SET", &self.set, " = ");
+        let add = clause("ADD", &self.add, " ");
+        let update = [set, add]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let condition = match &self.cond {
+            Cond::Always => None,
+            Cond::Exists => Some("attribute_exists(pk)".to_owned()),
+            Cond::Equals(name, value) => {
+                names.insert("#c".into(), name.clone());
+                values.insert(":c".into(), value.clone());
+                Some("#c = :c".to_owned())
+            }
+            Cond::AbsentOrBefore(name, value) => {
+                names.insert("#c".into(), name.clone());
+                values.insert(":c".into(), value.clone());
+                Some("attribute_exists(pk) AND (attribute_not_exists(#c) OR #c < :c)".to_owned())
+            }
+        };
+        Expression {
+            update,
+            condition,
+            names,
+            values,
+        }
+    }
+
+    pub(super) fn transact_step(&self, table: &str, pk: &str) -> SdkUpdate {
+        let expr = self.expression();
+        SdkUpdate::builder()
+            .table_name(table)
+            .set_key(Some(Store::key(pk)))
+            .update_expression(expr.update)
+            .set_condition_expression(expr.condition)
+            .set_expression_attribute_names(Some(expr.names))
+            .set_expression_attribute_values(Some(expr.values))
+            .build()
+            .expect("table, key and expression are set")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::item::{n, s};
+
+    #[test]
+    fn an_update_names_every_attribute_and_value_once() {
+        let expr = Update::new()
+            .set("status", s("paid"))
+            .set("version", n(2))
+            .add("attempts", n(1))
+            .when(Cond::Equals("version".into(), n(1)))
+            .expression();
+        assert_eq!(expr.update, "SET #a0 = :v0, #a1 = :v1 ADD #a2 :v2");
+        assert_eq!(expr.condition.as_deref(), Some("#c = :c"));
+        assert_eq!(expr.names.len(), 4);
+        assert_eq!(expr.values.len(), 4);
+        assert_eq!(expr.names["#a2"], "attempts");
+    }
+}

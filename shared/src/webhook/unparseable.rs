@@ -1,0 +1,58 @@
+//! A verified delivery whose body cannot be read is kept, raw and with the reason, and a person
+//! is asked to look: retrying cannot help the sender, and nothing that arrived is lost. The same
+//! body again is a duplicate of the kept one.
+
+use crate::ids::ExternalId;
+use crate::integrations::Integration;
+use crate::review::ReviewItem;
+use crate::signature::Verified;
+use crate::store::item::Builder;
+use crate::store::{Step, Store, StoreError, Transacted};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+/// The review item's reason.
+pub const REASON: &str = "unparseable_payload";
+
+/// Keeps the body; `Ok(false)` when the same body from the same integration was kept before.
+pub async fn keep(
+    store: &Store,
+    integration: &Integration,
+    verified: &Verified,
+    body: &[u8],
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let digest = ExternalId::of_body(body);
+    let key = format!("unparseable:{}:{digest}", integration.id);
+    let org = integration.org();
+    let item = Builder::new(
+        &org.pk(&format!("UNPARSEABLE#{}#{digest}", integration.id)),
+        "unparseable_delivery",
+        org.as_str(),
+    )
+    .str("integration_id", &integration.id.id)
+    .opt_str("webhook_id", verified.id.as_deref())
+    .str("reason", reason)
+    .set("body", AttributeValue::B(Blob::new(body)))
+    .time("at", now)
+    .build();
+    let review = ReviewItem {
+        org: org.clone(),
+        kind: "webhook".into(),
+        reason: REASON.into(),
+        key,
+        at: now,
+        detail: json!({"integration_id": integration.id.id, "reason": reason, "bytes": body.len()}),
+    };
+    match store
+        .transact(vec![Step::PutNew(item), Step::PutNew(review.to_item())])
+        .await?
+    {
+        Transacted::Done => Ok(true),
+        Transacted::Refused { .. } => Ok(false),
+        Transacted::Contended => Err(StoreError::Contended { pk: review.pk() }),
+    }
+}
