@@ -18,3 +18,58 @@ pub async fn dynamodb(endpoint_url: Option<&str>) -> aws_sdk_dynamodb::Client {
 pub async fn sqs(endpoint_url: Option<&str>) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(&sdk_config(endpoint_url).await)
 }
+
+/// An SDK interceptor that records the operation name of every DynamoDB request sent (retries
+/// included): tests assert round trips with it, `cargo xtask bench` counts them per event.
+#[derive(Clone, Debug, Default)]
+pub struct CallLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl CallLog {
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Operation names since the last `clear`, in order.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A DynamoDB client on `config` that records into this log.
+    pub fn dynamodb(&self, config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+        let config = aws_sdk_dynamodb::config::Builder::from(config)
+            .interceptor(self.clone())
+            .build();
+        aws_sdk_dynamodb::Client::from_conf(config)
+    }
+}
+
+impl aws_sdk_dynamodb::config::Intercept for CallLog {
+    fn name(&self) -> &'static str {
+        "CallLog"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .and_then(|t| t.rsplit('.').next())
+            .unwrap_or("unknown")
+            .to_owned();
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(target);
+        Ok(())
+    }
+}

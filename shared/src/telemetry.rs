@@ -53,10 +53,15 @@ pub fn init(function: &'static str) {
     }
 }
 
-/// Writes the invocation's metrics as one EMF line to stdout (a no-op without `init`).
+/// Writes the invocation's metrics as EMF lines to stdout (a no-op without `init`).
 pub fn flush_metrics() {
+    flush_metrics_to(std::io::stdout());
+}
+
+/// Writes the metrics recorded since the last flush to `out`.
+pub fn flush_metrics_to(out: impl std::io::Write) {
     if let Some(collector) = METRICS.get() {
-        if let Err(e) = collector.flush(std::io::stdout()) {
+        if let Err(e) = collector.flush(out) {
             tracing::warn!(error.message = %e, "metrics flush failed");
         }
     }
@@ -72,5 +77,26 @@ mod tests {
         assert_eq!(level(None, Some("warn")), "warn");
         assert_eq!(level(None, None), "info");
         assert_eq!(level(Some(""), None), "info");
+    }
+
+    #[test]
+    fn metrics_reach_the_log_as_cloudwatch_embedded_metric_lines() {
+        init("unit-test");
+        metrics::counter!("deliveries", "source" => "standard", "outcome" => "duplicate")
+            .increment(2);
+        let mut out = Vec::new();
+        flush_metrics_to(&mut out);
+        let text = String::from_utf8(out).unwrap();
+        let line = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v.get("deliveries").is_some())
+            .expect("an EMF line with the counter");
+        assert_eq!(line["deliveries"], 2);
+        assert_eq!(line["outcome"], "duplicate");
+        assert_eq!(line["function"], "unit-test");
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], NAMESPACE);
+        assert_eq!(directive["Metrics"][0]["Name"], "deliveries");
     }
 }

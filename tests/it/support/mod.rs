@@ -2,13 +2,12 @@
 //! request builders and signed fixtures.
 
 pub mod api;
-pub mod calls;
 pub mod fixtures;
 pub mod queues;
 pub mod target;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use calls::CallLog;
+use firmspace::aws::CallLog;
 use firmspace::store::{schema, Item, Store};
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
@@ -46,10 +45,7 @@ impl TestEnv {
     /// A fresh table of the production shape.
     pub async fn new() -> Self {
         let calls = CallLog::default();
-        let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
-            .interceptor(calls.clone())
-            .build();
-        let client = aws_sdk_dynamodb::Client::from_conf(config);
+        let client = calls.dynamodb(&sdk_config().await);
         let table = format!("it-{}", uuid_like());
         schema::create_table(&client, &table)
             .await
