@@ -1,6 +1,7 @@
 //! Money: one `register_payment` that every path to money ends in (webhook, manual button,
 //! assistant, bank reconciliation).
 
+pub mod consequences;
 pub mod event;
 pub mod invoice;
 pub mod providers;

@@ -1,0 +1,94 @@
+//! What a stored payment implies for people and rules, in the words a person reads.
+
+use super::event::{InvoiceAfter, PaymentEvent};
+use super::Outcome;
+use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
+use crate::money;
+use crate::store::item::tag_name;
+use serde_json::json;
+
+impl PaymentEvent {
+    /// What this payment tells people and rules: an activity line on each linked record, one
+    /// notification (the owner, or the team), and `invoice.paid` when it closed the invoice.
+    /// Unmatched money has no invoice to tell anyone about; its review item is the consequence.
+    pub fn consequences(&self) -> Vec<Consequence> {
+        let Some(invoice) = &self.invoice else {
+            return Vec::new();
+        };
+        let text = self.text(invoice);
+        let mut out = self.activity_lines(invoice, &text);
+        out.push(
+            Notification {
+                org: self.org.clone(),
+                key: self.key(),
+                recipient: invoice.links.owner.clone(),
+                text,
+                at: self.at,
+            }
+            .into(),
+        );
+        if invoice.closed_now {
+            out.push(self.invoice_paid(invoice).into());
+        }
+        out
+    }
+
+    fn text(&self, invoice: &InvoiceAfter) -> String {
+        let currency = self.currency.as_ref().map_or("", |c| c.as_str());
+        let status = tag_name(&invoice.status);
+        match self.outcome {
+            Outcome::Reversed => format!(
+                "Payment of {} {currency} for {} was reversed; invoice is {status}",
+                money::display(-self.applied),
+                invoice.number
+            ),
+            _ => format!(
+                "Payment for {} via {}: {} {currency} received, {} applied; invoice is {status}",
+                invoice.number,
+                self.source,
+                money::display(self.received.unwrap_or(self.applied)),
+                money::display(self.applied)
+            ),
+        }
+    }
+
+    /// One line per linked contact, deal and company, keyed `invoice:SOURCE:EXTERNAL_ID`.
+    fn activity_lines(&self, invoice: &InvoiceAfter, text: &str) -> Vec<Consequence> {
+        let links = &invoice.links;
+        [
+            (EntityKind::Contact, &links.contact_id),
+            (EntityKind::Deal, &links.deal_id),
+            (EntityKind::Company, &links.company_id),
+        ]
+        .into_iter()
+        .filter_map(|(entity_kind, id)| Some((entity_kind, id.clone()?)))
+        .map(|(entity_kind, entity_id)| {
+            ActivityLine {
+                org: self.org.clone(),
+                entity_kind,
+                entity_id,
+                key: format!("invoice:{}", self.key().id()),
+                kind: "payment".into(),
+                text: text.to_owned(),
+                at: self.at,
+            }
+            .into()
+        })
+        .collect()
+    }
+
+    fn invoice_paid(&self, invoice: &InvoiceAfter) -> Fired {
+        Fired {
+            org: self.org.clone(),
+            trigger: Trigger::InvoicePaid,
+            event_key: self.key(),
+            at: self.at,
+            context: json!({
+                "invoice_id": self.invoice_id,
+                "invoice_number": invoice.number,
+                "contact_id": invoice.links.contact_id,
+                "owner": invoice.links.owner,
+            }),
+        }
+    }
+}
