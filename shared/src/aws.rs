@@ -69,7 +69,10 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
             .and_then(|t| t.rsplit('.').next())
             .unwrap_or("unknown")
             .to_owned();
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(target);
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(target);
         Ok(())
     }
 }

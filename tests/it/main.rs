@@ -7,6 +7,7 @@ mod api;
 mod automation;
 mod consequences;
 mod e2e;
+mod edge;
 mod monobank;
 mod payments;
 mod support;

@@ -24,6 +24,15 @@ pub struct Automation {
 
 pub type App = SqsApp<Automation>;
 
+/// One outgoing call of a run: what it was for and where it went.
+struct Attempt<'a> {
+    rule: &'a Rule,
+    integration_id: &'a IntegrationId,
+    target: &'a OutboundTarget,
+    fired: &'a Fired,
+    key: &'a str,
+}
+
 /// A failure that a later attempt may not have.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -119,6 +128,34 @@ impl Automation {
                     .await
             }
         };
+        let attempt = Attempt {
+            rule,
+            integration_id,
+            target: &target,
+            fired,
+            key: &key,
+        };
+        self.settle(attempt, sent, now).await?;
+        Ok(Applied::one(true))
+    }
+
+    /// Moves the run to what the attempt tells, asking the target when that is unclear; never
+    /// resends blindly.
+    async fn settle(
+        &self,
+        attempt: Attempt<'_>,
+        sent: Sent,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        let Attempt {
+            rule,
+            integration_id,
+            target,
+            fired,
+            key,
+        } = attempt;
+        let event_key = &fired.event_key;
+        let run_key = automation::run_key(&rule.rule_id, event_key);
         let settle =
             |state| runs::set_state(&self.store, &rule.org, &rule.rule_id, event_key, state, now);
         match sent {
@@ -134,7 +171,7 @@ impl Automation {
                     format!("target answered {code} for run {run_key}"),
                 ));
             }
-            Sent::Unclear(why) => match self.outbound.check(&target, &key).await {
+            Sent::Unclear(why) => match self.outbound.check(target, key).await {
                 State::Delivered => settle(RunState::Sent).await?,
                 State::NotDelivered => {
                     settle(RunState::NotSent).await?;
@@ -158,6 +195,6 @@ impl Automation {
                 }
             },
         }
-        Ok(Applied::one(true))
+        Ok(())
     }
 }

@@ -5,15 +5,15 @@
 //! such steps, a conditional update), so "condition failed" is decided here and nowhere else.
 
 pub mod item;
+mod read;
 pub mod schema;
+mod transact;
 mod update;
 
+pub use transact::{Step, Transacted};
 pub use update::{Cond, Update};
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use thiserror::Error;
@@ -87,32 +87,6 @@ impl PutNew {
     }
 }
 
-/// One step of a transaction.
-#[derive(Clone, Debug)]
-pub enum Step {
-    /// Put the item only if its key is new.
-    PutNew(Item),
-    /// Update an existing item under a condition.
-    Update { pk: String, update: Update },
-    /// Hold the transaction to what was read: the item is (still) absent.
-    Absent(String),
-    /// Hold the transaction to what was read: the item is (still) there.
-    Present(String),
-}
-
-/// How a transaction ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Transacted {
-    Done,
-    /// The condition of step `step` failed; for a put, the item that holds the key.
-    Refused {
-        step: usize,
-        existing: Option<Item>,
-    },
-    /// Another transaction touched the same items: read again and retry.
-    Contended,
-}
-
 impl Store {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
@@ -149,42 +123,6 @@ impl Store {
             .await
             .map_err(StoreError::sdk)?;
         Ok(out.item)
-    }
-
-    /// Strongly consistent reads of up to 100 items in one call (`BatchGetItem`), in the order
-    /// of `pks`. Keys DynamoDB leaves unprocessed are asked for again.
-    pub async fn get_many(&self, pks: &[String]) -> Result<Vec<Option<Item>>, StoreError> {
-        let mut found: HashMap<String, Item> = HashMap::new();
-        let mut wanted: Vec<Item> = pks.iter().map(|pk| Self::key(pk)).collect();
-        wanted.dedup();
-        while !wanted.is_empty() {
-            let keys = KeysAndAttributes::builder()
-                .set_keys(Some(std::mem::take(&mut wanted)))
-                .consistent_read(true)
-                .build()
-                .expect("keys are set");
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&self.table, keys)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
-            for item in out
-                .responses
-                .unwrap_or_default()
-                .remove(&self.table)
-                .unwrap_or_default()
-            {
-                if let Some(AttributeValue::S(pk)) = item.get("pk") {
-                    found.insert(pk.clone(), item);
-                }
-            }
-            if let Some(mut rest) = out.unprocessed_keys.filter(|r| !r.is_empty()) {
-                wanted = rest.remove(&self.table).map(|k| k.keys).unwrap_or_default();
-            }
-        }
-        Ok(pks.iter().map(|pk| found.get(pk).cloned()).collect())
     }
 
     /// Puts an item only if its key is new; a taken key returns the item that holds it, in the
@@ -288,123 +226,5 @@ impl Store {
             .map_err(StoreError::sdk)?;
         use item::Read;
         out.attributes.unwrap_or_default().u64_of(attr)
-    }
-
-    /// Runs the steps as one `TransactWriteItems`: all happen or none.
-    pub async fn transact(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
-        let items = steps.into_iter().map(|s| self.step(s)).collect();
-        let sent = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
-        let err = match sent {
-            Ok(_) => return Ok(Transacted::Done),
-            Err(err) => err,
-        };
-        match err.as_service_error() {
-            Some(E::TransactionCanceledException(cancel)) => {
-                let refused = cancel
-                    .cancellation_reasons()
-                    .iter()
-                    .position(|r| r.code() == Some("ConditionalCheckFailed"));
-                Ok(match refused {
-                    Some(step) => Transacted::Refused {
-                        step,
-                        existing: cancel.cancellation_reasons()[step].item().cloned(),
-                    },
-                    None => Transacted::Contended,
-                })
-            }
-            Some(E::TransactionInProgressException(_)) => Ok(Transacted::Contended),
-            _ => Err(StoreError::sdk(err)),
-        }
-    }
-
-    fn step(&self, step: Step) -> TransactWriteItem {
-        let check = |pk: String, condition: &str| {
-            ConditionCheck::builder()
-                .table_name(&self.table)
-                .set_key(Some(Self::key(&pk)))
-                .condition_expression(condition)
-                .build()
-                .expect("table, key and condition are set")
-        };
-        let builder = TransactWriteItem::builder();
-        match step {
-            Step::PutNew(item) => builder.put(
-                Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .build()
-                    .expect("table and item are set"),
-            ),
-            Step::Update { pk, update } => builder.update(update.transact_step(&self.table, &pk)),
-            Step::Absent(pk) => builder.condition_check(check(pk, "attribute_not_exists(pk)")),
-            Step::Present(pk) => builder.condition_check(check(pk, "attribute_exists(pk)")),
-        }
-        .build()
-    }
-
-    /// Reads a list (one `gsi1pk`) in `gsi1sk` order, newest first when `newest_first`.
-    pub async fn list(
-        &self,
-        gsi1pk: &str,
-        newest_first: bool,
-        limit: i32,
-    ) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(GSI)
-                .key_condition_expression("gsi1pk = :p")
-                .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()))
-                .scan_index_forward(!newest_first)
-                .limit(limit)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() || items.len() >= limit as usize {
-                break;
-            }
-        }
-        items.truncate(limit as usize);
-        Ok(items)
-    }
-
-    /// Every item in the table (a consistent scan): for tests and operator tools, never on a
-    /// request path.
-    pub async fn scan_all(&self) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(items);
-            }
-        }
     }
 }

@@ -1,0 +1,99 @@
+//! Reads: several items in one call, lists on the generic index, and the whole table for tools.
+
+use super::{Item, Store, StoreError, GSI};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use std::collections::HashMap;
+
+impl Store {
+    /// Strongly consistent reads of up to 100 items in one call (`BatchGetItem`), in the order
+    /// of `pks`. Keys DynamoDB leaves unprocessed are asked for again.
+    pub async fn get_many(&self, pks: &[String]) -> Result<Vec<Option<Item>>, StoreError> {
+        let mut found: HashMap<String, Item> = HashMap::new();
+        let mut wanted: Vec<Item> = pks.iter().map(|pk| Self::key(pk)).collect();
+        wanted.dedup();
+        while !wanted.is_empty() {
+            let keys = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut wanted)))
+                .consistent_read(true)
+                .build()
+                .expect("keys are set");
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, keys)
+                .send()
+                .await
+                .map_err(StoreError::sdk)?;
+            for item in out
+                .responses
+                .unwrap_or_default()
+                .remove(&self.table)
+                .unwrap_or_default()
+            {
+                if let Some(AttributeValue::S(pk)) = item.get("pk") {
+                    found.insert(pk.clone(), item);
+                }
+            }
+            if let Some(mut rest) = out.unprocessed_keys.filter(|r| !r.is_empty()) {
+                wanted = rest.remove(&self.table).map(|k| k.keys).unwrap_or_default();
+            }
+        }
+        Ok(pks.iter().map(|pk| found.get(pk).cloned()).collect())
+    }
+
+    /// Reads a list (one `gsi1pk`) in `gsi1sk` order, newest first when `newest_first`.
+    pub async fn list(
+        &self,
+        gsi1pk: &str,
+        newest_first: bool,
+        limit: i32,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(GSI)
+                .key_condition_expression("gsi1pk = :p")
+                .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()))
+                .scan_index_forward(!newest_first)
+                .limit(limit)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::sdk)?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() || items.len() >= limit as usize {
+                break;
+            }
+        }
+        items.truncate(limit as usize);
+        Ok(items)
+    }
+
+    /// Every item in the table (a consistent scan): for tests and operator tools, never on a
+    /// request path.
+    pub async fn scan_all(&self) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::sdk)?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+}

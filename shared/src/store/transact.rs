@@ -1,0 +1,97 @@
+//! Transactions of put-if-new, conditional update and condition-check steps: all happen or
+//! none, and a refusal says which step and what held its key.
+
+use super::{Item, Store, StoreError, Update};
+use aws_sdk_dynamodb::types::{
+    ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+};
+
+/// One step of a transaction.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Put the item only if its key is new.
+    PutNew(Item),
+    /// Update an existing item under a condition.
+    Update { pk: String, update: Update },
+    /// Hold the transaction to what was read: the item is (still) absent.
+    Absent(String),
+    /// Hold the transaction to what was read: the item is (still) there.
+    Present(String),
+}
+
+/// How a transaction ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transacted {
+    Done,
+    /// The condition of step `step` failed; for a put, the item that holds the key.
+    Refused {
+        step: usize,
+        existing: Option<Item>,
+    },
+    /// Another transaction touched the same items: read again and retry.
+    Contended,
+}
+
+impl Store {
+    /// Runs the steps as one `TransactWriteItems`: all happen or none.
+    pub async fn transact(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
+        let items = steps.into_iter().map(|s| self.step(s)).collect();
+        let sent = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
+        let err = match sent {
+            Ok(_) => return Ok(Transacted::Done),
+            Err(err) => err,
+        };
+        match err.as_service_error() {
+            Some(E::TransactionCanceledException(cancel)) => {
+                let refused = cancel
+                    .cancellation_reasons()
+                    .iter()
+                    .position(|r| r.code() == Some("ConditionalCheckFailed"));
+                Ok(match refused {
+                    Some(step) => Transacted::Refused {
+                        step,
+                        existing: cancel.cancellation_reasons()[step].item().cloned(),
+                    },
+                    None => Transacted::Contended,
+                })
+            }
+            Some(E::TransactionInProgressException(_)) => Ok(Transacted::Contended),
+            _ => Err(StoreError::sdk(err)),
+        }
+    }
+
+    fn step(&self, step: Step) -> TransactWriteItem {
+        let check = |pk: String, condition: &str| {
+            ConditionCheck::builder()
+                .table_name(&self.table)
+                .set_key(Some(Self::key(&pk)))
+                .condition_expression(condition)
+                .build()
+                .expect("table, key and condition are set")
+        };
+        let builder = TransactWriteItem::builder();
+        match step {
+            Step::PutNew(item) => builder.put(
+                Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    )
+                    .build()
+                    .expect("table and item are set"),
+            ),
+            Step::Update { pk, update } => builder.update(update.transact_step(&self.table, &pk)),
+            Step::Absent(pk) => builder.condition_check(check(pk, "attribute_not_exists(pk)")),
+            Step::Present(pk) => builder.condition_check(check(pk, "attribute_exists(pk)")),
+        }
+        .build()
+    }
+}

@@ -1,0 +1,250 @@
+//! The generic webhook handler over one source: route, size limit, cached integration, verify,
+//! parse, record, answer, and the metrics of every delivery.
+
+use super::cache::{Cache, Cached, Entry};
+use super::{unparseable, Outcome, Parsed, Source};
+use crate::http::{body_bytes, json_response, route_path, ApiError, MAX_BODY};
+use crate::ids::{EventKey, IntegrationId};
+use crate::integrations::{self, Integration};
+use crate::review::ReviewItem;
+use crate::signature::{SignatureError, Verified, Verify};
+use crate::store::item::tag_name;
+use crate::store::Store;
+use chrono::{DateTime, Utc};
+use http::HeaderMap;
+use lambda_http::{Body, Request, Response};
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// The generic webhook handler over one source.
+pub struct Edge<S: Source> {
+    source: S,
+    store: Store,
+    cache: Cache<S::Verifier>,
+}
+
+fn count(source: impl Into<metrics::SharedString>, outcome: &'static str) {
+    metrics::counter!("deliveries", "source" => source, "outcome" => outcome).increment(1);
+}
+
+impl<S: Source> Edge<S> {
+    pub fn new(source: S, store: Store) -> Self {
+        Self {
+            source,
+            store,
+            cache: Cache::default(),
+        }
+    }
+
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The Lambda entry point: the delivery at the time it arrived.
+    pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
+        let started = std::time::Instant::now();
+        let response = self
+            .respond(&req, Utc::now())
+            .await
+            .unwrap_or_else(ApiError::into_response);
+        metrics::histogram!("latency_ms", "kind" => tag_name(&S::KIND))
+            .record(started.elapsed().as_secs_f64() * 1000.0);
+        crate::telemetry::flush_metrics();
+        Ok(response)
+    }
+
+    /// The whole decision for one delivery at time `now`.
+    pub async fn respond(
+        &self,
+        req: &Request,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
+        let id = self.route(req)?;
+        let span =
+            tracing::info_span!("delivery", integration = %id, event_key = tracing::field::Empty);
+        let result = self.deliver(req, &id, now).instrument(span).await;
+        if let Err(e) = &result {
+            let outcome = if e.status < 500 { "rejected" } else { "failed" };
+            count(tag_name(&S::KIND), outcome);
+        }
+        result
+    }
+
+    fn route(&self, req: &Request) -> Result<IntegrationId, ApiError> {
+        let kind = tag_name(&S::KIND);
+        let id = route_path(req)
+            .strip_prefix("/hooks/")
+            .and_then(|rest| rest.split_once('/'))
+            .filter(|(_, tail)| tail.trim_end_matches('/') == kind)
+            .map(|(id, _)| id)
+            .ok_or_else(|| ApiError::not_found("route"))?;
+        IntegrationId::parse(id).map_err(|_| ApiError::not_found("integration"))
+    }
+
+    async fn deliver(
+        &self,
+        req: &Request,
+        id: &IntegrationId,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
+        let body = body_bytes(req);
+        if body.len() > MAX_BODY {
+            return Err(ApiError::new(
+                413,
+                "payload_too_large",
+                "body exceeds 256 KiB",
+            ));
+        }
+        let (entry, verified) = self.verified(id, req.headers(), body, now).await?;
+        let integration = &entry.integration;
+        let label = self.source.label(integration);
+        let event = match self.source.parse(integration, &verified, body, now) {
+            Ok(Parsed::Event(event)) => event,
+            Ok(Parsed::Ignored(status)) => {
+                count(label, "ignored");
+                return Ok(json_response(
+                    200,
+                    &json!({"status": "ignored", "provider_status": status}),
+                ));
+            }
+            Err(reason) => {
+                count(label, "review");
+                return self
+                    .keep_unparseable(integration, &verified, body, &reason, now)
+                    .await;
+            }
+        };
+        let recorded = self
+            .source
+            .record(&self.store, integration, event, now)
+            .await?;
+        tracing::Span::current().record("event_key", recorded.key.as_str());
+        let outcome = match &recorded.outcome {
+            Outcome::Stored { review: false } => "stored",
+            Outcome::Stored { review: true } => "review",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Conflict {
+                fingerprint,
+                stored,
+            } => {
+                self.mismatch(integration, &recorded.key, fingerprint, stored, now)
+                    .await?;
+                "review"
+            }
+        };
+        count(label, outcome);
+        Ok(json_response(200, &recorded.answer))
+    }
+
+    /// A verified body that cannot be read: kept raw for a person, answered 200.
+    async fn keep_unparseable(
+        &self,
+        integration: &Integration,
+        verified: &Verified,
+        body: &[u8],
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
+        let new = unparseable::keep(&self.store, integration, verified, body, reason, now).await?;
+        tracing::warn!(%reason, "verified body could not be read; kept for review");
+        let answer = json!({"status": "unparseable", "duplicate": !new, "review": unparseable::REASON, "detail": reason});
+        Ok(json_response(200, &answer))
+    }
+
+    /// The integration and what its verifier proved, or 404 / 401.
+    async fn verified(
+        &self,
+        id: &IntegrationId,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<(Entry<S::Verifier>, Verified), ApiError> {
+        let (mut entry, fresh) = match self.cache.get(&id.id, now) {
+            Cached::Found(entry) => (entry, false),
+            Cached::Missing => return Err(ApiError::not_found("integration")),
+            Cached::Unknown => (self.load(id, now).await?, true),
+        };
+        let mut result = verify(&entry, headers, body, now);
+        if result.is_err() && !fresh && self.cache.try_reload(&id.id, now) {
+            entry = self.load(id, now).await?;
+            result = verify(&entry, headers, body, now);
+        }
+        if result.is_err() {
+            if let Some(updated) = self
+                .source
+                .refresh(&self.store, &entry.integration, now)
+                .await
+            {
+                let candidate = self.entry(updated, now);
+                if let Ok(v) = verify(&candidate, headers, body, now) {
+                    self.cache.put(&id.id, Some(candidate.clone()), now);
+                    return Ok((candidate, v));
+                }
+            }
+        }
+        match result {
+            Ok(verified) => Ok((entry, verified)),
+            Err(e) => {
+                tracing::warn!(integration = %id, reason = %e, "refused webhook");
+                Err(ApiError::unauthorized("invalid_signature", e.to_string()))
+            }
+        }
+    }
+
+    fn entry(&self, integration: Integration, now: DateTime<Utc>) -> Entry<S::Verifier> {
+        Entry {
+            verifier: self.source.verifier(&integration).map(Arc::new),
+            integration: Arc::new(integration),
+            loaded_at: now,
+        }
+    }
+
+    async fn load(
+        &self,
+        id: &IntegrationId,
+        now: DateTime<Utc>,
+    ) -> Result<Entry<S::Verifier>, ApiError> {
+        let found = integrations::get(&self.store, id)
+            .await?
+            .filter(|i| i.kind() == S::KIND)
+            .map(|i| self.entry(i, now));
+        self.cache.put(&id.id, found.clone(), now);
+        found.ok_or_else(|| ApiError::not_found("integration"))
+    }
+
+    async fn mismatch(
+        &self,
+        integration: &Integration,
+        key: &EventKey,
+        fingerprint: &str,
+        stored: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), ApiError> {
+        tracing::warn!(event_key = %key, "same key, another payload; answered with the stored answer");
+        ReviewItem {
+            org: integration.org().clone(),
+            kind: "webhook".into(),
+            reason: "payload_mismatch".into(),
+            key: format!("{key}:{}", &fingerprint[..fingerprint.len().min(16)]),
+            at: now,
+            detail: json!({"integration_id": integration.id.id, "event_key": key, "fingerprint": fingerprint, "stored_fingerprint": stored}),
+        }
+        .put(&self.store)
+        .await?;
+        Ok(())
+    }
+}
+
+fn verify<V: Verify>(
+    entry: &Entry<V>,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Verified, SignatureError> {
+    match &entry.verifier {
+        Ok(v) => v.verify(headers, body, now),
+        Err(e) => Err(e.clone()),
+    }
+}
