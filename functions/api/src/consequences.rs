@@ -10,6 +10,7 @@ use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::json;
+use utoipa::ToSchema;
 
 pub async fn notifications(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let recipient = query(ctx.req, "recipient").ok_or_else(|| {
@@ -19,8 +20,8 @@ pub async fn notifications(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body
     Ok(json_response(200, &json!({ "items": items })))
 }
 
-#[derive(Deserialize)]
-struct MarkRead {
+#[derive(Deserialize, ToSchema)]
+pub struct MarkRead {
     key: String,
 }
 
@@ -49,9 +50,11 @@ pub async fn activity_log(
     Ok(json_response(200, &json!({ "items": items })))
 }
 
-#[derive(Deserialize)]
-struct NewRule {
+#[derive(Deserialize, ToSchema)]
+pub struct NewRule {
+    #[schema(value_type = crate::schemas::Trigger)]
     trigger: String,
+    #[schema(value_type = crate::schemas::Action)]
     action: serde_json::Value,
 }
 

@@ -14,11 +14,16 @@ use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
-#[derive(Deserialize)]
-struct CreateInvoice {
+/// Amounts are strings in major units; the links are optional.
+#[derive(Deserialize, ToSchema)]
+pub struct CreateInvoice {
+    #[schema(example = "UAH")]
     currency: String,
+    #[schema(example = "100.00")]
     gross: String,
+    /// The member notified of its payments; without one, the whole team is.
     owner: Option<String>,
     contact_id: Option<String>,
     deal_id: Option<String>,
@@ -68,10 +73,14 @@ pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Bod
     Ok(json_response(200, &body))
 }
 
-#[derive(Deserialize)]
-struct ManualPayment {
+#[derive(Deserialize, ToSchema)]
+pub struct ManualPayment {
+    /// `manual` or `assistant`.
+    #[schema(example = "manual")]
     source: String,
+    /// Major units; without it the invoice's open amount.
     amount: Option<String>,
+    /// Who pressed the button; defaults to the source.
     actor: Option<String>,
 }
 

@@ -1,9 +1,14 @@
 #![forbid(unsafe_code)]
 //! The CRM side of the event layer (`/api/...`): every route but `POST /api/orgs` takes
-//! `Authorization: Bearer <organisation API key>` and sees only that organisation's items.
+//! `Authorization: Bearer <organisation API key>` and sees only that organisation's items;
+//! `GET /api/openapi.json` (the document of every route, from the table `routes` dispatches by)
+//! takes none.
 
 mod consequences;
 mod invoices;
+mod openapi;
+mod routes;
+mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
@@ -12,6 +17,7 @@ use firmspace::http::{self, header, json_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
+use routes::{Found, Op, OrgOp};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -69,44 +75,56 @@ impl App {
     ) -> Result<Response<Body>, ApiError> {
         let path = http::route_path(req).trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').skip(1).collect();
-        let method = req.method().as_str();
-        if let (["api", "orgs"], "POST") = (segments.as_slice(), method) {
-            self.require_admin(req)?;
-            return setup::create_org(&self.store, req, now).await;
-        }
-        let ctx = Ctx {
-            req,
-            now,
-            org: self.authenticate(req).await?,
+        let Some(found) = routes::find(req.method().as_str(), &segments) else {
+            // An unknown route is told apart only to a caller with a valid key.
+            self.authenticate(req).await?;
+            return Err(ApiError::not_found("route"));
         };
+        match found.route.op {
+            Op::OpenApi => openapi::response(),
+            Op::CreateOrg => {
+                self.require_admin(req)?;
+                setup::create_org(&self.store, req, now).await
+            }
+            Op::Org(op) => {
+                let ctx = Ctx {
+                    req,
+                    now,
+                    org: self.authenticate(req).await?,
+                };
+                self.dispatch(op, &found, &ctx).await
+            }
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        op: OrgOp,
+        found: &Found<'_>,
+        ctx: &Ctx<'_>,
+    ) -> Result<Response<Body>, ApiError> {
         let store = &self.store;
-        match (segments.as_slice(), method) {
-            (["api", "integrations"], "POST") => {
-                setup::create_integration(store, &self.settings, &ctx).await
+        match op {
+            OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
+            OrgOp::AddMember => setup::add_member(store, ctx).await,
+            OrgOp::ListMembers => setup::list_members(store, ctx).await,
+            OrgOp::CreateInvoice => invoices::create(store, ctx).await,
+            OrgOp::ListInvoices => invoices::list(store, ctx).await,
+            OrgOp::ReadInvoice => invoices::read(store, ctx, found.param("id")).await,
+            OrgOp::PayInvoice => invoices::pay(store, ctx, found.param("id")).await,
+            OrgOp::DuplicateInvoice => invoices::duplicate(store, ctx, found.param("id")).await,
+            OrgOp::Notifications => consequences::notifications(store, ctx).await,
+            OrgOp::MarkRead => consequences::mark_read(store, ctx).await,
+            OrgOp::ActivityLog => {
+                let (kind, id) = (found.param("kind"), found.param("entity_id"));
+                consequences::activity_log(store, ctx, kind, id).await
             }
-            (["api", "members"], "POST") => setup::add_member(store, &ctx).await,
-            (["api", "members"], "GET") => setup::list_members(store, &ctx).await,
-            (["api", "invoices"], "POST") => invoices::create(store, &ctx).await,
-            (["api", "invoices"], "GET") => invoices::list(store, &ctx).await,
-            (["api", "invoices", id], "GET") => invoices::read(store, &ctx, id).await,
-            (["api", "invoices", id, "payments"], "POST") => invoices::pay(store, &ctx, id).await,
-            (["api", "invoices", id, "duplicate"], "POST") => {
-                invoices::duplicate(store, &ctx, id).await
-            }
-            (["api", "notifications"], "GET") => consequences::notifications(store, &ctx).await,
-            (["api", "notifications", "read"], "POST") => {
-                consequences::mark_read(store, &ctx).await
-            }
-            (["api", "activity", kind, id], "GET") => {
-                consequences::activity_log(store, &ctx, kind, id).await
-            }
-            (["api", "rules"], "POST") => consequences::create_rule(store, &ctx).await,
-            (["api", "tasks"], "GET") => consequences::tasks(store, &ctx).await,
-            (["api", "review"], "GET") => {
+            OrgOp::CreateRule => consequences::create_rule(store, ctx).await,
+            OrgOp::Tasks => consequences::tasks(store, ctx).await,
+            OrgOp::Review => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))
             }
-            _ => Err(ApiError::not_found("route")),
         }
     }
 

@@ -16,9 +16,10 @@ use lambda_http::{Body, Request, Response};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
+use utoipa::ToSchema;
 
-#[derive(Deserialize)]
-struct NewOrg {
+#[derive(Deserialize, ToSchema)]
+pub struct NewOrg {
     name: String,
 }
 
@@ -42,14 +43,23 @@ pub async fn create_org(
     ))
 }
 
-#[derive(Deserialize)]
-struct NewIntegration {
+/// `payments` takes `provider` (and `secret`, or monobank's `public_key` and `token`);
+/// `outbound` takes `url` and `status_url`.
+#[derive(Deserialize, ToSchema)]
+pub struct NewIntegration {
+    #[schema(value_type = crate::schemas::IntegrationKind)]
     kind: IntegrationKind,
+    /// `standard`, `stripe` or `monobank`.
     provider: Option<String>,
+    /// `whsec_...`; generated when absent.
     secret: Option<String>,
+    /// monobank: the merchant's key, base64 PEM.
     public_key: Option<String>,
+    /// https to a public host.
     url: Option<String>,
+    /// `https://.../status/{key}`: 2xx delivered, 404 not delivered.
     status_url: Option<String>,
+    /// monobank X-Token, to fetch a rotated key.
     token: Option<String>,
 }
 
@@ -187,8 +197,8 @@ fn check_outbound_url(raw: &str, allow_loopback: bool) -> Result<(), ApiError> {
     targets::check_url(raw, allow_loopback).map_err(|why| ApiError::bad_request("invalid_url", why))
 }
 
-#[derive(Deserialize)]
-struct NewMember {
+#[derive(Deserialize, ToSchema)]
+pub struct NewMember {
     user_id: String,
     name: String,
 }

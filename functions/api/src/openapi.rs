@@ -1,0 +1,200 @@
+//! The OpenAPI 3.1 document of every HTTP route, served at `GET /api/openapi.json`: the `/api/`
+//! routes from the route table that dispatches them, and the payment webhook (served by the
+//! `payment-webhook` function) beside them.
+
+mod webhook;
+
+use crate::routes::{Answer, Auth, In, Method, Param, Route, ROUTES};
+use crate::schemas::ErrorBody;
+use firmspace::http::{json_response, ApiError};
+use lambda_http::{Body, Response};
+use utoipa::openapi::path::{
+    Operation, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
+};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{
+    ArrayBuilder, ComponentsBuilder, ContentBuilder, HttpMethod, InfoBuilder, ObjectBuilder,
+    OpenApi, OpenApiBuilder, OpenApiVersion, PathItem, PathsBuilder, Ref, RefOr, Required,
+    ResponseBuilder, ResponsesBuilder, Schema, SecurityRequirement, Type,
+};
+use utoipa::{PartialSchema, ToSchema};
+
+/// The named schemas the document's components collect.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
+
+/// A documented body type: adds its schema (and those it refers to) and returns its name.
+pub type Doc = fn(&mut Schemas) -> String;
+
+/// The `Doc` of a `ToSchema` type, for the route table.
+pub fn doc<T: ToSchema>(schemas: &mut Schemas) -> String {
+    let name = T::name().into_owned();
+    schemas.push((name.clone(), T::schema()));
+    T::schemas(schemas);
+    name
+}
+
+const ORG_KEY: &str = "organisation_api_key";
+const ADMIN_TOKEN: &str = "admin_token";
+const JSON: &str = "application/json";
+
+/// The whole document.
+pub fn document() -> OpenApi {
+    let mut schemas = Schemas::new();
+    doc::<ErrorBody>(&mut schemas);
+    let mut paths = PathsBuilder::new();
+    for route in ROUTES {
+        let operation = operation(route, &mut schemas);
+        paths = paths.path(route.path, PathItem::new(method(route.method), operation));
+    }
+    let hook = webhook::operation(&mut schemas);
+    paths = paths.path(webhook::PATH, PathItem::new(HttpMethod::Post, hook));
+    let info = InfoBuilder::new()
+        .title("Firmspace Events")
+        .version(env!("CARGO_PKG_VERSION"))
+        .description(Some(
+            "Payments, invoices and their consequences. Amounts are JSON strings in major units; \
+             errors are {\"error\": \"<code>\", \"detail\": \"...\"}.",
+        ));
+    let components = ComponentsBuilder::new()
+        .schemas_from_iter(schemas)
+        .security_scheme(ORG_KEY, bearer("the organisation's API key (`fsk_...`)"))
+        .security_scheme(ADMIN_TOKEN, bearer("the admin token (POST /api/orgs only)"));
+    OpenApiBuilder::new()
+        .openapi(OpenApiVersion::Version31)
+        .info(info)
+        .paths(paths)
+        .components(Some(components.build()))
+        .build()
+}
+
+/// The `GET /api/openapi.json` answer.
+pub fn response() -> Result<Response<Body>, ApiError> {
+    let body = serde_json::to_value(document()).map_err(|e| ApiError::internal(&e, false))?;
+    Ok(json_response(200, &body))
+}
+
+pub fn method(method: Method) -> HttpMethod {
+    match method {
+        Method::Get => HttpMethod::Get,
+        Method::Post => HttpMethod::Post,
+    }
+}
+
+fn bearer(description: &str) -> SecurityScheme {
+    let scheme = HttpBuilder::new()
+        .scheme(HttpAuthScheme::Bearer)
+        .description(Some(description));
+    SecurityScheme::Http(scheme.build())
+}
+
+fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
+    let answer = match route.answer {
+        Answer::One(doc) => Ref::from_schema_name(doc(schemas)).into(),
+        Answer::Items(doc) => items(doc(schemas)),
+        Answer::Document => ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("this OpenAPI document"))
+            .into(),
+    };
+    let mut responses = ResponsesBuilder::new();
+    for (status, when) in route.ok {
+        let content = ContentBuilder::new().schema(Some(answer.clone())).build();
+        let ok = ResponseBuilder::new()
+            .description(*when)
+            .content(JSON, content);
+        responses = responses.response(status.to_string(), ok.build());
+    }
+    let auth = route.op.auth();
+    for (status, codes) in route.errors.iter().chain(common_errors(auth)) {
+        responses = responses.response(status.to_string(), error(codes));
+    }
+    let mut operation = OperationBuilder::new()
+        .summary(Some(route.summary))
+        .parameters(Some(route.params.iter().map(parameter)))
+        .request_body(route.body.map(|doc| {
+            let content = ContentBuilder::new().schema(Some(Ref::from_schema_name(doc(schemas))));
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content(JSON, content.build())
+                .build()
+        }))
+        .responses(responses.build());
+    let scheme = match auth {
+        Auth::Public => None,
+        Auth::Admin => Some(ADMIN_TOKEN),
+        Auth::OrgKey => Some(ORG_KEY),
+    };
+    if let Some(scheme) = scheme {
+        operation = operation.security(SecurityRequirement::new(scheme, Vec::<String>::new()));
+    }
+    operation.build()
+}
+
+/// `{"items": [<name>]}`, as the list routes answer.
+fn items(name: String) -> RefOr<Schema> {
+    let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("items", list)
+        .required("items")
+        .into()
+}
+
+/// What any route that reads the store can answer.
+const SERVER: [(u16, &str); 2] = [
+    (
+        500,
+        "`internal`: our defect; the detail says nothing internal",
+    ),
+    (503, "`unavailable`: the store was busy or timed out; retry"),
+];
+
+/// The 401 and 5xx every authenticated route can give.
+fn common_errors(auth: Auth) -> &'static [(u16, &'static str)] {
+    match auth {
+        Auth::Public => &[],
+        Auth::Admin => &[
+            (401, "`unauthorized`: admin token missing or wrong"),
+            SERVER[0],
+            SERVER[1],
+        ],
+        Auth::OrgKey => &[
+            (401, "`unauthorized`: API key missing or unknown"),
+            SERVER[0],
+            SERVER[1],
+        ],
+    }
+}
+
+/// An error answer: `{"error", "detail"}`, with the codes this status carries.
+pub fn error(codes: &str) -> RefOr<utoipa::openapi::Response> {
+    let content = ContentBuilder::new().schema(Some(Ref::from_schema_name(ErrorBody::name())));
+    ResponseBuilder::new()
+        .description(codes)
+        .content(JSON, content.build())
+        .build()
+        .into()
+}
+
+pub fn parameter(param: &Param) -> Parameter {
+    let at = match param.at {
+        In::Path => ParameterIn::Path,
+        In::Query => ParameterIn::Query,
+        In::Header => ParameterIn::Header,
+    };
+    ParameterBuilder::new()
+        .name(param.name)
+        .parameter_in(at)
+        .required(if param.required {
+            Required::True
+        } else {
+            Required::False
+        })
+        .description(Some(param.doc))
+        .schema(Some(String::schema()))
+        .build()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,240 @@
+use super::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+const TEMPLATE: &str = include_str!("../../../../infra/template.yaml");
+
+fn json() -> Value {
+    serde_json::to_value(document()).expect("the document serialises")
+}
+
+/// Every `RouteKey:` of the SAM template, as (method, path).
+fn template_routes() -> Vec<(&'static str, &'static str)> {
+    TEMPLATE
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("RouteKey:"))
+        .filter_map(|key| key.trim().trim_matches('"').split_once(' '))
+        .collect()
+}
+
+/// Whether a path item has an operation for `method` (`ANY`: for some method).
+fn has_method(item: &Value, method: &str) -> bool {
+    match method {
+        "ANY" => ["get", "put", "post", "delete", "patch"]
+            .iter()
+            .any(|m| item.get(m).is_some()),
+        m => item.get(m.to_lowercase()).is_some_and(Value::is_object),
+    }
+}
+
+#[test]
+fn every_route_of_the_sam_template_is_in_the_document() {
+    let doc = json();
+    let paths = doc["paths"].as_object().expect("paths");
+    let routes = template_routes();
+    assert!(!routes.is_empty(), "no RouteKey in the template");
+    for (method, path) in routes {
+        let covered = match path.strip_suffix("{proxy+}") {
+            Some(prefix) => paths
+                .iter()
+                .any(|(p, item)| p.starts_with(prefix) && has_method(item, method)),
+            None => paths.get(path).is_some_and(|item| has_method(item, method)),
+        };
+        assert!(
+            covered,
+            "{method} {path} is routed by the template but not documented"
+        );
+    }
+}
+
+#[test]
+fn every_dispatched_route_is_in_the_document_with_its_method() {
+    let doc = json();
+    for route in ROUTES {
+        let method = route.method.as_str().to_lowercase();
+        let operation = &doc["paths"][route.path][&method];
+        assert_eq!(
+            operation["summary"], route.summary,
+            "{method} {}",
+            route.path
+        );
+    }
+    let operations: usize = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .values()
+        .map(|item| item.as_object().expect("path item").len())
+        .sum();
+    assert_eq!(
+        operations,
+        ROUTES.len() + 1,
+        "the table's routes and the webhook"
+    );
+}
+
+#[test]
+fn the_document_is_openapi_3_1_of_this_version() {
+    let doc = json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["title"], "Firmspace Events");
+    assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn every_path_placeholder_is_a_path_parameter_and_no_other_is() {
+    let doc = json();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        let placeholders: BTreeSet<&str> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        for (method, operation) in item.as_object().expect("path item") {
+            let params: BTreeSet<&str> = operation["parameters"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter(|p| p["in"] == "path" && p["required"] == true)
+                .filter_map(|p| p["name"].as_str())
+                .collect();
+            assert_eq!(params, placeholders, "{method} {path}");
+        }
+    }
+}
+
+fn refs<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::Object(map) => {
+            out.extend(map.get("$ref").and_then(Value::as_str));
+            map.values().for_each(|v| refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_referenced_schema_is_in_the_components() {
+    let doc = json();
+    let mut found = Vec::new();
+    refs(&doc, &mut found);
+    assert!(found.len() > 20, "{found:?}");
+    for r in found {
+        let name = r.strip_prefix("#/components/schemas/").expect(r);
+        assert!(doc["components"]["schemas"].get(name).is_some(), "{r}");
+    }
+}
+
+/// The property names of a component schema, and the keys of an answer.
+fn properties(doc: &Value, schema: &str) -> BTreeSet<String> {
+    let props = doc["components"]["schemas"][schema]["properties"].as_object();
+    props.expect(schema).keys().cloned().collect()
+}
+
+fn keys(answer: &Value) -> BTreeSet<String> {
+    answer
+        .as_object()
+        .expect("an object")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn invoice_and_payment_schemas_have_the_fields_the_code_answers_with() {
+    use firmspace::ids::{ExternalId, LocalId, OrgId};
+    use firmspace::payments::{decide, invoice::Links, PaymentEvent, PaymentInput};
+    use firmspace::payments::{Invoice, InvoiceStatus, Related, Source};
+    let org = OrgId::parse("o0123456789ab").expect("org id");
+    let invoice = Invoice {
+        org: org.clone(),
+        id: LocalId::generate("inv_"),
+        number: "INV-00001".into(),
+        currency: firmspace::money::Currency::parse("UAH").expect("currency"),
+        gross: rust_decimal::Decimal::ONE_HUNDRED,
+        paid: rust_decimal::Decimal::ZERO,
+        status: InvoiceStatus::Open,
+        version: 0,
+        links: Links::default(),
+        created_at: chrono::Utc::now(),
+    };
+    let input = PaymentInput {
+        org,
+        invoice_ref: Some(invoice.id.as_str().to_owned()),
+        source: Source::Manual,
+        external_id: ExternalId::parse("Idempotency-Key", "k1").expect("key"),
+        amount: None,
+        currency: None,
+        at: invoice.created_at,
+        actor: "u1".into(),
+        reverses: None,
+        reversible: false,
+    };
+    let decision = decide(Some(&invoice), &input, Related::Nothing);
+    let event = PaymentEvent::new(&input, &decision, Some(&invoice), Some(&invoice));
+    let doc = json();
+    assert_eq!(properties(&doc, "Invoice"), keys(&invoice.to_json()));
+    assert_eq!(
+        properties(&doc, "PaymentAnswer"),
+        keys(&event.answer(false))
+    );
+    assert_eq!(properties(&doc, "PaymentLine"), keys(&event.to_json()));
+}
+
+/// Each documented value of `schema` is one the code reads as `T`.
+fn values_parse_as<T: serde::de::DeserializeOwned>(doc: &Value, schema: &str) -> usize {
+    let values = doc["components"]["schemas"][schema]["enum"]
+        .as_array()
+        .expect(schema);
+    for v in values {
+        serde_json::from_value::<T>(v.clone()).unwrap_or_else(|e| panic!("{schema} {v}: {e}"));
+    }
+    values.len()
+}
+
+#[test]
+fn documented_enum_values_are_the_ones_the_code_reads() {
+    use firmspace::effects::Trigger;
+    let doc = json();
+    values_parse_as::<firmspace::payments::InvoiceStatus>(&doc, "InvoiceStatus");
+    values_parse_as::<firmspace::payments::Outcome>(&doc, "Outcome");
+    values_parse_as::<firmspace::integrations::IntegrationKind>(&doc, "IntegrationKind");
+    assert_eq!(
+        values_parse_as::<Trigger>(&doc, "Trigger"),
+        Trigger::ALL.len()
+    );
+}
+
+#[tokio::test]
+async fn the_document_is_served_without_authentication() {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Region};
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("eu-central-1"))
+        .build();
+    let store = firmspace::store::Store::new(aws_sdk_dynamodb::Client::from_conf(config), "unused");
+    let settings = crate::Settings {
+        admin_token: "admin".to_owned().into(),
+        public_url: String::new(),
+        allows_loopback: false,
+    };
+    let app = crate::App::new(store, settings);
+    let get = |path: &str| {
+        let uri = format!("https://api.example.com{path}");
+        lambda_http::http::Request::get(uri)
+            .body(Body::Empty)
+            .expect("request")
+    };
+    let res = app
+        .handle(get("/api/openapi.json"))
+        .await
+        .expect("infallible");
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "application/json");
+    let Body::Text(text) = res.body() else {
+        panic!("a text body")
+    };
+    let body: Value = serde_json::from_str(text).expect("JSON");
+    assert_eq!(body, json());
+    let other = app.handle(get("/api/invoices")).await.expect("infallible");
+    assert_eq!(other.status(), 401, "other routes still need a key");
+}

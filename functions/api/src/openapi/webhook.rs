@@ -1,0 +1,150 @@
+//! `POST /hooks/{integration_id}/payments`, served by the payment-webhook function and described
+//! here so that one document covers the whole HTTP API. The signature is checked before the body
+//! is read; which scheme applies is the integration's provider.
+
+use super::{doc, error, parameter, Schemas, JSON, SERVER};
+use crate::routes::{In, Param};
+use crate::schemas::PaymentAnswer;
+use firmspace::signature::{monobank, standard, stripe};
+use serde::Serialize;
+use utoipa::openapi::path::{Operation, OperationBuilder};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::{
+    ContentBuilder, OneOfBuilder, Ref, Required, ResponseBuilder, ResponsesBuilder,
+};
+use utoipa::ToSchema;
+
+pub const PATH: &str = "/hooks/{integration_id}/payments";
+
+const fn header(name: &'static str, doc: &'static str) -> Param {
+    Param {
+        name,
+        at: In::Header,
+        required: false,
+        doc,
+    }
+}
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "integration_id",
+        at: In::Path,
+        required: true,
+        doc: "the integration's id, from POST /api/integrations (`o..._...`)",
+    },
+    header(standard::ID, "standard: the message id"),
+    header(
+        standard::TIMESTAMP,
+        "standard: unix seconds, at most 5 minutes off",
+    ),
+    header(
+        standard::SIGNATURE,
+        "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` (space-separated list)",
+    ),
+    header(
+        stripe::SIGNATURE,
+        "stripe: `t=<unix seconds>,v1=<hex HMAC-SHA256 of t.body>`, at most 5 minutes off",
+    ),
+    header(
+        monobank::SIGNATURE,
+        "monobank: base64 ECDSA P-256 signature of the body by the merchant's public key",
+    ),
+];
+
+/// A Standard Webhooks payment event; `payment.succeeded` books, any other type is ignored.
+/// Stripe and monobank send their own event bodies.
+#[derive(Serialize, ToSchema)]
+struct StandardPayment {
+    #[serde(rename = "type")]
+    #[schema(example = "payment.succeeded")]
+    kind: String,
+    data: StandardPaymentData,
+}
+
+#[derive(Serialize, ToSchema)]
+struct StandardPaymentData {
+    /// The payment's identity; without it the `webhook-id`, else a hash of the body.
+    payment_id: Option<String>,
+    invoice_id: Option<String>,
+    /// Major units (`"40.00"`); without it the invoice's open amount is applied.
+    amount: Option<String>,
+    currency: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[expect(
+    dead_code,
+    reason = "documentation only: the edge answers with `json!`"
+)]
+enum IgnoredStatus {
+    Ignored,
+}
+
+/// A status before paid (`payment.processing`, monobank `hold`, ...): nothing written.
+#[derive(Serialize, ToSchema)]
+struct IgnoredDelivery {
+    status: IgnoredStatus,
+    provider_status: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[expect(
+    dead_code,
+    reason = "documentation only: the edge answers with `json!`"
+)]
+enum UnparseableStatus {
+    Unparseable,
+}
+
+/// A verified body that cannot be read: kept with a review item; the same body again is a
+/// duplicate of the kept one.
+#[derive(Serialize, ToSchema)]
+struct UnparseableDelivery {
+    status: UnparseableStatus,
+    duplicate: bool,
+    /// The review item's reason, `unparseable_payload`.
+    review: String,
+    detail: String,
+}
+
+pub fn operation(schemas: &mut Schemas) -> Operation {
+    let body =
+        ContentBuilder::new().schema(Some(Ref::from_schema_name(doc::<StandardPayment>(schemas))));
+    let answers = OneOfBuilder::new()
+        .item(Ref::from_schema_name(doc::<PaymentAnswer>(schemas)))
+        .item(Ref::from_schema_name(doc::<IgnoredDelivery>(schemas)))
+        .item(Ref::from_schema_name(doc::<UnparseableDelivery>(schemas)));
+    let ok = ResponseBuilder::new()
+        .description(
+            "the payment's stored answer (`duplicate: true` on a repeat; unmatched, closed, \
+             mismatched or overpaid money is stored too, with a review item), an ignored status, \
+             or an unparseable body kept for review",
+        )
+        .content(JSON, ContentBuilder::new().schema(Some(answers)).build());
+    let mut responses = ResponsesBuilder::new()
+        .response("200", ok.build())
+        .response(
+            "401",
+            error("`invalid_signature`: missing, wrong, or out of the 5-minute window"),
+        )
+        .response("404", error("`not_found`: no such payments integration"))
+        .response("413", error("`payload_too_large`: body over 256 KiB"));
+    for (status, codes) in SERVER {
+        responses = responses.response(status.to_string(), error(codes));
+    }
+    OperationBuilder::new()
+        .summary(Some(
+            "A payment provider's webhook (served by payment-webhook)",
+        ))
+        .parameters(Some(PARAMS.iter().map(parameter)))
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content(JSON, body.build())
+                .build(),
+        ))
+        .responses(responses.build())
+        .build()
+}

@@ -1,0 +1,193 @@
+//! The one route table: `App::respond` dispatches by it and `openapi::document` describes it, so
+//! no route is served undocumented or documented unserved.
+
+mod table;
+
+pub use table::ROUTES;
+
+use crate::openapi::Doc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+        }
+    }
+}
+
+/// What a route does. Who may call it follows from it (`Op::auth`), so the dispatch and the
+/// document cannot disagree about authentication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    OpenApi,
+    CreateOrg,
+    Org(OrgOp),
+}
+
+/// The routes behind an organisation API key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrgOp {
+    CreateIntegration,
+    AddMember,
+    ListMembers,
+    CreateInvoice,
+    ListInvoices,
+    ReadInvoice,
+    PayInvoice,
+    DuplicateInvoice,
+    Notifications,
+    MarkRead,
+    ActivityLog,
+    CreateRule,
+    Tasks,
+    Review,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    Public,
+    /// `Authorization: Bearer <admin token>`.
+    Admin,
+    /// `Authorization: Bearer <organisation API key>`.
+    OrgKey,
+}
+
+impl Op {
+    pub fn auth(self) -> Auth {
+        match self {
+            Self::OpenApi => Auth::Public,
+            Self::CreateOrg => Auth::Admin,
+            Self::Org(_) => Auth::OrgKey,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum In {
+    Path,
+    Query,
+    Header,
+}
+
+/// A documented request parameter; every `{placeholder}` of a path is one (`In::Path`).
+pub struct Param {
+    pub name: &'static str,
+    pub at: In,
+    pub required: bool,
+    pub doc: &'static str,
+}
+
+/// The body of a success answer.
+pub enum Answer {
+    One(Doc),
+    /// `{"items": [...]}`.
+    Items(Doc),
+    /// The OpenAPI document itself.
+    Document,
+}
+
+pub struct Route {
+    pub method: Method,
+    /// The path template, `{name}` for a parameter segment.
+    pub path: &'static str,
+    pub op: Op,
+    pub summary: &'static str,
+    pub params: &'static [Param],
+    pub body: Option<Doc>,
+    /// Success statuses, each with `answer`, and when each is given.
+    pub ok: &'static [(u16, &'static str)],
+    pub answer: Answer,
+    /// The 4xx of this route and their error codes; auth's 401 and the 5xx come from `op`.
+    pub errors: &'static [(u16, &'static str)],
+}
+
+impl Route {
+    fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
+        let path: &'static str = self.path;
+        let template: Vec<&'static str> = path.split('/').skip(1).collect();
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (t, s) in template.iter().zip(segments) {
+            match placeholder(t) {
+                Some(name) => params.push((name, *s)),
+                None if t == s => {}
+                None => return None,
+            }
+        }
+        Some(params)
+    }
+}
+
+fn placeholder(segment: &str) -> Option<&str> {
+    segment.strip_prefix('{')?.strip_suffix('}')
+}
+
+/// A matched route and the values of its placeholders.
+pub struct Found<'a> {
+    pub route: &'static Route,
+    params: Vec<(&'static str, &'a str)>,
+}
+
+impl<'a> Found<'a> {
+    /// The segment in place of `{name}`; empty when the template has no such placeholder.
+    pub fn param(&self, name: &str) -> &'a str {
+        self.params
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v)
+    }
+}
+
+/// The first route of the table with this method whose template fits the path's segments.
+pub fn find<'a>(method: &str, segments: &[&'a str]) -> Option<Found<'a>> {
+    ROUTES
+        .iter()
+        .filter(|r| r.method.as_str() == method)
+        .find_map(|route| {
+            Some(Found {
+                route,
+                params: route.matches(segments)?,
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_matches_its_own_template_and_yields_its_parameters() {
+        for route in ROUTES {
+            let path = route.path.replace('{', "v_").replace('}', "");
+            let segments: Vec<&str> = path.split('/').skip(1).collect();
+            let found = find(route.method.as_str(), &segments).expect(route.path);
+            assert!(std::ptr::eq(found.route, route), "{}", route.path);
+            for name in route.path.split('/').filter_map(placeholder) {
+                assert_eq!(found.param(name), format!("v_{name}"));
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_path_or_method_matches_nothing() {
+        assert!(find("GET", &["api", "orgs"]).is_none());
+        assert!(find("DELETE", &["api", "invoices", "inv_1"]).is_none());
+        assert!(find("GET", &["api", "invoices", "inv_1", "extra", "x"]).is_none());
+    }
+
+    #[test]
+    fn an_invoice_id_is_read_from_its_segment() {
+        let found = find("POST", &["api", "invoices", "inv_1", "payments"]).expect("route");
+        assert_eq!(found.route.op, Op::Org(OrgOp::PayInvoice));
+        assert_eq!(found.param("id"), "inv_1");
+    }
+}

@@ -1,0 +1,245 @@
+//! Every `/api/` route: what it is called, takes, answers and refuses. The first match wins.
+
+use super::Answer::{Document, Items, One};
+use super::Method::{Get, Post};
+use super::{In, Op, OrgOp::*, Param, Route};
+use crate::consequences::{MarkRead, NewRule};
+use crate::invoices::{CreateInvoice, ManualPayment};
+use crate::openapi::doc;
+use crate::schemas as s;
+use crate::setup::{NewIntegration, NewMember, NewOrg};
+
+const fn path(name: &'static str, doc: &'static str) -> Param {
+    Param {
+        name,
+        at: In::Path,
+        required: true,
+        doc,
+    }
+}
+
+const INVOICE_ID: &[Param] = &[path("id", "the invoice's id (`inv_...`)")];
+const OK: &[(u16, &str)] = &[(200, "OK")];
+const CREATED: &[(u16, &str)] = &[(201, "created")];
+const MALFORMED: (u16, &str) = (400, "`malformed`: the body is not the JSON described");
+const NO_INVOICE: (u16, &str) = (404, "`not_found`: no such invoice in this organisation");
+
+pub static ROUTES: &[Route] = &[
+    Route {
+        method: Get,
+        path: "/api/openapi.json",
+        op: Op::OpenApi,
+        summary: "This document (OpenAPI 3.1)",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Document,
+        errors: &[],
+    },
+    Route {
+        method: Post,
+        path: "/api/orgs",
+        op: Op::CreateOrg,
+        summary: "Create an organisation and its API key (shown once); admin token",
+        params: &[],
+        body: Some(doc::<NewOrg>),
+        ok: CREATED,
+        answer: One(doc::<s::OrgCreated>),
+        errors: &[(400, "`malformed`, `invalid_name` (1-200 characters)")],
+    },
+    Route {
+        method: Post,
+        path: "/api/integrations",
+        op: Op::Org(CreateIntegration),
+        summary: "Register a payments provider's webhook or an outbound target",
+        params: &[],
+        body: Some(doc::<NewIntegration>),
+        ok: CREATED,
+        answer: One(doc::<s::IntegrationCreated>),
+        errors: &[(
+            400,
+            "`malformed`, `invalid_provider`, `invalid_secret`, `missing_public_key`, \
+             `invalid_public_key`, `missing_url`, `invalid_url`",
+        )],
+    },
+    Route {
+        method: Post,
+        path: "/api/members",
+        op: Op::Org(AddMember),
+        summary: "Add a team member",
+        params: &[],
+        body: Some(doc::<NewMember>),
+        ok: &[
+            (201, "added"),
+            (200, "already a member (`duplicate: true`)"),
+        ],
+        answer: One(doc::<s::MemberAdded>),
+        errors: &[(400, "`malformed`, `invalid_user_id`")],
+    },
+    Route {
+        method: Get,
+        path: "/api/members",
+        op: Op::Org(ListMembers),
+        summary: "The team",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Member>),
+        errors: &[],
+    },
+    Route {
+        method: Post,
+        path: "/api/invoices",
+        op: Op::Org(CreateInvoice),
+        summary: "Create an open invoice with the next number",
+        params: &[],
+        body: Some(doc::<CreateInvoice>),
+        ok: CREATED,
+        answer: One(doc::<s::Invoice>),
+        errors: &[(400, "`malformed`, `invalid_currency`, `invalid_gross`")],
+    },
+    Route {
+        method: Get,
+        path: "/api/invoices",
+        op: Op::Org(ListInvoices),
+        summary: "The organisation's invoices, newest first",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Invoice>),
+        errors: &[],
+    },
+    Route {
+        method: Get,
+        path: "/api/invoices/{id}",
+        op: Op::Org(ReadInvoice),
+        summary: "An invoice with its payments, oldest first",
+        params: INVOICE_ID,
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::InvoiceDetail>),
+        errors: &[NO_INVOICE],
+    },
+    Route {
+        method: Post,
+        path: "/api/invoices/{id}/payments",
+        op: Op::Org(PayInvoice),
+        summary: "The manual \"paid\" button and the assistant, once per Idempotency-Key",
+        params: &[
+            path("id", "the invoice's id (`inv_...`)"),
+            Param {
+                name: "Idempotency-Key",
+                at: In::Header,
+                required: true,
+                doc: "one per intended payment: the same key and body get the stored answer",
+            },
+        ],
+        body: Some(doc::<ManualPayment>),
+        ok: &[(
+            200,
+            "booked, or the stored answer to the same key and body (`duplicate: true`)",
+        )],
+        answer: One(doc::<s::PaymentAnswer>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                 `invalid_source`, `invalid_amount`",
+            ),
+            NO_INVOICE,
+            (
+                409,
+                "`idempotency_key_reused`: the key came with another body (a review item is filed)",
+            ),
+        ],
+    },
+    Route {
+        method: Post,
+        path: "/api/invoices/{id}/duplicate",
+        op: Op::Org(DuplicateInvoice),
+        summary: "Copy an invoice as a new draft with the next number",
+        params: INVOICE_ID,
+        body: None,
+        ok: CREATED,
+        answer: One(doc::<s::InvoiceCopy>),
+        errors: &[NO_INVOICE],
+    },
+    Route {
+        method: Get,
+        path: "/api/notifications",
+        op: Op::Org(Notifications),
+        summary: "A member's notifications, newest first",
+        params: &[Param {
+            name: "recipient",
+            at: In::Query,
+            required: true,
+            doc: "the member's user_id",
+        }],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Notification>),
+        errors: &[(400, "`missing_recipient`")],
+    },
+    Route {
+        method: Post,
+        path: "/api/notifications/read",
+        op: Op::Org(MarkRead),
+        summary: "Mark a notification read",
+        params: &[],
+        body: Some(doc::<MarkRead>),
+        ok: OK,
+        answer: One(doc::<s::MarkedRead>),
+        errors: &[MALFORMED, (404, "`not_found`: no such notification")],
+    },
+    Route {
+        method: Get,
+        path: "/api/activity/{kind}/{entity_id}",
+        op: Op::Org(ActivityLog),
+        summary: "A contact's, deal's or company's activity log, in time order",
+        params: &[
+            path("kind", "`contact`, `deal` or `company`"),
+            path("entity_id", "the CRM's id of the contact, deal or company"),
+        ],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::ActivityLine>),
+        errors: &[(400, "`invalid_entity_kind`")],
+    },
+    Route {
+        method: Post,
+        path: "/api/rules",
+        op: Op::Org(CreateRule),
+        summary: "An automation rule: on a trigger, create a task or send a message",
+        params: &[],
+        body: Some(doc::<NewRule>),
+        ok: CREATED,
+        answer: One(doc::<s::RuleCreated>),
+        errors: &[(
+            400,
+            "`malformed`, `invalid_trigger`, `invalid_action`, `invalid_integration` \
+             (send_message needs an outbound integration of this organisation)",
+        )],
+    },
+    Route {
+        method: Get,
+        path: "/api/tasks",
+        op: Op::Org(Tasks),
+        summary: "Tasks the rules created, oldest first",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Task>),
+        errors: &[],
+    },
+    Route {
+        method: Get,
+        path: "/api/review",
+        op: Op::Org(Review),
+        summary: "Items waiting for a person, newest first",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::ReviewItem>),
+        errors: &[],
+    },
+];

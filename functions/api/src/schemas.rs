@@ -1,0 +1,225 @@
+//! The shapes of the answers, for the OpenAPI document only: the handlers (and `firmspace`)
+//! build these bodies with `json!`, so each type mirrors one of them field by field, and the
+//! tests hold the shared ones to the real output.
+#![expect(
+    dead_code,
+    reason = "documentation only: the enums' variants are never built"
+)]
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Every 4xx and 5xx answer. A 4xx names the problem and wrote nothing; a 5xx says nothing
+/// internal (500: our defect; 503: retry later).
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// A stable code: `malformed`, `unauthorized`, `not_found`, `invalid_signature`, ...
+    error: String,
+    detail: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InvoiceStatus {
+    Draft,
+    Open,
+    PartiallyPaid,
+    Paid,
+    Void,
+}
+
+/// Amounts are strings in major units (`"40.00"`).
+#[derive(Serialize, ToSchema)]
+pub struct Invoice {
+    #[schema(example = "inv_0123456789abcdef")]
+    id: String,
+    #[schema(example = "INV-00001")]
+    number: String,
+    #[schema(example = "UAH")]
+    currency: String,
+    #[schema(example = "100.00")]
+    gross: String,
+    paid: String,
+    open: String,
+    status: InvoiceStatus,
+    /// Moves with every payment applied.
+    version: u64,
+    owner: Option<String>,
+    contact_id: Option<String>,
+    deal_id: Option<String>,
+    company_id: Option<String>,
+    created_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Applied,
+    Overpaid,
+    InvoiceClosed,
+    CurrencyMismatch,
+    Unmatched,
+    Reversed,
+    ReversalUnmatched,
+    ReversedBeforePayment,
+}
+
+/// A stored payment of an invoice.
+#[derive(Serialize, ToSchema)]
+pub struct PaymentLine {
+    /// `manual`, `assistant`, `bank`, `stripe`, `monobank`, or a standard sender's integration id.
+    source: String,
+    external_id: String,
+    event_key: String,
+    received: Option<String>,
+    applied: String,
+    unapplied: String,
+    currency: Option<String>,
+    outcome: Outcome,
+    at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvoiceDetail {
+    #[serde(flatten)]
+    invoice: Invoice,
+    payments: Vec<PaymentLine>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvoiceCopy {
+    #[serde(flatten)]
+    invoice: Invoice,
+    /// The id of the invoice copied.
+    duplicate_of: String,
+}
+
+/// The answer to a payment, stored with it and replayed to every repeat with `duplicate: true`.
+#[derive(Serialize, ToSchema)]
+pub struct PaymentAnswer {
+    duplicate: bool,
+    event_key: String,
+    /// What this payment applied to the invoice; a repeat gets the first answer again.
+    applied: String,
+    outcome: Outcome,
+    /// The invoice after the payment; null when no invoice matched.
+    invoice: Option<Invoice>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OrgCreated {
+    org_id: String,
+    name: String,
+    /// Shown once; only its SHA-256 is stored.
+    api_key: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IntegrationKind {
+    Payments,
+    Outbound,
+}
+
+/// `provider` and `webhook_url` for payments, `url` and `status_url` for outbound.
+#[derive(Serialize, ToSchema)]
+pub struct IntegrationCreated {
+    integration_id: String,
+    kind: IntegrationKind,
+    /// How deliveries (payments) or outgoing calls (outbound) are signed.
+    signature: String,
+    /// The signing secret; null for monobank, which signs with its own key.
+    secret: Option<String>,
+    provider: Option<String>,
+    webhook_url: Option<String>,
+    url: Option<String>,
+    status_url: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Member {
+    user_id: String,
+    name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MemberAdded {
+    user_id: String,
+    name: String,
+    duplicate: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Notification {
+    key: String,
+    recipient: String,
+    text: String,
+    at: String,
+    read: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MarkedRead {
+    key: String,
+    read: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ActivityLine {
+    key: String,
+    kind: String,
+    text: String,
+    at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub enum Trigger {
+    #[serde(rename = "invoice.paid")]
+    InvoicePaid,
+    #[serde(rename = "message.received")]
+    MessageReceived,
+    #[serde(rename = "call.missed")]
+    CallMissed,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    CreateTask {
+        title: String,
+    },
+    /// To an outbound integration of this organisation.
+    SendMessage {
+        integration_id: String,
+        text: String,
+    },
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RuleCreated {
+    rule_id: String,
+    trigger: Trigger,
+    action: Action,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Task {
+    id: String,
+    rule_id: String,
+    event_key: String,
+    title: String,
+    at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ReviewItem {
+    /// What it is about: `payment`, `automation`, `webhook`, ...
+    kind: String,
+    /// `overpayment`, `invoice_closed`, `currency_mismatch`, `unknown_invoice`, ...
+    reason: String,
+    key: String,
+    at: String,
+    state: String,
+    #[schema(value_type = Object)]
+    detail: serde_json::Value,
+}
