@@ -52,7 +52,7 @@ pub async fn activity_log(
 
 #[derive(Deserialize, ToSchema)]
 pub struct NewRule {
-    #[schema(value_type = crate::schemas::Trigger)]
+    #[schema(value_type = firmspace::effects::Trigger)]
     trigger: String,
     #[schema(value_type = crate::schemas::Action)]
     action: serde_json::Value,

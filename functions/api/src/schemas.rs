@@ -6,6 +6,9 @@
     reason = "documentation only: the enums' variants are never built"
 )]
 
+use firmspace::effects::Trigger;
+use firmspace::integrations::IntegrationKind;
+use firmspace::payments::{InvoiceStatus, Outcome};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -16,16 +19,6 @@ pub struct ErrorBody {
     /// A stable code: `malformed`, `unauthorized`, `not_found`, `invalid_signature`, ...
     error: String,
     detail: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum InvoiceStatus {
-    Draft,
-    Open,
-    PartiallyPaid,
-    Paid,
-    Void,
 }
 
 /// Amounts are strings in major units (`"40.00"`).
@@ -49,19 +42,6 @@ pub struct Invoice {
     deal_id: Option<String>,
     company_id: Option<String>,
     created_at: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Applied,
-    Overpaid,
-    InvoiceClosed,
-    CurrencyMismatch,
-    Unmatched,
-    Reversed,
-    ReversalUnmatched,
-    ReversedBeforePayment,
 }
 
 /// A stored payment of an invoice.
@@ -114,13 +94,6 @@ pub struct OrgCreated {
     api_key: String,
 }
 
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum IntegrationKind {
-    Payments,
-    Outbound,
-}
-
 /// `provider` and `webhook_url` for payments, `url` and `status_url` for outbound.
 #[derive(Serialize, ToSchema)]
 pub struct IntegrationCreated {
@@ -170,16 +143,6 @@ pub struct ActivityLine {
     kind: String,
     text: String,
     at: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub enum Trigger {
-    #[serde(rename = "invoice.paid")]
-    InvoicePaid,
-    #[serde(rename = "message.received")]
-    MessageReceived,
-    #[serde(rename = "call.missed")]
-    CallMissed,
 }
 
 #[derive(Serialize, ToSchema)]

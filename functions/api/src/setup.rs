@@ -47,7 +47,7 @@ pub async fn create_org(
 /// `outbound` takes `url` and `status_url`.
 #[derive(Deserialize, ToSchema)]
 pub struct NewIntegration {
-    #[schema(value_type = crate::schemas::IntegrationKind)]
+    #[schema(value_type = firmspace::integrations::IntegrationKind)]
     kind: IntegrationKind,
     /// `standard`, `stripe` or `monobank`.
     provider: Option<String>,

@@ -55,10 +55,15 @@ fn within_tolerance(timestamp: i64, now: DateTime<Utc>) -> Result<(), SignatureE
     }
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, SignatureError> {
+/// The header `name`; a missing one is named to the sender as `shown` (`Stripe-Signature`).
+fn header<'a>(
+    headers: &'a HeaderMap,
+    name: &'static str,
+    shown: &'static str,
+) -> Result<&'a str, SignatureError> {
     headers
         .get(name)
-        .ok_or(SignatureError::Missing(name))?
+        .ok_or(SignatureError::Missing(shown))?
         .to_str()
         .map_err(|_| SignatureError::Malformed)
 }

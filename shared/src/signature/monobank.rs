@@ -57,10 +57,7 @@ impl Verify for Verifier {
         body: &[u8],
         _now: DateTime<Utc>,
     ) -> Result<Verified, SignatureError> {
-        let x_sign = header(headers, SIGNATURE).map_err(|e| match e {
-            SignatureError::Missing(_) => SignatureError::Missing("X-Sign"),
-            other => other,
-        })?;
+        let x_sign = header(headers, SIGNATURE, "X-Sign")?;
         let der = B64
             .decode(x_sign.trim())
             .map_err(|_| SignatureError::Malformed)?;

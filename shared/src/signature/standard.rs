@@ -51,9 +51,9 @@ impl Verify for Verifier {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Verified, SignatureError> {
-        let id = header(headers, ID)?;
-        let ts_raw = header(headers, TIMESTAMP)?;
-        let signatures = header(headers, SIGNATURE)?;
+        let id = header(headers, ID, ID)?;
+        let ts_raw = header(headers, TIMESTAMP, TIMESTAMP)?;
+        let signatures = header(headers, SIGNATURE, SIGNATURE)?;
         let timestamp: i64 = ts_raw.parse().map_err(|_| SignatureError::Malformed)?;
         within_tolerance(timestamp, now)?;
         let expected = mac(&self.key, id, ts_raw, body);

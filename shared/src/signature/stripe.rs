@@ -46,10 +46,7 @@ impl Verify for Verifier {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Verified, SignatureError> {
-        let header = header(headers, SIGNATURE).map_err(|e| match e {
-            SignatureError::Missing(_) => SignatureError::Missing("Stripe-Signature"),
-            other => other,
-        })?;
+        let header = header(headers, SIGNATURE, "Stripe-Signature")?;
         let mut timestamp = None;
         let mut signatures = Vec::new();
         for part in header.split(',') {
