@@ -4,7 +4,6 @@
 
 use crate::stack::Coordinates;
 use anyhow::{bail, Context, Result};
-use firmspace::signature::standard;
 use serde_json::{json, Value};
 
 struct Api {
@@ -39,17 +38,33 @@ impl Api {
     }
 }
 
+/// What the demo seeded.
+struct Seeded {
+    key: String,
+    webhook_url: String,
+    secret: String,
+    invoice_id: String,
+}
+
 pub async fn run(coords: &Coordinates) -> Result<()> {
     let api = Api {
         http: firmspace::http::client(reqwest::Client::builder()),
         base: coords.api_url.clone(),
     };
+    let seeded = seed(&api, &coords.admin_token).await?;
+    deliver_three_times(&api, &seeded).await?;
+    show_consequences(&api, &seeded.key).await
+}
+
+/// An organisation, a team of three, an `invoice.paid` rule, a Standard Webhooks integration
+/// and a 40.00 UAH invoice.
+async fn seed(api: &Api, admin_token: &str) -> Result<Seeded> {
     println!("\n== demo: seeding an organisation, a payment integration and an invoice");
     let (_, org) = api
         .call(
             "POST",
             "/api/orgs",
-            &coords.admin_token,
+            admin_token,
             json!({"name": "Acme Demo"}),
         )
         .await?;
@@ -67,13 +82,8 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
         )
         .await?;
     }
-    api.call(
-        "POST",
-        "/api/rules",
-        &key,
-        json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": "Ship the order"}}),
-    )
-    .await?;
+    let rule = json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": "Ship the order"}});
+    api.call("POST", "/api/rules", &key, rule).await?;
     println!(
         "team of {} and an invoice.paid rule that creates a task",
         TEAM.len()
@@ -86,11 +96,6 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
             json!({"kind": "payments", "provider": "standard"}),
         )
         .await?;
-    let webhook_url = integration["webhook_url"]
-        .as_str()
-        .context("webhook_url")?
-        .to_owned();
-    let secret = integration["secret"].as_str().context("secret")?.to_owned();
     let (_, invoice) = api
         .call(
             "POST",
@@ -106,41 +111,45 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
         invoice["gross"].as_str().unwrap_or_default(),
         invoice["currency"].as_str().unwrap_or_default()
     );
-
-    let body = json!({
-        "type": "payment.succeeded",
-        "data": {"payment_id": "pay_demo_1", "invoice_id": invoice_id, "amount": "40.00", "currency": "UAH"}
+    Ok(Seeded {
+        key,
+        webhook_url: integration["webhook_url"]
+            .as_str()
+            .context("webhook_url")?
+            .to_owned(),
+        secret: integration["secret"].as_str().context("secret")?.to_owned(),
+        invoice_id,
     })
-    .to_string();
-    let timestamp = chrono::Utc::now().timestamp();
-    let signature = standard::sign(&secret, "msg_demo_1", timestamp, body.as_bytes())?;
-    println!("\n== the provider delivers the same signed webhook three times");
-    for attempt in 1..=3 {
-        let res = api
-            .http
-            .post(&webhook_url)
-            .header("webhook-id", "msg_demo_1")
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", &signature)
-            .header("content-type", "application/json")
-            .body(body.clone())
-            .send()
-            .await?;
-        let status = res.status().as_u16();
-        let answer: Value = res.json().await?;
+}
+
+/// The same signed delivery three times; exactly one payment of 40.00 booked.
+async fn deliver_three_times(api: &Api, seeded: &Seeded) -> Result<()> {
+    let payment = crate::send::Payment {
+        id: "pay_demo_1".into(),
+        invoice: Some(seeded.invoice_id.clone()),
+        amount: "40.00".into(),
+        currency: "UAH".into(),
+        status: "success".into(),
+    };
+    let delivery = crate::send::delivery(
+        "standard",
+        &seeded.secret,
+        &payment,
+        chrono::Utc::now().timestamp(),
+    )?;
+    println!("\n== the provider delivers the same signed webhook three times (cargo xtask send)");
+    let answers = crate::send::send(&api.http, &seeded.webhook_url, &delivery, 3, 1).await?;
+    for (attempt, (status, answer)) in answers.iter().enumerate() {
         println!(
-            "delivery {attempt}: {status} duplicate={} applied={} invoice paid={}",
-            answer["duplicate"], answer["applied"], answer["invoice"]["paid"]
+            "delivery {}: {status} duplicate={} applied={} invoice paid={}",
+            attempt + 1,
+            answer["duplicate"],
+            answer["applied"],
+            answer["invoice"]["paid"]
         );
     }
-    let (_, after) = api
-        .call(
-            "GET",
-            &format!("/api/invoices/{invoice_id}"),
-            &key,
-            Value::Null,
-        )
-        .await?;
+    let path = format!("/api/invoices/{}", seeded.invoice_id);
+    let (_, after) = api.call("GET", &path, &seeded.key, Value::Null).await?;
     let payments = after["payments"].as_array().map_or(0, Vec::len);
     println!(
         "\n== result: {payments} payment booked; invoice paid {} of {}, open {}, status {}",
@@ -149,28 +158,32 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
     if payments != 1 || after["paid"] != "40.00" {
         bail!("expected exactly one payment of 40.00, found {after}");
     }
+    Ok(())
+}
+
+/// (activity lines of c1, notifications of the team, tasks) as the API shows them now.
+async fn counts(api: &Api, key: &str) -> Result<(Value, usize, Value)> {
+    let (_, activity) = api
+        .call("GET", "/api/activity/contact/c1", key, Value::Null)
+        .await?;
+    let mut notifications = 0;
+    for (user_id, _) in TEAM {
+        let path = format!("/api/notifications?recipient={user_id}");
+        notifications += count(&api.call("GET", &path, key, Value::Null).await?.1);
+    }
+    let (_, tasks) = api.call("GET", "/api/tasks", key, Value::Null).await?;
+    Ok((activity, notifications, tasks))
+}
+
+/// Waits (at most a minute) for one history line, one notification per colleague, one task.
+async fn show_consequences(api: &Api, key: &str) -> Result<()> {
     println!("\n== consequences (stream -> fanout -> SQS -> workers)");
     let started = std::time::Instant::now();
     let (activity, notifications, tasks) = loop {
-        let (_, activity) = api
-            .call("GET", "/api/activity/contact/c1", &key, Value::Null)
-            .await?;
-        let mut notifications = 0;
-        for (user_id, _) in TEAM {
-            let (_, n) = api
-                .call(
-                    "GET",
-                    &format!("/api/notifications?recipient={user_id}"),
-                    &key,
-                    Value::Null,
-                )
-                .await?;
-            notifications += n["items"].as_array().map_or(0, Vec::len);
-        }
-        let (_, tasks) = api.call("GET", "/api/tasks", &key, Value::Null).await?;
-        let counts = (count(&activity), notifications, count(&tasks));
-        if counts == (1, TEAM.len(), 1) || started.elapsed() > std::time::Duration::from_secs(60) {
-            break (activity, counts.1, tasks);
+        let (activity, notifications, tasks) = counts(api, key).await?;
+        let done = (count(&activity), notifications, count(&tasks)) == (1, TEAM.len(), 1);
+        if done || started.elapsed() > std::time::Duration::from_secs(60) {
+            break (activity, notifications, tasks);
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };

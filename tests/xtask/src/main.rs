@@ -3,13 +3,18 @@
 //!                      organisation and show a signed webhook retried and booked once.
 //! `cargo xtask test` — every test: lint, unit, integration and end-to-end against ministack.
 //! `cargo xtask latency` — webhook-to-last-consequence latency in the running local stack.
+//! `cargo xtask send PROVIDER` — sign and send a provider's delivery (see send.rs).
+//! `cargo xtask bench` — webhook throughput in-process against ministack, beside the Python peer.
 //! `cargo xtask down` — stop the local stack.
 
 mod bench;
+mod coldstart;
 mod coords;
 mod demo;
+mod send;
 mod stack;
 mod testrun;
+mod throughput;
 
 use anyhow::{bail, Result};
 
@@ -42,6 +47,12 @@ async fn main() -> Result<()> {
         }
         Some("down") => stack::Stack::local().stop(),
         Some("test") => testrun::test(&args[1..]).await,
-        _ => bail!("usage: cargo xtask up | demo | latency | down | test [-- cargo test args]"),
+        Some("coldstart") => coldstart::run(&args[1..]).await,
+        Some("send") => send::run(&args[1..]).await,
+        Some("bench") => throughput::optimised(),
+        Some("bench-run") => throughput::run().await,
+        _ => bail!(
+            "usage: cargo xtask up | demo | send PROVIDER | bench | latency | coldstart | down | test [-- cargo test args]"
+        ),
     }
 }

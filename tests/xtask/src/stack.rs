@@ -88,7 +88,7 @@ impl Stack {
         root().join(format!("target/{}-stack.json", self.stage))
     }
 
-    fn pid_file(&self) -> PathBuf {
+    pub fn pid_file(&self) -> PathBuf {
         root().join(format!("target/ministack-{}.pid", self.port))
     }
 
