@@ -3,8 +3,9 @@
 //! API (one event per process; a second `/next` never answers) and runs every function 10 times
 //! with one representative event. Init is spawn to the first `/next`; first invocation is that
 //! answer to the response or error post; peak RSS is `VmHWM` read right after it, before the kill.
-//! AWS endpoints point at a closed port, so store calls fail fast and handlers answer with an
-//! error, which still ends the invocation. A measurement, not a test: it prints figures, exits 0.
+//! AWS endpoints point at a closed port and `AWS_MAX_ATTEMPTS=1` turns off the SDK's retry
+//! backoff, so store calls fail fast and handlers answer with an error, which still ends the
+//! invocation. A measurement, not a test: it prints figures, exits 0.
 
 use crate::stack::{cargo, root, run as run_cmd, REGION};
 use anyhow::{bail, Context, Result};
@@ -12,6 +13,7 @@ use axum::{
     body::Bytes, extract::State, http::StatusCode, response::IntoResponse, routing, Router,
 };
 use serde_json::{json, Value};
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -54,11 +56,6 @@ pub async fn run(_args: &[String]) -> Result<()> {
         build.args(["-p", f]);
     }
     run_cmd(&mut build)?;
-    let api = Api::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = router(api.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
     println!(
         "\n{:<18} {:>7} {:>22} {:>11} {:>9}  {:<6} answer",
         "function", "MiB", "init ms med (min-max)", "1st inv ms", "RSS MiB", "goal"
@@ -70,7 +67,7 @@ pub async fn run(_args: &[String]) -> Result<()> {
             .len();
         let mut samples = Vec::new();
         for _ in 0..RUNS {
-            match once(&api, addr, &bin, name).await {
+            match once(&bin, name).await {
                 Ok(s) => samples.push(s),
                 Err(e) => {
                     println!("{name:<18} {:>7.2}  did not finish a run: {e:#}", mib(size));
@@ -135,18 +132,23 @@ async fn answer(State(api): State<Api>, body: Bytes) -> StatusCode {
     StatusCode::ACCEPTED
 }
 
-/// One cold start: spawn, wait for the answer, read the peak RSS, kill.
-async fn once(api: &Api, addr: SocketAddr, bin: &Path, name: &str) -> Result<Sample> {
-    *api.lock().expect("not poisoned") = Current {
+/// One cold start: spawn, wait for the answer, read the peak RSS, kill. Each run has its own
+/// stand-in on a fresh port, so a killed process's late second `/next` cannot take the event.
+async fn once(bin: &Path, name: &str) -> Result<Sample> {
+    let api = Arc::new(Mutex::new(Current {
         event: Some(event(name)),
         ..Current::default()
-    };
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let server = tokio::spawn(axum::serve(listener, router(api.clone())).into_future());
     let spawned = Instant::now();
     let mut child = command(bin, name, addr).spawn().context("spawn")?;
-    let outcome = wait_answer(api, &mut child).await;
+    let outcome = wait_answer(&api, &mut child).await;
     let rss_kib = peak_rss_kib(child.id());
     let _ = child.kill();
     child.wait()?;
+    server.abort();
     let next_at = api.lock().expect("not poisoned").next_at;
     let reached = if next_at.is_some() {
         "reached /next"
@@ -194,6 +196,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("TABLE_NAME", "coldstart")
         .env("AWS_ENDPOINT_URL", NOWHERE)
+        .env("AWS_MAX_ATTEMPTS", "1")
         .env("ADMIN_TOKEN", "coldstart-admin-token")
         .env("NOTIFICATIONS_QUEUE_URL", &queue)
         .env("ACTIVITY_QUEUE_URL", &queue)
