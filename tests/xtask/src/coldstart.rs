@@ -1,4 +1,5 @@
-//! `cargo xtask coldstart`: each function's release bootstrap cold start on this machine, no AWS.
+//! `cargo xtask coldstart [--profile NAME]`: each function's release bootstrap cold start on this
+//! machine, no AWS.
 //! Builds the six release binaries for the host, serves a loopback stand-in of the Lambda Runtime
 //! API (one event per process; a second `/next` never answers) and runs every function 10 times
 //! with one representative event. Init is spawn to the first `/next`; first invocation is that
@@ -49,9 +50,16 @@ struct Sample {
     answer: String,
 }
 
-pub async fn run(_args: &[String]) -> Result<()> {
+/// `--profile NAME` measures another build profile (e.g. `bench-xtask`: no LTO, 16 codegen
+/// units, not stripped), to see what the release profile's settings buy.
+pub async fn run(args: &[String]) -> Result<()> {
+    let profile = match args {
+        [flag, name] if flag == "--profile" => name.as_str(),
+        [] => "release",
+        _ => bail!("usage: cargo xtask coldstart [--profile NAME]"),
+    };
     let mut build = Command::new(cargo());
-    build.current_dir(root()).args(["build", "--release"]);
+    build.current_dir(root()).args(["build", "--profile", profile]);
     for f in FUNCTIONS.split(' ') {
         build.args(["-p", f]);
     }
@@ -61,7 +69,7 @@ pub async fn run(_args: &[String]) -> Result<()> {
         "function", "MiB", "init ms med (min-max)", "1st inv ms", "RSS MiB", "goal"
     );
     for name in FUNCTIONS.split(' ') {
-        let bin = root().join("target/release").join(name);
+        let bin = root().join("target").join(profile).join(name);
         let size = std::fs::metadata(&bin)
             .with_context(|| bin.display().to_string())?
             .len();
