@@ -45,7 +45,7 @@ impl PaymentEvent {
             _ => format!(
                 "Payment for {} via {}: {} {currency} received, {} applied; invoice is {status}",
                 invoice.number,
-                self.source,
+                self.source.label(),
                 money::display(self.received.unwrap_or(self.applied)),
                 money::display(self.applied)
             ),

@@ -43,6 +43,17 @@ const NAMED: [(&str, Source); 5] = [
 ];
 
 impl Source {
+    /// How a person calls it: the provider, or `standard` for a Standard Webhooks sender.
+    pub fn label(&self) -> &str {
+        match self {
+            Self::Integration(_) => "standard",
+            named => NAMED
+                .iter()
+                .find(|(_, s)| s == named)
+                .map_or("", |(n, _)| n),
+        }
+    }
+
     pub fn parse(raw: &str) -> Option<Self> {
         NAMED
             .iter()
@@ -56,10 +67,7 @@ impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Integration(id) => f.write_str(&id.id),
-            named => {
-                let name = NAMED.iter().find(|(_, s)| s == named).map(|(n, _)| *n);
-                f.write_str(name.unwrap_or_default())
-            }
+            named => f.write_str(named.label()),
         }
     }
 }
