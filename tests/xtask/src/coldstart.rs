@@ -59,7 +59,9 @@ pub async fn run(args: &[String]) -> Result<()> {
         _ => bail!("usage: cargo xtask coldstart [--profile NAME]"),
     };
     let mut build = Command::new(cargo());
-    build.current_dir(root()).args(["build", "--profile", profile]);
+    build
+        .current_dir(root())
+        .args(["build", "--profile", profile]);
     for f in FUNCTIONS.split(' ') {
         build.args(["-p", f]);
     }
