@@ -133,24 +133,34 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
         same_payload: false,
     } = &registered
     {
-        let fingerprint = input.fingerprint();
-        ReviewItem {
-            org: ctx.org.clone(),
-            kind: "payment".into(),
-            reason: "idempotency_key_reused".into(),
-            key: format!("{}:{}", input.event_key(), &fingerprint[..16]),
-            at: ctx.now,
-            detail: json!({"stored_invoice_id": stored.invoice_id, "invoice_id": id}),
-        }
-        .put(store)
-        .await?;
-        return Err(ApiError::new(
-            409,
-            "idempotency_key_reused",
-            "this Idempotency-Key was used with another request",
-        ));
+        return Err(key_reused(store, ctx, &input, stored.invoice_id.as_deref()).await?);
     }
     Ok(json_response(200, &registered.answer()))
+}
+
+/// The same `Idempotency-Key` with another request: a review item, and 409 for the caller.
+async fn key_reused(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    input: &PaymentInput,
+    stored_invoice: Option<&str>,
+) -> Result<ApiError, ApiError> {
+    let fingerprint = input.fingerprint();
+    ReviewItem {
+        org: ctx.org.clone(),
+        kind: "payment".into(),
+        reason: "idempotency_key_reused".into(),
+        key: format!("{}:{}", input.event_key(), &fingerprint[..16]),
+        at: ctx.now,
+        detail: json!({"stored_invoice_id": stored_invoice, "invoice_id": input.invoice_ref}),
+    }
+    .put(store)
+    .await?;
+    Ok(ApiError::new(
+        409,
+        "idempotency_key_reused",
+        "this Idempotency-Key was used with another request",
+    ))
 }
 
 /// A copy on purpose: a new draft with a new number, never a retry.

@@ -11,6 +11,7 @@ mod bench;
 mod coldstart;
 mod coords;
 mod demo;
+mod peer;
 mod send;
 mod stack;
 mod testrun;

@@ -14,7 +14,6 @@ use firmspace::payments::providers::PaymentSettings;
 use firmspace::payments::{Invoice, InvoiceStatus};
 use firmspace::store::{schema, Store};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,24 +21,24 @@ use std::time::{Duration, Instant};
 
 const NEW: usize = 800;
 const REPEATS: usize = 200;
-const SENDERS: usize = 8;
+pub(crate) const SENDERS: usize = 8;
 const ROUNDS: usize = 3;
 const SIGNED_AT: i64 = 1_800_000_000;
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub(crate) const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// One run's figures.
 #[derive(Clone, Debug)]
-struct Figures {
-    events_per_s: f64,
-    median_ms: f64,
-    p99_ms: f64,
-    calls_per_event: f64,
-    cpu_ms_per_event: f64,
-    emulator_cpu_ms_per_event: f64,
+pub(crate) struct Figures {
+    pub(crate) events_per_s: f64,
+    pub(crate) median_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) calls_per_event: f64,
+    pub(crate) cpu_ms_per_event: f64,
+    pub(crate) emulator_cpu_ms_per_event: f64,
 }
 
 /// CPU seconds (user + system) of a process, from /proc.
-fn cpu_seconds(pid: &str) -> Result<f64> {
+pub(crate) fn cpu_seconds(pid: &str) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let after_name = stat.rsplit_once(')').context("a /proc stat line")?.1;
     let fields: Vec<&str> = after_name.split_whitespace().collect();
@@ -49,7 +48,11 @@ fn cpu_seconds(pid: &str) -> Result<f64> {
 
 /// The deliveries: 200 repeats, each of the delivery 40 places earlier, spread evenly after the
 /// first forty (a provider's retry comes after a timeout, not while the first is in flight).
-fn workload(org: &OrgId, integration: &IntegrationId, invoices: &[String]) -> Result<Vec<Value>> {
+pub(crate) fn workload(
+    org: &OrgId,
+    integration: &IntegrationId,
+    invoices: &[String],
+) -> Result<Vec<Value>> {
     let mut out: Vec<Value> = Vec::with_capacity(NEW + REPEATS);
     let mut fresh = 0;
     while out.len() < NEW + REPEATS {
@@ -75,7 +78,11 @@ fn workload(org: &OrgId, integration: &IntegrationId, invoices: &[String]) -> Re
 }
 
 /// A fresh table with the organisation's integration and `NEW` open invoices.
-async fn seed(store: &Store, org: &OrgId, integration: &IntegrationId) -> Result<Vec<String>> {
+pub(crate) async fn seed(
+    store: &Store,
+    org: &OrgId,
+    integration: &IntegrationId,
+) -> Result<Vec<String>> {
     firmspace::integrations::create(
         store,
         &Integration {
@@ -149,7 +156,7 @@ fn summarise(
     }
 }
 
-async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+pub(crate) async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new(crate::stack::REGION))
@@ -247,83 +254,6 @@ async fn warm_up(
     Ok(())
 }
 
-/// The peer's venv, made from tests/peer/requirements.txt unless it already has it.
-fn peer_python() -> Result<PathBuf> {
-    let venv = root().join(".venv-peer");
-    let requirements = root().join("tests/peer/requirements.txt");
-    let stamp = venv.join(".firmspace-requirements");
-    let wanted = std::fs::read_to_string(&requirements)?;
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-        println!("== installing the peer's packages into {}", venv.display());
-        crate::stack::run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-        crate::stack::run(
-            Command::new(venv.join("bin/pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-                .arg(&requirements),
-        )?;
-        std::fs::write(&stamp, wanted)?;
-    }
-    Ok(venv.join("bin/python"))
-}
-
-/// The Python peer on its own fresh table with the same workload.
-async fn peer(
-    python: &PathBuf,
-    endpoint: &str,
-    emulator_pid: &str,
-    round: usize,
-) -> Result<Figures> {
-    let config = sdk_config(endpoint).await;
-    let client = aws_sdk_dynamodb::Client::new(&config);
-    let suffix = hex::encode(firmspace::ids::random_bytes::<4>());
-    let table = format!("bench-peer-{round}-{suffix}");
-    schema::create_table(&client, &table).await?;
-    let store = Store::new(client, &table);
-    let org = OrgId::generate();
-    let integration = IntegrationId::generate(&org);
-    let invoices = seed(&store, &org, &integration).await?;
-    let file = root().join(format!("target/bench-workload-{round}.json"));
-    let deliveries = workload(&org, &integration, &invoices)?;
-    std::fs::write(&file, json!({"secret": SECRET, "org": org.as_str(), "integration": integration.id, "deliveries": deliveries}).to_string())?;
-    let emu0 = cpu_seconds(emulator_pid)?;
-    let out = Command::new(python)
-        .arg(root().join("tests/peer/bench.py"))
-        .args([
-            "--endpoint",
-            endpoint,
-            "--table",
-            &table,
-            "--idempotency-table",
-            &format!("bench-idem-{round}-{suffix}"),
-        ])
-        .arg("--workload")
-        .arg(&file)
-        .args(["--concurrency", &SENDERS.to_string()])
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_DEFAULT_REGION", crate::stack::REGION)
-        .output()?;
-    let emu = cpu_seconds(emulator_pid)? - emu0;
-    if !out.status.success() {
-        bail!("the peer failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let v: Value =
-        serde_json::from_slice(out.stdout.trim_ascii()).context("the peer's JSON line")?;
-    let f = |k: &str| {
-        v[k].as_f64()
-            .with_context(|| format!("the peer reported no {k}"))
-    };
-    // The peer's emulator CPU includes creating its idempotency table; its own figures exclude it.
-    Ok(Figures {
-        events_per_s: f("events_per_s")?,
-        median_ms: f("median_ms")?,
-        p99_ms: f("p99_ms")?,
-        calls_per_event: f("calls_per_event")?,
-        cpu_ms_per_event: f("cpu_ms_per_event")?,
-        emulator_cpu_ms_per_event: emu * 1000.0 / f("events")?,
-    })
-}
-
 fn print(name: &str, f: &Figures) {
     println!(
         "{name:<6} {:>9.0} ev/s  median {:>6.2} ms  p99 {:>7.2} ms  {:>5.3} calls/event  cpu {:>5.2} ms/event  ministack cpu {:>5.2} ms/event",
@@ -368,7 +298,7 @@ pub async fn run() -> Result<()> {
         .context("ministack's pid")?
         .trim()
         .to_owned();
-    let python = peer_python()?;
+    let python = crate::peer::python()?;
     let endpoint = stack.endpoint();
     let (mut our_runs, mut peer_runs) = (Vec::new(), Vec::new());
     println!("== {NEW} new payments + {REPEATS} repeats, {SENDERS} concurrent senders, {ROUNDS} rounds alternated");
@@ -377,7 +307,7 @@ pub async fn run() -> Result<()> {
         print("ours", &o);
         our_runs.push(o);
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let p = peer(&python, &endpoint, &pid, round).await?;
+        let p = crate::peer::run(&python, &endpoint, &pid, round).await?;
         print("peer", &p);
         peer_runs.push(p);
     }
