@@ -28,13 +28,47 @@ pub fn parse_var<T: std::str::FromStr>(name: &'static str, default: T) -> Result
     }
 }
 
+/// Where a deployment runs: one of a fixed list (the template's `Stage` parameter allows the
+/// same values). Only `local` and `test` let outbound calls go to loopback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Prod,
+    Staging,
+    /// The throughput benchmark's own stack.
+    Bench,
+    /// `cargo xtask up` on a developer's machine.
+    Local,
+    /// The test stack.
+    Test,
+}
+
+impl std::str::FromStr for Stage {
+    type Err = ();
+    fn from_str(raw: &str) -> Result<Self, ()> {
+        Ok(match raw {
+            "prod" => Self::Prod,
+            "staging" => Self::Staging,
+            "bench" => Self::Bench,
+            "local" => Self::Local,
+            "test" => Self::Test,
+            _ => return Err(()),
+        })
+    }
+}
+
+impl Stage {
+    /// Loopback targets are allowed only on the local stack and in tests.
+    pub fn allows_loopback(self) -> bool {
+        matches!(self, Self::Local | Self::Test)
+    }
+}
+
 /// What every function needs: the table, and optionally a local endpoint for all AWS clients.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub table: String,
     pub endpoint_url: Option<String>,
-    /// `local` on the local stack and `test` in tests: outbound targets may then be loopback.
-    pub stage: String,
+    pub stage: Stage,
 }
 
 impl Config {
@@ -42,16 +76,33 @@ impl Config {
         Ok(Self {
             table: require("TABLE_NAME")?,
             endpoint_url: var("AWS_ENDPOINT_URL"),
-            stage: var("STAGE").unwrap_or_else(|| "prod".into()),
+            stage: parse_var("STAGE", Stage::Prod)?,
         })
     }
 
-    /// Loopback targets are allowed only on a stage that says so.
     pub fn allows_loopback(&self) -> bool {
-        matches!(self.stage.as_str(), "local" | "test")
+        self.stage.allows_loopback()
     }
 
     pub async fn store(&self) -> crate::store::Store {
         crate::store::Store::connect(&self.table, self.endpoint_url.as_deref()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_listed_stages_parse_and_only_local_and_test_allow_loopback() {
+        let allows = |raw: &str| raw.parse::<Stage>().map(Stage::allows_loopback);
+        assert_eq!(allows("local"), Ok(true));
+        assert_eq!(allows("test"), Ok(true));
+        for stage in ["prod", "staging", "bench"] {
+            assert_eq!(allows(stage), Ok(false), "{stage}");
+        }
+        for unknown in ["Local", "dev", "local ", ""] {
+            assert!(unknown.parse::<Stage>().is_err(), "{unknown:?}");
+        }
     }
 }

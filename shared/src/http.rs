@@ -24,6 +24,8 @@ pub struct ApiError {
     pub status: u16,
     pub code: &'static str,
     pub detail: String,
+    /// The request field that was refused, for a 400 about one field.
+    pub field: Option<&'static str>,
 }
 
 impl ApiError {
@@ -32,6 +34,7 @@ impl ApiError {
             status,
             code,
             detail: detail.into(),
+            field: None,
         }
     }
 
@@ -64,10 +67,21 @@ impl ApiError {
     }
 
     pub fn into_response(self) -> Response<Body> {
-        json_response(
-            self.status,
-            &json!({"error": self.code, "detail": self.detail}),
-        )
+        let mut body = json!({"error": self.code, "detail": self.detail});
+        if let Some(field) = self.field {
+            body["field"] = json!(field);
+        }
+        json_response(self.status, &body)
+    }
+}
+
+/// A refused field is a 400 that names it.
+impl From<crate::fields::FieldError> for ApiError {
+    fn from(err: crate::fields::FieldError) -> Self {
+        Self {
+            field: Some(err.field),
+            ..Self::bad_request("invalid_field", err.to_string())
+        }
     }
 }
 
@@ -127,14 +141,59 @@ pub fn query(req: &Request, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// Parses a JSON body into `T`, answering 400 `malformed` with serde's explanation.
+/// Parses a JSON body into `T`, answering 400 `malformed` with serde's explanation in the
+/// caller's terms: no Rust type names, and never more than 300 characters of it.
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed", e.to_string()))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("malformed", plain(&e.to_string())))
+}
+
+/// serde's message with the Rust type it expected said as JSON (`expected struct NewOrg` →
+/// `expected a JSON object`), cut to 300 characters.
+pub fn plain(message: &str) -> String {
+    const RUST: [(&str, &str); 6] = [
+        ("struct ", "a JSON object"),
+        ("tuple struct ", "a JSON array"),
+        ("unit struct ", "null"),
+        ("internally tagged enum ", "a JSON object with a \"type\""),
+        ("adjacently tagged enum ", "a JSON object with a \"type\""),
+        ("enum ", "one of the documented values"),
+    ];
+    let mut out = message.to_owned();
+    if let Some(i) = message.find("expected ") {
+        let rest = &message[i + "expected ".len()..];
+        if let Some((_, json)) = RUST.iter().find(|(rust, _)| rest.starts_with(rust)) {
+            let end = rest.find(" at line").unwrap_or(rest.len());
+            out = format!("{}expected {json}{}", &message[..i], &rest[end..]);
+        }
+    }
+    if out.chars().count() > 300 {
+        out = out.chars().take(300).collect::<String>() + "…";
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct NewThing {
+        name: String,
+    }
+
+    #[test]
+    fn json_errors_name_no_rust_type_and_stay_short() {
+        for body in [&b"[]"[..], b"5", b"\"x\"", b"null"] {
+            let err = parse_json::<NewThing>(body).unwrap_err();
+            assert_eq!(err.status, 400);
+            assert!(!err.detail.contains("NewThing"), "{}", err.detail);
+        }
+        let long = format!(r#"{{"name": 5, "{}": 1}}"#, "x".repeat(5000));
+        let err = parse_json::<NewThing>(long.as_bytes()).unwrap_err();
+        assert!(err.detail.chars().count() <= 301, "{}", err.detail.len());
+    }
 
     #[tokio::test]
     async fn the_outgoing_client_builds_tls_on_the_sdk_crypto_provider() {

@@ -161,17 +161,30 @@ impl fmt::Display for IntegrationId {
     }
 }
 
+/// One part of a composite key (`ACTIVITY#contact#{entity}#{key}`): `#`, our separator, and `%`,
+/// the escape, percent-encoded, so no value can reach into the next part and no two different
+/// pairs of parts make the same key.
+pub fn key_part(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.contains(['#', '%']) {
+        raw.replace('%', "%25").replace('#', "%23").into()
+    } else {
+        raw.into()
+    }
+}
+
 /// An event's identity from its source: a provider payment id, an `Idempotency-Key`, a body hash.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ExternalId(String);
 
 impl ExternalId {
+    /// 1 to 255 characters, without control characters, white space or `#`.
     pub fn parse(field: &'static str, raw: &str) -> Result<Self, IdError> {
-        let ok = !raw.is_empty() && raw.len() <= 255 && raw.chars().all(|c| !c.is_control());
-        ok.then(|| Self(raw.to_owned())).ok_or(IdError {
-            field,
-            reason: "expected 1-255 printable characters",
-        })
+        crate::fields::reference(field, raw, crate::fields::KEY_MAX)
+            .map(|ok| Self(ok.to_owned()))
+            .map_err(|_| IdError {
+                field,
+                reason: "expected 1-255 characters without control characters, white space or '#'",
+            })
     }
 
     /// The identity of a payload that carries none of its own: the first 32 hex characters of the
@@ -246,6 +259,16 @@ mod tests {
         assert!(ExternalId::parse("key", "").is_err());
         assert!(ExternalId::parse("key", "a\nb").is_err());
         assert!(LocalId::parse("id", "a#b").is_err());
+    }
+
+    #[test]
+    fn key_parts_cannot_reach_into_the_next_part() {
+        let joined = |a: &str, b: &str| format!("{}#{}", key_part(a), key_part(b));
+        assert_ne!(joined("k1#u1", "x"), joined("k1", "u1#x"));
+        assert_ne!(joined("a%23", "b"), joined("a#", "b"));
+        assert_eq!(key_part("pi_1"), "pi_1");
+        assert!(ExternalId::parse("payment_id", "k1#u1").is_err());
+        assert!(ExternalId::parse("payment_id", &"k".repeat(256)).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod aws;
 pub mod config;
 pub mod effects;
+pub mod fields;
 pub mod http;
 pub mod ids;
 pub mod integrations;

@@ -3,7 +3,8 @@
 use crate::Ctx;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::{activity, notify, EntityKind, Trigger};
-use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::fields::{self, KEY_MAX, REF_MAX, TEXT_MAX, TITLE_MAX};
+use firmspace::http::{self, body_bytes, json_response, parse_json, query, ApiError};
 use firmspace::integrations::{self, IntegrationKind};
 use firmspace::store::item::parse_tag;
 use firmspace::store::Store;
@@ -16,7 +17,8 @@ pub async fn notifications(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body
     let recipient = query(ctx.req, "recipient").ok_or_else(|| {
         ApiError::bad_request("missing_recipient", "?recipient=<user_id> is required")
     })?;
-    let items = notify::list(store, &ctx.org, &recipient).await?;
+    let recipient = fields::reference("recipient", &recipient, REF_MAX)?;
+    let items = notify::list(store, &ctx.org, recipient).await?;
     Ok(json_response(200, &json!({ "items": items })))
 }
 
@@ -27,6 +29,8 @@ pub struct MarkRead {
 
 pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: MarkRead = parse_json(body_bytes(ctx.req))?;
+    // A notification key is an encoded event key, or that and `#` and an encoded member id.
+    fields::line("key", &body.key, 2 * KEY_MAX)?;
     if notify::mark_read(store, &ctx.org, &body.key).await? {
         Ok(json_response(200, &json!({"key": body.key, "read": true})))
     } else {
@@ -46,6 +50,7 @@ pub async fn activity_log(
             "entity kind must be contact, deal or company",
         )
     })?;
+    let entity_id = fields::reference("entity_id", entity_id, REF_MAX)?;
     let items = activity::list(store, &ctx.org, entity_kind, entity_id).await?;
     Ok(json_response(200, &json!({ "items": items })))
 }
@@ -73,9 +78,16 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
     let action: Action = serde_json::from_value(body.action).map_err(|e| {
         ApiError::bad_request(
             "invalid_action",
-            format!("action must be create_task {{title}} or send_message {{integration_id, text}}: {e}"),
+            format!(
+                "action must be create_task {{title}} or send_message {{integration_id, text}}: {}",
+                http::plain(&e.to_string())
+            ),
         )
     })?;
+    match &action {
+        Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
+        Action::SendMessage { text, .. } => fields::text("text", text, TEXT_MAX).map(drop)?,
+    }
     if let Action::SendMessage { integration_id, .. } = &action {
         let target = match integration_id.org == ctx.org {
             true => integrations::get(store, integration_id).await?,

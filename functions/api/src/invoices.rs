@@ -1,7 +1,8 @@
 //! Invoices, their payments, the manual "paid" button and the assistant, and the duplicate button.
 
 use crate::Ctx;
-use firmspace::http::{body_bytes, header, json_response, parse_json, ApiError};
+use firmspace::fields::{self, FieldError, REF_MAX};
+use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::ExternalId;
 use firmspace::money::{parse_amount, Currency};
 use firmspace::payments::invoice::{self, Links};
@@ -32,21 +33,31 @@ pub struct CreateInvoice {
 
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: CreateInvoice = parse_json(body_bytes(ctx.req))?;
+    let currency = Currency::parse(&body.currency)
+        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
     let new = NewInvoice {
-        currency: Currency::parse(&body.currency)
-            .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?,
+        currency,
         gross: parse_amount(&body.gross)
+            .and_then(|gross| currency.check(gross))
             .map_err(|e| ApiError::bad_request("invalid_gross", e.to_string()))?,
         status: InvoiceStatus::Open,
-        links: Links {
-            owner: body.owner,
-            contact_id: body.contact_id,
-            deal_id: body.deal_id,
-            company_id: body.company_id,
-        },
+        links: links(&body)?,
     };
     let created = invoice::create(store, &ctx.org, new, ctx.now).await?;
     Ok(json_response(201, &created.to_json()))
+}
+
+/// The records an invoice links to: references, each within `REF_MAX` and without `#`.
+fn links(body: &CreateInvoice) -> Result<Links, FieldError> {
+    let link = |field: &'static str, raw: &Option<String>| {
+        fields::optional(raw.as_deref(), |r| fields::reference(field, r, REF_MAX))
+    };
+    Ok(Links {
+        owner: link("owner", &body.owner)?,
+        contact_id: link("contact_id", &body.contact_id)?,
+        deal_id: link("deal_id", &body.deal_id)?,
+        company_id: link("company_id", &body.company_id)?,
+    })
 }
 
 /// The organisation's invoices, newest first.
@@ -87,25 +98,21 @@ pub struct ManualPayment {
 /// The manual "paid" button and the assistant: keyed by the request's `Idempotency-Key`. The same
 /// key and body get the stored answer; the same key with another body is a 409.
 pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let key = header(ctx.req, "idempotency-key").ok_or_else(|| {
-        ApiError::bad_request(
-            "missing_idempotency_key",
-            "Idempotency-Key header is required",
-        )
-    })?;
-    let external_id = ExternalId::parse("Idempotency-Key", key)
-        .map_err(|e| ApiError::bad_request("invalid_idempotency_key", e.to_string()))?;
+    let external_id = idempotency_key(ctx)?;
     let body: ManualPayment = parse_json(body_bytes(ctx.req))?;
     let source = match body.source.as_str() {
         "manual" => Source::Manual,
         "assistant" => Source::Assistant,
-        other => {
+        _ => {
             return Err(ApiError::bad_request(
                 "invalid_source",
-                format!("source must be manual or assistant, not {other:?}"),
+                "source must be manual or assistant",
             ))
         }
     };
+    let actor = fields::optional(body.actor.as_deref(), |r| {
+        fields::reference("actor", r, REF_MAX)
+    })?;
     let amount = body
         .amount
         .as_deref()
@@ -115,14 +122,20 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
     let invoice = invoice::get(store, &ctx.org, id)
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
+    if let Some(amount) = amount {
+        invoice
+            .currency
+            .check(amount)
+            .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
+    }
     let input = PaymentInput {
         org: ctx.org.clone(),
         invoice_ref: Some(id.to_owned()),
-        actor: body.actor.unwrap_or_else(|| source.to_string()),
+        actor: actor.unwrap_or_else(|| source.to_string()),
         source,
         external_id,
         amount,
-        currency: Some(invoice.currency.clone()),
+        currency: Some(invoice.currency),
         at: ctx.now,
         reverses: None,
         reversible: false,
@@ -136,6 +149,21 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
         return Err(key_reused(store, ctx, &input, stored.invoice_id.as_deref()).await?);
     }
     Ok(json_response(200, &registered.answer()))
+}
+
+/// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.
+fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
+    let raw = ctx.req.headers().get("idempotency-key").ok_or_else(|| {
+        ApiError::bad_request(
+            "missing_idempotency_key",
+            "Idempotency-Key header is required",
+        )
+    })?;
+    let invalid = |detail: &str| ApiError::bad_request("invalid_idempotency_key", detail);
+    let key = raw
+        .to_str()
+        .map_err(|_| invalid("Idempotency-Key must be visible ASCII characters"))?;
+    ExternalId::parse("Idempotency-Key", key).map_err(|e| invalid(&e.to_string()))
 }
 
 /// The same `Idempotency-Key` with another request: a review item, and 409 for the caller.
@@ -172,7 +200,7 @@ pub async fn duplicate(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Respons
         store,
         &ctx.org,
         NewInvoice {
-            currency: original.currency.clone(),
+            currency: original.currency,
             gross: original.gross,
             status: InvoiceStatus::Draft,
             links: original.links.clone(),

@@ -3,6 +3,7 @@
 use crate::Ctx;
 use firmspace::effects::outbound::OutboundTarget;
 use firmspace::effects::targets;
+use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, SECRET_MAX, URL_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
@@ -29,13 +30,7 @@ pub async fn create_org(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let body: NewOrg = parse_json(body_bytes(req))?;
-    let name = body.name.trim();
-    if name.is_empty() || name.len() > 200 {
-        return Err(ApiError::bad_request(
-            "invalid_name",
-            "name must be 1-200 characters",
-        ));
-    }
+    let name = fields::line("name", &body.name, NAME_MAX)?;
     let (org, key) = orgs::create_org(store, name, now).await?;
     Ok(json_response(
         201,
@@ -63,6 +58,23 @@ pub struct NewIntegration {
     token: Option<String>,
 }
 
+/// Every text of a new integration within its limit, before anything else is looked at.
+fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
+    let checks: [(&'static str, &Option<String>, usize); 5] = [
+        ("secret", &body.secret, SECRET_MAX),
+        ("token", &body.token, SECRET_MAX),
+        ("public_key", &body.public_key, PUBLIC_KEY_MAX),
+        ("url", &body.url, URL_MAX),
+        ("status_url", &body.status_url, URL_MAX),
+    ];
+    for (field, value, max) in checks {
+        if let Some(value) = value {
+            fields::secret(field, value, max)?;
+        }
+    }
+    Ok(())
+}
+
 fn payment_settings(body: &NewIntegration) -> Result<PaymentSettings, ApiError> {
     let provider = body
         .provider
@@ -86,7 +98,7 @@ fn payment_settings(body: &NewIntegration) -> Result<PaymentSettings, ApiError> 
         if !secret.starts_with("whsec_") || !usable {
             return Err(ApiError::bad_request(
                 "invalid_secret",
-                "secret must be whsec_ followed by base64 (standard) or at least 16 characters (stripe)",
+                "secret must be whsec_ followed by the base64 of 24 to 64 bytes (standard) or whsec_ and at least 10 more characters (stripe)",
             ));
         }
         Ok(SecretString::from(secret))
@@ -175,6 +187,7 @@ pub async fn create_integration(
     ctx: &Ctx<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let body: NewIntegration = parse_json(body_bytes(ctx.req))?;
+    check_lengths(&body)?;
     let integration = Integration {
         id: IntegrationId::generate(&ctx.org),
         settings: match body.kind {
@@ -209,7 +222,7 @@ pub async fn add_member(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, 
         .map_err(|e| ApiError::bad_request("invalid_user_id", e.to_string()))?;
     let member = Member {
         user_id: body.user_id,
-        name: body.name,
+        name: fields::line("name", &body.name, NAME_MAX)?.to_owned(),
     };
     let added = orgs::add_member(store, &ctx.org, &member, ctx.now).await?;
     Ok(json_response(

@@ -2,33 +2,34 @@
 //! key is not yet in that log; the log reads in time order.
 
 use super::{ActivityLine, EntityKind};
-use crate::ids::OrgId;
+use crate::ids::{key_part, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
 use crate::store::{Store, StoreError};
 use crate::time;
 use serde_json::{json, Value};
 
 fn log_pk(org: &OrgId, entity_kind: EntityKind, entity_id: &str) -> String {
-    org.pk(&format!("ACTIVITY#{}#{entity_id}", tag_name(&entity_kind)))
+    org.pk(&format!(
+        "ACTIVITY#{}#{}",
+        tag_name(&entity_kind),
+        key_part(entity_id)
+    ))
 }
 
 /// Appends the line; `Ok(false)` when the log already has its key.
 pub async fn append(store: &Store, line: &ActivityLine) -> Result<bool, StoreError> {
     let log = log_pk(&line.org, line.entity_kind, &line.entity_id);
     let at = time::format(line.at);
-    let item = Builder::new(
-        &format!("{log}#{}", line.key),
-        "activity",
-        line.org.as_str(),
-    )
-    .tag("entity_kind", &line.entity_kind)
-    .str("entity_id", &line.entity_id)
-    .str("key", &line.key)
-    .str("entry_kind", &line.kind)
-    .str("text", &line.text)
-    .str("at", &at)
-    .list(&log, &format!("{at}#{}", line.key))
-    .build();
+    let key = key_part(&line.key);
+    let item = Builder::new(&format!("{log}#{key}"), "activity", line.org.as_str())
+        .tag("entity_kind", &line.entity_kind)
+        .str("entity_id", &line.entity_id)
+        .str("key", &line.key)
+        .str("entry_kind", &line.kind)
+        .str("text", &line.text)
+        .str("at", &at)
+        .list(&log, &format!("{at}#{key}"))
+        .build();
     Ok(store.put_new(item).await?.created())
 }
 

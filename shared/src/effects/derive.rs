@@ -54,6 +54,27 @@ mod tests {
     }
 
     #[test]
+    fn every_payment_that_closes_an_invoice_fires_the_same_invoice_paid_key() {
+        let fired_key = |event: &crate::payments::event::PaymentEvent| {
+            consequences(&event.to_item())
+                .unwrap()
+                .into_iter()
+                .find_map(|c| match c {
+                    Consequence::Trigger(f) => Some(f.event_key),
+                    _ => None,
+                })
+                .expect("invoice.paid")
+        };
+        let first = sample(true);
+        // Paid, reversed, paid again: another payment closes the same invoice.
+        let mut again = sample(true);
+        again.external_id = crate::ids::ExternalId::parse("id", "pi_2").unwrap();
+        assert_ne!(first.key(), again.key());
+        assert_eq!(fired_key(&first), fired_key(&again));
+        assert_eq!(fired_key(&first).as_str(), "invoice:inv_1:paid");
+    }
+
+    #[test]
     fn a_malformed_event_item_is_an_error_and_other_items_yield_nothing() {
         let mut broken = sample(true).to_item();
         broken.remove("org");

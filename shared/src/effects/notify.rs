@@ -1,9 +1,10 @@
 //! Notifications: one item per (organisation, key); a team notification is one per member,
-//! keyed `KEY#RECIPIENT`, so each colleague gets exactly one copy.
+//! keyed `KEY#RECIPIENT`, so each colleague gets exactly one copy. Both parts are encoded with
+//! `key_part`, so no chosen key (`k1#u1`) can stand for the team copy of another (`k1`).
 
 use super::worker::Applied;
 use super::Notification;
-use crate::ids::OrgId;
+use crate::ids::{key_part, OrgId};
 use crate::orgs;
 use crate::store::item::{b, Builder, Read};
 use crate::store::{Cond, Item, Store, StoreError, Update};
@@ -14,6 +15,11 @@ fn pk(org: &OrgId, key: &str) -> String {
     org.pk(&format!("NOTIFICATION#{key}"))
 }
 
+fn inbox(org: &OrgId, recipient: &str) -> String {
+    org.pk(&format!("NOTIFY#{}", key_part(recipient)))
+}
+
+/// `key` is already encoded: it is the notification's key as the API shows it.
 fn item(n: &Notification, key: &str, recipient: &str) -> Item {
     let at = time::format(n.at);
     Builder::new(&pk(&n.org, key), "notification", n.org.as_str())
@@ -22,23 +28,20 @@ fn item(n: &Notification, key: &str, recipient: &str) -> Item {
         .str("text", &n.text)
         .str("at", &at)
         .bool("read", false)
-        .list(
-            &n.org.pk(&format!("NOTIFY#{recipient}")),
-            &format!("{at}#{key}"),
-        )
+        .list(&inbox(&n.org, recipient), &format!("{at}#{key}"))
         .build()
 }
 
 /// Delivers a notification: what was new and what a redelivery found already there.
 /// `Ok(None)` means a team notification found no team.
 pub async fn deliver(store: &Store, n: &Notification) -> Result<Option<Applied>, StoreError> {
-    let key = n.key.as_str();
+    let key = key_part(n.key.as_str());
     let targets: Vec<(String, String)> = match &n.recipient {
-        Some(r) => vec![(r.clone(), key.to_owned())],
+        Some(r) => vec![(r.clone(), key.into_owned())],
         None => orgs::members(store, &n.org)
             .await?
             .into_iter()
-            .map(|m| (format!("{key}#{}", m.user_id), m.user_id))
+            .map(|m| (format!("{key}#{}", key_part(&m.user_id)), m.user_id))
             .map(|(k, r)| (r, k))
             .collect(),
     };
@@ -65,13 +68,12 @@ pub fn to_json(item: &Item) -> Value {
 
 /// A member's notifications, newest first.
 pub async fn list(store: &Store, org: &OrgId, recipient: &str) -> Result<Vec<Value>, StoreError> {
-    let items = store
-        .list(&org.pk(&format!("NOTIFY#{recipient}")), true, 200)
-        .await?;
+    let items = store.list(&inbox(org, recipient), true, 200).await?;
     Ok(items.iter().map(to_json).collect())
 }
 
-/// Marks one notification read; `Ok(false)` when there is no such notification.
+/// Marks one notification read, by the key the list shows; `Ok(false)` when there is no such
+/// notification.
 pub async fn mark_read(store: &Store, org: &OrgId, key: &str) -> Result<bool, StoreError> {
     let update = Update::new().set("read", b(true)).when(Cond::Exists);
     store.update_if(&pk(org, key), &update).await

@@ -103,9 +103,12 @@ impl Outbound {
                 code @ 400..=499 => Sent::Rejected(code),
                 code => Sent::Unclear(format!("target answered {code}")),
             },
-            Err(e) if e.is_connect() => Sent::NotDelivered(format!("connection failed: {e}")),
+            // Without the URL: a target's URL may carry a token in its path or query.
+            Err(e) if e.is_connect() => {
+                Sent::NotDelivered(format!("connection failed: {}", e.without_url()))
+            }
             Err(e) if e.is_timeout() => Sent::Unclear("timed out waiting for the answer".into()),
-            Err(e) => Sent::Unclear(format!("request failed: {e}")),
+            Err(e) => Sent::Unclear(format!("request failed: {}", e.without_url())),
         }
     }
 
@@ -114,6 +117,11 @@ impl Outbound {
         let Some(template) = target.status_url.as_deref() else {
             return State::Unknown;
         };
+        // Checked again at call time, like `url`: a stored status URL is held to today's rules.
+        if let Err(why) = super::targets::check_url(template, self.allow_loopback) {
+            tracing::warn!(%why, "status target refused");
+            return State::Unknown;
+        }
         let url = template.replace("{key}", key);
         // A status lookup is cheap and its answer decides whether a person must look: give it
         // at least two seconds even when sends are held to less.
@@ -123,5 +131,65 @@ impl Outbound {
             Ok(res) if res.status().as_u16() == 404 => State::NotDelivered,
             _ => State::Unknown,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback target that answers every request 200 and counts them.
+    async fn always_ok() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf).await;
+                let _ = conn
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        (port, hits)
+    }
+
+    #[tokio::test]
+    async fn a_stored_status_url_is_checked_again_at_call_time() {
+        let (port, hits) = always_ok().await;
+        let target = OutboundTarget {
+            url: "https://hooks.example.com/x".into(),
+            status_url: Some(format!("http://127.0.0.1:{port}/status/{{key}}")),
+            secret: SecretString::from(standard::generate_secret()),
+        };
+        let strict = Outbound::new(Duration::from_secs(2), false);
+        assert_eq!(strict.check(&target, "k1").await, State::Unknown);
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let local = Outbound::new(Duration::from_secs(2), true);
+        assert_eq!(local.check(&target, "k1").await, State::Delivered);
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_call_is_told_without_its_url() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let target = OutboundTarget {
+            url: format!("http://127.0.0.1:{port}/hook?token=s3cr3t"),
+            status_url: None,
+            secret: SecretString::from(standard::generate_secret()),
+        };
+        let sent = Outbound::new(Duration::from_secs(2), true)
+            .send(&target, "k1", &serde_json::json!({}), 0)
+            .await;
+        let Sent::NotDelivered(why) = sent else {
+            panic!("expected not delivered, got {sent:?}");
+        };
+        assert!(!why.contains("s3cr3t") && !why.contains("/hook"), "{why}");
     }
 }

@@ -6,24 +6,38 @@
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::net::{IpAddr, SocketAddr};
 
-/// Private, link-local, unspecified, broadcast, CGNAT and unique-local addresses (loopback apart).
+/// Addresses that lead inward or nowhere public (loopback apart, which `allowed` decides):
+/// private, link-local, unspecified, broadcast, CGNAT, benchmarking (198.18.0.0/15), reserved
+/// (240.0.0.0/4), "this network" (0.0.0.0/8) and multicast; for IPv6 unique-local, link-local,
+/// multicast, and every form that carries an IPv4 address inside (IPv4-mapped, IPv4-compatible,
+/// NAT64 `64:ff9b::/96` and `64:ff9b:1::/48`, 6to4 `2002::/16`, Teredo `2001::/32`), refused
+/// whatever the address inside.
 fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
             v4.is_private()
                 || v4.is_link_local()
                 || v4.is_unspecified()
                 || v4.is_broadcast()
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (b & 0xc0) == 64)
+                || (a == 198 && (b & 0xfe) == 18)
+                || a >= 240
         }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_internal(IpAddr::V4(v4)) || v4.is_loopback(),
-            None => {
-                v6.is_unspecified()
-                    || (v6.segments()[0] & 0xfe00) == 0xfc00
-                    || (v6.segments()[0] & 0xffc0) == 0xfe80
-            }
-        },
+        IpAddr::V6(v6) => {
+            let seg = v6.segments();
+            let embeds_v4 = v6.to_ipv4_mapped().is_some()
+                || (seg[..6] == [0; 6] && !v6.is_loopback())
+                || (seg[0] == 0x64 && seg[1] == 0xff9b)
+                || seg[0] == 0x2002
+                || (seg[0] == 0x2001 && seg[1] == 0);
+            embeds_v4
+                || v6.is_multicast()
+                || (seg[0] & 0xfe00) == 0xfc00
+                || (seg[0] & 0xffc0) == 0xfe80
+        }
     }
 }
 
@@ -99,6 +113,41 @@ mod tests {
         assert!(check_url("http://127.0.0.1:9000/x", false).is_err());
         assert!(check_url("http://127.0.0.1:9000/x", true).is_ok());
         assert!(check_url("http://localhost:9000/x", false).is_err());
+    }
+
+    #[test]
+    fn every_form_that_leads_inward_is_refused() {
+        for inward in [
+            "https://[::10.0.0.1]/x",
+            "https://[::127.0.0.1]/x",
+            "https://[::ffff:127.0.0.1]/x",
+            "https://[64:ff9b::a9fe:a9fe]/x",
+            "https://[64:ff9b:1::1]/x",
+            "https://[2002:a00:1::1]/x",
+            "https://[2001:0:4136:e378::1]/x",
+            "https://[ff02::1]/x",
+            "https://[fd00::1]/x",
+            "https://240.0.0.1/x",
+            "https://255.255.255.254/x",
+            "https://198.18.0.1/x",
+            "https://198.19.255.1/x",
+            "https://224.0.0.1/x",
+            "https://239.255.255.250/x",
+            "https://0.1.2.3/x",
+        ] {
+            assert!(check_url(inward, false).is_err(), "{inward}");
+            assert!(
+                check_url(inward, true).is_err(),
+                "{inward} with loopback allowed"
+            );
+        }
+        for public in [
+            "https://198.20.0.1/x",
+            "https://[2606:4700::1111]/x",
+            "https://8.8.8.8/x",
+        ] {
+            assert!(check_url(public, false).is_ok(), "{public}");
+        }
     }
 
     #[tokio::test]

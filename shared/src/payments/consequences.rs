@@ -3,6 +3,7 @@
 use super::event::{InvoiceAfter, PaymentEvent};
 use super::Outcome;
 use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
+use crate::ids::EventKey;
 use crate::money;
 use crate::store::item::tag_name;
 use serde_json::json;
@@ -77,13 +78,17 @@ impl PaymentEvent {
         .collect()
     }
 
+    /// `invoice.paid`, keyed by the invoice (`invoice:INVOICE_ID:paid`), not by the payment: an
+    /// invoice paid, reversed and paid again runs each rule once.
     fn invoice_paid(&self, invoice: &InvoiceAfter) -> Fired {
+        let invoice_id = self.invoice_id.as_deref().unwrap_or_default();
         Fired {
             org: self.org.clone(),
             trigger: Trigger::InvoicePaid,
-            event_key: self.key(),
+            event_key: EventKey::new("invoice", &format!("{invoice_id}:paid")),
             at: self.at,
             context: json!({
+                "payment_key": self.key(),
                 "invoice_id": self.invoice_id,
                 "invoice_number": invoice.number,
                 "contact_id": invoice.links.contact_id,

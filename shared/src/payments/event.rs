@@ -74,10 +74,7 @@ impl PaymentEvent {
             invoice_id: before
                 .map(|i| i.id.as_str().to_owned())
                 .or_else(|| input.invoice_ref.clone()),
-            currency: input
-                .currency
-                .clone()
-                .or(before.map(|i| i.currency.clone())),
+            currency: input.currency.or(before.map(|i| i.currency)),
             received: decision.received,
             applied: decision.applied,
             unapplied: decision.unapplied,

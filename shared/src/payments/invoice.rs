@@ -2,8 +2,8 @@
 
 use crate::ids::{LocalId, OrgId};
 use crate::money::{self, Currency};
-use crate::store::item::{s, Builder, Read};
-use crate::store::{Item, Store, StoreError};
+use crate::store::item::{n, Builder, Read};
+use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -136,35 +136,61 @@ impl Invoice {
     }
 }
 
-/// Creates an invoice with the organisation's next number (`INV-00001`, ...).
+/// Creates an invoice with the organisation's next number (`INV-00001`, ...). The counter moves
+/// and the invoice is written in one transaction, so a write that fails uses up no number; two
+/// creations at once read the same counter, one wins, the other reads again.
 pub async fn create(
     store: &Store,
     org: &OrgId,
     new: NewInvoice,
     now: DateTime<Utc>,
 ) -> Result<Invoice, StoreError> {
-    let fields = Item::from([
-        ("kind".to_owned(), s("counter")),
-        ("org".to_owned(), s(org.as_str())),
-    ]);
-    let number = store
-        .increment(&org.pk("COUNTER#invoice"), "n", fields)
-        .await?;
-    let invoice = Invoice {
-        org: org.clone(),
-        id: LocalId::generate("inv_"),
-        number: format!("INV-{number:05}"),
-        currency: new.currency,
-        gross: new.gross,
-        paid: Decimal::ZERO,
-        status: new.status,
-        version: 0,
-        links: new.links,
-        created_at: now,
-    };
-    store.put_new(invoice.to_item()).await?;
-    Ok(invoice)
+    let counter_pk = org.pk("COUNTER#invoice");
+    for attempt in 0..ATTEMPTS {
+        let counter = store.get(&counter_pk).await?;
+        let last = counter.as_ref().map(|c| c.u64_of("n")).transpose()?;
+        let number = last.unwrap_or(0) + 1;
+        let invoice = Invoice {
+            org: org.clone(),
+            id: LocalId::generate("inv_"),
+            number: format!("INV-{number:05}"),
+            currency: new.currency,
+            gross: new.gross,
+            paid: Decimal::ZERO,
+            status: new.status,
+            version: 0,
+            links: new.links.clone(),
+            created_at: now,
+        };
+        let count = match last {
+            None => Step::PutNew(
+                Builder::new(&counter_pk, "counter", org.as_str())
+                    .num("n", number)
+                    .build(),
+            ),
+            Some(last) => Step::Update {
+                pk: counter_pk.clone(),
+                update: Update::new()
+                    .set("n", n(number))
+                    .when(Cond::Equals("n".into(), n(last))),
+            },
+        };
+        match store
+            .transact(vec![count, Step::PutNew(invoice.to_item())])
+            .await?
+        {
+            Transacted::Done => return Ok(invoice),
+            // Another creation took this number (or, once in 2^64, this id): read again.
+            Transacted::Refused { .. } | Transacted::Contended => {
+                tokio::time::sleep(super::register::backoff(attempt)).await;
+            }
+        }
+    }
+    Err(StoreError::Contended { pk: counter_pk })
 }
+
+/// How often a creation reads the counter again before it answers "retry".
+const ATTEMPTS: u32 = 8;
 
 pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invoice>, StoreError> {
     if LocalId::parse("invoice_id", id).is_err() {

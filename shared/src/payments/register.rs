@@ -61,7 +61,7 @@ impl Registered {
     }
 }
 
-fn backoff(attempt: u32) -> Duration {
+pub(crate) fn backoff(attempt: u32) -> Duration {
     let cap = 5u64.saturating_mul(1 << attempt.min(6)).min(200);
     let jitter = u64::from(u16::from_le_bytes(crate::ids::random_bytes::<2>()));
     Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))

@@ -114,11 +114,13 @@ pub fn decide(invoice: Option<&Invoice>, input: &PaymentInput, related: Related)
     if invoice.status.is_closed() {
         return Decision::nothing(Outcome::InvoiceClosed, input.amount);
     }
-    if input
-        .currency
-        .as_ref()
-        .is_some_and(|c| *c != invoice.currency)
-    {
+    // Another currency, or an amount the invoice's currency cannot hold (40.5 for a JPY
+    // invoice when the payload named no currency): nothing is rounded, a person looks.
+    let foreign = input.currency.is_some_and(|c| c != invoice.currency);
+    let inexact = input
+        .amount
+        .is_some_and(|a| invoice.currency.check(a).is_err());
+    if foreign || inexact {
         return Decision::nothing(Outcome::CurrencyMismatch, input.amount);
     }
     let open = invoice.open();

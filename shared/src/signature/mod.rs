@@ -47,8 +47,9 @@ pub trait Verify: Send + Sync {
 /// Signed timestamps more than this many seconds from now (either way) are refused.
 pub const TOLERANCE_SECS: i64 = 300;
 
+/// `abs_diff`: no timestamp, however far off (`i64::MIN` included), can overflow.
 fn within_tolerance(timestamp: i64, now: DateTime<Utc>) -> Result<(), SignatureError> {
-    if (now.timestamp() - timestamp).abs() > TOLERANCE_SECS {
+    if now.timestamp().abs_diff(timestamp) > TOLERANCE_SECS.unsigned_abs() {
         Err(SignatureError::Expired)
     } else {
         Ok(())
@@ -66,4 +67,29 @@ fn header<'a>(
         .ok_or(SignatureError::Missing(shown))?
         .to_str()
         .map_err(|_| SignatureError::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_at_the_ends_of_i64_are_expired_not_a_panic() {
+        let now = Utc::now();
+        for ts in [i64::MIN, i64::MIN + 1, i64::MAX, -1, 0] {
+            assert_eq!(
+                within_tolerance(ts, now),
+                Err(SignatureError::Expired),
+                "{ts}"
+            );
+        }
+        assert_eq!(
+            within_tolerance(now.timestamp() - TOLERANCE_SECS, now),
+            Ok(())
+        );
+        assert_eq!(
+            within_tolerance(now.timestamp() + TOLERANCE_SECS + 1, now),
+            Err(SignatureError::Expired)
+        );
+    }
 }

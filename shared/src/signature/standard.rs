@@ -12,9 +12,17 @@ pub const ID: &str = "webhook-id";
 pub const TIMESTAMP: &str = "webhook-timestamp";
 pub const SIGNATURE: &str = "webhook-signature";
 
+/// How many bytes a secret must decode to: the specification's 24 to 64.
+pub const KEY_BYTES: std::ops::RangeInclusive<usize> = 24..=64;
+
 fn key(secret: &str) -> Result<Vec<u8>, SignatureError> {
     let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
-    B64.decode(encoded).map_err(|_| SignatureError::BadKey)
+    let key = B64.decode(encoded).map_err(|_| SignatureError::BadKey)?;
+    if KEY_BYTES.contains(&key.len()) {
+        Ok(key)
+    } else {
+        Err(SignatureError::BadKey)
+    }
 }
 
 fn mac(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
@@ -155,10 +163,21 @@ mod tests {
             verifier().verify(&headers(None), BODY, at(TS)),
             Err(SignatureError::Missing(SIGNATURE))
         );
-        assert_eq!(
-            Verifier::new("whsec_!!!").unwrap_err(),
-            SignatureError::BadKey
-        );
+        for weak in [
+            "whsec_!!!",
+            "whsec_",
+            "",
+            "whsec_AAAA",
+            &format!("whsec_{}", B64.encode([7u8; 23])),
+            &format!("whsec_{}", B64.encode([7u8; 65])),
+        ] {
+            assert_eq!(
+                Verifier::new(weak).unwrap_err(),
+                SignatureError::BadKey,
+                "{weak}"
+            );
+        }
+        assert!(Verifier::new(&format!("whsec_{}", B64.encode([7u8; 64]))).is_ok());
         assert_eq!(
             format!("{:?}", verifier()),
             "standard::Verifier([redacted])"

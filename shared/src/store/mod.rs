@@ -203,28 +203,4 @@ impl Store {
             Err(err) => Err(StoreError::sdk(err)),
         }
     }
-
-    /// Adds one to the number `attr` of the item at `pk` (creating it with `fields`) and returns
-    /// the new value.
-    pub async fn increment(&self, pk: &str, attr: &str, fields: Item) -> Result<u64, StoreError> {
-        let mut update = Update::new().add(attr, item::n(1));
-        for (name, value) in fields {
-            update = update.set(&name, value);
-        }
-        let expr = update.expression();
-        let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(Self::key(pk)))
-            .update_expression(expr.update)
-            .set_expression_attribute_names(Some(expr.names))
-            .set_expression_attribute_values(Some(expr.values))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
-            .send()
-            .await
-            .map_err(StoreError::sdk)?;
-        use item::Read;
-        out.attributes.unwrap_or_default().u64_of(attr)
-    }
 }

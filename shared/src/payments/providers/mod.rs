@@ -74,6 +74,15 @@ pub enum ParseError {
     Money(#[from] MoneyError),
     #[error(transparent)]
     Id(#[from] IdError),
+    #[error(transparent)]
+    Field(#[from] crate::fields::FieldError),
+}
+
+/// The payer's reference to our invoice, held to the limit of a reference.
+fn invoice_ref(raw: Option<String>) -> Result<Option<String>, ParseError> {
+    Ok(crate::fields::optional(raw.as_deref(), |r| {
+        crate::fields::reference("invoice_id", r, crate::fields::REF_MAX)
+    })?)
 }
 
 /// A paid (or reversed) payment as the provider reports it.

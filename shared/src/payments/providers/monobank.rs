@@ -4,7 +4,7 @@
 use super::{json, Paid, ParseError, WebhookEvent};
 use crate::ids::{ExternalId, IntegrationId};
 use crate::integrations::integration_pk;
-use crate::money::{Currency, MoneyError};
+use crate::money::Currency;
 use crate::store::item::{s, Builder, Read};
 use crate::store::{Cond, Item, Store, StoreError, Update};
 use chrono::{DateTime, Utc};
@@ -81,18 +81,14 @@ pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
     } else {
         parsed.final_amount.or(parsed.amount)
     };
-    let amount = match minor {
-        Some(m) if m > 0 => Some(currency.from_minor(m)),
-        Some(_) => return Err(MoneyError::BadAmount.into()),
-        None => None,
-    };
+    let amount = minor.map(|m| currency.from_minor(m)).transpose()?;
     let external_id = match parsed.invoice_id.as_deref() {
         Some(id) => ExternalId::parse("invoiceId", id)?,
         None => ExternalId::of_body(body),
     };
     let paid = Paid {
         external_id,
-        invoice_ref: parsed.reference,
+        invoice_ref: super::invoice_ref(parsed.reference)?,
         amount,
         currency: Some(currency),
         at: parsed.modified_date,

@@ -53,11 +53,15 @@ pub fn parse(
         Some(Value::String(s)) => Some(parse_amount(&s)?),
         Some(_) => return Err(MoneyError::BadAmount.into()),
     };
+    let currency = d.currency.as_deref().map(Currency::parse).transpose()?;
+    if let (Some(amount), Some(currency)) = (amount, currency) {
+        currency.check(amount)?;
+    }
     Ok(WebhookEvent::Paid(Paid {
         external_id: identity(d.payment_id.as_deref(), webhook_id, body)?,
-        invoice_ref: d.invoice_id,
+        invoice_ref: super::invoice_ref(d.invoice_id)?,
         amount,
-        currency: d.currency.as_deref().map(Currency::parse).transpose()?,
+        currency,
         at,
     }))
 }

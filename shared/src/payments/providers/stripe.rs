@@ -41,8 +41,8 @@ pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
         .map(Currency::parse)
         .transpose()?;
     let amount = match (intent.amount_received, &currency) {
-        (Some(minor), Some(c)) if minor > 0 => Some(c.from_minor(minor)),
-        (Some(_), _) => return Err(MoneyError::BadAmount.into()),
+        (Some(minor), Some(c)) => Some(c.from_minor(minor)?),
+        (Some(_), None) => return Err(MoneyError::BadCurrency.into()),
         (None, _) => None,
     };
     let external_id = match intent.id.as_deref() {
@@ -51,11 +51,13 @@ pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
     };
     Ok(WebhookEvent::Paid(Paid {
         external_id,
-        invoice_ref: intent
-            .metadata
-            .get("invoice_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        invoice_ref: super::invoice_ref(
+            intent
+                .metadata
+                .get("invoice_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        )?,
         amount,
         currency,
         at: parsed.created.and_then(crate::time::from_unix),

@@ -101,6 +101,23 @@ fn another_currency_applies_nothing() {
 }
 
 #[test]
+fn an_amount_the_invoice_currency_cannot_hold_is_not_rounded_in() {
+    let inv = invoice(dec!(100), dec!(0), InvoiceStatus::Open);
+    let d = decide(
+        Some(&inv),
+        &payment("p8", Some(dec!(5.005))),
+        Related::Nothing,
+    );
+    assert_eq!((d.outcome, d.applied), (Outcome::CurrencyMismatch, dec!(0)));
+    let d = decide(
+        Some(&inv),
+        &payment("p9", Some(dec!(5.050))),
+        Related::Nothing,
+    );
+    assert_eq!((d.outcome, d.applied), (Outcome::Applied, dec!(5.05)));
+}
+
+#[test]
 fn an_unknown_invoice_is_unmatched() {
     let d = decide(None, &payment("p7", Some(dec!(5))), Related::Nothing);
     assert_eq!((d.outcome, d.applied), (Outcome::Unmatched, dec!(0)));

@@ -1,0 +1,155 @@
+//! What a caller may put in a field. Every identifier and text that reaches us is held to a
+//! length and a charset here, at the edge, before anything is written: beyond a limit is a 400
+//! that names the field, never a DynamoDB refusal of an oversized key or item. The README's
+//! "Limits" table lists the same numbers.
+
+use thiserror::Error;
+
+/// References to the CRM's records and people: `contact_id`, `deal_id`, `company_id`,
+/// `owner`, `user_id`, `actor`, `recipient`, an invoice reference in a webhook.
+pub const REF_MAX: usize = 128;
+/// Keys a caller or provider chooses: `Idempotency-Key`, provider payment ids, notification keys.
+pub const KEY_MAX: usize = 255;
+/// Names of organisations and members.
+pub const NAME_MAX: usize = 200;
+/// A task title.
+pub const TITLE_MAX: usize = 500;
+/// A message text.
+pub const TEXT_MAX: usize = 4000;
+/// An outbound URL.
+pub const URL_MAX: usize = 2048;
+/// A signing secret or a provider token.
+pub const SECRET_MAX: usize = 256;
+/// monobank's public key (base64 of a PEM).
+pub const PUBLIC_KEY_MAX: usize = 4096;
+
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{field}: {reason}")]
+pub struct FieldError {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+fn refuse(field: &'static str, reason: impl Into<String>) -> FieldError {
+    FieldError {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// A reference or key: 1 to `max` characters, none of them a control character, white space
+/// or `#` (the separator of our keys).
+pub fn reference<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str, FieldError> {
+    let count = raw.chars().count();
+    if count == 0 || count > max {
+        return Err(refuse(field, format!("must be 1 to {max} characters")));
+    }
+    if raw
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '#')
+    {
+        return Err(refuse(
+            field,
+            "must not contain control characters, white space or '#'",
+        ));
+    }
+    Ok(raw)
+}
+
+/// One line of text (a name, a title): trimmed, 1 to `max` characters, no control characters.
+pub fn line<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str, FieldError> {
+    let trimmed = raw.trim();
+    let count = trimmed.chars().count();
+    if count == 0 || count > max {
+        return Err(refuse(field, format!("must be 1 to {max} characters")));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(refuse(field, "must not contain control characters"));
+    }
+    Ok(trimmed)
+}
+
+/// Text over several lines (a message): 1 to `max` characters; tab and line breaks are the only
+/// control characters allowed.
+pub fn text<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str, FieldError> {
+    let count = raw.chars().count();
+    if raw.trim().is_empty() || count > max {
+        return Err(refuse(field, format!("must be 1 to {max} characters")));
+    }
+    if raw
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(refuse(
+            field,
+            "must not contain control characters other than tab and line breaks",
+        ));
+    }
+    Ok(raw)
+}
+
+/// A secret, token or key given to us as text: 1 to `max` visible ASCII characters.
+pub fn secret<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str, FieldError> {
+    if raw.is_empty() || raw.len() > max {
+        return Err(refuse(field, format!("must be 1 to {max} characters")));
+    }
+    if !raw.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(refuse(field, "must be visible ASCII characters"));
+    }
+    Ok(raw)
+}
+
+/// An optional field held to `check` when present.
+pub fn optional<'a>(
+    raw: Option<&'a str>,
+    check: impl FnOnce(&'a str) -> Result<&'a str, FieldError>,
+) -> Result<Option<String>, FieldError> {
+    raw.map(|r| check(r).map(str::to_owned)).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn references_refuse_separators_space_control_and_length() {
+        assert_eq!(reference("contact_id", "c_1-ä.x", REF_MAX), Ok("c_1-ä.x"));
+        for bad in ["", "a#b", "a b", "a\u{0}b", "a\nb", "\u{7f}"] {
+            let err = reference("contact_id", bad, REF_MAX).unwrap_err();
+            assert_eq!(err.field, "contact_id", "{bad:?}");
+        }
+        assert!(reference("owner", &"x".repeat(REF_MAX), REF_MAX).is_ok());
+        assert!(reference("owner", &"x".repeat(REF_MAX + 1), REF_MAX).is_err());
+    }
+
+    #[test]
+    fn lines_are_trimmed_and_texts_keep_their_line_breaks() {
+        assert_eq!(line("name", "  Acme  ", NAME_MAX), Ok("Acme"));
+        assert!(line("name", "   ", NAME_MAX).is_err());
+        assert!(line("name", "a\tb", NAME_MAX).is_err());
+        assert!(line("name", &"é".repeat(NAME_MAX), NAME_MAX).is_ok());
+        assert!(line("name", &"é".repeat(NAME_MAX + 1), NAME_MAX).is_err());
+        assert_eq!(text("text", "a\r\nb\tc", TEXT_MAX), Ok("a\r\nb\tc"));
+        assert!(text("text", "a\u{0}b", TEXT_MAX).is_err());
+        assert!(text("text", "\n", TEXT_MAX).is_err());
+    }
+
+    #[test]
+    fn secrets_are_visible_ascii_within_their_limit() {
+        assert!(secret("token", "uQ9-x_Z", SECRET_MAX).is_ok());
+        assert!(secret("token", "", SECRET_MAX).is_err());
+        assert!(secret("token", "a b", SECRET_MAX).is_err());
+        assert!(secret("token", "ключ", SECRET_MAX).is_err());
+        assert!(secret("token", &"k".repeat(SECRET_MAX + 1), SECRET_MAX).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn an_accepted_reference_never_holds_a_separator(raw in "\\PC{0,200}") {
+            if let Ok(ok) = reference("id", &raw, REF_MAX) {
+                prop_assert!(!ok.contains('#') && ok.chars().count() <= REF_MAX);
+            }
+        }
+    }
+}
