@@ -46,6 +46,15 @@ impl ApiError {
         Self::new(401, code, detail)
     }
 
+    /// 405, naming the methods the path takes.
+    pub fn method_not_allowed(methods: &[&str]) -> Self {
+        Self::new(
+            405,
+            "method_not_allowed",
+            format!("this path takes {}", methods.join(", ")),
+        )
+    }
+
     pub fn not_found(what: &str) -> Self {
         Self::new(404, "not_found", format!("{what} not found"))
     }

@@ -16,6 +16,7 @@ pub mod money;
 pub mod orgs;
 pub mod payments;
 pub mod review;
+pub mod serve;
 pub mod signature;
 pub mod store;
 pub mod telemetry;

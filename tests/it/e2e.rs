@@ -128,7 +128,7 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
     assert_eq!(after["payments"].as_array().unwrap().len(), 1);
 
     let (status, refused) = stack
-        .deliver(&url, "whsec_d3Jvbmc=", "msg_e2e_2", &body)
+        .deliver(&url, &standard::generate_secret(), "msg_e2e_2", &body)
         .await;
     assert_eq!(
         (status, refused["error"].as_str()),
@@ -237,4 +237,28 @@ async fn through_the_stack_a_payment_delivered_three_and_twenty_times_has_each_c
     // Late redeliveries must not add anything either.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_eq!(observe().await, expected);
+}
+
+/// Through the gateway, what no route serves is still answered by us: the `$default` route.
+#[tokio::test]
+async fn unrouted_requests_through_the_gateway_get_our_json() {
+    let stack = stack();
+    let (key, url, _) = stack.org_with_integration().await;
+    let hook_path = url
+        .find("/hooks/")
+        .map(|i| url[i..].to_owned())
+        .expect("webhook url");
+    for (method, path, status) in [
+        (reqwest::Method::GET, hook_path.as_str(), 405),
+        (reqwest::Method::PUT, hook_path.as_str(), 405),
+        (reqwest::Method::GET, "/nowhere", 404),
+        (reqwest::Method::DELETE, "/api/invoices", 405),
+    ] {
+        let (got, body) = stack.api(method.clone(), path, &key, Value::Null).await;
+        assert_eq!(got, status, "{method} {path}: {body}");
+        assert!(
+            body["error"].is_string() && body["detail"].is_string(),
+            "{method} {path}: {body}"
+        );
+    }
 }

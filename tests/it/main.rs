@@ -8,6 +8,7 @@ mod automation;
 mod consequences;
 mod e2e;
 mod edge;
+mod hostile;
 mod monobank;
 mod payments;
 mod support;

@@ -75,10 +75,18 @@ impl App {
     ) -> Result<Response<Body>, ApiError> {
         let path = http::route_path(req).trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').skip(1).collect();
+        if segments.first() != Some(&"api") {
+            // The gateway's `$default` route: whatever no function serves gets our JSON too.
+            return Err(unrouted(req.method().as_str(), &segments));
+        }
         let Some(found) = routes::find(req.method().as_str(), &segments) else {
             // An unknown route is told apart only to a caller with a valid key.
             self.authenticate(req).await?;
-            return Err(ApiError::not_found("route"));
+            let methods = routes::allowed(&segments);
+            if methods.is_empty() {
+                return Err(ApiError::not_found("route"));
+            }
+            return Err(ApiError::method_not_allowed(&methods));
         };
         match found.route.op {
             Op::OpenApi => openapi::response(),
@@ -149,6 +157,15 @@ impl App {
         firmspace::orgs::authenticate(&self.store, key)
             .await?
             .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))
+    }
+}
+
+/// A request outside `/api` that reached us through the gateway's `$default` route: a webhook
+/// URL called with another method than POST is a 405, anything else a 404.
+fn unrouted(method: &str, segments: &[&str]) -> ApiError {
+    match segments {
+        ["hooks", _, _] if method != "POST" => ApiError::method_not_allowed(&["POST"]),
+        _ => ApiError::not_found("route"),
     }
 }
 

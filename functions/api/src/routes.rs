@@ -160,9 +160,27 @@ pub fn find<'a>(method: &str, segments: &[&'a str]) -> Option<Found<'a>> {
         })
 }
 
+/// The methods the table serves on this path: for a 405's `Allow`, when `find` found none.
+pub fn allowed(segments: &[&str]) -> Vec<&'static str> {
+    let mut methods: Vec<&'static str> = ROUTES
+        .iter()
+        .filter(|r| r.matches(segments).is_some())
+        .map(|r| r.method.as_str())
+        .collect();
+    methods.dedup();
+    methods
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_known_path_with_another_method_names_the_methods_it_takes() {
+        assert_eq!(allowed(&["api", "invoices"]), ["POST", "GET"]);
+        assert_eq!(allowed(&["api", "invoices", "inv_1", "payments"]), ["POST"]);
+        assert!(allowed(&["api", "nothing"]).is_empty());
+    }
 
     #[test]
     fn every_route_matches_its_own_template_and_yields_its_parameters() {

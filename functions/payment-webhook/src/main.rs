@@ -5,5 +5,5 @@
 async fn main() -> Result<(), lambda_http::Error> {
     firmspace::telemetry::init("payment-webhook");
     let app = payment_webhook::from_env().await?;
-    lambda_http::run(lambda_http::service_fn(|req| app.handle(req))).await
+    firmspace::serve::run(|req| app.handle(req)).await
 }

@@ -80,6 +80,9 @@ impl<S: Source> Edge<S> {
             .filter(|(_, tail)| tail.trim_end_matches('/') == kind)
             .map(|(id, _)| id)
             .ok_or_else(|| ApiError::not_found("route"))?;
+        if req.method() != http::Method::POST {
+            return Err(ApiError::method_not_allowed(&["POST"]));
+        }
         IntegrationId::parse(id).map_err(|_| ApiError::not_found("integration"))
     }
 
