@@ -220,3 +220,43 @@ async fn a_reversal_is_booked_once_and_gives_the_balance_back_once() {
         (dec!(0), InvoiceStatus::Open, 2)
     );
 }
+
+fn new_invoice(contact_id: Option<String>) -> firmspace::payments::NewInvoice {
+    firmspace::payments::NewInvoice {
+        currency: Currency::parse("UAH").unwrap(),
+        gross: dec!(10),
+        status: InvoiceStatus::Open,
+        links: firmspace::payments::invoice::Links {
+            contact_id,
+            ..Default::default()
+        },
+    }
+}
+
+#[tokio::test]
+async fn an_invoice_whose_write_fails_uses_up_no_number() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    // Past the API's limits, only DynamoDB can refuse it: an item over 400 KB.
+    let oversize = invoice::create(&env.store, &org, new_invoice(Some("c".repeat(500 * 1024))), Utc::now()).await;
+    assert!(oversize.is_err());
+    let next = invoice::create(&env.store, &org, new_invoice(None), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(next.number, "INV-00001");
+    assert_eq!(env.count("invoice").await, 1);
+}
+
+#[tokio::test]
+async fn invoices_created_at_once_get_consecutive_numbers() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let created = futures::future::join_all(
+        (0..8).map(|_| invoice::create(&env.store, &org, new_invoice(None), Utc::now())),
+    )
+    .await;
+    let mut numbers: Vec<String> = created.into_iter().map(|c| c.unwrap().number).collect();
+    numbers.sort();
+    let expected: Vec<String> = (1..=8).map(|n| format!("INV-{n:05}")).collect();
+    assert_eq!(numbers, expected);
+}
