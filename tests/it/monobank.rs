@@ -200,3 +200,78 @@ async fn a_monobank_success_that_arrives_after_its_reversal_moves_no_money() {
         "{reasons:?}"
     );
 }
+
+#[tokio::test]
+async fn a_success_and_its_reversal_at_once_never_leave_money_booked() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    let app = app(env.store.clone());
+    for round in 0..50 {
+        let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+        let body = |status: &str| {
+            format!(
+                r#"{{"invoiceId":"p_race_{round}","status":"{status}","amount":4200,"ccy":980,"reference":"{}"}}"#,
+                inv.id
+            )
+        };
+        let (success, reversed) = (
+            fixtures::monobank_request(&hook, &body("success")),
+            fixtures::monobank_request(&hook, &body("reversed")),
+        );
+        // Alternate which one starts first; both are in flight together.
+        let (a, b) = if round % 2 == 0 {
+            futures::join!(app.respond(&success, now()), app.respond(&reversed, now()))
+        } else {
+            let (b, a) = futures::join!(app.respond(&reversed, now()), app.respond(&success, now()));
+            (a, b)
+        };
+        assert_eq!((a.unwrap().status().as_u16(), b.unwrap().status().as_u16()), (200, 200), "round {round}");
+        let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(after.paid, dec!(0), "round {round}: the money went back, the invoice must not stay paid");
+    }
+}
+
+#[tokio::test]
+async fn forged_signatures_fetch_the_monobank_key_at_most_once_across_cold_functions() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::payments_integration(
+        &env,
+        &org.id,
+        firmspace::payments::providers::PaymentSettings::Monobank(
+            firmspace::payments::providers::monobank::Merchant {
+                public_key: fixtures::monobank_public_key_b64(),
+                token: Some("merchant-token".to_owned().into()),
+                key_fetched_at: None,
+            },
+        ),
+    )
+    .await;
+    // monobank answers with the key we already have: the fetch cannot help, and still counts.
+    let monobank = crate::support::target::spawn_monobank(
+        fixtures::monobank_public_key_b64(),
+        "merchant-token",
+    )
+    .await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let body = format!(
+        r#"{{"invoiceId":"p_forged","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
+        inv.id
+    );
+    // Five cold functions (no shared memory), four forged deliveries each.
+    for _ in 0..5 {
+        let app = payment_webhook::app_with_monobank_api(env.store.clone(), &monobank.url());
+        for i in 0..4 {
+            let mut forged = fixtures::monobank_request(&hook, &body);
+            *forged.body_mut() = body.replace("4200", &format!("{}", 100 + i)).into();
+            let res = app.respond(&forged, now()).await.unwrap_err().into_response();
+            assert_eq!(res.status(), 401);
+        }
+    }
+    assert_eq!(monobank.hits(), 1, "one fetch a minute, whatever it found");
+    assert_eq!(env.count("payment_event").await, 0);
+}
