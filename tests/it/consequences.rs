@@ -185,6 +185,79 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
 }
 
 #[tokio::test]
+async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    // U+FFFF is outside SQS's character set: past the API's limits, only SQS can refuse it.
+    let inv = invoice::create(
+        &env.store,
+        &org,
+        NewInvoice {
+            currency: Currency::parse("UAH").unwrap(),
+            gross: dec!(40),
+            status: InvoiceStatus::Open,
+            links: Links {
+                owner: Some("u1".into()),
+                contact_id: Some("c\u{FFFF}".into()),
+                deal_id: Some("d1".into()),
+                company_id: None,
+            },
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let input = PaymentInput {
+        org: org.clone(),
+        invoice_ref: Some(inv.id.as_str().to_owned()),
+        source: Source::Stripe,
+        external_id: ExternalId::parse("id", "pay_poison").unwrap(),
+        amount: None,
+        currency: None,
+        at: Utc::now(),
+        actor: "test".into(),
+        reverses: None,
+        reversible: false,
+    };
+    register_payment(&env.store, &input).await.unwrap();
+    let item = env.store.get(&input.pk()).await.unwrap().unwrap();
+    let sqs = queues::client().await;
+    let q = queues::three_queues(&sqs).await;
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: sqs.clone(),
+            queues: q.clone(),
+        },
+        env.store.clone(),
+    );
+    let response = fanout.process(stream_event(&item, "300"), Utc::now()).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "the record is not retried"
+    );
+    let (notes, lines, triggers) = (
+        receive(&sqs, &q.notifications, 1).await,
+        receive(&sqs, &q.activity, 1).await,
+        receive(&sqs, &q.automation, 1).await,
+    );
+    // The deal's line and the notification went; the contact's line and the trigger (whose
+    // context names the contact) are parked.
+    assert_eq!((notes.len(), lines.len(), triggers.len()), (1, 1, 0));
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    assert_eq!(review.len(), 1, "{review:?}");
+    assert_eq!(review[0]["reason"], "unpublishable_consequence");
+    let parked: Vec<&str> = review[0]["detail"]["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["consequence"].as_str().unwrap())
+        .collect();
+    assert_eq!(parked.len(), 2, "{parked:?}");
+    assert!(parked[0].starts_with("activity:contact:"), "{parked:?}");
+    assert!(parked[1].starts_with("trigger:invoice.paid:"), "{parked:?}");
+}
+
+#[tokio::test]
 async fn an_owner_gets_the_one_notification_and_a_team_of_three_gets_three() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;

@@ -8,7 +8,7 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::derive;
-use firmspace::effects::queue::{Publisher, Queues};
+use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::operator_org;
 use firmspace::ids::OrgId;
 use firmspace::review::ReviewItem;
@@ -69,16 +69,70 @@ impl App {
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
         };
         match self.publisher.publish(&consequences).await {
-            Ok(sent) => {
+            Ok(published) => {
+                let sent = published.sent;
                 metrics::counter!("consequences_published").increment(sent as u64);
                 tracing::info!(item = %pk, sent, "consequences published");
-                Ok(())
+                self.park(&item, &pk, &published.refused, now).await
             }
             Err(e) => {
                 tracing::error!(item = %pk, error.message = %e, error.cause_chain = ?e, "publish failed");
                 Err(())
             }
         }
+    }
+
+    /// Consequences SQS refuses for good are parked as one review item, and the stream moves on:
+    /// retrying the record would block every organisation's consequences behind it.
+    async fn park(
+        &self,
+        item: &Item,
+        pk: &str,
+        refused: &[Refused],
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        if refused.is_empty() {
+            return Ok(());
+        }
+        tracing::error!(item = %pk, refused = refused.len(), "SQS refused consequences; parked for review");
+        metrics::counter!("consequences_refused").increment(refused.len() as u64);
+        let detail: Vec<_> = refused
+            .iter()
+            .map(|r| json!({"consequence": r.key, "reason": r.reason}))
+            .collect();
+        self.review(
+            item,
+            pk,
+            "unpublishable_consequence",
+            json!({ "refused": detail }),
+            now,
+        )
+        .await
+    }
+
+    async fn review(
+        &self,
+        item: &Item,
+        pk: &str,
+        reason: &str,
+        detail: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        let org = item
+            .opt_str("org")
+            .and_then(|o| OrgId::parse(o).ok())
+            .unwrap_or_else(operator_org);
+        let review = ReviewItem {
+            org,
+            kind: "fanout".into(),
+            reason: reason.into(),
+            key: pk.to_owned(),
+            at: now,
+            detail,
+        };
+        review.put(&self.store).await.map(|_| ()).map_err(|e| {
+            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not file the review item");
+        })
     }
 
     /// A stored event that cannot be read is our defect: it reaches the logs and a review item,
@@ -92,21 +146,8 @@ impl App {
     ) -> Result<(), ()> {
         tracing::error!(item = %pk, error.message = %err, error.cause_chain = ?err, "stored event is unreadable; no consequences derived");
         metrics::counter!("events_unreadable").increment(1);
-        let org = item
-            .opt_str("org")
-            .and_then(|o| OrgId::parse(o).ok())
-            .unwrap_or_else(operator_org);
-        let review = ReviewItem {
-            org,
-            kind: "fanout".into(),
-            reason: "malformed_event".into(),
-            key: pk.to_owned(),
-            at: now,
-            detail: json!({"error": err.to_string(), "kind": item.opt_str("kind")}),
-        };
-        review.put(&self.store).await.map(|_| ()).map_err(|e| {
-            tracing::error!(error.message = %e, error.cause_chain = ?e, "could not file the review item");
-        })
+        let detail = json!({"error": err.to_string(), "kind": item.opt_str("kind")});
+        self.review(item, pk, "malformed_event", detail, now).await
     }
 }
 

@@ -27,8 +27,26 @@ impl Queues {
 pub enum QueueError {
     #[error("SQS call failed")]
     Sqs(#[source] Box<aws_sdk_sqs::Error>),
-    #[error("SQS refused {0} messages")]
-    Refused(usize),
+    #[error("SQS could not take {0} messages for now")]
+    Unsent(usize),
+}
+
+/// The most a message and a batch may hold (SQS's limit for both).
+pub const MAX_BYTES: usize = 1024 * 1024;
+
+/// A consequence SQS will never take (a character outside its set, a body over the limit):
+/// retrying the stream record cannot help, so it is set aside for a person.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub key: String,
+    pub reason: String,
+}
+
+/// What a publish did: how many were queued, and which were refused for good.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Published {
+    pub sent: usize,
+    pub refused: Vec<Refused>,
 }
 
 #[derive(Clone, Debug)]
@@ -46,46 +64,120 @@ impl Publisher {
         }
     }
 
-    /// Sends every consequence; any refusal fails the whole call, so the stream record is
-    /// retried (a resend is harmless: every worker writes with a conditional key).
-    pub async fn publish(&self, consequences: &[Consequence]) -> Result<usize, QueueError> {
-        let mut sent = 0;
+    /// Sends every consequence, in batches of at most ten and `MAX_BYTES`. A message SQS refuses
+    /// as the sender's fault is `Refused` and the rest go on; any other failure fails the call,
+    /// so the stream record is retried (a resend is harmless: every worker writes with a
+    /// conditional key).
+    pub async fn publish(&self, consequences: &[Consequence]) -> Result<Published, QueueError> {
+        let mut published = Published::default();
         for kind in [
             QueueKind::Notifications,
             QueueKind::Activity,
             QueueKind::Automation,
         ] {
-            let bodies: Vec<String> = consequences
-                .iter()
-                .filter(|c| c.queue() == kind)
-                .map(|c| serde_json::to_string(c).expect("consequences serialize"))
-                .collect();
-            for chunk in bodies.chunks(10) {
-                let entries = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(i, body)| {
-                        SendMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .message_body(body)
-                            .build()
-                            .expect("id and body are set")
-                    })
-                    .collect();
-                let out = self
-                    .sqs
-                    .send_message_batch()
-                    .queue_url(self.url(kind))
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(|e| QueueError::Sqs(Box::new(e.into())))?;
-                if !out.failed.is_empty() {
-                    return Err(QueueError::Refused(out.failed.len()));
+            let mut bodies = Vec::new();
+            for c in consequences.iter().filter(|c| c.queue() == kind) {
+                let body = serde_json::to_string(c).expect("consequences serialize");
+                if body.len() > MAX_BYTES {
+                    published.refused.push(Refused {
+                        key: c.key(),
+                        reason: format!("message of {} bytes is over SQS's limit", body.len()),
+                    });
+                } else {
+                    bodies.push((c.key(), body));
                 }
-                sent += out.successful.len();
+            }
+            for batch in batches(&bodies) {
+                self.send(kind, batch, &mut published).await?;
             }
         }
-        Ok(sent)
+        Ok(published)
+    }
+
+    async fn send(
+        &self,
+        kind: QueueKind,
+        batch: &[(String, String)],
+        published: &mut Published,
+    ) -> Result<(), QueueError> {
+        let entries = batch
+            .iter()
+            .enumerate()
+            .map(|(i, (_, body))| {
+                SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body)
+                    .build()
+                    .expect("id and body are set")
+            })
+            .collect();
+        let out = self
+            .sqs
+            .send_message_batch()
+            .queue_url(self.url(kind))
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| QueueError::Sqs(Box::new(e.into())))?;
+        let mut unsent = 0;
+        for failed in &out.failed {
+            let key = failed
+                .id
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| batch.get(i))
+                .map(|(key, _)| key.clone());
+            match key {
+                Some(key) if failed.sender_fault => published.refused.push(Refused {
+                    key,
+                    reason: format!(
+                        "{}: {}",
+                        failed.code,
+                        failed.message.as_deref().unwrap_or("")
+                    ),
+                }),
+                _ => unsent += 1,
+            }
+        }
+        published.sent += out.successful.len();
+        if unsent > 0 {
+            return Err(QueueError::Unsent(unsent));
+        }
+        Ok(())
+    }
+}
+
+/// Consecutive runs of at most ten bodies and `MAX_BYTES` together.
+fn batches(bodies: &[(String, String)]) -> Vec<&[(String, String)]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (_, body)) in bodies.iter().enumerate() {
+        if i - start == 10 || bytes + body.len() > MAX_BYTES {
+            out.push(&bodies[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += body.len();
+    }
+    if start < bodies.len() {
+        out.push(&bodies[start..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_hold_at_most_ten_messages_and_the_byte_limit() {
+        let small: Vec<(String, String)> = (0..23).map(|i| (i.to_string(), "x".into())).collect();
+        let sizes: Vec<usize> = batches(&small).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [10, 10, 3]);
+        let big: Vec<(String, String)> = (0..3)
+            .map(|i| (i.to_string(), "x".repeat(MAX_BYTES / 2)))
+            .collect();
+        let sizes: Vec<usize> = batches(&big).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [2, 1]);
+        assert!(batches(&[]).is_empty());
     }
 }
