@@ -30,6 +30,12 @@ pub struct FieldError {
     pub reason: String,
 }
 
+/// Characters no field may hold: control characters and the noncharacters U+FFFE and U+FFFF,
+/// which SQS refuses (a consequence carrying one could never be queued).
+fn forbidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}')
+}
+
 fn refuse(field: &'static str, reason: impl Into<String>) -> FieldError {
     FieldError {
         field,
@@ -46,7 +52,7 @@ pub fn reference<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'
     }
     if raw
         .chars()
-        .any(|c| c.is_control() || c.is_whitespace() || c == '#')
+        .any(|c| forbidden(c) || c.is_whitespace() || c == '#')
     {
         return Err(refuse(
             field,
@@ -63,7 +69,7 @@ pub fn line<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str
     if count == 0 || count > max {
         return Err(refuse(field, format!("must be 1 to {max} characters")));
     }
-    if trimmed.chars().any(char::is_control) {
+    if trimmed.chars().any(forbidden) {
         return Err(refuse(field, "must not contain control characters"));
     }
     Ok(trimmed)
@@ -78,7 +84,7 @@ pub fn text<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str
     }
     if raw
         .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        .any(|c| forbidden(c) && !matches!(c, '\n' | '\r' | '\t'))
     {
         return Err(refuse(
             field,
@@ -128,6 +134,9 @@ mod tests {
         assert_eq!(line("name", "  Acme  ", NAME_MAX), Ok("Acme"));
         assert!(line("name", "   ", NAME_MAX).is_err());
         assert!(line("name", "a\tb", NAME_MAX).is_err());
+        assert!(line("name", "a\u{FFFF}", NAME_MAX).is_err());
+        assert!(reference("contact_id", "c\u{FFFE}", REF_MAX).is_err());
+        assert!(text("text", "a\u{FFFF}", TEXT_MAX).is_err());
         assert!(line("name", &"é".repeat(NAME_MAX), NAME_MAX).is_ok());
         assert!(line("name", &"é".repeat(NAME_MAX + 1), NAME_MAX).is_err());
         assert_eq!(text("text", "a\r\nb\tc", TEXT_MAX), Ok("a\r\nb\tc"));

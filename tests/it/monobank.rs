@@ -119,12 +119,13 @@ async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
         ),
     )
     .await;
-    let monobank = crate::support::target::spawn_monobank(
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let monobank = crate::support::target::spawn_monobank_with(
         fixtures::monobank_public_key_b64(),
         "merchant-token",
+        vec![serde_json::json!({"invoiceId": "p_rot", "status": "success", "amount": 4200, "finalAmount": 4200, "ccy": 980, "reference": inv.id.as_str()})],
     )
     .await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
     let app = payment_webhook::app_with_monobank_api(env.store.clone(), &monobank.url());
     let body = format!(
         r#"{{"invoiceId":"p_rot","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
@@ -223,15 +224,24 @@ async fn a_success_and_its_reversal_at_once_never_leave_money_booked() {
         let (a, b) = if round % 2 == 0 {
             futures::join!(app.respond(&success, now()), app.respond(&reversed, now()))
         } else {
-            let (b, a) = futures::join!(app.respond(&reversed, now()), app.respond(&success, now()));
+            let (b, a) =
+                futures::join!(app.respond(&reversed, now()), app.respond(&success, now()));
             (a, b)
         };
-        assert_eq!((a.unwrap().status().as_u16(), b.unwrap().status().as_u16()), (200, 200), "round {round}");
+        assert_eq!(
+            (a.unwrap().status().as_u16(), b.unwrap().status().as_u16()),
+            (200, 200),
+            "round {round}"
+        );
         let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(after.paid, dec!(0), "round {round}: the money went back, the invoice must not stay paid");
+        assert_eq!(
+            after.paid,
+            dec!(0),
+            "round {round}: the money went back, the invoice must not stay paid"
+        );
     }
 }
 
@@ -268,10 +278,125 @@ async fn forged_signatures_fetch_the_monobank_key_at_most_once_across_cold_funct
         for i in 0..4 {
             let mut forged = fixtures::monobank_request(&hook, &body);
             *forged.body_mut() = body.replace("4200", &format!("{}", 100 + i)).into();
-            let res = app.respond(&forged, now()).await.unwrap_err().into_response();
+            let res = app
+                .respond(&forged, now())
+                .await
+                .unwrap_err()
+                .into_response();
             assert_eq!(res.status(), 401);
         }
     }
     assert_eq!(monobank.hits(), 1, "one fetch a minute, whatever it found");
     assert_eq!(env.count("payment_event").await, 0);
+}
+
+/// A merchant with a token, monobank's stand-in knowing `known` as this merchant's invoices.
+async fn confirming_merchant(
+    env: &TestEnv,
+    org: &firmspace::ids::OrgId,
+    known: Vec<serde_json::Value>,
+) -> (
+    firmspace::ids::IntegrationId,
+    crate::support::target::MonobankApi,
+) {
+    let hook = fixtures::payments_integration(
+        env,
+        org,
+        firmspace::payments::providers::PaymentSettings::Monobank(
+            firmspace::payments::providers::monobank::Merchant {
+                public_key: fixtures::monobank_public_key_b64(),
+                token: Some("merchant-token".to_owned().into()),
+                key_fetched_at: None,
+            },
+        ),
+    )
+    .await;
+    let api = crate::support::target::spawn_monobank_with(
+        fixtures::monobank_public_key_b64(),
+        "merchant-token",
+        known,
+    )
+    .await;
+    (hook, api)
+}
+
+#[tokio::test]
+async fn with_a_token_only_the_merchants_own_confirmed_invoice_books_money() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let ours = serde_json::json!({"invoiceId": "p_ours", "status": "success", "amount": 4200, "finalAmount": 4200, "ccy": 980, "reference": inv.id.as_str()});
+    let (hook, monobank) = confirming_merchant(&env, &org.id, vec![ours]).await;
+    let app = payment_webhook::app_with_monobank_api(env.store.clone(), &monobank.url());
+    let body = |id: &str| {
+        format!(
+            r#"{{"invoiceId":"{id}","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
+            inv.id
+        )
+    };
+    // Genuinely signed by monobank, but another merchant's invoice naming ours as reference.
+    let foreign = app
+        .respond(
+            &fixtures::monobank_request(&hook, &body("p_foreign")),
+            now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 200);
+    let foreign = json_of(&foreign);
+    assert_eq!(
+        (foreign["outcome"].as_str(), foreign["applied"].as_str()),
+        (Some("unconfirmed"), Some("0.00"))
+    );
+    let reasons: Vec<String> = firmspace::review::list(&env.store, &org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(reasons, ["unconfirmed_payment"]);
+
+    for _ in 0..2 {
+        let res = app
+            .respond(&fixtures::monobank_request(&hook, &body("p_ours")), now())
+            .await
+            .unwrap();
+        assert_eq!(json_of(&res)["applied"], "42.00");
+    }
+    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.paid, dec!(42));
+    assert_eq!(
+        monobank.status_hits(),
+        2,
+        "asked once per new payment, never for a duplicate"
+    );
+}
+
+#[tokio::test]
+async fn when_monobank_cannot_confirm_now_nothing_is_written_and_the_sender_retries() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
+    let (hook, monobank) = confirming_merchant(
+        &env,
+        &org.id,
+        vec![serde_json::json!({"invoiceId": "p_later", "fail": 502})],
+    )
+    .await;
+    let app = payment_webhook::app_with_monobank_api(env.store.clone(), &monobank.url());
+    let body = format!(
+        r#"{{"invoiceId":"p_later","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,
+        inv.id
+    );
+    let before = env.items().await.len();
+    let res = app
+        .respond(&fixtures::monobank_request(&hook, &body), now())
+        .await
+        .unwrap_err()
+        .into_response();
+    assert_eq!(res.status(), 503);
+    assert_eq!(env.items().await.len(), before);
 }

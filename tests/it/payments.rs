@@ -238,7 +238,13 @@ async fn an_invoice_whose_write_fails_uses_up_no_number() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     // Past the API's limits, only DynamoDB can refuse it: an item over 400 KB.
-    let oversize = invoice::create(&env.store, &org, new_invoice(Some("c".repeat(500 * 1024))), Utc::now()).await;
+    let oversize = invoice::create(
+        &env.store,
+        &org,
+        new_invoice(Some("c".repeat(500 * 1024))),
+        Utc::now(),
+    )
+    .await;
     assert!(oversize.is_err());
     let next = invoice::create(&env.store, &org, new_invoice(None), Utc::now())
         .await

@@ -4,6 +4,7 @@
 //! `register_payment` as the record step.
 
 mod monobank_keys;
+mod monobank_status;
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -14,7 +15,8 @@ use firmspace::payments::providers::{
     self, monobank, standard, stripe, PaymentSettings, Provider, WebhookEvent,
 };
 use firmspace::payments::{
-    register_payment, reversal_id, PaymentInput, Registered, Source as PaymentSource,
+    register_confirmed, register_payment, reversal_id, PaymentInput, Registered,
+    Source as PaymentSource,
 };
 use firmspace::signature::{self, SignatureError, Verified, Verify};
 
@@ -161,11 +163,16 @@ impl Source for Payments {
     async fn record(
         &self,
         store: &Store,
-        _integration: &Integration,
+        integration: &Integration,
         input: PaymentInput,
         _now: DateTime<Utc>,
     ) -> Result<Recorded, ApiError> {
-        let registered = register_payment(store, &input).await?;
+        let registered = match settings(integration) {
+            Some(PaymentSettings::Monobank(monobank::Merchant {
+                token: Some(token), ..
+            })) => register_confirmed(store, &input, &self.monobank.confirmer(token)).await?,
+            _ => register_payment(store, &input).await?,
+        };
         let outcome = match &registered {
             Registered::Booked(event) => Outcome::Stored {
                 review: event.outcome.review_reason().is_some(),

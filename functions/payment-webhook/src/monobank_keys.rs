@@ -4,6 +4,7 @@
 //! a conditional update before the call: forged `X-Sign` headers cannot make us call monobank
 //! with the merchant's token at the request rate.
 
+use crate::monobank_status::Confirmer;
 use chrono::{DateTime, Duration, Utc};
 use firmspace::integrations::{integration_pk, Integration, Settings};
 use firmspace::payments::providers::monobank::Merchant;
@@ -11,7 +12,7 @@ use firmspace::payments::providers::PaymentSettings;
 use firmspace::store::item::s;
 use firmspace::store::{Cond, Store, Update};
 use firmspace::time;
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -38,6 +39,15 @@ impl MonobankKeys {
             http: firmspace::http::client(reqwest::Client::builder()),
             base_url: base_url.trim_end_matches('/').to_owned(),
             tried: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A confirmer of new payments with this merchant's token.
+    pub fn confirmer<'a>(&'a self, token: &'a SecretString) -> Confirmer<'a> {
+        Confirmer {
+            http: &self.http,
+            base_url: &self.base_url,
+            token,
         }
     }
 

@@ -10,7 +10,9 @@ pub mod rules;
 
 pub use event::PaymentEvent;
 pub use invoice::{Invoice, InvoiceStatus, NewInvoice};
-pub use register::{register_payment, PaymentError, Registered};
+pub use register::{
+    register_confirmed, register_payment, Confirm, Confirmation, PaymentError, Registered, Trusted,
+};
 pub use rules::{decide, Decision, Outcome, Related};
 
 use crate::ids::{EventKey, ExternalId, IntegrationId, OrgId};

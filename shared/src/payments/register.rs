@@ -6,7 +6,7 @@
 
 use super::event::PaymentEvent;
 use super::invoice::{invoice_pk, payments_list_pk, Invoice};
-use super::rules::{decide, Decision, Related};
+use super::rules::{decide, unconfirmed, Decision, Related};
 use super::PaymentInput;
 use crate::ids::{LocalId, OrgId};
 use crate::review::ReviewItem;
@@ -24,14 +24,45 @@ pub enum PaymentError {
     Store(#[from] StoreError),
     #[error("invoice stayed contended for {MAX_ATTEMPTS} attempts")]
     Contended,
+    #[error("the provider could not confirm the payment now: {0}")]
+    Unconfirmable(String),
 }
 
 impl PaymentError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store(e) => e.is_retryable(),
-            Self::Contended => true,
+            Self::Contended | Self::Unconfirmable(_) => true,
         }
+    }
+}
+
+/// What the provider itself says about the first arrival of a payment, asked before it books.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confirmation {
+    Confirmed,
+    /// Not this merchant's, or not paid: stored with applied 0 and an `unconfirmed_payment`
+    /// review item.
+    Refused(String),
+    /// The provider could not be asked now: nothing is written, the sender retries (503).
+    Unavailable(String),
+}
+
+/// Asks a payment's provider before money is booked. Asked once per new payment (never for a
+/// duplicate, never for a reversal), after the read and before the transaction.
+pub trait Confirm: Sync {
+    fn confirm(
+        &self,
+        input: &PaymentInput,
+    ) -> impl std::future::Future<Output = Confirmation> + Send;
+}
+
+/// Nobody to ask: the signature is what is trusted.
+pub struct Trusted;
+
+impl Confirm for Trusted {
+    async fn confirm(&self, _: &PaymentInput) -> Confirmation {
+        Confirmation::Confirmed
     }
 }
 
@@ -150,19 +181,41 @@ fn steps(
 /// Books one arrival of money. A second arrival of the same (source, external id) returns
 /// `Duplicate` after one read and writes nothing; a concurrent twin that loses the race is a
 /// duplicate too.
-#[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
 pub async fn register_payment(
     store: &Store,
     input: &PaymentInput,
 ) -> Result<Registered, PaymentError> {
+    register_confirmed(store, input, &Trusted).await
+}
+
+/// `register_payment`, asking `confirm` before a new payment books money.
+#[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
+pub async fn register_confirmed(
+    store: &Store,
+    input: &PaymentInput,
+    confirm: &impl Confirm,
+) -> Result<Registered, PaymentError> {
+    let mut confirmation = None;
     for attempt in 0..MAX_ATTEMPTS {
         let found = read(store, input).await?;
         if let Some(item) = &found.stored {
             return Ok(duplicate(input, item)?);
         }
+        if input.reverses.is_none() && confirmation.is_none() {
+            confirmation = Some(confirm.confirm(input).await);
+        }
         let rel = related(input, &found.related)?;
         let before = found.invoice;
-        let decision = decide(before.as_ref(), input, rel);
+        let decision = match &confirmation {
+            Some(Confirmation::Unavailable(why)) => {
+                return Err(PaymentError::Unconfirmable(why.clone()))
+            }
+            Some(Confirmation::Refused(why)) => {
+                tracing::warn!(%why, "the provider did not confirm the payment; nothing applied");
+                unconfirmed(input)
+            }
+            _ => decide(before.as_ref(), input, rel),
+        };
         let after = before.as_ref().map(|inv| match decision.change {
             Some(change) => Invoice {
                 paid: change.paid,

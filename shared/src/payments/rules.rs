@@ -21,6 +21,9 @@ pub enum Outcome {
     ReversalUnmatched,
     /// The payment arrived after its own reversal (providers do not keep order): applied 0.
     ReversedBeforePayment,
+    /// The provider, asked with the merchant's own credentials, does not confirm the payment as
+    /// this merchant's (a genuine signature proves the sender, not the merchant): applied 0.
+    Unconfirmed,
 }
 
 /// What is already stored about a payment's counterpart.
@@ -46,6 +49,7 @@ impl Outcome {
             Self::Unmatched => Some("unknown_invoice"),
             Self::ReversalUnmatched => Some("reversal_without_payment"),
             Self::ReversedBeforePayment => Some("reversed_before_payment"),
+            Self::Unconfirmed => Some("unconfirmed_payment"),
         }
     }
 }
@@ -78,6 +82,11 @@ impl Decision {
             change: None,
         }
     }
+}
+
+/// A payment its provider did not confirm: stored, nothing applied, for a person to look at.
+pub fn unconfirmed(input: &PaymentInput) -> Decision {
+    Decision::nothing(Outcome::Unconfirmed, input.amount)
 }
 
 /// Status that follows from a paid amount.

@@ -80,6 +80,7 @@ pub async fn spawn(delay: Duration, status_code: u16) -> Target {
 pub struct MonobankApi {
     pub addr: SocketAddr,
     hits: Arc<Mutex<usize>>,
+    status_hits: Arc<Mutex<usize>>,
 }
 
 impl MonobankApi {
@@ -87,38 +88,96 @@ impl MonobankApi {
         format!("http://{}", self.addr)
     }
 
+    /// Key fetches (`GET /api/merchant/pubkey`).
     pub fn hits(&self) -> usize {
         *self.hits.lock().expect("not poisoned")
+    }
+
+    /// Invoice status lookups (`GET /api/merchant/invoice/status`).
+    pub fn status_hits(&self) -> usize {
+        *self.status_hits.lock().expect("not poisoned")
     }
 }
 
 pub async fn spawn_monobank(key: String, token: &'static str) -> MonobankApi {
+    spawn_monobank_with(key, token, Vec::new()).await
+}
+
+/// A stand-in for monobank's merchant API: `/api/merchant/pubkey` answers `key`, and
+/// `/api/merchant/invoice/status?invoiceId=` answers the entry of `invoices` with that
+/// `invoiceId` (an entry with `"fail": 500` answers that status), 404 for any other; both only
+/// to `X-Token: token`.
+pub async fn spawn_monobank_with(
+    key: String,
+    token: &'static str,
+    invoices: Vec<serde_json::Value>,
+) -> MonobankApi {
     let hits = Arc::new(Mutex::new(0));
-    let counter = hits.clone();
-    let app = Router::new().route(
-        "/api/merchant/pubkey",
-        get(move |headers: HeaderMap| {
-            let counter = counter.clone();
-            let key = key.clone();
-            async move {
-                *counter.lock().expect("not poisoned") += 1;
-                if headers.get("x-token").and_then(|v| v.to_str().ok()) != Some(token) {
-                    return (
-                        StatusCode::FORBIDDEN,
-                        axum::Json(serde_json::json!({"errText": "forbidden"})),
-                    );
+    let status_hits = Arc::new(Mutex::new(0));
+    let (counter, status_counter) = (hits.clone(), status_hits.clone());
+    let authorised = move |headers: &HeaderMap| {
+        headers.get("x-token").and_then(|v| v.to_str().ok()) == Some(token)
+    };
+    let forbidden = || {
+        (
+            StatusCode::FORBIDDEN,
+            axum::Json(serde_json::json!({"errText": "forbidden"})),
+        )
+    };
+    let app = Router::new()
+        .route(
+            "/api/merchant/pubkey",
+            get(move |headers: HeaderMap| {
+                let counter = counter.clone();
+                let key = key.clone();
+                async move {
+                    *counter.lock().expect("not poisoned") += 1;
+                    if !authorised(&headers) {
+                        return forbidden();
+                    }
+                    (StatusCode::OK, axum::Json(serde_json::json!({ "key": key })))
                 }
-                (
-                    StatusCode::OK,
-                    axum::Json(serde_json::json!({ "key": key })),
-                )
-            }
-        }),
-    );
+            }),
+        )
+        .route(
+            "/api/merchant/invoice/status",
+            get(
+                move |headers: HeaderMap, uri: axum::http::Uri| {
+                    let counter = status_counter.clone();
+                    let invoices = invoices.clone();
+                    async move {
+                        *counter.lock().expect("not poisoned") += 1;
+                        if !authorised(&headers) {
+                            return forbidden();
+                        }
+                        let wanted = uri
+                            .query()
+                            .and_then(|q| q.strip_prefix("invoiceId="))
+                            .unwrap_or_default()
+                            .to_owned();
+                        match invoices.iter().find(|i| i["invoiceId"] == wanted.as_str()) {
+                            Some(i) if i["fail"].is_u64() => (
+                                StatusCode::from_u16(i["fail"].as_u64().unwrap() as u16).unwrap(),
+                                axum::Json(serde_json::json!({"errText": "unavailable"})),
+                            ),
+                            Some(i) => (StatusCode::OK, axum::Json(i.clone())),
+                            None => (
+                                StatusCode::NOT_FOUND,
+                                axum::Json(serde_json::json!({"errCode": "NOT_FOUND", "errText": "invoice not found"})),
+                            ),
+                        }
+                    }
+                },
+            ),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind loopback");
     let addr = listener.local_addr().expect("bound");
     tokio::spawn(async move { axum::serve(listener, app).await });
-    MonobankApi { addr, hits }
+    MonobankApi {
+        addr,
+        hits,
+        status_hits,
+    }
 }
