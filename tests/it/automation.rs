@@ -272,3 +272,157 @@ async fn outside_the_local_stages_a_loopback_target_is_never_called() {
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(review[0]["reason"], "outbound_rejected");
 }
+
+async fn rule(env: &TestEnv, org: &OrgId, action: Action) -> automation::Rule {
+    automation::create_rule(&env.store, org, Trigger::InvoicePaid, action, Utc::now())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn one_rules_failure_does_not_stop_the_other_rules_of_the_event() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    // Oldest first: a rule that can never run, one that must retry, then a task.
+    rule(
+        &env,
+        &org,
+        Action::SendMessage {
+            integration_id: IntegrationId::generate(&org),
+            text: "to nowhere".into(),
+        },
+    )
+    .await;
+    let closed = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        outbound(&env, &org, format!("http://127.0.0.1:{port}/hook"), None).await
+    };
+    rule(
+        &env,
+        &org,
+        Action::SendMessage {
+            integration_id: closed,
+            text: "refused connection".into(),
+        },
+    )
+    .await;
+    rule(
+        &env,
+        &org,
+        Action::CreateTask {
+            title: "Ship".into(),
+        },
+    )
+    .await;
+    let w = workers(&env, Duration::from_secs(1), 5);
+    let response = w
+        .automation
+        .process(
+            event_of("t10", &trigger(&org, "payment:standard:p10")),
+            Utc::now(),
+        )
+        .await;
+    assert_eq!(
+        response.batch_item_failures.len(),
+        1,
+        "the refused send comes back"
+    );
+    assert_eq!(automation::tasks(&env.store, &org).await.unwrap().len(), 1);
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    assert_eq!(
+        review
+            .iter()
+            .map(|r| r["reason"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["unknown_integration"]
+    );
+}
+
+#[tokio::test]
+async fn a_second_copy_of_the_trigger_neither_resends_nor_settles_a_run_still_sending() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::from_millis(1500), 200).await;
+    let hook = outbound(&env, &org, server.url(), Some(server.status_url())).await;
+    let send = rule(
+        &env,
+        &org,
+        Action::SendMessage {
+            integration_id: hook,
+            text: "once".into(),
+        },
+    )
+    .await;
+    let w = workers(&env, Duration::from_secs(3), 5);
+    let message = || event_of("t11", &trigger(&org, "payment:standard:p11"));
+    let first = w.automation.process(message(), Utc::now());
+    let second = async {
+        // The second copy arrives while the first call is in flight.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        w.automation.process(message(), Utc::now()).await
+    };
+    let (first, second) = futures::join!(first, second);
+    assert!(first.batch_item_failures.is_empty());
+    assert_eq!(
+        second.batch_item_failures.len(),
+        1,
+        "the busy run sends the copy back"
+    );
+    // The copy, delivered again after the first attempt settled, does nothing.
+    let again = w.automation.process(message(), Utc::now()).await;
+    assert!(again.batch_item_failures.is_empty());
+    assert_eq!(server.seen().len(), 1, "one call");
+    let state = firmspace::effects::runs::run_state(
+        &env.store,
+        &org,
+        &send.rule_id,
+        &ek("payment:standard:p11"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(state, Some(RunState::Sent));
+    assert!(firmspace::review::list(&env.store, &org, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_send_starts_only_with_time_left_for_the_call_and_its_check() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::ZERO, 200).await;
+    let hook = outbound(&env, &org, server.url(), None).await;
+    let send = rule(
+        &env,
+        &org,
+        Action::SendMessage {
+            integration_id: hook,
+            text: "later".into(),
+        },
+    )
+    .await;
+    let w = workers(&env, Duration::from_secs(5), 5);
+    let message = || event_of("t12", &trigger(&org, "payment:standard:p12"));
+    let almost_over = std::time::Instant::now() + Duration::from_secs(3);
+    let response = w
+        .automation
+        .process_until(message(), Utc::now(), almost_over)
+        .await;
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert!(server.seen().is_empty(), "no call that could be cut off");
+    let state = firmspace::effects::runs::run_state(
+        &env.store,
+        &org,
+        &send.rule_id,
+        &ek("payment:standard:p12"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(state, None, "the run was not even claimed");
+    let response = w.automation.process(message(), Utc::now()).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(server.seen().len(), 1);
+}

@@ -2,12 +2,17 @@
 //! Automation queue → each rule for the trigger runs once per triggering event: `create_task`
 //! writes a task whose id is derived from the run; `send_message` calls the outbound target with
 //! the run's `Idempotency-Key` and never resends blindly after an unclear outcome.
+//!
+//! Each rule runs on its own: one rule's failure parks that rule (or retries the message) and the
+//! others still run. A send is held by a lease on its run, so a second copy of the trigger can
+//! neither resend nor settle it meanwhile, and it starts only when the invocation has time left
+//! for the call and the status check (an attempt cut off mid-call would look unclear).
 
 use chrono::{DateTime, Utc};
 use firmspace::config::{parse_var, ConfigError};
 use firmspace::effects::automation::{self, Action, Rule};
 use firmspace::effects::outbound::{Outbound, OutboundTarget, Sent, State};
-use firmspace::effects::runs::{self, Claim, RunState};
+use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::effects::Fired;
 use firmspace::ids::IntegrationId;
@@ -15,7 +20,7 @@ use firmspace::integrations::{self, Settings};
 use firmspace::review::ReviewItem;
 use firmspace::store::Store;
 use serde_json::json;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub struct Automation {
     store: Store,
@@ -31,6 +36,7 @@ struct Attempt<'a> {
     target: &'a OutboundTarget,
     fired: &'a Fired,
     key: &'a str,
+    lease: &'a Lease,
 }
 
 /// A failure that a later attempt may not have.
@@ -66,28 +72,98 @@ impl Worker for Automation {
     const NAME: &'static str = "automation";
 
     async fn apply(&self, fired: Fired, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+        let unbounded = Instant::now() + Duration::from_secs(24 * 3600);
+        self.apply_until(fired, now, unbounded).await
+    }
+
+    /// Runs every rule; a rule that fails for good is parked on its own, and a rule that may
+    /// succeed later makes the message come back (the rules already run are no-ops then).
+    async fn apply_until(
+        &self,
+        fired: Fired,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Applied, WorkError> {
         let mut applied = Applied::default();
+        let mut retry = None;
         for rule in automation::rules_for(&self.store, &fired.org, fired.trigger).await? {
-            let one = match &rule.action {
-                Action::CreateTask { title } => {
-                    let created =
-                        automation::create_task(&self.store, &rule, title, &fired.event_key, now)
-                            .await?;
-                    tracing::info!(rule = %rule.rule_id, created, "task run");
-                    Applied::one(created)
+            match self.run(&rule, &fired, now, deadline).await {
+                Ok(one) => applied = applied.and(one),
+                Err(WorkError::Permanent { reason, detail }) => {
+                    self.park(&rule, &fired, reason, detail, now).await?;
                 }
-                Action::SendMessage {
-                    integration_id,
-                    text,
-                } => self.send(&rule, integration_id, text, &fired, now).await?,
-            };
-            applied = applied.and(one);
+                Err(transient) => {
+                    tracing::warn!(rule = %rule.rule_id, error.message = %transient, "rule will run again");
+                    retry.get_or_insert(transient);
+                }
+            }
         }
-        Ok(applied)
+        match retry {
+            Some(err) => Err(err),
+            None => Ok(applied),
+        }
     }
 }
 
 impl Automation {
+    async fn run(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Applied, WorkError> {
+        match &rule.action {
+            Action::CreateTask { title } => {
+                let created =
+                    automation::create_task(&self.store, rule, title, &fired.event_key, now)
+                        .await?;
+                tracing::info!(rule = %rule.rule_id, created, "task run");
+                Ok(Applied::one(created))
+            }
+            Action::SendMessage {
+                integration_id,
+                text,
+            } => {
+                if Instant::now() + self.budget() > deadline {
+                    return Err(WorkError::transient(Transient(
+                        "not enough time left in this invocation for the call and its check".into(),
+                    )));
+                }
+                self.send(rule, integration_id, text, fired, now).await
+            }
+        }
+    }
+
+    /// The longest one send may take: the call, the status check, and the store around them.
+    fn budget(&self) -> Duration {
+        self.outbound.timeout
+            + self.outbound.timeout.max(Duration::from_secs(2))
+            + Duration::from_secs(2)
+    }
+
+    /// One rule that cannot succeed: a review item for a person, the other rules go on.
+    async fn park(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+        reason: &'static str,
+        detail: String,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        tracing::warn!(rule = %rule.rule_id, %reason, %detail, "rule failed; parked for review");
+        ReviewItem {
+            org: rule.org.clone(),
+            kind: "automation".into(),
+            reason: reason.into(),
+            key: automation::run_key(&rule.rule_id, &fired.event_key),
+            at: now,
+            detail: json!({"error": detail, "rule_id": rule.rule_id}),
+        }
+        .put(&self.store)
+        .await?;
+        Ok(())
+    }
     async fn target(&self, rule: &Rule, id: &IntegrationId) -> Result<OutboundTarget, WorkError> {
         let found = if id.org == rule.org {
             integrations::get(&self.store, id).await?
@@ -115,17 +191,30 @@ impl Automation {
         let event_key = &fired.event_key;
         let run_key = automation::run_key(&rule.rule_id, event_key);
         let key = automation::idempotency_key(&rule.org, &run_key);
-        let sent = match runs::claim(&self.store, &rule.org, &rule.rule_id, event_key, now).await? {
+        let hold = chrono::Duration::from_std(self.budget()).expect("a budget of seconds");
+        let claim =
+            runs::claim(&self.store, &rule.org, &rule.rule_id, event_key, now, hold).await?;
+        let (lease, sent) = match claim {
             Claim::Settled(state) => {
                 tracing::info!(%run_key, ?state, "run already settled");
                 return Ok(Applied::one(false));
             }
-            Claim::Unclear => Sent::Unclear("an earlier attempt's outcome is unknown".into()),
-            Claim::Fresh | Claim::Retry => {
+            Claim::Busy => {
+                return Err(WorkError::transient(Transient(format!(
+                    "run {run_key} is held by another attempt"
+                ))))
+            }
+            Claim::Unclear(lease) => (
+                lease,
+                Sent::Unclear("an earlier attempt's outcome is unknown".into()),
+            ),
+            Claim::Fresh(lease) | Claim::Retry(lease) => {
                 let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": fired.context});
-                self.outbound
+                let sent = self
+                    .outbound
                     .send(&target, &key, &body, now.timestamp())
-                    .await
+                    .await;
+                (lease, sent)
             }
         };
         let attempt = Attempt {
@@ -134,6 +223,7 @@ impl Automation {
             target: &target,
             fired,
             key: &key,
+            lease: &lease,
         };
         self.settle(attempt, sent, now).await?;
         Ok(Applied::one(true))
@@ -153,11 +243,23 @@ impl Automation {
             target,
             fired,
             key,
+            lease,
         } = attempt;
         let event_key = &fired.event_key;
         let run_key = automation::run_key(&rule.rule_id, event_key);
-        let settle =
-            |state| runs::set_state(&self.store, &rule.org, &rule.rule_id, event_key, state, now);
+        let settle = |state| async move {
+            runs::set_state(
+                &self.store,
+                &rule.org,
+                &rule.rule_id,
+                event_key,
+                lease,
+                state,
+                now,
+            )
+            .await
+            .map(drop)
+        };
         match sent {
             Sent::Delivered => settle(RunState::Sent).await?,
             Sent::NotDelivered(why) => {

@@ -1,5 +1,6 @@
 //! The state of an outgoing-message run, moved only by conditional writes:
 //! `sending` → `sent` | `not_sent` | `failed` | `needs_check`; `not_sent` → `sending` again.
+//! One attempt holds a `sending` run at a time (a lease token with an expiry).
 
 use super::automation::run_key;
 use crate::ids::{EventKey, OrgId};
@@ -48,77 +49,108 @@ pub(crate) fn run_item(
         .build()
 }
 
+/// One attempt's hold on a run: while it lasts, only its holder may send or settle the run.
+/// A second copy of the trigger finds the run `Busy` and comes back later; an attempt that died
+/// leaves a lease that runs out, and the next attempt takes the run over as `Unclear`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    token: String,
+}
+
+impl Lease {
+    fn new() -> Self {
+        Self {
+            token: hex::encode(crate::ids::random_bytes::<8>()),
+        }
+    }
+}
+
 /// Where a run stands when a worker picks it up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// First attempt: the run is now `sending`.
-    Fresh,
+    /// First attempt: the run is now `sending`, held by this lease.
+    Fresh(Lease),
     /// An earlier attempt is known not to have been delivered; the run is `sending` again.
-    Retry,
-    /// An earlier attempt's outcome is unknown (`sending` left behind): do not send blindly.
-    Unclear,
+    Retry(Lease),
+    /// An earlier attempt's outcome is unknown (its lease ran out while `sending`): do not send
+    /// blindly.
+    Unclear(Lease),
+    /// Another attempt holds the run right now: neither send nor settle; try again later.
+    Busy,
     /// `sent`, `failed`, `needs_check` or `done`: nothing more to do.
     Settled(RunState),
 }
 
+/// Claims the run for one attempt that may take up to `hold`.
 pub async fn claim(
     store: &Store,
     org: &OrgId,
     rule_id: &str,
     event_key: &EventKey,
     now: DateTime<Utc>,
+    hold: chrono::Duration,
 ) -> Result<Claim, StoreError> {
-    let stored = match store
-        .put_new(run_item(org, rule_id, event_key, RunState::Sending, now))
-        .await?
-    {
-        PutNew::Created => return Ok(Claim::Fresh),
+    let lease = Lease::new();
+    let mut item = run_item(org, rule_id, event_key, RunState::Sending, now);
+    item.insert("lease".into(), s(&lease.token));
+    item.insert("lease_until".into(), s(time::format(now + hold)));
+    let stored = match store.put_new(item).await? {
+        PutNew::Created => return Ok(Claim::Fresh(lease)),
         PutNew::Existing(item) => item,
     };
     let pk = run_pk(org, &run_key(rule_id, event_key));
-    match stored.tag_of("state")? {
-        RunState::Sending => Ok(Claim::Unclear),
-        RunState::NotSent => {
-            let moved =
-                transition(store, &pk, RunState::NotSent, RunState::Sending, 1, now).await?;
-            Ok(if moved { Claim::Retry } else { Claim::Unclear })
-        }
-        other => Ok(Claim::Settled(other)),
-    }
+    let state_is = |state: RunState| Cond::Equals("state".into(), s(tag_name(&state)));
+    let (from, claimed): (Cond, fn(Lease) -> Claim) = match stored.tag_of("state")? {
+        // Taken over only when the holder's lease has run out.
+        RunState::Sending => (
+            Cond::All(vec![
+                state_is(RunState::Sending),
+                Cond::AbsentOrBefore("lease_until".into(), s(time::format(now))),
+            ]),
+            Claim::Unclear,
+        ),
+        RunState::NotSent => (state_is(RunState::NotSent), Claim::Retry),
+        other => return Ok(Claim::Settled(other)),
+    };
+    let update = Update::new()
+        .set("state", s(tag_name(&RunState::Sending)))
+        .set("lease", s(&lease.token))
+        .set("lease_until", s(time::format(now + hold)))
+        .set("updated_at", s(time::format(now)))
+        .add("attempts", n(1))
+        .when(from);
+    Ok(if store.update_if(&pk, &update).await? {
+        claimed(lease)
+    } else {
+        Claim::Busy
+    })
 }
 
-/// Settles a `sending` run as `state` (`sent`, `not_sent`, `failed`, `needs_check`). A run that a
-/// concurrent attempt already settled keeps that state.
+/// Settles the run this lease holds as `state` (`sent`, `not_sent`, `failed`, `needs_check`).
+/// A run no longer held by this lease (taken over after it ran out) keeps what its holder set.
 pub async fn set_state(
     store: &Store,
     org: &OrgId,
     rule_id: &str,
     event_key: &EventKey,
+    lease: &Lease,
     state: RunState,
     now: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    let pk = run_pk(org, &run_key(rule_id, event_key));
-    if !transition(store, &pk, RunState::Sending, state, 0, now).await? {
-        tracing::warn!(run = %pk, ?state, "run was no longer sending; its state is kept");
-    }
-    Ok(())
-}
-
-/// Moves the run from `from` to `to` (adding `attempts`); `Ok(false)` when it was not in `from`.
-async fn transition(
-    store: &Store,
-    pk: &str,
-    from: RunState,
-    to: RunState,
-    attempts: u32,
-    now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let pk = run_pk(org, &run_key(rule_id, event_key));
     let update = Update::new()
-        .set("state", s(tag_name(&to)))
+        .set("state", s(tag_name(&state)))
         .set("updated_at", s(time::format(now)))
-        .add("attempts", n(attempts))
-        .when(Cond::Equals("state".into(), s(tag_name(&from))));
-    store.update_if(pk, &update).await
+        .set("lease_until", s(time::format(now)))
+        .when(Cond::All(vec![
+            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
+            Cond::Equals("lease".into(), s(&lease.token)),
+        ]));
+    let settled = store.update_if(&pk, &update).await?;
+    if !settled {
+        tracing::warn!(run = %pk, ?state, "the run is no longer held by this attempt; its state is kept");
+    }
+    Ok(settled)
 }
 
 pub async fn run_state(

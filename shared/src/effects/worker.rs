@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::error::Error as StdError;
 use std::future::Future;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 use tracing::Instrument;
 
@@ -89,6 +90,18 @@ pub trait Worker: Send + Sync {
         job: Self::Job,
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<Applied, WorkError>> + Send;
+
+    /// `apply`, for a worker whose steps must fit before the invocation's `deadline` (one that
+    /// calls out and must not be cut off mid-call); the others ignore it.
+    fn apply_until(
+        &self,
+        job: Self::Job,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> impl Future<Output = Result<Applied, WorkError>> + Send {
+        let _ = deadline;
+        self.apply(job, now)
+    }
 }
 
 /// Organisation-less problems (a message whose organisation cannot be read) are filed here.
@@ -140,16 +153,34 @@ impl<W: Worker> SqsApp<W> {
         &self,
         event: lambda_runtime::LambdaEvent<SqsEvent>,
     ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-        let response = self.process(event.payload, Utc::now()).await;
+        let left = event
+            .context
+            .deadline()
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        let response = self
+            .process_until(event.payload, Utc::now(), Instant::now() + left)
+            .await;
         crate::telemetry::flush_metrics();
         Ok(response)
     }
 
     /// Applies every message of the batch (one after another) and reports the failures.
     pub async fn process(&self, event: SqsEvent, now: DateTime<Utc>) -> SqsBatchResponse {
+        let unbounded = Instant::now() + Duration::from_secs(24 * 3600);
+        self.process_until(event, now, unbounded).await
+    }
+
+    /// `process` within an invocation that ends at `deadline`.
+    pub async fn process_until(
+        &self,
+        event: SqsEvent,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> SqsBatchResponse {
         let mut response = SqsBatchResponse::default();
         for msg in event.records {
-            if let Err(()) = self.one(&msg, now).await {
+            if let Err(()) = self.one(&msg, now, deadline).await {
                 let mut failure = BatchItemFailure::default();
                 failure.item_identifier = msg.message_id.clone().unwrap_or_default();
                 response.batch_item_failures.push(failure);
@@ -158,7 +189,7 @@ impl<W: Worker> SqsApp<W> {
         response
     }
 
-    async fn one(&self, msg: &SqsMessage, now: DateTime<Utc>) -> Result<(), ()> {
+    async fn one(&self, msg: &SqsMessage, now: DateTime<Utc>, deadline: Instant) -> Result<(), ()> {
         let id = msg.message_id.as_deref().unwrap_or_default();
         let body = msg.body.as_deref().unwrap_or_default();
         let consequence = match serde_json::from_str::<Consequence>(body) {
@@ -179,7 +210,12 @@ impl<W: Worker> SqsApp<W> {
             }
         };
         let span = tracing::info_span!("job", worker = W::NAME, key = %key);
-        match self.worker.apply(job, now).instrument(span).await {
+        match self
+            .worker
+            .apply_until(job, now, deadline)
+            .instrument(span)
+            .await
+        {
             Ok(applied) => {
                 metrics::counter!("effects", "worker" => W::NAME, "result" => "written")
                     .increment(applied.written as u64);

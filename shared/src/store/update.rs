@@ -17,6 +17,42 @@ pub enum Cond {
     /// The item exists and the attribute is absent or sorts before this value (a lease that
     /// has run out: stored times sort as strings).
     AbsentOrBefore(String, AttributeValue),
+    /// Every one of these.
+    All(Vec<Cond>),
+}
+
+impl Cond {
+    /// The condition expression, its names and values numbered from `names.len()`.
+    fn render(&self, names: &mut HashMap<String, String>, values: &mut Item) -> Option<String> {
+        let mut bind = |name: &str, value: &AttributeValue| {
+            let i = names.len();
+            names.insert(format!("#c{i}"), name.to_owned());
+            values.insert(format!(":c{i}"), value.clone());
+            i
+        };
+        match self {
+            Cond::Always => None,
+            Cond::Exists => Some("attribute_exists(pk)".to_owned()),
+            Cond::Equals(name, value) => {
+                let i = bind(name, value);
+                Some(format!("#c{i} = :c{i}"))
+            }
+            Cond::AbsentOrBefore(name, value) => {
+                let i = bind(name, value);
+                Some(format!(
+                    "attribute_exists(pk) AND (attribute_not_exists(#c{i}) OR #c{i} < :c{i})"
+                ))
+            }
+            Cond::All(all) => {
+                let parts: Vec<String> = all
+                    .iter()
+                    .filter_map(|c| c.render(names, values))
+                    .map(|p| format!("({p})"))
+                    .collect();
+                (!parts.is_empty()).then(|| parts.join(" AND "))
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -86,20 +122,7 @@ impl Update {
             .flatten()
             .collect::<Vec<_>>()
             .join(" ");
-        let condition = match &self.cond {
-            Cond::Always => None,
-            Cond::Exists => Some("attribute_exists(pk)".to_owned()),
-            Cond::Equals(name, value) => {
-                names.insert("#c".into(), name.clone());
-                values.insert(":c".into(), value.clone());
-                Some("#c = :c".to_owned())
-            }
-            Cond::AbsentOrBefore(name, value) => {
-                names.insert("#c".into(), name.clone());
-                values.insert(":c".into(), value.clone());
-                Some("attribute_exists(pk) AND (attribute_not_exists(#c) OR #c < :c)".to_owned())
-            }
-        };
+        let condition = self.cond.render(&mut names, &mut values);
         Expression {
             update,
             condition,
@@ -136,9 +159,29 @@ mod tests {
             .when(Cond::Equals("version".into(), n(1)))
             .expression();
         assert_eq!(expr.update, "SET #a0 = :v0, #a1 = :v1 ADD #a2 :v2");
-        assert_eq!(expr.condition.as_deref(), Some("#c = :c"));
+        assert_eq!(expr.condition.as_deref(), Some("#c3 = :c3"));
         assert_eq!(expr.names.len(), 4);
         assert_eq!(expr.values.len(), 4);
         assert_eq!(expr.names["#a2"], "attempts");
+    }
+
+    #[test]
+    fn conditions_combine_with_their_own_names() {
+        let expr = Update::new()
+            .set("state", s("sent"))
+            .when(Cond::All(vec![
+                Cond::Equals("state".into(), s("sending")),
+                Cond::Equals("lease".into(), s("t1")),
+            ]))
+            .expression();
+        assert_eq!(
+            expr.condition.as_deref(),
+            Some("(#c1 = :c1) AND (#c2 = :c2)")
+        );
+        assert_eq!(
+            (expr.names["#c1"].as_str(), expr.names["#c2"].as_str()),
+            ("state", "lease")
+        );
+        assert_eq!(expr.values.len(), 3);
     }
 }
