@@ -45,7 +45,10 @@ pub static ROUTES: &[Route] = &[
         body: Some(doc::<NewOrg>),
         ok: CREATED,
         answer: One(doc::<s::OrgCreated>),
-        errors: &[(400, "`malformed`, `invalid_name` (1-200 characters)")],
+        errors: &[(
+            400,
+            "`malformed`, `invalid_field` (`name`: 1-200 characters)",
+        )],
     },
     Route {
         method: Post,
@@ -59,7 +62,8 @@ pub static ROUTES: &[Route] = &[
         errors: &[(
             400,
             "`malformed`, `invalid_provider`, `invalid_secret`, `missing_public_key`, \
-             `invalid_public_key`, `missing_url`, `invalid_url`",
+             `invalid_public_key`, `missing_url`, `invalid_url`, `invalid_field` (a text over its \
+             limit; the answer's `field` names it)",
         )],
     },
     Route {
@@ -74,7 +78,10 @@ pub static ROUTES: &[Route] = &[
             (200, "already a member (`duplicate: true`)"),
         ],
         answer: One(doc::<s::MemberAdded>),
-        errors: &[(400, "`malformed`, `invalid_user_id`")],
+        errors: &[(
+            400,
+            "`malformed`, `invalid_user_id`, `invalid_field` (`name`)",
+        )],
     },
     Route {
         method: Get,
@@ -96,7 +103,13 @@ pub static ROUTES: &[Route] = &[
         body: Some(doc::<CreateInvoice>),
         ok: CREATED,
         answer: One(doc::<s::Invoice>),
-        errors: &[(400, "`malformed`, `invalid_currency`, `invalid_gross`")],
+        errors: &[(
+            400,
+            "`malformed`, `invalid_currency` (not ISO 4217 with minor units), `invalid_gross` \
+             (not a positive amount below 10^10 with at most the currency's fraction digits), \
+             `invalid_field` (a link over 128 characters or holding `#`, white space or a control \
+             character)",
+        )],
     },
     Route {
         method: Get,
@@ -144,7 +157,7 @@ pub static ROUTES: &[Route] = &[
             (
                 400,
                 "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
-                 `invalid_source`, `invalid_amount`",
+                 `invalid_source`, `invalid_amount`, `invalid_field` (`actor`)",
             ),
             NO_INVOICE,
             (
@@ -178,7 +191,7 @@ pub static ROUTES: &[Route] = &[
         body: None,
         ok: OK,
         answer: Items(doc::<s::Notification>),
-        errors: &[(400, "`missing_recipient`")],
+        errors: &[(400, "`missing_recipient`, `invalid_field` (`recipient`)")],
     },
     Route {
         method: Post,
@@ -189,7 +202,11 @@ pub static ROUTES: &[Route] = &[
         body: Some(doc::<MarkRead>),
         ok: OK,
         answer: One(doc::<s::MarkedRead>),
-        errors: &[MALFORMED, (404, "`not_found`: no such notification")],
+        errors: &[
+            MALFORMED,
+            (400, "`invalid_field` (`key`)"),
+            (404, "`not_found`: no such notification"),
+        ],
     },
     Route {
         method: Get,
@@ -203,7 +220,7 @@ pub static ROUTES: &[Route] = &[
         body: None,
         ok: OK,
         answer: Items(doc::<s::ActivityLine>),
-        errors: &[(400, "`invalid_entity_kind`")],
+        errors: &[(400, "`invalid_entity_kind`, `invalid_field` (`entity_id`)")],
     },
     Route {
         method: Post,
@@ -217,7 +234,8 @@ pub static ROUTES: &[Route] = &[
         errors: &[(
             400,
             "`malformed`, `invalid_trigger`, `invalid_action`, `invalid_integration` \
-             (send_message needs an outbound integration of this organisation)",
+             (send_message needs an outbound integration of this organisation), `invalid_field` \
+             (`title`: 1-500 characters, `text`: 1-4000)",
         )],
     },
     Route {
