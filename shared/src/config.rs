@@ -69,6 +69,8 @@ pub struct Config {
     pub table: String,
     pub endpoint_url: Option<String>,
     pub stage: Stage,
+    /// `SECRETS_KEY_ID`: the KMS key that seals integration secrets.
+    pub secrets_key_id: Option<String>,
 }
 
 impl Config {
@@ -77,6 +79,7 @@ impl Config {
             table: require("TABLE_NAME")?,
             endpoint_url: var("AWS_ENDPOINT_URL"),
             stage: parse_var("STAGE", Stage::Prod)?,
+            secrets_key_id: var("SECRETS_KEY_ID"),
         })
     }
 
@@ -84,8 +87,18 @@ impl Config {
         self.stage.allows_loopback()
     }
 
+    /// The table, sealing secrets with the configured KMS key (one SDK config for both).
     pub async fn store(&self) -> crate::store::Store {
-        crate::store::Store::connect(&self.table, self.endpoint_url.as_deref()).await
+        let sdk = crate::aws::sdk_config(self.endpoint_url.as_deref()).await;
+        let store =
+            crate::store::Store::new(aws_sdk_dynamodb::Client::new(&sdk), self.table.clone());
+        match &self.secrets_key_id {
+            Some(key) => store.with_vault(crate::vault::Vault::new(
+                aws_sdk_kms::Client::new(&sdk),
+                key.clone(),
+            )),
+            None => store,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Integrations: where a provider sends webhooks (`payments`), or where automation sends
 //! messages (`outbound`). One variant per kind with exactly its own fields; the item mapping
-//! lives here once. `Debug` never shows a secret.
+//! lives here once. `Debug` never shows a secret, and no secret is stored in clear: the signing
+//! secrets and provider tokens are sealed with KMS (`vault`), the rest is plain attributes.
 
 use crate::effects::outbound::OutboundTarget;
 use crate::ids::{IntegrationId, OrgId};
@@ -8,8 +9,12 @@ use crate::payments::providers::PaymentSettings;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, Store, StoreError};
 use crate::time;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 
 /// What an integration is for; the last segment of its webhook route (`/hooks/{id}/payments`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -52,7 +57,8 @@ impl Integration {
         integration_pk(&self.id)
     }
 
-    pub fn to_item(&self) -> Item {
+    /// The item with its clear fields; the secrets go into `sealed` (see `create`).
+    fn clear_item(&self) -> Item {
         let builder = Builder::new(&self.pk(), "integration", self.org().as_str())
             .str("id", &self.id.id)
             .tag("integration_kind", &self.kind())
@@ -64,10 +70,37 @@ impl Integration {
         .build()
     }
 
-    pub fn from_item(id: IntegrationId, item: &Item) -> Result<Self, StoreError> {
-        let settings = match item.tag_of::<IntegrationKind>("integration_kind")? {
-            IntegrationKind::Payments => Settings::Payments(PaymentSettings::read(item)?),
-            IntegrationKind::Outbound => Settings::Outbound(OutboundTarget::read(item)?),
+    fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
+        match &self.settings {
+            Settings::Payments(p) => p.secrets(),
+            Settings::Outbound(o) => BTreeMap::from([("secret", &o.secret)]),
+        }
+    }
+
+    /// The item as stored: clear fields, and the secrets sealed with the store's KMS key under
+    /// this integration's key as encryption context.
+    pub async fn to_item(&self, store: &Store) -> Result<Item, StoreError> {
+        let mut item = self.clear_item();
+        let secrets = self.secrets();
+        if !secrets.is_empty() {
+            let sealed = store.vault()?.seal(&self.pk(), &secrets).await?;
+            item.insert(SEALED.into(), AttributeValue::B(Blob::new(sealed)));
+        }
+        Ok(item)
+    }
+
+    fn from_item(
+        id: IntegrationId,
+        item: &Item,
+        mut secrets: HashMap<String, SecretString>,
+    ) -> Result<Self, StoreError> {
+        let settings = match kind_of(item)? {
+            IntegrationKind::Payments => {
+                Settings::Payments(PaymentSettings::read(item, &mut secrets)?)
+            }
+            IntegrationKind::Outbound => {
+                Settings::Outbound(OutboundTarget::read(item, &mut secrets)?)
+            }
         };
         Ok(Self {
             id,
@@ -77,19 +110,58 @@ impl Integration {
     }
 }
 
+/// The attribute holding an integration's sealed secrets.
+const SEALED: &str = "sealed";
+
+fn kind_of(item: &Item) -> Result<IntegrationKind, StoreError> {
+    item.tag_of::<IntegrationKind>("integration_kind")
+}
+
+/// A secret the integration must have, out of its opened secrets.
+pub(crate) fn take_secret(
+    item: &Item,
+    secrets: &mut HashMap<String, SecretString>,
+    name: &str,
+) -> Result<SecretString, StoreError> {
+    secrets.remove(name).ok_or_else(|| StoreError::Malformed {
+        pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+        detail: format!("no sealed {name}"),
+    })
+}
+
 pub async fn create(store: &Store, integration: &Integration) -> Result<(), StoreError> {
-    store.put_new(integration.to_item()).await.map(|_| ())
+    store
+        .put_new(integration.to_item(store).await?)
+        .await
+        .map(|_| ())
 }
 
 /// Replaces an integration's settings (a rotated secret or key); the id stays.
 pub async fn replace(store: &Store, integration: &Integration) -> Result<(), StoreError> {
-    store.replace(integration.to_item()).await
+    store.replace(integration.to_item(store).await?).await
 }
 
+/// The integration with its secrets opened (one KMS `Decrypt` when it has any).
 pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration>, StoreError> {
+    let pk = integration_pk(id);
+    let Some(item) = store.get(&pk).await? else {
+        return Ok(None);
+    };
+    let secrets = match item.get(SEALED) {
+        Some(AttributeValue::B(sealed)) => store.vault()?.open(&pk, sealed.as_ref()).await?,
+        _ => HashMap::new(),
+    };
+    Integration::from_item(id.clone(), &item, secrets).map(Some)
+}
+
+/// What an integration is for, without opening its secrets (for a function that may not).
+pub async fn kind(
+    store: &Store,
+    id: &IntegrationId,
+) -> Result<Option<IntegrationKind>, StoreError> {
     store
         .get(&integration_pk(id))
         .await?
-        .map(|item| Integration::from_item(id.clone(), &item))
+        .map(|item| kind_of(&item))
         .transpose()
 }

@@ -21,6 +21,7 @@ pub mod signature;
 pub mod store;
 pub mod telemetry;
 pub mod time;
+pub mod vault;
 pub mod webhook;
 
 pub use chrono::{DateTime, Utc};

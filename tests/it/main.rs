@@ -11,5 +11,6 @@ mod edge;
 mod hostile;
 mod monobank;
 mod payments;
+mod secrets;
 mod support;
 mod webhook;

@@ -54,7 +54,7 @@ impl App {
     pub async fn from_env() -> Result<Self, ConfigError> {
         let config = Config::from_env()?;
         let settings = Settings {
-            admin_token: SecretString::from(config::require("ADMIN_TOKEN")?),
+            admin_token: admin_token(&config).await?,
             public_url: config::var("PUBLIC_URL").unwrap_or_default(),
             allows_loopback: config.allows_loopback(),
         };
@@ -167,6 +167,25 @@ fn unrouted(method: &str, segments: &[&str]) -> ApiError {
         ["hooks", _, _] if method != "POST" => ApiError::method_not_allowed(&["POST"]),
         _ => ApiError::not_found("route"),
     }
+}
+
+/// The admin token: read once at start from Secrets Manager (`ADMIN_TOKEN_SECRET_ARN`, as the
+/// template deploys it). `ADMIN_TOKEN` is only for a function run by hand without the stack.
+async fn admin_token(config: &Config) -> Result<SecretString, ConfigError> {
+    const ARN: &str = "ADMIN_TOKEN_SECRET_ARN";
+    let Some(arn) = config::var(ARN) else {
+        return Ok(SecretString::from(config::require("ADMIN_TOKEN")?));
+    };
+    let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
+    let out = aws_sdk_secretsmanager::Client::new(&sdk)
+        .get_secret_value()
+        .secret_id(&arn)
+        .send()
+        .await
+        .map_err(|e| ConfigError::Invalid(ARN, format!("{arn} could not be read: {e}")))?;
+    out.secret_string
+        .map(SecretString::from)
+        .ok_or_else(|| ConfigError::Invalid(ARN, format!("{arn} holds no string")))
 }
 
 fn bearer(req: &Request) -> Option<&str> {

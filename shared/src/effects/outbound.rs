@@ -19,18 +19,21 @@ pub struct OutboundTarget {
 }
 
 impl OutboundTarget {
+    /// The fields kept in clear; the signing secret is sealed apart.
     pub(crate) fn write(&self, builder: Builder) -> Builder {
         builder
             .str("url", &self.url)
             .opt_str("status_url", self.status_url.as_deref())
-            .str("secret", self.secret.expose_secret())
     }
 
-    pub(crate) fn read(item: &Item) -> Result<Self, StoreError> {
+    pub(crate) fn read(
+        item: &Item,
+        secrets: &mut std::collections::HashMap<String, SecretString>,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
             url: item.str_of("url")?.to_owned(),
             status_url: item.opt_str("status_url").map(str::to_owned),
-            secret: SecretString::from(item.str_of("secret")?),
+            secret: crate::integrations::take_secret(item, secrets, "secret")?,
         })
     }
 }

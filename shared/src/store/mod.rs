@@ -30,6 +30,9 @@ pub enum StoreError {
     /// a retry reads again.
     #[error("item {pk} was contended; retry")]
     Contended { pk: String },
+    /// Sealing or opening a record's secrets failed (or no key is configured to do it).
+    #[error("secrets could not be sealed or opened")]
+    Vault(#[from] crate::vault::VaultError),
 }
 
 impl StoreError {
@@ -47,6 +50,7 @@ impl StoreError {
         match self {
             Self::Malformed { .. } => false,
             Self::Contended { .. } => true,
+            Self::Vault(e) => e.is_retryable(),
             Self::Dynamo(e) => !matches!(
                 e.code(),
                 Some(
@@ -67,6 +71,9 @@ impl StoreError {
 pub struct Store {
     client: Client,
     table: String,
+    /// Seals the secret fields of records (integrations) before they are written and opens them
+    /// when read; a store without one refuses to write or read a secret.
+    vault: Option<crate::vault::Vault>,
 }
 
 /// The sort key every item uses: one item per partition, named by the key.
@@ -92,7 +99,21 @@ impl Store {
         Self {
             client,
             table: table.into(),
+            vault: None,
         }
+    }
+
+    /// This store, sealing secrets with `vault`.
+    pub fn with_vault(mut self, vault: crate::vault::Vault) -> Self {
+        self.vault = Some(vault);
+        self
+    }
+
+    /// The vault, or the error that says none is configured.
+    pub fn vault(&self) -> Result<&crate::vault::Vault, StoreError> {
+        self.vault
+            .as_ref()
+            .ok_or(StoreError::Vault(crate::vault::VaultError::NotConfigured))
     }
 
     pub fn table(&self) -> &str {

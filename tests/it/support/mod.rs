@@ -51,8 +51,12 @@ impl TestEnv {
             .await
             .expect("ministack creates the test table");
         calls.clear();
+        let vault = firmspace::vault::Vault::new(
+            aws_sdk_kms::Client::new(&sdk_config().await),
+            secrets_key().await,
+        );
         Self {
-            store: Store::new(client, table),
+            store: Store::new(client, table).with_vault(vault),
             calls,
         }
     }
@@ -76,6 +80,26 @@ impl TestEnv {
     pub async fn count(&self, kind: &str) -> usize {
         self.kinds().await.get(kind).copied().unwrap_or(0)
     }
+}
+
+/// One KMS key in ministack for every test of this run: what seals integration secrets.
+pub async fn secrets_key() -> String {
+    static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    KEY.get_or_init(|| async {
+        let kms = aws_sdk_kms::Client::new(&sdk_config().await);
+        let created = kms
+            .create_key()
+            .description("firmspace-tests: seals integration secrets")
+            .send()
+            .await
+            .expect("ministack creates a KMS key");
+        created
+            .key_metadata()
+            .map(|m| m.key_id().to_owned())
+            .expect("the key has an id")
+    })
+    .await
+    .clone()
 }
 
 pub fn uuid_like() -> String {

@@ -5,7 +5,7 @@ use crate::stack::root;
 use crate::throughput::{cpu_seconds, sdk_config, seed, workload, Figures, SECRET, SENDERS};
 use anyhow::{bail, Context, Result};
 use firmspace::ids::{IntegrationId, OrgId};
-use firmspace::store::{schema, Store};
+use firmspace::store::schema;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
@@ -41,7 +41,7 @@ pub(crate) async fn run(
     let suffix = hex::encode(firmspace::ids::random_bytes::<4>());
     let table = format!("bench-peer-{round}-{suffix}");
     schema::create_table(&client, &table).await?;
-    let store = Store::new(client, &table);
+    let store = crate::throughput::sealing_store(&config, client, &table).await?;
     let org = OrgId::generate();
     let integration = IntegrationId::generate(&org);
     let invoices = seed(&store, &org, &integration).await?;

@@ -167,6 +167,22 @@ pub(crate) async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
         .await
 }
 
+/// A store on `table` that seals integration secrets with a fresh KMS key in the emulator, as
+/// the deployed functions do.
+pub(crate) async fn sealing_store(
+    config: &aws_config::SdkConfig,
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<Store> {
+    let kms = aws_sdk_kms::Client::new(config);
+    let key = kms.create_key().description("bench").send().await?;
+    let key_id = key
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .context("the emulator's key has no id")?;
+    Ok(Store::new(client, table).with_vault(firmspace::vault::Vault::new(kms, key_id)))
+}
+
 /// Our handler, in-process, `SENDERS` at a time.
 async fn ours(endpoint: &str, emulator_pid: &str, round: usize) -> Result<Figures> {
     let calls = firmspace::aws::CallLog::default();
@@ -177,7 +193,7 @@ async fn ours(endpoint: &str, emulator_pid: &str, round: usize) -> Result<Figure
         hex::encode(firmspace::ids::random_bytes::<4>())
     );
     schema::create_table(&client, &table).await?;
-    let store = Store::new(client, table);
+    let store = sealing_store(&config, client, &table).await?;
     let org = OrgId::generate();
     let integration = IntegrationId::generate(&org);
     let invoices = seed(&store, &org, &integration).await?;

@@ -11,8 +11,9 @@ use crate::store::item::{Builder, Read};
 use crate::store::{Item, StoreError};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 use thiserror::Error;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -46,22 +47,34 @@ impl PaymentSettings {
         }
     }
 
+    /// The fields kept in clear; the secrets are sealed apart (`secrets`).
     pub(crate) fn write(&self, builder: Builder) -> Builder {
         let builder = builder.tag("provider", &self.provider());
         match self {
-            Self::Standard { secret } | Self::Stripe { secret } => {
-                builder.str("secret", secret.expose_secret())
-            }
+            Self::Standard { .. } | Self::Stripe { .. } => builder,
             Self::Monobank(merchant) => merchant.write(builder),
         }
     }
 
-    pub(crate) fn read(item: &Item) -> Result<Self, StoreError> {
-        let secret = || Ok::<_, StoreError>(SecretString::from(item.str_of("secret")?));
+    /// The fields sealed with KMS: the signing secret, monobank's token.
+    pub(crate) fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
+        match self {
+            Self::Standard { secret } | Self::Stripe { secret } => {
+                BTreeMap::from([("secret", secret)])
+            }
+            Self::Monobank(merchant) => merchant.token.iter().map(|t| ("token", t)).collect(),
+        }
+    }
+
+    pub(crate) fn read(
+        item: &Item,
+        secrets: &mut HashMap<String, SecretString>,
+    ) -> Result<Self, StoreError> {
+        let mut secret = || crate::integrations::take_secret(item, secrets, "secret");
         Ok(match item.tag_of::<Provider>("provider")? {
             Provider::Standard => Self::Standard { secret: secret()? },
             Provider::Stripe => Self::Stripe { secret: secret()? },
-            Provider::Monobank => Self::Monobank(monobank::Merchant::read(item)?),
+            Provider::Monobank => Self::Monobank(monobank::Merchant::read(item, secrets)?),
         })
     }
 }

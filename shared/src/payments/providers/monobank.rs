@@ -8,7 +8,7 @@ use crate::money::Currency;
 use crate::store::item::{s, Builder, Read};
 use crate::store::{Cond, Item, Store, StoreError, Update};
 use chrono::{DateTime, Utc};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::Deserialize;
 
 /// A monobank merchant as an integration knows it.
@@ -23,14 +23,12 @@ pub struct Merchant {
 }
 
 impl Merchant {
+    /// The fields kept in clear (the token is sealed apart).
     pub(crate) fn write(&self, builder: Builder) -> Builder {
-        builder
-            .str("public_key", &self.public_key)
-            .opt_str("token", self.token.as_ref().map(|t| t.expose_secret()))
-            .opt_str(
-                "key_fetched_at",
-                self.key_fetched_at.map(crate::time::format),
-            )
+        builder.str("public_key", &self.public_key).opt_str(
+            "key_fetched_at",
+            self.key_fetched_at.map(crate::time::format),
+        )
     }
 
     /// Keeps a key fetched from monobank for the integration `id`.
@@ -47,10 +45,13 @@ impl Merchant {
         store.update_if(&integration_pk(id), &update).await
     }
 
-    pub(crate) fn read(item: &Item) -> Result<Self, StoreError> {
+    pub(crate) fn read(
+        item: &Item,
+        secrets: &mut std::collections::HashMap<String, SecretString>,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
             public_key: item.str_of("public_key")?.to_owned(),
-            token: item.opt_str("token").map(SecretString::from),
+            token: secrets.remove("token"),
             key_fetched_at: item.opt_time("key_fetched_at"),
         })
     }

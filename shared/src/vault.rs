@@ -1,0 +1,219 @@
+//! Secrets at rest: envelope encryption with KMS. A record's secret fields (a signing secret, a
+//! provider token) are sealed together under a fresh data key (AES-256-GCM); KMS keeps the key
+//! that wraps the data key, and the record's id is the encryption context of both the KMS call
+//! and the cipher, so a sealed blob copied onto another record does not open. Only a function
+//! whose role may `kms:Decrypt` can open one; the api function may only seal
+//! (`kms:GenerateDataKey`).
+
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+use aws_sdk_kms::primitives::Blob;
+use aws_sdk_kms::types::DataKeySpec;
+use secrecy::{ExposeSecret, SecretString};
+use std::collections::{BTreeMap, HashMap};
+use std::error::Error as StdError;
+use thiserror::Error;
+
+/// The layout's version, the first byte of every sealed blob.
+const VERSION: u8 = 1;
+/// The encryption context's one key.
+const CONTEXT: &str = "record";
+
+#[derive(Debug, Error)]
+pub enum VaultError {
+    #[error("KMS call failed")]
+    Kms {
+        retryable: bool,
+        #[source]
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    #[error("sealed secrets are malformed: {0}")]
+    Malformed(&'static str),
+    #[error("no KMS key is configured to seal secrets (SECRETS_KEY_ID)")]
+    NotConfigured,
+}
+
+impl VaultError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Kms {
+                retryable: true,
+                ..
+            }
+        )
+    }
+
+    fn kms<E, R>(err: aws_sdk_kms::error::SdkError<E, R>) -> Self
+    where
+        E: aws_sdk_kms::error::ProvideErrorMetadata + StdError + Send + Sync + 'static,
+        R: std::fmt::Debug + Send + Sync + 'static,
+    {
+        use aws_sdk_kms::error::SdkError;
+        let retryable = match &err {
+            SdkError::ServiceError(e) => matches!(
+                e.err().code(),
+                Some(
+                    "KMSInternalException"
+                        | "DependencyTimeoutException"
+                        | "ThrottlingException"
+                        | "LimitExceededException"
+                        | "KMSInvalidStateException"
+                )
+            ),
+            SdkError::ConstructionFailure(_) => false,
+            _ => true,
+        };
+        Self::Kms {
+            retryable,
+            source: Box::new(err),
+        }
+    }
+}
+
+/// Seals and opens the secret fields of a record with one KMS key.
+#[derive(Clone, Debug)]
+pub struct Vault {
+    kms: aws_sdk_kms::Client,
+    key_id: String,
+}
+
+impl Vault {
+    pub fn new(kms: aws_sdk_kms::Client, key_id: impl Into<String>) -> Self {
+        Self {
+            kms,
+            key_id: key_id.into(),
+        }
+    }
+
+    /// Seals `fields` for the record `record` (its key): one `GenerateDataKey` call.
+    pub async fn seal(
+        &self,
+        record: &str,
+        fields: &BTreeMap<&str, &SecretString>,
+    ) -> Result<Vec<u8>, VaultError> {
+        let out = self
+            .kms
+            .generate_data_key()
+            .key_id(&self.key_id)
+            .key_spec(DataKeySpec::Aes256)
+            .encryption_context(CONTEXT, record)
+            .send()
+            .await
+            .map_err(VaultError::kms)?;
+        let (Some(key), Some(wrapped)) = (out.plaintext, out.ciphertext_blob) else {
+            return Err(VaultError::Malformed("KMS returned no data key"));
+        };
+        let clear: BTreeMap<&str, &str> = fields
+            .iter()
+            .map(|(name, value)| (*name, value.expose_secret()))
+            .collect();
+        let mut text = serde_json::to_vec(&clear).expect("strings serialize");
+        let nonce = crate::ids::random_bytes::<NONCE_LEN>();
+        cipher(key.as_ref())?
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(record.as_bytes()),
+                &mut text,
+            )
+            .map_err(|_| VaultError::Malformed("the cipher refused to seal"))?;
+        let wrapped = wrapped.into_inner();
+        let wrapped_len =
+            u16::try_from(wrapped.len()).map_err(|_| VaultError::Malformed("data key too long"))?;
+        let mut sealed = Vec::with_capacity(3 + wrapped.len() + NONCE_LEN + text.len());
+        sealed.push(VERSION);
+        sealed.extend_from_slice(&wrapped_len.to_be_bytes());
+        sealed.extend_from_slice(&wrapped);
+        sealed.extend_from_slice(&nonce);
+        sealed.extend_from_slice(&text);
+        Ok(sealed)
+    }
+
+    /// Opens what `seal` sealed for the same record: one `Decrypt` call.
+    pub async fn open(
+        &self,
+        record: &str,
+        sealed: &[u8],
+    ) -> Result<HashMap<String, SecretString>, VaultError> {
+        let (wrapped, nonce, text) = split(sealed)?;
+        let out = self
+            .kms
+            .decrypt()
+            .key_id(&self.key_id)
+            .ciphertext_blob(Blob::new(wrapped))
+            .encryption_context(CONTEXT, record)
+            .send()
+            .await
+            .map_err(VaultError::kms)?;
+        let key = out
+            .plaintext
+            .ok_or(VaultError::Malformed("KMS returned no plaintext"))?;
+        let mut text = text.to_vec();
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().expect("split gives NONCE_LEN bytes");
+        let clear = cipher(key.as_ref())?
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(record.as_bytes()),
+                &mut text,
+            )
+            .map_err(|_| VaultError::Malformed("sealed for another record or altered"))?;
+        let fields: HashMap<String, String> = serde_json::from_slice(clear)
+            .map_err(|_| VaultError::Malformed("the sealed fields are not a map"))?;
+        Ok(fields
+            .into_iter()
+            .map(|(name, value)| (name, SecretString::from(value)))
+            .collect())
+    }
+}
+
+fn cipher(key: &[u8]) -> Result<LessSafeKey, VaultError> {
+    UnboundKey::new(&AES_256_GCM, key)
+        .map(LessSafeKey::new)
+        .map_err(|_| VaultError::Malformed("the data key is not 256 bits"))
+}
+
+/// A sealed blob's parts: the wrapped data key, the nonce and the ciphertext.
+type Parts<'a> = (&'a [u8], &'a [u8], &'a [u8]);
+
+/// A sealed blob in its parts.
+fn split(sealed: &[u8]) -> Result<Parts<'_>, VaultError> {
+    let malformed = VaultError::Malformed("not a sealed blob of this layout");
+    let (&version, rest) = sealed.split_first().ok_or(VaultError::Malformed("empty"))?;
+    if version != VERSION || rest.len() < 2 {
+        return Err(malformed);
+    }
+    let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+    let rest = &rest[2..];
+    if rest.len() < len + NONCE_LEN {
+        return Err(malformed);
+    }
+    let (wrapped, rest) = rest.split_at(len);
+    let (nonce, text) = rest.split_at(NONCE_LEN);
+    Ok((wrapped, nonce, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_sealed_blob_splits_into_its_parts() {
+        let mut blob = vec![VERSION, 0, 3, 7, 7, 7];
+        blob.extend_from_slice(&[1; NONCE_LEN]);
+        blob.extend_from_slice(b"ciphertext");
+        let (wrapped, nonce, text) = split(&blob).unwrap();
+        assert_eq!(
+            (wrapped, nonce, text),
+            (&[7u8, 7, 7][..], &[1u8; NONCE_LEN][..], &b"ciphertext"[..])
+        );
+        assert!(split(&[2, 0, 0]).is_err());
+        assert!(split(&[VERSION, 0, 9, 1]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn splitting_never_panics(blob in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = split(&blob);
+        }
+    }
+}
