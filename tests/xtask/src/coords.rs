@@ -12,6 +12,8 @@ pub struct Coordinates {
     pub table: String,
     pub admin_token: String,
     pub stack_name: String,
+    /// The KMS key that seals integration secrets (`SECRETS_KEY_ID` of a function run by hand).
+    pub secrets_key: String,
 }
 
 impl Coordinates {
@@ -22,6 +24,7 @@ impl Coordinates {
             "table": self.table,
             "admin_token": self.admin_token,
             "stack_name": self.stack_name,
+            "secrets_key": self.secrets_key,
             "region": REGION,
         })
     }
@@ -47,6 +50,7 @@ impl Coordinates {
             table: field("table")?,
             admin_token: field("admin_token")?,
             stack_name: field("stack_name")?,
+            secrets_key: field("secrets_key")?,
         })
     }
 }

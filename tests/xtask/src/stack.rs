@@ -212,6 +212,7 @@ impl Stack {
             table: outputs["TableName"].clone(),
             admin_token: admin_token.to_owned(),
             stack_name: self.name.to_owned(),
+            secrets_key: outputs["SecretsKeyArn"].clone(),
         })
     }
 
