@@ -322,3 +322,58 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
     );
     assert_eq!(env.count("activity").await, 1);
 }
+
+#[tokio::test]
+async fn a_chosen_key_cannot_stand_for_another_notifications_team_copy() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    team(&env, &org, 1).await;
+    let note = |key: &str, recipient: Option<&str>| firmspace::effects::Notification {
+        org: org.clone(),
+        key: firmspace::ids::EventKey::new("payment", key),
+        recipient: recipient.map(str::to_owned),
+        text: format!("about {key}"),
+        at: Utc::now(),
+    };
+    // The team copy of `k1` for u1, and a direct notification whose key is `k1#u1`.
+    let team_copy = notify::deliver(&env.store, &note("k1", None))
+        .await
+        .unwrap()
+        .unwrap();
+    let chosen = notify::deliver(&env.store, &note("k1#u1", Some("u9")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (team_copy.written, chosen.written),
+        (1, 1),
+        "neither absorbed the other"
+    );
+    assert_eq!(env.count("notification").await, 2);
+    // Each is marked read by the key its list shows.
+    for recipient in ["u1", "u9"] {
+        let listed = notify::list(&env.store, &org, recipient).await.unwrap();
+        assert_eq!(listed.len(), 1, "{recipient}");
+        let key = listed[0]["key"].as_str().unwrap();
+        assert!(
+            notify::mark_read(&env.store, &org, key).await.unwrap(),
+            "{key}"
+        );
+    }
+    // The same for activity: entity `c1#x` with key `k` is not entity `c1` with key `x#k`.
+    let line = |entity: &str, key: &str| firmspace::effects::ActivityLine {
+        org: org.clone(),
+        entity_kind: EntityKind::Contact,
+        entity_id: entity.into(),
+        key: key.into(),
+        kind: "note".into(),
+        text: "hello".into(),
+        at: Utc::now(),
+    };
+    assert!(activity::append(&env.store, &line("c1#x", "k"))
+        .await
+        .unwrap());
+    assert!(activity::append(&env.store, &line("c1", "x#k"))
+        .await
+        .unwrap());
+}
