@@ -33,6 +33,22 @@ async fn team(env: &TestEnv, org: &OrgId, size: usize) {
 /// Books a payment that closes an invoice linked to contact c1 and deal d1; returns the stored
 /// payment event item.
 async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Item {
+    let links = Links {
+        owner: owner.map(str::to_owned),
+        contact_id: Some("c1".into()),
+        deal_id: Some("d1".into()),
+        company_id: None,
+    };
+    closing_payment_linked(env, org, links, "pay_c1").await
+}
+
+/// Books the payment `payment_id` that closes a new invoice with these links.
+async fn closing_payment_linked(
+    env: &TestEnv,
+    org: &OrgId,
+    links: Links,
+    payment_id: &str,
+) -> Item {
     let inv = invoice::create(
         &env.store,
         org,
@@ -40,12 +56,7 @@ async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Ite
             currency: Currency::parse("UAH").unwrap(),
             gross: dec!(40),
             status: InvoiceStatus::Open,
-            links: Links {
-                owner: owner.map(str::to_owned),
-                contact_id: Some("c1".into()),
-                deal_id: Some("d1".into()),
-                company_id: None,
-            },
+            links,
         },
         Utc::now(),
     )
@@ -55,7 +66,7 @@ async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Ite
         org: org.clone(),
         invoice_ref: Some(inv.id.as_str().to_owned()),
         source: Source::Stripe,
-        external_id: ExternalId::parse("id", "pay_c1").unwrap(),
+        external_id: ExternalId::parse("id", payment_id).unwrap(),
         amount: None,
         currency: None,
         at: Utc::now(),
@@ -189,38 +200,13 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     // U+FFFF is outside SQS's character set: past the API's limits, only SQS can refuse it.
-    let inv = invoice::create(
-        &env.store,
-        &org,
-        NewInvoice {
-            currency: Currency::parse("UAH").unwrap(),
-            gross: dec!(40),
-            status: InvoiceStatus::Open,
-            links: Links {
-                owner: Some("u1".into()),
-                contact_id: Some("c\u{FFFF}".into()),
-                deal_id: Some("d1".into()),
-                company_id: None,
-            },
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    let input = PaymentInput {
-        org: org.clone(),
-        invoice_ref: Some(inv.id.as_str().to_owned()),
-        source: Source::Stripe,
-        external_id: ExternalId::parse("id", "pay_poison").unwrap(),
-        amount: None,
-        currency: None,
-        at: Utc::now(),
-        actor: "test".into(),
-        reverses: None,
-        reversible: false,
+    let links = Links {
+        owner: Some("u1".into()),
+        contact_id: Some("c\u{FFFF}".into()),
+        deal_id: Some("d1".into()),
+        company_id: None,
     };
-    register_payment(&env.store, &input).await.unwrap();
-    let item = env.store.get(&input.pk()).await.unwrap().unwrap();
+    let item = closing_payment_linked(&env, &org, links, "pay_poison").await;
     let sqs = queues::client().await;
     let q = queues::three_queues(&sqs).await;
     let fanout = fanout::App::new(

@@ -249,24 +249,8 @@ async fn a_success_and_its_reversal_at_once_never_leave_money_booked() {
 async fn forged_signatures_fetch_the_monobank_key_at_most_once_across_cold_functions() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
-    let hook = fixtures::payments_integration(
-        &env,
-        &org.id,
-        firmspace::payments::providers::PaymentSettings::Monobank(
-            firmspace::payments::providers::monobank::Merchant {
-                public_key: fixtures::monobank_public_key_b64(),
-                token: Some("merchant-token".to_owned().into()),
-                key_fetched_at: None,
-            },
-        ),
-    )
-    .await;
     // monobank answers with the key we already have: the fetch cannot help, and still counts.
-    let monobank = crate::support::target::spawn_monobank(
-        fixtures::monobank_public_key_b64(),
-        "merchant-token",
-    )
-    .await;
+    let (hook, monobank) = confirming_merchant(&env, &org.id, Vec::new()).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(42), "UAH").await;
     let body = format!(
         r#"{{"invoiceId":"p_forged","status":"success","amount":4200,"ccy":980,"reference":"{}"}}"#,

@@ -99,10 +99,6 @@ impl MonobankApi {
     }
 }
 
-pub async fn spawn_monobank(key: String, token: &'static str) -> MonobankApi {
-    spawn_monobank_with(key, token, Vec::new()).await
-}
-
 /// A stand-in for monobank's merchant API: `/api/merchant/pubkey` answers `key`, and
 /// `/api/merchant/invoice/status?invoiceId=` answers the entry of `invoices` with that
 /// `invoiceId` (an entry with `"fail": 500` answers that status), 404 for any other; both only
