@@ -426,3 +426,33 @@ async fn a_send_starts_only_with_time_left_for_the_call_and_its_check() {
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(server.seen().len(), 1);
 }
+
+#[tokio::test]
+async fn a_warm_worker_opens_an_outbound_targets_secret_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let server = target::spawn(Duration::ZERO, 200).await;
+    let hook = outbound(&env, &org, server.url(), None).await;
+    rule(
+        &env,
+        &org,
+        Action::SendMessage {
+            integration_id: hook,
+            text: "hi".into(),
+        },
+    )
+    .await;
+    let w = workers(&env, Duration::from_secs(2), 5);
+    let mut loads = Vec::new();
+    for event in ["payment:standard:p13", "payment:standard:p14"] {
+        env.calls.clear();
+        let response = w
+            .automation
+            .process(event_of(event, &trigger(&org, event)), Utc::now())
+            .await;
+        assert!(response.batch_item_failures.is_empty());
+        loads.push(env.calls.take().iter().filter(|c| *c == "GetItem").count());
+    }
+    assert_eq!(loads, [1, 0], "the second send uses the warm target");
+    assert_eq!(server.seen().len(), 2);
+}

@@ -20,11 +20,29 @@ use firmspace::integrations::{self, Settings};
 use firmspace::review::ReviewItem;
 use firmspace::store::Store;
 use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub struct Automation {
     store: Store,
     outbound: Outbound,
+    /// Outbound targets with their secrets opened, kept for `TARGET_TTL` in the warm function:
+    /// a send costs a KMS `Decrypt` only when it loads its target.
+    targets: Mutex<HashMap<String, (Instant, OutboundTarget)>>,
+}
+
+/// How long a warm function keeps an opened outbound target.
+const TARGET_TTL: Duration = Duration::from_secs(60);
+
+impl Automation {
+    pub fn new(store: Store, outbound: Outbound) -> Self {
+        Self {
+            store,
+            outbound,
+            targets: Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 pub type App = SqsApp<Automation>;
@@ -46,10 +64,7 @@ struct Transient(String);
 
 pub fn app(store: Store, outbound: Outbound, max_receives: u32) -> App {
     SqsApp::new(
-        Automation {
-            store: store.clone(),
-            outbound,
-        },
+        Automation::new(store.clone(), outbound),
         store,
         max_receives,
     )
@@ -59,10 +74,10 @@ pub fn app(store: Store, outbound: Outbound, max_receives: u32) -> App {
 pub async fn from_env() -> Result<App, ConfigError> {
     SqsApp::from_env(|config, store| {
         let timeout = Duration::from_millis(parse_var("OUTBOUND_TIMEOUT_MS", 5000)?);
-        Ok(Automation {
+        Ok(Automation::new(
             store,
-            outbound: Outbound::new(timeout, config.allows_loopback()),
-        })
+            Outbound::new(timeout, config.allows_loopback()),
+        ))
     })
     .await
 }
@@ -165,13 +180,32 @@ impl Automation {
         Ok(())
     }
     async fn target(&self, rule: &Rule, id: &IntegrationId) -> Result<OutboundTarget, WorkError> {
-        let found = if id.org == rule.org {
+        let cached = |targets: &HashMap<String, (Instant, OutboundTarget)>| {
+            targets
+                .get(&id.id)
+                .filter(|(at, _)| at.elapsed() < TARGET_TTL)
+                .map(|(_, target)| target.clone())
+        };
+        // Only the rule's own organisation's integration, cached or not.
+        let own = id.org == rule.org;
+        if own {
+            if let Some(target) = cached(&self.targets.lock().unwrap_or_else(|p| p.into_inner())) {
+                return Ok(target);
+            }
+        }
+        let found = if own {
             integrations::get(&self.store, id).await?
         } else {
             None
         };
         match found.map(|i| i.settings) {
-            Some(Settings::Outbound(target)) => Ok(target),
+            Some(Settings::Outbound(target)) => {
+                self.targets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id.id.clone(), (Instant::now(), target.clone()));
+                Ok(target)
+            }
             _ => Err(WorkError::permanent(
                 "unknown_integration",
                 format!("rule {} names no outbound integration", rule.rule_id),
