@@ -25,9 +25,9 @@ use std::convert::Infallible;
 
 /// What only the api function reads: who may create organisations, and the public base URL
 /// that webhook URLs are built on.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Settings {
-    pub admin_token: SecretString,
+    pub admin_token: AdminToken,
     /// `PUBLIC_URL`: base of the public API URL, told to providers as their webhook URL.
     pub public_url: String,
     /// Loopback outbound targets are allowed (`local`/`test` stages only).
@@ -54,7 +54,7 @@ impl App {
     pub async fn from_env() -> Result<Self, ConfigError> {
         let config = Config::from_env()?;
         let settings = Settings {
-            admin_token: admin_token(&config).await?,
+            admin_token: AdminToken::from_env(&config).await?,
             public_url: config::var("PUBLIC_URL").unwrap_or_default(),
             allows_loopback: config.allows_loopback(),
         };
@@ -91,7 +91,7 @@ impl App {
         match found.route.op {
             Op::OpenApi => openapi::response(),
             Op::CreateOrg => {
-                self.require_admin(req)?;
+                self.require_admin(req).await?;
                 setup::create_org(&self.store, req, now).await
             }
             Op::Org(op) => {
@@ -136,8 +136,8 @@ impl App {
         }
     }
 
-    fn require_admin(&self, req: &Request) -> Result<(), ApiError> {
-        let expected = &self.settings.admin_token;
+    async fn require_admin(&self, req: &Request) -> Result<(), ApiError> {
+        let expected = self.settings.admin_token.get().await?;
         let given = bearer(req).unwrap_or_default();
         // Compare digests, so the comparison's timing says nothing about the token.
         if Sha256::digest(given.as_bytes()) == Sha256::digest(expected.expose_secret().as_bytes()) {
@@ -169,23 +169,70 @@ fn unrouted(method: &str, segments: &[&str]) -> ApiError {
     }
 }
 
-/// The admin token: read once at start from Secrets Manager (`ADMIN_TOKEN_SECRET_ARN`, as the
-/// template deploys it). `ADMIN_TOKEN` is only for a function run by hand without the stack.
-async fn admin_token(config: &Config) -> Result<SecretString, ConfigError> {
-    const ARN: &str = "ADMIN_TOKEN_SECRET_ARN";
-    let Some(arn) = config::var(ARN) else {
-        return Ok(SecretString::from(config::require("ADMIN_TOKEN")?));
-    };
-    let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
-    let out = aws_sdk_secretsmanager::Client::new(&sdk)
-        .get_secret_value()
-        .secret_id(&arn)
-        .send()
+/// The token that may create organisations. In a deployment it lives in Secrets Manager
+/// (`ADMIN_TOKEN_SECRET_ARN`) and is read on the first `POST /api/orgs`, then kept: no other
+/// route needs it, so a cold start pays no call for it. `ADMIN_TOKEN` gives it directly, only for
+/// a function run by hand without the stack.
+pub enum AdminToken {
+    Given(SecretString),
+    InSecretsManager {
+        client: aws_sdk_secretsmanager::Client,
+        arn: String,
+        read: tokio::sync::OnceCell<SecretString>,
+    },
+}
+
+impl From<String> for AdminToken {
+    fn from(token: String) -> Self {
+        Self::Given(SecretString::from(token))
+    }
+}
+
+impl std::fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Given(_) => f.write_str("AdminToken::Given([redacted])"),
+            Self::InSecretsManager { arn, .. } => write!(f, "AdminToken::InSecretsManager({arn})"),
+        }
+    }
+}
+
+impl AdminToken {
+    async fn from_env(config: &Config) -> Result<Self, ConfigError> {
+        let Some(arn) = config::var("ADMIN_TOKEN_SECRET_ARN") else {
+            return Ok(config::require("ADMIN_TOKEN")?.into());
+        };
+        let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
+        Ok(Self::InSecretsManager {
+            client: aws_sdk_secretsmanager::Client::new(&sdk),
+            arn,
+            read: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The token; a Secrets Manager that cannot be read now is a 503 (a retry can help).
+    async fn get(&self) -> Result<&SecretString, ApiError> {
+        let (client, arn, read) = match self {
+            Self::Given(token) => return Ok(token),
+            Self::InSecretsManager { client, arn, read } => (client, arn, read),
+        };
+        read.get_or_try_init(|| async {
+            let out = client
+                .get_secret_value()
+                .secret_id(arn)
+                .send()
+                .await
+                .map_err(|e| {
+                    tracing::error!(error.message = %e, error.cause_chain = ?e, "admin token could not be read");
+                    ApiError::new(503, "unavailable", "temporarily unavailable; retry later")
+                })?;
+            out.secret_string.map(SecretString::from).ok_or_else(|| {
+                tracing::error!(%arn, "the admin token secret holds no string");
+                ApiError::new(500, "internal", "internal error")
+            })
+        })
         .await
-        .map_err(|e| ConfigError::Invalid(ARN, format!("{arn} could not be read: {e}")))?;
-    out.secret_string
-        .map(SecretString::from)
-        .ok_or_else(|| ConfigError::Invalid(ARN, format!("{arn} holds no string")))
+    }
 }
 
 fn bearer(req: &Request) -> Option<&str> {
