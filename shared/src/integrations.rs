@@ -3,6 +3,7 @@
 //! lives here once. `Debug` never shows a secret, and no secret is stored in clear: the signing
 //! secrets and provider tokens are sealed with KMS (`vault`), the rest is plain attributes.
 
+use crate::calls::providers::CallSettings;
 use crate::effects::outbound::OutboundTarget;
 use crate::ids::{IntegrationId, OrgId};
 use crate::payments::providers::PaymentSettings;
@@ -22,12 +23,14 @@ use std::collections::{BTreeMap, HashMap};
 pub enum IntegrationKind {
     Payments,
     Outbound,
+    Calls,
 }
 
 #[derive(Clone, Debug)]
 pub enum Settings {
     Payments(PaymentSettings),
     Outbound(OutboundTarget),
+    Calls(CallSettings),
 }
 
 #[derive(Clone, Debug)]
@@ -50,6 +53,7 @@ impl Integration {
         match self.settings {
             Settings::Payments(_) => IntegrationKind::Payments,
             Settings::Outbound(_) => IntegrationKind::Outbound,
+            Settings::Calls(_) => IntegrationKind::Calls,
         }
     }
 
@@ -66,6 +70,7 @@ impl Integration {
         match &self.settings {
             Settings::Payments(p) => p.write(builder),
             Settings::Outbound(o) => o.write(builder),
+            Settings::Calls(c) => c.write(builder),
         }
         .build()
     }
@@ -74,6 +79,7 @@ impl Integration {
         match &self.settings {
             Settings::Payments(p) => p.secrets(),
             Settings::Outbound(o) => BTreeMap::from([("secret", &o.secret)]),
+            Settings::Calls(c) => c.secrets(),
         }
     }
 
@@ -101,6 +107,7 @@ impl Integration {
             IntegrationKind::Outbound => {
                 Settings::Outbound(OutboundTarget::read(item, &mut secrets)?)
             }
+            IntegrationKind::Calls => Settings::Calls(CallSettings::read(item, &mut secrets)?),
         };
         Ok(Self {
             id,

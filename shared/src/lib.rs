@@ -6,7 +6,9 @@
 //! is the one edge every event source plugs into, `effects::worker` the one SQS loop.
 
 pub mod aws;
+pub mod calls;
 pub mod config;
+pub mod contacts;
 pub mod effects;
 pub mod fields;
 pub mod http;

@@ -82,7 +82,7 @@ async fn closing_payment_linked(
         .expect("event stored")
 }
 
-fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dynamodb::Event {
+pub fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dynamodb::Event {
     let image: serde_dynamo::Item = item.clone().into();
     serde_json::from_value(json!({"Records": [{
         "eventID": sequence, "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",

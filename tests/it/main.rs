@@ -5,6 +5,7 @@
 
 mod api;
 mod automation;
+mod calls;
 mod consequences;
 mod e2e;
 mod edge;

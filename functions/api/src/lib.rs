@@ -4,6 +4,7 @@
 //! `GET /api/openapi.json` (the document of every route, from the table `routes` dispatches by)
 //! takes none.
 
+mod calls;
 mod consequences;
 mod invoices;
 mod openapi;
@@ -129,6 +130,10 @@ impl App {
             }
             OrgOp::CreateRule => consequences::create_rule(store, ctx).await,
             OrgOp::Tasks => consequences::tasks(store, ctx).await,
+            OrgOp::CreateCall => calls::create(store, ctx).await,
+            OrgOp::ListCalls => calls::list(store, ctx).await,
+            OrgOp::CreateContact => calls::create_contact(store, ctx).await,
+            OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
             OrgOp::Review => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))

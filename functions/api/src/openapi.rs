@@ -2,6 +2,7 @@
 //! routes from the route table that dispatches them, and the payment webhook (served by the
 //! `payment-webhook` function) beside them.
 
+mod calls_webhook;
 mod webhook;
 
 use crate::routes::{Answer, Auth, In, Method, Param, Route, ROUTES};
@@ -49,6 +50,8 @@ pub fn document() -> OpenApi {
     }
     let hook = webhook::operation(&mut schemas);
     paths = paths.path(webhook::PATH, PathItem::new(HttpMethod::Post, hook));
+    let calls = calls_webhook::operation(&mut schemas);
+    paths = paths.path(calls_webhook::PATH, PathItem::new(HttpMethod::Post, calls));
     let info = InfoBuilder::new()
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))

@@ -47,6 +47,10 @@ pub enum OrgOp {
     ActivityLog,
     CreateRule,
     Tasks,
+    CreateCall,
+    ListCalls,
+    CreateContact,
+    ListContacts,
     Review,
 }
 

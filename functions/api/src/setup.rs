@@ -1,6 +1,7 @@
 //! Organisations, integrations and team members.
 
 use crate::Ctx;
+use firmspace::calls::providers::{webhook_url, CallProvider, CallSettings};
 use firmspace::effects::outbound::OutboundTarget;
 use firmspace::effects::targets;
 use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, SECRET_MAX, URL_MAX};
@@ -44,7 +45,7 @@ pub async fn create_org(
 pub struct NewIntegration {
     #[schema(value_type = firmspace::integrations::IntegrationKind)]
     kind: IntegrationKind,
-    /// `standard`, `stripe` or `monobank`.
+    /// payments: `standard`, `stripe` or `monobank`; calls: `twilio` or `standard`.
     provider: Option<String>,
     /// `whsec_...`; generated when absent.
     secret: Option<String>,
@@ -56,13 +57,16 @@ pub struct NewIntegration {
     status_url: Option<String>,
     /// monobank X-Token, to fetch a rotated key.
     token: Option<String>,
+    /// calls, Twilio: the account's auth token, which signs every callback.
+    auth_token: Option<String>,
 }
 
 /// Every text of a new integration within its limit, before anything else is looked at.
 fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
-    let checks: [(&'static str, &Option<String>, usize); 5] = [
+    let checks: [(&'static str, &Option<String>, usize); 6] = [
         ("secret", &body.secret, SECRET_MAX),
         ("token", &body.token, SECRET_MAX),
+        ("auth_token", &body.auth_token, SECRET_MAX),
         ("public_key", &body.public_key, PUBLIC_KEY_MAX),
         ("url", &body.url, URL_MAX),
         ("status_url", &body.status_url, URL_MAX),
@@ -169,6 +173,24 @@ fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
                 "secret": secret.map(|s| s.expose_secret()),
             })
         }
+        Settings::Calls(c) => {
+            let (secret, signature) = match c {
+                CallSettings::Twilio { .. } => (
+                    None,
+                    "X-Twilio-Signature (HMAC-SHA1 of this URL and the sorted parameters)",
+                ),
+                CallSettings::Standard { secret } => (
+                    Some(secret),
+                    "webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)",
+                ),
+            };
+            json!({
+                "webhook_url": webhook_url(public_url, &integration.id),
+                "provider": c.provider(),
+                "signature": signature,
+                "secret": secret.map(|s| s.expose_secret()),
+            })
+        }
         Settings::Outbound(o) => json!({
             "url": o.url,
             "status_url": o.status_url,
@@ -195,6 +217,7 @@ pub async fn create_integration(
             IntegrationKind::Outbound => {
                 Settings::Outbound(outbound_target(&body, settings.allows_loopback)?)
             }
+            IntegrationKind::Calls => Settings::Calls(call_settings(&body)?),
         },
         created_at: ctx.now,
     };
@@ -203,6 +226,43 @@ pub async fn create_integration(
         201,
         &describe(&integration, &settings.public_url),
     ))
+}
+
+/// `twilio` with the account's `auth_token`, or `standard` with a `whsec_` secret (generated
+/// when absent).
+fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<CallProvider>) {
+        Some(CallProvider::Twilio) => {
+            let token = body.auth_token.clone().ok_or_else(|| {
+                ApiError::bad_request(
+                    "missing_auth_token",
+                    "twilio needs the account's auth_token",
+                )
+            })?;
+            Ok(CallSettings::Twilio {
+                auth_token: SecretString::from(token),
+            })
+        }
+        Some(CallProvider::Standard) => {
+            let secret = body
+                .secret
+                .clone()
+                .unwrap_or_else(standard::generate_secret);
+            if !secret.starts_with("whsec_") || standard::Verifier::new(&secret).is_err() {
+                return Err(ApiError::bad_request(
+                    "invalid_secret",
+                    "secret must be whsec_ followed by the base64 of 24 to 64 bytes",
+                ));
+            }
+            Ok(CallSettings::Standard {
+                secret: SecretString::from(secret),
+            })
+        }
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a calls integration's provider is twilio or standard",
+        )),
+    }
 }
 
 /// An outbound URL must be https to a public host; loopback http only where the stage allows it.

@@ -7,12 +7,19 @@ use crate::store::item::Read;
 use crate::store::{Item, StoreError};
 
 /// Event kinds the stream hands to the fan-out (the event source mapping filters on these).
-pub const EVENT_KINDS: &[&str] = &[event::KIND, "message", "call", "bank_tx", "ledger_line"];
+pub const EVENT_KINDS: &[&str] = &[
+    event::KIND,
+    "message",
+    crate::calls::KIND,
+    "bank_tx",
+    "ledger_line",
+];
 
 /// The consequences of one newly stored item; items that are not events yield none.
 pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
     match item.opt_str("kind") {
         Some(event::KIND) => Ok(PaymentEvent::from_item(item)?.consequences()),
+        Some(crate::calls::KIND) => Ok(crate::calls::Call::from_item(item)?.consequences()),
         _ => Ok(Vec::new()),
     }
 }

@@ -5,6 +5,7 @@
 pub mod monobank;
 pub mod standard;
 pub mod stripe;
+pub mod twilio;
 
 use chrono::{DateTime, Utc};
 use http::HeaderMap;

@@ -138,7 +138,10 @@ impl<S: Source> Edge<S> {
             }
         };
         count(label, outcome);
-        Ok(json_response(200, &recorded.answer))
+        Ok(json_response(
+            self.source.status(&recorded.outcome),
+            &recorded.answer,
+        ))
     }
 
     /// A verified body that cannot be read: kept raw for a person, answered 200.

@@ -80,6 +80,12 @@ pub trait Source: Send + Sync {
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<Recorded, ApiError>> + Send;
 
+    /// The status of a recorded event's answer: 200, or 201 for a source whose first delivery
+    /// creates (calls).
+    fn status(&self, _outcome: &Outcome) -> u16 {
+        200
+    }
+
     /// A last chance after the freshest stored copy failed to verify: a provider that rotates
     /// keys on its side (monobank) may fetch the current key and return the updated integration.
     fn refresh(

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook api fanout notify-worker activity-worker automation-worker";
+    "payment-webhook call-webhook api fanout notify-worker activity-worker automation-worker";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -208,6 +208,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("AWS_ENDPOINT_URL", NOWHERE)
         .env("AWS_MAX_ATTEMPTS", "1")
         .env("ADMIN_TOKEN", "coldstart-admin-token")
+        .env("PUBLIC_URL", "https://api.example.com")
         .env("NOTIFICATIONS_QUEUE_URL", &queue)
         .env("ACTIVITY_QUEUE_URL", &queue)
         .env("AUTOMATION_QUEUE_URL", &queue)
@@ -259,6 +260,7 @@ fn event(name: &str) -> Value {
     let (at, key) = ("2026-12-02T10:00:00.000Z", "payment:stripe:pi_1");
     match name {
         "payment-webhook" => webhook_event(),
+        "call-webhook" => call_event(),
         "api" => http_event(
             json!({"routeKey": "ANY /api/{proxy+}", "rawPath": "/api/invoices",
             "pathParameters": {"proxy": "invoices"},
@@ -288,6 +290,16 @@ fn webhook_event() -> Value {
             "webhook-timestamp": chrono::Utc::now().timestamp().to_string(),
             "webhook-signature": "v1,bm90IGEgcmVhbCBzaWduYXR1cmU="},
         "body": body.to_string()}))
+}
+
+/// A Twilio status callback; the signature is not valid, and need not be.
+fn call_event() -> Value {
+    let id = format!("{ORG}_0123456789abcdef");
+    http_event(json!({"routeKey": "POST /hooks/{integration_id}/calls",
+        "rawPath": format!("/hooks/{id}/calls"), "pathParameters": {"integration_id": id},
+        "headers": {"content-type": "application/x-www-form-urlencoded",
+            "x-twilio-signature": "bm90IGEgcmVhbCBzaWduYXR1cmU="},
+        "body": "CallSid=CA1&Direction=inbound&From=%2B14158675310&To=%2B18005551212&CallStatus=no-answer"}))
 }
 
 /// API Gateway HTTP API payload format 2.0, as `lambda_http` reads it; `request` holds the

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/payments";
 
-const fn header(name: &'static str, doc: &'static str) -> Param {
+pub(super) const fn header(name: &'static str, doc: &'static str) -> Param {
     Param {
         name,
         at: In::Header,
@@ -81,9 +81,10 @@ enum IgnoredStatus {
     Ignored,
 }
 
-/// A status before paid (`payment.processing`, monobank `hold`, ...): nothing written.
+/// A status this source does not record (`payment.processing`, monobank `hold`, a call still
+/// `ringing`, ...): nothing written.
 #[derive(Serialize, ToSchema)]
-struct IgnoredDelivery {
+pub(super) struct IgnoredDelivery {
     status: IgnoredStatus,
     provider_status: String,
 }
@@ -101,7 +102,7 @@ enum UnparseableStatus {
 /// A verified body that cannot be read: kept with a review item; the same body again is a
 /// duplicate of the kept one.
 #[derive(Serialize, ToSchema)]
-struct UnparseableDelivery {
+pub(super) struct UnparseableDelivery {
     status: UnparseableStatus,
     duplicate: bool,
     /// The review item's reason, `unparseable_payload`.

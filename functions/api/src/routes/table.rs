@@ -3,11 +3,13 @@
 use super::Answer::{Document, Items, One};
 use super::Method::{Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
+use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::invoices::{CreateInvoice, ManualPayment};
 use crate::openapi::doc;
 use crate::schemas as s;
 use crate::setup::{NewIntegration, NewMember, NewOrg};
+use firmspace::calls::CallFields;
 
 const fn path(name: &'static str, doc: &'static str) -> Param {
     Param {
@@ -247,6 +249,60 @@ pub static ROUTES: &[Route] = &[
         body: None,
         ok: OK,
         answer: Items(doc::<s::Task>),
+        errors: &[],
+    },
+    Route {
+        method: Post,
+        path: "/api/calls",
+        op: Op::Org(CreateCall),
+        summary: "A call from the browser softphone, stored once under call:CALL_ID:DIRECTION",
+        params: &[],
+        body: Some(doc::<CallFields>),
+        ok: &[
+            (201, "the first report of this call"),
+            (200, "a repeat (`duplicate: true`, the stored call), or a status before the end (`status: ignored`)"),
+        ],
+        answer: One(doc::<s::CallAnswer>),
+        errors: &[(
+            400,
+            "`malformed`, `invalid_field` (`call_id` 1-255 characters, `direction`, `peer` in \
+             E.164, `status`, `duration` 0-86400)",
+        )],
+    },
+    Route {
+        method: Get,
+        path: "/api/calls",
+        op: Op::Org(ListCalls),
+        summary: "The organisation's calls, newest first",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Call>),
+        errors: &[],
+    },
+    Route {
+        method: Post,
+        path: "/api/contacts",
+        op: Op::Org(CreateContact),
+        summary: "A contact; its phone (E.164) finds it when it calls or writes",
+        params: &[],
+        body: Some(doc::<NewContactBody>),
+        ok: CREATED,
+        answer: One(doc::<s::Contact>),
+        errors: &[
+            (400, "`malformed`, `invalid_field` (`name`, `phone`, `owner`)"),
+            (409, "`phone_in_use`: the phone belongs to another contact"),
+        ],
+    },
+    Route {
+        method: Get,
+        path: "/api/contacts",
+        op: Op::Org(ListContacts),
+        summary: "The organisation's contacts (manual and leads), newest first",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Contact>),
         errors: &[],
     },
     Route {

@@ -1,0 +1,97 @@
+//! `POST /hooks/{integration_id}/calls`, served by the call-webhook function: a SIP provider's
+//! call result. Only a final status makes a call; the first report answers 201, a repeat 200.
+
+use super::webhook::{header, IgnoredDelivery, UnparseableDelivery};
+use super::{doc, error, parameter, Schemas, JSON, SERVER};
+use crate::routes::{In, Param};
+use crate::schemas::CallAnswer;
+use firmspace::calls::CallFields;
+use firmspace::signature::{standard, twilio};
+use serde::Serialize;
+use utoipa::openapi::path::{Operation, OperationBuilder};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::{
+    ContentBuilder, OneOfBuilder, Ref, Required, ResponseBuilder, ResponsesBuilder,
+};
+use utoipa::ToSchema;
+
+pub const PATH: &str = "/hooks/{integration_id}/calls";
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "integration_id",
+        at: In::Path,
+        required: true,
+        doc: "the calls integration's id, from POST /api/integrations",
+    },
+    header(
+        twilio::SIGNATURE,
+        "twilio: base64 HMAC-SHA1 of this URL followed by the form parameters sorted by name",
+    ),
+    header(standard::ID, "standard: the message id"),
+    header(
+        standard::TIMESTAMP,
+        "standard: unix seconds, at most 5 minutes off",
+    ),
+    header(
+        standard::SIGNATURE,
+        "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
+    ),
+];
+
+/// A generic provider's call (Standard Webhooks signed JSON); Twilio posts its form fields
+/// (`CallSid`, `Direction`, `From`, `To`, `CallStatus`, `CallDuration`) instead.
+#[derive(Serialize, ToSchema)]
+struct StandardCall {
+    #[serde(rename = "type")]
+    #[schema(example = "call.completed")]
+    kind: String,
+    data: CallFields,
+}
+
+pub fn operation(schemas: &mut Schemas) -> Operation {
+    let body =
+        ContentBuilder::new().schema(Some(Ref::from_schema_name(doc::<StandardCall>(schemas))));
+    let call = doc::<CallAnswer>(schemas);
+    let created = ResponseBuilder::new()
+        .description("the first report of this call")
+        .content(
+            JSON,
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(call.clone())))
+                .build(),
+        );
+    let repeated = OneOfBuilder::new()
+        .item(Ref::from_schema_name(call))
+        .item(Ref::from_schema_name(doc::<IgnoredDelivery>(schemas)))
+        .item(Ref::from_schema_name(doc::<UnparseableDelivery>(schemas)));
+    let ok = ResponseBuilder::new()
+        .description(
+            "a repeat (`duplicate: true` and the stored call; another status or duration for the \
+             same key keeps the first and files `payload_mismatch`), a status before the end, or \
+             an unparseable body kept for review",
+        )
+        .content(JSON, ContentBuilder::new().schema(Some(repeated)).build());
+    let mut responses = ResponsesBuilder::new()
+        .response("201", created.build())
+        .response("200", ok.build())
+        .response("401", error("`invalid_signature`"))
+        .response("404", error("`not_found`: no such calls integration"))
+        .response("413", error("`payload_too_large`: body over 256 KiB"));
+    for (status, codes) in SERVER {
+        responses = responses.response(status.to_string(), error(codes));
+    }
+    OperationBuilder::new()
+        .summary(Some(
+            "A SIP provider's call result (served by call-webhook)",
+        ))
+        .parameters(Some(PARAMS.iter().map(parameter)))
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content(JSON, body.build())
+                .build(),
+        ))
+        .responses(responses.build())
+        .build()
+}

@@ -1,0 +1,153 @@
+#![forbid(unsafe_code)]
+//! `POST /hooks/{integration_id}/calls`: call results from SIP providers on the shared edge. This
+//! crate is only what is particular to calls: a verifier per provider (Twilio's over the public
+//! URL, Standard Webhooks), a parser per provider, and `calls::record` as the record step. Only a
+//! final status makes a call; the first report answers 201, every repeat 200 with the stored call.
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use firmspace::calls::providers::{self, webhook_url, CallProvider, CallSettings, Posted};
+use firmspace::calls::{self, CallInput, Checked, Recorded as Stored};
+use firmspace::config::{self, Config};
+use firmspace::http::ApiError;
+use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::signature::{self, SignatureError, Verified, Verify};
+use firmspace::store::Store;
+use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use http::HeaderMap;
+use secrecy::ExposeSecret;
+
+/// The call webhook: the shared edge over the calls source.
+pub type App = Edge<Calls>;
+
+/// `public_url` is the base the providers were given (`PUBLIC_URL`): Twilio signs the full URL.
+pub fn app(store: Store, public_url: &str) -> App {
+    Edge::new(
+        Calls {
+            public_url: public_url.to_owned(),
+        },
+        store,
+    )
+}
+
+pub async fn from_env() -> anyhow::Result<App> {
+    let config = Config::from_env().context("loading configuration")?;
+    let public_url = config::require("PUBLIC_URL").context("loading configuration")?;
+    Ok(app(config.store().await, &public_url))
+}
+
+pub struct Calls {
+    public_url: String,
+}
+
+/// One verifier per provider, built from the integration's key.
+pub enum CallVerifier {
+    Twilio(signature::twilio::Verifier),
+    Standard(signature::standard::Verifier),
+}
+
+impl Verify for CallVerifier {
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Verified, SignatureError> {
+        match self {
+            Self::Twilio(v) => v.verify(headers, body, now),
+            Self::Standard(v) => v.verify(headers, body, now),
+        }
+    }
+}
+
+fn settings(integration: &Integration) -> Option<&CallSettings> {
+    match &integration.settings {
+        Settings::Calls(c) => Some(c),
+        _ => None,
+    }
+}
+
+impl Source for Calls {
+    const KIND: IntegrationKind = IntegrationKind::Calls;
+    type Verifier = CallVerifier;
+    type Event = CallInput;
+
+    fn verifier(&self, integration: &Integration) -> Result<CallVerifier, SignatureError> {
+        Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
+            CallSettings::Twilio { auth_token } => {
+                CallVerifier::Twilio(signature::twilio::Verifier::new(
+                    auth_token.expose_secret(),
+                    &webhook_url(&self.public_url, &integration.id),
+                )?)
+            }
+            CallSettings::Standard { secret } => {
+                CallVerifier::Standard(signature::standard::Verifier::new(secret.expose_secret())?)
+            }
+        })
+    }
+
+    fn label(&self, integration: &Integration) -> &'static str {
+        match settings(integration).map(CallSettings::provider) {
+            Some(CallProvider::Twilio) => "twilio",
+            Some(CallProvider::Standard) => "standard",
+            None => "calls",
+        }
+    }
+
+    fn parse(
+        &self,
+        integration: &Integration,
+        verified: &Verified,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Parsed<CallInput>, String> {
+        let posted = match settings(integration).map(CallSettings::provider) {
+            Some(CallProvider::Twilio) => providers::twilio(body)?,
+            Some(CallProvider::Standard) => providers::standard(body)?,
+            None => return Err("not a calls integration".into()),
+        };
+        let fields = match posted {
+            Posted::Ignored(kind) => return Ok(Parsed::Ignored(kind)),
+            Posted::Fields(fields) => fields,
+        };
+        let at = verified.at.unwrap_or(now);
+        match fields.check(integration.org(), &integration.id.id, at) {
+            Ok(Checked::Call(call)) => Ok(Parsed::Event(call)),
+            Ok(Checked::Pending(status)) => Ok(Parsed::Ignored(status)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn record(
+        &self,
+        store: &Store,
+        _integration: &Integration,
+        input: CallInput,
+        _now: DateTime<Utc>,
+    ) -> Result<Recorded, ApiError> {
+        let stored = calls::record(store, &input).await?;
+        let outcome = match &stored {
+            Stored::New(_) => Outcome::Stored { review: false },
+            Stored::Duplicate {
+                same_payload: true, ..
+            } => Outcome::Duplicate,
+            Stored::Duplicate { stored, .. } => Outcome::Conflict {
+                fingerprint: input.fingerprint(),
+                stored: stored.fingerprint.clone(),
+            },
+        };
+        Ok(Recorded {
+            key: input.key(),
+            answer: stored.answer(),
+            outcome,
+        })
+    }
+
+    /// The first report of a call creates it.
+    fn status(&self, outcome: &Outcome) -> u16 {
+        match outcome {
+            Outcome::Stored { .. } => 201,
+            _ => 200,
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Call integrations and what each provider posts: Twilio-style status callbacks (form-encoded,
+//! `X-Twilio-Signature`) and a generic provider's Standard Webhooks JSON.
+
+use super::CallFields;
+use crate::store::item::{Builder, Read};
+use crate::store::{Item, StoreError};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallProvider {
+    Twilio,
+    Standard,
+}
+
+#[derive(Clone, Debug)]
+pub enum CallSettings {
+    /// The account's auth token signs every callback.
+    Twilio {
+        auth_token: SecretString,
+    },
+    Standard {
+        secret: SecretString,
+    },
+}
+
+impl CallSettings {
+    pub fn provider(&self) -> CallProvider {
+        match self {
+            Self::Twilio { .. } => CallProvider::Twilio,
+            Self::Standard { .. } => CallProvider::Standard,
+        }
+    }
+
+    pub(crate) fn write(&self, builder: Builder) -> Builder {
+        builder.tag("provider", &self.provider())
+    }
+
+    pub(crate) fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
+        match self {
+            Self::Twilio { auth_token } => BTreeMap::from([("auth_token", auth_token)]),
+            Self::Standard { secret } => BTreeMap::from([("secret", secret)]),
+        }
+    }
+
+    pub(crate) fn read(
+        item: &Item,
+        secrets: &mut HashMap<String, SecretString>,
+    ) -> Result<Self, StoreError> {
+        let mut take = |name| crate::integrations::take_secret(item, secrets, name);
+        Ok(match item.tag_of::<CallProvider>("provider")? {
+            CallProvider::Twilio => Self::Twilio {
+                auth_token: take("auth_token")?,
+            },
+            CallProvider::Standard => Self::Standard {
+                secret: take("secret")?,
+            },
+        })
+    }
+}
+
+/// Where a call integration's provider posts, under the public base URL: also the URL Twilio
+/// signs, so the api (which tells it) and call-webhook (which verifies) build it the same way.
+pub fn webhook_url(public_url: &str, id: &crate::ids::IntegrationId) -> String {
+    format!("{}/hooks/{}/calls", public_url.trim_end_matches('/'), id.id)
+}
+
+/// What a callback says: the call's fields, or a type this source does not record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Posted {
+    Fields(CallFields),
+    Ignored(String),
+}
+
+/// A Twilio status callback: `CallSid`, `Direction` (`inbound`, `outbound-api`, `outbound-dial`),
+/// `From`, `To`, `CallStatus`, `CallDuration`. The peer is `From` for an inbound call, else `To`.
+pub fn twilio(body: &[u8]) -> Result<Posted, String> {
+    let params: HashMap<String, String> = url::form_urlencoded::parse(body).into_owned().collect();
+    let field = |name: &str| {
+        params
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("{name} is missing"))
+    };
+    let direction = field("Direction")?;
+    let (direction, peer) = if direction == "inbound" {
+        ("inbound", field("From")?)
+    } else if direction.starts_with("outbound") {
+        ("outbound", field("To")?)
+    } else {
+        return Err(format!(
+            "Direction {direction:?} is neither inbound nor outbound"
+        ));
+    };
+    let duration = match params.get("CallDuration") {
+        None => 0,
+        Some(raw) => raw
+            .parse()
+            .map_err(|_| "CallDuration is not a number of seconds".to_owned())?,
+    };
+    Ok(Posted::Fields(CallFields {
+        call_id: field("CallSid")?,
+        direction: direction.into(),
+        peer,
+        status: field("CallStatus")?,
+        duration,
+    }))
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    kind: String,
+    data: Option<CallFields>,
+}
+
+/// A generic provider: `{"type": "call.completed", "data": {"call_id", "direction", "peer",
+/// "status", "duration"}}`; any other type is ignored.
+pub fn standard(body: &[u8]) -> Result<Posted, String> {
+    let envelope: Envelope = serde_json::from_slice(body)
+        .map_err(|e| format!("not the call JSON: {}", crate::http::plain(&e.to_string())))?;
+    if envelope.kind != "call.completed" {
+        return Ok(Posted::Ignored(envelope.kind));
+    }
+    envelope
+        .data
+        .map(Posted::Fields)
+        .ok_or_else(|| "call.completed without data".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_twilio_callback_names_the_peer_by_direction() {
+        let inbound = b"CallSid=CA1&Direction=inbound&From=%2B14158675310&To=%2B18005551212&CallStatus=no-answer";
+        let Ok(Posted::Fields(f)) = twilio(inbound) else {
+            panic!("fields");
+        };
+        assert_eq!(
+            (f.direction.as_str(), f.peer.as_str(), f.duration),
+            ("inbound", "+14158675310", 0)
+        );
+        let outbound = b"CallSid=CA2&Direction=outbound-api&From=%2B14158675310&To=%2B18005551212&CallStatus=completed&CallDuration=42";
+        let Ok(Posted::Fields(f)) = twilio(outbound) else {
+            panic!("fields");
+        };
+        assert_eq!(
+            (f.direction.as_str(), f.peer.as_str(), f.duration),
+            ("outbound", "+18005551212", 42)
+        );
+        assert!(twilio(b"CallSid=CA3&Direction=sideways").is_err());
+    }
+
+    #[test]
+    fn a_generic_provider_posts_call_completed() {
+        let body = br#"{"type":"call.completed","data":{"call_id":"c1","direction":"inbound","peer":"+380441234567","status":"busy","duration":0}}"#;
+        assert!(matches!(standard(body), Ok(Posted::Fields(f)) if f.status == "busy"));
+        assert_eq!(
+            standard(br#"{"type":"call.ringing"}"#),
+            Ok(Posted::Ignored("call.ringing".into()))
+        );
+        assert!(standard(b"[]").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(body in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = twilio(&body);
+            let _ = standard(&body);
+        }
+    }
+}

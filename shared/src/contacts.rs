@@ -1,0 +1,327 @@
+//! Contacts and the lead filter. A contact is found by a channel identity (a phone number in
+//! E.164; later a messenger's user id): one `IDENTITY#{channel}#{id}` item names the contact that
+//! owns it. An unknown sender becomes one lead contact, written in one transaction with its
+//! identity item under `attribute_not_exists`: however often and however concurrently the same
+//! sender arrives, one identity item wins and every other attempt reads its contact.
+
+use crate::fields::{self, FieldError};
+use crate::ids::{key_part, LocalId, OrgId};
+use crate::store::item::{Builder, Read};
+use crate::store::{Item, Step, Store, StoreError, Transacted};
+use crate::time;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// How a contact came to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactSource {
+    /// Created through the API.
+    Manual,
+    /// Created from an unknown sender or caller.
+    Lead,
+}
+
+/// An identity on a channel: the way a sender is recognised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// `phone`, later `telegram`, ...
+    pub channel: &'static str,
+    pub id: String,
+}
+
+impl Identity {
+    pub fn phone(e164: &str) -> Self {
+        Self {
+            channel: "phone",
+            id: e164.to_owned(),
+        }
+    }
+
+    fn pk(&self, org: &OrgId) -> String {
+        org.pk(&format!("IDENTITY#{}#{}", self.channel, key_part(&self.id)))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contact {
+    pub org: OrgId,
+    pub id: LocalId,
+    pub name: String,
+    pub phones: Vec<String>,
+    /// The member who is told about this contact's calls and messages; the team when none.
+    pub owner: Option<String>,
+    pub source: ContactSource,
+    pub created_at: DateTime<Utc>,
+}
+
+fn contact_pk(org: &OrgId, id: &str) -> String {
+    org.pk(&format!("CONTACT#{id}"))
+}
+
+impl Contact {
+    fn to_item(&self) -> Item {
+        let mut item = Builder::new(
+            &contact_pk(&self.org, self.id.as_str()),
+            "contact",
+            self.org.as_str(),
+        )
+        .str("contact_id", self.id.as_str())
+        .str("name", &self.name)
+        .opt_str("owner", self.owner.clone())
+        .tag("source", &self.source)
+        .time("created_at", self.created_at)
+        .list(
+            &self.org.pk("CONTACTS"),
+            &format!("{}#{}", time::format(self.created_at), self.id),
+        )
+        .build();
+        if !self.phones.is_empty() {
+            item.insert(
+                "phones".into(),
+                aws_sdk_dynamodb::types::AttributeValue::Ss(self.phones.clone()),
+            );
+        }
+        item
+    }
+
+    fn from_item(org: &OrgId, item: &Item) -> Result<Self, StoreError> {
+        let id = LocalId::parse("contact_id", item.str_of("contact_id")?).map_err(|e| {
+            StoreError::Malformed {
+                pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+                detail: e.to_string(),
+            }
+        })?;
+        Ok(Self {
+            org: org.clone(),
+            id,
+            name: item.str_of("name")?.to_owned(),
+            phones: item
+                .get("phones")
+                .and_then(|v| v.as_ss().ok())
+                .cloned()
+                .unwrap_or_default(),
+            owner: item.opt_str("owner").map(str::to_owned),
+            source: item.tag_of("source")?,
+            created_at: item.time_of("created_at")?,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "contact_id": self.id.as_str(),
+            "name": self.name,
+            "phones": self.phones,
+            "owner": self.owner,
+            "source": self.source,
+            "created_at": time::format(self.created_at),
+        })
+    }
+}
+
+/// A phone number as E.164: `+`, then 8 to 15 digits, the first not 0. Spaces, dashes, dots and
+/// parentheses between the digits are dropped.
+pub fn e164(field: &'static str, raw: &str) -> Result<String, FieldError> {
+    let refused = || FieldError {
+        field,
+        reason: "must be a phone number in E.164 (+ and 8 to 15 digits)".into(),
+    };
+    let digits: String = raw
+        .strip_prefix('+')
+        .ok_or_else(refused)?
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '.' | '(' | ')'))
+        .collect();
+    let ok = (8..=15).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0');
+    ok.then(|| format!("+{digits}")).ok_or_else(refused)
+}
+
+/// What a new contact holds, checked.
+#[derive(Clone, Debug)]
+pub struct NewContact {
+    pub name: String,
+    pub phone: Option<String>,
+    pub owner: Option<String>,
+    pub source: ContactSource,
+}
+
+impl NewContact {
+    /// A manual contact from the API's fields, each held to its limit.
+    pub fn manual(
+        name: &str,
+        phone: Option<&str>,
+        owner: Option<&str>,
+    ) -> Result<Self, FieldError> {
+        Ok(Self {
+            name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
+            phone: phone.map(|p| e164("phone", p)).transpose()?,
+            owner: fields::optional(owner, |o| fields::reference("owner", o, fields::REF_MAX))?,
+            source: ContactSource::Manual,
+        })
+    }
+}
+
+/// How a creation ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Created {
+    New(Contact),
+    /// The phone already belongs to this contact.
+    Taken(String),
+}
+
+/// Creates a contact, and the identity item of its phone in the same transaction.
+pub async fn create(
+    store: &Store,
+    org: &OrgId,
+    new: NewContact,
+    now: DateTime<Utc>,
+) -> Result<Created, StoreError> {
+    let contact = Contact {
+        org: org.clone(),
+        id: LocalId::generate("ct_"),
+        name: new.name,
+        phones: new.phone.iter().cloned().collect(),
+        owner: new.owner,
+        source: new.source,
+        created_at: now,
+    };
+    let mut steps = Vec::new();
+    if let Some(phone) = &new.phone {
+        steps.push(Step::PutNew(identity_item(
+            org,
+            &Identity::phone(phone),
+            &contact,
+        )));
+    }
+    steps.push(Step::PutNew(contact.to_item()));
+    match store.transact(steps).await? {
+        Transacted::Done => Ok(Created::New(contact)),
+        Transacted::Refused {
+            existing: Some(item),
+            ..
+        } if item.opt_str("kind") == Some("identity") => {
+            Ok(Created::Taken(item.str_of("contact_id")?.to_owned()))
+        }
+        _ => Err(StoreError::Contended {
+            pk: contact_pk(org, contact.id.as_str()),
+        }),
+    }
+}
+
+fn identity_item(org: &OrgId, identity: &Identity, contact: &Contact) -> Item {
+    Builder::new(&identity.pk(org), "identity", org.as_str())
+        .str("channel", identity.channel)
+        .str("identity", &identity.id)
+        .str("contact_id", contact.id.as_str())
+        .opt_str("owner", contact.owner.clone())
+        .build()
+}
+
+/// The contact a sender belongs to: who owns it, and its id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Known {
+    pub contact_id: String,
+    pub owner: Option<String>,
+}
+
+impl Known {
+    fn of(item: &Item) -> Result<Self, StoreError> {
+        Ok(Self {
+            contact_id: item.str_of("contact_id")?.to_owned(),
+            owner: item.opt_str("owner").map(str::to_owned),
+        })
+    }
+}
+
+/// The identity's key, for a caller that reads it in one batch with other keys.
+pub fn identity_pk(org: &OrgId, identity: &Identity) -> String {
+    identity.pk(org)
+}
+
+/// Reads a stored identity item.
+pub fn known(item: &Item) -> Result<Known, StoreError> {
+    Known::of(item)
+}
+
+/// The steps that make `name` a lead contact for `identity`: its identity item (put only if
+/// new) and the contact. Run them in the transaction that stores the event, so an event and
+/// its lead are written together or not at all; a refusal of the first step means another
+/// arrival made the lead first: read it again.
+pub fn lead_steps(
+    org: &OrgId,
+    identity: &Identity,
+    name: &str,
+    now: DateTime<Utc>,
+) -> (Known, Vec<Step>) {
+    let contact = Contact {
+        org: org.clone(),
+        id: LocalId::generate("ct_"),
+        name: name.chars().take(fields::NAME_MAX).collect(),
+        phones: (identity.channel == "phone")
+            .then(|| identity.id.clone())
+            .into_iter()
+            .collect(),
+        owner: None,
+        source: ContactSource::Lead,
+        created_at: now,
+    };
+    let steps = vec![
+        Step::PutNew(identity_item(org, identity, &contact)),
+        Step::PutNew(contact.to_item()),
+    ];
+    (
+        Known {
+            contact_id: contact.id.as_str().to_owned(),
+            owner: None,
+        },
+        steps,
+    )
+}
+
+/// The organisation's contacts, newest first.
+pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<Contact>, StoreError> {
+    store
+        .list(&org.pk("CONTACTS"), true, 500)
+        .await?
+        .iter()
+        .map(|item| Contact::from_item(org, item))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn phone_numbers_become_e164() {
+        assert_eq!(
+            e164("peer", "+380 (44) 123-45-67").unwrap(),
+            "+380441234567"
+        );
+        assert_eq!(e164("peer", "+14158675310").unwrap(), "+14158675310");
+        for bad in [
+            "380441234567",
+            "+0441234567",
+            "+12",
+            "+1234567890123456",
+            "+1415abc5310",
+            "",
+            "+",
+        ] {
+            assert!(e164("peer", bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn an_accepted_number_is_plus_and_digits(raw in "\\PC{0,30}") {
+            if let Ok(n) = e164("peer", &raw) {
+                prop_assert!(n.starts_with('+') && n[1..].bytes().all(|b| b.is_ascii_digit()));
+            }
+        }
+    }
+}
