@@ -105,6 +105,19 @@ fn api_cases(key: &str, invoice: &str, jpy_invoice: &str) -> Vec<(String, Reques
     };
     for (name, body) in [
         ("unknown kind", json!({"kind": "bank"})),
+        ("calls without provider", json!({"kind": "calls"})),
+        (
+            "twilio without auth_token",
+            json!({"kind": "calls", "provider": "twilio"}),
+        ),
+        (
+            "1 MiB twilio auth_token",
+            json!({"kind": "calls", "provider": "twilio", "auth_token": huge}),
+        ),
+        (
+            "calls with a weak secret",
+            json!({"kind": "calls", "provider": "standard", "secret": "whsec_AAAA"}),
+        ),
         ("unknown provider", payments(json!({"provider": "paypal"}))),
         (
             "empty whsec",
@@ -356,6 +369,55 @@ fn api_cases(key: &str, invoice: &str, jpy_invoice: &str) -> Vec<(String, Reques
     ] {
         json_case(&mut cases, name, "POST", "/api/rules", &org, body);
     }
+    // Calls and contacts.
+    for (name, body) in [
+        (
+            "no call_id",
+            json!({"direction": "inbound", "peer": "+380441234567", "status": "completed"}),
+        ),
+        (
+            "call_id with #",
+            json!({"call_id": "a#b", "direction": "inbound", "peer": "+380441234567", "status": "completed"}),
+        ),
+        (
+            "1 MiB call_id",
+            json!({"call_id": huge, "direction": "inbound", "peer": "+380441234567", "status": "completed"}),
+        ),
+        (
+            "unknown direction",
+            json!({"call_id": "c1", "direction": "up", "peer": "+380441234567", "status": "completed"}),
+        ),
+        (
+            "peer not E.164",
+            json!({"call_id": "c1", "direction": "inbound", "peer": "0441234567", "status": "completed"}),
+        ),
+        (
+            "1 MiB peer",
+            json!({"call_id": "c1", "direction": "inbound", "peer": huge, "status": "completed"}),
+        ),
+        (
+            "unknown status",
+            json!({"call_id": "c1", "direction": "inbound", "peer": "+380441234567", "status": "answered"}),
+        ),
+        (
+            "negative duration",
+            json!({"call_id": "c1", "direction": "inbound", "peer": "+380441234567", "status": "completed", "duration": -1}),
+        ),
+        (
+            "duration over a day",
+            json!({"call_id": "c1", "direction": "inbound", "peer": "+380441234567", "status": "completed", "duration": 86401}),
+        ),
+    ] {
+        json_case(&mut cases, name, "POST", "/api/calls", &org, body);
+    }
+    for (name, body) in [
+        ("no name", json!({"phone": "+380441234567"})),
+        ("1 MiB name", json!({"name": huge})),
+        ("phone not E.164", json!({"name": "Ann", "phone": "12345"})),
+        ("owner with #", json!({"name": "Ann", "owner": "u#1"})),
+    ] {
+        json_case(&mut cases, name, "POST", "/api/contacts", &org, body);
+    }
     let reads = [
         format!("/api/notifications?recipient={}", "r".repeat(200)),
         "/api/notifications?recipient=a%23b".to_owned(),
@@ -378,6 +440,8 @@ fn api_cases(key: &str, invoice: &str, jpy_invoice: &str) -> Vec<(String, Reques
         "/api/invoices",
         "/api/notifications/read",
         "/api/rules",
+        "/api/calls",
+        "/api/contacts",
     ] {
         let token = if path == "/api/orgs" { &admin } else { &org };
         for (name, body) in [

@@ -67,8 +67,8 @@ fn every_dispatched_route_is_in_the_document_with_its_method() {
         .sum();
     assert_eq!(
         operations,
-        ROUTES.len() + 1,
-        "the table's routes and the webhook"
+        ROUTES.len() + 2,
+        "the table's routes and the two webhooks (payments, calls)"
     );
 }
 
