@@ -43,12 +43,11 @@ fn refuse(field: &'static str, reason: impl Into<String>) -> FieldError {
     }
 }
 
-/// A reference or key: 1 to `max` characters, none of them a control character, white space
-/// or `#` (the separator of our keys).
+/// A reference or key: 1 to `max` bytes of UTF-8 (DynamoDB bounds keys in bytes), none of them a
+/// control character, white space or `#` (the separator of our keys).
 pub fn reference<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str, FieldError> {
-    let count = raw.chars().count();
-    if count == 0 || count > max {
-        return Err(refuse(field, format!("must be 1 to {max} characters")));
+    if raw.is_empty() || raw.len() > max {
+        return Err(refuse(field, format!("must be 1 to {max} bytes")));
     }
     if raw
         .chars()
@@ -127,6 +126,9 @@ mod tests {
         }
         assert!(reference("owner", &"x".repeat(REF_MAX), REF_MAX).is_ok());
         assert!(reference("owner", &"x".repeat(REF_MAX + 1), REF_MAX).is_err());
+        // Bytes, not characters: 64 four-byte emoji are 256 bytes.
+        assert!(reference("payment_id", &"😀".repeat(64), KEY_MAX).is_err());
+        assert!(reference("payment_id", &"😀".repeat(63), KEY_MAX).is_ok());
     }
 
     #[test]
@@ -157,7 +159,7 @@ mod tests {
         #[test]
         fn an_accepted_reference_never_holds_a_separator(raw in "\\PC{0,200}") {
             if let Ok(ok) = reference("id", &raw, REF_MAX) {
-                prop_assert!(!ok.contains('#') && ok.chars().count() <= REF_MAX);
+                prop_assert!(!ok.contains('#') && ok.len() <= REF_MAX);
             }
         }
     }

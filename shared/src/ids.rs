@@ -177,13 +177,13 @@ pub fn key_part(raw: &str) -> std::borrow::Cow<'_, str> {
 pub struct ExternalId(String);
 
 impl ExternalId {
-    /// 1 to 255 characters, without control characters, white space or `#`.
+    /// 1 to 255 bytes, without control characters, white space or `#`.
     pub fn parse(field: &'static str, raw: &str) -> Result<Self, IdError> {
         crate::fields::reference(field, raw, crate::fields::KEY_MAX)
             .map(|ok| Self(ok.to_owned()))
             .map_err(|_| IdError {
                 field,
-                reason: "expected 1-255 characters without control characters, white space or '#'",
+                reason: "expected 1-255 bytes without control characters, white space or '#'",
             })
     }
 

@@ -119,6 +119,8 @@ impl Integration {
 
 /// The attribute holding an integration's sealed secrets.
 const SEALED: &str = "sealed";
+/// Where secrets were kept in clear before they were sealed.
+const CLEAR: [&str; 3] = ["secret", "token", "auth_token"];
 
 fn kind_of(item: &Item) -> Result<IntegrationKind, StoreError> {
     item.tag_of::<IntegrationKind>("integration_kind")
@@ -156,6 +158,16 @@ pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration
     };
     let secrets = match item.get(SEALED) {
         Some(AttributeValue::B(sealed)) => store.vault()?.open(&pk, sealed.as_ref()).await?,
+        // Stored before secrets were sealed: refused, never read as "no token" (which would
+        // switch monobank's confirmation off) nor used in clear.
+        _ if CLEAR.iter().any(|name| item.contains_key(*name)) => {
+            return Err(StoreError::Malformed {
+                pk,
+                detail:
+                    "holds a secret in clear (stored before secrets were sealed): create it again"
+                        .into(),
+            })
+        }
         _ => HashMap::new(),
     };
     Integration::from_item(id.clone(), &item, secrets).map(Some)

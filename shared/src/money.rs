@@ -73,10 +73,16 @@ impl Currency {
     /// A provider's minor units (kopiyky, cents) as a major-unit amount: positive and within
     /// the limit, or refused.
     pub fn from_minor(&self, minor: i64) -> Result<Decimal, MoneyError> {
+        self.from_minor_in(minor, self.exponent)
+    }
+
+    /// Minor units of a sender whose exponent for this currency differs from ISO 4217 (Stripe
+    /// sends ISK with two decimals); the amount must still be one the currency can hold.
+    pub fn from_minor_in(&self, minor: i64, exponent: u32) -> Result<Decimal, MoneyError> {
         if minor <= 0 {
             return Err(MoneyError::BadAmount);
         }
-        self.check(Decimal::new(minor, self.exponent))
+        self.check(Decimal::new(minor, exponent))
     }
 
     /// The amount, if this currency can hold it exactly and it is within the limit.

@@ -34,13 +34,21 @@ where
     H: Fn(Request) -> F,
     F: Future<Output = Result<Response<Body>, Infallible>>,
 {
-    let response = match serde_json::from_value::<ApiGatewayV2httpRequest>(event) {
-        Ok(req) => match handler(LambdaRequest::ApiGatewayV2(req).into()).await {
+    let request = serde_json::from_value::<ApiGatewayV2httpRequest>(event)
+        .ok()
+        .and_then(|req| {
+            // lambda_http builds the URI with `expect`: a path or query that http's URI parser
+            // refuses would panic the function; here it is a refused request.
+            std::panic::catch_unwind(|| Request::from(LambdaRequest::ApiGatewayV2(req))).ok()
+        });
+    let response = match request {
+        Some(req) => match handler(req).await {
             Ok(response) => response,
             Err(never) => match never {},
         },
-        Err(e) => {
-            tracing::warn!(error.message = %e, "request could not be read as HTTP");
+        None => {
+            // Not the serde message: it quotes the offending value, which may be a credential.
+            tracing::warn!("request could not be read as HTTP");
             ApiError::bad_request(
                 "malformed_request",
                 "a header, the path or the query of the request cannot be read as HTTP",
@@ -102,6 +110,14 @@ mod tests {
             panic!("expected a text body");
         };
         assert_eq!(body, r#"{"path":"/api/invoices"}"#);
+    }
+
+    #[tokio::test]
+    async fn a_query_the_uri_parser_refuses_is_our_400_not_a_panic() {
+        let mut bad = event(json!({}));
+        bad["rawQueryString"] = json!("x=\"<a b>\"");
+        let answer = answer(bad, echo_path).await;
+        assert_eq!(answer.status_code, 400);
     }
 
     #[tokio::test]

@@ -457,6 +457,13 @@ fn api_cases(key: &str, invoice: &str, jpy_invoice: &str) -> Vec<(String, Reques
         }
     }
 
+    // A body over 256 KiB on any route.
+    let big = vec![b' '; 300 * 1024];
+    cases.push((
+        "POST /api/invoices 300 KiB".into(),
+        raw("POST", "/api/invoices", &[("authorization", &org)], &big),
+    ));
+
     // Unknown routes and methods, with and without a key.
     for (method, path) in [
         ("DELETE", "/api/invoices"),

@@ -87,3 +87,25 @@ async fn without_a_key_no_secret_is_written_or_read() {
         .unwrap()
         .is_none());
 }
+
+#[tokio::test]
+async fn an_integration_stored_with_a_secret_in_clear_is_refused_not_read_without_it() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
+    // As an integration stored before sealing looked: the token in clear, nothing sealed.
+    let mut legacy = env
+        .store
+        .get(&integration_pk(&hook))
+        .await
+        .unwrap()
+        .unwrap();
+    legacy.remove("sealed");
+    legacy.insert("token".into(), AttributeValue::S("merchant-token".into()));
+    env.store.replace(legacy).await.unwrap();
+    let err = integrations::get(&env.store, &hook).await.unwrap_err();
+    assert!(
+        !err.is_retryable() && err.to_string().contains("malformed"),
+        "{err}"
+    );
+}

@@ -3,7 +3,7 @@
 use crate::Ctx;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::{activity, notify, EntityKind, Trigger};
-use firmspace::fields::{self, KEY_MAX, REF_MAX, TEXT_MAX, TITLE_MAX};
+use firmspace::fields::{self, FieldError, KEY_MAX, REF_MAX, TEXT_MAX, TITLE_MAX};
 use firmspace::http::{self, body_bytes, json_response, parse_json, query, ApiError};
 use firmspace::integrations::{self, IntegrationKind};
 use firmspace::store::item::parse_tag;
@@ -29,8 +29,16 @@ pub struct MarkRead {
 
 pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: MarkRead = parse_json(body_bytes(ctx.req))?;
-    // A notification key is an encoded event key, or that and `#` and an encoded member id.
+    // A notification key is an encoded event key, or that and `#` and an encoded member id:
+    // bounded in bytes, as the partition key it names is.
     fields::line("key", &body.key, 2 * KEY_MAX)?;
+    if body.key.len() > 2 * KEY_MAX {
+        return Err(FieldError {
+            field: "key",
+            reason: format!("must be at most {} bytes", 2 * KEY_MAX),
+        }
+        .into());
+    }
     if notify::mark_read(store, &ctx.org, &body.key).await? {
         Ok(json_response(200, &json!({"key": body.key, "read": true})))
     } else {

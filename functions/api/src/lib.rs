@@ -18,6 +18,7 @@ use firmspace::http::{self, header, json_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
+use percent_encoding::percent_decode_str;
 use routes::{Found, Op, OrgOp};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
@@ -74,8 +75,21 @@ impl App {
         req: &Request,
         now: DateTime<Utc>,
     ) -> Result<Response<Body>, ApiError> {
+        if http::body_bytes(req).len() > http::MAX_BODY {
+            return Err(ApiError::new(
+                413,
+                "payload_too_large",
+                "body exceeds 256 KiB",
+            ));
+        }
         let path = http::route_path(req).trim_end_matches('/');
-        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        // Each segment percent-decoded after the split: `c_1-%C3%A4.x` is the id `c_1-ä.x`.
+        let decoded: Vec<String> = path
+            .split('/')
+            .skip(1)
+            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .collect();
+        let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
         if segments.first() != Some(&"api") {
             // The gateway's `$default` route: whatever no function serves gets our JSON too.
             return Err(unrouted(req.method().as_str(), &segments));

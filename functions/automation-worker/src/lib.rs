@@ -226,8 +226,17 @@ impl Automation {
         let run_key = automation::run_key(&rule.rule_id, event_key);
         let key = automation::idempotency_key(&rule.org, &run_key);
         let hold = chrono::Duration::from_std(self.budget()).expect("a budget of seconds");
-        let claim =
-            runs::claim(&self.store, &rule.org, &rule.rule_id, event_key, now, hold).await?;
+        // The lease runs from the moment it is taken, not from the batch's start.
+        let taken_at = chrono::Utc::now().max(now);
+        let claim = runs::claim(
+            &self.store,
+            &rule.org,
+            &rule.rule_id,
+            event_key,
+            taken_at,
+            hold,
+        )
+        .await?;
         let (lease, sent) = match claim {
             Claim::Settled(state) => {
                 tracing::info!(%run_key, ?state, "run already settled");
@@ -292,10 +301,16 @@ impl Automation {
                 now,
             )
             .await
-            .map(drop)
+        };
+        // Delivered is a fact whoever holds the run now: `sent` even if the lease was lost.
+        let delivered = || async {
+            if !settle(RunState::Sent).await? {
+                runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
+            }
+            Ok::<_, WorkError>(())
         };
         match sent {
-            Sent::Delivered => settle(RunState::Sent).await?,
+            Sent::Delivered => delivered().await?,
             Sent::NotDelivered(why) => {
                 settle(RunState::NotSent).await?;
                 return Err(WorkError::transient(Transient(why)));
@@ -308,7 +323,7 @@ impl Automation {
                 ));
             }
             Sent::Unclear(why) => match self.outbound.check(target, key).await {
-                State::Delivered => settle(RunState::Sent).await?,
+                State::Delivered => delivered().await?,
                 State::NotDelivered => {
                     settle(RunState::NotSent).await?;
                     return Err(WorkError::transient(Transient(format!(
@@ -316,7 +331,10 @@ impl Automation {
                     ))));
                 }
                 State::Unknown => {
-                    settle(RunState::NeedsCheck).await?;
+                    if !settle(RunState::NeedsCheck).await? {
+                        // Another attempt holds the run now; it decides what a person must see.
+                        return Ok(());
+                    }
                     tracing::warn!(%run_key, %why, "outgoing call in an unknown state");
                     ReviewItem {
                         org: rule.org.clone(),

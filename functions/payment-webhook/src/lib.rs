@@ -170,7 +170,10 @@ impl Source for Payments {
         let registered = match settings(integration) {
             Some(PaymentSettings::Monobank(monobank::Merchant {
                 token: Some(token), ..
-            })) => register_confirmed(store, &input, &self.monobank.confirmer(token)).await?,
+            })) => {
+                let confirmer = self.monobank.confirmer(&integration.id.id, token);
+                register_confirmed(store, &input, &confirmer).await?
+            }
             _ => register_payment(store, &input).await?,
         };
         let outcome = match &registered {

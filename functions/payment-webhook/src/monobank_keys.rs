@@ -4,7 +4,7 @@
 //! a conditional update before the call: forged `X-Sign` headers cannot make us call monobank
 //! with the merchant's token at the request rate.
 
-use crate::monobank_status::Confirmer;
+use crate::monobank_status::{Answers, Confirmer};
 use chrono::{DateTime, Duration, Utc};
 use firmspace::integrations::{integration_pk, Integration, Settings};
 use firmspace::payments::providers::monobank::Merchant;
@@ -26,6 +26,8 @@ pub struct MonobankKeys {
     /// When this container last tried each integration: forged requests within the minute
     /// cost neither a call to monobank nor a write.
     tried: Mutex<HashMap<String, DateTime<Utc>>>,
+    /// monobank's recent answers about invoices (see `monobank_status`).
+    answers: Answers,
 }
 
 #[derive(Deserialize)]
@@ -39,15 +41,18 @@ impl MonobankKeys {
             http: firmspace::http::client(reqwest::Client::builder()),
             base_url: base_url.trim_end_matches('/').to_owned(),
             tried: Mutex::new(HashMap::new()),
+            answers: Mutex::new(HashMap::new()),
         }
     }
 
-    /// A confirmer of new payments with this merchant's token.
-    pub fn confirmer<'a>(&'a self, token: &'a SecretString) -> Confirmer<'a> {
+    /// A confirmer of the integration's new payments with its merchant's token.
+    pub fn confirmer<'a>(&'a self, integration: &'a str, token: &'a SecretString) -> Confirmer<'a> {
         Confirmer {
             http: &self.http,
             base_url: &self.base_url,
             token,
+            integration,
+            answers: &self.answers,
         }
     }
 

@@ -9,12 +9,24 @@ use firmspace::money::Currency;
 use firmspace::payments::{Confirm, Confirmation, PaymentInput};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long an answer about one invoice is reused: copies of a delivery (or a sender replaying
+/// a genuine body) cannot make us ask monobank with the merchant's token at their rate.
+pub const ANSWER_TTL: Duration = Duration::from_secs(60);
+
+/// monobank's recent answers in this warm function, by integration and invoice.
+pub type Answers = Mutex<HashMap<String, (Instant, Confirmation)>>;
 
 /// Asks monobank with one merchant's token.
 pub struct Confirmer<'a> {
     pub http: &'a reqwest::Client,
     pub base_url: &'a str,
     pub token: &'a SecretString,
+    pub integration: &'a str,
+    pub answers: &'a Answers,
 }
 
 #[derive(Deserialize)]
@@ -29,6 +41,26 @@ struct Status {
 
 impl Confirm for Confirmer<'_> {
     async fn confirm(&self, input: &PaymentInput) -> Confirmation {
+        let asked = format!("{}:{}", self.integration, input.external_id);
+        let recent = |answers: &HashMap<String, (Instant, Confirmation)>| {
+            answers
+                .get(&asked)
+                .filter(|(at, _)| at.elapsed() < ANSWER_TTL)
+                .map(|(_, answer)| answer.clone())
+        };
+        if let Some(answer) = recent(&self.answers.lock().unwrap_or_else(|p| p.into_inner())) {
+            return answer;
+        }
+        let answer = self.ask(input).await;
+        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+        answers.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
+        answers.insert(asked, (Instant::now(), answer.clone()));
+        answer
+    }
+}
+
+impl Confirmer<'_> {
+    async fn ask(&self, input: &PaymentInput) -> Confirmation {
         let id = input.external_id.as_str();
         let sent = self
             .http
@@ -58,17 +90,23 @@ impl Confirm for Confirmer<'_> {
         }
         match res.json::<Status>().await {
             Ok(status) => compare(input, &status),
-            Err(_) => {
-                Confirmation::Unavailable("monobank's answer was not its invoice status".into())
-            }
+            Err(_) => Confirmation::Refused("monobank's answer was not its invoice status".into()),
         }
     }
 }
 
 /// Whether monobank's own record says what the webhook says.
 fn compare(input: &PaymentInput, status: &Status) -> Confirmation {
-    if !matches!(status.status.as_str(), "success" | "reversed") {
-        return Confirmation::Refused(format!("monobank says the invoice is {}", status.status));
+    match status.status.as_str() {
+        "success" | "reversed" => {}
+        // Not final yet on monobank's side: ask again when monobank delivers again.
+        "created" | "processing" | "hold" => {
+            return Confirmation::Unavailable(format!(
+                "monobank says the invoice is {}",
+                status.status
+            ))
+        }
+        other => return Confirmation::Refused(format!("monobank says the invoice is {other}")),
     }
     if let (Some(theirs), Some(ours)) = (&status.reference, &input.invoice_ref) {
         if theirs != ours {
@@ -130,9 +168,13 @@ mod tests {
             compare(&input(), &status("reversed", 4200, "inv_1")),
             Confirmation::Confirmed
         );
+        assert!(matches!(
+            compare(&input(), &status("processing", 4200, "inv_1")),
+            Confirmation::Unavailable(_)
+        ));
         for (state, amount, reference) in [
-            ("processing", 4200, "inv_1"),
             ("failure", 4200, "inv_1"),
+            ("expired", 4200, "inv_1"),
             ("success", 100, "inv_1"),
             ("success", 4200, "inv_2"),
         ] {

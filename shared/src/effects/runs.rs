@@ -153,6 +153,28 @@ pub async fn set_state(
     Ok(settled)
 }
 
+/// A delivery confirmed after this attempt lost its lease: the run becomes `sent` from
+/// `sending` or `not_sent` (whoever holds it), so it is never sent again.
+pub async fn delivered(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &EventKey,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let pk = run_pk(org, &run_key(rule_id, event_key));
+    for from in [RunState::Sending, RunState::NotSent] {
+        let update = Update::new()
+            .set("state", s(tag_name(&RunState::Sent)))
+            .set("updated_at", s(time::format(now)))
+            .when(Cond::Equals("state".into(), s(tag_name(&from))));
+        if store.update_if(&pk, &update).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 pub async fn run_state(
     store: &Store,
     org: &OrgId,

@@ -29,6 +29,16 @@ struct Intent {
     metadata: HashMap<String, Value>,
 }
 
+/// Stripe's minor units where they differ from ISO 4217 (stripe.com/docs/currencies): ISK is sent
+/// with two decimals that are always `00`, MGA is zero-decimal at Stripe.
+fn exponent(currency: &Currency) -> u32 {
+    match currency.as_str() {
+        "ISK" => 2,
+        "MGA" => 0,
+        _ => currency.exponent(),
+    }
+}
+
 pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
     let parsed: Body = json(body)?;
     if parsed.kind != "payment_intent.succeeded" {
@@ -41,7 +51,7 @@ pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
         .map(Currency::parse)
         .transpose()?;
     let amount = match (intent.amount_received, &currency) {
-        (Some(minor), Some(c)) => Some(c.from_minor(minor)?),
+        (Some(minor), Some(c)) => Some(c.from_minor_in(minor, exponent(c))?),
         (Some(_), None) => return Err(MoneyError::BadCurrency.into()),
         (None, _) => None,
     };
@@ -67,6 +77,26 @@ pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn amount(minor: i64, currency: &str) -> Result<Option<rust_decimal::Decimal>, ParseError> {
+        let body = format!(
+            r#"{{"type":"payment_intent.succeeded","data":{{"object":{{"id":"pi_x","amount_received":{minor},"currency":"{currency}"}}}}}}"#
+        );
+        parse(body.as_bytes()).map(|e| match e {
+            WebhookEvent::Paid(p) => p.amount,
+            other => panic!("{other:?}"),
+        })
+    }
+
+    #[test]
+    fn stripes_own_minor_units_differ_from_iso_for_isk_and_mga() {
+        use rust_decimal_macros::dec;
+        assert_eq!(amount(50_000, "isk").unwrap(), Some(dec!(500)));
+        assert!(amount(50_050, "isk").is_err(), "ISK decimals are always 00");
+        assert_eq!(amount(5_000, "mga").unwrap(), Some(dec!(5000)));
+        assert_eq!(amount(500, "jpy").unwrap(), Some(dec!(500)));
+        assert_eq!(amount(4_200, "uah").unwrap(), Some(dec!(42)));
+    }
     use rust_decimal_macros::dec;
 
     #[test]
