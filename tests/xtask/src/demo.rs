@@ -1,6 +1,8 @@
 //! The main job, shown: a demo organisation with a payment integration and an invoice; one signed
 //! Standard Webhooks delivery sent three times; one payment booked; its consequences once each:
-//! one history line, one notification per colleague, one task.
+//! one history line, one notification per colleague, one task. Then a missed call, posted three
+//! times as Twilio signs it: one call, one lead contact, one notification per colleague, one
+//! call-back task.
 
 use crate::stack::Coordinates;
 use anyhow::{bail, Context, Result};
@@ -53,7 +55,76 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
     };
     let seeded = seed(&api, &coords.admin_token).await?;
     deliver_three_times(&api, &seeded).await?;
-    show_consequences(&api, &seeded.key).await
+    show_consequences(&api, &seeded.key).await?;
+    missed_call(&api, &seeded.key).await
+}
+
+/// A Twilio-signed missed call posted three times: one call, and its consequences once.
+async fn missed_call(api: &Api, key: &str) -> Result<()> {
+    const TOKEN: &str = "demo-twilio-auth-token";
+    println!("\n== a missed call, posted three times by a SIP provider (Twilio-signed)");
+    let rule =
+        json!({"trigger": "call.missed", "action": {"type": "create_task", "title": "Call back"}});
+    api.call("POST", "/api/rules", key, rule).await?;
+    let (_, integration) = api
+        .call(
+            "POST",
+            "/api/integrations",
+            key,
+            json!({"kind": "calls", "provider": "twilio", "auth_token": TOKEN}),
+        )
+        .await?;
+    let url = integration["webhook_url"].as_str().context("webhook_url")?;
+    let form = "CallSid=CAdemo1&Direction=inbound&From=%2B380441234567&To=%2B380443334455&CallStatus=no-answer&CallDuration=0";
+    let signature = firmspace::signature::twilio::sign(TOKEN, url, form.as_bytes());
+    for attempt in 1..=3 {
+        let res = api
+            .http
+            .post(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-twilio-signature", &signature)
+            .body(form)
+            .send()
+            .await
+            .context("the call webhook")?;
+        let status = res.status().as_u16();
+        let answer: Value = res.json().await.unwrap_or(Value::Null);
+        println!(
+            "callback {attempt}: {status} duplicate={} key={} missed={} contact={}",
+            answer["duplicate"],
+            answer["call"]["key"],
+            answer["call"]["missed"],
+            answer["call"]["contact_id"]
+        );
+    }
+    let started = std::time::Instant::now();
+    let done = |tasks: &Value, notifications: usize| {
+        let call_backs = tasks["items"].as_array().map_or(0, |t| {
+            t.iter().filter(|t| t["title"] == "Call back").count()
+        });
+        (call_backs, notifications) == (1, 2 * TEAM.len())
+    };
+    let (tasks, notifications) = loop {
+        let (_, notifications, tasks) = counts(api, key).await?;
+        if done(&tasks, notifications) || started.elapsed() > std::time::Duration::from_secs(60) {
+            break (tasks, notifications);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let (_, calls) = api.call("GET", "/api/calls", key, Value::Null).await?;
+    let (_, contacts) = api.call("GET", "/api/contacts", key, Value::Null).await?;
+    println!(
+        "calls: {}; contacts: {} ({} lead); notifications now {notifications}; tasks {}",
+        count(&calls),
+        count(&contacts),
+        contacts["items"][0]["name"],
+        count(&tasks)
+    );
+    println!("missed-call consequences after {:?}", started.elapsed());
+    if count(&calls) != 1 || count(&contacts) != 1 || !done(&tasks, notifications) {
+        bail!("expected one call, one lead, one more notification per colleague and one call-back task");
+    }
+    Ok(())
 }
 
 /// An organisation, a team of three, an `invoice.paid` rule, a Standard Webhooks integration
