@@ -281,3 +281,28 @@ async fn the_softphone_posts_a_call_once_and_a_known_number_finds_its_contact() 
         json!({"call_id": "r1", "direction": "inbound", "peer": "+380441234567", "status": "ringing"})).await;
     assert_eq!((status, ignored["status"].as_str()), (200, Some("ignored")));
 }
+
+#[tokio::test]
+async fn a_first_call_takes_two_dynamodb_calls_and_a_repeat_one() {
+    let env = TestEnv::new().await;
+    let app = api::app(&env);
+    let key = api::new_org(&app).await;
+    let body = json!({"call_id": "rt-1", "direction": "inbound", "peer": "+380441234567", "status": "completed", "duration": 5});
+    let mut counted = Vec::new();
+    for _ in 0..2 {
+        // Authentication reads the API key first: one GetItem, then the call's own calls.
+        env.calls.clear();
+        call(&app, "POST", "/api/calls", &key, body.clone()).await;
+        counted.push(env.calls.take());
+    }
+    assert_eq!(
+        counted[0],
+        ["GetItem", "BatchGetItem", "TransactWriteItems"],
+        "new number: call, lead and identity in one transaction"
+    );
+    assert_eq!(
+        counted[1],
+        ["GetItem", "BatchGetItem"],
+        "a repeat is one read"
+    );
+}

@@ -1,18 +1,15 @@
 //! `POST /hooks/{integration_id}/calls`, served by the call-webhook function: a SIP provider's
 //! call result. Only a final status makes a call; the first report answers 201, a repeat 200.
 
-use super::webhook::{header, IgnoredDelivery, UnparseableDelivery};
-use super::{doc, error, parameter, Schemas, JSON, SERVER};
+use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::{doc, Schemas, JSON};
 use crate::routes::{In, Param};
 use crate::schemas::CallAnswer;
 use firmspace::calls::CallFields;
 use firmspace::signature::{standard, twilio};
 use serde::Serialize;
-use utoipa::openapi::path::{Operation, OperationBuilder};
-use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::{
-    ContentBuilder, OneOfBuilder, Ref, Required, ResponseBuilder, ResponsesBuilder,
-};
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::{ContentBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder};
 use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/calls";
@@ -72,26 +69,14 @@ pub fn operation(schemas: &mut Schemas) -> Operation {
              an unparseable body kept for review",
         )
         .content(JSON, ContentBuilder::new().schema(Some(repeated)).build());
-    let mut responses = ResponsesBuilder::new()
+    let responses = ResponsesBuilder::new()
         .response("201", created.build())
-        .response("200", ok.build())
-        .response("401", error("`invalid_signature`"))
-        .response("404", error("`not_found`: no such calls integration"))
-        .response("413", error("`payload_too_large`: body over 256 KiB"));
-    for (status, codes) in SERVER {
-        responses = responses.response(status.to_string(), error(codes));
-    }
-    OperationBuilder::new()
-        .summary(Some(
-            "A SIP provider's call result (served by call-webhook)",
-        ))
-        .parameters(Some(PARAMS.iter().map(parameter)))
-        .request_body(Some(
-            RequestBodyBuilder::new()
-                .required(Some(Required::True))
-                .content(JSON, body.build())
-                .build(),
-        ))
-        .responses(responses.build())
-        .build()
+        .response("200", ok.build());
+    operation_of(
+        "A SIP provider's call result (served by call-webhook)",
+        PARAMS,
+        body,
+        responses,
+        "calls",
+    )
 }

@@ -124,22 +124,43 @@ pub fn operation(schemas: &mut Schemas) -> Operation {
              or an unparseable body kept for review",
         )
         .content(JSON, ContentBuilder::new().schema(Some(answers)).build());
-    let mut responses = ResponsesBuilder::new()
-        .response("200", ok.build())
+    let responses = ResponsesBuilder::new().response("200", ok.build());
+    operation_of(
+        "A payment provider's webhook (served by payment-webhook)",
+        PARAMS,
+        body,
+        responses,
+        "payments",
+    )
+}
+
+/// A webhook's operation: its parameters, its JSON body, its answers, and the refusals every
+/// webhook shares (401, 404, 413 and the 5xx).
+pub(super) fn operation_of(
+    summary: &str,
+    params: &[Param],
+    body: ContentBuilder,
+    answers: ResponsesBuilder,
+    kind: &str,
+) -> Operation {
+    let mut responses = answers
         .response(
             "401",
-            error("`invalid_signature`: missing, wrong, or out of the 5-minute window"),
+            error(
+                "`invalid_signature`: missing, wrong, or (where signed) out of the 5-minute window",
+            ),
         )
-        .response("404", error("`not_found`: no such payments integration"))
+        .response(
+            "404",
+            error(&format!("`not_found`: no such {kind} integration")),
+        )
         .response("413", error("`payload_too_large`: body over 256 KiB"));
     for (status, codes) in SERVER {
         responses = responses.response(status.to_string(), error(codes));
     }
     OperationBuilder::new()
-        .summary(Some(
-            "A payment provider's webhook (served by payment-webhook)",
-        ))
-        .parameters(Some(PARAMS.iter().map(parameter)))
+        .summary(Some(summary))
+        .parameters(Some(params.iter().map(parameter)))
         .request_body(Some(
             RequestBodyBuilder::new()
                 .required(Some(Required::True))
