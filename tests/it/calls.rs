@@ -306,3 +306,83 @@ async fn a_first_call_takes_two_dynamodb_calls_and_a_repeat_one() {
         "a repeat is one read"
     );
 }
+
+#[tokio::test]
+async fn hostile_call_deliveries_are_refused_and_write_nothing() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let hook = calls_integration(
+        &env,
+        &org,
+        CallSettings::Twilio {
+            auth_token: AUTH_TOKEN.to_owned().into(),
+        },
+    )
+    .await;
+    let app = call_webhook::app(env.store.clone(), PUBLIC_URL);
+    let before = env.items().await.len();
+    let form =
+        "CallSid=CAh&Direction=inbound&From=%2B380441234567&To=%2B380443334455&CallStatus=busy";
+    let path = format!("/hooks/{}/calls", hook.id);
+    let signed = twilio_request(&hook, form);
+    let signature = signed.headers()["x-twilio-signature"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let cases = [
+        (
+            "no signature",
+            request("POST", &path, &[], form.as_bytes().to_vec()),
+        ),
+        (
+            "not base64",
+            request(
+                "POST",
+                &path,
+                &[("x-twilio-signature", "%%%")],
+                form.as_bytes().to_vec(),
+            ),
+        ),
+        (
+            "another body",
+            request(
+                "POST",
+                &path,
+                &[("x-twilio-signature", &signature)],
+                b"CallSid=CAh".to_vec(),
+            ),
+        ),
+        (
+            "300 KiB",
+            request(
+                "POST",
+                &path,
+                &[("x-twilio-signature", &signature)],
+                vec![b'a'; 300 * 1024],
+            ),
+        ),
+        ("GET", request("GET", &path, &[], Vec::new())),
+        (
+            "unknown integration",
+            request(
+                "POST",
+                "/hooks/o0123456789ab_0123456789abcdef/calls",
+                &[("x-twilio-signature", &signature)],
+                form.as_bytes().to_vec(),
+            ),
+        ),
+    ];
+    for (case, req) in cases {
+        let (status, body) = answer(&app, req).await;
+        assert!((400..500).contains(&status), "{case}: {status} {body}");
+        assert!(
+            body["error"].is_string() && body["detail"].is_string(),
+            "{case}: {body}"
+        );
+    }
+    assert_eq!(
+        env.items().await.len(),
+        before,
+        "a refused delivery wrote nothing"
+    );
+}
