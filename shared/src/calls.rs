@@ -47,7 +47,7 @@ impl CallStatus {
     }
 
     /// Statuses before the end of a call: answered "ignored", nothing written.
-    pub const PENDING: [&'static str; 3] = ["queued", "ringing", "in-progress"];
+    pub const PENDING: [&'static str; 4] = ["initiated", "queued", "ringing", "in-progress"];
 }
 
 /// The longest call we store, in seconds (a day).
@@ -376,14 +376,8 @@ impl CallFields {
             field,
             reason: reason.into(),
         };
-        let call_id =
-            ExternalId::parse("call_id", &self.call_id).map_err(|e| refuse("call_id", e.reason))?;
-        let direction = crate::store::item::parse_tag::<Direction>(&self.direction)
-            .ok_or_else(|| refuse("direction", "must be inbound or outbound"))?;
-        let peer = contacts::e164("peer", &self.peer)?;
-        if self.duration > MAX_DURATION {
-            return Err(refuse("duration", "must be 0 to 86400 seconds"));
-        }
+        // The status first: a call that has not ended is not a call yet, whatever else it says
+        // (a ringing call from `anonymous` is ignored, not refused).
         let status = match CallStatus::final_of(&self.status) {
             Some(status) => status,
             None if CallStatus::PENDING.contains(&self.status.as_str()) => {
@@ -392,10 +386,18 @@ impl CallFields {
             None => {
                 return Err(refuse(
                     "status",
-                    "must be completed, busy, failed, no-answer or canceled (queued, ringing and in-progress are not calls yet)",
+                    "must be completed, busy, failed, no-answer or canceled (initiated, queued, ringing and in-progress are not calls yet)",
                 ))
             }
         };
+        let call_id =
+            ExternalId::parse("call_id", &self.call_id).map_err(|e| refuse("call_id", e.reason))?;
+        let direction = crate::store::item::parse_tag::<Direction>(&self.direction)
+            .ok_or_else(|| refuse("direction", "must be inbound or outbound"))?;
+        let peer = contacts::e164("peer", &self.peer)?;
+        if self.duration > MAX_DURATION {
+            return Err(refuse("duration", "must be 0 to 86400 seconds"));
+        }
         Ok(Checked::Call(CallInput {
             org: org.clone(),
             call_id,
@@ -433,11 +435,15 @@ mod tests {
 
     #[test]
     fn only_final_statuses_make_calls_and_missed_is_inbound_unanswered() {
-        for pending in ["queued", "ringing", "in-progress"] {
+        for pending in ["initiated", "queued", "ringing", "in-progress"] {
             assert_eq!(
                 check(&fields(pending, "inbound")),
                 Ok(Checked::Pending(pending.into()))
             );
+            // Not ended: ignored whatever the other fields say.
+            let mut anonymous = fields(pending, "inbound");
+            anonymous.peer = "anonymous".into();
+            assert_eq!(check(&anonymous), Ok(Checked::Pending(pending.into())));
         }
         let missed = |status: &str, direction: &str| match check(&fields(status, direction)) {
             Ok(Checked::Call(c)) => c.missed(),

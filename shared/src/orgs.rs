@@ -86,6 +86,14 @@ pub async fn add_member(
     Ok(store.put_new(item).await?.created())
 }
 
+/// Whether `user_id` is a member of the organisation.
+pub async fn is_member(store: &Store, org: &OrgId, user_id: &str) -> Result<bool, StoreError> {
+    Ok(store
+        .get(&org.pk(&format!("MEMBER#{user_id}")))
+        .await?
+        .is_some())
+}
+
 pub async fn members(store: &Store, org: &OrgId) -> Result<Vec<Member>, StoreError> {
     store
         .list(&org.pk("MEMBERS"), false, 1000)

@@ -219,6 +219,27 @@ async fn the_softphone_posts_a_call_once_and_a_known_number_finds_its_contact() 
     let env = TestEnv::new().await;
     let app = api::app(&env);
     let key = api::new_org(&app).await;
+    let (status, stranger) = call(
+        &app,
+        "POST",
+        "/api/contacts",
+        &key,
+        json!({"name": "Olena", "phone": "+380441234567", "owner": "u1"}),
+    )
+    .await;
+    assert_eq!(
+        (status, stranger["field"].as_str()),
+        (400, Some("owner")),
+        "u1 is no member yet"
+    );
+    call(
+        &app,
+        "POST",
+        "/api/members",
+        &key,
+        json!({"user_id": "u1", "name": "Olena"}),
+    )
+    .await;
     let (status, contact) = call(
         &app,
         "POST",

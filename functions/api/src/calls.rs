@@ -3,7 +3,9 @@
 use crate::Ctx;
 use firmspace::calls::{self, CallFields, Checked, Recorded};
 use firmspace::contacts::{self, Created, NewContact};
+use firmspace::fields::FieldError;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::orgs;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -55,6 +57,16 @@ pub struct NewContactBody {
 pub async fn create_contact(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: NewContactBody = parse_json(body_bytes(ctx.req))?;
     let new = NewContact::manual(&body.name, body.phone.as_deref(), body.owner.as_deref())?;
+    // The owner is told about this contact's missed calls: it must be someone who reads them.
+    if let Some(owner) = &new.owner {
+        if !orgs::is_member(store, &ctx.org, owner).await? {
+            return Err(FieldError {
+                field: "owner",
+                reason: "is not a member of this organisation (POST /api/members first)".into(),
+            }
+            .into());
+        }
+    }
     match contacts::create(store, &ctx.org, new, ctx.now).await? {
         Created::New(contact) => Ok(json_response(201, &contact.to_json())),
         Created::Taken(contact_id) => Err(ApiError::new(

@@ -29,13 +29,14 @@ pub struct MarkRead {
 
 pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: MarkRead = parse_json(body_bytes(ctx.req))?;
-    // A notification key is an encoded event key, or that and `#` and an encoded member id:
-    // bounded in bytes, as the partition key it names is.
-    fields::line("key", &body.key, 2 * KEY_MAX)?;
-    if body.key.len() > 2 * KEY_MAX {
+    // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
+    // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
+    const MAX: usize = 4 * KEY_MAX;
+    fields::line("key", &body.key, MAX)?;
+    if body.key.len() > MAX {
         return Err(FieldError {
             field: "key",
-            reason: format!("must be at most {} bytes", 2 * KEY_MAX),
+            reason: format!("must be at most {MAX} bytes"),
         }
         .into());
     }

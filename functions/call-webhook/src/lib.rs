@@ -126,15 +126,11 @@ impl Source for Calls {
         _now: DateTime<Utc>,
     ) -> Result<Recorded, ApiError> {
         let stored = calls::record(store, &input).await?;
+        // A mismatching repeat has its `payload_mismatch` review item from `calls::record`
+        // already: for the edge it is a duplicate.
         let outcome = match &stored {
             Stored::New(_) => Outcome::Stored { review: false },
-            Stored::Duplicate {
-                same_payload: true, ..
-            } => Outcome::Duplicate,
-            Stored::Duplicate { stored, .. } => Outcome::Conflict {
-                fingerprint: input.fingerprint(),
-                stored: stored.fingerprint.clone(),
-            },
+            Stored::Duplicate { .. } => Outcome::Duplicate,
         };
         Ok(Recorded {
             key: input.key(),

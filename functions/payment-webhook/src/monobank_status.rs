@@ -52,9 +52,12 @@ impl Confirm for Confirmer<'_> {
             return answer;
         }
         let answer = self.ask(input).await;
-        let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
-        answers.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
-        answers.insert(asked, (Instant::now(), answer.clone()));
+        // Only final answers are kept: "ask again later" must ask again.
+        if !matches!(answer, Confirmation::Unavailable(_)) {
+            let mut answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+            answers.retain(|_, (at, _)| at.elapsed() < ANSWER_TTL);
+            answers.insert(asked, (Instant::now(), answer.clone()));
+        }
         answer
     }
 }
@@ -90,7 +93,9 @@ impl Confirmer<'_> {
         }
         match res.json::<Status>().await {
             Ok(status) => compare(input, &status),
-            Err(_) => Confirmation::Refused("monobank's answer was not its invoice status".into()),
+            Err(_) => {
+                Confirmation::Unavailable("monobank's answer was not its invoice status".into())
+            }
         }
     }
 }

@@ -84,6 +84,11 @@ pub fn twilio(body: &[u8]) -> Result<Posted, String> {
             .cloned()
             .ok_or_else(|| format!("{name} is missing"))
     };
+    // A call that has not ended is not a call yet, whatever its other fields say.
+    let status = field("CallStatus")?;
+    if super::CallStatus::PENDING.contains(&status.as_str()) {
+        return Ok(Posted::Ignored(status));
+    }
     let direction = field("Direction")?;
     let (direction, peer) = if direction == "inbound" {
         ("inbound", field("From")?)
@@ -104,7 +109,7 @@ pub fn twilio(body: &[u8]) -> Result<Posted, String> {
         call_id: field("CallSid")?,
         direction: direction.into(),
         peer,
-        status: field("CallStatus")?,
+        status,
         duration,
     }))
 }
@@ -153,7 +158,11 @@ mod tests {
             (f.direction.as_str(), f.peer.as_str(), f.duration),
             ("outbound", "+18005551212", 42)
         );
-        assert!(twilio(b"CallSid=CA3&Direction=sideways").is_err());
+        assert!(twilio(b"CallSid=CA3&Direction=sideways&CallStatus=completed").is_err());
+        assert_eq!(
+            twilio(b"CallSid=CA4&Direction=inbound&From=anonymous&CallStatus=ringing"),
+            Ok(Posted::Ignored("ringing".into()))
+        );
     }
 
     #[test]

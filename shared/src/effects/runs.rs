@@ -154,7 +154,8 @@ pub async fn set_state(
 }
 
 /// A delivery confirmed after this attempt lost its lease: the run becomes `sent` from
-/// `sending` or `not_sent` (whoever holds it), so it is never sent again.
+/// `sending`, `not_sent` or `needs_check` (whoever holds it), so it is never sent again and a
+/// check already asked for is answered.
 pub async fn delivered(
     store: &Store,
     org: &OrgId,
@@ -163,7 +164,7 @@ pub async fn delivered(
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let pk = run_pk(org, &run_key(rule_id, event_key));
-    for from in [RunState::Sending, RunState::NotSent] {
+    for from in [RunState::Sending, RunState::NotSent, RunState::NeedsCheck] {
         let update = Update::new()
             .set("state", s(tag_name(&RunState::Sent)))
             .set("updated_at", s(time::format(now)))

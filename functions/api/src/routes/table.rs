@@ -265,7 +265,7 @@ pub static ROUTES: &[Route] = &[
         answer: One(doc::<s::CallAnswer>),
         errors: &[(
             400,
-            "`malformed`, `invalid_field` (`call_id` 1-255 characters, `direction`, `peer` in \
+            "`malformed`, `invalid_field` (`call_id` 1-255 bytes, `direction`, `peer` in \
              E.164, `status`, `duration` 0-86400)",
         )],
     },
