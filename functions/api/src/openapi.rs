@@ -56,7 +56,7 @@ pub fn document() -> OpenApi {
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))
         .description(Some(
-            "Payments, invoices and their consequences. Amounts are JSON strings in major units; \
+            "Payments, invoices, calls, contacts and their consequences. Amounts are JSON strings in major units; \
              errors are {\"error\": \"<code>\", \"detail\": \"...\"}.",
         ));
     let components = ComponentsBuilder::new()
