@@ -2,14 +2,13 @@
 //! softphone's `POST /api/calls`, each call stored once however often and however concurrently
 //! it is posted, its peer linked to one contact, and its consequences once.
 
-use crate::consequences::{stream_event, workers};
+use crate::consequences::{fanout_app, stream_event, workers};
 use crate::support::api::{self, call, call_with};
-use crate::support::queues::{self, event, receive};
+use crate::support::queues::{event, receive};
 use crate::support::{fixtures, json_of, request, TestEnv};
 use chrono::Utc;
 use firmspace::calls::providers::{webhook_url, CallSettings};
 use firmspace::effects::automation::{self, Action};
-use firmspace::effects::queue::Publisher;
 use firmspace::effects::Trigger;
 use firmspace::ids::{IntegrationId, OrgId};
 use firmspace::integrations::{self, Integration, Settings};
@@ -35,6 +34,22 @@ async fn calls_integration(env: &TestEnv, org: &OrgId, settings: CallSettings) -
     id
 }
 
+/// A fresh table, an organisation with a Twilio calls integration, and the call webhook.
+async fn twilio_setup() -> (TestEnv, IntegrationId, call_webhook::App) {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let hook = calls_integration(
+        &env,
+        &org,
+        CallSettings::Twilio {
+            auth_token: AUTH_TOKEN.to_owned().into(),
+        },
+    )
+    .await;
+    let app = call_webhook::app(env.store.clone(), PUBLIC_URL);
+    (env, hook, app)
+}
+
 fn twilio_request(id: &IntegrationId, form: &str) -> lambda_http::Request {
     let signature = twilio::sign(AUTH_TOKEN, &webhook_url(PUBLIC_URL, id), form.as_bytes());
     request(
@@ -58,17 +73,7 @@ async fn answer(app: &call_webhook::App, req: lambda_http::Request) -> (u16, Val
 
 #[tokio::test]
 async fn a_twilio_callback_is_verified_over_the_public_url_and_only_a_final_status_is_a_call() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
-    let hook = calls_integration(
-        &env,
-        &org,
-        CallSettings::Twilio {
-            auth_token: AUTH_TOKEN.to_owned().into(),
-        },
-    )
-    .await;
-    let app = call_webhook::app(env.store.clone(), PUBLIC_URL);
+    let (env, hook, app) = twilio_setup().await;
     let form = |status: &str| {
         format!("CallSid=CA9&Direction=inbound&From=%2B380441234567&To=%2B380443334455&CallStatus={status}&CallDuration=0")
     };
@@ -181,15 +186,7 @@ async fn a_call_posted_twenty_times_at_once_is_one_call_one_lead_and_one_missed_
                 .is_some_and(|k| k == "call")
         })
         .unwrap();
-    let sqs = queues::client().await;
-    let q = queues::three_queues(&sqs).await;
-    let fanout = fanout::App::new(
-        Publisher {
-            sqs: sqs.clone(),
-            queues: q.clone(),
-        },
-        env.store.clone(),
-    );
+    let (sqs, q, fanout) = fanout_app(&env).await;
     assert!(fanout
         .process(stream_event(&item, "1"), Utc::now())
         .await
@@ -330,17 +327,7 @@ async fn a_first_call_takes_two_dynamodb_calls_and_a_repeat_one() {
 
 #[tokio::test]
 async fn hostile_call_deliveries_are_refused_and_write_nothing() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
-    let hook = calls_integration(
-        &env,
-        &org,
-        CallSettings::Twilio {
-            auth_token: AUTH_TOKEN.to_owned().into(),
-        },
-    )
-    .await;
-    let app = call_webhook::app(env.store.clone(), PUBLIC_URL);
+    let (env, hook, app) = twilio_setup().await;
     let before = env.items().await.len();
     let form =
         "CallSid=CAh&Direction=inbound&From=%2B380441234567&To=%2B380443334455&CallStatus=busy";

@@ -6,7 +6,7 @@ use crate::support::{fixtures, TestEnv};
 use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::outbound::Outbound;
-use firmspace::effects::queue::Publisher;
+use firmspace::effects::queue::{Publisher, Queues};
 use firmspace::effects::{activity, notify, EntityKind, Trigger};
 use firmspace::ids::{ExternalId, OrgId};
 use firmspace::money::Currency;
@@ -93,6 +93,20 @@ pub fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dy
     .expect("a stream event")
 }
 
+/// The fan-out over three fresh queues in ministack: the SQS client, the queues, the app.
+pub async fn fanout_app(env: &TestEnv) -> (aws_sdk_sqs::Client, Queues, fanout::App) {
+    let sqs = queues::client().await;
+    let q = queues::three_queues(&sqs).await;
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: sqs.clone(),
+            queues: q.clone(),
+        },
+        env.store.clone(),
+    );
+    (sqs, q, fanout)
+}
+
 pub struct Workers {
     pub notify: notify_worker::App,
     pub activity: activity_worker::App,
@@ -130,15 +144,7 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     let item = closing_payment(&env, &org, None).await;
     // `invoice.paid` is keyed by the invoice, not by the payment that closed it.
     let paid_key = format!("invoice:{}:paid", item["invoice_id"].as_s().unwrap());
-    let sqs = queues::client().await;
-    let q = queues::three_queues(&sqs).await;
-    let fanout = fanout::App::new(
-        Publisher {
-            sqs: sqs.clone(),
-            queues: q.clone(),
-        },
-        env.store.clone(),
-    );
+    let (sqs, q, fanout) = fanout_app(&env).await;
     for _ in 0..2 {
         let response = fanout.process(stream_event(&item, "100"), Utc::now()).await;
         assert!(response.batch_item_failures.is_empty());
@@ -207,15 +213,7 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         company_id: None,
     };
     let item = closing_payment_linked(&env, &org, links, "pay_poison").await;
-    let sqs = queues::client().await;
-    let q = queues::three_queues(&sqs).await;
-    let fanout = fanout::App::new(
-        Publisher {
-            sqs: sqs.clone(),
-            queues: q.clone(),
-        },
-        env.store.clone(),
-    );
+    let (sqs, q, fanout) = fanout_app(&env).await;
     let response = fanout.process(stream_event(&item, "300"), Utc::now()).await;
     assert!(
         response.batch_item_failures.is_empty(),
