@@ -4,14 +4,17 @@
 //! read alone. Otherwise one transaction puts the call under `attribute_not_exists` (and, for an
 //! unknown number, the lead's identity and contact), so twenty copies at once store one call.
 
+mod fields;
 pub mod providers;
+mod record;
 
-use crate::contacts::{self, Identity};
+pub use fields::{CallFields, Checked, FieldError};
+pub use record::{list, record, Recorded};
+
 use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, ExternalId, OrgId};
-use crate::review::ReviewItem;
 use crate::store::item::{tag_name, Builder, Read};
-use crate::store::{Item, Step, Store, StoreError, Transacted};
+use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -236,227 +239,10 @@ impl Call {
     }
 }
 
-/// How recording a call ended.
-#[derive(Clone, Debug)]
-pub enum Recorded {
-    New(Call),
-    /// The key was stored before; `same_payload` says whether this report says the same.
-    Duplicate {
-        stored: Call,
-        same_payload: bool,
-    },
-}
-
-impl Recorded {
-    pub fn call(&self) -> &Call {
-        match self {
-            Self::New(call) | Self::Duplicate { stored: call, .. } => call,
-        }
-    }
-
-    /// `{"duplicate", "call"}`: the stored call on a repeat.
-    pub fn answer(&self) -> Value {
-        json!({
-            "duplicate": matches!(self, Self::Duplicate { .. }),
-            "call": self.call().to_json(),
-        })
-    }
-}
-
-/// Attempts before giving up on contention (a lead made concurrently is read on the next one).
-const ATTEMPTS: u32 = 8;
-
-/// Stores a call once; a report with the same key and another payload keeps the first and files
-/// a `payload_mismatch` review item.
-pub async fn record(store: &Store, input: &CallInput) -> Result<Recorded, StoreError> {
-    let identity = Identity::phone(&input.peer);
-    let identity_pk = contacts::identity_pk(&input.org, &identity);
-    for attempt in 0..ATTEMPTS {
-        let mut found = store
-            .get_many(&[input.pk(), identity_pk.clone()])
-            .await?
-            .into_iter();
-        let (stored, known) = (found.next().flatten(), found.next().flatten());
-        if let Some(item) = stored {
-            return duplicate(store, input, &item).await;
-        }
-        let (known, mut steps) = match known {
-            Some(item) => (contacts::known(&item)?, Vec::new()),
-            None => contacts::lead_steps(&input.org, &identity, &input.peer, input.at),
-        };
-        let call = Call {
-            input: input.clone(),
-            contact_id: known.contact_id.clone(),
-            owner: known.owner.clone(),
-            fingerprint: input.fingerprint(),
-        };
-        steps.insert(0, Step::PutNew(call.to_item()));
-        match store.transact(steps).await? {
-            Transacted::Done => return Ok(Recorded::New(call)),
-            Transacted::Refused {
-                step: 0,
-                existing: Some(item),
-            } => return duplicate(store, input, &item).await,
-            // The lead was made by a concurrent arrival, or the items were contended: read again.
-            _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
-        }
-    }
-    Err(StoreError::Contended { pk: input.pk() })
-}
-
-async fn duplicate(store: &Store, input: &CallInput, item: &Item) -> Result<Recorded, StoreError> {
-    let stored = Call::from_item(item)?;
-    let same_payload = stored.fingerprint == input.fingerprint();
-    if !same_payload {
-        ReviewItem {
-            org: input.org.clone(),
-            kind: "call".into(),
-            reason: "payload_mismatch".into(),
-            key: format!("{}:{}", input.key(), &input.fingerprint()[..16]),
-            at: input.at,
-            detail: json!({
-                "stored": {"status": stored.input.status, "duration": stored.input.duration, "peer": stored.input.peer},
-                "received": {"status": input.status, "duration": input.duration, "peer": input.peer},
-            }),
-        }
-        .put(store)
-        .await?;
-    }
-    Ok(Recorded::Duplicate {
-        stored,
-        same_payload,
-    })
-}
-
-/// The organisation's calls, newest first.
-pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<Call>, StoreError> {
-    store
-        .list(&org.pk("CALLS"), true, 200)
-        .await?
-        .iter()
-        .map(Call::from_item)
-        .collect()
-}
-
-/// What the caller's fields say, held to their limits: the body of `POST /api/calls` and of a
-/// generic provider's `data`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct CallFields {
-    pub call_id: String,
-    /// `inbound` or `outbound`.
-    pub direction: String,
-    /// E.164.
-    pub peer: String,
-    /// `completed`, `busy`, `failed`, `no-answer`, `canceled` (and, ignored: `queued`, `ringing`,
-    /// `in-progress`).
-    pub status: String,
-    /// Seconds, 0 to 86400.
-    #[serde(default)]
-    pub duration: u32,
-}
-
-/// A refused call field: the field and why.
-pub type FieldError = crate::fields::FieldError;
-
-/// What the fields make: a call, or a status that is not a call yet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Checked {
-    Call(CallInput),
-    Pending(String),
-}
-
-impl CallFields {
-    pub fn check(
-        &self,
-        org: &OrgId,
-        source: &str,
-        at: DateTime<Utc>,
-    ) -> Result<Checked, FieldError> {
-        let refuse = |field: &'static str, reason: &str| FieldError {
-            field,
-            reason: reason.into(),
-        };
-        // The status first: a call that has not ended is not a call yet, whatever else it says
-        // (a ringing call from `anonymous` is ignored, not refused).
-        let status = match CallStatus::final_of(&self.status) {
-            Some(status) => status,
-            None if CallStatus::PENDING.contains(&self.status.as_str()) => {
-                return Ok(Checked::Pending(self.status.clone()))
-            }
-            None => {
-                return Err(refuse(
-                    "status",
-                    "must be completed, busy, failed, no-answer or canceled (initiated, queued, ringing and in-progress are not calls yet)",
-                ))
-            }
-        };
-        let call_id =
-            ExternalId::parse("call_id", &self.call_id).map_err(|e| refuse("call_id", e.reason))?;
-        let direction = crate::store::item::parse_tag::<Direction>(&self.direction)
-            .ok_or_else(|| refuse("direction", "must be inbound or outbound"))?;
-        let peer = contacts::e164("peer", &self.peer)?;
-        if self.duration > MAX_DURATION {
-            return Err(refuse("duration", "must be 0 to 86400 seconds"));
-        }
-        Ok(Checked::Call(CallInput {
-            org: org.clone(),
-            call_id,
-            direction,
-            peer,
-            status,
-            duration: self.duration,
-            at,
-            source: source.to_owned(),
-        }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::fields::sample::{check, fields};
     use super::*;
-
-    fn fields(status: &str, direction: &str) -> CallFields {
-        CallFields {
-            call_id: "CA1".into(),
-            direction: direction.into(),
-            peer: "+380441234567".into(),
-            status: status.into(),
-            duration: 0,
-        }
-    }
-
-    fn check(f: &CallFields) -> Result<Checked, FieldError> {
-        f.check(
-            &OrgId::parse("o0123456789ab").unwrap(),
-            "softphone",
-            chrono::DateTime::UNIX_EPOCH,
-        )
-    }
-
-    #[test]
-    fn only_final_statuses_make_calls_and_missed_is_inbound_unanswered() {
-        for pending in ["initiated", "queued", "ringing", "in-progress"] {
-            assert_eq!(
-                check(&fields(pending, "inbound")),
-                Ok(Checked::Pending(pending.into()))
-            );
-            // Not ended: ignored whatever the other fields say.
-            let mut anonymous = fields(pending, "inbound");
-            anonymous.peer = "anonymous".into();
-            assert_eq!(check(&anonymous), Ok(Checked::Pending(pending.into())));
-        }
-        let missed = |status: &str, direction: &str| match check(&fields(status, direction)) {
-            Ok(Checked::Call(c)) => c.missed(),
-            other => panic!("{other:?}"),
-        };
-        assert!(missed("no-answer", "inbound"));
-        assert!(missed("busy", "inbound"));
-        assert!(missed("canceled", "inbound"));
-        assert!(!missed("completed", "inbound"));
-        assert!(!missed("no-answer", "outbound"));
-        assert!(check(&fields("answered", "inbound")).is_err());
-        assert!(check(&fields("completed", "sideways")).is_err());
-    }
 
     #[test]
     fn the_key_is_call_id_and_direction() {
