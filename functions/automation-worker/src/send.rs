@@ -1,0 +1,201 @@
+//! One `send_message` run: the outbound target (kept opened for a while), the claim on the run,
+//! the call, and the settling of what the call told; never a blind resend.
+
+use super::{Automation, Transient, TARGET_TTL};
+use chrono::{DateTime, Utc};
+use firmspace::effects::automation::{self, Rule};
+use firmspace::effects::outbound::{OutboundTarget, Sent, State};
+use firmspace::effects::runs::{self, Claim, Lease, RunState};
+use firmspace::effects::worker::{Applied, WorkError};
+use firmspace::effects::Fired;
+use firmspace::ids::IntegrationId;
+use firmspace::integrations::{self, Settings};
+use firmspace::review::ReviewItem;
+use serde_json::json;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// One outgoing call of a run: what it was for and where it went.
+struct Attempt<'a> {
+    rule: &'a Rule,
+    integration_id: &'a IntegrationId,
+    target: &'a OutboundTarget,
+    fired: &'a Fired,
+    key: &'a str,
+    lease: &'a Lease,
+}
+
+impl Automation {
+    async fn target(&self, rule: &Rule, id: &IntegrationId) -> Result<OutboundTarget, WorkError> {
+        let cached = |targets: &HashMap<String, (Instant, OutboundTarget)>| {
+            targets
+                .get(&id.id)
+                .filter(|(at, _)| at.elapsed() < TARGET_TTL)
+                .map(|(_, target)| target.clone())
+        };
+        // Only the rule's own organisation's integration, cached or not.
+        let own = id.org == rule.org;
+        if own {
+            if let Some(target) = cached(&self.targets.lock().unwrap_or_else(|p| p.into_inner())) {
+                return Ok(target);
+            }
+        }
+        let found = if own {
+            integrations::get(&self.store, id).await?
+        } else {
+            None
+        };
+        match found.map(|i| i.settings) {
+            Some(Settings::Outbound(target)) => {
+                self.targets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id.id.clone(), (Instant::now(), target.clone()));
+                Ok(target)
+            }
+            _ => Err(WorkError::permanent(
+                "unknown_integration",
+                format!("rule {} names no outbound integration", rule.rule_id),
+            )),
+        }
+    }
+
+    pub(super) async fn send(
+        &self,
+        rule: &Rule,
+        integration_id: &IntegrationId,
+        text: &str,
+        fired: &Fired,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, WorkError> {
+        let target = self.target(rule, integration_id).await?;
+        let event_key = &fired.event_key;
+        let run_key = automation::run_key(&rule.rule_id, event_key);
+        let key = automation::idempotency_key(&rule.org, &run_key);
+        let hold = chrono::Duration::from_std(self.budget()).expect("a budget of seconds");
+        // The lease runs from the moment it is taken, not from the batch's start.
+        let taken_at = chrono::Utc::now().max(now);
+        let claim = runs::claim(
+            &self.store,
+            &rule.org,
+            &rule.rule_id,
+            event_key,
+            taken_at,
+            hold,
+        )
+        .await?;
+        let (lease, sent) = match claim {
+            Claim::Settled(state) => {
+                tracing::info!(%run_key, ?state, "run already settled");
+                return Ok(Applied::one(false));
+            }
+            Claim::Busy => {
+                return Err(WorkError::transient(Transient(format!(
+                    "run {run_key} is held by another attempt"
+                ))))
+            }
+            Claim::Unclear(lease) => (
+                lease,
+                Sent::Unclear("an earlier attempt's outcome is unknown".into()),
+            ),
+            Claim::Fresh(lease) | Claim::Retry(lease) => {
+                let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": fired.context});
+                let sent = self
+                    .outbound
+                    .send(&target, &key, &body, now.timestamp())
+                    .await;
+                (lease, sent)
+            }
+        };
+        let attempt = Attempt {
+            rule,
+            integration_id,
+            target: &target,
+            fired,
+            key: &key,
+            lease: &lease,
+        };
+        self.settle(attempt, sent, now).await?;
+        Ok(Applied::one(true))
+    }
+
+    /// Moves the run to what the attempt tells, asking the target when that is unclear; never
+    /// resends blindly.
+    async fn settle(
+        &self,
+        attempt: Attempt<'_>,
+        sent: Sent,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        let Attempt {
+            rule,
+            integration_id,
+            target,
+            fired,
+            key,
+            lease,
+        } = attempt;
+        let event_key = &fired.event_key;
+        let run_key = automation::run_key(&rule.rule_id, event_key);
+        let settle = |state| async move {
+            runs::set_state(
+                &self.store,
+                &rule.org,
+                &rule.rule_id,
+                event_key,
+                lease,
+                state,
+                now,
+            )
+            .await
+        };
+        // Delivered is a fact whoever holds the run now: `sent` even if the lease was lost.
+        let delivered = || async {
+            if !settle(RunState::Sent).await? {
+                runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
+            }
+            Ok::<_, WorkError>(())
+        };
+        match sent {
+            Sent::Delivered => delivered().await?,
+            Sent::NotDelivered(why) => {
+                settle(RunState::NotSent).await?;
+                return Err(WorkError::transient(Transient(why)));
+            }
+            Sent::Rejected(code) => {
+                settle(RunState::Failed).await?;
+                return Err(WorkError::permanent(
+                    "outbound_rejected",
+                    format!("target answered {code} for run {run_key}"),
+                ));
+            }
+            Sent::Unclear(why) => match self.outbound.check(target, key).await {
+                State::Delivered => delivered().await?,
+                State::NotDelivered => {
+                    settle(RunState::NotSent).await?;
+                    return Err(WorkError::transient(Transient(format!(
+                        "{why}; target has no record of the key"
+                    ))));
+                }
+                State::Unknown => {
+                    if !settle(RunState::NeedsCheck).await? {
+                        // Another attempt holds the run now; it decides what a person must see.
+                        return Ok(());
+                    }
+                    tracing::warn!(%run_key, %why, "outgoing call in an unknown state");
+                    ReviewItem {
+                        org: rule.org.clone(),
+                        kind: "automation".into(),
+                        reason: "needs_check".into(),
+                        key: run_key.clone(),
+                        at: now,
+                        detail: json!({"why": why, "idempotency_key": key, "integration_id": integration_id}),
+                    }
+                    .put(&self.store)
+                    .await?;
+                }
+            },
+        }
+        Ok(())
+    }
+}
