@@ -6,6 +6,7 @@
 use crate::calls::providers::CallSettings;
 use crate::effects::outbound::OutboundTarget;
 use crate::ids::{IntegrationId, OrgId};
+use crate::messages::providers::{MessageProvider, MessageSettings};
 use crate::payments::providers::PaymentSettings;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, Store, StoreError};
@@ -24,6 +25,7 @@ pub enum IntegrationKind {
     Payments,
     Outbound,
     Calls,
+    Messages,
 }
 
 #[derive(Clone, Debug)]
@@ -31,6 +33,17 @@ pub enum Settings {
     Payments(PaymentSettings),
     Outbound(OutboundTarget),
     Calls(CallSettings),
+    Messages(MessageSettings),
+}
+
+impl Settings {
+    /// The messenger of a messages integration.
+    pub fn message_provider(&self) -> Option<MessageProvider> {
+        match self {
+            Self::Messages(m) => Some(m.provider()),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -54,6 +67,7 @@ impl Integration {
             Settings::Payments(_) => IntegrationKind::Payments,
             Settings::Outbound(_) => IntegrationKind::Outbound,
             Settings::Calls(_) => IntegrationKind::Calls,
+            Settings::Messages(_) => IntegrationKind::Messages,
         }
     }
 
@@ -71,6 +85,7 @@ impl Integration {
             Settings::Payments(p) => p.write(builder),
             Settings::Outbound(o) => o.write(builder),
             Settings::Calls(c) => c.write(builder),
+            Settings::Messages(m) => m.write(builder),
         }
         .build()
     }
@@ -80,6 +95,7 @@ impl Integration {
             Settings::Payments(p) => p.secrets(),
             Settings::Outbound(o) => BTreeMap::from([("secret", &o.secret)]),
             Settings::Calls(c) => c.secrets(),
+            Settings::Messages(m) => m.secrets(),
         }
     }
 
@@ -108,6 +124,9 @@ impl Integration {
                 Settings::Outbound(OutboundTarget::read(item, &mut secrets)?)
             }
             IntegrationKind::Calls => Settings::Calls(CallSettings::read(item, &mut secrets)?),
+            IntegrationKind::Messages => {
+                Settings::Messages(MessageSettings::read(item, &mut secrets)?)
+            }
         };
         Ok(Self {
             id,
@@ -120,7 +139,7 @@ impl Integration {
 /// The attribute holding an integration's sealed secrets.
 const SEALED: &str = "sealed";
 /// Where secrets were kept in clear before they were sealed.
-const CLEAR: [&str; 3] = ["secret", "token", "auth_token"];
+const CLEAR: [&str; 5] = ["secret", "token", "auth_token", "bot_token", "app_secret"];
 
 fn kind_of(item: &Item) -> Result<IntegrationKind, StoreError> {
     item.tag_of::<IntegrationKind>("integration_kind")

@@ -14,6 +14,7 @@ pub mod fields;
 pub mod http;
 pub mod ids;
 pub mod integrations;
+pub mod messages;
 pub mod money;
 pub mod orgs;
 pub mod payments;

@@ -9,7 +9,7 @@ use crate::store::{Item, StoreError};
 /// Event kinds the stream hands to the fan-out (the event source mapping filters on these).
 pub const EVENT_KINDS: &[&str] = &[
     event::KIND,
-    "message",
+    crate::messages::KIND,
     crate::calls::KIND,
     "bank_tx",
     "ledger_line",
@@ -20,6 +20,9 @@ pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
     match item.opt_str("kind") {
         Some(event::KIND) => Ok(PaymentEvent::from_item(item)?.consequences()),
         Some(crate::calls::KIND) => Ok(crate::calls::Call::from_item(item)?.consequences()),
+        Some(crate::messages::KIND) => {
+            Ok(crate::messages::Message::from_item(item)?.consequences())
+        }
         _ => Ok(Vec::new()),
     }
 }

@@ -5,7 +5,9 @@
 pub mod monobank;
 pub mod standard;
 pub mod stripe;
+pub mod telegram;
 pub mod twilio;
+pub mod whatsapp;
 
 use chrono::{DateTime, Utc};
 use http::HeaderMap;

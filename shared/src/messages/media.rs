@@ -1,0 +1,304 @@
+//! The messengers' APIs as one client (Telegram's Bot API, WhatsApp's Graph API, a generic
+//! sender's file URLs), and attachments stored once in S3: under a key derived from the message
+//! key, written with `If-None-Match: *`, so concurrent first deliveries leave one object.
+
+use super::providers::MessageSettings;
+use super::{Attachment, AttachmentRef, MediaRef};
+use crate::effects::targets::{self, PublicOnly};
+use crate::integrations::{Integration, Settings};
+use aws_sdk_s3::primitives::ByteStream;
+use secrecy::ExposeSecret;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest file we store.
+pub const FILE_MAX: u64 = 20 * 1024 * 1024;
+
+/// Where the messengers' APIs are, and the client that calls them: no redirects, and every
+/// connection to a public address (loopback only on the local and test stages).
+#[derive(Clone, Debug)]
+pub struct Apis {
+    pub http: reqwest::Client,
+    pub telegram: String,
+    pub whatsapp: String,
+    pub allow_loopback: bool,
+    pub timeout: Duration,
+}
+
+pub const TELEGRAM_API: &str = "https://api.telegram.org";
+pub const WHATSAPP_API: &str = "https://graph.facebook.com/v21.0";
+
+impl Apis {
+    pub fn new(telegram: &str, whatsapp: &str, allow_loopback: bool, timeout: Duration) -> Self {
+        Self {
+            http: crate::http::client(
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .dns_resolver(Arc::new(PublicOnly { allow_loopback })),
+            ),
+            telegram: telegram.trim_end_matches('/').to_owned(),
+            whatsapp: whatsapp.trim_end_matches('/').to_owned(),
+            allow_loopback,
+            timeout,
+        }
+    }
+
+    /// From `TELEGRAM_API_URL`, `WHATSAPP_API_URL` (the public APIs when unset) and
+    /// `CHANNEL_TIMEOUT_MS` (default 10000).
+    pub fn from_env(allow_loopback: bool) -> Result<Self, crate::config::ConfigError> {
+        use crate::config::{parse_var, var};
+        Ok(Self::new(
+            &var("TELEGRAM_API_URL").unwrap_or_else(|| TELEGRAM_API.into()),
+            &var("WHATSAPP_API_URL").unwrap_or_else(|| WHATSAPP_API.into()),
+            allow_loopback,
+            Duration::from_millis(parse_var("CHANNEL_TIMEOUT_MS", 10_000)?),
+        ))
+    }
+
+    /// The API base for an integration: its own `api_url` where the stage allows one, else the
+    /// configured one. Checked at call time like every outgoing URL.
+    pub fn base(&self, settings: &MessageSettings) -> Result<String, String> {
+        let base = match (settings, settings.api_url()) {
+            (_, Some(own)) if self.allow_loopback => own.trim_end_matches('/').to_owned(),
+            (MessageSettings::Whatsapp { .. }, _) => self.whatsapp.clone(),
+            _ => self.telegram.clone(),
+        };
+        targets::check_url(&base, self.allow_loopback)?;
+        Ok(base)
+    }
+}
+
+/// Why an attachment is not stored.
+enum Failure {
+    TooLarge(u64),
+    Failed(String),
+}
+
+fn failed(e: impl std::fmt::Display) -> Failure {
+    Failure::Failed(crate::http::plain(&e.to_string()))
+}
+
+/// Attachments: fetched through the messengers' APIs, stored in one bucket.
+#[derive(Clone, Debug)]
+pub struct Media {
+    pub apis: Apis,
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+impl Media {
+    pub fn new(apis: Apis, s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        Self {
+            apis,
+            s3,
+            bucket: bucket.into(),
+        }
+    }
+
+    /// Each attachment fetched and stored, or recorded with why it is not; never an error, so a
+    /// failed download never loses the message.
+    pub async fn fetch_all(
+        &self,
+        integration: &Integration,
+        message_pk: &str,
+        refs: &[AttachmentRef],
+    ) -> Vec<Attachment> {
+        let mut out = Vec::with_capacity(refs.len());
+        for (index, r) in refs.iter().enumerate() {
+            let object = object_key(message_pk, index);
+            let mut attachment = Attachment {
+                name: r.name.clone(),
+                content_type: r
+                    .content_type
+                    .clone()
+                    .unwrap_or_else(|| "application/octet-stream".into()),
+                size: r.size.unwrap_or(0),
+                sha256: None,
+                object: None,
+                error: None,
+            };
+            match self.fetch(integration, r).await {
+                Ok(bytes) => {
+                    attachment.size = bytes.len() as u64;
+                    attachment.sha256 = Some(hex::encode(Sha256::digest(&bytes)));
+                    match self.put(&object, bytes, &attachment.content_type).await {
+                        Ok(()) => attachment.object = Some(object),
+                        Err(why) => attachment.error = Some(format!("not stored: {why}")),
+                    }
+                }
+                Err(Failure::TooLarge(size)) => {
+                    attachment.size = size;
+                    attachment.error = Some(format!("too large: more than {FILE_MAX} bytes"));
+                }
+                Err(Failure::Failed(why)) => {
+                    attachment.error = Some(format!("download failed: {why}"));
+                }
+            }
+            if let Some(error) = &attachment.error {
+                tracing::warn!(%error, name = %attachment.name, "attachment not stored");
+            }
+            out.push(attachment);
+        }
+        out
+    }
+
+    async fn fetch(
+        &self,
+        integration: &Integration,
+        r: &AttachmentRef,
+    ) -> Result<Vec<u8>, Failure> {
+        if r.size.is_some_and(|size| size > FILE_MAX) {
+            return Err(Failure::TooLarge(r.size.unwrap_or_default()));
+        }
+        let settings = match &integration.settings {
+            Settings::Messages(m) => m,
+            _ => return Err(Failure::Failed("not a messages integration".into())),
+        };
+        let http = &self.apis.http;
+        let request = match (&r.media, settings) {
+            (MediaRef::TelegramFile(file_id), MessageSettings::Telegram { bot_token, .. }) => {
+                let base = self.apis.base(settings).map_err(failed)?;
+                let token = bot_token.expose_secret();
+                let info = self
+                    .json(
+                        http.get(format!("{base}/bot{token}/getFile"))
+                            .query(&[("file_id", file_id)]),
+                    )
+                    .await?;
+                let result = info
+                    .get("result")
+                    .ok_or_else(|| failed("getFile answered no result"))?;
+                if let Some(size) = result.get("file_size").and_then(|v| v.as_u64()) {
+                    if size > FILE_MAX {
+                        return Err(Failure::TooLarge(size));
+                    }
+                }
+                let path = result
+                    .get("file_path")
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| failed("getFile answered no file_path"))?;
+                http.get(format!("{base}/file/bot{token}/{path}"))
+            }
+            (MediaRef::WhatsappMedia(id), MessageSettings::Whatsapp { access_token, .. }) => {
+                let base = self.apis.base(settings).map_err(failed)?;
+                let token = access_token.expose_secret();
+                let info = self
+                    .json(http.get(format!("{base}/{id}")).bearer_auth(token))
+                    .await?;
+                if let Some(size) = info.get("file_size").and_then(|v| v.as_u64()) {
+                    if size > FILE_MAX {
+                        return Err(Failure::TooLarge(size));
+                    }
+                }
+                let url = info
+                    .get("url")
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| failed("the media answer has no url"))?;
+                targets::check_url(url, self.apis.allow_loopback).map_err(failed)?;
+                http.get(url).bearer_auth(token)
+            }
+            (MediaRef::Url(url), MessageSettings::Standard { .. }) => {
+                targets::check_url(url, self.apis.allow_loopback).map_err(failed)?;
+                http.get(url)
+            }
+            _ => return Err(failed("the attachment does not belong to this channel")),
+        };
+        self.download(request).await
+    }
+
+    async fn json(&self, request: reqwest::RequestBuilder) -> Result<serde_json::Value, Failure> {
+        // Without the URL: a Bot API URL carries the bot's token.
+        let res = request
+            .timeout(self.apis.timeout)
+            .send()
+            .await
+            .map_err(|e| failed(e.without_url()))?;
+        if !res.status().is_success() {
+            return Err(failed(format!(
+                "the API answered {}",
+                res.status().as_u16()
+            )));
+        }
+        res.json().await.map_err(|e| failed(e.without_url()))
+    }
+
+    /// The body, read chunk by chunk and given up on past `FILE_MAX`.
+    async fn download(&self, request: reqwest::RequestBuilder) -> Result<Vec<u8>, Failure> {
+        let mut res = request
+            .timeout(self.apis.timeout)
+            .send()
+            .await
+            .map_err(|e| failed(e.without_url()))?;
+        if !res.status().is_success() {
+            return Err(failed(format!(
+                "the file answered {}",
+                res.status().as_u16()
+            )));
+        }
+        if let Some(size) = res.content_length().filter(|size| *size > FILE_MAX) {
+            return Err(Failure::TooLarge(size));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(|e| failed(e.without_url()))? {
+            if (bytes.len() + chunk.len()) as u64 > FILE_MAX {
+                return Err(Failure::TooLarge((bytes.len() + chunk.len()) as u64));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
+    }
+
+    /// Writes the object only if its key is new: a concurrent first delivery that wrote it
+    /// first leaves its object, and ours is not written.
+    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), String> {
+        for _ in 0..3 {
+            let put = self
+                .s3
+                .put_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .content_type(content_type)
+                .if_none_match("*")
+                .body(ByteStream::from(bytes.clone()))
+                .send()
+                .await;
+            let e = match put {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            match e.raw_response().map(|r| r.status().as_u16()) {
+                // The object is there: a concurrent first delivery wrote the same bytes.
+                Some(412) => return Ok(()),
+                // A concurrent conditional write of it is under way: ask again.
+                Some(409) => tokio::time::sleep(Duration::from_millis(50)).await,
+                _ => {
+                    tracing::warn!(error = %aws_sdk_s3::error::DisplayErrorContext(&e), "S3 put failed");
+                    return Err("the file store refused it".into());
+                }
+            }
+        }
+        Err("the file store stayed busy".into())
+    }
+
+    /// A URL that reads the object for `expires`, for the API's message list.
+    pub async fn presign(&self, key: &str, expires: Duration) -> Option<String> {
+        let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(expires).ok()?;
+        let req = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .presigned(config)
+            .await
+            .ok()?;
+        Some(req.uri().to_owned())
+    }
+}
+
+/// The object key of a message's attachment: derived from the message's key, so every copy of
+/// the message names the same object.
+pub fn object_key(message_pk: &str, index: usize) -> String {
+    let digest = hex::encode(Sha256::digest(message_pk.as_bytes()));
+    format!("attachments/{}/{index}", &digest[..40])
+}

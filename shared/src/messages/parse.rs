@@ -1,0 +1,292 @@
+//! What each messenger posts: Telegram updates, WhatsApp Cloud API deliveries (a batch of
+//! messages and statuses), and a generic sender's Standard Webhooks JSON. Pure, and never panics
+//! on any bytes; what this CRM does not record (an edited message, a reaction, a member update)
+//! is `Ignored`.
+
+use super::{AttachmentRef, Incoming, MediaRef, OutStatus, Posted, Sender, StatusEvent};
+use chrono::{DateTime, TimeZone, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+
+fn str_of(v: &Value, name: &str) -> Option<String> {
+    match v.get(name)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn need(v: &Value, name: &str, what: &str) -> Result<String, String> {
+    str_of(v, name).ok_or_else(|| format!("{what} has no {name}"))
+}
+
+fn unix(v: &Value, name: &str) -> Option<DateTime<Utc>> {
+    let secs = match v.get(name)? {
+        Value::Number(n) => n.as_i64()?,
+        Value::String(s) => s.parse().ok()?,
+        _ => return None,
+    };
+    Utc.timestamp_opt(secs, 0).single()
+}
+
+fn json(body: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(body)
+        .map_err(|e| format!("not JSON: {}", crate::http::plain(&e.to_string())))
+}
+
+/// A Telegram update: `message` with text, caption, the largest `photo[]` size or a `document`
+/// (voice, audio and video too). The provider id is `chat.id:message_id` (ids are per chat).
+pub fn telegram(body: &[u8]) -> Result<Posted, String> {
+    let update = json(body)?;
+    let Some(message) = update.get("message") else {
+        let kind = update
+            .as_object()
+            .and_then(|o| o.keys().find(|k| *k != "update_id").cloned())
+            .unwrap_or_else(|| "unknown".into());
+        return Ok(Posted::Ignored(kind));
+    };
+    let chat = message.get("chat").ok_or("message has no chat")?;
+    let chat_id = need(chat, "id", "chat")?;
+    let message_id = need(message, "message_id", "message")?;
+    let from = message.get("from").unwrap_or(chat);
+    let user_id = need(from, "id", "from")?;
+    let first = [str_of(from, "first_name"), str_of(from, "last_name")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let name = if first.trim().is_empty() {
+        str_of(from, "username").unwrap_or_else(|| user_id.clone())
+    } else {
+        first
+    };
+    let mut attachments = Vec::new();
+    if let Some(Value::Array(sizes)) = message.get("photo") {
+        let largest = sizes.iter().max_by_key(|p| {
+            let dim = |n| p.get(n).and_then(Value::as_u64).unwrap_or(0);
+            (dim("width").saturating_mul(dim("height")), dim("file_size"))
+        });
+        if let Some(photo) = largest {
+            attachments.push(AttachmentRef {
+                media: MediaRef::TelegramFile(need(photo, "file_id", "photo")?),
+                name: format!("photo_{message_id}.jpg"),
+                content_type: Some("image/jpeg".into()),
+                size: photo.get("file_size").and_then(Value::as_u64),
+            });
+        }
+    }
+    for kind in ["document", "voice", "audio", "video"] {
+        if let Some(file) = message.get(kind) {
+            attachments.push(AttachmentRef {
+                media: MediaRef::TelegramFile(need(file, "file_id", kind)?),
+                name: str_of(file, "file_name").unwrap_or_else(|| format!("{kind}_{message_id}")),
+                content_type: str_of(file, "mime_type"),
+                size: file.get("file_size").and_then(Value::as_u64),
+            });
+        }
+    }
+    let text = str_of(message, "text")
+        .or_else(|| str_of(message, "caption"))
+        .unwrap_or_default();
+    if text.is_empty() && attachments.is_empty() {
+        // A sticker, a location, a service message: nothing this CRM stores.
+        return Ok(Posted::Ignored("message_without_text".into()));
+    }
+    Ok(Posted::Delivery {
+        messages: vec![Incoming {
+            provider_id: format!("{chat_id}:{message_id}"),
+            chat_id,
+            from: Sender {
+                identity: user_id,
+                name,
+                phone: None,
+            },
+            text,
+            attachments,
+            sent_at: unix(message, "date"),
+            reply_via: None,
+        }],
+        statuses: Vec::new(),
+        batch: false,
+    })
+}
+
+/// A WhatsApp Cloud API delivery: `entry[].changes[].value` with `messages[]` (and `contacts[]`
+/// naming their senders) and `statuses[]` of our own messages. Always answered in the batch form.
+pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
+    let delivery = json(body)?;
+    let mut messages = Vec::new();
+    let mut statuses = Vec::new();
+    let entries = delivery
+        .get("entry")
+        .and_then(Value::as_array)
+        .ok_or("no entry[]")?;
+    for change in entries
+        .iter()
+        .filter_map(|e| e.get("changes").and_then(Value::as_array))
+        .flatten()
+    {
+        let Some(value) = change.get("value") else {
+            continue;
+        };
+        let phone_number_id = value
+            .get("metadata")
+            .and_then(|m| str_of(m, "phone_number_id"));
+        let names: HashMap<String, String> = value
+            .get("contacts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let name = c.get("profile").and_then(|p| str_of(p, "name"))?;
+                Some((str_of(c, "wa_id")?, name))
+            })
+            .collect();
+        for m in value
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(incoming) = whatsapp_message(m, &names, phone_number_id.clone())? {
+                messages.push(incoming);
+            }
+        }
+        for s in value
+            .get("statuses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let raw = need(s, "status", "status")?;
+            let Some(status) = crate::store::item::parse_tag::<OutStatus>(&raw) else {
+                continue;
+            };
+            statuses.push(StatusEvent {
+                provider_id: need(s, "id", "status")?,
+                status,
+                at: unix(s, "timestamp"),
+            });
+        }
+    }
+    if messages.is_empty() && statuses.is_empty() {
+        return Ok(Posted::Ignored("no_messages_or_statuses".into()));
+    }
+    Ok(Posted::Delivery {
+        messages,
+        statuses,
+        batch: true,
+    })
+}
+
+fn whatsapp_message(
+    m: &Value,
+    names: &HashMap<String, String>,
+    reply_via: Option<String>,
+) -> Result<Option<Incoming>, String> {
+    let kind = need(m, "type", "message")?;
+    let wa_id = need(m, "from", "message")?;
+    let mut attachments = Vec::new();
+    let text = match kind.as_str() {
+        "text" => m
+            .get("text")
+            .and_then(|t| str_of(t, "body"))
+            .unwrap_or_default(),
+        "image" | "document" | "audio" | "video" => {
+            let media = m
+                .get(kind.as_str())
+                .ok_or("media message without its media")?;
+            attachments.push(AttachmentRef {
+                media: MediaRef::WhatsappMedia(need(media, "id", "media")?),
+                name: str_of(media, "filename").unwrap_or_else(|| format!("{kind}_{}", wa_id)),
+                content_type: str_of(media, "mime_type"),
+                size: None,
+            });
+            str_of(media, "caption").unwrap_or_default()
+        }
+        // Reactions, locations, interactive answers: not messages this CRM stores.
+        _ => return Ok(None),
+    };
+    Ok(Some(Incoming {
+        provider_id: need(m, "id", "message")?,
+        chat_id: wa_id.clone(),
+        from: Sender {
+            name: names
+                .get(&wa_id)
+                .cloned()
+                .unwrap_or_else(|| format!("+{wa_id}")),
+            phone: Some(format!("+{wa_id}")),
+            identity: wa_id,
+        },
+        text,
+        attachments,
+        sent_at: unix(m, "timestamp"),
+        reply_via,
+    }))
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    kind: String,
+    data: Option<Value>,
+}
+
+/// A generic sender: `{"type": "message.received", "data": {"message_id", "chat_id", "from":
+/// {"id", "name", "phone"?}, "text", "attachments": [{"url", "name", "content_type"}]?,
+/// "sent_at"?}}`; any other type is ignored.
+pub fn standard(body: &[u8]) -> Result<Posted, String> {
+    let envelope: Envelope = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "not the message JSON: {}",
+            crate::http::plain(&e.to_string())
+        )
+    })?;
+    if envelope.kind != "message.received" {
+        return Ok(Posted::Ignored(envelope.kind));
+    }
+    let data = envelope.data.ok_or("message.received without data")?;
+    let from = data.get("from").ok_or("data has no from")?;
+    let mut attachments = Vec::new();
+    for a in data
+        .get("attachments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        attachments.push(AttachmentRef {
+            media: MediaRef::Url(need(a, "url", "attachment")?),
+            name: need(a, "name", "attachment")?,
+            content_type: str_of(a, "content_type"),
+            size: None,
+        });
+    }
+    let sent_at = match data.get("sent_at") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(raw)) => {
+            Some(crate::time::parse(raw).ok_or("sent_at is not an RFC 3339 time")?)
+        }
+        Some(_) => return Err("sent_at is not an RFC 3339 time".into()),
+    };
+    Ok(Posted::Delivery {
+        messages: vec![Incoming {
+            provider_id: need(&data, "message_id", "data")?,
+            chat_id: need(&data, "chat_id", "data")?,
+            from: Sender {
+                identity: need(from, "id", "from")?,
+                name: need(from, "name", "from")?,
+                phone: str_of(from, "phone"),
+            },
+            text: str_of(&data, "text").unwrap_or_default(),
+            attachments,
+            sent_at,
+            reply_via: None,
+        }],
+        statuses: Vec::new(),
+        batch: false,
+    })
+}
+
+#[cfg(test)]
+mod tests;

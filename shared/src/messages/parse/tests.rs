@@ -1,0 +1,165 @@
+use super::*;
+use proptest::prelude::*;
+
+fn delivery(posted: Posted) -> (Vec<Incoming>, Vec<StatusEvent>, bool) {
+    match posted {
+        Posted::Delivery {
+            messages,
+            statuses,
+            batch,
+        } => (messages, statuses, batch),
+        Posted::Ignored(kind) => panic!("ignored: {kind}"),
+    }
+}
+
+#[test]
+fn a_telegram_photo_takes_the_largest_size_and_the_caption() {
+    let body = br#"{"update_id":10,"message":{"message_id":7,"date":1764763200,
+        "from":{"id":42,"first_name":"Olena","last_name":"K","username":"olenak"},
+        "chat":{"id":42,"type":"private"},"caption":"the invoice",
+        "photo":[{"file_id":"small","width":90,"height":60,"file_size":900},
+                 {"file_id":"large","width":1280,"height":853,"file_size":90000},
+                 {"file_id":"mid","width":320,"height":213,"file_size":9000}]}}"#;
+    let (messages, statuses, batch) = delivery(telegram(body).unwrap());
+    assert!(statuses.is_empty() && !batch);
+    let m = &messages[0];
+    assert_eq!(m.provider_id, "42:7");
+    assert_eq!(m.chat_id, "42");
+    assert_eq!(
+        (m.from.identity.as_str(), m.from.name.as_str()),
+        ("42", "Olena K")
+    );
+    assert_eq!(m.text, "the invoice");
+    assert_eq!(m.attachments.len(), 1);
+    assert_eq!(
+        m.attachments[0].media,
+        MediaRef::TelegramFile("large".into())
+    );
+    assert_eq!(m.sent_at.map(|t| t.timestamp()), Some(1764763200));
+}
+
+#[test]
+fn a_telegram_sender_without_a_name_is_named_by_username() {
+    let body = br#"{"update_id":11,"message":{"message_id":8,"from":{"id":5,"username":"anon"},
+        "chat":{"id":-100,"type":"group"},"text":"hello"}}"#;
+    let (messages, ..) = delivery(telegram(body).unwrap());
+    assert_eq!(messages[0].from.name, "anon");
+    assert_eq!(messages[0].provider_id, "-100:8");
+}
+
+#[test]
+fn other_telegram_updates_are_ignored() {
+    for (body, kind) in [
+        (
+            r#"{"update_id":1,"edited_message":{"message_id":1}}"#,
+            "edited_message",
+        ),
+        (r#"{"update_id":2,"my_chat_member":{}}"#, "my_chat_member"),
+        (
+            r#"{"update_id":3,"message_reaction":{}}"#,
+            "message_reaction",
+        ),
+        (
+            r#"{"update_id":4,"message":{"message_id":1,"chat":{"id":1},"from":{"id":1},"sticker":{"file_id":"s"}}}"#,
+            "message_without_text",
+        ),
+    ] {
+        assert_eq!(
+            telegram(body.as_bytes()),
+            Ok(Posted::Ignored(kind.into())),
+            "{body}"
+        );
+    }
+    assert!(telegram(b"{}").is_ok());
+    assert!(telegram(br#"{"message":{"message_id":1}}"#).is_err());
+}
+
+#[test]
+fn a_whatsapp_delivery_carries_messages_and_statuses() {
+    let body = br#"{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{
+        "messaging_product":"whatsapp","metadata":{"display_phone_number":"15550001111","phone_number_id":"PN1"},
+        "contacts":[{"profile":{"name":"Taras"},"wa_id":"380501234567"}],
+        "messages":[
+          {"from":"380501234567","id":"wamid.A","timestamp":"1764763200","type":"text","text":{"body":"hi"}},
+          {"from":"380501234567","id":"wamid.B","timestamp":"1764763201","type":"image","image":{"id":"MEDIA1","mime_type":"image/jpeg","caption":"look"}},
+          {"from":"380501234567","id":"wamid.C","timestamp":"1764763202","type":"reaction","reaction":{"emoji":"+"}}],
+        "statuses":[{"id":"wamid.OUT","status":"read","timestamp":"1764763300","recipient_id":"380501234567"},
+                    {"id":"wamid.OUT","status":"deleted","timestamp":"1764763301"}]}}]}]}"#;
+    let (messages, statuses, batch) = delivery(whatsapp(body).unwrap());
+    assert!(batch);
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0].from.name, "Taras");
+    assert_eq!(messages[0].from.phone.as_deref(), Some("+380501234567"));
+    assert_eq!(messages[0].chat_id, "380501234567");
+    assert_eq!(messages[0].reply_via.as_deref(), Some("PN1"));
+    assert_eq!(messages[1].text, "look");
+    assert_eq!(
+        messages[1].attachments[0].media,
+        MediaRef::WhatsappMedia("MEDIA1".into())
+    );
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].status, OutStatus::Read);
+    assert_eq!(
+        whatsapp(br#"{"entry":[{"changes":[{"value":{"metadata":{}}}]}]}"#),
+        Ok(Posted::Ignored("no_messages_or_statuses".into()))
+    );
+}
+
+#[test]
+fn a_generic_sender_posts_message_received() {
+    let body = br#"{"type":"message.received","data":{"message_id":"m1","chat_id":"c1",
+        "from":{"id":"u1","name":"Iryna","phone":"+380441234567"},"text":"hello",
+        "attachments":[{"url":"https://files.example.com/a.pdf","name":"a.pdf","content_type":"application/pdf"}],
+        "sent_at":"2026-12-03T10:00:00Z"}}"#;
+    let (messages, ..) = delivery(standard(body).unwrap());
+    let m = &messages[0];
+    assert_eq!((m.provider_id.as_str(), m.chat_id.as_str()), ("m1", "c1"));
+    assert_eq!(m.attachments[0].name, "a.pdf");
+    assert!(m.sent_at.is_some());
+    assert_eq!(
+        standard(br#"{"type":"message.read"}"#),
+        Ok(Posted::Ignored("message.read".into()))
+    );
+    assert!(standard(br#"{"type":"message.received","data":{"message_id":"m1"}}"#).is_err());
+    assert!(standard(br#"{"type":"message.received","data":{"message_id":"m1","chat_id":"c","from":{"id":"u","name":"n"},"sent_at":5}}"#).is_err());
+}
+
+#[test]
+fn fields_beyond_their_limits_are_refused_by_check() {
+    let body = br#"{"type":"message.received","data":{"message_id":"m 1","chat_id":"c1","from":{"id":"u1","name":"n"},"text":"x"}}"#;
+    let (messages, ..) = delivery(standard(body).unwrap());
+    assert!(messages[0].check().unwrap_err().contains("message_id"));
+    let long = format!(
+        r#"{{"type":"message.received","data":{{"message_id":"m1","chat_id":"c1","from":{{"id":"u1","name":"n"}},"text":"{}"}}}}"#,
+        "x".repeat(crate::messages::TEXT_MAX + 1)
+    );
+    let (messages, ..) = delivery(standard(long.as_bytes()).unwrap());
+    assert!(messages[0].check().unwrap_err().contains("text"));
+}
+
+proptest! {
+    #[test]
+    fn parsers_never_panic(body in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = telegram(&body);
+        let _ = whatsapp(&body);
+        let _ = standard(&body);
+    }
+
+    #[test]
+    fn parsers_never_panic_on_json_shapes(
+        id in "[a-z0-9.]{0,8}",
+        n in any::<i64>(),
+        text in "\\PC{0,20}",
+    ) {
+        let shapes = [
+            format!(r#"{{"message":{{"message_id":{n},"chat":{{"id":"{id}"}},"from":{{"id":{n}}},"text":{text:?},"photo":[{{"file_id":"{id}","width":{n},"height":{n}}}]}}}}"#),
+            format!(r#"{{"entry":[{{"changes":[{{"value":{{"messages":[{{"from":"{id}","id":"{id}","type":"image","image":{{"id":{n}}}}}],"statuses":[{{"id":"{id}","status":{text:?},"timestamp":{n}}}]}}}}]}}]}}"#),
+            format!(r#"{{"type":"message.received","data":{{"message_id":{n},"chat_id":"{id}","from":{{"id":"{id}","name":{text:?}}},"attachments":[{{"url":{text:?},"name":"{id}"}}]}}}}"#),
+        ];
+        for s in &shapes {
+            let _ = telegram(s.as_bytes());
+            let _ = whatsapp(s.as_bytes());
+            let _ = standard(s.as_bytes());
+        }
+    }
+}
