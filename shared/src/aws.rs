@@ -15,6 +15,15 @@ pub async fn dynamodb(endpoint_url: Option<&str>) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(&sdk_config(endpoint_url).await)
 }
 
+/// S3; against a local endpoint with path-style addresses (`{endpoint}/{bucket}/{key}`), since
+/// a bucket's host name does not resolve there.
+pub fn s3(config: &aws_config::SdkConfig, local: bool) -> aws_sdk_s3::Client {
+    let conf = aws_sdk_s3::config::Builder::from(config)
+        .force_path_style(local)
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
 pub async fn sqs(endpoint_url: Option<&str>) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(&sdk_config(endpoint_url).await)
 }

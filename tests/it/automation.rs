@@ -259,6 +259,7 @@ async fn outside_the_local_stages_a_loopback_target_is_never_called() {
     let cloud = automation_worker::app(
         env.store.clone(),
         firmspace::effects::outbound::Outbound::new(Duration::from_secs(1), false),
+        crate::support::channels::apis(false),
         5,
     );
     let response = cloud

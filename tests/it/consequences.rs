@@ -120,6 +120,7 @@ pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
         automation: automation_worker::app(
             env.store.clone(),
             Outbound::new(timeout, true),
+            crate::support::channels::apis(true),
             max_receives,
         ),
     }

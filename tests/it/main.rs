@@ -10,6 +10,7 @@ mod consequences;
 mod e2e;
 mod edge;
 mod hostile;
+mod messages;
 mod monobank;
 mod payments;
 mod secrets;

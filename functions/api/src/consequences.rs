@@ -88,14 +88,22 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         ApiError::bad_request(
             "invalid_action",
             format!(
-                "action must be create_task {{title}} or send_message {{integration_id, text}}: {}",
+                "action must be create_task {{title}}, send_message {{integration_id, text}} or reply {{text}}: {}",
                 http::plain(&e.to_string())
             ),
         )
     })?;
     match &action {
         Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
-        Action::SendMessage { text, .. } => fields::text("text", text, TEXT_MAX).map(drop)?,
+        Action::SendMessage { text, .. } | Action::Reply { text } => {
+            fields::text("text", text, TEXT_MAX).map(drop)?
+        }
+    }
+    if matches!(action, Action::Reply { .. }) && trigger == Trigger::InvoicePaid {
+        return Err(ApiError::bad_request(
+            "invalid_action",
+            "reply answers a conversation: its trigger is message.received or call.missed",
+        ));
     }
     if let Action::SendMessage { integration_id, .. } = &action {
         // Only its kind: the api function may seal secrets but never open them.

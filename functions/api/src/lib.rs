@@ -7,6 +7,7 @@
 mod calls;
 mod consequences;
 mod invoices;
+mod messages;
 mod openapi;
 mod routes;
 mod schemas;
@@ -34,6 +35,9 @@ pub struct Settings {
     pub public_url: String,
     /// Loopback outbound targets are allowed (`local`/`test` stages only).
     pub allows_loopback: bool,
+    /// The attachments bucket, for presigned URLs (`ATTACHMENTS_BUCKET`); without it attachments
+    /// are listed without a URL.
+    pub files: Option<firmspace::messages::media::Files>,
 }
 
 pub struct App {
@@ -59,6 +63,14 @@ impl App {
             admin_token: AdminToken::from_env(&config).await?,
             public_url: config::var("PUBLIC_URL").unwrap_or_default(),
             allows_loopback: config.allows_loopback(),
+            files: match config::var("ATTACHMENTS_BUCKET") {
+                Some(bucket) => {
+                    let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
+                    let s3 = firmspace::aws::s3(&sdk, config.endpoint_url.is_some());
+                    Some(firmspace::messages::media::Files::new(s3, bucket))
+                }
+                None => None,
+            },
         };
         Ok(Self::new(config.store().await, settings))
     }
@@ -148,6 +160,11 @@ impl App {
             OrgOp::ListCalls => calls::list(store, ctx).await,
             OrgOp::CreateContact => calls::create_contact(store, ctx).await,
             OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
+            OrgOp::ListConversations => messages::list(store, ctx).await,
+            OrgOp::ConversationMessages => {
+                let files = self.settings.files.as_ref();
+                messages::list_messages(store, files, ctx, found.param("id")).await
+            }
             OrgOp::Review => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))

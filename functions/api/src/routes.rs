@@ -51,6 +51,8 @@ pub enum OrgOp {
     ListCalls,
     CreateContact,
     ListContacts,
+    ListConversations,
+    ConversationMessages,
     Review,
 }
 

@@ -45,8 +45,9 @@ pub async fn create_org(
 pub struct NewIntegration {
     #[schema(value_type = firmspace::integrations::IntegrationKind)]
     kind: IntegrationKind,
-    /// payments: `standard`, `stripe` or `monobank`; calls: `twilio` or `standard`.
-    provider: Option<String>,
+    /// payments: `standard`, `stripe` or `monobank`; calls: `twilio` or `standard`; messages:
+    /// `telegram`, `whatsapp` or `standard`.
+    pub(crate) provider: Option<String>,
     /// `whsec_...`; generated when absent.
     secret: Option<String>,
     /// monobank: the merchant's key, base64 PEM.
@@ -59,11 +60,23 @@ pub struct NewIntegration {
     token: Option<String>,
     /// calls, Twilio: the account's auth token, which signs every callback.
     auth_token: Option<String>,
+    /// messages, Telegram: the bot's token (reads files, sends replies).
+    pub(crate) bot_token: Option<String>,
+    /// messages, WhatsApp: the app secret, which signs every delivery.
+    pub(crate) app_secret: Option<String>,
+    /// messages, WhatsApp: the access token (reads media, sends replies).
+    pub(crate) access_token: Option<String>,
+    /// messages, Telegram and WhatsApp: another API base URL; local and test stages only.
+    pub(crate) api_url: Option<String>,
 }
 
 /// Every text of a new integration within its limit, before anything else is looked at.
 fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
-    let checks: [(&'static str, &Option<String>, usize); 6] = [
+    let checks: [(&'static str, &Option<String>, usize); 10] = [
+        ("bot_token", &body.bot_token, SECRET_MAX),
+        ("app_secret", &body.app_secret, SECRET_MAX),
+        ("access_token", &body.access_token, SECRET_MAX),
+        ("api_url", &body.api_url, URL_MAX),
         ("secret", &body.secret, SECRET_MAX),
         ("token", &body.token, SECRET_MAX),
         ("auth_token", &body.auth_token, SECRET_MAX),
@@ -191,6 +204,7 @@ fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
                 "secret": secret.map(|s| s.expose_secret()),
             })
         }
+        Settings::Messages(m) => crate::messages::describe(integration, m, public_url),
         Settings::Outbound(o) => json!({
             "url": o.url,
             "status_url": o.status_url,
@@ -218,6 +232,9 @@ pub async fn create_integration(
                 Settings::Outbound(outbound_target(&body, settings.allows_loopback)?)
             }
             IntegrationKind::Calls => Settings::Calls(call_settings(&body)?),
+            IntegrationKind::Messages => {
+                Settings::Messages(crate::messages::settings(&body, settings.allows_loopback)?)
+            }
         },
         created_at: ctx.now,
     };

@@ -11,9 +11,11 @@
 use chrono::{DateTime, Utc};
 use firmspace::config::{parse_var, ConfigError};
 use firmspace::effects::automation::{self, Action, Rule};
-use firmspace::effects::outbound::{Outbound, OutboundTarget};
+use firmspace::effects::outbound::Outbound;
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::effects::Fired;
+use firmspace::integrations::Integration;
+use firmspace::messages::media::Apis;
 use firmspace::review::ReviewItem;
 use firmspace::store::Store;
 use serde_json::json;
@@ -24,19 +26,22 @@ use std::time::{Duration, Instant};
 pub struct Automation {
     store: Store,
     outbound: Outbound,
-    /// Outbound targets with their secrets opened, kept for `TARGET_TTL` in the warm function:
-    /// a send costs a KMS `Decrypt` only when it loads its target.
-    targets: Mutex<HashMap<String, (Instant, OutboundTarget)>>,
+    /// The messengers' APIs, for `reply`.
+    apis: Apis,
+    /// Integrations with their secrets opened, kept for `TARGET_TTL` in the warm function: a
+    /// send costs a KMS `Decrypt` only when it loads its integration.
+    targets: Mutex<HashMap<String, (Instant, Integration)>>,
 }
 
 /// How long a warm function keeps an opened outbound target.
 const TARGET_TTL: Duration = Duration::from_secs(60);
 
 impl Automation {
-    pub fn new(store: Store, outbound: Outbound) -> Self {
+    pub fn new(store: Store, outbound: Outbound, apis: Apis) -> Self {
         Self {
             store,
             outbound,
+            apis,
             targets: Mutex::new(HashMap::new()),
         }
     }
@@ -49,23 +54,26 @@ pub type App = SqsApp<Automation>;
 #[error("{0}")]
 struct Transient(String);
 
+mod reply;
 mod send;
 
-pub fn app(store: Store, outbound: Outbound, max_receives: u32) -> App {
+pub fn app(store: Store, outbound: Outbound, apis: Apis, max_receives: u32) -> App {
     SqsApp::new(
-        Automation::new(store.clone(), outbound),
+        Automation::new(store.clone(), outbound, apis),
         store,
         max_receives,
     )
 }
 
-/// `OUTBOUND_TIMEOUT_MS` (default 5000) bounds each outgoing call.
+/// `OUTBOUND_TIMEOUT_MS` (default 5000) bounds each outgoing call; the messengers' APIs are
+/// configured as `Apis::from_env` says.
 pub async fn from_env() -> Result<App, ConfigError> {
     SqsApp::from_env(|config, store| {
         let timeout = Duration::from_millis(parse_var("OUTBOUND_TIMEOUT_MS", 5000)?);
         Ok(Automation::new(
             store,
             Outbound::new(timeout, config.allows_loopback()),
+            Apis::from_env(config.allows_loopback())?,
         ))
     })
     .await
@@ -135,6 +143,14 @@ impl Automation {
                     )));
                 }
                 self.send(rule, integration_id, text, fired, now).await
+            }
+            Action::Reply { text } => {
+                if Instant::now() + self.reply_budget() > deadline {
+                    return Err(WorkError::transient(Transient(
+                        "not enough time left in this invocation for the reply".into(),
+                    )));
+                }
+                self.reply(rule, text, fired, now).await
             }
         }
     }

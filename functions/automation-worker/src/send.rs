@@ -9,10 +9,9 @@ use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::Fired;
 use firmspace::ids::IntegrationId;
-use firmspace::integrations::{self, Settings};
+use firmspace::integrations::{self, Integration, Settings};
 use firmspace::review::ReviewItem;
 use serde_json::json;
-use std::collections::HashMap;
 use std::time::Instant;
 
 /// One outgoing call of a run: what it was for and where it went.
@@ -26,33 +25,39 @@ struct Attempt<'a> {
 }
 
 impl Automation {
-    async fn target(&self, rule: &Rule, id: &IntegrationId) -> Result<OutboundTarget, WorkError> {
-        let cached = |targets: &HashMap<String, (Instant, OutboundTarget)>| {
-            targets
-                .get(&id.id)
-                .filter(|(at, _)| at.elapsed() < TARGET_TTL)
-                .map(|(_, target)| target.clone())
-        };
+    /// The rule's organisation's integration `id` with its secrets opened, kept a while.
+    pub(super) async fn integration(
+        &self,
+        rule: &Rule,
+        id: &IntegrationId,
+    ) -> Result<Option<Integration>, WorkError> {
         // Only the rule's own organisation's integration, cached or not.
-        let own = id.org == rule.org;
-        if own {
-            if let Some(target) = cached(&self.targets.lock().unwrap_or_else(|p| p.into_inner())) {
-                return Ok(target);
-            }
+        if id.org != rule.org {
+            return Ok(None);
         }
-        let found = if own {
-            integrations::get(&self.store, id).await?
-        } else {
-            None
-        };
-        match found.map(|i| i.settings) {
-            Some(Settings::Outbound(target)) => {
-                self.targets
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.id.clone(), (Instant::now(), target.clone()));
-                Ok(target)
-            }
+        let cached = self
+            .targets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id.id)
+            .filter(|(at, _)| at.elapsed() < TARGET_TTL)
+            .map(|(_, integration)| integration.clone());
+        if let Some(integration) = cached {
+            return Ok(Some(integration));
+        }
+        let found = integrations::get(&self.store, id).await?;
+        if let Some(integration) = &found {
+            self.targets
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.id.clone(), (Instant::now(), integration.clone()));
+        }
+        Ok(found)
+    }
+
+    async fn target(&self, rule: &Rule, id: &IntegrationId) -> Result<OutboundTarget, WorkError> {
+        match self.integration(rule, id).await?.map(|i| i.settings) {
+            Some(Settings::Outbound(target)) => Ok(target),
             _ => Err(WorkError::permanent(
                 "unknown_integration",
                 format!("rule {} names no outbound integration", rule.rule_id),

@@ -23,6 +23,11 @@ pub enum Action {
         integration_id: IntegrationId,
         text: String,
     },
+    /// Sends `text` back into the conversation the trigger came from (`message.received`), or
+    /// the contact's latest Telegram or WhatsApp conversation (`call.missed`).
+    Reply {
+        text: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

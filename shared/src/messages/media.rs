@@ -79,21 +79,23 @@ fn failed(e: impl std::fmt::Display) -> Failure {
     Failure::Failed(crate::http::plain(&e.to_string()))
 }
 
-/// Attachments: fetched through the messengers' APIs, stored in one bucket.
+/// The attachments bucket: objects written once, read through presigned URLs.
 #[derive(Clone, Debug)]
-pub struct Media {
-    pub apis: Apis,
+pub struct Files {
     s3: aws_sdk_s3::Client,
     bucket: String,
 }
 
+/// Attachments: fetched through the messengers' APIs, stored in one bucket.
+#[derive(Clone, Debug)]
+pub struct Media {
+    pub apis: Apis,
+    pub files: Files,
+}
+
 impl Media {
-    pub fn new(apis: Apis, s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
-        Self {
-            apis,
-            s3,
-            bucket: bucket.into(),
-        }
+    pub fn new(apis: Apis, files: Files) -> Self {
+        Self { apis, files }
     }
 
     /// Each attachment fetched and stored, or recorded with why it is not; never an error, so a
@@ -122,7 +124,11 @@ impl Media {
                 Ok(bytes) => {
                     attachment.size = bytes.len() as u64;
                     attachment.sha256 = Some(hex::encode(Sha256::digest(&bytes)));
-                    match self.put(&object, bytes, &attachment.content_type).await {
+                    match self
+                        .files
+                        .put(&object, bytes, &attachment.content_type)
+                        .await
+                    {
                         Ok(()) => attachment.object = Some(object),
                         Err(why) => attachment.error = Some(format!("not stored: {why}")),
                     }
@@ -247,6 +253,15 @@ impl Media {
             bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
+    }
+}
+
+impl Files {
+    pub fn new(s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        Self {
+            s3,
+            bucket: bucket.into(),
+        }
     }
 
     /// Writes the object only if its key is new: a concurrent first delivery that wrote it

@@ -62,6 +62,9 @@ impl<S: Source> Edge<S> {
         now: DateTime<Utc>,
     ) -> Result<Response<Body>, ApiError> {
         let id = self.route(req)?;
+        if req.method() == http::Method::GET {
+            return self.handshake(req, &id, now).await;
+        }
         let span =
             tracing::info_span!("delivery", integration = %id, event_key = tracing::field::Empty);
         let result = self.deliver(req, &id, now).instrument(span).await;
@@ -80,8 +83,14 @@ impl<S: Source> Edge<S> {
             .filter(|(_, tail)| tail.trim_end_matches('/') == kind)
             .map(|(id, _)| id)
             .ok_or_else(|| ApiError::not_found("route"))?;
-        if req.method() != http::Method::POST {
-            return Err(ApiError::method_not_allowed(&["POST"]));
+        let get = S::HANDSHAKE && req.method() == http::Method::GET;
+        if req.method() != http::Method::POST && !get {
+            let methods: &[&str] = if S::HANDSHAKE {
+                &["GET", "POST"]
+            } else {
+                &["POST"]
+            };
+            return Err(ApiError::method_not_allowed(methods));
         }
         IntegrationId::parse(id).map_err(|_| ApiError::not_found("integration"))
     }
@@ -142,6 +151,36 @@ impl<S: Source> Edge<S> {
             self.source.status(&recorded.outcome),
             &recorded.answer,
         ))
+    }
+
+    /// A subscription handshake: the integration (cached like a delivery's), then the source's
+    /// answer as `text/plain`.
+    async fn handshake(
+        &self,
+        req: &Request,
+        id: &IntegrationId,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
+        let entry = match self.cache.get(&id.id, now) {
+            Cached::Found(entry) => entry,
+            Cached::Missing => return Err(ApiError::not_found("integration")),
+            Cached::Unknown => self.load(id, now).await?,
+        };
+        let answer = self.source.handshake(&entry.integration, req);
+        count(
+            tag_name(&S::KIND),
+            if answer.is_ok() {
+                "handshake"
+            } else {
+                "rejected"
+            },
+        );
+        let text = answer?;
+        Ok(Response::builder()
+            .status(200)
+            .header("content-type", "text/plain")
+            .body(Body::Text(text))
+            .expect("status and header are valid"))
     }
 
     /// A verified body that cannot be read: kept raw for a person, answered 200.

@@ -86,6 +86,19 @@ pub trait Source: Send + Sync {
         200
     }
 
+    /// Whether the route also takes `GET`: a subscription handshake (WhatsApp's).
+    const HANDSHAKE: bool = false;
+
+    /// Answers a `GET` on the route with the integration loaded: the text to answer 200
+    /// `text/plain`, or the refusal. Only called when `HANDSHAKE` is true.
+    fn handshake(
+        &self,
+        _integration: &Integration,
+        _req: &lambda_http::Request,
+    ) -> Result<String, ApiError> {
+        Err(ApiError::method_not_allowed(&["POST"]))
+    }
+
     /// A last chance after the freshest stored copy failed to verify: a provider that rotates
     /// keys on its side (monobank) may fetch the current key and return the updated integration.
     fn refresh(

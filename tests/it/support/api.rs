@@ -7,12 +7,18 @@ use serde_json::{json, Value};
 pub const ADMIN: &str = "admin-token-for-tests";
 
 pub fn app(env: &TestEnv) -> App {
+    app_with_files(env, None)
+}
+
+/// The api, listing attachments with presigned URLs of `files`.
+pub fn app_with_files(env: &TestEnv, files: Option<firmspace::messages::media::Files>) -> App {
     App::new(
         env.store.clone(),
         api::Settings {
             admin_token: ADMIN.to_owned().into(),
             public_url: "https://hooks.test".into(),
             allows_loopback: true,
+            files,
         },
     )
 }

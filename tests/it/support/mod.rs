@@ -2,6 +2,7 @@
 //! request builders and signed fixtures.
 
 pub mod api;
+pub mod channels;
 pub mod fixtures;
 pub mod queues;
 pub mod target;
@@ -134,4 +135,12 @@ pub fn json_of(response: &Response<Body>) -> Value {
         _ => b"null",
     };
     serde_json::from_slice(bytes).expect("JSON body")
+}
+
+pub fn body_text(response: &Response<Body>) -> String {
+    match response.body() {
+        Body::Text(t) => t.clone(),
+        Body::Binary(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    }
 }

@@ -1,0 +1,221 @@
+//! One `reply` run: the conversation the trigger came from, the claim on the run, one send
+//! through the channel's API, and the outgoing message stored once. Neither Telegram nor
+//! WhatsApp takes an idempotency key, so an unclear send is never repeated: the run becomes
+//! `needs_check` with a review item.
+
+use super::{Automation, Transient};
+use chrono::{DateTime, Utc};
+use firmspace::effects::automation::{self, Rule};
+use firmspace::effects::runs::{self, Claim, Lease, RunState};
+use firmspace::effects::worker::{Applied, WorkError};
+use firmspace::effects::{Fired, Trigger};
+use firmspace::ids::IntegrationId;
+use firmspace::integrations::Settings;
+use firmspace::messages::providers::MessageSettings;
+use firmspace::messages::reply::{self, Replied};
+use firmspace::messages::{self, Conversation};
+use firmspace::review::ReviewItem;
+use serde_json::json;
+use std::time::Duration;
+
+impl Automation {
+    /// The longest one reply may take: the call and the store around it.
+    pub(super) fn reply_budget(&self) -> Duration {
+        self.apis.timeout + Duration::from_secs(2)
+    }
+
+    /// The conversation to answer: the trigger's own, or for a missed call the contact's latest
+    /// conversation on a channel that can reply.
+    async fn conversation_of(&self, fired: &Fired) -> Result<Option<Conversation>, WorkError> {
+        let field = |name: &str| fired.context.get(name).and_then(|v| v.as_str());
+        match (fired.trigger, field("conversation_id"), field("contact_id")) {
+            (Trigger::MessageReceived, Some(id), _) => {
+                Ok(messages::conversation(&self.store, &fired.org, id).await?)
+            }
+            (Trigger::CallMissed, _, Some(contact)) => {
+                Ok(messages::conversations(&self.store, &fired.org)
+                    .await?
+                    .into_iter()
+                    .find(|c| c.contact_id == contact && c.provider.can_reply()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    pub(super) async fn reply(
+        &self,
+        rule: &Rule,
+        text: &str,
+        fired: &Fired,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, WorkError> {
+        let conversation = self.conversation_of(fired).await?;
+        let settings = match &conversation {
+            Some(c) => {
+                let id = IntegrationId {
+                    org: c.org.clone(),
+                    id: c.integration_id.clone(),
+                };
+                match self.integration(rule, &id).await?.map(|i| i.settings) {
+                    Some(Settings::Messages(m)) if m.provider().can_reply() => Some(m),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let (Some(conversation), Some(settings)) = (conversation, settings) else {
+            return self.unsupported(rule, fired, now).await;
+        };
+        let hold = chrono::Duration::from_std(self.reply_budget()).expect("a budget of seconds");
+        let taken_at = Utc::now().max(now);
+        let claim = runs::claim(
+            &self.store,
+            &rule.org,
+            &rule.rule_id,
+            &fired.event_key,
+            taken_at,
+            hold,
+        )
+        .await?;
+        let (lease, replied) = match claim {
+            Claim::Settled(state) => {
+                tracing::info!(rule = %rule.rule_id, ?state, "reply already settled");
+                return Ok(Applied::one(false));
+            }
+            Claim::Busy => {
+                return Err(WorkError::transient(Transient(
+                    "the reply is held by another attempt".into(),
+                )))
+            }
+            Claim::Unclear(lease) => (
+                lease,
+                Replied::Unclear("an earlier attempt's outcome is unknown".into()),
+            ),
+            Claim::Fresh(lease) | Claim::Retry(lease) => {
+                let replied = reply::send(&self.apis, &settings, &conversation, text).await;
+                (lease, replied)
+            }
+        };
+        self.settle_reply(
+            rule,
+            fired,
+            &lease,
+            &conversation,
+            &settings,
+            text,
+            replied,
+            now,
+        )
+        .await?;
+        Ok(Applied::one(true))
+    }
+
+    /// A reply that cannot be sent on this channel: the run ends `failed`, and the rule is
+    /// parked with a `reply_unsupported` review item.
+    async fn unsupported(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, WorkError> {
+        let hold = chrono::Duration::seconds(5);
+        let claim = runs::claim(
+            &self.store,
+            &rule.org,
+            &rule.rule_id,
+            &fired.event_key,
+            now,
+            hold,
+        )
+        .await?;
+        match claim {
+            Claim::Fresh(lease) | Claim::Retry(lease) | Claim::Unclear(lease) => {
+                let set = runs::set_state(
+                    &self.store,
+                    &rule.org,
+                    &rule.rule_id,
+                    &fired.event_key,
+                    &lease,
+                    RunState::Failed,
+                    now,
+                );
+                set.await?;
+                Err(WorkError::permanent(
+                    "reply_unsupported",
+                    "no Telegram or WhatsApp conversation to reply in (the generic channel cannot reply)",
+                ))
+            }
+            Claim::Busy | Claim::Settled(_) => Ok(Applied::one(false)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn settle_reply(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+        lease: &Lease,
+        conversation: &Conversation,
+        settings: &MessageSettings,
+        text: &str,
+        replied: Replied,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        let event_key = &fired.event_key;
+        let run_key = automation::run_key(&rule.rule_id, event_key);
+        let settle = |state| {
+            runs::set_state(
+                &self.store,
+                &rule.org,
+                &rule.rule_id,
+                event_key,
+                lease,
+                state,
+                now,
+            )
+        };
+        match replied {
+            Replied::Sent(id) => {
+                messages::record_outgoing(&self.store, conversation, &id, text, now).await?;
+                if !settle(RunState::Sent).await? {
+                    runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
+                }
+                tracing::info!(%run_key, message = %id, "reply sent");
+                Ok(())
+            }
+            Replied::NotSent(why) => {
+                settle(RunState::NotSent).await?;
+                Err(WorkError::transient(Transient(why)))
+            }
+            Replied::Rejected(why) => {
+                settle(RunState::Failed).await?;
+                Err(WorkError::permanent(
+                    "reply_rejected",
+                    format!("{why} for run {run_key}"),
+                ))
+            }
+            Replied::Unclear(why) => {
+                if !settle(RunState::NeedsCheck).await? {
+                    return Ok(());
+                }
+                tracing::warn!(%run_key, %why, "reply in an unknown state; not sent again");
+                ReviewItem {
+                    org: rule.org.clone(),
+                    kind: "automation".into(),
+                    reason: "needs_check".into(),
+                    key: run_key.clone(),
+                    at: now,
+                    detail: json!({
+                        "why": why,
+                        "conversation_id": conversation.id,
+                        "provider": settings.provider(),
+                        "text": text,
+                    }),
+                }
+                .put(&self.store)
+                .await?;
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+#![forbid(unsafe_code)]
+//! `POST /hooks/{integration_id}/messages` (and `GET` for WhatsApp's subscription handshake):
+//! customers' messages on the shared edge. This crate is only what is particular to messages: a
+//! verifier per messenger (Telegram's secret token, WhatsApp's `X-Hub-Signature-256`, Standard
+//! Webhooks), a parser per messenger, and `messages::record` for each message of a delivery.
+//! WhatsApp deliveries are answered in the batch form; the others with one message.
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use firmspace::config::{self, Config};
+use firmspace::http::{query, ApiError};
+use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::messages::media::{Apis, Files, Media};
+use firmspace::messages::providers::{MessageProvider, MessageSettings};
+use firmspace::messages::{self, Incoming, Posted, StatusEvent, BATCH_MAX};
+use firmspace::signature::{self, SignatureError, Verified, Verify};
+use firmspace::store::Store;
+use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use http::HeaderMap;
+use secrecy::ExposeSecret;
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+
+/// The message webhook: the shared edge over the messages source.
+pub type App = Edge<Messages>;
+
+pub fn app(store: Store, media: Media) -> App {
+    Edge::new(Messages { media }, store)
+}
+
+/// `ATTACHMENTS_BUCKET` holds attachments; `TELEGRAM_API_URL`, `WHATSAPP_API_URL` and
+/// `CHANNEL_TIMEOUT_MS` set the messengers' APIs (see `Apis::from_env`).
+pub async fn from_env() -> anyhow::Result<App> {
+    let config = Config::from_env().context("loading configuration")?;
+    let bucket = config::require("ATTACHMENTS_BUCKET").context("loading configuration")?;
+    let apis = Apis::from_env(config.allows_loopback()).context("loading configuration")?;
+    let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
+    let s3 = firmspace::aws::s3(&sdk, config.endpoint_url.is_some());
+    Ok(app(
+        config.store().await,
+        Media::new(apis, Files::new(s3, bucket)),
+    ))
+}
+
+pub struct Messages {
+    media: Media,
+}
+
+/// One verifier per messenger, built from the integration's secret.
+pub enum MessageVerifier {
+    Telegram(signature::telegram::Verifier),
+    Whatsapp(signature::whatsapp::Verifier),
+    Standard(signature::standard::Verifier),
+}
+
+impl Verify for MessageVerifier {
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Verified, SignatureError> {
+        match self {
+            Self::Telegram(v) => v.verify(headers, body, now),
+            Self::Whatsapp(v) => v.verify(headers, body, now),
+            Self::Standard(v) => v.verify(headers, body, now),
+        }
+    }
+}
+
+/// A verified delivery: its messages and status events.
+pub struct Delivery {
+    messages: Vec<Incoming>,
+    statuses: Vec<StatusEvent>,
+    batch: bool,
+}
+
+fn settings(integration: &Integration) -> Option<&MessageSettings> {
+    match &integration.settings {
+        Settings::Messages(m) => Some(m),
+        _ => None,
+    }
+}
+
+impl Source for Messages {
+    const KIND: IntegrationKind = IntegrationKind::Messages;
+    const HANDSHAKE: bool = true;
+    type Verifier = MessageVerifier;
+    type Event = Delivery;
+
+    fn verifier(&self, integration: &Integration) -> Result<MessageVerifier, SignatureError> {
+        Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
+            MessageSettings::Telegram { secret_token, .. } => MessageVerifier::Telegram(
+                signature::telegram::Verifier::new(secret_token.expose_secret())?,
+            ),
+            MessageSettings::Whatsapp { app_secret, .. } => MessageVerifier::Whatsapp(
+                signature::whatsapp::Verifier::new(app_secret.expose_secret())?,
+            ),
+            MessageSettings::Standard { secret } => MessageVerifier::Standard(
+                signature::standard::Verifier::new(secret.expose_secret())?,
+            ),
+        })
+    }
+
+    fn label(&self, integration: &Integration) -> &'static str {
+        match settings(integration).map(MessageSettings::provider) {
+            Some(MessageProvider::Telegram) => "telegram",
+            Some(MessageProvider::Whatsapp) => "whatsapp",
+            Some(MessageProvider::Standard) => "standard",
+            None => "messages",
+        }
+    }
+
+    fn parse(
+        &self,
+        integration: &Integration,
+        _verified: &Verified,
+        body: &[u8],
+        _now: DateTime<Utc>,
+    ) -> Result<Parsed<Delivery>, String> {
+        let posted = match settings(integration).map(MessageSettings::provider) {
+            Some(MessageProvider::Telegram) => messages::telegram(body)?,
+            Some(MessageProvider::Whatsapp) => messages::whatsapp(body)?,
+            Some(MessageProvider::Standard) => messages::standard(body)?,
+            None => return Err("not a messages integration".into()),
+        };
+        let (messages, statuses, batch) = match posted {
+            Posted::Ignored(kind) => return Ok(Parsed::Ignored(kind)),
+            Posted::Delivery {
+                messages,
+                statuses,
+                batch,
+            } => (messages, statuses, batch),
+        };
+        if messages.len() + statuses.len() > BATCH_MAX {
+            return Err(format!(
+                "more than {BATCH_MAX} messages and statuses in one delivery"
+            ));
+        }
+        for m in &messages {
+            m.check()?;
+        }
+        Ok(Parsed::Event(Delivery {
+            messages,
+            statuses,
+            batch,
+        }))
+    }
+
+    async fn record(
+        &self,
+        store: &Store,
+        integration: &Integration,
+        delivery: Delivery,
+        now: DateTime<Utc>,
+    ) -> Result<Recorded, ApiError> {
+        let mut answers = Vec::with_capacity(delivery.messages.len());
+        let mut keys = Vec::new();
+        let mut stored_any = false;
+        for incoming in &delivery.messages {
+            let recorded = messages::record(store, &self.media, integration, incoming, now).await?;
+            let message = recorded.message();
+            stored_any |= recorded.is_new();
+            keys.push(message.key());
+            answers.push(json!({
+                "message_id": message.provider_id,
+                "key": message.key(),
+                "duplicate": !recorded.is_new(),
+                "conversation_id": message.conversation_id,
+            }));
+        }
+        let mut applied = 0usize;
+        for status in &delivery.statuses {
+            if messages::apply_status(store, integration.org(), &integration.id.id, status, now)
+                .await?
+            {
+                applied += 1;
+            }
+        }
+        tracing::info!(
+            messages = answers.len(),
+            statuses = delivery.statuses.len(),
+            applied,
+            "delivery recorded"
+        );
+        let answer: Value = match (delivery.batch, answers.first()) {
+            (false, Some(one)) => one.clone(),
+            _ => {
+                json!({"messages": answers, "statuses": delivery.statuses.len(), "statuses_applied": applied})
+            }
+        };
+        // A mismatching copy has its `payload_mismatch` review item from `messages::record`
+        // already: for the edge it is a duplicate.
+        let outcome = if stored_any || applied > 0 {
+            Outcome::Stored { review: false }
+        } else {
+            Outcome::Duplicate
+        };
+        let key = keys.into_iter().next().unwrap_or_else(|| {
+            let first = delivery
+                .statuses
+                .first()
+                .map_or("", |s| s.provider_id.as_str());
+            firmspace::ids::EventKey::new("status", &format!("{}:{first}", integration.id.id))
+        });
+        Ok(Recorded {
+            key,
+            answer,
+            outcome,
+        })
+    }
+
+    /// WhatsApp's subscription check: `hub.mode=subscribe` and the integration's verify token
+    /// answer `hub.challenge`; anything else is 403.
+    fn handshake(
+        &self,
+        integration: &Integration,
+        req: &lambda_http::Request,
+    ) -> Result<String, ApiError> {
+        let Some(MessageSettings::Whatsapp { verify_token, .. }) = settings(integration) else {
+            return Err(ApiError::method_not_allowed(&["POST"]));
+        };
+        let forbidden = || ApiError::new(403, "forbidden", "the verify token does not match");
+        let token = query(req, "hub.verify_token").ok_or_else(forbidden)?;
+        let matches: bool = token
+            .as_bytes()
+            .ct_eq(verify_token.expose_secret().as_bytes())
+            .into();
+        if query(req, "hub.mode").as_deref() != Some("subscribe") || !matches {
+            return Err(forbidden());
+        }
+        let challenge = query(req, "hub.challenge")
+            .filter(|c| (1..=256).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_graphic()))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_challenge",
+                    "hub.challenge must be 1 to 256 visible characters",
+                )
+            })?;
+        Ok(challenge)
+    }
+}

@@ -1,0 +1,164 @@
+//! WhatsApp Cloud: the subscription handshake, a signed batch of messages answered message by
+//! message, media through the Graph API, and statuses that only move forward.
+
+use super::{Setup, VERIFY_TOKEN};
+use crate::support::request;
+use chrono::Utc;
+use firmspace::messages::{self, Conversation};
+use firmspace::store::item::Read;
+use serde_json::json;
+
+fn delivery(value: serde_json::Value) -> String {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": "WABA1", "changes": [{"field": "messages", "value": value}]}]}).to_string()
+}
+
+fn inbound(ids: &[&str]) -> String {
+    let messages: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let at = (Utc::now().timestamp() - 60 + i as i64).to_string();
+            if i == 0 {
+                json!({"from": "380501234567", "id": id, "timestamp": at, "type": "text", "text": {"body": "hello"}})
+            } else {
+                json!({"from": "380501234567", "id": id, "timestamp": at, "type": "image", "image": {"id": format!("MEDIA-{id}"), "mime_type": "image/jpeg", "caption": "photo"}})
+            }
+        })
+        .collect();
+    delivery(json!({"messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550001111", "phone_number_id": "PN1"},
+        "contacts": [{"profile": {"name": "Taras"}, "wa_id": "380501234567"}],
+        "messages": messages}))
+}
+
+#[tokio::test]
+async fn the_handshake_answers_the_challenge_only_to_the_verify_token() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let get = |token: &str| {
+        request(
+            "GET",
+            &format!(
+                "{}?hub.mode=subscribe&hub.verify_token={token}&hub.challenge=1158201444",
+                s.path()
+            ),
+            &[],
+            Vec::new(),
+        )
+    };
+    let res = s.app.respond(&get(VERIFY_TOKEN), Utc::now()).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/plain");
+    assert_eq!(crate::support::body_text(&res), "1158201444");
+    assert_eq!(s.answer(get("guess")).await.0, 403);
+    assert!(s
+        .env
+        .items()
+        .await
+        .iter()
+        .all(|i| i.opt_str("kind") != Some("message")));
+}
+
+#[tokio::test]
+async fn a_batch_is_answered_message_by_message_and_a_repeat_stores_nothing() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let body = inbound(&["wamid.A", "wamid.B"]);
+    let (status, first) = s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(status, 200, "{first}");
+    let listed = first["messages"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|m| m["duplicate"] == false));
+    assert_eq!(listed[0]["conversation_id"], listed[1]["conversation_id"]);
+    assert_eq!(s.objects().await, 1, "the image went to S3 once");
+
+    let (status, again) = s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(status, 200);
+    assert!(again["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["duplicate"] == true));
+    assert_eq!(
+        (
+            s.env.count("message").await,
+            s.env.count("conversation").await
+        ),
+        (2, 1)
+    );
+    assert_eq!(s.stand_in.downloads(), 1);
+    // wa_id is a phone number: the lead has it, so a call from it finds the same contact.
+    let contact = &s.items_of("contact").await[0];
+    assert_eq!(contact["name"].as_s().unwrap(), "Taras");
+    assert_eq!(
+        contact["phones"].as_ss().unwrap(),
+        &["+380501234567".to_owned()]
+    );
+
+    // Unsigned or signed with another secret: refused before anything is read.
+    let forged = request(
+        "POST",
+        &s.path(),
+        &[("x-hub-signature-256", "sha256=00")],
+        body.clone(),
+    );
+    assert_eq!(s.answer(forged).await.0, 401);
+}
+
+#[tokio::test]
+async fn statuses_out_of_order_end_read_and_each_is_applied_once() {
+    let s = Setup::new(Setup::whatsapp).await;
+    s.answer(s.whatsapp_request(&inbound(&["wamid.IN"]))).await;
+    let conv_item = s.items_of("conversation").await.remove(0);
+    let conversation = Conversation::from_item(&conv_item).unwrap();
+    let stored = messages::record_outgoing(
+        &s.env.store,
+        &conversation,
+        "wamid.OUT",
+        "thanks",
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert!(stored);
+    let status = |name: &str, at: i64| json!({"id": "wamid.OUT", "status": name, "timestamp": at.to_string(), "recipient_id": "380501234567"});
+    let t = Utc::now().timestamp();
+    let statuses = |list: Vec<serde_json::Value>| {
+        delivery(
+            json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"}, "statuses": list}),
+        )
+    };
+    // read arrives first, then delivered, then sent, then read again.
+    let (code, answer) = s
+        .answer(s.whatsapp_request(&statuses(vec![status("read", t + 2)])))
+        .await;
+    assert_eq!(
+        (
+            code,
+            answer["statuses"].as_u64(),
+            answer["statuses_applied"].as_u64()
+        ),
+        (200, Some(1), Some(1))
+    );
+    let late = statuses(vec![
+        status("delivered", t + 1),
+        status("sent", t),
+        status("read", t + 2),
+    ]);
+    let (code, answer) = s.answer(s.whatsapp_request(&late)).await;
+    assert_eq!((code, answer["statuses_applied"].as_u64()), (200, Some(0)));
+    let out = s
+        .items_of("message")
+        .await
+        .into_iter()
+        .find(|m| m.opt_str("provider_id") == Some("wamid.OUT"))
+        .unwrap();
+    assert_eq!(out.opt_str("status"), Some("read"));
+    // A status for a message that is not ours changes nothing and creates nothing.
+    let stray = statuses(vec![
+        json!({"id": "wamid.IN", "status": "read", "timestamp": t.to_string()}),
+    ]);
+    assert_eq!(
+        s.answer(s.whatsapp_request(&stray)).await.1["statuses_applied"],
+        0
+    );
+    assert_eq!(s.env.count("message").await, 2);
+}
