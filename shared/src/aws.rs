@@ -60,6 +60,17 @@ impl CallLog {
     }
 }
 
+impl CallLog {
+    /// An S3 client whose every request is logged (`S3 PUT`, `S3 GET`, ...).
+    pub fn s3(&self, config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+        let config = aws_sdk_s3::config::Builder::from(config)
+            .force_path_style(true)
+            .interceptor(self.clone())
+            .build();
+        aws_sdk_s3::Client::from_conf(config)
+    }
+}
+
 impl aws_sdk_dynamodb::config::Intercept for CallLog {
     fn name(&self) -> &'static str {
         "CallLog"
@@ -71,13 +82,12 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
         _components: &aws_sdk_dynamodb::config::RuntimeComponents,
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let target = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or("unknown")
-            .to_owned();
+        // DynamoDB names its operation in `x-amz-target`; S3 (REST) is told by its method.
+        let request = context.request();
+        let target = match request.headers().get("x-amz-target") {
+            Some(t) => t.rsplit('.').next().unwrap_or("unknown").to_owned(),
+            None => format!("S3 {}", request.method()),
+        };
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())

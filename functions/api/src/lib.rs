@@ -200,6 +200,7 @@ impl App {
 /// URL called with another method than POST is a 405, anything else a 404.
 fn unrouted(method: &str, segments: &[&str]) -> ApiError {
     match segments {
+        ["hooks", _, "messages"] => ApiError::method_not_allowed(&["GET", "POST"]),
         ["hooks", _, _] if method != "POST" => ApiError::method_not_allowed(&["POST"]),
         _ => ApiError::not_found("route"),
     }

@@ -3,6 +3,7 @@
 //! `payment-webhook` function) beside them.
 
 mod calls_webhook;
+mod messages_webhook;
 mod webhook;
 
 use crate::routes::{Answer, Auth, In, Method, Param, Route, ROUTES};
@@ -52,11 +53,15 @@ pub fn document() -> OpenApi {
     paths = paths.path(webhook::PATH, PathItem::new(HttpMethod::Post, hook));
     let calls = calls_webhook::operation(&mut schemas);
     paths = paths.path(calls_webhook::PATH, PathItem::new(HttpMethod::Post, calls));
+    let messages = messages_webhook::operation(&mut schemas);
+    let mut item = PathItem::new(HttpMethod::Post, messages);
+    item.get = Some(messages_webhook::handshake());
+    paths = paths.path(messages_webhook::PATH, item);
     let info = InfoBuilder::new()
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))
         .description(Some(
-            "Payments, invoices, calls, contacts and their consequences. Amounts are JSON strings in major units; \
+            "Payments, invoices, calls, messages, contacts and their consequences. Amounts are JSON strings in major units; \
              errors are {\"error\": \"<code>\", \"detail\": \"...\"}.",
         ));
     let components = ComponentsBuilder::new()

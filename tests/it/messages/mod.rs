@@ -3,6 +3,7 @@
 //! concurrently it arrives, in one conversation, from one lead, its attachment one S3 object,
 //! its consequences once.
 
+mod api;
 mod replies;
 mod telegram;
 mod whatsapp;
@@ -77,7 +78,8 @@ impl Setup {
         )
         .await
         .unwrap();
-        let s3 = s3(&sdk_config().await);
+        // Every S3 request is logged with the DynamoDB calls: `S3 PUT`, ...
+        let s3 = env.calls.s3(&sdk_config().await);
         let bucket = format!("it-{}", uuid_like());
         let here = aws_sdk_s3::types::CreateBucketConfiguration::builder()
             .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(
@@ -90,6 +92,7 @@ impl Setup {
             .send()
             .await
             .unwrap();
+        env.calls.clear();
         let media = Media::new(channels::apis(true), Files::new(s3.clone(), &bucket));
         let app = message_webhook::app(env.store.clone(), media);
         Self {

@@ -171,3 +171,78 @@ async fn a_reply_on_the_generic_channel_fails_its_run_with_a_review_item() {
     assert_eq!(reasons, ["reply_unsupported"]);
     assert_eq!(s.stand_in.sends(), 0);
 }
+
+#[tokio::test]
+async fn a_missed_call_is_answered_in_the_callers_whatsapp_conversation() {
+    let s = Setup::new(Setup::whatsapp).await;
+    automation::create_rule(
+        &s.env.store,
+        &s.org,
+        Trigger::CallMissed,
+        Action::Reply {
+            text: "Sorry we missed your call".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "W", "changes": [{"field": "messages", "value": {
+        "messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+        "contacts": [{"profile": {"name": "Taras"}, "wa_id": "380501234567"}],
+        "messages": [{"from": "380501234567", "id": "wamid.CALLME", "timestamp": Utc::now().timestamp().to_string(), "type": "text", "text": {"body": "call me"}}]}}]}]})
+    .to_string();
+    assert_eq!(s.answer(s.whatsapp_request(&body)).await.0, 200);
+    let fields = firmspace::calls::CallFields {
+        call_id: "CA-77".into(),
+        direction: "inbound".into(),
+        peer: "+380501234567".into(),
+        status: "no-answer".into(),
+        duration: 0,
+    };
+    let firmspace::calls::Checked::Call(input) =
+        fields.check(&s.org, "softphone", Utc::now()).unwrap()
+    else {
+        panic!("a final status");
+    };
+    let call = firmspace::calls::record(&s.env.store, &input)
+        .await
+        .unwrap();
+    let writer = Message::from_item(&s.items_of("message").await[0]).unwrap();
+    assert_eq!(
+        call.call().contact_id,
+        writer.contact_id,
+        "the caller is the writer's contact"
+    );
+    let fired = call
+        .call()
+        .consequences()
+        .into_iter()
+        .find(|c| matches!(c, Consequence::Trigger(_)))
+        .expect("call.missed");
+    let w = workers(&s.env, Duration::from_secs(2), 5);
+    let out = w
+        .automation
+        .process(
+            event_of("t1", &serde_json::to_string(&fired).unwrap()),
+            Utc::now(),
+        )
+        .await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(s.stand_in.sends(), 1);
+    let sent = &s.stand_in.sent()[0];
+    assert_eq!(
+        (sent["to"].as_str(), sent["text"]["body"].as_str()),
+        (Some("380501234567"), Some("Sorry we missed your call"))
+    );
+    let replies: Vec<_> = s
+        .items_of("message")
+        .await
+        .into_iter()
+        .filter(|m| m.opt_str("direction") == Some("outbound"))
+        .collect();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(
+        replies[0].opt_str("conversation_id"),
+        Some(writer.conversation_id.as_str())
+    );
+}

@@ -229,3 +229,26 @@ async fn a_repeat_with_other_text_keeps_the_first_and_a_file_too_large_is_kept_f
     assert_eq!(s.objects().await, 0, "nothing of 25 MB was downloaded");
     assert_eq!(s.stand_in.downloads(), 0);
 }
+
+#[tokio::test]
+async fn a_first_message_costs_two_dynamodb_calls_and_one_s3_put_and_a_repeat_one_read() {
+    let s = Setup::new(Setup::telegram).await;
+    // The first delivery loads the integration (one GetItem and one KMS Decrypt) and makes the
+    // conversation and the lead; what follows is the warm path of a chat that exists.
+    let (status, _) = s
+        .answer(s.telegram_request(&telegram_update(1, "hi", None)))
+        .await;
+    assert_eq!(status, 200);
+    s.env.calls.clear();
+    let body = telegram_update(2, "the photo", Some("PHOTO3"));
+    let (status, first) = s.answer(s.telegram_request(&body)).await;
+    assert_eq!((status, first["duplicate"].as_bool()), (200, Some(false)));
+    assert_eq!(
+        s.env.calls.take(),
+        ["BatchGetItem", "S3 PUT", "TransactWriteItems"],
+        "one read of the key, conversation and sender; the file; one transaction"
+    );
+    let (status, again) = s.answer(s.telegram_request(&body)).await;
+    assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
+    assert_eq!(s.env.calls.take(), ["BatchGetItem"], "a repeat is one read");
+}

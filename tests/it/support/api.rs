@@ -12,15 +12,19 @@ pub fn app(env: &TestEnv) -> App {
 
 /// The api, listing attachments with presigned URLs of `files`.
 pub fn app_with_files(env: &TestEnv, files: Option<firmspace::messages::media::Files>) -> App {
-    App::new(
-        env.store.clone(),
-        api::Settings {
-            admin_token: ADMIN.to_owned().into(),
-            public_url: "https://hooks.test".into(),
-            allows_loopback: true,
-            files,
-        },
-    )
+    let mut settings = settings();
+    settings.files = files;
+    App::new(env.store.clone(), settings)
+}
+
+/// The test stage's settings: loopback allowed, no attachments bucket.
+pub fn settings() -> api::Settings {
+    api::Settings {
+        admin_token: ADMIN.to_owned().into(),
+        public_url: "https://hooks.test".into(),
+        allows_loopback: true,
+        files: None,
+    }
 }
 
 pub async fn call(app: &App, method: &str, path: &str, token: &str, body: Value) -> (u16, Value) {

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook api fanout notify-worker activity-worker automation-worker";
+    "payment-webhook call-webhook message-webhook api fanout notify-worker activity-worker automation-worker";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -209,6 +209,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("AWS_MAX_ATTEMPTS", "1")
         .env("ADMIN_TOKEN", "coldstart-admin-token")
         .env("PUBLIC_URL", "https://api.example.com")
+        .env("ATTACHMENTS_BUCKET", "coldstart")
         .env("NOTIFICATIONS_QUEUE_URL", &queue)
         .env("ACTIVITY_QUEUE_URL", &queue)
         .env("AUTOMATION_QUEUE_URL", &queue)
@@ -261,6 +262,7 @@ fn event(name: &str) -> Value {
     match name {
         "payment-webhook" => webhook_event(),
         "call-webhook" => call_event(),
+        "message-webhook" => message_event(),
         "api" => http_event(
             json!({"routeKey": "ANY /api/{proxy+}", "rawPath": "/api/invoices",
             "pathParameters": {"proxy": "invoices"},
@@ -300,6 +302,19 @@ fn call_event() -> Value {
         "headers": {"content-type": "application/x-www-form-urlencoded",
             "x-twilio-signature": "bm90IGEgcmVhbCBzaWduYXR1cmU="},
         "body": "CallSid=CA1&Direction=inbound&From=%2B14158675310&To=%2B18005551212&CallStatus=no-answer"}))
+}
+
+/// A Telegram update; the secret token is not the integration's, and need not be.
+fn message_event() -> Value {
+    let id = format!("{ORG}_0123456789abcdef");
+    let body = json!({"update_id": 1, "message": {"message_id": 7, "date": 1796205600,
+        "from": {"id": 42, "first_name": "Olena"}, "chat": {"id": 42, "type": "private"},
+        "text": "hello"}});
+    http_event(json!({"routeKey": "POST /hooks/{integration_id}/messages",
+        "rawPath": format!("/hooks/{id}/messages"), "pathParameters": {"integration_id": id},
+        "headers": {"content-type": "application/json",
+            "x-telegram-bot-api-secret-token": "not-the-token"},
+        "body": body.to_string()}))
 }
 
 /// API Gateway HTTP API payload format 2.0, as `lambda_http` reads it; `request` holds the

@@ -67,8 +67,8 @@ fn every_dispatched_route_is_in_the_document_with_its_method() {
         .sum();
     assert_eq!(
         operations,
-        ROUTES.len() + 2,
-        "the table's routes and the two webhooks (payments, calls)"
+        ROUTES.len() + 4,
+        "the table's routes and the webhooks (payments, calls, messages with its handshake)"
     );
 }
 
@@ -216,6 +216,7 @@ async fn the_document_is_served_without_authentication() {
         admin_token: "admin".to_owned().into(),
         public_url: String::new(),
         allows_loopback: false,
+        files: None,
     };
     let app = crate::App::new(store, settings);
     let get = |path: &str| {

@@ -1,0 +1,175 @@
+//! `POST /hooks/{integration_id}/messages` (and `GET`, WhatsApp's handshake), served by the
+//! message-webhook function: a messenger's delivery, each message stored once.
+
+use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::{doc, error, parameter, Schemas, JSON};
+use crate::routes::{In, Param};
+use firmspace::signature::{standard, telegram, whatsapp};
+use serde::Serialize;
+use utoipa::openapi::path::{Operation, OperationBuilder};
+use utoipa::openapi::{
+    ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder, Type,
+};
+use utoipa::ToSchema;
+
+pub const PATH: &str = "/hooks/{integration_id}/messages";
+
+const ID: Param = Param {
+    name: "integration_id",
+    at: In::Path,
+    required: true,
+    doc: "the messages integration's id, from POST /api/integrations",
+};
+
+const PARAMS: &[Param] = &[
+    ID,
+    header(
+        telegram::SECRET_TOKEN,
+        "telegram: the secret_token given to setWebhook (compared in constant time)",
+    ),
+    header(
+        whatsapp::SIGNATURE,
+        "whatsapp: `sha256=<hex HMAC-SHA256 of the body with the app secret>`",
+    ),
+    header(standard::ID, "standard: the message id"),
+    header(
+        standard::TIMESTAMP,
+        "standard: unix seconds, at most 5 minutes off",
+    ),
+    header(
+        standard::SIGNATURE,
+        "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
+    ),
+];
+
+/// The sender of a generic message.
+#[derive(Serialize, ToSchema)]
+struct From {
+    /// The sender's id on the channel (1-128 bytes).
+    id: String,
+    /// 1-200 characters.
+    name: String,
+    /// E.164; links the sender to a caller's contact.
+    phone: Option<String>,
+}
+
+/// A generic message's attachment, fetched once (https to a public host, at most 20 MB).
+#[derive(Serialize, ToSchema)]
+struct GenericAttachment {
+    url: String,
+    name: String,
+    content_type: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct GenericMessageData {
+    /// Unique within the integration (1-255 bytes): the message's key.
+    message_id: String,
+    /// The conversation (1-128 bytes).
+    chat_id: String,
+    from: From,
+    /// At most 4096 characters.
+    text: String,
+    /// At most 10.
+    attachments: Option<Vec<GenericAttachment>>,
+    /// RFC 3339.
+    sent_at: Option<String>,
+}
+
+/// A generic sender's message (Standard Webhooks signed JSON); Telegram posts its updates and
+/// WhatsApp Cloud its `entry[].changes[].value` deliveries instead.
+#[derive(Serialize, ToSchema)]
+struct GenericMessage {
+    #[serde(rename = "type")]
+    #[schema(example = "message.received")]
+    kind: String,
+    data: GenericMessageData,
+}
+
+/// One message of a delivery.
+#[derive(Serialize, ToSchema)]
+struct MessageAnswer {
+    /// The provider's id (Telegram: `chat.id:message_id`).
+    message_id: String,
+    /// `message:{integration_id}:{message_id}`.
+    key: String,
+    duplicate: bool,
+    conversation_id: String,
+}
+
+/// WhatsApp's answer: every message with its own `duplicate`, and how many statuses came.
+#[derive(Serialize, ToSchema)]
+struct BatchAnswer {
+    messages: Vec<MessageAnswer>,
+    statuses: usize,
+    /// How many of them moved a message's status forward.
+    statuses_applied: usize,
+}
+
+pub fn operation(schemas: &mut Schemas) -> Operation {
+    let body =
+        ContentBuilder::new().schema(Some(Ref::from_schema_name(doc::<GenericMessage>(schemas))));
+    let answers = OneOfBuilder::new()
+        .item(Ref::from_schema_name(doc::<MessageAnswer>(schemas)))
+        .item(Ref::from_schema_name(doc::<BatchAnswer>(schemas)))
+        .item(Ref::from_schema_name(doc::<IgnoredDelivery>(schemas)))
+        .item(Ref::from_schema_name(doc::<UnparseableDelivery>(schemas)));
+    let ok = ResponseBuilder::new()
+        .description(
+            "one message (Telegram, generic) or the batch form (WhatsApp, always), each with \
+             `duplicate`; a repeat stores nothing and answers the same ids; another update \
+             (edited message, reaction, member update) `status: ignored`; an unparseable body \
+             kept for review",
+        )
+        .content(JSON, ContentBuilder::new().schema(Some(answers)).build());
+    operation_of(
+        "A messenger's delivery (served by message-webhook)",
+        PARAMS,
+        body,
+        ResponsesBuilder::new().response("200", ok.build()),
+        "messages",
+    )
+}
+
+/// WhatsApp's subscription check.
+pub fn handshake() -> Operation {
+    let query = |name: &'static str, doc: &'static str| Param {
+        name,
+        at: In::Query,
+        required: true,
+        doc,
+    };
+    let params = [
+        ID,
+        query("hub.mode", "`subscribe`"),
+        query(
+            "hub.verify_token",
+            "the verify_token POST /api/integrations answered",
+        ),
+        query("hub.challenge", "echoed back (1-256 visible characters)"),
+    ];
+    let text = ContentBuilder::new()
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String).build()))
+        .build();
+    let responses = ResponsesBuilder::new()
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("`hub.challenge`, as text/plain")
+                .content("text/plain", text),
+        )
+        .response("400", error("`invalid_challenge`"))
+        .response("403", error("`forbidden`: the verify token does not match"))
+        .response("404", error("`not_found`: no such messages integration"))
+        .response(
+            "405",
+            error("`method_not_allowed`: not a WhatsApp integration"),
+        );
+    OperationBuilder::new()
+        .summary(Some(
+            "WhatsApp's subscription handshake (served by message-webhook)",
+        ))
+        .parameters(Some(params.iter().map(parameter)))
+        .responses(responses.build())
+        .build()
+}
