@@ -2,19 +2,23 @@
 //! Standard Webhooks delivery sent three times; one payment booked; its consequences once each:
 //! one history line, one notification per colleague, one task. Then a missed call, posted three
 //! times as Twilio signs it: one call, one lead contact, one notification per colleague, one
-//! call-back task.
+//! call-back task. Before it, a Telegram message delivered three times: one message in one
+//! conversation from one lead, its line, a notification per colleague and one task.
+
+mod call;
+mod message;
 
 use crate::stack::Coordinates;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-struct Api {
-    http: reqwest::Client,
+pub(crate) struct Api {
+    pub(crate) http: reqwest::Client,
     base: String,
 }
 
 impl Api {
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: &str,
         path: &str,
@@ -56,75 +60,8 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
     let seeded = seed(&api, &coords.admin_token).await?;
     deliver_three_times(&api, &seeded).await?;
     show_consequences(&api, &seeded.key).await?;
-    missed_call(&api, &seeded.key).await
-}
-
-/// A Twilio-signed missed call posted three times: one call, and its consequences once.
-async fn missed_call(api: &Api, key: &str) -> Result<()> {
-    const TOKEN: &str = "demo-twilio-auth-token";
-    println!("\n== a missed call, posted three times by a SIP provider (Twilio-signed)");
-    let rule =
-        json!({"trigger": "call.missed", "action": {"type": "create_task", "title": "Call back"}});
-    api.call("POST", "/api/rules", key, rule).await?;
-    let (_, integration) = api
-        .call(
-            "POST",
-            "/api/integrations",
-            key,
-            json!({"kind": "calls", "provider": "twilio", "auth_token": TOKEN}),
-        )
-        .await?;
-    let url = integration["webhook_url"].as_str().context("webhook_url")?;
-    let form = "CallSid=CAdemo1&Direction=inbound&From=%2B380441234567&To=%2B380443334455&CallStatus=no-answer&CallDuration=0";
-    let signature = firmspace::signature::twilio::sign(TOKEN, url, form.as_bytes());
-    for attempt in 1..=3 {
-        let res = api
-            .http
-            .post(url)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("x-twilio-signature", &signature)
-            .body(form)
-            .send()
-            .await
-            .context("the call webhook")?;
-        let status = res.status().as_u16();
-        let answer: Value = res.json().await.unwrap_or(Value::Null);
-        println!(
-            "callback {attempt}: {status} duplicate={} key={} missed={} contact={}",
-            answer["duplicate"],
-            answer["call"]["key"],
-            answer["call"]["missed"],
-            answer["call"]["contact_id"]
-        );
-    }
-    let started = std::time::Instant::now();
-    let done = |tasks: &Value, notifications: usize| {
-        let call_backs = tasks["items"].as_array().map_or(0, |t| {
-            t.iter().filter(|t| t["title"] == "Call back").count()
-        });
-        (call_backs, notifications) == (1, 2 * TEAM.len())
-    };
-    let (tasks, notifications) = loop {
-        let (_, notifications, tasks) = counts(api, key).await?;
-        if done(&tasks, notifications) || started.elapsed() > std::time::Duration::from_secs(60) {
-            break (tasks, notifications);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    };
-    let (_, calls) = api.call("GET", "/api/calls", key, Value::Null).await?;
-    let (_, contacts) = api.call("GET", "/api/contacts", key, Value::Null).await?;
-    println!(
-        "calls: {}; contacts: {} ({} lead); notifications now {notifications}; tasks {}",
-        count(&calls),
-        count(&contacts),
-        contacts["items"][0]["name"],
-        count(&tasks)
-    );
-    println!("missed-call consequences after {:?}", started.elapsed());
-    if count(&calls) != 1 || count(&contacts) != 1 || !done(&tasks, notifications) {
-        bail!("expected one call, one lead, one more notification per colleague and one call-back task");
-    }
-    Ok(())
+    message::retried(&api, &seeded.key).await?;
+    call::missed(&api, &seeded.key).await
 }
 
 /// An organisation, a team of three, an `invoice.paid` rule, a Standard Webhooks integration
@@ -233,7 +170,7 @@ async fn deliver_three_times(api: &Api, seeded: &Seeded) -> Result<()> {
 }
 
 /// (activity lines of c1, notifications of the team, tasks) as the API shows them now.
-async fn counts(api: &Api, key: &str) -> Result<(Value, usize, Value)> {
+pub(crate) async fn counts(api: &Api, key: &str) -> Result<(Value, usize, Value)> {
     let (_, activity) = api
         .call("GET", "/api/activity/contact/c1", key, Value::Null)
         .await?;
@@ -275,8 +212,8 @@ async fn show_consequences(api: &Api, key: &str) -> Result<()> {
     Ok(())
 }
 
-const TEAM: [(&str, &str); 3] = [("u1", "Olena"), ("u2", "Taras"), ("u3", "Iryna")];
+pub(crate) const TEAM: [(&str, &str); 3] = [("u1", "Olena"), ("u2", "Taras"), ("u3", "Iryna")];
 
-fn count(list: &Value) -> usize {
+pub(crate) fn count(list: &Value) -> usize {
     list["items"].as_array().map_or(0, Vec::len)
 }

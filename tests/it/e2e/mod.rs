@@ -1,6 +1,8 @@
 //! End-to-end through the stack `cargo xtask test` deployed into ministack: real API Gateway
 //! routes, real Lambda processes, the real table.
 
+mod channels;
+
 use firmspace::signature::standard;
 use serde_json::{json, Value};
 
@@ -136,7 +138,7 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
     );
 }
 
-fn count(list: &Value) -> usize {
+pub fn count(list: &Value) -> usize {
     list["items"].as_array().map_or(0, Vec::len)
 }
 
@@ -261,48 +263,4 @@ async fn unrouted_requests_through_the_gateway_get_our_json() {
             "{method} {path}: {body}"
         );
     }
-}
-
-/// A Twilio status callback signed as Twilio signs it (over the webhook URL the api handed out)
-/// reaches call-webhook through the gateway: one call, whatever the number of deliveries.
-#[tokio::test]
-async fn a_twilio_callback_through_the_gateway_is_one_call() {
-    let stack = stack();
-    let (key, _, _) = stack.org_with_integration().await;
-    let token = "e2e-twilio-auth-token";
-    let (status, hook) = stack
-        .api(
-            reqwest::Method::POST,
-            "/api/integrations",
-            &key,
-            json!({"kind": "calls", "provider": "twilio", "auth_token": token}),
-        )
-        .await;
-    assert_eq!(status, 201, "{hook}");
-    let url = hook["webhook_url"].as_str().unwrap();
-    let form = "CallSid=CAe2e&Direction=inbound&From=%2B380441234567&To=%2B380443334455&CallStatus=no-answer";
-    let signature = firmspace::signature::twilio::sign(token, url, form.as_bytes());
-    let mut statuses = Vec::new();
-    for _ in 0..3 {
-        let res = stack
-            .http
-            .post(url)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("x-twilio-signature", &signature)
-            .body(form)
-            .send()
-            .await
-            .expect("webhook reachable");
-        statuses.push(res.status().as_u16());
-    }
-    assert_eq!(statuses, [201, 200, 200]);
-    let (_, calls) = stack
-        .api(reqwest::Method::GET, "/api/calls", &key, Value::Null)
-        .await;
-    let items = calls["items"].as_array().unwrap();
-    assert_eq!(items.len(), 1, "{calls}");
-    assert_eq!(
-        (items[0]["key"].as_str(), items[0]["missed"].as_bool()),
-        (Some("call:CAe2e:inbound"), Some(true))
-    );
 }
