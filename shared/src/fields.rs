@@ -36,6 +36,24 @@ fn forbidden(c: char) -> bool {
     c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
+/// Text a customer wrote, kept rather than refused: every forbidden character but tab and line
+/// breaks becomes U+FFFD, so the text can travel through SQS and be shown.
+pub fn printable(raw: String) -> String {
+    if !raw
+        .chars()
+        .any(|c| forbidden(c) && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return raw;
+    }
+    raw.chars()
+        .map(|c| match c {
+            '\n' | '\r' | '\t' => c,
+            c if forbidden(c) => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}
+
 fn refuse(field: &'static str, reason: impl Into<String>) -> FieldError {
     FieldError {
         field,

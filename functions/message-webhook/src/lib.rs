@@ -137,6 +137,7 @@ impl Source for Messages {
                 "more than {BATCH_MAX} messages and statuses in one delivery"
             ));
         }
+        let messages: Vec<Incoming> = messages.into_iter().map(Incoming::printable).collect();
         for m in &messages {
             m.check()?;
         }

@@ -134,6 +134,18 @@ pub enum Posted {
 }
 
 impl Incoming {
+    /// What the customer wrote, with the characters SQS refuses (control characters but tab and
+    /// line breaks, U+FFFE, U+FFFF) shown as U+FFFD: a message is kept, never refused for them.
+    pub fn printable(mut self) -> Self {
+        use crate::fields::printable;
+        self.text = printable(self.text);
+        self.from.name = printable(self.from.name);
+        for a in &mut self.attachments {
+            a.name = printable(std::mem::take(&mut a.name));
+        }
+        self
+    }
+
     /// Every field within its limit: a message that is not is kept raw for a person.
     pub fn check(&self) -> Result<(), String> {
         use crate::fields::{reference, KEY_MAX, NAME_MAX, REF_MAX};

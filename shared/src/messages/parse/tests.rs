@@ -137,6 +137,16 @@ fn fields_beyond_their_limits_are_refused_by_check() {
     assert!(messages[0].check().unwrap_err().contains("text"));
 }
 
+#[test]
+fn control_characters_in_what_a_customer_wrote_are_shown_not_refused() {
+    let body = "{\"type\":\"message.received\",\"data\":{\"message_id\":\"m1\",\"chat_id\":\"c1\",\"from\":{\"id\":\"u1\",\"name\":\"N\\u0007\"},\"text\":\"a\\u0000b\\nc\\uffff\"}}";
+    let (messages, ..) = delivery(standard(body.as_bytes()).unwrap());
+    let m = messages.into_iter().next().unwrap().printable();
+    assert_eq!(m.text, "a\u{FFFD}b\nc\u{FFFD}");
+    assert_eq!(m.from.name, "N\u{FFFD}");
+    assert!(m.check().is_ok());
+}
+
 proptest! {
     #[test]
     fn parsers_never_panic(body in proptest::collection::vec(any::<u8>(), 0..400)) {
