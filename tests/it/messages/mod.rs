@@ -4,6 +4,7 @@
 //! its consequences once.
 
 mod api;
+mod hostile;
 mod replies;
 mod telegram;
 mod whatsapp;
