@@ -15,6 +15,7 @@ use firmspace::messages::providers::MessageSettings;
 use firmspace::messages::reply::{self, Replied};
 use firmspace::messages::{self, Conversation};
 use firmspace::review::ReviewItem;
+use firmspace::store::{Step, Transacted};
 use serde_json::json;
 use std::time::Duration;
 
@@ -149,6 +150,47 @@ impl Automation {
         }
     }
 
+    /// The reply as an outgoing message and its run's move to `sent`, in one transaction: a
+    /// sent reply is never left unrecorded by a failure between the two. Whoever took the run
+    /// over meanwhile, the reply is stored once and the run becomes `sent`.
+    #[allow(clippy::too_many_arguments)]
+    async fn record_reply(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+        lease: &Lease,
+        conversation: &Conversation,
+        id: &str,
+        text: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        let event_key = &fired.event_key;
+        let early = messages::early_status(&self.store, conversation, id).await?;
+        let message = messages::outgoing(conversation, id, text, early, now);
+        let steps = vec![
+            Step::PutNew(message.to_item()),
+            runs::settle_step(
+                &rule.org,
+                &rule.rule_id,
+                event_key,
+                lease,
+                RunState::Sent,
+                now,
+            ),
+        ];
+        let done = match self.store.transact(steps).await? {
+            Transacted::Done => true,
+            // Stored before, or the lease was lost: each half on its own, both idempotent.
+            Transacted::Refused { .. } | Transacted::Contended => false,
+        };
+        if !done {
+            messages::record_outgoing(&self.store, &message).await?;
+            runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
+        }
+        messages::touch(&self.store, conversation, now).await?;
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn settle_reply(
         &self,
@@ -176,10 +218,8 @@ impl Automation {
         };
         match replied {
             Replied::Sent(id) => {
-                messages::record_outgoing(&self.store, conversation, &id, text, now).await?;
-                if !settle(RunState::Sent).await? {
-                    runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
-                }
+                self.record_reply(rule, fired, lease, conversation, &id, text, now)
+                    .await?;
                 tracing::info!(%run_key, message = %id, "reply sent");
                 Ok(())
             }

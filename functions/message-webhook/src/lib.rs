@@ -13,6 +13,7 @@ use firmspace::integrations::{Integration, IntegrationKind, Settings};
 use firmspace::messages::media::{Apis, Files, Media};
 use firmspace::messages::providers::{MessageProvider, MessageSettings};
 use firmspace::messages::{self, Incoming, Posted, StatusEvent, BATCH_MAX};
+use firmspace::review::ReviewItem;
 use firmspace::signature::{self, SignatureError, Verified, Verify};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
@@ -46,6 +47,38 @@ pub struct Messages {
     media: Media,
 }
 
+/// A message of a batch that breaks a limit: a review item with what it said, and its line in
+/// the answer.
+async fn unparseable(
+    store: &Store,
+    integration: &Integration,
+    incoming: &Incoming,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<Value, ApiError> {
+    let digest = firmspace::ids::ExternalId::of_body(incoming.provider_id.as_bytes());
+    let text: String = incoming.text.chars().take(messages::TEXT_MAX).collect();
+    ReviewItem {
+        org: integration.org().clone(),
+        kind: "message".into(),
+        reason: "unparseable_message".into(),
+        key: format!("{}:{digest}", integration.id.id),
+        at: now,
+        detail: json!({
+            "integration_id": integration.id.id, "reason": reason,
+            "message_id": incoming.provider_id.chars().take(300).collect::<String>(),
+            "chat_id": incoming.chat_id.chars().take(300).collect::<String>(),
+            "from": {"id": incoming.from.identity.chars().take(300).collect::<String>(), "name": incoming.from.name.chars().take(300).collect::<String>()},
+            "text": text,
+        }),
+    }
+    .put(store)
+    .await?;
+    Ok(
+        json!({"message_id": incoming.provider_id, "status": "unparseable", "review": "unparseable_message", "detail": reason}),
+    )
+}
+
 /// One verifier per messenger, built from the integration's secret.
 pub enum MessageVerifier {
     Telegram(signature::telegram::Verifier),
@@ -68,10 +101,12 @@ impl Verify for MessageVerifier {
     }
 }
 
-/// A verified delivery: its messages and status events.
+/// A verified delivery: its messages and status events, and (in a batch) the messages beside
+/// them that break a limit, each kept for a person while the others are stored.
 pub struct Delivery {
     messages: Vec<Incoming>,
     statuses: Vec<StatusEvent>,
+    rejected: Vec<(Incoming, String)>,
     batch: bool,
 }
 
@@ -137,13 +172,25 @@ impl Source for Messages {
                 "more than {BATCH_MAX} messages and statuses in one delivery"
             ));
         }
-        let messages: Vec<Incoming> = messages.into_iter().map(Incoming::printable).collect();
-        for m in &messages {
-            m.check()?;
+        let (mut good, mut rejected) = (Vec::new(), Vec::new());
+        for m in messages.into_iter().map(Incoming::printable) {
+            match m.check() {
+                Ok(()) => good.push(m),
+                // One message alone: the whole body is kept raw for a person (the edge's
+                // unparseable path).
+                Err(reason) if !batch => return Err(reason),
+                Err(reason) => rejected.push((m, reason)),
+            }
+        }
+        if good.is_empty() && statuses.is_empty() {
+            if let Some((_, reason)) = rejected.first() {
+                return Err(reason.clone());
+            }
         }
         Ok(Parsed::Event(Delivery {
-            messages,
+            messages: good,
             statuses,
+            rejected,
             batch,
         }))
     }
@@ -158,8 +205,12 @@ impl Source for Messages {
         let mut answers = Vec::with_capacity(delivery.messages.len());
         let mut keys = Vec::new();
         let mut stored_any = false;
+        // Every download of this delivery together stays inside the budget, so each message is
+        // written before the function's own timeout.
+        let deadline = std::time::Instant::now() + self.media.apis.download_budget;
         for incoming in &delivery.messages {
-            let recorded = messages::record(store, &self.media, integration, incoming, now).await?;
+            let recorded =
+                messages::record(store, &self.media, integration, incoming, now, deadline).await?;
             let message = recorded.message();
             stored_any |= recorded.is_new();
             keys.push(message.key());
@@ -169,6 +220,9 @@ impl Source for Messages {
                 "duplicate": !recorded.is_new(),
                 "conversation_id": message.conversation_id,
             }));
+        }
+        for (incoming, reason) in &delivery.rejected {
+            answers.push(unparseable(store, integration, incoming, reason, now).await?);
         }
         let mut applied = 0usize;
         for status in &delivery.statuses {
@@ -192,8 +246,9 @@ impl Source for Messages {
         };
         // A mismatching copy has its `payload_mismatch` review item from `messages::record`
         // already: for the edge it is a duplicate.
-        let outcome = if stored_any || applied > 0 {
-            Outcome::Stored { review: false }
+        let review = !delivery.rejected.is_empty();
+        let outcome = if stored_any || applied > 0 || review {
+            Outcome::Stored { review }
         } else {
             Outcome::Duplicate
         };

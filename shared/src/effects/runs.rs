@@ -126,6 +126,35 @@ pub async fn claim(
     })
 }
 
+/// The update that settles the run this lease holds as `state`: only while it is `sending`
+/// under this lease.
+fn settle(lease: &Lease, state: RunState, now: DateTime<Utc>) -> Update {
+    Update::new()
+        .set("state", s(tag_name(&state)))
+        .set("updated_at", s(time::format(now)))
+        .set("lease_until", s(time::format(now)))
+        .when(Cond::All(vec![
+            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
+            Cond::Equals("lease".into(), s(&lease.token)),
+        ]))
+}
+
+/// Settling the run as one step of a transaction that also writes what the run produced (a
+/// reply stored with its run's move to `sent`): both or neither.
+pub fn settle_step(
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &EventKey,
+    lease: &Lease,
+    state: RunState,
+    now: DateTime<Utc>,
+) -> crate::store::Step {
+    crate::store::Step::Update {
+        pk: run_pk(org, &run_key(rule_id, event_key)),
+        update: settle(lease, state, now),
+    }
+}
+
 /// Settles the run this lease holds as `state` (`sent`, `not_sent`, `failed`, `needs_check`).
 /// A run no longer held by this lease (taken over after it ran out) keeps what its holder set.
 pub async fn set_state(
@@ -138,15 +167,7 @@ pub async fn set_state(
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let pk = run_pk(org, &run_key(rule_id, event_key));
-    let update = Update::new()
-        .set("state", s(tag_name(&state)))
-        .set("updated_at", s(time::format(now)))
-        .set("lease_until", s(time::format(now)))
-        .when(Cond::All(vec![
-            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
-            Cond::Equals("lease".into(), s(&lease.token)),
-        ]));
-    let settled = store.update_if(&pk, &update).await?;
+    let settled = store.update_if(&pk, &settle(lease, state, now)).await?;
     if !settled {
         tracing::warn!(run = %pk, ?state, "the run is no longer held by this attempt; its state is kept");
     }

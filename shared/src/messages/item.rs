@@ -238,6 +238,14 @@ pub struct Conversation {
     pub last_message_at: DateTime<Utc>,
 }
 
+/// The list of a contact's conversations.
+pub(crate) fn contact_conversations(org: &OrgId, contact_id: &str) -> String {
+    org.pk(&format!(
+        "CONVERSATIONS_OF#{}",
+        crate::ids::key_part(contact_id)
+    ))
+}
+
 pub(crate) fn conversations_list(org: &OrgId) -> String {
     org.pk("CONVERSATIONS")
 }
@@ -265,6 +273,24 @@ impl Conversation {
             .list(
                 &conversations_list(&self.org),
                 &conversation_position(self.last_message_at, &self.id),
+            )
+            .build()
+    }
+
+    /// The item that lists this conversation under its contact (made with it, once).
+    pub fn of_contact_item(&self) -> Item {
+        let pk = self.org.pk(&format!(
+            "CONVERSATION_OF#{}#{}",
+            crate::ids::key_part(&self.contact_id),
+            self.id
+        ));
+        Builder::new(&pk, "contact_conversation", self.org.as_str())
+            .str("conversation_id", &self.id)
+            .str("contact_id", &self.contact_id)
+            .tag("provider", &self.provider)
+            .list(
+                &contact_conversations(&self.org, &self.contact_id),
+                &format!("{}#{}", time::format(self.created_at), self.id),
             )
             .build()
     }

@@ -10,7 +10,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest file we store.
 pub const FILE_MAX: u64 = 20 * 1024 * 1024;
@@ -23,7 +23,11 @@ pub struct Apis {
     pub telegram: String,
     pub whatsapp: String,
     pub allow_loopback: bool,
+    /// Each call to a messenger's API.
     pub timeout: Duration,
+    /// All downloads of one delivery together: what is left after it is recorded as not
+    /// fetched, so the message is stored before the function's own timeout.
+    pub download_budget: Duration,
 }
 
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
@@ -41,19 +45,22 @@ impl Apis {
             whatsapp: whatsapp.trim_end_matches('/').to_owned(),
             allow_loopback,
             timeout,
+            download_budget: Duration::from_secs(18),
         }
     }
 
     /// From `TELEGRAM_API_URL`, `WHATSAPP_API_URL` (the public APIs when unset) and
-    /// `CHANNEL_TIMEOUT_MS` (default 10000).
+    /// `CHANNEL_TIMEOUT_MS` (default 10000) and `DOWNLOAD_BUDGET_MS` (default 18000).
     pub fn from_env(allow_loopback: bool) -> Result<Self, crate::config::ConfigError> {
         use crate::config::{parse_var, var};
-        Ok(Self::new(
+        let mut apis = Self::new(
             &var("TELEGRAM_API_URL").unwrap_or_else(|| TELEGRAM_API.into()),
             &var("WHATSAPP_API_URL").unwrap_or_else(|| WHATSAPP_API.into()),
             allow_loopback,
             Duration::from_millis(parse_var("CHANNEL_TIMEOUT_MS", 10_000)?),
-        ))
+        );
+        apis.download_budget = Duration::from_millis(parse_var("DOWNLOAD_BUDGET_MS", 18_000)?);
+        Ok(apis)
     }
 
     /// The API base for an integration: its own `api_url` where the stage allows one, else the
@@ -100,11 +107,13 @@ impl Media {
 
     /// Each attachment fetched and stored, or recorded with why it is not; never an error, so a
     /// failed download never loses the message.
+    /// Nothing is started after `deadline`, and no call outlasts it.
     pub async fn fetch_all(
         &self,
         integration: &Integration,
         message_pk: &str,
         refs: &[AttachmentRef],
+        deadline: Instant,
     ) -> Vec<Attachment> {
         let mut out = Vec::with_capacity(refs.len());
         for (index, r) in refs.iter().enumerate() {
@@ -120,7 +129,15 @@ impl Media {
                 object: None,
                 error: None,
             };
-            match self.fetch(integration, r).await {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let fetched = if left < Duration::from_millis(500) {
+                Err(Failure::Failed(
+                    "not fetched: the time for this delivery's downloads ran out".into(),
+                ))
+            } else {
+                self.fetch(integration, r, deadline).await
+            };
+            match fetched {
                 Ok(bytes) => {
                     attachment.size = bytes.len() as u64;
                     attachment.sha256 = Some(hex::encode(Sha256::digest(&bytes)));
@@ -153,6 +170,7 @@ impl Media {
         &self,
         integration: &Integration,
         r: &AttachmentRef,
+        deadline: Instant,
     ) -> Result<Vec<u8>, Failure> {
         if r.size.is_some_and(|size| size > FILE_MAX) {
             return Err(Failure::TooLarge(r.size.unwrap_or_default()));
@@ -170,6 +188,7 @@ impl Media {
                     .json(
                         http.get(format!("{base}/bot{token}/getFile"))
                             .query(&[("file_id", file_id)]),
+                        deadline,
                     )
                     .await?;
                 let result = info
@@ -190,7 +209,10 @@ impl Media {
                 let base = self.apis.base(settings).map_err(failed)?;
                 let token = access_token.expose_secret();
                 let info = self
-                    .json(http.get(format!("{base}/{id}")).bearer_auth(token))
+                    .json(
+                        http.get(format!("{base}/{id}")).bearer_auth(token),
+                        deadline,
+                    )
                     .await?;
                 if let Some(size) = info.get("file_size").and_then(|v| v.as_u64()) {
                     if size > FILE_MAX {
@@ -210,13 +232,17 @@ impl Media {
             }
             _ => return Err(failed("the attachment does not belong to this channel")),
         };
-        self.download(request).await
+        self.download(request, deadline).await
     }
 
-    async fn json(&self, request: reqwest::RequestBuilder) -> Result<serde_json::Value, Failure> {
+    async fn json(
+        &self,
+        request: reqwest::RequestBuilder,
+        deadline: Instant,
+    ) -> Result<serde_json::Value, Failure> {
         // Without the URL: a Bot API URL carries the bot's token.
         let res = request
-            .timeout(self.apis.timeout)
+            .timeout(self.call_timeout(deadline))
             .send()
             .await
             .map_err(|e| failed(e.without_url()))?;
@@ -229,10 +255,22 @@ impl Media {
         res.json().await.map_err(|e| failed(e.without_url()))
     }
 
+    /// One call's timeout: the API's, cut to what is left before the deadline.
+    fn call_timeout(&self, deadline: Instant) -> Duration {
+        self.apis
+            .timeout
+            .min(deadline.saturating_duration_since(Instant::now()))
+            .max(Duration::from_millis(1))
+    }
+
     /// The body, read chunk by chunk and given up on past `FILE_MAX`.
-    async fn download(&self, request: reqwest::RequestBuilder) -> Result<Vec<u8>, Failure> {
+    async fn download(
+        &self,
+        request: reqwest::RequestBuilder,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, Failure> {
         let mut res = request
-            .timeout(self.apis.timeout)
+            .timeout(self.call_timeout(deadline))
             .send()
             .await
             .map_err(|e| failed(e.without_url()))?;

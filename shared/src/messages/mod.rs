@@ -18,7 +18,8 @@ pub mod reply;
 pub use item::{Attachment, Conversation, Message};
 pub use parse::{standard, telegram, whatsapp};
 pub use record::{
-    apply_status, conversation, conversations, messages, record, record_outgoing, Recorded,
+    apply_status, conversation, conversations, conversations_of, early_status, messages, outgoing,
+    record, record_outgoing, touch, Recorded, MESSAGES_LISTED,
 };
 
 use crate::ids::{key_part, EventKey, OrgId};

@@ -159,12 +159,16 @@ pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
             .into_iter()
             .flatten()
         {
-            let raw = need(s, "status", "status")?;
-            let Some(status) = crate::store::item::parse_tag::<OutStatus>(&raw) else {
+            // A status we cannot read (no id, an unknown name such as `deleted`) is not one of
+            // ours to decide: skipped, never a reason to refuse the messages beside it.
+            let status = str_of(s, "status")
+                .and_then(|raw| crate::store::item::parse_tag::<OutStatus>(&raw));
+            let (Some(status), Some(provider_id)) = (status, str_of(s, "id")) else {
+                tracing::info!("skipped a WhatsApp status without a known status or an id");
                 continue;
             };
             statuses.push(StatusEvent {
-                provider_id: need(s, "id", "status")?,
+                provider_id,
                 status,
                 at: unix(s, "timestamp"),
             });

@@ -74,6 +74,7 @@ pub async fn record(
     integration: &Integration,
     incoming: &Incoming,
     now: DateTime<Utc>,
+    deadline: std::time::Instant,
 ) -> Result<Recorded, StoreError> {
     let org = integration.org();
     let integration_id = &integration.id.id;
@@ -110,7 +111,7 @@ pub async fn record(
             None => attachments
                 .insert(
                     media
-                        .fetch_all(integration, &pk, &incoming.attachments)
+                        .fetch_all(integration, &pk, &incoming.attachments, deadline)
                         .await,
                 )
                 .clone(),
@@ -136,10 +137,10 @@ pub async fn record(
             status: None,
             fingerprint: incoming.fingerprint(),
         };
-        let conv_step = match conv {
-            Some(item) => moved_forward(&item, &conv_id, at)?,
-            None => Step::PutNew(
-                Conversation {
+        let conv_steps = match conv {
+            Some(item) => vec![moved_forward(&item, at)?],
+            None => {
+                let conversation = Conversation {
                     org: org.clone(),
                     id: conv_id.clone(),
                     integration_id: integration_id.clone(),
@@ -149,16 +150,24 @@ pub async fn record(
                     reply_via: incoming.reply_via.clone(),
                     created_at: now,
                     last_message_at: at,
-                }
-                .to_item(),
-            ),
-        };
-        steps.splice(0..0, [Step::PutNew(message.to_item()), conv_step]);
-        match store.transact(steps).await? {
-            Transacted::Done => {
-                review_attachments(store, &message, now).await?;
-                return Ok(Recorded::New(message));
+                };
+                vec![
+                    Step::PutNew(conversation.to_item()),
+                    Step::PutNew(conversation.of_contact_item()),
+                ]
             }
+        };
+        // The message first (a refusal of step 0 is a duplicate), then its conversation, the
+        // lead, and the review items of attachments not stored: all or nothing.
+        steps.splice(
+            0..0,
+            [Step::PutNew(message.to_item())]
+                .into_iter()
+                .chain(conv_steps),
+        );
+        steps.extend(attachment_reviews(&message, now).map(|r| Step::PutNew(r.to_item())));
+        match store.transact(steps).await? {
+            Transacted::Done => return Ok(Recorded::New(message)),
             Transacted::Refused {
                 step: 0,
                 existing: Some(item),
@@ -170,31 +179,42 @@ pub async fn record(
     Err(StoreError::Contended { pk })
 }
 
-/// The conversation step for a message at `at`: move `last_message_at` forward (conditioned on
-/// the value read), or only require the conversation when a later message is already there.
-fn moved_forward(item: &Item, conv_id: &str, at: DateTime<Utc>) -> Result<Step, StoreError> {
+/// The conversation step for a message at `at`: move `last_message_at` forward (only over an
+/// earlier one, so a concurrent later message is never undone), or only require the
+/// conversation when a later message is already there. A refusal re-reads, and the next round
+/// is the existence check.
+fn moved_forward(item: &Item, at: DateTime<Utc>) -> Result<Step, StoreError> {
     let pk = item.str_of("pk")?.to_owned();
-    let last = item.str_of("last_message_at")?.to_owned();
-    if time::parse(&last).is_some_and(|last| last >= at) {
+    let last = item.str_of("last_message_at")?;
+    if time::parse(last).is_some_and(|last| last >= at) {
         return Ok(Step::Present(pk));
     }
-    let update = Update::new()
-        .set("last_message_at", s(time::format(at)))
-        .set("gsi1sk", s(conversation_position(at, conv_id)))
-        .when(Cond::Equals("last_message_at".into(), s(last)));
-    Ok(Step::Update { pk, update })
+    Ok(Step::Update {
+        pk,
+        update: forward(item.str_of("id")?, at),
+    })
 }
 
-/// An attachment that could not be stored is on the message with its reason, and a person
-/// is told once per attachment.
-async fn review_attachments(
-    store: &Store,
+/// `last_message_at` (and the list position) moved to `at`, only over an earlier time.
+fn forward(conversation_id: &str, at: DateTime<Utc>) -> Update {
+    Update::new()
+        .set("last_message_at", s(time::format(at)))
+        .set("gsi1sk", s(conversation_position(at, conversation_id)))
+        .when(Cond::AbsentOrBefore(
+            "last_message_at".into(),
+            s(time::format(at)),
+        ))
+}
+
+/// An attachment that could not be stored is on the message with its reason, and a person is
+/// told once per attachment, in the transaction that stores the message.
+fn attachment_reviews(
     message: &Message,
     now: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    for (index, a) in message.attachments.iter().enumerate() {
-        let Some(error) = &a.error else { continue };
-        ReviewItem {
+) -> impl Iterator<Item = ReviewItem> + '_ {
+    message.attachments.iter().enumerate().filter_map(move |(index, a)| {
+        let error = a.error.as_ref()?;
+        Some(ReviewItem {
             org: message.org.clone(),
             kind: "message".into(),
             reason: if error.starts_with("too large") {
@@ -206,11 +226,8 @@ async fn review_attachments(
             key: format!("{}:{index}", message.key()),
             at: now,
             detail: json!({"conversation_id": message.conversation_id, "name": a.name, "error": error}),
-        }
-        .put(store)
-        .await?;
-    }
-    Ok(())
+        })
+    })
 }
 
 async fn duplicate(
@@ -242,7 +259,9 @@ async fn duplicate(
 
 /// Applies a status event of one of our outgoing messages: only over a lower status, so a late
 /// `delivered` after `read` changes nothing and a repeated event is a no-op. `Ok(false)` when it
-/// changed nothing (or the message is not one of ours).
+/// changed no message. A status that finds no outgoing message of ours (it came before the
+/// reply was stored, or the message was sent from elsewhere) is kept on its own item, the
+/// highest only, and a reply stored later starts from it.
 pub async fn apply_status(
     store: &Store,
     org: &OrgId,
@@ -250,28 +269,71 @@ pub async fn apply_status(
     event: &StatusEvent,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let rank = event.status.rank();
+    let set = |update: Update| {
+        update
+            .set("status", s(tag_name(&event.status)))
+            .set("status_rank", n(rank))
+            .set("status_at", s(time::format(event.at.unwrap_or(now))))
+    };
     let pk = message_pk(org, integration_id, &event.provider_id);
-    let update = Update::new()
-        .set("status", s(tag_name(&event.status)))
-        .set("status_rank", n(event.status.rank()))
-        .set("status_at", s(time::format(event.at.unwrap_or(now))))
-        .when(Cond::All(vec![
-            Cond::Equals("direction".into(), s(tag_name(&Direction::Outbound))),
-            Cond::AbsentOrBefore("status_rank".into(), n(event.status.rank())),
+    let on_message = set(Update::new()).when(Cond::All(vec![
+        Cond::Equals("direction".into(), s(tag_name(&Direction::Outbound))),
+        Cond::AbsentOrBefore("status_rank".into(), n(rank)),
+    ]));
+    if store.update_if(&pk, &on_message).await? {
+        return Ok(true);
+    }
+    // Only when the message is not there (a stored one kept its higher status), and only over
+    // a lower early status: both refusals are "nothing to do".
+    let early = set(Update::new())
+        .set("kind", s("early_status"))
+        .set("org", s(org.as_str()))
+        .when(Cond::Any(vec![
+            Cond::Missing,
+            Cond::Before("status_rank".into(), n(rank)),
         ]));
-    store.update_if(&pk, &update).await
+    let steps = vec![
+        Step::Absent(pk.clone()),
+        Step::Update {
+            pk: early_status_pk(&pk),
+            update: early,
+        },
+    ];
+    match store.transact(steps).await? {
+        Transacted::Done | Transacted::Refused { .. } => Ok(false),
+        Transacted::Contended => Err(StoreError::Contended { pk }),
+    }
 }
 
-/// Stores a reply we sent, once, and moves its conversation forward. `Ok(false)` when it was
-/// stored before.
-pub async fn record_outgoing(
+fn early_status_pk(message_pk: &str) -> String {
+    format!("{message_pk}#STATUS")
+}
+
+/// The highest status that arrived for an outgoing message before it was stored.
+pub async fn early_status(
     store: &Store,
     conversation: &Conversation,
     provider_id: &str,
+) -> Result<Option<OutStatus>, StoreError> {
+    let pk = message_pk(&conversation.org, &conversation.integration_id, provider_id);
+    store
+        .get(&early_status_pk(&pk))
+        .await?
+        .map(|item| item.tag_of("status"))
+        .transpose()
+}
+
+/// A reply we sent, as the message it is stored as (`status` the highest that came before it,
+/// else `sent`).
+pub fn outgoing(
+    conversation: &Conversation,
+    provider_id: &str,
     text: &str,
+    status: Option<OutStatus>,
     now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    let message = Message {
+) -> Message {
+    Message {
         org: conversation.org.clone(),
         integration_id: conversation.integration_id.clone(),
         provider: conversation.provider,
@@ -285,10 +347,26 @@ pub async fn record_outgoing(
         text: text.to_owned(),
         at: now,
         attachments: Vec::new(),
-        status: Some(OutStatus::Sent),
+        status: Some(status.unwrap_or(OutStatus::Sent).max(OutStatus::Sent)),
         fingerprint: String::new(),
-    };
+    }
+}
+
+/// Stores a reply we sent, once: `Ok(false)` when it was stored before.
+pub async fn record_outgoing(store: &Store, message: &Message) -> Result<bool, StoreError> {
     Ok(store.put_new(message.to_item()).await?.created())
+}
+
+/// Moves a conversation's `last_message_at` forward to `at` (a reply sent); `Ok(false)` when a
+/// later message is there already.
+pub async fn touch(
+    store: &Store,
+    conversation: &Conversation,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    store
+        .update_if(&conversation.pk(), &forward(&conversation.id, at))
+        .await
 }
 
 /// One conversation by id.
@@ -314,16 +392,53 @@ pub async fn conversations(store: &Store, org: &OrgId) -> Result<Vec<Conversatio
         .collect()
 }
 
-/// A conversation's messages in time order.
+/// The latest `MESSAGES_LISTED` messages of a conversation, in time order.
 pub async fn messages(
     store: &Store,
     org: &OrgId,
     conversation_id: &str,
 ) -> Result<Vec<Message>, StoreError> {
-    store
-        .list(&messages_list(org, conversation_id), false, 500)
+    let mut newest_first = store
+        .list(&messages_list(org, conversation_id), true, MESSAGES_LISTED)
         .await?
         .iter()
         .map(Message::from_item)
+        .collect::<Result<Vec<_>, _>>()?;
+    newest_first.reverse();
+    Ok(newest_first)
+}
+
+/// How many messages of a conversation the API lists: the latest.
+pub const MESSAGES_LISTED: i32 = 500;
+
+/// A contact's conversations, the newest first: found through the contact, whatever the size
+/// of the organisation's list.
+pub async fn conversations_of(
+    store: &Store,
+    org: &OrgId,
+    contact_id: &str,
+) -> Result<Vec<Conversation>, StoreError> {
+    let ids: Vec<String> = store
+        .list(
+            &super::item::contact_conversations(org, contact_id),
+            true,
+            50,
+        )
+        .await?
+        .iter()
+        .map(|item| {
+            item.str_of("conversation_id")
+                .map(|id| conversation_pk(org, id))
+        })
+        .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    store
+        .get_many(&ids)
+        .await?
+        .into_iter()
+        .flatten()
+        .map(|item| Conversation::from_item(&item))
         .collect()
 }

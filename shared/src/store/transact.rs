@@ -56,7 +56,11 @@ impl Store {
                 Ok(match refused {
                     Some(step) => Transacted::Refused {
                         step,
-                        existing: cancel.cancellation_reasons()[step].item().cloned(),
+                        // An emulator may send an empty holder: none, so the caller reads it.
+                        existing: cancel.cancellation_reasons()[step]
+                            .item()
+                            .filter(|item| !item.is_empty())
+                            .cloned(),
                     },
                     None => Transacted::Contended,
                 })

@@ -17,8 +17,14 @@ pub enum Cond {
     /// The item exists and the attribute is absent or sorts before this value (a lease that
     /// has run out: stored times sort as strings).
     AbsentOrBefore(String, AttributeValue),
+    /// The item does not exist (the update creates it).
+    Missing,
+    /// The attribute sorts before this value (a missing attribute does not).
+    Before(String, AttributeValue),
     /// Every one of these.
     All(Vec<Cond>),
+    /// At least one of these.
+    Any(Vec<Cond>),
 }
 
 impl Cond {
@@ -43,13 +49,23 @@ impl Cond {
                     "attribute_exists(pk) AND (attribute_not_exists(#c{i}) OR #c{i} < :c{i})"
                 ))
             }
-            Cond::All(all) => {
+            Cond::Missing => Some("attribute_not_exists(pk)".to_owned()),
+            Cond::Before(name, value) => {
+                let i = bind(name, value);
+                Some(format!("#c{i} < :c{i}"))
+            }
+            Cond::All(all) | Cond::Any(all) => {
+                let joint = if matches!(self, Cond::All(_)) {
+                    " AND "
+                } else {
+                    " OR "
+                };
                 let parts: Vec<String> = all
                     .iter()
                     .filter_map(|c| c.render(names, values))
                     .map(|p| format!("({p})"))
                     .collect();
-                (!parts.is_empty()).then(|| parts.join(" AND "))
+                (!parts.is_empty()).then(|| parts.join(joint))
             }
         }
     }
@@ -183,5 +199,20 @@ mod tests {
             ("state", "lease")
         );
         assert_eq!(expr.values.len(), 3);
+    }
+
+    #[test]
+    fn an_upsert_over_a_lower_rank_reads_as_missing_or_before() {
+        let expr = Update::new()
+            .set("rank", n(3))
+            .when(Cond::Any(vec![
+                Cond::Missing,
+                Cond::Before("rank".into(), n(3)),
+            ]))
+            .expression();
+        assert_eq!(
+            expr.condition.as_deref(),
+            Some("(attribute_not_exists(pk)) OR (#c1 < :c1)")
+        );
     }
 }

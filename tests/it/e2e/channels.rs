@@ -86,7 +86,7 @@ async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_mess
             post.clone(),
             "/api/integrations",
             &key,
-            json!({"kind": "messages", "provider": "telegram", "bot_token": "42:e2e", "api_url": stand_in.url()}),
+            json!({"kind": "messages", "provider": "telegram", "bot_token": channels::BOT_TOKEN, "api_url": stand_in.url()}),
         )
         .await;
     assert_eq!(status, 201, "{hook}");

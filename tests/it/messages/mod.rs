@@ -20,7 +20,7 @@ use firmspace::orgs::{self, Member};
 use serde_json::Value;
 use std::time::Duration;
 
-pub const BOT_TOKEN: &str = "123456:bot-token";
+pub use crate::support::channels::{ACCESS_TOKEN, BOT_TOKEN};
 pub const SECRET_TOKEN: &str = "telegram-secret-token-1";
 pub const APP_SECRET: &str = "whatsapp-app-secret";
 pub const VERIFY_TOKEN: &str = "whatsapp-verify-token";
@@ -119,7 +119,7 @@ impl Setup {
     pub fn whatsapp(api_url: String) -> MessageSettings {
         MessageSettings::Whatsapp {
             app_secret: APP_SECRET.to_owned().into(),
-            access_token: "whatsapp-access-token".to_owned().into(),
+            access_token: ACCESS_TOKEN.to_owned().into(),
             verify_token: VERIFY_TOKEN.to_owned().into(),
             api_url: Some(api_url),
         }

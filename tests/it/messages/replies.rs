@@ -246,3 +246,42 @@ async fn a_missed_call_is_answered_in_the_callers_whatsapp_conversation() {
         Some(writer.conversation_id.as_str())
     );
 }
+
+#[tokio::test]
+async fn a_reply_left_sending_by_a_dead_attempt_is_never_sent_blindly() {
+    let s = Setup::new(Setup::telegram).await;
+    let (rule, key, trigger) = replying(&s, telegram_update(13, "anyone?", None)).await;
+    // An attempt took the run an hour ago and died mid-send: its lease has run out.
+    let an_hour_ago = Utc::now() - chrono::Duration::hours(1);
+    let claim = runs::claim(
+        &s.env.store,
+        &s.org,
+        &rule,
+        &key,
+        an_hour_ago,
+        chrono::Duration::seconds(5),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(claim, runs::Claim::Fresh(_)));
+    let w = workers(&s.env, Duration::from_secs(2), 5);
+    let out = w
+        .automation
+        .process(event_of("t1", &trigger), Utc::now())
+        .await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(
+        s.stand_in.sends(),
+        0,
+        "whether the dead attempt sent is unknown: not sent again"
+    );
+    let state = runs::run_state(&s.env.store, &s.org, &rule, &key)
+        .await
+        .unwrap();
+    assert_eq!(state, Some(RunState::NeedsCheck));
+    assert!(s
+        .items_of("review")
+        .await
+        .iter()
+        .any(|r| r.opt_str("reason") == Some("needs_check")));
+}

@@ -252,3 +252,27 @@ async fn a_first_message_costs_two_dynamodb_calls_and_one_s3_put_and_a_repeat_on
     assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
     assert_eq!(s.env.calls.take(), ["BatchGetItem"], "a repeat is one read");
 }
+
+#[tokio::test]
+async fn a_file_without_a_told_size_is_cut_off_at_20_mb_and_the_message_kept() {
+    let s = Setup::new(Setup::telegram).await;
+    let body = telegram_update(6, "the scan", Some(crate::support::channels::STREAMED));
+    let (status, answer) = s.answer(s.telegram_request(&body)).await;
+    assert_eq!(
+        (status, answer["duplicate"].as_bool()),
+        (200, Some(false)),
+        "{answer}"
+    );
+    let message = &s.items_of("message").await[0];
+    let attachments: Value = serde_json::from_str(message["attachments"].as_s().unwrap()).unwrap();
+    assert!(
+        attachments[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("too large"),
+        "{attachments}"
+    );
+    assert_eq!(s.objects().await, 0);
+    let review = &s.items_of("review").await[0];
+    assert_eq!(review["reason"].as_s().unwrap(), "attachment_too_large");
+}

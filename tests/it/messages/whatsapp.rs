@@ -109,16 +109,10 @@ async fn statuses_out_of_order_end_read_and_each_is_applied_once() {
     s.answer(s.whatsapp_request(&inbound(&["wamid.IN"]))).await;
     let conv_item = s.items_of("conversation").await.remove(0);
     let conversation = Conversation::from_item(&conv_item).unwrap();
-    let stored = messages::record_outgoing(
-        &s.env.store,
-        &conversation,
-        "wamid.OUT",
-        "thanks",
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    assert!(stored);
+    let reply = messages::outgoing(&conversation, "wamid.OUT", "thanks", None, Utc::now());
+    assert!(messages::record_outgoing(&s.env.store, &reply)
+        .await
+        .unwrap());
     let status = |name: &str, at: i64| json!({"id": "wamid.OUT", "status": name, "timestamp": at.to_string(), "recipient_id": "380501234567"});
     let t = Utc::now().timestamp();
     let statuses = |list: Vec<serde_json::Value>| {
@@ -161,4 +155,72 @@ async fn statuses_out_of_order_end_read_and_each_is_applied_once() {
         0
     );
     assert_eq!(s.env.count("message").await, 2);
+}
+
+#[tokio::test]
+async fn a_status_before_its_reply_is_stored_is_kept_and_the_reply_starts_from_it() {
+    let s = Setup::new(Setup::whatsapp).await;
+    s.answer(s.whatsapp_request(&inbound(&["wamid.IN2"]))).await;
+    let conversation =
+        Conversation::from_item(&s.items_of("conversation").await.remove(0)).unwrap();
+    let t = Utc::now().timestamp();
+    let status = |name: &str| {
+        delivery(
+            json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+            "statuses": [{"id": "wamid.FAST", "status": name, "timestamp": t.to_string()}]}),
+        )
+    };
+    // `delivered` outruns the worker that stores the reply; a later `sent` keeps it.
+    for name in ["delivered", "sent"] {
+        let (code, answer) = s.answer(s.whatsapp_request(&status(name))).await;
+        assert_eq!((code, answer["statuses_applied"].as_u64()), (200, Some(0)));
+    }
+    let early = messages::early_status(&s.env.store, &conversation, "wamid.FAST")
+        .await
+        .unwrap();
+    assert_eq!(early, Some(firmspace::messages::OutStatus::Delivered));
+    let reply = messages::outgoing(&conversation, "wamid.FAST", "ok", early, Utc::now());
+    assert!(messages::record_outgoing(&s.env.store, &reply)
+        .await
+        .unwrap());
+    let (_, answer) = s.answer(s.whatsapp_request(&status("read"))).await;
+    assert_eq!(answer["statuses_applied"], 1);
+    let stored = s
+        .items_of("message")
+        .await
+        .into_iter()
+        .find(|m| m.opt_str("provider_id") == Some("wamid.FAST"))
+        .unwrap();
+    assert_eq!(stored.opt_str("status"), Some("read"));
+}
+
+#[tokio::test]
+async fn one_message_beyond_a_limit_is_kept_for_review_and_the_others_of_its_batch_are_stored() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let body = delivery(
+        json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+        "messages": [
+            {"from": "380501234567", "id": "wamid.OK", "timestamp": "1764763200", "type": "text", "text": {"body": "fine"}},
+            {"from": "380 50", "id": "wamid.BAD", "timestamp": "1764763201", "type": "text", "text": {"body": "a space in wa_id"}}]}),
+    );
+    let (status, answer) = s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    let listed = answer["messages"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["duplicate"], false);
+    assert_eq!(listed[1]["status"], "unparseable");
+    assert_eq!(s.env.count("message").await, 1);
+    let reasons: Vec<_> = s
+        .items_of("review")
+        .await
+        .iter()
+        .filter_map(|r| r.opt_str("reason").map(str::to_owned))
+        .collect();
+    assert_eq!(reasons, ["unparseable_message"]);
+    // The same delivery again: nothing new, the review item is not doubled.
+    s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(
+        (s.env.count("message").await, s.env.count("review").await),
+        (1, 1)
+    );
 }

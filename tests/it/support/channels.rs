@@ -20,6 +20,12 @@ pub const FILE: &[u8] = &[
 ];
 /// A Telegram `file_id` / WhatsApp media id whose file is 25 MB.
 pub const BIG: &str = "BIG";
+/// A Telegram `file_id` whose size is not told in advance: 21 MB streamed without a length.
+pub const STREAMED: &str = "STREAMED";
+/// The only bot token the Bot API stand-in accepts (`/bot{token}/...`); others answer 401.
+pub const BOT_TOKEN: &str = "123456:bot-token";
+/// The only bearer token the Graph API stand-in accepts; others answer 401.
+pub const ACCESS_TOKEN: &str = "whatsapp-access-token";
 
 #[derive(Default)]
 pub struct Counts {
@@ -65,10 +71,23 @@ async fn route(State(s): State<Shared>, req: Request) -> Response {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
     let post = req.method() == axum::http::Method::POST;
+    let bearer = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
     let body: Bytes = axum::body::to_bytes(req.into_body(), 1 << 20)
         .await
         .unwrap_or_default();
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // Telegram's token is in the path, WhatsApp's in the Authorization header: a wrong or missing
+    // one is refused as the real APIs refuse it.
+    let bot = format!("bot{BOT_TOKEN}");
+    let telegram = parts.first() == Some(&bot.as_str()) || parts.get(1) == Some(&bot.as_str());
+    if !telegram && bearer.as_deref() != Some(ACCESS_TOKEN) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
     let file_id = query
         .split('&')
         .find_map(|p| p.strip_prefix("file_id="))
@@ -78,11 +97,22 @@ async fn route(State(s): State<Shared>, req: Request) -> Response {
         // Telegram: getFile, the file, sendMessage.
         (false, [bot, "getFile"]) if bot.starts_with("bot") => {
             s.counts.lookups.fetch_add(1, Ordering::SeqCst);
-            let size = if file_id == BIG { 25 << 20 } else { FILE.len() };
-            axum::Json(json!({"ok": true, "result": {"file_id": file_id, "file_size": size, "file_path": format!("photos/{file_id}.jpg")}})).into_response()
+            let mut result =
+                json!({"file_id": file_id, "file_path": format!("photos/{file_id}.jpg")});
+            if file_id != STREAMED {
+                result["file_size"] = json!(if file_id == BIG { 25 << 20 } else { FILE.len() });
+            }
+            axum::Json(json!({"ok": true, "result": result})).into_response()
         }
-        (false, ["file", bot, ..]) if bot.starts_with("bot") => {
+        (false, ["file", bot, "photos", name]) if bot.starts_with("bot") => {
             s.counts.downloads.fetch_add(1, Ordering::SeqCst);
+            if name.starts_with(STREAMED) {
+                // 21 chunks of 1 MiB, no length: only the cap while reading can stop it.
+                let chunks =
+                    (0..21).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![7u8; 1 << 20])));
+                return axum::body::Body::from_stream(futures::stream::iter(chunks))
+                    .into_response();
+            }
             FILE.into_response()
         }
         (true, [bot, "sendMessage"]) if bot.starts_with("bot") => {
