@@ -162,6 +162,32 @@ impl Automation {
             + Duration::from_secs(2)
     }
 
+    /// An outgoing call in an unknown state: never repeated, a person looks (one review item
+    /// per run).
+    async fn needs_check(
+        &self,
+        rule: &Rule,
+        run_key: &str,
+        why: &str,
+        detail: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        tracing::warn!(%run_key, %why, "outgoing call in an unknown state; not sent again");
+        let mut detail = detail;
+        detail["why"] = json!(why);
+        ReviewItem {
+            org: rule.org.clone(),
+            kind: "automation".into(),
+            reason: "needs_check".into(),
+            key: run_key.to_owned(),
+            at: now,
+            detail,
+        }
+        .put(&self.store)
+        .await?;
+        Ok(())
+    }
+
     /// One rule that cannot succeed: a review item for a person, the other rules go on.
     async fn park(
         &self,

@@ -14,7 +14,6 @@ use firmspace::integrations::Settings;
 use firmspace::messages::providers::MessageSettings;
 use firmspace::messages::reply::{self, Replied};
 use firmspace::messages::{self, Conversation};
-use firmspace::review::ReviewItem;
 use firmspace::store::{Step, Transacted};
 use serde_json::json;
 use std::time::Duration;
@@ -238,22 +237,12 @@ impl Automation {
                 if !settle(RunState::NeedsCheck).await? {
                     return Ok(());
                 }
-                tracing::warn!(%run_key, %why, "reply in an unknown state; not sent again");
-                ReviewItem {
-                    org: rule.org.clone(),
-                    kind: "automation".into(),
-                    reason: "needs_check".into(),
-                    key: run_key.clone(),
-                    at: now,
-                    detail: json!({
-                        "why": why,
-                        "conversation_id": conversation.id,
-                        "provider": settings.provider(),
-                        "text": text,
-                    }),
-                }
-                .put(&self.store)
-                .await?;
+                let detail = json!({
+                    "conversation_id": conversation.id,
+                    "provider": settings.provider(),
+                    "text": text,
+                });
+                self.needs_check(rule, &run_key, &why, detail, now).await?;
                 Ok(())
             }
         }

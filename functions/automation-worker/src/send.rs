@@ -10,7 +10,6 @@ use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::Fired;
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::{self, Integration, Settings};
-use firmspace::review::ReviewItem;
 use serde_json::json;
 use std::time::Instant;
 
@@ -187,17 +186,8 @@ impl Automation {
                         // Another attempt holds the run now; it decides what a person must see.
                         return Ok(());
                     }
-                    tracing::warn!(%run_key, %why, "outgoing call in an unknown state");
-                    ReviewItem {
-                        org: rule.org.clone(),
-                        kind: "automation".into(),
-                        reason: "needs_check".into(),
-                        key: run_key.clone(),
-                        at: now,
-                        detail: json!({"why": why, "idempotency_key": key, "integration_id": integration_id}),
-                    }
-                    .put(&self.store)
-                    .await?;
+                    let detail = json!({"idempotency_key": key, "integration_id": integration_id});
+                    self.needs_check(rule, &run_key, &why, detail, now).await?;
                 }
             },
         }

@@ -82,6 +82,15 @@ enum Failure {
     Failed(String),
 }
 
+/// A lookup that tells the file's size (`file_size`) refuses a file over the limit before its
+/// download.
+fn within_limit(info: &serde_json::Value) -> Result<(), Failure> {
+    match info.get("file_size").and_then(serde_json::Value::as_u64) {
+        Some(size) if size > FILE_MAX => Err(Failure::TooLarge(size)),
+        _ => Ok(()),
+    }
+}
+
 fn failed(e: impl std::fmt::Display) -> Failure {
     Failure::Failed(crate::http::plain(&e.to_string()))
 }
@@ -194,11 +203,7 @@ impl Media {
                 let result = info
                     .get("result")
                     .ok_or_else(|| failed("getFile answered no result"))?;
-                if let Some(size) = result.get("file_size").and_then(|v| v.as_u64()) {
-                    if size > FILE_MAX {
-                        return Err(Failure::TooLarge(size));
-                    }
-                }
+                within_limit(result)?;
                 let path = result
                     .get("file_path")
                     .and_then(|v| v.as_str())
@@ -214,11 +219,7 @@ impl Media {
                         deadline,
                     )
                     .await?;
-                if let Some(size) = info.get("file_size").and_then(|v| v.as_u64()) {
-                    if size > FILE_MAX {
-                        return Err(Failure::TooLarge(size));
-                    }
-                }
+                within_limit(&info)?;
                 let url = info
                     .get("url")
                     .and_then(|v| v.as_str())

@@ -132,11 +132,6 @@ async fn an_inward_attachment_url_is_never_fetched_and_the_message_is_kept() {
         .unwrap()
         .contains("download failed"));
     assert_eq!(s.objects().await, 0);
-    let reasons: Vec<_> = s
-        .items_of("review")
-        .await
-        .iter()
-        .filter_map(|r| r.opt_str("reason").map(str::to_owned))
-        .collect();
+    let reasons = s.review_reasons().await;
     assert_eq!(reasons, ["attachment_failed"]);
 }

@@ -176,6 +176,15 @@ impl Setup {
         listed.contents().len()
     }
 
+    /// The reasons of the review items filed.
+    pub async fn review_reasons(&self) -> Vec<String> {
+        self.items_of("review")
+            .await
+            .iter()
+            .filter_map(|r| r.get("reason").and_then(|v| v.as_s().ok()).cloned())
+            .collect()
+    }
+
     /// The stored items of one kind.
     pub async fn items_of(&self, kind: &str) -> Vec<firmspace::store::Item> {
         self.env

@@ -162,12 +162,7 @@ async fn a_reply_on_the_generic_channel_fails_its_run_with_a_review_item() {
         .await
         .unwrap();
     assert_eq!(state, Some(RunState::Failed));
-    let reasons: Vec<_> = s
-        .items_of("review")
-        .await
-        .iter()
-        .filter_map(|r| r.opt_str("reason").map(str::to_owned))
-        .collect();
+    let reasons = s.review_reasons().await;
     assert_eq!(reasons, ["reply_unsupported"]);
     assert_eq!(s.stand_in.sends(), 0);
 }

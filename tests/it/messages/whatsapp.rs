@@ -210,12 +210,7 @@ async fn one_message_beyond_a_limit_is_kept_for_review_and_the_others_of_its_bat
     assert_eq!(listed[0]["duplicate"], false);
     assert_eq!(listed[1]["status"], "unparseable");
     assert_eq!(s.env.count("message").await, 1);
-    let reasons: Vec<_> = s
-        .items_of("review")
-        .await
-        .iter()
-        .filter_map(|r| r.opt_str("reason").map(str::to_owned))
-        .collect();
+    let reasons = s.review_reasons().await;
     assert_eq!(reasons, ["unparseable_message"]);
     // The same delivery again: nothing new, the review item is not doubled.
     s.answer(s.whatsapp_request(&body)).await;
