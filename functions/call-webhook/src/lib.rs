@@ -11,10 +11,9 @@ use firmspace::calls::{self, CallInput, Checked, Recorded as Stored};
 use firmspace::config::{self, Config};
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind, Settings};
-use firmspace::signature::{self, SignatureError, Verified, Verify};
+use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
-use http::HeaderMap;
 use secrecy::ExposeSecret;
 
 /// The call webhook: the shared edge over the calls source.
@@ -40,26 +39,6 @@ pub struct Calls {
     public_url: String,
 }
 
-/// One verifier per provider, built from the integration's key.
-pub enum CallVerifier {
-    Twilio(signature::twilio::Verifier),
-    Standard(signature::standard::Verifier),
-}
-
-impl Verify for CallVerifier {
-    fn verify(
-        &self,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: DateTime<Utc>,
-    ) -> Result<Verified, SignatureError> {
-        match self {
-            Self::Twilio(v) => v.verify(headers, body, now),
-            Self::Standard(v) => v.verify(headers, body, now),
-        }
-    }
-}
-
 fn settings(integration: &Integration) -> Option<&CallSettings> {
     match &integration.settings {
         Settings::Calls(c) => Some(c),
@@ -69,19 +48,17 @@ fn settings(integration: &Integration) -> Option<&CallSettings> {
 
 impl Source for Calls {
     const KIND: IntegrationKind = IntegrationKind::Calls;
-    type Verifier = CallVerifier;
+    type Verifier = AnyVerifier;
     type Event = CallInput;
 
-    fn verifier(&self, integration: &Integration) -> Result<CallVerifier, SignatureError> {
+    fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
         Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
-            CallSettings::Twilio { auth_token } => {
-                CallVerifier::Twilio(signature::twilio::Verifier::new(
-                    auth_token.expose_secret(),
-                    &webhook_url(&self.public_url, &integration.id),
-                )?)
-            }
+            CallSettings::Twilio { auth_token } => Box::new(signature::twilio::Verifier::new(
+                auth_token.expose_secret(),
+                &webhook_url(&self.public_url, &integration.id),
+            )?),
             CallSettings::Standard { secret } => {
-                CallVerifier::Standard(signature::standard::Verifier::new(secret.expose_secret())?)
+                Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
             }
         })
     }

@@ -14,10 +14,9 @@ use firmspace::messages::media::{Apis, Files, Media};
 use firmspace::messages::providers::{MessageProvider, MessageSettings};
 use firmspace::messages::{self, Incoming, Posted, StatusEvent, BATCH_MAX};
 use firmspace::review::ReviewItem;
-use firmspace::signature::{self, SignatureError, Verified, Verify};
+use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
-use http::HeaderMap;
 use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
@@ -79,28 +78,6 @@ async fn unparseable(
     )
 }
 
-/// One verifier per messenger, built from the integration's secret.
-pub enum MessageVerifier {
-    Telegram(signature::telegram::Verifier),
-    Whatsapp(signature::whatsapp::Verifier),
-    Standard(signature::standard::Verifier),
-}
-
-impl Verify for MessageVerifier {
-    fn verify(
-        &self,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: DateTime<Utc>,
-    ) -> Result<Verified, SignatureError> {
-        match self {
-            Self::Telegram(v) => v.verify(headers, body, now),
-            Self::Whatsapp(v) => v.verify(headers, body, now),
-            Self::Standard(v) => v.verify(headers, body, now),
-        }
-    }
-}
-
 /// A verified delivery: its messages and status events, and (in a batch) the messages beside
 /// them that break a limit, each kept for a person while the others are stored.
 pub struct Delivery {
@@ -120,20 +97,20 @@ fn settings(integration: &Integration) -> Option<&MessageSettings> {
 impl Source for Messages {
     const KIND: IntegrationKind = IntegrationKind::Messages;
     const HANDSHAKE: bool = true;
-    type Verifier = MessageVerifier;
+    type Verifier = AnyVerifier;
     type Event = Delivery;
 
-    fn verifier(&self, integration: &Integration) -> Result<MessageVerifier, SignatureError> {
+    fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
         Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
-            MessageSettings::Telegram { secret_token, .. } => MessageVerifier::Telegram(
+            MessageSettings::Telegram { secret_token, .. } => Box::new(
                 signature::telegram::Verifier::new(secret_token.expose_secret())?,
             ),
-            MessageSettings::Whatsapp { app_secret, .. } => MessageVerifier::Whatsapp(
+            MessageSettings::Whatsapp { app_secret, .. } => Box::new(
                 signature::whatsapp::Verifier::new(app_secret.expose_secret())?,
             ),
-            MessageSettings::Standard { secret } => MessageVerifier::Standard(
-                signature::standard::Verifier::new(secret.expose_secret())?,
-            ),
+            MessageSettings::Standard { secret } => {
+                Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
+            }
         })
     }
 

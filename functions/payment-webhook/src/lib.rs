@@ -18,11 +18,10 @@ use firmspace::payments::{
     register_confirmed, register_payment, reversal_id, PaymentInput, Registered,
     Source as PaymentSource,
 };
-use firmspace::signature::{self, SignatureError, Verified, Verify};
+use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
-use http::HeaderMap;
 use monobank_keys::MonobankKeys;
 use secrecy::ExposeSecret;
 
@@ -56,28 +55,6 @@ pub struct Payments {
     monobank: MonobankKeys,
 }
 
-/// One verifier per provider, built from the integration's key.
-pub enum PaymentVerifier {
-    Standard(signature::standard::Verifier),
-    Stripe(signature::stripe::Verifier),
-    Monobank(signature::monobank::Verifier),
-}
-
-impl Verify for PaymentVerifier {
-    fn verify(
-        &self,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: DateTime<Utc>,
-    ) -> Result<Verified, SignatureError> {
-        match self {
-            Self::Standard(v) => v.verify(headers, body, now),
-            Self::Stripe(v) => v.verify(headers, body, now),
-            Self::Monobank(v) => v.verify(headers, body, now),
-        }
-    }
-}
-
 fn settings(integration: &Integration) -> Option<&PaymentSettings> {
     match &integration.settings {
         Settings::Payments(p) => Some(p),
@@ -87,19 +64,19 @@ fn settings(integration: &Integration) -> Option<&PaymentSettings> {
 
 impl Source for Payments {
     const KIND: IntegrationKind = IntegrationKind::Payments;
-    type Verifier = PaymentVerifier;
+    type Verifier = AnyVerifier;
     type Event = PaymentInput;
 
-    fn verifier(&self, integration: &Integration) -> Result<PaymentVerifier, SignatureError> {
+    fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
         Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
-            PaymentSettings::Standard { secret } => PaymentVerifier::Standard(
-                signature::standard::Verifier::new(secret.expose_secret())?,
-            ),
+            PaymentSettings::Standard { secret } => {
+                Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
+            }
             PaymentSettings::Stripe { secret } => {
-                PaymentVerifier::Stripe(signature::stripe::Verifier::new(secret.expose_secret())?)
+                Box::new(signature::stripe::Verifier::new(secret.expose_secret())?)
             }
             PaymentSettings::Monobank(merchant) => {
-                PaymentVerifier::Monobank(signature::monobank::Verifier::new(&merchant.public_key)?)
+                Box::new(signature::monobank::Verifier::new(&merchant.public_key)?)
             }
         })
     }

@@ -48,6 +48,21 @@ pub trait Verify: Send + Sync {
 }
 
 /// Signed timestamps more than this many seconds from now (either way) are refused.
+/// Any one provider's verifier: a source whose providers sign differently builds the one its
+/// integration needs (`Box::new(stripe::Verifier::new(...)?)`).
+pub type AnyVerifier = Box<dyn Verify>;
+
+impl<V: Verify + ?Sized> Verify for Box<V> {
+    fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Verified, SignatureError> {
+        (**self).verify(headers, body, now)
+    }
+}
+
 pub const TOLERANCE_SECS: i64 = 300;
 
 /// `abs_diff`: no timestamp, however far off (`i64::MIN` included), can overflow.
