@@ -109,7 +109,8 @@ impl fmt::Display for LocalId {
     }
 }
 
-/// An integration id: `{org}_{16 hex}`.
+/// An integration id: `{org}_{32 hex}` (128 random bits: a webhook URL that carries no signature,
+/// monobank's personal webhook, has the id as its only secret); ids made before carry 16 hex.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct IntegrationId {
@@ -121,7 +122,7 @@ impl IntegrationId {
     pub fn generate(org: &OrgId) -> Self {
         Self {
             org: org.clone(),
-            id: format!("{}_{}", org, random_hex(8)),
+            id: format!("{}_{}", org, random_hex(16)),
         }
     }
 
@@ -132,7 +133,7 @@ impl IntegrationId {
         };
         let (org, rest) = raw.split_once('_').ok_or(err.clone())?;
         let org = OrgId::parse(org).map_err(|_| err.clone())?;
-        if rest.len() != 16 || !rest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !matches!(rest.len(), 16 | 32) || !rest.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(err);
         }
         Ok(Self {

@@ -3,6 +3,7 @@
 //! lives here once. `Debug` never shows a secret, and no secret is stored in clear: the signing
 //! secrets and provider tokens are sealed with KMS (`vault`), the rest is plain attributes.
 
+use crate::bank::providers::BankSettings;
 use crate::calls::providers::CallSettings;
 use crate::effects::outbound::OutboundTarget;
 use crate::ids::{IntegrationId, OrgId};
@@ -26,6 +27,7 @@ pub enum IntegrationKind {
     Outbound,
     Calls,
     Messages,
+    Bank,
 }
 
 #[derive(Clone, Debug)]
@@ -34,6 +36,7 @@ pub enum Settings {
     Outbound(OutboundTarget),
     Calls(CallSettings),
     Messages(MessageSettings),
+    Bank(BankSettings),
 }
 
 impl Settings {
@@ -68,6 +71,7 @@ impl Integration {
             Settings::Outbound(_) => IntegrationKind::Outbound,
             Settings::Calls(_) => IntegrationKind::Calls,
             Settings::Messages(_) => IntegrationKind::Messages,
+            Settings::Bank(_) => IntegrationKind::Bank,
         }
     }
 
@@ -86,6 +90,7 @@ impl Integration {
             Settings::Outbound(o) => o.write(builder),
             Settings::Calls(c) => c.write(builder),
             Settings::Messages(m) => m.write(builder),
+            Settings::Bank(b) => b.write(builder, &self.id.id),
         }
         .build()
     }
@@ -96,6 +101,7 @@ impl Integration {
             Settings::Outbound(o) => BTreeMap::from([("secret", &o.secret)]),
             Settings::Calls(c) => c.secrets(),
             Settings::Messages(m) => m.secrets(),
+            Settings::Bank(b) => b.secrets(),
         }
     }
 
@@ -127,6 +133,7 @@ impl Integration {
             IntegrationKind::Messages => {
                 Settings::Messages(MessageSettings::read(item, &mut secrets)?)
             }
+            IntegrationKind::Bank => Settings::Bank(BankSettings::read(item, &mut secrets)?),
         };
         Ok(Self {
             id,

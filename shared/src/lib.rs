@@ -6,6 +6,7 @@
 //! is the one edge every event source plugs into, `effects::worker` the one SQS loop.
 
 pub mod aws;
+pub mod bank;
 pub mod calls;
 pub mod config;
 pub mod contacts;

@@ -74,6 +74,47 @@ impl Store {
         Ok(items)
     }
 
+    /// One page of a list: at most `limit` items after `cursor` (from the page before), and the
+    /// cursor of the next page while more remain. The cursor is opaque to callers: the position
+    /// of the page's last item, base64url JSON.
+    pub async fn page(
+        &self,
+        gsi1pk: &str,
+        newest_first: bool,
+        limit: i32,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        let start = match cursor {
+            Some(raw) => Some(decode_cursor(gsi1pk, raw).ok_or_else(|| StoreError::Malformed {
+                pk: gsi1pk.to_owned(),
+                detail: "the cursor is not one this list gave".into(),
+            })?),
+            None => None,
+        };
+        // One more than asked: whether a next page exists is known without a second read.
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(GSI)
+            .key_condition_expression("gsi1pk = :p")
+            .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()))
+            .scan_index_forward(!newest_first)
+            .limit(limit + 1)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(StoreError::sdk)?;
+        let mut items = out.items.unwrap_or_default();
+        let more = items.len() > limit as usize;
+        items.truncate(limit as usize);
+        let next = match (more, items.last()) {
+            (true, Some(last)) => Some(encode_cursor(last)),
+            _ => None,
+        };
+        Ok((items, next))
+    }
+
     /// Every item in the table (a consistent scan): for tests and operator tools, never on a
     /// request path.
     pub async fn scan_all(&self) -> Result<Vec<Item>, StoreError> {
@@ -96,4 +137,26 @@ impl Store {
             }
         }
     }
+}
+
+fn encode_cursor(item: &Item) -> String {
+    use base64::Engine;
+    let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    let position = serde_json::json!({"pk": text("pk"), "sk": text("gsi1sk")});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position.to_string())
+}
+
+/// The `ExclusiveStartKey` a cursor stands for, on this list only.
+fn decode_cursor(gsi1pk: &str, raw: &str) -> Option<Item> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(raw)
+        .ok()?;
+    let position: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let pk = position.get("pk")?.as_str()?;
+    let sk = position.get("sk")?.as_str()?;
+    let mut key = Store::key(pk);
+    key.insert("gsi1pk".into(), AttributeValue::S(gsi1pk.to_owned()));
+    key.insert("gsi1sk".into(), AttributeValue::S(sk.to_owned()));
+    Some(key)
 }

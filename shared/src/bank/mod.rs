@@ -1,0 +1,222 @@
+//! Bank: statement rows, each stored once under (integration, account, the bank's own row id),
+//! whichever way it arrives (monobank's personal webhook, the scheduled statement import, a CSV
+//! upload). The row's item is written with `attribute_not_exists`, so no "load the known ids and
+//! filter" step is needed for correctness; overlapping imports and repeated uploads are harmless.
+
+pub mod csv;
+pub mod monobank;
+pub mod providers;
+mod record;
+
+pub use record::{get, list, store_row, store_rows, Stored};
+
+use crate::fields::{printable, KEY_MAX, NAME_MAX, TITLE_MAX};
+use crate::ids::OrgId;
+use crate::money::Currency;
+use crate::store::item::{Builder, Read};
+use crate::store::{Item, StoreError};
+use crate::time;
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The stored item's `kind`: one of the event kinds the stream hands to the fan-out.
+pub const KIND: &str = "bank_tx";
+
+/// One statement row as the bank gives it, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BankRow {
+    /// The bank's own id of the row (monobank's `id`, the CSV `id` column).
+    pub id: String,
+    pub time: DateTime<Utc>,
+    /// Signed, in major units: a credit is above zero, a debit below.
+    pub amount: Decimal,
+    pub currency: Currency,
+    pub description: String,
+    pub counterparty: Option<String>,
+    /// A payment reference or comment the payer wrote (monobank's `comment`).
+    pub reference: Option<String>,
+}
+
+impl BankRow {
+    /// The row with its texts made printable and its fields held to their limits.
+    pub fn checked(mut self) -> Result<Self, String> {
+        crate::fields::reference("id", &self.id, KEY_MAX).map_err(|e| e.to_string())?;
+        if self.amount.is_zero() {
+            return Err("amount: must not be zero".into());
+        }
+        self.currency
+            .check(self.amount)
+            .map_err(|e| format!("amount: {e}"))?;
+        let cut = |text: String, max: usize| -> String {
+            printable(text).chars().take(max).collect()
+        };
+        self.description = cut(self.description, TITLE_MAX);
+        self.counterparty = self.counterparty.map(|c| cut(c, NAME_MAX));
+        self.reference = self.reference.map(|r| cut(r, TITLE_MAX));
+        Ok(self)
+    }
+
+    pub fn is_credit(&self) -> bool {
+        self.amount > Decimal::ZERO
+    }
+}
+
+/// How a row arrived (the first time; later arrivals are duplicates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    Webhook,
+    Import,
+    Csv,
+}
+
+/// The row's match to an invoice, kept on the row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Match {
+    pub invoice_id: String,
+    pub applied: Decimal,
+}
+
+/// A stored bank row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BankTx {
+    pub org: OrgId,
+    pub integration_id: String,
+    pub account: String,
+    pub row: BankRow,
+    pub via: Arrival,
+    pub stored_at: DateTime<Utc>,
+    /// The current match; set by matching, never by the row's arrival.
+    pub matched: Option<Match>,
+    /// How many times the row was matched or unmatched: each change is conditioned on it.
+    pub match_seq: u64,
+}
+
+/// A row's id in the API: derived from its key (integration, account, the bank's id), so every
+/// arrival of the row names the same item.
+pub fn tx_id(org: &OrgId, integration_id: &str, account: &str, row_id: &str) -> String {
+    let digest = hex::encode(Sha256::digest(format!(
+        "{org}|{integration_id}|{account}|{row_id}"
+    )));
+    format!("btx_{}", &digest[..24])
+}
+
+pub(crate) fn tx_pk(org: &OrgId, tx_id: &str) -> String {
+    org.pk(&format!("BANKTX#{}", crate::ids::key_part(tx_id)))
+}
+
+pub(crate) fn list_pk(org: &OrgId, integration_id: &str) -> String {
+    org.pk(&format!("BANKTXS#{integration_id}"))
+}
+
+impl BankTx {
+    pub fn new(
+        org: &OrgId,
+        integration_id: &str,
+        account: &str,
+        row: BankRow,
+        via: Arrival,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            org: org.clone(),
+            integration_id: integration_id.to_owned(),
+            account: account.to_owned(),
+            row,
+            via,
+            stored_at: now,
+            matched: None,
+            match_seq: 0,
+        }
+    }
+
+    pub fn id(&self) -> String {
+        tx_id(&self.org, &self.integration_id, &self.account, &self.row.id)
+    }
+
+    pub fn pk(&self) -> String {
+        tx_pk(&self.org, &self.id())
+    }
+
+    pub fn to_item(&self) -> Item {
+        let r = &self.row;
+        let id = self.id();
+        Builder::new(&self.pk(), KIND, self.org.as_str())
+            .str("tx_id", &id)
+            .str("integration_id", &self.integration_id)
+            .str("account", &self.account)
+            .str("row_id", &r.id)
+            .time("time", r.time)
+            .num("amount", r.amount)
+            .str("currency", r.currency.as_str())
+            .str("description", &r.description)
+            .opt_str("counterparty", r.counterparty.clone())
+            .opt_str("reference", r.reference.clone())
+            .tag("via", &self.via)
+            .time("stored_at", self.stored_at)
+            .num("match_seq", self.match_seq)
+            .list(
+                &list_pk(&self.org, &self.integration_id),
+                &format!("{}#{id}", time::format(r.time)),
+            )
+            .build()
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let bad = |detail: String| StoreError::Malformed {
+            pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+            detail,
+        };
+        let org = OrgId::parse(item.str_of("org")?).map_err(|e| bad(e.to_string()))?;
+        let currency = Currency::parse(item.str_of("currency")?).map_err(|e| bad(e.to_string()))?;
+        let matched = match item.opt_str("match_invoice") {
+            Some(invoice_id) => Some(Match {
+                invoice_id: invoice_id.to_owned(),
+                applied: item.dec_of("match_applied")?,
+            }),
+            None => None,
+        };
+        Ok(Self {
+            org,
+            integration_id: item.str_of("integration_id")?.to_owned(),
+            account: item.str_of("account")?.to_owned(),
+            row: BankRow {
+                id: item.str_of("row_id")?.to_owned(),
+                time: item.time_of("time")?,
+                amount: item.dec_of("amount")?,
+                currency,
+                description: item.str_of("description")?.to_owned(),
+                counterparty: item.opt_str("counterparty").map(str::to_owned),
+                reference: item.opt_str("reference").map(str::to_owned),
+            },
+            via: item.tag_of("via")?,
+            stored_at: item.time_of("stored_at")?,
+            matched,
+            match_seq: item.u64_of("match_seq").unwrap_or(0),
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        let r = &self.row;
+        json!({
+            "id": self.id(),
+            "row_id": r.id,
+            "integration_id": self.integration_id,
+            "account": self.account,
+            "time": time::format(r.time),
+            "amount": crate::money::display(r.amount),
+            "currency": r.currency.as_str(),
+            "description": r.description,
+            "counterparty": r.counterparty,
+            "reference": r.reference,
+            "via": self.via,
+            "match": self.matched.as_ref().map(|m| json!({
+                "invoice_id": m.invoice_id,
+                "applied": crate::money::display(m.applied),
+            })),
+        })
+    }
+}

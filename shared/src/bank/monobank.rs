@@ -1,0 +1,115 @@
+//! monobank's personal API: statement rows (`GET /personal/statement/{account}/{from}/{to}`, at
+//! most 500 a page newest first, one call per 60 s per token, a range of at most 31 days + 1 hour)
+//! and the personal webhook's `StatementItem`. Amounts come in minor units with a numeric
+//! currency code.
+
+use super::BankRow;
+use crate::money::Currency;
+use chrono::{DateTime, TimeZone, Utc};
+use rust_decimal::Decimal;
+use serde::Deserialize;
+
+/// The longest range one statement call may ask for: 31 days and an hour.
+pub const RANGE_MAX_SECS: i64 = 31 * 24 * 3600 + 3600;
+/// A full page: ask again with `to` = the last row's time.
+pub const PAGE: usize = 500;
+pub const API: &str = "https://api.monobank.ua";
+
+/// A statement row as monobank sends it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatementItem {
+    pub id: String,
+    pub time: i64,
+    #[serde(default)]
+    pub description: String,
+    pub amount: i64,
+    pub currency_code: u16,
+    #[serde(default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub counter_name: Option<String>,
+}
+
+impl StatementItem {
+    /// The row, checked: its amount exact in its currency's minor units.
+    pub fn row(self) -> Result<BankRow, String> {
+        let currency = Currency::from_numeric(self.currency_code)
+            .map_err(|_| format!("currencyCode: {} is not an ISO 4217 currency", self.currency_code))?;
+        let time: DateTime<Utc> = Utc
+            .timestamp_opt(self.time, 0)
+            .single()
+            .ok_or("time: not a unix time")?;
+        BankRow {
+            id: self.id,
+            time,
+            amount: Decimal::new(self.amount, currency.exponent()),
+            currency,
+            description: self.description,
+            counterparty: self.counter_name.filter(|c| !c.is_empty()),
+            reference: self.comment.filter(|c| !c.is_empty()),
+        }
+        .checked()
+    }
+}
+
+/// The personal webhook's body: `{"type": "StatementItem", "data": {"account", "statementItem"}}`.
+#[derive(Debug, Deserialize)]
+pub struct Pushed {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub data: Option<PushedData>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushedData {
+    pub account: String,
+    pub statement_item: StatementItem,
+}
+
+/// A page of the statement: the rows, and whether another page is to be asked for.
+pub fn page(body: &[u8]) -> Result<(Vec<StatementItem>, bool), String> {
+    let items: Vec<StatementItem> = serde_json::from_slice(body)
+        .map_err(|e| format!("not a statement: {}", crate::http::plain(&e.to_string())))?;
+    let full = items.len() >= PAGE;
+    Ok((items, full))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_in_kopiyky_becomes_an_exact_signed_amount() {
+        let item: StatementItem = serde_json::from_str(
+            r#"{"id":"ZuHWzqkKGVo=","time":1554466347,"description":"Payment INV-00042","mcc":7997,
+                "originalMcc":7997,"hold":false,"amount":-95000,"operationAmount":-95000,"currencyCode":980,
+                "commissionRate":0,"cashbackAmount":19000,"balance":10050000,"comment":"for the order",
+                "receiptId":"XXXX-XXXX","counterEdrpou":"3096889974","counterIban":"UA89...","counterName":"TOV"}"#,
+        )
+        .unwrap();
+        let row = item.row().unwrap();
+        assert_eq!(row.amount.to_string(), "-950.00");
+        assert_eq!(row.currency.as_str(), "UAH");
+        assert_eq!(row.reference.as_deref(), Some("for the order"));
+        assert_eq!(row.counterparty.as_deref(), Some("TOV"));
+        assert_eq!(row.time.timestamp(), 1554466347);
+    }
+
+    #[test]
+    fn an_unknown_currency_or_a_zero_amount_is_refused() {
+        let item = |amount: i64, code: u16| StatementItem {
+            id: "r".into(),
+            time: 1,
+            description: String::new(),
+            amount,
+            currency_code: code,
+            comment: None,
+            counter_name: None,
+        };
+        assert!(item(100, 999).row().is_err());
+        assert!(item(0, 980).row().is_err());
+        assert!(item(100, 392).row().is_ok(), "JPY has no minor units: 100 yen");
+    }
+}
