@@ -5,6 +5,7 @@
 
 mod api;
 mod automation;
+mod bank;
 mod calls;
 mod consequences;
 mod e2e;

@@ -4,6 +4,7 @@
 //! `GET /api/openapi.json` (the document of every route, from the table `routes` dispatches by)
 //! takes none.
 
+mod bank;
 mod calls;
 mod consequences;
 mod invoices;
@@ -87,12 +88,17 @@ impl App {
         req: &Request,
         now: DateTime<Utc>,
     ) -> Result<Response<Body>, ApiError> {
-        if http::body_bytes(req).len() > http::MAX_BODY {
-            return Err(ApiError::new(
-                413,
-                "payload_too_large",
-                "body exceeds 256 KiB",
-            ));
+        // A bank's CSV file may be 5 MiB; its route checks that limit itself.
+        let limit = match http::route_path(req).ends_with("/csv") && req.method() == "POST" {
+            true => firmspace::bank::csv::FILE_MAX,
+            false => http::MAX_BODY,
+        };
+        if http::body_bytes(req).len() > limit {
+            let detail = match limit {
+                http::MAX_BODY => "body exceeds 256 KiB",
+                _ => "a CSV file is at most 5 MiB",
+            };
+            return Err(ApiError::new(413, "payload_too_large", detail));
         }
         let path = http::route_path(req).trim_end_matches('/');
         // Each segment percent-decoded after the split: `c_1-%C3%A4.x` is the id `c_1-ä.x`.
@@ -161,6 +167,8 @@ impl App {
             OrgOp::CreateContact => calls::create_contact(store, ctx).await,
             OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
             OrgOp::ListConversations => messages::list(store, ctx).await,
+            OrgOp::UploadCsv => bank::upload(store, ctx, found.param("id")).await,
+            OrgOp::BankTransactions => bank::list(store, ctx).await,
             OrgOp::ConversationMessages => {
                 let files = self.settings.files.as_ref();
                 messages::list_messages(store, files, ctx, found.param("id")).await
@@ -200,7 +208,7 @@ impl App {
 /// URL called with another method than POST is a 405, anything else a 404.
 fn unrouted(method: &str, segments: &[&str]) -> ApiError {
     match segments {
-        ["hooks", _, "messages"] => ApiError::method_not_allowed(&["GET", "POST"]),
+        ["hooks", _, "messages" | "bank"] => ApiError::method_not_allowed(&["GET", "POST"]),
         ["hooks", _, _] if method != "POST" => ApiError::method_not_allowed(&["POST"]),
         _ => ApiError::not_found("route"),
     }

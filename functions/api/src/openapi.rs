@@ -2,6 +2,7 @@
 //! routes from the route table that dispatches them, and the payment webhook (served by the
 //! `payment-webhook` function) beside them.
 
+mod bank_webhook;
 mod calls_webhook;
 mod messages_webhook;
 mod webhook;
@@ -57,11 +58,14 @@ pub fn document() -> OpenApi {
     let mut item = PathItem::new(HttpMethod::Post, messages);
     item.get = Some(messages_webhook::handshake());
     paths = paths.path(messages_webhook::PATH, item);
+    let mut item = PathItem::new(HttpMethod::Post, bank_webhook::operation(&mut schemas));
+    item.get = Some(bank_webhook::check());
+    paths = paths.path(bank_webhook::PATH, item);
     let info = InfoBuilder::new()
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))
         .description(Some(
-            "Payments, invoices, calls, messages, contacts and their consequences. Amounts are JSON strings in major units; \
+            "Payments, invoices, calls, messages, contacts, bank rows and their consequences. Amounts are JSON strings in major units; \
              errors are {\"error\": \"<code>\", \"detail\": \"...\"}.",
         ));
     let components = ComponentsBuilder::new()

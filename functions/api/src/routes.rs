@@ -52,6 +52,8 @@ pub enum OrgOp {
     CreateContact,
     ListContacts,
     ListConversations,
+    UploadCsv,
+    BankTransactions,
     ConversationMessages,
     Review,
 }

@@ -266,3 +266,51 @@ pub struct Message {
     status: Option<firmspace::messages::OutStatus>,
     attachments: Vec<Attachment>,
 }
+
+/// A bank row's match to an invoice.
+#[derive(Serialize, ToSchema)]
+pub struct BankMatch {
+    invoice_id: String,
+    applied: String,
+}
+
+/// A bank statement row, stored once.
+#[derive(Serialize, ToSchema)]
+pub struct BankTransaction {
+    /// Derived from (integration, account, the bank's row id).
+    #[schema(example = "btx_0123456789abcdef01234567")]
+    id: String,
+    /// The bank's own id of the row.
+    row_id: String,
+    integration_id: String,
+    account: String,
+    /// RFC 3339, UTC.
+    time: String,
+    /// Signed, major units: a credit is above zero.
+    #[schema(example = "40.00")]
+    amount: String,
+    currency: String,
+    description: String,
+    counterparty: Option<String>,
+    reference: Option<String>,
+    /// `webhook`, `import` or `csv`: how the row first arrived.
+    via: String,
+    #[serde(rename = "match")]
+    matched: Option<BankMatch>,
+}
+
+/// A page of rows; `cursor` while more remain.
+#[derive(Serialize, ToSchema)]
+pub struct BankTransactions {
+    items: Vec<BankTransaction>,
+    cursor: Option<String>,
+}
+
+/// An accepted CSV file.
+#[derive(Serialize, ToSchema)]
+pub struct CsvImported {
+    rows: usize,
+    imported: usize,
+    /// Rows stored before (this file again, an overlapping file).
+    duplicates: usize,
+}

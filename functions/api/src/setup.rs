@@ -4,7 +4,7 @@ use crate::Ctx;
 use firmspace::calls::providers::{webhook_url, CallProvider, CallSettings};
 use firmspace::effects::outbound::OutboundTarget;
 use firmspace::effects::targets;
-use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, SECRET_MAX, URL_MAX};
+use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
@@ -56,8 +56,8 @@ pub struct NewIntegration {
     url: Option<String>,
     /// `https://.../status/{key}`: 2xx delivered, 404 not delivered.
     status_url: Option<String>,
-    /// monobank X-Token, to fetch a rotated key.
-    token: Option<String>,
+    /// monobank X-Token: payments, to fetch a rotated key; bank, the personal API's token.
+    pub(crate) token: Option<String>,
     /// calls, Twilio: the account's auth token, which signs every callback.
     auth_token: Option<String>,
     /// messages, Telegram: the bot's token (reads files, sends replies).
@@ -66,13 +66,19 @@ pub struct NewIntegration {
     pub(crate) app_secret: Option<String>,
     /// messages, WhatsApp: the access token (reads media, sends replies).
     pub(crate) access_token: Option<String>,
-    /// messages, Telegram and WhatsApp: another API base URL; local and test stages only.
+    /// messages (Telegram, WhatsApp) and bank (monobank): another API base URL; local and test
+    /// stages only.
     pub(crate) api_url: Option<String>,
+    /// bank, monobank: the statement's account (`0`, the default, when absent).
+    pub(crate) account: Option<String>,
+    /// bank, csv: what the file import is called.
+    pub(crate) name: Option<String>,
 }
 
 /// Every text of a new integration within its limit, before anything else is looked at.
 fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
-    let checks: [(&'static str, &Option<String>, usize); 10] = [
+    let checks: [(&'static str, &Option<String>, usize); 11] = [
+        ("account", &body.account, REF_MAX),
         ("bot_token", &body.bot_token, SECRET_MAX),
         ("app_secret", &body.app_secret, SECRET_MAX),
         ("access_token", &body.access_token, SECRET_MAX),
@@ -205,6 +211,7 @@ fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
             })
         }
         Settings::Messages(m) => crate::messages::describe(integration, m, public_url),
+        Settings::Bank(b) => crate::bank::describe(integration, b, public_url),
         Settings::Outbound(o) => json!({
             "url": o.url,
             "status_url": o.status_url,
@@ -234,6 +241,9 @@ pub async fn create_integration(
             IntegrationKind::Calls => Settings::Calls(call_settings(&body)?),
             IntegrationKind::Messages => {
                 Settings::Messages(crate::messages::settings(&body, settings.allows_loopback)?)
+            }
+            IntegrationKind::Bank => {
+                Settings::Bank(crate::bank::settings(&body, settings.allows_loopback)?)
             }
         },
         created_at: ctx.now,

@@ -50,9 +50,8 @@ impl BankRow {
         self.currency
             .check(self.amount)
             .map_err(|e| format!("amount: {e}"))?;
-        let cut = |text: String, max: usize| -> String {
-            printable(text).chars().take(max).collect()
-        };
+        let cut =
+            |text: String, max: usize| -> String { printable(text).chars().take(max).collect() };
         self.description = cut(self.description, TITLE_MAX);
         self.counterparty = self.counterparty.map(|c| cut(c, NAME_MAX));
         self.reference = self.reference.map(|r| cut(r, TITLE_MAX));

@@ -34,8 +34,12 @@ pub struct StatementItem {
 impl StatementItem {
     /// The row, checked: its amount exact in its currency's minor units.
     pub fn row(self) -> Result<BankRow, String> {
-        let currency = Currency::from_numeric(self.currency_code)
-            .map_err(|_| format!("currencyCode: {} is not an ISO 4217 currency", self.currency_code))?;
+        let currency = Currency::from_numeric(self.currency_code).map_err(|_| {
+            format!(
+                "currencyCode: {} is not an ISO 4217 currency",
+                self.currency_code
+            )
+        })?;
         let time: DateTime<Utc> = Utc
             .timestamp_opt(self.time, 0)
             .single()
@@ -110,6 +114,9 @@ mod tests {
         };
         assert!(item(100, 999).row().is_err());
         assert!(item(0, 980).row().is_err());
-        assert!(item(100, 392).row().is_ok(), "JPY has no minor units: 100 yen");
+        assert!(
+            item(100, 392).row().is_ok(),
+            "JPY has no minor units: 100 yen"
+        );
     }
 }

@@ -85,10 +85,12 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
         let start = match cursor {
-            Some(raw) => Some(decode_cursor(gsi1pk, raw).ok_or_else(|| StoreError::Malformed {
-                pk: gsi1pk.to_owned(),
-                detail: "the cursor is not one this list gave".into(),
-            })?),
+            Some(raw) => Some(
+                decode_cursor(gsi1pk, raw).ok_or_else(|| StoreError::Malformed {
+                    pk: gsi1pk.to_owned(),
+                    detail: "the cursor is not one this list gave".into(),
+                })?,
+            ),
             None => None,
         };
         // One more than asked: whether a next page exists is known without a second read.

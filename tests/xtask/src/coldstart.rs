@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook api fanout notify-worker activity-worker automation-worker";
+    "payment-webhook call-webhook message-webhook bank-webhook api fanout notify-worker activity-worker automation-worker";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -263,6 +263,7 @@ fn event(name: &str) -> Value {
         "payment-webhook" => webhook_event(),
         "call-webhook" => call_event(),
         "message-webhook" => message_event(),
+        "bank-webhook" => bank_event(),
         "api" => http_event(
             json!({"routeKey": "ANY /api/{proxy+}", "rawPath": "/api/invoices",
             "pathParameters": {"proxy": "invoices"},
@@ -315,6 +316,17 @@ fn message_event() -> Value {
         "headers": {"content-type": "application/json",
             "x-telegram-bot-api-secret-token": "not-the-token"},
         "body": body.to_string()}))
+}
+
+/// monobank's push of a statement row to an integration that does not exist.
+fn bank_event() -> Value {
+    let id = format!("{ORG}_0123456789abcdef0123456789abcdef");
+    let body = json!({"type": "StatementItem", "data": {"account": "0", "statementItem": {
+        "id": "ZuHWzqkKGVo=", "time": 1796205600, "description": "INV-00001", "amount": 4000,
+        "currencyCode": 980}}});
+    http_event(json!({"routeKey": "POST /hooks/{integration_id}/bank",
+        "rawPath": format!("/hooks/{id}/bank"), "pathParameters": {"integration_id": id},
+        "headers": {"content-type": "application/json"}, "body": body.to_string()}))
 }
 
 /// API Gateway HTTP API payload format 2.0, as `lambda_http` reads it; `request` holds the

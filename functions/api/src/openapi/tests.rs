@@ -67,8 +67,8 @@ fn every_dispatched_route_is_in_the_document_with_its_method() {
         .sum();
     assert_eq!(
         operations,
-        ROUTES.len() + 4,
-        "the table's routes and the webhooks (payments, calls, messages with its handshake)"
+        ROUTES.len() + 6,
+        "the table's routes and the webhooks (payments, calls, messages and bank with their GETs)"
     );
 }
 

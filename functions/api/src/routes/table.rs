@@ -328,6 +328,58 @@ pub static ROUTES: &[Route] = &[
         errors: &[(404, "`not_found`: no such conversation in this organisation")],
     },
     Route {
+        method: Post,
+        path: "/api/integrations/{id}/csv",
+        op: Op::Org(UploadCsv),
+        summary: "A bank's CSV export (Content-Type: text/csv, at most 5 MiB): every row stored once",
+        params: &[path("id", "the csv bank integration's id")],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::CsvImported>),
+        errors: &[
+            (
+                400,
+                "`invalid_csv` with `rows`: [{`line`, `error`}] (the header is line 1); nothing is written",
+            ),
+            (404, "`not_found`: no such bank integration in this organisation"),
+            (409, "`not_a_csv_integration`"),
+            (413, "`payload_too_large`: over 5 MiB"),
+        ],
+    },
+    Route {
+        method: Get,
+        path: "/api/bank/transactions",
+        op: Op::Org(BankTransactions),
+        summary: "A bank integration's rows, newest first, a page at a time",
+        params: &[
+            Param {
+                name: "integration_id",
+                at: In::Query,
+                required: true,
+                doc: "the bank integration",
+            },
+            Param {
+                name: "limit",
+                at: In::Query,
+                required: false,
+                doc: "1 to 200, default 50",
+            },
+            Param {
+                name: "cursor",
+                at: In::Query,
+                required: false,
+                doc: "the `cursor` of the page before",
+            },
+        ],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::BankTransactions>),
+        errors: &[
+            (400, "`missing_integration_id`, `invalid_limit`, `invalid_cursor`"),
+            (404, "`not_found`: no such bank integration in this organisation"),
+        ],
+    },
+    Route {
         method: Get,
         path: "/api/review",
         op: Op::Org(Review),

@@ -1,0 +1,187 @@
+//! Bank integrations, CSV uploads and the rows: the CRM's side of the bank.
+
+use crate::Ctx;
+use firmspace::bank::csv::{self, FILE_MAX};
+use firmspace::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
+use firmspace::bank::{self, Arrival, BankTx};
+use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
+use firmspace::http::{body_bytes, json_response, query, ApiError};
+use firmspace::ids::IntegrationId;
+use firmspace::integrations::{self, Integration, Settings};
+use firmspace::store::item::parse_tag;
+use firmspace::store::Store;
+use lambda_http::{Body, Response};
+use secrecy::SecretString;
+use serde_json::{json, Value};
+
+/// Rows stored at once by an upload.
+const CONCURRENCY: usize = 16;
+
+/// A bank integration's settings from the fields of `POST /api/integrations`: monobank with its
+/// `token` and `account` (default `0`), or `csv` with a `name`.
+pub fn settings(
+    body: &crate::setup::NewIntegration,
+    allows_loopback: bool,
+) -> Result<BankSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<BankProvider>) {
+        Some(BankProvider::Monobank) => {
+            let token = body.token.as_deref().ok_or_else(|| {
+                ApiError::bad_request(
+                    "missing_field",
+                    "monobank needs token (the personal X-Token)",
+                )
+            })?;
+            let account = body.account.as_deref().unwrap_or("0");
+            fields::reference("account", account, fields::REF_MAX)?;
+            let api_url = match &body.api_url {
+                Some(url) if allows_loopback => {
+                    firmspace::effects::targets::check_url(url, true)
+                        .map_err(|why| ApiError::bad_request("invalid_url", why))?;
+                    Some(url.clone())
+                }
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "invalid_url",
+                        "api_url is taken on the local and test stages only",
+                    ))
+                }
+                None => None,
+            };
+            Ok(BankSettings::Monobank {
+                token: SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned()),
+                account: account.to_owned(),
+                api_url,
+            })
+        }
+        Some(BankProvider::Csv) => {
+            let name = body.name.as_deref().unwrap_or("CSV import");
+            Ok(BankSettings::Csv {
+                name: fields::line("name", name, NAME_MAX)?.to_owned(),
+            })
+        }
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a bank integration's provider is monobank or csv",
+        )),
+    }
+}
+
+/// What the integrator is told: monobank's webhook URL (its id is the secret), or where to
+/// upload files.
+pub fn describe(integration: &Integration, b: &BankSettings, public_url: &str) -> Value {
+    match b {
+        BankSettings::Monobank { account, .. } => json!({
+            "provider": b.provider(),
+            "account": account,
+            "webhook_url": webhook_url(public_url, &integration.id),
+            "signature": "none: the webhook URL is the secret (128 random bits); keep it private",
+        }),
+        BankSettings::Csv { name } => json!({
+            "provider": b.provider(),
+            "name": name,
+            "upload_url": upload_url(public_url, &integration.id),
+        }),
+    }
+}
+
+/// The organisation's bank integration `raw`, or 404.
+async fn integration(store: &Store, ctx: &Ctx<'_>, raw: &str) -> Result<Integration, ApiError> {
+    let id = IntegrationId::parse(raw)
+        .ok()
+        .filter(|id| id.org == ctx.org)
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    match integrations::get(store, &id).await? {
+        Some(i) if matches!(i.settings, Settings::Bank(_)) => Ok(i),
+        _ => Err(ApiError::not_found("integration")),
+    }
+}
+
+/// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
+/// nothing written), then every row stored once.
+pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
+    let bytes = body_bytes(ctx.req);
+    if bytes.len() > FILE_MAX {
+        return Err(ApiError::new(
+            413,
+            "payload_too_large",
+            "a CSV file is at most 5 MiB",
+        ));
+    }
+    let integration = integration(store, ctx, id).await?;
+    if !matches!(
+        integration.settings,
+        Settings::Bank(BankSettings::Csv { .. })
+    ) {
+        return Err(ApiError::new(
+            409,
+            "not_a_csv_integration",
+            "files are uploaded to a csv bank integration",
+        ));
+    }
+    let rows = match csv::parse(bytes) {
+        Ok(rows) => rows,
+        Err(errors) => {
+            let body = json!({
+                "error": "invalid_csv",
+                "detail": format!("{} line(s) refused; nothing was imported", errors.len()),
+                "rows": errors,
+            });
+            return Ok(json_response(400, &body));
+        }
+    };
+    let txs: Vec<BankTx> = rows
+        .into_iter()
+        .map(|row| {
+            BankTx::new(
+                &ctx.org,
+                &integration.id.id,
+                "csv",
+                row,
+                Arrival::Csv,
+                ctx.now,
+            )
+        })
+        .collect();
+    let (imported, duplicates) = bank::store_rows(store, &txs, CONCURRENCY).await?;
+    Ok(json_response(
+        200,
+        &json!({"rows": txs.len(), "imported": imported, "duplicates": duplicates}),
+    ))
+}
+
+/// `GET /api/bank/transactions?integration_id=...&limit=&cursor=`: newest first, a page at a time.
+pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let raw = query(ctx.req, "integration_id").ok_or_else(|| {
+        ApiError::bad_request("missing_integration_id", "integration_id is required")
+    })?;
+    let integration = integration(store, ctx, &raw).await?;
+    let limit = match query(ctx.req, "limit") {
+        None => 50,
+        Some(raw) => raw
+            .parse::<i32>()
+            .ok()
+            .filter(|n| (1..=200).contains(n))
+            .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit is 1 to 200"))?,
+    };
+    let cursor = query(ctx.req, "cursor");
+    let (rows, next) = bank::list(
+        store,
+        &ctx.org,
+        &integration.id.id,
+        limit,
+        cursor.as_deref(),
+    )
+    .await
+    .map_err(|e| match e {
+        firmspace::store::StoreError::Malformed { .. } if cursor.is_some() => {
+            ApiError::bad_request("invalid_cursor", "cursor is not one this list gave")
+        }
+        other => other.into(),
+    })?;
+    let items: Vec<Value> = rows.iter().map(BankTx::to_json).collect();
+    let mut answer = json!({ "items": items });
+    if let Some(next) = next {
+        answer["cursor"] = json!(next);
+    }
+    Ok(json_response(200, &answer))
+}

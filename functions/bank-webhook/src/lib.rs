@@ -1,0 +1,150 @@
+#![forbid(unsafe_code)]
+//! `POST /hooks/{integration_id}/bank` (and `GET`, monobank's check): monobank's personal webhook
+//! on the shared edge. monobank signs nothing here: the integration id in the URL (128 random
+//! bits, compared whole when the integration is looked up) is the secret, so a wrong id is 404
+//! and writes nothing. Each `StatementItem` row is stored once under (integration, account, the
+//! row's id), the same key the scheduled import and a CSV upload use. monobank waits 5 s: one
+//! conditional put, answered at once.
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use firmspace::bank::monobank::Pushed;
+use firmspace::bank::providers::BankSettings;
+use firmspace::bank::{self, Arrival, BankRow, BankTx, Stored};
+use firmspace::config::Config;
+use firmspace::http::ApiError;
+use firmspace::ids::EventKey;
+use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::signature::{AnyVerifier, SignatureError, Verified, Verify};
+use firmspace::store::Store;
+use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use serde_json::json;
+
+/// The bank webhook: the shared edge over monobank's personal webhook.
+pub type App = Edge<Bank>;
+
+pub fn app(store: Store) -> App {
+    Edge::new(Bank, store)
+}
+
+pub async fn from_env() -> anyhow::Result<App> {
+    let config = Config::from_env().context("loading configuration")?;
+    Ok(app(config.store().await))
+}
+
+pub struct Bank;
+
+/// The URL is the secret: a request that found its integration by its 128-bit id is monobank's.
+struct UrlIsTheSecret;
+
+impl Verify for UrlIsTheSecret {
+    fn verify(
+        &self,
+        _headers: &lambda_http::http::HeaderMap,
+        _body: &[u8],
+        _now: DateTime<Utc>,
+    ) -> Result<Verified, SignatureError> {
+        Ok(Verified::default())
+    }
+}
+
+fn settings(integration: &Integration) -> Option<&BankSettings> {
+    match &integration.settings {
+        Settings::Bank(b) => Some(b),
+        _ => None,
+    }
+}
+
+/// A row pushed for this integration's account.
+pub struct PushedRow {
+    row: BankRow,
+}
+
+impl Source for Bank {
+    const KIND: IntegrationKind = IntegrationKind::Bank;
+    const HANDSHAKE: bool = true;
+    type Verifier = AnyVerifier;
+    type Event = PushedRow;
+
+    /// Only a monobank integration has a webhook; a CSV one's id is not a webhook's secret.
+    fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
+        match settings(integration) {
+            Some(BankSettings::Monobank { .. }) => Ok(Box::new(UrlIsTheSecret)),
+            _ => Err(SignatureError::BadKey),
+        }
+    }
+
+    fn label(&self, _integration: &Integration) -> &'static str {
+        "monobank_personal"
+    }
+
+    fn parse(
+        &self,
+        integration: &Integration,
+        _verified: &Verified,
+        body: &[u8],
+        _now: DateTime<Utc>,
+    ) -> Result<Parsed<PushedRow>, String> {
+        let pushed: Pushed = serde_json::from_slice(body).map_err(|e| {
+            format!(
+                "not a StatementItem: {}",
+                firmspace::http::plain(&e.to_string())
+            )
+        })?;
+        if pushed.kind != "StatementItem" {
+            return Ok(Parsed::Ignored(pushed.kind));
+        }
+        let data = pushed.data.ok_or("StatementItem without data")?;
+        let account = settings(integration).map(BankSettings::account);
+        // Another account of the same token: not this integration's statement.
+        if account.is_some_and(|a| a != data.account && a != "0") {
+            return Ok(Parsed::Ignored("other_account".into()));
+        }
+        Ok(Parsed::Event(PushedRow {
+            row: data.statement_item.row()?,
+        }))
+    }
+
+    async fn record(
+        &self,
+        store: &Store,
+        integration: &Integration,
+        pushed: PushedRow,
+        now: DateTime<Utc>,
+    ) -> Result<Recorded, ApiError> {
+        let account = settings(integration)
+            .map(BankSettings::account)
+            .unwrap_or("0");
+        let tx = BankTx::new(
+            integration.org(),
+            &integration.id.id,
+            account,
+            pushed.row,
+            Arrival::Webhook,
+            now,
+        );
+        let stored = bank::store_row(store, &tx).await?;
+        let duplicate = matches!(stored, Stored::Duplicate(_));
+        Ok(Recorded {
+            key: EventKey::new(bank::KIND, &tx.id()),
+            answer: json!({"duplicate": duplicate, "id": tx.id()}),
+            outcome: if duplicate {
+                Outcome::Duplicate
+            } else {
+                Outcome::Stored { review: false }
+            },
+        })
+    }
+
+    /// monobank's check before it sends rows: 200 for a monobank integration.
+    fn handshake(
+        &self,
+        integration: &Integration,
+        _req: &lambda_http::Request,
+    ) -> Result<String, ApiError> {
+        match settings(integration) {
+            Some(BankSettings::Monobank { .. }) => Ok("ok".into()),
+            _ => Err(ApiError::not_found("integration")),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Bank rows in-process against ministack: monobank's personal webhook and CSV uploads, each row
+//! stored once however often and however concurrently it arrives.
+
+use crate::support::api::{self, call};
+use crate::support::{json_of, request, TestEnv};
+use chrono::Utc;
+use serde_json::{json, Value};
+
+/// An organisation (through the api) with one bank integration of `body`.
+async fn with_integration(env: &TestEnv, body: Value) -> (::api::App, String, Value) {
+    let app = api::app(env);
+    let key = api::new_org(&app).await;
+    let (status, integration) = call(&app, "POST", "/api/integrations", &key, body).await;
+    assert_eq!(status, 201, "{integration}");
+    (app, key, integration)
+}
+
+fn push(row_id: &str, amount: i64, comment: &str) -> String {
+    json!({"type": "StatementItem", "data": {"account": "0", "statementItem": {
+        "id": row_id, "time": Utc::now().timestamp() - 60, "description": "Transfer", "mcc": 4829,
+        "amount": amount, "operationAmount": amount, "currencyCode": 980, "comment": comment,
+        "balance": 100000, "counterName": "Olena K"}}})
+    .to_string()
+}
+
+async fn hook(app: &bank_webhook::App, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let req = request(method, path, &[], body.as_bytes().to_vec());
+    let res = app
+        .respond(&req, Utc::now())
+        .await
+        .unwrap_or_else(firmspace::http::ApiError::into_response);
+    let status = res.status().as_u16();
+    let text = crate::support::body_text(&res);
+    (status, serde_json::from_str(&text).unwrap_or(json!(text)))
+}
+
+fn upload(path: &str, key: &str, csv: &str) -> lambda_http::Request {
+    request(
+        "POST",
+        path,
+        &[
+            ("authorization", &format!("Bearer {key}")),
+            ("content-type", "text/csv"),
+        ],
+        csv.as_bytes().to_vec(),
+    )
+}
+
+async fn answer(app: &::api::App, req: lambda_http::Request) -> (u16, Value) {
+    let res = app
+        .respond(&req, Utc::now())
+        .await
+        .unwrap_or_else(firmspace::http::ApiError::into_response);
+    (res.status().as_u16(), json_of(&res))
+}
+
+#[tokio::test]
+async fn a_pushed_row_is_stored_once_and_a_wrong_id_is_404_writing_nothing() {
+    let env = TestEnv::new().await;
+    let (app, key, integration) = with_integration(
+        &env,
+        json!({"kind": "bank", "provider": "monobank", "token": "uXyZ-personal-token"}),
+    )
+    .await;
+    let url = integration["webhook_url"].as_str().unwrap();
+    let path = &url[url.find("/hooks/").unwrap()..];
+    let id = integration["integration_id"].as_str().unwrap();
+    assert_eq!(id.len() - id.find('_').unwrap() - 1, 32, "128 random bits");
+    let webhook = bank_webhook::app(env.store.clone());
+    assert_eq!(hook(&webhook, "GET", path, "").await.0, 200);
+    let body = push("ZuHWzqkKGVo=", 4000, "INV-00001");
+    let answers =
+        futures::future::join_all((0..10).map(|_| hook(&webhook, "POST", path, &body))).await;
+    assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|(_, a)| a["duplicate"] == false)
+            .count(),
+        1
+    );
+    assert_eq!(env.count("bank_tx").await, 1);
+
+    let before = env.items().await.len();
+    let wrong = path.replace(&id[id.len() - 4..], "0000");
+    for method in ["GET", "POST"] {
+        assert_eq!(
+            hook(&webhook, method, &wrong, &body).await.0,
+            404,
+            "{method}"
+        );
+    }
+    assert_eq!(env.items().await.len(), before);
+
+    let list = format!("/api/bank/transactions?integration_id={id}");
+    let (status, rows) = call(&app, "GET", &list, &key, Value::Null).await;
+    assert_eq!(status, 200, "{rows}");
+    let row = &rows["items"][0];
+    assert_eq!(
+        (
+            row["amount"].as_str(),
+            row["currency"].as_str(),
+            row["reference"].as_str()
+        ),
+        (Some("40.00"), Some("UAH"), Some("INV-00001"))
+    );
+    assert!(row["match"].is_null());
+}
+
+const HEAD: &str = "id,date,amount,currency,description,counterparty,reference\n";
+
+fn file(rows: std::ops::Range<usize>) -> String {
+    let mut csv = HEAD.to_owned();
+    for i in rows {
+        csv.push_str(&format!(
+            "r{i},2026-11-{:02},+{}.50,UAH,Payment {i},Client {i},\n",
+            i % 28 + 1,
+            i + 1
+        ));
+    }
+    csv
+}
+
+#[tokio::test]
+async fn the_same_file_uploaded_twice_and_concurrently_stores_each_row_once() {
+    let env = TestEnv::new().await;
+    let (app, key, integration) = with_integration(
+        &env,
+        json!({"kind": "bank", "provider": "csv", "name": "PrivatBank export"}),
+    )
+    .await;
+    let url = integration["upload_url"].as_str().unwrap();
+    let path = &url[url.find("/api/").unwrap()..];
+    let csv = file(0..120);
+    let uploads =
+        futures::future::join_all((0..3).map(|_| answer(&app, upload(path, &key, &csv)))).await;
+    assert!(uploads.iter().all(|(s, _)| *s == 200), "{uploads:?}");
+    let imported: u64 = uploads
+        .iter()
+        .map(|(_, a)| a["imported"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        imported, 120,
+        "each row imported by exactly one upload: {uploads:?}"
+    );
+    let (status, again) = answer(&app, upload(path, &key, &csv)).await;
+    assert_eq!(
+        (
+            status,
+            again["rows"].as_u64(),
+            again["imported"].as_u64(),
+            again["duplicates"].as_u64()
+        ),
+        (200, Some(120), Some(0), Some(120))
+    );
+    assert_eq!(env.count("bank_tx").await, 120);
+
+    // Pages of 50, newest first, until no cursor.
+    let id = integration["integration_id"].as_str().unwrap();
+    let (mut seen, mut cursor) = (Vec::new(), None::<String>);
+    loop {
+        let mut list = format!("/api/bank/transactions?integration_id={id}&limit=50");
+        if let Some(c) = &cursor {
+            list.push_str(&format!("&cursor={c}"));
+        }
+        let (status, page) = call(&app, "GET", &list, &key, Value::Null).await;
+        assert_eq!(status, 200, "{page}");
+        seen.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["row_id"].as_str().unwrap().to_owned()),
+        );
+        match page["cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 120);
+}
+
+#[tokio::test]
+async fn a_bad_row_refuses_the_file_naming_its_line_and_writes_nothing() {
+    let env = TestEnv::new().await;
+    let (app, key, integration) =
+        with_integration(&env, json!({"kind": "bank", "provider": "csv"})).await;
+    let url = integration["upload_url"].as_str().unwrap();
+    let path = &url[url.find("/api/").unwrap()..];
+    let csv = format!("{HEAD}a1,2026-12-01,40.00,UAH,ok,,\na2,2026-12-01,4o.00,UAH,typo,,\na1,2026-12-02,1,UAH,twice,,\n");
+    let (status, refused) = answer(&app, upload(path, &key, &csv)).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_csv")),
+        "{refused}"
+    );
+    assert_eq!(
+        refused["rows"],
+        json!([{"line": 3, "error": "amount: not a number"}, {"line": 4, "error": "id: a1 is also on line 2"}])
+    );
+    assert_eq!(env.count("bank_tx").await, 0);
+    let big = "x".repeat(5 * 1024 * 1024 + 1);
+    assert_eq!(answer(&app, upload(path, &key, &big)).await.0, 413);
+}
