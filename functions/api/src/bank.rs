@@ -2,17 +2,87 @@
 
 use crate::Ctx;
 use firmspace::bank::csv::{self, FILE_MAX};
+use firmspace::bank::matching::{self, MatchError};
 use firmspace::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
 use firmspace::bank::{self, Arrival, BankTx};
 use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
 use firmspace::http::{body_bytes, json_response, query, ApiError};
 use firmspace::ids::IntegrationId;
+use firmspace::ids::LocalId;
 use firmspace::integrations::{self, Integration, Settings};
+use firmspace::money;
+use firmspace::payments::Invoice;
 use firmspace::store::item::parse_tag;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use secrecy::SecretString;
 use serde_json::{json, Value};
+
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+pub struct MatchBody {
+    /// The invoice to pay with the row (`inv_...`), open and in the row's currency.
+    invoice_id: String,
+}
+
+fn match_error(e: MatchError) -> ApiError {
+    match e {
+        MatchError::NoRow => ApiError::not_found("bank row"),
+        MatchError::NoInvoice => ApiError::not_found("invoice"),
+        MatchError::NotACredit => ApiError::new(
+            409,
+            "not_a_credit",
+            "the row is a debit: only credits pay invoices",
+        ),
+        MatchError::CurrencyMismatch { .. } => {
+            ApiError::new(409, "currency_mismatch", e.to_string())
+        }
+        MatchError::NotMatched => ApiError::new(409, "not_matched", "the row is not matched"),
+        MatchError::Contended => ApiError::new(503, "contended", "the row kept changing; retry"),
+        MatchError::Payment(p) => p.into(),
+        MatchError::Store(s) => s.into(),
+    }
+}
+
+/// `POST /api/bank/transactions/{tx_id}/match`.
+pub async fn match_row(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    tx_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let body: MatchBody = firmspace::http::parse_json(body_bytes(ctx.req))?;
+    LocalId::parse("invoice_id", &body.invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
+    let actor = "manual";
+    let matched = matching::match_row(store, &ctx.org, tx_id, &body.invoice_id, actor, ctx.now)
+        .await
+        .map_err(match_error)?;
+    Ok(json_response(
+        200,
+        &json!({
+            "duplicate": matched.duplicate,
+            "applied": money::display(matched.applied),
+            "invoice": matched.invoice.as_ref().map(Invoice::to_json),
+            "previous_invoice": matched.previous.as_ref().map(Invoice::to_json),
+        }),
+    ))
+}
+
+/// `DELETE /api/bank/transactions/{tx_id}/match`.
+pub async fn unmatch_row(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    tx_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let unmatched = matching::unmatch_row(store, &ctx.org, tx_id, "manual", ctx.now)
+        .await
+        .map_err(match_error)?;
+    Ok(json_response(
+        200,
+        &json!({
+            "reverted": money::display(unmatched.reverted),
+            "invoice": unmatched.invoice.as_ref().map(Invoice::to_json),
+        }),
+    ))
+}
 
 /// Rows stored at once by an upload.
 const CONCURRENCY: usize = 16;

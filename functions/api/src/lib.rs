@@ -169,6 +169,8 @@ impl App {
             OrgOp::ListConversations => messages::list(store, ctx).await,
             OrgOp::UploadCsv => bank::upload(store, ctx, found.param("id")).await,
             OrgOp::BankTransactions => bank::list(store, ctx).await,
+            OrgOp::MatchBankTx => bank::match_row(store, ctx, found.param("tx_id")).await,
+            OrgOp::UnmatchBankTx => bank::unmatch_row(store, ctx, found.param("tx_id")).await,
             OrgOp::ConversationMessages => {
                 let files = self.settings.files.as_ref();
                 messages::list_messages(store, files, ctx, found.param("id")).await

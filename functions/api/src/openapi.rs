@@ -90,6 +90,7 @@ pub fn method(method: Method) -> HttpMethod {
     match method {
         Method::Get => HttpMethod::Get,
         Method::Post => HttpMethod::Post,
+        Method::Delete => HttpMethod::Delete,
     }
 }
 

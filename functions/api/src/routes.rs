@@ -11,6 +11,7 @@ use crate::openapi::Doc;
 pub enum Method {
     Get,
     Post,
+    Delete,
 }
 
 impl Method {
@@ -18,6 +19,7 @@ impl Method {
         match self {
             Self::Get => "GET",
             Self::Post => "POST",
+            Self::Delete => "DELETE",
         }
     }
 }
@@ -53,6 +55,8 @@ pub enum OrgOp {
     ListContacts,
     ListConversations,
     UploadCsv,
+    MatchBankTx,
+    UnmatchBankTx,
     BankTransactions,
     ConversationMessages,
     Review,

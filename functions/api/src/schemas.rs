@@ -314,3 +314,21 @@ pub struct CsvImported {
     /// Rows stored before (this file again, an overlapping file).
     duplicates: usize,
 }
+
+/// A match: the money applied, the invoice now, and the one a re-match took it from.
+#[derive(Serialize, ToSchema)]
+pub struct BankMatched {
+    duplicate: bool,
+    #[schema(example = "40.00")]
+    applied: String,
+    invoice: Invoice,
+    previous_invoice: Option<Invoice>,
+}
+
+/// An unmatch: the money taken back and the invoice now.
+#[derive(Serialize, ToSchema)]
+pub struct BankUnmatched {
+    #[schema(example = "40.00")]
+    reverted: String,
+    invoice: Invoice,
+}

@@ -4,6 +4,7 @@
 //! filter" step is needed for correctness; overlapping imports and repeated uploads are harmless.
 
 pub mod csv;
+pub mod matching;
 pub mod monobank;
 pub mod providers;
 mod record;
@@ -77,6 +78,8 @@ pub enum Arrival {
 pub struct Match {
     pub invoice_id: String,
     pub applied: Decimal,
+    /// The external id of the `bank` payment that made it (`{tx_id}:{seq}`).
+    pub ext: String,
 }
 
 /// A stored bank row.
@@ -175,6 +178,7 @@ impl BankTx {
             Some(invoice_id) => Some(Match {
                 invoice_id: invoice_id.to_owned(),
                 applied: item.dec_of("match_applied")?,
+                ext: item.str_of("match_ext")?.to_owned(),
             }),
             None => None,
         };
@@ -196,6 +200,20 @@ impl BankTx {
             matched,
             match_seq: item.u64_of("match_seq").unwrap_or(0),
         })
+    }
+
+    /// A credit is matched to the invoice it names (through the matching queue); a debit has no
+    /// consequence.
+    pub fn consequences(&self) -> Vec<crate::effects::Consequence> {
+        if !self.row.is_credit() {
+            return Vec::new();
+        }
+        vec![crate::effects::BankCredit {
+            org: self.org.clone(),
+            tx_id: self.id(),
+            at: self.stored_at,
+        }
+        .into()]
     }
 
     pub fn to_json(&self) -> Value {

@@ -11,7 +11,7 @@ pub const EVENT_KINDS: &[&str] = &[
     event::KIND,
     crate::messages::KIND,
     crate::calls::KIND,
-    "bank_tx",
+    crate::bank::KIND,
     "ledger_line",
 ];
 
@@ -20,6 +20,7 @@ pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
     match item.opt_str("kind") {
         Some(event::KIND) => Ok(PaymentEvent::from_item(item)?.consequences()),
         Some(crate::calls::KIND) => Ok(crate::calls::Call::from_item(item)?.consequences()),
+        Some(crate::bank::KIND) => Ok(crate::bank::BankTx::from_item(item)?.consequences()),
         Some(crate::messages::KIND) => {
             Ok(crate::messages::Message::from_item(item)?.consequences())
         }

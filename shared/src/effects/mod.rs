@@ -80,6 +80,15 @@ pub struct Fired {
     pub context: Value,
 }
 
+/// A credit row stored in a bank statement: matched to the invoice it names, once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BankCredit {
+    pub org: OrgId,
+    pub tx_id: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
 /// One consequence, as it travels through SQS: `{"type": "activity", ...}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -87,6 +96,7 @@ pub enum Consequence {
     Notification(Notification),
     Activity(ActivityLine),
     Trigger(Fired),
+    BankCredit(BankCredit),
 }
 
 /// The queue a consequence goes to.
@@ -95,6 +105,7 @@ pub enum QueueKind {
     Notifications,
     Activity,
     Automation,
+    Matching,
 }
 
 impl Consequence {
@@ -103,6 +114,7 @@ impl Consequence {
             Self::Notification(_) => QueueKind::Notifications,
             Self::Activity(_) => QueueKind::Activity,
             Self::Trigger(_) => QueueKind::Automation,
+            Self::BankCredit(_) => QueueKind::Matching,
         }
     }
 
@@ -111,6 +123,7 @@ impl Consequence {
             Self::Notification(n) => &n.org,
             Self::Activity(a) => &a.org,
             Self::Trigger(t) => &t.org,
+            Self::BankCredit(c) => &c.org,
         }
     }
 
@@ -129,6 +142,7 @@ impl Consequence {
                 crate::store::item::tag_name(&t.trigger),
                 t.event_key
             ),
+            Self::BankCredit(c) => format!("match:{}", c.tx_id),
         }
     }
 }
@@ -156,6 +170,7 @@ macro_rules! job {
 job!(Notification, Notification);
 job!(Activity, ActivityLine);
 job!(Trigger, Fired);
+job!(BankCredit, BankCredit);
 
 #[cfg(test)]
 mod tests {

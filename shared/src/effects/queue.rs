@@ -11,6 +11,7 @@ pub struct Queues {
     pub notifications: String,
     pub activity: String,
     pub automation: String,
+    pub matching: String,
 }
 
 impl Queues {
@@ -19,6 +20,7 @@ impl Queues {
             notifications: require("NOTIFICATIONS_QUEUE_URL")?,
             activity: require("ACTIVITY_QUEUE_URL")?,
             automation: require("AUTOMATION_QUEUE_URL")?,
+            matching: require("MATCHING_QUEUE_URL")?,
         })
     }
 }
@@ -61,6 +63,7 @@ impl Publisher {
             QueueKind::Notifications => &self.queues.notifications,
             QueueKind::Activity => &self.queues.activity,
             QueueKind::Automation => &self.queues.automation,
+            QueueKind::Matching => &self.queues.matching,
         }
     }
 
@@ -74,6 +77,7 @@ impl Publisher {
             QueueKind::Notifications,
             QueueKind::Activity,
             QueueKind::Automation,
+            QueueKind::Matching,
         ] {
             let mut bodies = Vec::new();
             for c in consequences.iter().filter(|c| c.queue() == kind) {

@@ -9,6 +9,30 @@ use crate::store::item::tag_name;
 use serde_json::json;
 
 impl PaymentEvent {
+    /// What its consequences are keyed by: the payment's own key, except for a bank row's
+    /// payment, which is keyed by (row, invoice): a row re-matched back to an invoice tells
+    /// nobody again what it told when it was first matched there.
+    fn told_as(&self) -> EventKey {
+        match self.source {
+            super::Source::Bank => {
+                let row = self
+                    .external_id
+                    .as_str()
+                    .split(':')
+                    .next()
+                    .unwrap_or_default();
+                let invoice = self.invoice_id.as_deref().unwrap_or_default();
+                let reversed = if self.reverses.is_some() {
+                    ":reversal"
+                } else {
+                    ""
+                };
+                EventKey::new("payment", &format!("bank:{row}:{invoice}{reversed}"))
+            }
+            _ => self.key(),
+        }
+    }
+
     /// What this payment tells people and rules: an activity line on each linked record, one
     /// notification (the owner, or the team), and `invoice.paid` when it closed the invoice.
     /// Unmatched money has no invoice to tell anyone about; its review item is the consequence.
@@ -21,7 +45,7 @@ impl PaymentEvent {
         out.push(
             Notification {
                 org: self.org.clone(),
-                key: self.key(),
+                key: self.told_as(),
                 recipient: invoice.links.owner.clone(),
                 text,
                 at: self.at,
@@ -68,7 +92,7 @@ impl PaymentEvent {
                 org: self.org.clone(),
                 entity_kind,
                 entity_id,
-                key: format!("invoice:{}", self.key().id()),
+                key: format!("invoice:{}", self.told_as().id()),
                 kind: "payment".into(),
                 text: text.to_owned(),
                 at: self.at,
@@ -88,7 +112,7 @@ impl PaymentEvent {
             event_key: EventKey::new("invoice", &format!("{invoice_id}:paid")),
             at: self.at,
             context: json!({
-                "payment_key": self.key(),
+                "payment_key": self.told_as(),
                 "invoice_id": self.invoice_id,
                 "invoice_number": invoice.number,
                 "contact_id": invoice.links.contact_id,

@@ -136,6 +136,40 @@ impl Invoice {
     }
 }
 
+/// The item that finds an invoice by its number (`INV-00042`), written with the invoice.
+fn number_pk(org: &OrgId, number: &str) -> String {
+    org.pk(&format!("INVOICE_NUMBER#{number}"))
+}
+
+/// The invoices these numbers name (a number no invoice has is left out), in one read.
+pub async fn by_numbers(
+    store: &Store,
+    org: &OrgId,
+    numbers: &[String],
+) -> Result<Vec<Invoice>, StoreError> {
+    if numbers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let pks: Vec<String> = numbers.iter().map(|n| number_pk(org, n)).collect();
+    let ids: Vec<String> = store
+        .get_many(&pks)
+        .await?
+        .into_iter()
+        .flatten()
+        .map(|item| item.str_of("invoice_id").map(|id| invoice_pk(org, id)))
+        .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    store
+        .get_many(&ids)
+        .await?
+        .into_iter()
+        .flatten()
+        .map(|item| Invoice::from_item(&item))
+        .collect()
+}
+
 /// Creates an invoice with the organisation's next number (`INV-00001`, ...). The counter moves
 /// and the invoice is written in one transaction, so a write that fails uses up no number; two
 /// creations at once read the same counter, one wins, the other reads again.
@@ -175,8 +209,19 @@ pub async fn create(
                     .when(Cond::Equals("n".into(), n(last))),
             },
         };
+        let by_number = Builder::new(
+            &number_pk(org, &invoice.number),
+            "invoice_number",
+            org.as_str(),
+        )
+        .str("invoice_id", invoice.id.as_str())
+        .build();
         match store
-            .transact(vec![count, Step::PutNew(invoice.to_item())])
+            .transact(vec![
+                count,
+                Step::PutNew(invoice.to_item()),
+                Step::PutNew(by_number),
+            ])
             .await?
         {
             Transacted::Done => return Ok(invoice),

@@ -26,13 +26,17 @@ pub enum PaymentError {
     Contended,
     #[error("the provider could not confirm the payment now: {0}")]
     Unconfirmable(String),
+    /// The record a linked payment was conditioned on (a bank row's match) changed meanwhile:
+    /// nothing was written; read it again and decide anew.
+    #[error("the linked record changed meanwhile")]
+    LinkMoved,
 }
 
 impl PaymentError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store(e) => e.is_retryable(),
-            Self::Contended | Self::Unconfirmable(_) => true,
+            Self::Contended | Self::Unconfirmable(_) | Self::LinkMoved => true,
         }
     }
 }
@@ -189,11 +193,31 @@ pub async fn register_payment(
 }
 
 /// `register_payment`, asking `confirm` before a new payment books money.
-#[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
 pub async fn register_confirmed(
     store: &Store,
     input: &PaymentInput,
     confirm: &impl Confirm,
+) -> Result<Registered, PaymentError> {
+    register(store, input, confirm, &|_| None).await
+}
+
+/// `register_payment` with one more step in its transaction, made from the event it stores: the
+/// payment and what links to it (a bank row's match, with the amount applied) are written
+/// together or not at all. A refusal of that step is `LinkMoved`, with nothing written.
+pub async fn register_linked(
+    store: &Store,
+    input: &PaymentInput,
+    link: &(dyn Fn(&PaymentEvent) -> Step + Sync),
+) -> Result<Registered, PaymentError> {
+    register(store, input, &Trusted, &|event| Some(link(event))).await
+}
+
+#[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
+async fn register(
+    store: &Store,
+    input: &PaymentInput,
+    confirm: &impl Confirm,
+    link: &(dyn Fn(&PaymentEvent) -> Option<Step> + Sync),
 ) -> Result<Registered, PaymentError> {
     let mut confirmation = None;
     for attempt in 0..MAX_ATTEMPTS {
@@ -226,8 +250,13 @@ pub async fn register_confirmed(
             None => inv.clone(),
         });
         let event = PaymentEvent::new(input, &decision, before.as_ref(), after.as_ref());
-        let steps = steps(input, &event, &decision, before.as_ref(), &found.related);
+        let mut steps = steps(input, &event, &decision, before.as_ref(), &found.related);
+        let linked_at = steps.len();
+        steps.extend(link(&event));
         match store.transact(steps).await? {
+            Transacted::Refused { step, .. } if step == linked_at => {
+                return Err(PaymentError::LinkMoved)
+            }
             Transacted::Done => {
                 tracing::info!(outcome = ?decision.outcome, "payment stored");
                 return Ok(Registered::Booked(event));

@@ -75,6 +75,7 @@ impl Cond {
 pub struct Update {
     set: Vec<(String, AttributeValue)>,
     add: Vec<(String, AttributeValue)>,
+    remove: Vec<String>,
     cond: Cond,
 }
 
@@ -96,6 +97,7 @@ impl Update {
         Self {
             set: Vec::new(),
             add: Vec::new(),
+            remove: Vec::new(),
             cond: Cond::Always,
         }
     }
@@ -108,6 +110,12 @@ impl Update {
     /// Adds to a number (or creates it).
     pub fn add(mut self, name: &str, value: AttributeValue) -> Self {
         self.add.push((name.to_owned(), value));
+        self
+    }
+
+    /// Removes an attribute (a missing one is no error).
+    pub fn remove(mut self, name: &str) -> Self {
+        self.remove.push(name.to_owned());
         self
     }
 
@@ -133,7 +141,17 @@ impl Update {
         };
         let set = clause("SET", &self.set, " = ");
         let add = clause("ADD", &self.add, " ");
-        let update = [set, add]
+        let removed: Vec<String> = self
+            .remove
+            .iter()
+            .map(|name| {
+                let i = names.len();
+                names.insert(format!("#a{i}"), name.clone());
+                format!("#a{i}")
+            })
+            .collect();
+        let remove = (!removed.is_empty()).then(|| format!("REMOVE {}", removed.join(", ")));
+        let update = [set, add, remove]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()

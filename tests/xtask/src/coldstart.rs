@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook bank-webhook api fanout notify-worker activity-worker automation-worker";
+    "payment-webhook call-webhook message-webhook bank-webhook api fanout notify-worker activity-worker automation-worker match-worker";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -213,6 +213,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("NOTIFICATIONS_QUEUE_URL", &queue)
         .env("ACTIVITY_QUEUE_URL", &queue)
         .env("AUTOMATION_QUEUE_URL", &queue)
+        .env("MATCHING_QUEUE_URL", &queue)
         .env("STAGE", "test")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -275,6 +276,8 @@ fn event(name: &str) -> Value {
         "activity-worker" => sqs_event(json!({"type": "activity", "org": ORG,
             "entity_kind": "contact", "entity_id": "c1", "key": "k1", "kind": "note",
             "text": "hello", "at": at})),
+        "match-worker" => sqs_event(json!({"type": "bank_credit", "org": ORG,
+            "tx_id": "btx_0123456789abcdef01234567", "at": at})),
         _ => sqs_event(
             json!({"type": "trigger", "org": ORG, "trigger": "invoice.paid",
             "event_key": key, "at": at, "context": {}}),

@@ -1,8 +1,9 @@
 //! Every `/api/` route: what it is called, takes, answers and refuses. The first match wins.
 
 use super::Answer::{Document, Items, One};
-use super::Method::{Get, Post};
+use super::Method::{Delete, Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
+use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::invoices::{CreateInvoice, ManualPayment};
@@ -377,6 +378,37 @@ pub static ROUTES: &[Route] = &[
         errors: &[
             (400, "`missing_integration_id`, `invalid_limit`, `invalid_cursor`"),
             (404, "`not_found`: no such bank integration in this organisation"),
+        ],
+    },
+    Route {
+        method: Post,
+        path: "/api/bank/transactions/{tx_id}/match",
+        op: Op::Org(MatchBankTx),
+        summary: "Match a credit row to an invoice (a re-match takes the money back from the old one first)",
+        params: &[path("tx_id", "the row's `id` (`btx_...`)")],
+        body: Some(doc::<MatchBody>),
+        ok: &[(200, "matched; `duplicate: true` when it was matched to this invoice already")],
+        answer: One(doc::<s::BankMatched>),
+        errors: &[
+            MALFORMED,
+            (404, "`not_found`: no such row or invoice in this organisation"),
+            (409, "`not_a_credit`, `currency_mismatch`"),
+            (503, "`contended`: the row kept changing; retry"),
+        ],
+    },
+    Route {
+        method: Delete,
+        path: "/api/bank/transactions/{tx_id}/match",
+        op: Op::Org(UnmatchBankTx),
+        summary: "Unmatch a row: its money taken back from the invoice",
+        params: &[path("tx_id", "the row's `id` (`btx_...`)")],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::BankUnmatched>),
+        errors: &[
+            (404, "`not_found`: no such row in this organisation"),
+            (409, "`not_matched`"),
+            (503, "`contended`: the row kept changing; retry"),
         ],
     },
     Route {

@@ -1,0 +1,59 @@
+#![forbid(unsafe_code)]
+//! Matching queue → a stored credit row is paid to the one open invoice of its currency that its
+//! description, reference or counterparty names (`INV-00042`), through `register_linked`; a row
+//! no single invoice claims becomes an `unmatched_bank_row` review item. A redelivered message
+//! finds the row matched (or its review item filed) and does nothing.
+
+use chrono::{DateTime, Utc};
+use firmspace::bank::matching::{self, Auto, MatchError};
+use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
+use firmspace::effects::BankCredit;
+use firmspace::store::Store;
+
+pub struct Matcher {
+    store: Store,
+}
+
+pub type App = SqsApp<Matcher>;
+
+pub fn app(store: Store, max_receives: u32) -> App {
+    SqsApp::new(
+        Matcher {
+            store: store.clone(),
+        },
+        store,
+        max_receives,
+    )
+}
+
+pub async fn from_env() -> Result<App, firmspace::config::ConfigError> {
+    SqsApp::from_env(|_, store| Ok(Matcher { store })).await
+}
+
+impl Worker for Matcher {
+    type Job = BankCredit;
+    const NAME: &'static str = "matching";
+
+    async fn apply(&self, credit: BankCredit, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+        match matching::auto_match(&self.store, &credit.org, &credit.tx_id, now).await {
+            Ok(Auto::Matched { invoice_id }) => {
+                tracing::info!(tx = %credit.tx_id, %invoice_id, "bank row matched");
+                Ok(Applied::one(true))
+            }
+            Ok(other) => {
+                tracing::info!(tx = %credit.tx_id, ?other, "bank row not matched automatically");
+                Ok(Applied::one(false))
+            }
+            Err(MatchError::NoRow) => Err(WorkError::permanent(
+                "no_bank_row",
+                format!("bank row {} is not stored", credit.tx_id),
+            )),
+            Err(MatchError::Store(e)) => Err(e.into()),
+            Err(MatchError::Payment(e)) if e.is_retryable() => Err(WorkError::transient(e)),
+            Err(MatchError::Contended) => Err(WorkError::transient(MatchError::Contended)),
+            // A debit, another currency, a vanished invoice: found before anything is written,
+            // and nothing a retry changes.
+            Err(e) => Err(WorkError::permanent("match_refused", e.to_string())),
+        }
+    }
+}

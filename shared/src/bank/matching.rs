@@ -1,0 +1,389 @@
+//! Matching bank rows to invoices, through `register_linked` only: every match, re-match and
+//! unmatch is one payment event (a `bank` payment, or its reversal) written in the same
+//! transaction as the row's new match state, conditioned on the row's `match_seq`. So:
+//!
+//! - a row's payment keys are `payment:bank:{tx_id}:{seq}` (the match made at that sequence) and
+//!   its reversal `…:{seq}:reversal`: unique in the organisation however often one row moves
+//!   between invoices, and a retried request finds its own event;
+//! - at any moment a row is matched to at most one invoice, with the amount its payment applied
+//!   there, and every earlier match of it is reversed: the money applied across all invoices is
+//!   zero or the row's (applied) amount on exactly one invoice;
+//! - concurrent requests on one row serialise on `match_seq`: the loser's transaction is refused
+//!   whole (nothing written) and it decides again from what the winner left.
+//!
+//! A re-match is an unmatch then a match, each one transaction; between them the row is matched
+//! to nothing, which keeps the invariant.
+
+use super::{BankTx, Match};
+use crate::ids::{ExternalId, OrgId};
+use crate::payments::invoice::{self, Invoice};
+use crate::payments::InvoiceStatus;
+use crate::payments::{
+    register_linked, reversal_id, PaymentError, PaymentInput, Registered, Source,
+};
+use crate::review::ReviewItem;
+use crate::store::item::{n, s};
+use crate::store::{Cond, Step, Store, StoreError, Update};
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde_json::json;
+
+/// Rounds before a request on a row that keeps moving under it gives up.
+const ATTEMPTS: u32 = 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    #[error("no such bank row")]
+    NoRow,
+    #[error("no such invoice")]
+    NoInvoice,
+    #[error("the row is a debit: only credits pay invoices")]
+    NotACredit,
+    #[error("the row is in {row}, the invoice in {invoice}")]
+    CurrencyMismatch { row: String, invoice: String },
+    #[error("the row is not matched")]
+    NotMatched,
+    #[error("the row kept changing; try again")]
+    Contended,
+    #[error(transparent)]
+    Payment(#[from] PaymentError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a match request did.
+#[derive(Clone, Debug)]
+pub struct Matched {
+    /// The row was matched to this invoice already: nothing written.
+    pub duplicate: bool,
+    pub applied: Decimal,
+    pub invoice: Option<Invoice>,
+    /// The invoice the row was taken from by a re-match, as it is now.
+    pub previous: Option<Invoice>,
+}
+
+/// What an unmatch did: the money taken back and the invoice as it is now.
+#[derive(Clone, Debug)]
+pub struct Unmatched {
+    pub reverted: Decimal,
+    pub invoice: Option<Invoice>,
+}
+
+fn external(tx_id: &str, seq: u64) -> ExternalId {
+    ExternalId::parse("external_id", &format!("{tx_id}:{seq}")).expect("a tx id and a number")
+}
+
+async fn row(store: &Store, org: &OrgId, tx_id: &str) -> Result<BankTx, MatchError> {
+    super::get(store, org, tx_id)
+        .await?
+        .ok_or(MatchError::NoRow)
+}
+
+async fn invoice_now(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invoice>, StoreError> {
+    store
+        .get(&invoice::invoice_pk(org, id))
+        .await?
+        .map(|item| Invoice::from_item(&item))
+        .transpose()
+}
+
+/// The row's next match state, conditioned on the sequence it was read at.
+fn link(tx: &BankTx, next: Option<(&str, Decimal, &ExternalId)>) -> Step {
+    let seq = tx.match_seq;
+    let mut update = Update::new().set("match_seq", n(seq + 1));
+    update = match next {
+        Some((invoice_id, applied, ext)) => update
+            .set("match_invoice", s(invoice_id))
+            .set("match_applied", n(applied))
+            .set("match_ext", s(ext.as_str())),
+        None => update
+            .remove("match_invoice")
+            .remove("match_applied")
+            .remove("match_ext"),
+    };
+    Step::Update {
+        pk: tx.pk(),
+        update: update.when(Cond::Equals("match_seq".into(), n(seq))),
+    }
+}
+
+/// Matches a credit row to an invoice (a re-match takes the money back from the old invoice
+/// first). The same invoice again is a duplicate and writes nothing.
+pub async fn match_row(
+    store: &Store,
+    org: &OrgId,
+    tx_id: &str,
+    invoice_id: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Matched, MatchError> {
+    let mut previous = None;
+    for _ in 0..ATTEMPTS {
+        let tx = row(store, org, tx_id).await?;
+        if !tx.row.is_credit() {
+            return Err(MatchError::NotACredit);
+        }
+        let target = invoice_now(store, org, invoice_id)
+            .await?
+            .ok_or(MatchError::NoInvoice)?;
+        if target.currency != tx.row.currency {
+            return Err(MatchError::CurrencyMismatch {
+                row: tx.row.currency.as_str().into(),
+                invoice: target.currency.as_str().into(),
+            });
+        }
+        match &tx.matched {
+            Some(m) if m.invoice_id == invoice_id => {
+                return Ok(Matched {
+                    duplicate: true,
+                    applied: m.applied,
+                    invoice: Some(target),
+                    previous,
+                })
+            }
+            Some(m) => {
+                let old = m.invoice_id.clone();
+                match undo(store, &tx, m, actor, now).await {
+                    Ok(_) => previous = invoice_now(store, org, &old).await?,
+                    Err(MatchError::Payment(PaymentError::LinkMoved)) => {}
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
+            None => {}
+        }
+        let ext = external(&tx.id(), tx.match_seq + 1);
+        let input = PaymentInput {
+            org: org.clone(),
+            invoice_ref: Some(invoice_id.to_owned()),
+            source: Source::Bank,
+            external_id: ext.clone(),
+            amount: Some(tx.row.amount),
+            currency: Some(tx.row.currency),
+            at: now,
+            actor: actor.to_owned(),
+            reverses: None,
+            reversible: false,
+        };
+        let linked = |event: &crate::payments::PaymentEvent| {
+            link(&tx, Some((invoice_id, event.applied, &ext)))
+        };
+        match register_linked(store, &input, &linked).await {
+            // A concurrent match made at the same sequence for another invoice holds this
+            // key: the row moved; decide again from what it is now.
+            Ok(registered) if registered.event().invoice_id.as_deref() != Some(invoice_id) => {
+                continue
+            }
+            Ok(registered) => {
+                let event = registered.event();
+                resolve_review(store, org, tx_id, now).await?;
+                return Ok(Matched {
+                    duplicate: matches!(registered, Registered::Duplicate { .. }),
+                    applied: event.applied,
+                    invoice: invoice_now(store, org, invoice_id).await?,
+                    previous,
+                });
+            }
+            Err(PaymentError::LinkMoved) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(MatchError::Contended)
+}
+
+/// Takes a row's money back from its invoice.
+pub async fn unmatch_row(
+    store: &Store,
+    org: &OrgId,
+    tx_id: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Unmatched, MatchError> {
+    for _ in 0..ATTEMPTS {
+        let tx = row(store, org, tx_id).await?;
+        let Some(m) = tx.matched.clone() else {
+            return Err(MatchError::NotMatched);
+        };
+        match undo(store, &tx, &m, actor, now).await {
+            Ok(reverted) => {
+                return Ok(Unmatched {
+                    reverted,
+                    invoice: invoice_now(store, org, &m.invoice_id).await?,
+                })
+            }
+            Err(MatchError::Payment(PaymentError::LinkMoved)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(MatchError::Contended)
+}
+
+/// The reversal of the row's current match, with the row left unmatched: one transaction.
+async fn undo(
+    store: &Store,
+    tx: &BankTx,
+    m: &Match,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Decimal, MatchError> {
+    let original = ExternalId::parse("external_id", &m.ext).map_err(|e| StoreError::Malformed {
+        pk: tx.pk(),
+        detail: e.to_string(),
+    })?;
+    let input = PaymentInput {
+        org: tx.org.clone(),
+        invoice_ref: Some(m.invoice_id.clone()),
+        source: Source::Bank,
+        external_id: reversal_id(&original),
+        amount: Some(tx.row.amount),
+        currency: Some(tx.row.currency),
+        at: now,
+        actor: actor.to_owned(),
+        reverses: Some(original),
+        reversible: false,
+    };
+    let linked = |_: &crate::payments::PaymentEvent| link(tx, None);
+    let registered = register_linked(store, &input, &linked).await?;
+    Ok(-registered.event().applied)
+}
+
+/// A manual match settles what the machine could not decide about the row.
+async fn resolve_review(
+    store: &Store,
+    org: &OrgId,
+    tx_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let pk = org.pk(&format!("REVIEW#{UNMATCHED}#{tx_id}"));
+    let update = Update::new()
+        .set("state", s("resolved"))
+        .set("resolved_at", s(crate::time::format(now)))
+        .when(Cond::Equals("state".into(), s("open")));
+    store.update_if(&pk, &update).await?;
+    Ok(())
+}
+
+/// The review reason of a credit row no single open invoice claims.
+pub const UNMATCHED: &str = "unmatched_bank_row";
+
+/// Invoice numbers (`INV-00042`) a text names, each once, in order.
+pub fn invoice_numbers(text: &str) -> Vec<String> {
+    let upper = text.to_ascii_uppercase();
+    let bytes = upper.as_bytes();
+    let mut found: Vec<String> = Vec::new();
+    let mut i = 0;
+    while let Some(at) = upper[i..].find("INV-") {
+        let start = i + at;
+        let digits_from = start + 4;
+        let digits = bytes[digits_from..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let before_ok = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+        if digits >= 5 && before_ok {
+            let number = &upper[start..digits_from + digits];
+            if !found.iter().any(|f| f == number) {
+                found.push(number.to_owned());
+            }
+        }
+        i = digits_from;
+    }
+    found
+}
+
+/// What the automatic match of a stored row did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auto {
+    /// A debit, or a row matched already (by a person, or by an earlier delivery).
+    Nothing,
+    Matched {
+        invoice_id: String,
+    },
+    /// No open invoice in the row's currency, or more than one: a review item for a person.
+    Unmatched {
+        candidates: usize,
+    },
+}
+
+/// Matches a newly stored credit row to the one open invoice of its currency that its
+/// description, reference or counterparty names; otherwise files `unmatched_bank_row`.
+pub async fn auto_match(
+    store: &Store,
+    org: &OrgId,
+    tx_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Auto, MatchError> {
+    let tx = row(store, org, tx_id).await?;
+    if !tx.row.is_credit() || tx.matched.is_some() {
+        return Ok(Auto::Nothing);
+    }
+    let r = &tx.row;
+    let text = [
+        Some(&r.description),
+        r.reference.as_ref(),
+        r.counterparty.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect::<Vec<_>>()
+    .join(" ");
+    let numbers = invoice_numbers(&text);
+    let open: Vec<Invoice> = invoice::by_numbers(store, org, &numbers)
+        .await?
+        .into_iter()
+        .filter(|inv| {
+            inv.currency == r.currency
+                && matches!(
+                    inv.status,
+                    InvoiceStatus::Open | InvoiceStatus::PartiallyPaid
+                )
+        })
+        .collect();
+    if let [only] = open.as_slice() {
+        match_row(store, org, tx_id, only.id.as_str(), "bank", now).await?;
+        return Ok(Auto::Matched {
+            invoice_id: only.id.as_str().to_owned(),
+        });
+    }
+    ReviewItem {
+        org: org.clone(),
+        kind: "bank".into(),
+        reason: UNMATCHED.into(),
+        key: tx_id.to_owned(),
+        at: now,
+        detail: json!({
+            "tx_id": tx_id,
+            "amount": crate::money::display(r.amount),
+            "currency": r.currency.as_str(),
+            "description": r.description,
+            "reference": r.reference,
+            "invoice_numbers": numbers,
+            "open_invoices": open.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+        }),
+    }
+    .put(store)
+    .await?;
+    Ok(Auto::Unmatched {
+        candidates: open.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invoice_numbers_are_found_whole_and_once() {
+        assert_eq!(
+            invoice_numbers("Payment for inv-00042, thanks"),
+            ["INV-00042"]
+        );
+        assert_eq!(
+            invoice_numbers("INV-00042 INV-00043 and INV-00042 again"),
+            ["INV-00042", "INV-00043"]
+        );
+        assert!(invoice_numbers("XINV-00042 INV-42 INV-").is_empty());
+        assert_eq!(invoice_numbers("INV-000420"), ["INV-000420"]);
+    }
+}
