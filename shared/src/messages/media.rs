@@ -22,6 +22,8 @@ pub struct Apis {
     pub http: reqwest::Client,
     pub telegram: String,
     pub whatsapp: String,
+    /// monobank's personal API (statements).
+    pub monobank: String,
     pub allow_loopback: bool,
     /// Each call to a messenger's API.
     pub timeout: Duration,
@@ -43,6 +45,7 @@ impl Apis {
             ),
             telegram: telegram.trim_end_matches('/').to_owned(),
             whatsapp: whatsapp.trim_end_matches('/').to_owned(),
+            monobank: crate::bank::monobank::API.to_owned(),
             allow_loopback,
             timeout,
             download_budget: Duration::from_secs(18),
@@ -60,6 +63,9 @@ impl Apis {
             Duration::from_millis(parse_var("CHANNEL_TIMEOUT_MS", 10_000)?),
         );
         apis.download_budget = Duration::from_millis(parse_var("DOWNLOAD_BUDGET_MS", 18_000)?);
+        if let Some(monobank) = var("MONOBANK_PERSONAL_API_URL") {
+            apis.monobank = monobank.trim_end_matches('/').to_owned();
+        }
         Ok(apis)
     }
 

@@ -1,6 +1,7 @@
 //! Bank rows in-process against ministack: monobank's personal webhook and CSV uploads, each row
 //! stored once however often and however concurrently it arrives; and matching.
 
+mod import;
 mod matching;
 
 use crate::support::api::{self, call};

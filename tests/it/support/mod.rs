@@ -5,6 +5,7 @@ pub mod api;
 pub mod channels;
 pub mod fixtures;
 pub mod queues;
+pub mod statement;
 pub mod target;
 
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -1,0 +1,161 @@
+//! The statement import against a loopback stand-in for monobank's personal API that enforces
+//! one call per window: 1,234 rows over three pages, stored once however often and however
+//! concurrently the import runs, resumed after a run that stopped halfway.
+
+use crate::support::statement::{self, TOKEN};
+use crate::support::{request, TestEnv};
+use chrono::Utc;
+use firmspace::bank::import::{self, Limits};
+use firmspace::bank::providers::BankSettings;
+use firmspace::ids::IntegrationId;
+use firmspace::integrations::{self, Integration, Settings};
+use std::time::Duration;
+
+const WINDOW: Duration = Duration::from_millis(300);
+
+async fn setup(rows: usize) -> (TestEnv, Integration, statement::Statement) {
+    let env = TestEnv::new().await;
+    let org = crate::support::fixtures::org(&env).await.id;
+    let stand_in = statement::spawn(rows, WINDOW).await;
+    let integration = Integration {
+        id: IntegrationId::generate(&org),
+        settings: Settings::Bank(BankSettings::Monobank {
+            token: TOKEN.to_owned().into(),
+            account: "0".into(),
+            api_url: Some(stand_in.url()),
+        }),
+        created_at: Utc::now(),
+    };
+    integrations::create(&env.store, &integration)
+        .await
+        .unwrap();
+    let integration = integrations::get(&env.store, &integration.id)
+        .await
+        .unwrap()
+        .unwrap();
+    (env, integration, stand_in)
+}
+
+fn limits(max_pages: usize) -> Limits {
+    Limits {
+        interval: WINDOW,
+        max_wait: Duration::from_secs(2),
+        max_pages,
+    }
+}
+
+fn apis() -> firmspace::messages::media::Apis {
+    crate::support::channels::apis(true)
+}
+
+#[tokio::test]
+async fn an_import_run_twice_stores_1234_rows_once_in_three_calls() {
+    let (env, integration, stand_in) = setup(1234).await;
+    let first = import::run(&env.store, &apis(), &integration, &limits(20))
+        .await
+        .unwrap();
+    // Each next page starts at the time of the page before's last row, read again: harmless.
+    assert_eq!(
+        (first.calls, first.imported, first.caught_up),
+        (3, 1234, true),
+        "{first:?}"
+    );
+    tokio::time::sleep(WINDOW).await;
+    let second = import::run(&env.store, &apis(), &integration, &limits(20))
+        .await
+        .unwrap();
+    assert_eq!(
+        (second.calls, second.imported),
+        (1, 0),
+        "only the overlap is read again: {second:?}"
+    );
+    assert_eq!(env.count("bank_tx").await, 1234);
+    assert_eq!(
+        stand_in.refused(),
+        0,
+        "never two calls inside monobank's window"
+    );
+}
+
+#[tokio::test]
+async fn a_run_stopped_after_two_pages_is_resumed_from_its_cursor() {
+    let (env, integration, stand_in) = setup(1234).await;
+    let stopped = import::run(&env.store, &apis(), &integration, &limits(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        (stopped.calls, stopped.caught_up),
+        (2, false),
+        "{stopped:?}"
+    );
+    assert_eq!(env.count("bank_tx").await, stopped.imported);
+    tokio::time::sleep(WINDOW).await;
+    let resumed = import::run(&env.store, &apis(), &integration, &limits(20))
+        .await
+        .unwrap();
+    assert!(resumed.caught_up, "{resumed:?}");
+    assert_eq!(resumed.calls, 1, "the third page only");
+    assert_eq!(env.count("bank_tx").await, 1234);
+    assert_eq!(stand_in.calls(), 3);
+}
+
+#[tokio::test]
+async fn two_runs_at_once_make_one_call_per_window_and_the_webhooks_row_is_the_imports() {
+    let (env, integration, stand_in) = setup(1234).await;
+    // monobank pushed one of the rows before the import reads it.
+    let pushed = serde_json::json!({"type": "StatementItem", "data": {"account": "0", "statementItem": stand_in.rows[5]}});
+    let webhook = bank_webhook::app(env.store.clone());
+    let req = request(
+        "POST",
+        &format!("/hooks/{}/bank", integration.id.id),
+        &[],
+        pushed.to_string().into_bytes(),
+    );
+    let res = webhook.respond(&req, Utc::now()).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let (apis, limits) = (apis(), limits(20));
+    let (a, b) = tokio::join!(
+        import::run(&env.store, &apis, &integration, &limits),
+        import::run(&env.store, &apis, &integration, &limits),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(stand_in.refused(), 0, "{a:?} {b:?}");
+    assert!(
+        a.running || b.running || a.calls + b.calls >= 3,
+        "{a:?} {b:?}"
+    );
+    // Whatever the two runs left undone, a third finishes.
+    tokio::time::sleep(WINDOW).await;
+    import::run(&env.store, &apis, &integration, &limits)
+        .await
+        .unwrap();
+    assert_eq!(
+        env.count("bank_tx").await,
+        1234,
+        "the pushed row is one of them, stored once"
+    );
+    assert_eq!(a.imported + b.imported, 1233);
+}
+
+#[tokio::test]
+async fn a_429_or_an_outage_leaves_the_cursor_unmoved() {
+    let (env, integration, stand_in) = setup(600).await;
+    // Someone else (another tool with the same token) just called: the stand-in refuses us.
+    let _ = firmspace::http::client(reqwest::Client::builder())
+        .get(format!("{}/personal/statement/0/0/1", stand_in.url()))
+        .header("X-Token", TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let refused = import::run(&env.store, &apis(), &integration, &limits(20))
+        .await
+        .unwrap();
+    assert_eq!(refused.stopped.as_deref(), Some("monobank answered 429"));
+    assert_eq!(env.count("bank_tx").await, 0);
+    tokio::time::sleep(WINDOW).await;
+    let later = import::run(&env.store, &apis(), &integration, &limits(20))
+        .await
+        .unwrap();
+    assert!(later.caught_up);
+    assert_eq!(env.count("bank_tx").await, 600);
+}
