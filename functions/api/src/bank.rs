@@ -219,6 +219,45 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
     ))
 }
 
+/// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
+/// `{"started": false, "reason": "running"}` while a run holds the statement window.
+pub async fn start_import(
+    store: &Store,
+    imports: Option<&firmspace::bank::import::Requests>,
+    ctx: &Ctx<'_>,
+    id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let integration = integration(store, ctx, id).await?;
+    if !matches!(
+        integration.settings,
+        Settings::Bank(BankSettings::Monobank { .. })
+    ) {
+        return Err(ApiError::new(
+            409,
+            "not_a_monobank_integration",
+            "statements are imported for a monobank bank integration",
+        ));
+    }
+    if firmspace::bank::import::is_running(store, &integration, ctx.now).await? {
+        return Ok(json_response(
+            202,
+            &json!({"started": false, "reason": "running"}),
+        ));
+    }
+    let imports = imports.ok_or_else(|| {
+        ApiError::new(503, "imports_unavailable", "no import queue is configured")
+    })?;
+    imports.send(&integration.id).await.map_err(|why| {
+        tracing::warn!(%why, "import request not queued");
+        ApiError::new(
+            503,
+            "imports_unavailable",
+            "the import could not be queued; retry",
+        )
+    })?;
+    Ok(json_response(202, &json!({"started": true})))
+}
+
 /// `GET /api/bank/transactions?integration_id=...&limit=&cursor=`: newest first, a page at a time.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let raw = query(ctx.req, "integration_id").ok_or_else(|| {

@@ -39,6 +39,8 @@ pub struct Settings {
     /// The attachments bucket, for presigned URLs (`ATTACHMENTS_BUCKET`); without it attachments
     /// are listed without a URL.
     pub files: Option<firmspace::messages::media::Files>,
+    /// Where "import now" requests go (`IMPORT_QUEUE_URL`); without it the route answers 503.
+    pub imports: Option<firmspace::bank::import::Requests>,
 }
 
 pub struct App {
@@ -70,6 +72,13 @@ impl App {
                     let s3 = firmspace::aws::s3(&sdk, config.endpoint_url.is_some());
                     Some(firmspace::messages::media::Files::new(s3, bucket))
                 }
+                None => None,
+            },
+            imports: match config::var("IMPORT_QUEUE_URL") {
+                Some(queue_url) => Some(firmspace::bank::import::Requests {
+                    sqs: firmspace::aws::sqs(config.endpoint_url.as_deref()).await,
+                    queue_url,
+                }),
                 None => None,
             },
         };
@@ -168,6 +177,10 @@ impl App {
             OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
             OrgOp::ListConversations => messages::list(store, ctx).await,
             OrgOp::UploadCsv => bank::upload(store, ctx, found.param("id")).await,
+            OrgOp::StartImport => {
+                let imports = self.settings.imports.as_ref();
+                bank::start_import(store, imports, ctx, found.param("id")).await
+            }
             OrgOp::BankTransactions => bank::list(store, ctx).await,
             OrgOp::MatchBankTx => bank::match_row(store, ctx, found.param("tx_id")).await,
             OrgOp::UnmatchBankTx => bank::unmatch_row(store, ctx, found.param("tx_id")).await,

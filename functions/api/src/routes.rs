@@ -55,6 +55,7 @@ pub enum OrgOp {
     ListContacts,
     ListConversations,
     UploadCsv,
+    StartImport,
     MatchBankTx,
     UnmatchBankTx,
     BankTransactions,

@@ -332,3 +332,11 @@ pub struct BankUnmatched {
     reverted: String,
     invoice: Invoice,
 }
+
+/// An import request.
+#[derive(Serialize, ToSchema)]
+pub struct ImportStarted {
+    started: bool,
+    /// `running`, when not started.
+    reason: Option<String>,
+}

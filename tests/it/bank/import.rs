@@ -159,3 +159,52 @@ async fn a_429_or_an_outage_leaves_the_cursor_unmoved() {
     assert!(later.caught_up);
     assert_eq!(env.count("bank_tx").await, 600);
 }
+
+#[tokio::test]
+async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes() {
+    let env = TestEnv::new().await;
+    let stand_in = statement::spawn(40, WINDOW).await;
+    let sqs = crate::support::queues::client().await;
+    let (queue_url, _) = crate::support::queues::queue(&sqs, "imports", 30, None).await;
+    let mut settings = crate::support::api::settings();
+    settings.imports = Some(import::Requests {
+        sqs: sqs.clone(),
+        queue_url: queue_url.clone(),
+    });
+    let app = ::api::App::new(env.store.clone(), settings);
+    let key = crate::support::api::new_org(&app).await;
+    let body = serde_json::json!({"kind": "bank", "provider": "monobank", "token": TOKEN, "api_url": stand_in.url()});
+    let (status, made) =
+        crate::support::api::call(&app, "POST", "/api/integrations", &key, body).await;
+    assert_eq!(status, 201, "{made}");
+    let path = format!(
+        "/api/integrations/{}/import",
+        made["integration_id"].as_str().unwrap()
+    );
+    let (status, started) =
+        crate::support::api::call(&app, "POST", &path, &key, serde_json::Value::Null).await;
+    assert_eq!(
+        (status, started["started"].as_bool()),
+        (202, Some(true)),
+        "{started}"
+    );
+
+    let requests = crate::support::queues::receive(&sqs, &queue_url, 2).await;
+    assert_eq!(requests.len(), 1);
+    let function = bank_import::App::new(env.store.clone(), apis(), limits(20));
+    let event = serde_json::to_value(crate::support::queues::event(&requests)).unwrap();
+    let out = function.process(&event).await.unwrap();
+    assert_eq!(out["batchItemFailures"], serde_json::json!([]));
+    assert_eq!(env.count("bank_tx").await, 40);
+    // Inside the window the next request is told a run holds it.
+    let (status, running) =
+        crate::support::api::call(&app, "POST", &path, &key, serde_json::Value::Null).await;
+    assert_eq!(
+        (
+            status,
+            running["started"].as_bool(),
+            running["reason"].as_str()
+        ),
+        (202, Some(false), Some("running"))
+    );
+}

@@ -24,6 +24,7 @@ pub fn settings() -> api::Settings {
         public_url: "https://hooks.test".into(),
         allows_loopback: true,
         files: None,
+        imports: None,
     }
 }
 

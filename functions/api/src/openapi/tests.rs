@@ -217,6 +217,7 @@ async fn the_document_is_served_without_authentication() {
         public_url: String::new(),
         allows_loopback: false,
         files: None,
+        imports: None,
     };
     let app = crate::App::new(store, settings);
     let get = |path: &str| {

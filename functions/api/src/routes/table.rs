@@ -348,6 +348,21 @@ pub static ROUTES: &[Route] = &[
         ],
     },
     Route {
+        method: Post,
+        path: "/api/integrations/{id}/import",
+        op: Op::Org(StartImport),
+        summary: "Import a monobank statement now (the schedule does every 5 minutes)",
+        params: &[path("id", "the monobank bank integration's id")],
+        body: None,
+        ok: &[(202, "`started: true`, or `started: false, reason: running` while a run holds the window")],
+        answer: One(doc::<s::ImportStarted>),
+        errors: &[
+            (404, "`not_found`: no such bank integration in this organisation"),
+            (409, "`not_a_monobank_integration`"),
+            (503, "`imports_unavailable`: the request could not be queued; retry"),
+        ],
+    },
+    Route {
         method: Get,
         path: "/api/bank/transactions",
         op: Op::Org(BankTransactions),
