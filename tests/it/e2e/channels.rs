@@ -197,3 +197,136 @@ async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_mess
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(observe().await, expected, "late redeliveries add nothing");
 }
+
+/// A CSV upload through the gateway whose row names an open invoice: the invoice is paid once,
+/// with one activity line and one notification; the same upload again adds nothing.
+#[tokio::test]
+async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
+    let stack = stack();
+    let (key, _, _) = stack.org_with_integration().await;
+    let post = reqwest::Method::POST;
+    let get = reqwest::Method::GET;
+    let (status, _) = stack
+        .api(
+            post.clone(),
+            "/api/members",
+            &key,
+            json!({"user_id": "u1", "name": "Olena"}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (_, invoice) = stack
+        .api(
+            post.clone(),
+            "/api/invoices",
+            &key,
+            json!({"currency": "UAH", "gross": "40.00", "contact_id": "cBank"}),
+        )
+        .await;
+    let (invoice_id, number) = (
+        invoice["id"].as_str().unwrap().to_owned(),
+        invoice["number"].as_str().unwrap().to_owned(),
+    );
+    let (status, integration) = stack
+        .api(
+            post.clone(),
+            "/api/integrations",
+            &key,
+            json!({"kind": "bank", "provider": "csv", "name": "Bank export"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{integration}");
+    let upload_url = integration["upload_url"].as_str().unwrap().to_owned();
+    let csv = format!("id,date,amount,currency,description\nE2E-1,2026-12-01,+40.00,UAH,Payment for {number}\nE2E-2,2026-12-01,-3.00,UAH,Fee\n");
+    let upload = || async {
+        let res = stack
+            .http
+            .post(&upload_url)
+            .bearer_auth(&key)
+            .header("content-type", "text/csv")
+            .body(csv.clone())
+            .send()
+            .await
+            .expect("api reachable");
+        (
+            res.status().as_u16(),
+            res.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    };
+    let (status, first) = upload().await;
+    assert_eq!(
+        (status, first["imported"].as_u64()),
+        (200, Some(2)),
+        "{first}"
+    );
+    let observe = || async {
+        let (_, inv) = stack
+            .api(
+                get.clone(),
+                &format!("/api/invoices/{invoice_id}"),
+                &key,
+                Value::Null,
+            )
+            .await;
+        let activity = count(
+            &stack
+                .api(
+                    get.clone(),
+                    "/api/activity/contact/cBank",
+                    &key,
+                    Value::Null,
+                )
+                .await
+                .1,
+        );
+        let notes = count(
+            &stack
+                .api(
+                    get.clone(),
+                    "/api/notifications?recipient=u1",
+                    &key,
+                    Value::Null,
+                )
+                .await
+                .1,
+        );
+        (
+            inv["paid"].as_str().unwrap_or_default().to_owned(),
+            activity,
+            notes,
+        )
+    };
+    let expected = ("40.00".to_owned(), 1, 1);
+    let started = Instant::now();
+    let mut seen = observe().await;
+    while seen != expected && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        seen = observe().await;
+    }
+    assert_eq!(seen, expected);
+    let (status, again) = upload().await;
+    assert_eq!(
+        (
+            status,
+            again["imported"].as_u64(),
+            again["duplicates"].as_u64()
+        ),
+        (200, Some(0), Some(2))
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        observe().await,
+        expected,
+        "the same file again adds nothing"
+    );
+    let (_, inv) = stack
+        .api(
+            get,
+            &format!("/api/invoices/{invoice_id}"),
+            &key,
+            Value::Null,
+        )
+        .await;
+    let payments = inv["payments"].as_array().cloned().unwrap_or_default();
+    assert!(payments.iter().any(|p| p["source"] == "bank"), "{inv}");
+}

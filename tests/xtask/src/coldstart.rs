@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook bank-webhook api fanout notify-worker activity-worker automation-worker match-worker";
+    "payment-webhook call-webhook message-webhook bank-webhook api fanout notify-worker activity-worker automation-worker match-worker bank-import";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -276,6 +276,11 @@ fn event(name: &str) -> Value {
         "activity-worker" => sqs_event(json!({"type": "activity", "org": ORG,
             "entity_kind": "contact", "entity_id": "c1", "key": "k1", "kind": "note",
             "text": "hello", "at": at})),
+        "bank-import" => {
+            json!({"version": "0", "id": "coldstart", "detail-type": "Scheduled Event",
+            "source": "aws.events", "account": "000000000000", "time": at, "region": "eu-central-1",
+            "resources": [], "detail": {}})
+        }
         "match-worker" => sqs_event(json!({"type": "bank_credit", "org": ORG,
             "tx_id": "btx_0123456789abcdef01234567", "at": at})),
         _ => sqs_event(

@@ -5,8 +5,10 @@
 //! `cargo xtask latency` — webhook-to-last-consequence latency in the running local stack.
 //! `cargo xtask send PROVIDER` — sign and send a provider's delivery (see send.rs).
 //! `cargo xtask bench` — webhook throughput in-process against ministack, beside the Python peer.
+//! `cargo xtask bench-bank` — rows per second of the CSV and statement imports.
 //! `cargo xtask down` — stop the local stack.
 
+mod bank_bench;
 mod bench;
 mod coldstart;
 mod coords;
@@ -52,8 +54,10 @@ async fn main() -> Result<()> {
         Some("send") => send::run(&args[1..]).await,
         Some("bench") => throughput::optimised(),
         Some("bench-run") => throughput::run().await,
+        Some("bench-bank") => bank_bench::optimised(),
+        Some("bench-bank-run") => bank_bench::run().await,
         _ => bail!(
-            "usage: cargo xtask up | demo | send PROVIDER | bench | latency | coldstart | down | test [-- cargo test args]"
+            "usage: cargo xtask up | demo | send PROVIDER | bench | bench-bank | latency | coldstart | down | test [-- cargo test args]"
         ),
     }
 }
