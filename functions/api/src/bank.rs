@@ -4,6 +4,7 @@ use crate::Ctx;
 use firmspace::bank::csv::{self, FILE_MAX};
 use firmspace::bank::matching::{self, MatchError};
 use firmspace::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
+use firmspace::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
 use firmspace::bank::{self, Arrival, BankTx};
 use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
 use firmspace::http::{body_bytes, json_response, query, ApiError};
@@ -83,9 +84,6 @@ pub async fn unmatch_row(
         }),
     ))
 }
-
-/// Rows stored at once by an upload.
-const CONCURRENCY: usize = 16;
 
 /// A bank integration's settings from the fields of `POST /api/integrations`: monobank with its
 /// `token` and `account` (default `0`), or `csv` with a `name`.

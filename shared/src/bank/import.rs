@@ -14,6 +14,7 @@
 
 use super::monobank::{page, RANGE_MAX_SECS};
 use super::providers::BankSettings;
+use super::UPLOAD_CONCURRENCY as CONCURRENCY;
 use super::{store_rows, Arrival, BankTx};
 use crate::integrations::Integration;
 use crate::messages::media::Apis;
@@ -25,8 +26,6 @@ use std::time::Duration;
 
 /// How far back each later run reads again, for rows monobank adds late.
 pub const OVERLAP_SECS: i64 = 600;
-/// Rows stored at once.
-const CONCURRENCY: usize = 16;
 
 /// How an import is held to monobank's limits.
 #[derive(Clone, Debug)]

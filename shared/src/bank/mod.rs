@@ -24,6 +24,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+/// Rows stored at once by a CSV upload and by a statement page.
+pub const UPLOAD_CONCURRENCY: usize = 48;
+
 /// The stored item's `kind`: one of the event kinds the stream hands to the fan-out.
 pub const KIND: &str = "bank_tx";
 

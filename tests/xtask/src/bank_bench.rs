@@ -1,5 +1,5 @@
 //! `cargo xtask bench-bank`: rows per second of the bank imports, in-process against ministack,
-//! built optimised: a 10,000-row CSV file (checked whole, then stored 16 at a time, as
+//! built optimised: a 10,000-row CSV file (checked whole, then stored `UPLOAD_CONCURRENCY` at a time, as
 //! `POST /api/integrations/{id}/csv` does), the same file again (all duplicates), and a
 //! 10,000-row monobank statement read page by page from a loopback stand-in (20 pages of 500;
 //! the window between calls set to 0 for the measurement). Three rounds; medians.
@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 
 const ROWS: usize = 10_000;
 const ROUNDS: usize = 3;
+/// Rows stored at once, as the api's upload does.
+const CONCURRENCY: usize = firmspace::bank::UPLOAD_CONCURRENCY;
 
 /// Builds the xtask optimised and runs the measurement there.
 pub fn optimised() -> Result<()> {
@@ -133,10 +135,10 @@ pub async fn run() -> Result<()> {
                 )
             })
             .collect();
-        let (imported, _) = bank::store_rows(&store, &txs, 16).await?;
+        let (imported, _) = bank::store_rows(&store, &txs, CONCURRENCY).await?;
         let first = started.elapsed();
         let started = Instant::now();
-        let (again, duplicates) = bank::store_rows(&store, &txs, 16).await?;
+        let (again, duplicates) = bank::store_rows(&store, &txs, CONCURRENCY).await?;
         let second = started.elapsed();
         anyhow::ensure!(
             imported == ROWS && again == 0 && duplicates == ROWS,
