@@ -199,6 +199,12 @@ pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration
     Integration::from_item(id.clone(), &item, secrets).map(Some)
 }
 
+/// The stored item with its clear fields only, its secrets left sealed: for a function that may
+/// not open them (the api) and needs the provider or another clear field.
+pub async fn clear_item(store: &Store, id: &IntegrationId) -> Result<Option<Item>, StoreError> {
+    store.get(&integration_pk(id)).await
+}
+
 /// What an integration is for, without opening its secrets (for a function that may not).
 pub async fn kind(
     store: &Store,

@@ -10,10 +10,12 @@ use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
 use firmspace::http::{body_bytes, json_response, query, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::ids::LocalId;
-use firmspace::integrations::{self, Integration, Settings};
+use firmspace::integrations::{self, Integration};
 use firmspace::money;
 use firmspace::payments::Invoice;
 use firmspace::store::item::parse_tag;
+use firmspace::store::item::Read;
+use firmspace::store::Item;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use secrecy::SecretString;
@@ -152,16 +154,23 @@ pub fn describe(integration: &Integration, b: &BankSettings, public_url: &str) -
     }
 }
 
-/// The organisation's bank integration `raw`, or 404.
-async fn integration(store: &Store, ctx: &Ctx<'_>, raw: &str) -> Result<Integration, ApiError> {
+/// The organisation's bank integration `raw` as stored, its secrets left sealed (the api may
+/// seal secrets but never open them), or 404.
+async fn integration(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    raw: &str,
+) -> Result<(IntegrationId, BankProvider, Item), ApiError> {
     let id = IntegrationId::parse(raw)
         .ok()
         .filter(|id| id.org == ctx.org)
         .ok_or_else(|| ApiError::not_found("integration"))?;
-    match integrations::get(store, &id).await? {
-        Some(i) if matches!(i.settings, Settings::Bank(_)) => Ok(i),
-        _ => Err(ApiError::not_found("integration")),
-    }
+    let item = integrations::clear_item(store, &id)
+        .await?
+        .filter(|item| item.opt_str("integration_kind") == Some("bank"))
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    let provider = item.tag_of::<BankProvider>("provider")?;
+    Ok((id, provider, item))
 }
 
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
@@ -175,11 +184,8 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
             "a CSV file is at most 5 MiB",
         ));
     }
-    let integration = integration(store, ctx, id).await?;
-    if !matches!(
-        integration.settings,
-        Settings::Bank(BankSettings::Csv { .. })
-    ) {
+    let (integration, provider, _) = integration(store, ctx, id).await?;
+    if provider != BankProvider::Csv {
         return Err(ApiError::new(
             409,
             "not_a_csv_integration",
@@ -199,16 +205,7 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
     };
     let txs: Vec<BankTx> = rows
         .into_iter()
-        .map(|row| {
-            BankTx::new(
-                &ctx.org,
-                &integration.id.id,
-                "csv",
-                row,
-                Arrival::Csv,
-                ctx.now,
-            )
-        })
+        .map(|row| BankTx::new(&ctx.org, &integration.id, "csv", row, Arrival::Csv, ctx.now))
         .collect();
     let (imported, duplicates) = bank::store_rows(store, &txs, CONCURRENCY).await?;
     Ok(json_response(
@@ -225,18 +222,16 @@ pub async fn start_import(
     ctx: &Ctx<'_>,
     id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let integration = integration(store, ctx, id).await?;
-    if !matches!(
-        integration.settings,
-        Settings::Bank(BankSettings::Monobank { .. })
-    ) {
+    let (integration, provider, item) = integration(store, ctx, id).await?;
+    if provider != BankProvider::Monobank {
         return Err(ApiError::new(
             409,
             "not_a_monobank_integration",
             "statements are imported for a monobank bank integration",
         ));
     }
-    if firmspace::bank::import::is_running(store, &integration, ctx.now).await? {
+    let digest = item.str_of("token_digest")?;
+    if firmspace::bank::import::is_running(store, digest, ctx.now).await? {
         return Ok(json_response(
             202,
             &json!({"started": false, "reason": "running"}),
@@ -245,7 +240,7 @@ pub async fn start_import(
     let imports = imports.ok_or_else(|| {
         ApiError::new(503, "imports_unavailable", "no import queue is configured")
     })?;
-    imports.send(&integration.id).await.map_err(|why| {
+    imports.send(&integration).await.map_err(|why| {
         tracing::warn!(%why, "import request not queued");
         ApiError::new(
             503,
@@ -261,7 +256,7 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     let raw = query(ctx.req, "integration_id").ok_or_else(|| {
         ApiError::bad_request("missing_integration_id", "integration_id is required")
     })?;
-    let integration = integration(store, ctx, &raw).await?;
+    let (integration, _, _) = integration(store, ctx, &raw).await?;
     let limit = match query(ctx.req, "limit") {
         None => 50,
         Some(raw) => raw
@@ -271,20 +266,14 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
             .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit is 1 to 200"))?,
     };
     let cursor = query(ctx.req, "cursor");
-    let (rows, next) = bank::list(
-        store,
-        &ctx.org,
-        &integration.id.id,
-        limit,
-        cursor.as_deref(),
-    )
-    .await
-    .map_err(|e| match e {
-        firmspace::store::StoreError::Malformed { .. } if cursor.is_some() => {
-            ApiError::bad_request("invalid_cursor", "cursor is not one this list gave")
-        }
-        other => other.into(),
-    })?;
+    let (rows, next) = bank::list(store, &ctx.org, &integration.id, limit, cursor.as_deref())
+        .await
+        .map_err(|e| match e {
+            firmspace::store::StoreError::Malformed { .. } if cursor.is_some() => {
+                ApiError::bad_request("invalid_cursor", "cursor is not one this list gave")
+            }
+            other => other.into(),
+        })?;
     let items: Vec<Value> = rows.iter().map(BankTx::to_json).collect();
     let mut answer = json!({ "items": items });
     if let Some(next) = next {

@@ -277,11 +277,11 @@ pub struct BankMatch {
 /// A bank statement row, stored once.
 #[derive(Serialize, ToSchema)]
 pub struct BankTransaction {
-    /// Derived from (integration, account, the bank's row id).
-    #[schema(example = "btx_0123456789abcdef01234567")]
+    /// The bank's own id of the row (monobank's `id`, the CSV `id` column).
     id: String,
-    /// The bank's own id of the row.
-    row_id: String,
+    /// Our id of the row, derived from (integration, account, `id`): what the match routes take.
+    #[schema(example = "btx_0123456789abcdef01234567")]
+    tx_id: String,
     integration_id: String,
     account: String,
     /// RFC 3339, UTC.

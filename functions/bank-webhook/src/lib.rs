@@ -66,7 +66,12 @@ impl Source for Bank {
     type Verifier = AnyVerifier;
     type Event = PushedRow;
 
-    /// Only a monobank integration has a webhook; a CSV one's id is not a webhook's secret.
+    /// Only a monobank integration has a webhook: a CSV one's id is answered 404 like any id
+    /// that names no webhook.
+    fn serves(&self, integration: &Integration) -> bool {
+        matches!(settings(integration), Some(BankSettings::Monobank { .. }))
+    }
+
     fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
         match settings(integration) {
             Some(BankSettings::Monobank { .. }) => Ok(Box::new(UrlIsTheSecret)),
@@ -127,7 +132,7 @@ impl Source for Bank {
         let duplicate = matches!(stored, Stored::Duplicate(_));
         Ok(Recorded {
             key: EventKey::new(bank::KIND, &tx.id()),
-            answer: json!({"duplicate": duplicate, "id": tx.id()}),
+            answer: json!({"duplicate": duplicate, "id": tx.row.id, "tx_id": tx.id()}),
             outcome: if duplicate {
                 Outcome::Duplicate
             } else {

@@ -55,11 +55,12 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<BankRow>, Vec<LineError>> {
     let mut errors = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();
     for (index, record) in reader.records().enumerate() {
-        let line = index as u64 + 2;
+        let fallback = index as u64 + 2;
         let record = match record {
+            // The reader's own line count: right after quoted fields over several lines.
             Ok(record) => record,
             Err(e) => {
-                let line = e.position().map_or(line, |p| p.line());
+                let line = e.position().map_or(fallback, |p| p.line());
                 errors.push(LineError {
                     line,
                     error: crate::http::plain(&e.to_string()),
@@ -67,6 +68,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<BankRow>, Vec<LineError>> {
                 continue;
             }
         };
+        let line = record.position().map_or(fallback, |p| p.line());
         let field = |name: &str| {
             column
                 .get(name)

@@ -76,10 +76,20 @@ fn cursor_pk(integration: &Integration) -> String {
         .pk(&format!("BANK_CURSOR#{}", integration.id.id))
 }
 
+/// monobank's one call a minute is per token: the lease is the token's (by its digest), shared
+/// by every integration that carries it (two accounts of one client, say).
 fn lease_pk(integration: &Integration) -> String {
-    integration
-        .org()
-        .pk(&format!("BANK_LEASE#{}", integration.id.id))
+    let digest = match &integration.settings {
+        crate::integrations::Settings::Bank(BankSettings::Monobank { token, .. }) => {
+            super::providers::token_digest(token)
+        }
+        _ => integration.id.id.clone(),
+    };
+    lease_of(&digest)
+}
+
+fn lease_of(token_digest: &str) -> String {
+    format!("BANK_LEASE#{token_digest}")
 }
 
 /// Where the import stands.
@@ -107,13 +117,14 @@ impl Cursor {
     }
 }
 
-/// Whether the lease is free now (for an API that only asks).
+/// Whether a run holds the token's window now, by the digest its integration keeps in clear
+/// (for the api, which may not open the token).
 pub async fn is_running(
     store: &Store,
-    integration: &Integration,
+    token_digest: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let item = store.get(&lease_pk(integration)).await?;
+    let item = store.get(&lease_of(token_digest)).await?;
     Ok(item
         .and_then(|i| i.u64_of("next_call_ms").ok())
         .is_some_and(|next| next as i64 > now.timestamp_millis()))
@@ -181,11 +192,14 @@ pub async fn run(
         let (from, to, page_to) = match cursor.window {
             Some(window) => window,
             None => {
-                let earliest = now - RANGE_MAX_SECS + 3600;
+                // The first import reads back 31 days; a later one walks on from where it
+                // stopped, a window of at most 31 days + 1 hour at a time, so a long outage
+                // leaves no gap.
                 let from = cursor
                     .synced_until
-                    .map_or(earliest, |synced| (synced - OVERLAP_SECS).max(earliest));
-                (from, now, now)
+                    .map_or(now - RANGE_MAX_SECS + 3600, |synced| synced - OVERLAP_SECS);
+                let to = (from + RANGE_MAX_SECS).min(now);
+                (from, to, to)
             }
         };
         if !take_lease(store, integration, limits).await? {
@@ -237,6 +251,7 @@ pub async fn run(
         };
         let oldest = items.iter().map(|i| i.time).min();
         let mut txs = Vec::with_capacity(items.len());
+        let mut unreadable = Vec::new();
         for item in items {
             let id = item.id.clone();
             match item.row() {
@@ -248,28 +263,52 @@ pub async fn run(
                     Arrival::Import,
                     Utc::now(),
                 )),
-                Err(why) => tracing::warn!(row = %id, %why, "statement row not stored"),
+                Err(why) => {
+                    tracing::warn!(row = %id, %why, "statement row kept for review");
+                    unreadable.push((id, why));
+                }
             }
         }
         let (imported, _) = store_rows(store, &txs, CONCURRENCY).await?;
+        for (id, why) in unreadable {
+            crate::review::ReviewItem {
+                org: integration.org().clone(),
+                kind: "bank".into(),
+                reason: "unreadable_bank_row".into(),
+                key: format!("{}:{}", integration.id.id, crate::ids::ExternalId::of_body(id.as_bytes())),
+                at: Utc::now(),
+                detail: serde_json::json!({"integration_id": integration.id.id, "row_id": id, "error": why}),
+            }
+            .put(store)
+            .await?;
+        }
         report.rows += txs.len();
         report.imported += imported;
         // The rows are stored: only now the cursor moves.
         cursor = match (full, oldest) {
+            // The next page ends at the oldest row's time (read again, harmless); a full page
+            // all in one second moves one second on, or the window would never advance.
             (true, Some(oldest)) => Cursor {
                 synced_until: cursor.synced_until,
-                window: Some((from, to, oldest)),
+                window: Some((
+                    from,
+                    to,
+                    if oldest >= page_to {
+                        page_to - 1
+                    } else {
+                        oldest
+                    },
+                )),
             },
-            _ => {
-                report.caught_up = true;
-                Cursor {
-                    synced_until: Some(to),
-                    window: None,
-                }
-            }
+            _ => Cursor {
+                synced_until: Some(to),
+                window: None,
+            },
         };
         save(store, integration, &cursor).await?;
-        if report.caught_up {
+        // Caught up when the window just read ends within the overlap the next run reads again.
+        if cursor.window.is_none() && Utc::now().timestamp() - to < OVERLAP_SECS {
+            report.caught_up = true;
             return Ok(report);
         }
     }

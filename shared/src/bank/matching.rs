@@ -152,43 +152,60 @@ pub async fn match_row(
             }
             None => {}
         }
-        let ext = external(&tx.id(), tx.match_seq + 1);
-        let input = PaymentInput {
-            org: org.clone(),
-            invoice_ref: Some(invoice_id.to_owned()),
-            source: Source::Bank,
-            external_id: ext.clone(),
-            amount: Some(tx.row.amount),
-            currency: Some(tx.row.currency),
-            at: now,
-            actor: actor.to_owned(),
-            reverses: None,
-            reversible: false,
-        };
-        let linked = |event: &crate::payments::PaymentEvent| {
-            link(&tx, Some((invoice_id, event.applied, &ext)))
-        };
-        match register_linked(store, &input, &linked).await {
-            // A concurrent match made at the same sequence for another invoice holds this
-            // key: the row moved; decide again from what it is now.
-            Ok(registered) if registered.event().invoice_id.as_deref() != Some(invoice_id) => {
-                continue
-            }
-            Ok(registered) => {
-                let event = registered.event();
+        match apply(store, &tx, invoice_id, actor, now).await? {
+            Some(event) => {
                 resolve_review(store, org, tx_id, now).await?;
                 return Ok(Matched {
-                    duplicate: matches!(registered, Registered::Duplicate { .. }),
+                    duplicate: false,
                     applied: event.applied,
                     invoice: invoice_now(store, org, invoice_id).await?,
                     previous,
                 });
             }
-            Err(PaymentError::LinkMoved) => continue,
-            Err(e) => return Err(e.into()),
+            None => continue,
         }
     }
     Err(MatchError::Contended)
+}
+
+/// The match of an unmatched row, read at its `match_seq`, to `invoice_id`: one payment event
+/// and the row's new state in one transaction. `None` when the row moved meanwhile (another
+/// request matched or unmatched it): nothing of this request was written, decide again. A
+/// retry that finds its own event stored counts only while the row still holds that match.
+async fn apply(
+    store: &Store,
+    tx: &BankTx,
+    invoice_id: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<crate::payments::PaymentEvent>, MatchError> {
+    let ext = external(&tx.id(), tx.match_seq + 1);
+    let input = PaymentInput {
+        org: tx.org.clone(),
+        invoice_ref: Some(invoice_id.to_owned()),
+        source: Source::Bank,
+        external_id: ext.clone(),
+        amount: Some(tx.row.amount),
+        currency: Some(tx.row.currency),
+        at: now,
+        actor: actor.to_owned(),
+        reverses: None,
+        reversible: false,
+    };
+    let linked =
+        |event: &crate::payments::PaymentEvent| link(tx, Some((invoice_id, event.applied, &ext)));
+    match register_linked(store, &input, &linked).await {
+        Ok(Registered::Booked(event)) => Ok(Some(event)),
+        Ok(Registered::Duplicate { stored, .. }) => {
+            let now_held = row(store, &tx.org, &tx.id()).await?;
+            let ours = now_held
+                .matched
+                .is_some_and(|m| m.ext == ext.as_str() && m.invoice_id == invoice_id);
+            Ok(ours.then_some(stored))
+        }
+        Err(PaymentError::LinkMoved) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Takes a row's money back from its invoice.
@@ -205,11 +222,13 @@ pub async fn unmatch_row(
             return Err(MatchError::NotMatched);
         };
         match undo(store, &tx, &m, actor, now).await {
+            // The reversal of the match read is stored (by this request, or by a concurrent
+            // unmatch of the same match): the row was unmatched; a later match is later history.
             Ok(reverted) => {
                 return Ok(Unmatched {
                     reverted,
                     invoice: invoice_now(store, org, &m.invoice_id).await?,
-                })
+                });
             }
             Err(MatchError::Payment(PaymentError::LinkMoved)) => continue,
             Err(e) => return Err(e),
@@ -314,7 +333,9 @@ pub async fn auto_match(
     now: DateTime<Utc>,
 ) -> Result<Auto, MatchError> {
     let tx = row(store, org, tx_id).await?;
-    if !tx.row.is_credit() || tx.matched.is_some() {
+    // Only a row nobody has matched or unmatched yet: the machine never overrides a person,
+    // also when its message comes again after a person acted.
+    if !tx.row.is_credit() || tx.match_seq != 0 {
         return Ok(Auto::Nothing);
     }
     let r = &tx.row;
@@ -341,10 +362,15 @@ pub async fn auto_match(
         })
         .collect();
     if let [only] = open.as_slice() {
-        match_row(store, org, tx_id, only.id.as_str(), "bank", now).await?;
-        return Ok(Auto::Matched {
-            invoice_id: only.id.as_str().to_owned(),
-        });
+        return Ok(
+            match apply(store, &tx, only.id.as_str(), "bank", now).await? {
+                Some(_) => Auto::Matched {
+                    invoice_id: only.id.as_str().to_owned(),
+                },
+                // A person matched it meanwhile.
+                None => Auto::Nothing,
+            },
+        );
     }
     ReviewItem {
         org: org.clone(),

@@ -101,7 +101,7 @@ pub struct BankTx {
     pub match_seq: u64,
 }
 
-/// A row's id in the API: derived from its key (integration, account, the bank's id), so every
+/// A row's `tx_id` in the API (the bank's own id is its `id`): derived from its key (integration, account, the bank's id), so every
 /// arrival of the row names the same item.
 pub fn tx_id(org: &OrgId, integration_id: &str, account: &str, row_id: &str) -> String {
     let digest = hex::encode(Sha256::digest(format!(
@@ -223,8 +223,8 @@ impl BankTx {
     pub fn to_json(&self) -> Value {
         let r = &self.row;
         json!({
-            "id": self.id(),
-            "row_id": r.id,
+            "id": r.id,
+            "tx_id": self.id(),
             "integration_id": self.integration_id,
             "account": self.account,
             "time": time::format(r.time),

@@ -52,9 +52,12 @@ impl BankSettings {
         let builder = builder.tag("provider", &self.provider());
         match self {
             Self::Monobank {
-                account, api_url, ..
+                token,
+                account,
+                api_url,
             } => builder
                 .str("account", account)
+                .str("token_digest", token_digest(token))
                 .opt_str("api_url", api_url.as_deref())
                 .list(IMPORTS_LIST, integration_id),
             Self::Csv { name } => builder.str("name", name),
@@ -83,6 +86,18 @@ impl BankSettings {
             },
         })
     }
+}
+
+/// A monobank token's digest, kept in clear on its integration: what names the token's one call a
+/// minute (the statement lease) for a function that may not open the token itself.
+pub fn token_digest(token: &SecretString) -> String {
+    use secrecy::ExposeSecret;
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(format!(
+        "monobank-token|{}",
+        token.expose_secret()
+    )));
+    digest[..32].to_owned()
 }
 
 /// Where monobank pushes new rows, under the public base URL.

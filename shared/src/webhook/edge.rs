@@ -253,7 +253,7 @@ impl<S: Source> Edge<S> {
     ) -> Result<Entry<S::Verifier>, ApiError> {
         let found = integrations::get(&self.store, id)
             .await?
-            .filter(|i| i.kind() == S::KIND)
+            .filter(|i| i.kind() == S::KIND && self.source.serves(i))
             .map(|i| self.entry(i, now));
         self.cache.put(&id.id, found.clone(), now);
         found.ok_or_else(|| ApiError::not_found("integration"))

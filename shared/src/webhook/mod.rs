@@ -59,6 +59,12 @@ pub trait Source: Send + Sync {
     /// Builds the verifier of an integration of this kind, once per loaded integration.
     fn verifier(&self, integration: &Integration) -> Result<Self::Verifier, SignatureError>;
 
+    /// Whether this integration of the source's kind takes deliveries at all (a CSV bank
+    /// integration has no webhook): one that does not is answered as unknown, 404.
+    fn serves(&self, _integration: &Integration) -> bool {
+        true
+    }
+
     /// The provider's name, for metrics and logs.
     fn label(&self, integration: &Integration) -> &'static str;
 

@@ -191,7 +191,13 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
 
     let requests = crate::support::queues::receive(&sqs, &queue_url, 2).await;
     assert_eq!(requests.len(), 1);
-    let function = bank_import::App::new(env.store.clone(), apis(), limits(20));
+    // A window of 5 s, so the request below certainly comes inside it.
+    let wide = Limits {
+        interval: Duration::from_secs(5),
+        max_wait: Duration::ZERO,
+        max_pages: 20,
+    };
+    let function = bank_import::App::new(env.store.clone(), apis(), wide);
     let event = serde_json::to_value(crate::support::queues::event(&requests)).unwrap();
     let out = function.process(&event).await.unwrap();
     assert_eq!(out["batchItemFailures"], serde_json::json!([]));
@@ -206,5 +212,39 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
             running["reason"].as_str()
         ),
         (202, Some(false), Some("running"))
+    );
+}
+
+#[tokio::test]
+async fn two_accounts_of_one_token_share_its_window() {
+    let (env, first, stand_in) = setup(300).await;
+    let second = Integration {
+        id: IntegrationId::generate(first.org()),
+        settings: Settings::Bank(BankSettings::Monobank {
+            token: TOKEN.to_owned().into(),
+            account: "usd".into(),
+            api_url: Some(stand_in.url()),
+        }),
+        created_at: Utc::now(),
+    };
+    integrations::create(&env.store, &second).await.unwrap();
+    let second = integrations::get(&env.store, &second.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let (apis, limits) = (apis(), limits(20));
+    let (a, b) = tokio::join!(
+        import::run(&env.store, &apis, &first, &limits),
+        import::run(&env.store, &apis, &second, &limits),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(
+        stand_in.refused(),
+        0,
+        "one call per window for the token: {a:?} {b:?}"
+    );
+    assert!(
+        a.running || b.running || a.calls + b.calls == 2,
+        "{a:?} {b:?}"
     );
 }

@@ -251,6 +251,48 @@ async fn ten_concurrent_rematches_between_two_invoices_leave_the_money_on_one() 
     assert_eq!(total, dec!(40));
 }
 
+#[tokio::test]
+async fn the_machine_never_overrides_a_person() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let named = fixtures::invoice(&env, &org, dec!(100), "UAH").await;
+    let chosen = fixtures::invoice(&env, &org, dec!(100), "UAH").await;
+    let tx = row(&env, &org, "h1", dec!(40), &format!("for {}", named.number)).await;
+    // A person matched the row before its automatic match ran (or the message came again).
+    matching::match_row(
+        &env.store,
+        &org,
+        &tx.id(),
+        chosen.id.as_str(),
+        "u1",
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let auto = matching::auto_match(&env.store, &org, &tx.id(), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(auto, matching::Auto::Nothing);
+    matching::unmatch_row(&env.store, &org, &tx.id(), "u1", Utc::now())
+        .await
+        .unwrap();
+    let auto = matching::auto_match(&env.store, &org, &tx.id(), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        auto,
+        matching::Auto::Nothing,
+        "an unmatch by a person stays"
+    );
+    assert_eq!(
+        (
+            paid(&env, &org, named.id.as_str()).await,
+            paid(&env, &org, chosen.id.as_str()).await
+        ),
+        (dec!(0), dec!(0))
+    );
+}
+
 #[test]
 fn random_sequences_of_match_rematch_and_unmatch_keep_the_invariants() {
     use proptest::prelude::*;

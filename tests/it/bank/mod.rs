@@ -94,6 +94,16 @@ async fn a_pushed_row_is_stored_once_and_a_wrong_id_is_404_writing_nothing() {
         );
     }
     assert_eq!(env.items().await.len(), before);
+    // A CSV integration's id names no webhook: 404 as well.
+    let (_, _, csv) = with_integration(&env, json!({"kind": "bank", "provider": "csv"})).await;
+    let csv_hook = format!("/hooks/{}/bank", csv["integration_id"].as_str().unwrap());
+    for method in ["GET", "POST"] {
+        assert_eq!(
+            hook(&webhook, method, &csv_hook, &body).await.0,
+            404,
+            "{method}"
+        );
+    }
 
     let list = format!("/api/bank/transactions?integration_id={id}");
     let (status, rows) = call(&app, "GET", &list, &key, Value::Null).await;
@@ -173,13 +183,14 @@ async fn the_same_file_uploaded_twice_and_concurrently_stores_each_row_once() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|r| r["row_id"].as_str().unwrap().to_owned()),
+                .map(|r| r["id"].as_str().unwrap().to_owned()),
         );
         match page["cursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
             None => break,
         }
     }
+    assert_eq!(seen.len(), 120, "no row on two pages, none left out");
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 120);
@@ -204,6 +215,15 @@ async fn a_bad_row_refuses_the_file_naming_its_line_and_writes_nothing() {
         json!([{"line": 3, "error": "amount: not a number"}, {"line": 4, "error": "id: a1 is also on line 2"}])
     );
     assert_eq!(env.count("bank_tx").await, 0);
+    // The reader's line count holds after a quoted field over two lines.
+    let quoted =
+        format!("{HEAD}q1,2026-12-01,40.00,UAH,\"two\nlines\",,\nq2,2026-12-01,x,UAH,bad,,\n");
+    let (status, refused) = answer(&app, upload(path, &key, &quoted)).await;
+    assert_eq!(
+        (status, refused["rows"][0]["line"].as_u64()),
+        (400, Some(4)),
+        "{refused}"
+    );
     let big = "x".repeat(5 * 1024 * 1024 + 1);
     assert_eq!(answer(&app, upload(path, &key, &big)).await.0, 413);
 }

@@ -54,8 +54,10 @@ struct StatementPush {
 #[derive(Serialize, ToSchema)]
 struct BankRowAnswer {
     duplicate: bool,
-    /// The row's id in `GET /api/bank/transactions`.
+    /// The bank's own id of the row.
     id: String,
+    /// Our id of the row in `GET /api/bank/transactions` and the match routes.
+    tx_id: String,
 }
 
 pub fn operation(schemas: &mut Schemas) -> Operation {
