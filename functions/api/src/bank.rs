@@ -103,20 +103,7 @@ pub fn settings(
             })?;
             let account = body.account.as_deref().unwrap_or("0");
             fields::reference("account", account, fields::REF_MAX)?;
-            let api_url = match &body.api_url {
-                Some(url) if allows_loopback => {
-                    firmspace::effects::targets::check_url(url, true)
-                        .map_err(|why| ApiError::bad_request("invalid_url", why))?;
-                    Some(url.clone())
-                }
-                Some(_) => {
-                    return Err(ApiError::bad_request(
-                        "invalid_url",
-                        "api_url is taken on the local and test stages only",
-                    ))
-                }
-                None => None,
-            };
+            let api_url = crate::setup::stand_in_url(body, allows_loopback)?;
             Ok(BankSettings::Monobank {
                 token: SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned()),
                 account: account.to_owned(),

@@ -35,20 +35,7 @@ pub fn settings(
             fields::secret(field, value, SECRET_MAX)?.to_owned(),
         ))
     };
-    let api_url = match &body.api_url {
-        Some(url) if allows_loopback => {
-            firmspace::effects::targets::check_url(url, true)
-                .map_err(|why| ApiError::bad_request("invalid_url", why))?;
-            Some(url.clone())
-        }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_url",
-                "api_url is taken on the local and test stages only",
-            ))
-        }
-        None => None,
-    };
+    let api_url = crate::setup::stand_in_url(body, allows_loopback)?;
     match body
         .provider
         .as_deref()

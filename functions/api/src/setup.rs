@@ -292,6 +292,25 @@ fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
     }
 }
 
+/// An integration's own `api_url` (a loopback stand-in for a provider's API): taken only where the
+/// stage allows loopback, refused elsewhere.
+pub(crate) fn stand_in_url(
+    body: &NewIntegration,
+    allows_loopback: bool,
+) -> Result<Option<String>, ApiError> {
+    match &body.api_url {
+        Some(url) if allows_loopback => {
+            check_outbound_url(url, true)?;
+            Ok(Some(url.clone()))
+        }
+        Some(_) => Err(ApiError::bad_request(
+            "invalid_url",
+            "api_url is taken on the local and test stages only",
+        )),
+        None => Ok(None),
+    }
+}
+
 /// An outbound URL must be https to a public host; loopback http only where the stage allows it.
 fn check_outbound_url(raw: &str, allow_loopback: bool) -> Result<(), ApiError> {
     targets::check_url(raw, allow_loopback).map_err(|why| ApiError::bad_request("invalid_url", why))
