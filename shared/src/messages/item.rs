@@ -2,7 +2,7 @@
 //! read by the fan-out through the same type.
 
 use super::providers::MessageProvider;
-use super::{conversation_pk, message_key, message_pk, Direction, OutStatus, KIND};
+use super::{message_key, message_pk, Direction, OutStatus, KIND};
 use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
@@ -221,103 +221,4 @@ impl Message {
 
 pub(crate) fn messages_list(org: &OrgId, conversation_id: &str) -> String {
     org.pk(&format!("MESSAGES#{conversation_id}"))
-}
-
-/// One conversation per (integration, chat).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conversation {
-    pub org: OrgId,
-    pub id: String,
-    pub integration_id: String,
-    pub provider: MessageProvider,
-    pub chat_id: String,
-    pub contact_id: String,
-    /// WhatsApp: the business number the customer wrote to, which replies go out through.
-    pub reply_via: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub last_message_at: DateTime<Utc>,
-}
-
-/// The list of a contact's conversations.
-pub(crate) fn contact_conversations(org: &OrgId, contact_id: &str) -> String {
-    org.pk(&format!(
-        "CONVERSATIONS_OF#{}",
-        crate::ids::key_part(contact_id)
-    ))
-}
-
-pub(crate) fn conversations_list(org: &OrgId) -> String {
-    org.pk("CONVERSATIONS")
-}
-
-/// The list position: newest message first.
-pub(crate) fn conversation_position(last_message_at: DateTime<Utc>, id: &str) -> String {
-    format!("{}#{id}", time::format(last_message_at))
-}
-
-impl Conversation {
-    pub fn pk(&self) -> String {
-        conversation_pk(&self.org, &self.id)
-    }
-
-    pub fn to_item(&self) -> Item {
-        Builder::new(&self.pk(), "conversation", self.org.as_str())
-            .str("id", &self.id)
-            .str("integration_id", &self.integration_id)
-            .tag("provider", &self.provider)
-            .str("chat_id", &self.chat_id)
-            .str("contact_id", &self.contact_id)
-            .opt_str("reply_via", self.reply_via.clone())
-            .time("created_at", self.created_at)
-            .time("last_message_at", self.last_message_at)
-            .list(
-                &conversations_list(&self.org),
-                &conversation_position(self.last_message_at, &self.id),
-            )
-            .build()
-    }
-
-    /// The item that lists this conversation under its contact (made with it, once).
-    pub fn of_contact_item(&self) -> Item {
-        let pk = self.org.pk(&format!(
-            "CONVERSATION_OF#{}#{}",
-            crate::ids::key_part(&self.contact_id),
-            self.id
-        ));
-        Builder::new(&pk, "contact_conversation", self.org.as_str())
-            .str("conversation_id", &self.id)
-            .str("contact_id", &self.contact_id)
-            .tag("provider", &self.provider)
-            .list(
-                &contact_conversations(&self.org, &self.contact_id),
-                &format!("{}#{}", time::format(self.created_at), self.id),
-            )
-            .build()
-    }
-
-    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
-        Ok(Self {
-            org: org_of(item)?,
-            id: item.str_of("id")?.to_owned(),
-            integration_id: item.str_of("integration_id")?.to_owned(),
-            provider: item.tag_of("provider")?,
-            chat_id: item.str_of("chat_id")?.to_owned(),
-            contact_id: item.str_of("contact_id")?.to_owned(),
-            reply_via: item.opt_str("reply_via").map(str::to_owned),
-            created_at: item.time_of("created_at")?,
-            last_message_at: item.time_of("last_message_at")?,
-        })
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "integration_id": self.integration_id,
-            "provider": self.provider,
-            "chat_id": self.chat_id,
-            "contact_id": self.contact_id,
-            "created_at": time::format(self.created_at),
-            "last_message_at": time::format(self.last_message_at),
-        })
-    }
 }

@@ -2,11 +2,11 @@
 //! sender's file URLs), and attachments stored once in S3: under a key derived from the message
 //! key, written with `If-None-Match: *`, so concurrent first deliveries leave one object.
 
+pub use super::files::Files;
 use super::providers::MessageSettings;
 use super::{Attachment, AttachmentRef, MediaRef};
 use crate::effects::targets::{self, PublicOnly};
 use crate::integrations::{Integration, Settings};
-use aws_sdk_s3::primitives::ByteStream;
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -99,13 +99,6 @@ fn within_limit(info: &serde_json::Value) -> Result<(), Failure> {
 
 fn failed(e: impl std::fmt::Display) -> Failure {
     Failure::Failed(crate::http::plain(&e.to_string()))
-}
-
-/// The attachments bucket: objects written once, read through presigned URLs.
-#[derive(Clone, Debug)]
-pub struct Files {
-    s3: aws_sdk_s3::Client,
-    bucket: String,
 }
 
 /// Attachments: fetched through the messengers' APIs, stored in one bucket.
@@ -247,19 +240,27 @@ impl Media {
         request: reqwest::RequestBuilder,
         deadline: Instant,
     ) -> Result<serde_json::Value, Failure> {
-        // Without the URL: a Bot API URL carries the bot's token.
+        let res = self.answered(request, deadline, "the API").await?;
+        res.json().await.map_err(|e| failed(e.without_url()))
+    }
+
+    /// A 2xx answer to `request` within the deadline; errors told without the URL (a Bot API
+    /// URL carries the bot's token).
+    async fn answered(
+        &self,
+        request: reqwest::RequestBuilder,
+        deadline: Instant,
+        who: &str,
+    ) -> Result<reqwest::Response, Failure> {
         let res = request
             .timeout(self.call_timeout(deadline))
             .send()
             .await
             .map_err(|e| failed(e.without_url()))?;
         if !res.status().is_success() {
-            return Err(failed(format!(
-                "the API answered {}",
-                res.status().as_u16()
-            )));
+            return Err(failed(format!("{who} answered {}", res.status().as_u16())));
         }
-        res.json().await.map_err(|e| failed(e.without_url()))
+        Ok(res)
     }
 
     /// One call's timeout: the API's, cut to what is left before the deadline.
@@ -276,17 +277,7 @@ impl Media {
         request: reqwest::RequestBuilder,
         deadline: Instant,
     ) -> Result<Vec<u8>, Failure> {
-        let mut res = request
-            .timeout(self.call_timeout(deadline))
-            .send()
-            .await
-            .map_err(|e| failed(e.without_url()))?;
-        if !res.status().is_success() {
-            return Err(failed(format!(
-                "the file answered {}",
-                res.status().as_u16()
-            )));
-        }
+        let mut res = self.answered(request, deadline, "the file").await?;
         if let Some(size) = res.content_length().filter(|size| *size > FILE_MAX) {
             return Err(Failure::TooLarge(size));
         }
@@ -298,61 +289,6 @@ impl Media {
             bytes.extend_from_slice(&chunk);
         }
         Ok(bytes)
-    }
-}
-
-impl Files {
-    pub fn new(s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
-        Self {
-            s3,
-            bucket: bucket.into(),
-        }
-    }
-
-    /// Writes the object only if its key is new: a concurrent first delivery that wrote it
-    /// first leaves its object, and ours is not written.
-    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), String> {
-        for _ in 0..3 {
-            let put = self
-                .s3
-                .put_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .content_type(content_type)
-                .if_none_match("*")
-                .body(ByteStream::from(bytes.clone()))
-                .send()
-                .await;
-            let e = match put {
-                Ok(_) => return Ok(()),
-                Err(e) => e,
-            };
-            match e.raw_response().map(|r| r.status().as_u16()) {
-                // The object is there: a concurrent first delivery wrote the same bytes.
-                Some(412) => return Ok(()),
-                // A concurrent conditional write of it is under way: ask again.
-                Some(409) => tokio::time::sleep(Duration::from_millis(50)).await,
-                _ => {
-                    tracing::warn!(error = %aws_sdk_s3::error::DisplayErrorContext(&e), "S3 put failed");
-                    return Err("the file store refused it".into());
-                }
-            }
-        }
-        Err("the file store stayed busy".into())
-    }
-
-    /// A URL that reads the object for `expires`, for the API's message list.
-    pub async fn presign(&self, key: &str, expires: Duration) -> Option<String> {
-        let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(expires).ok()?;
-        let req = self
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .presigned(config)
-            .await
-            .ok()?;
-        Some(req.uri().to_owned())
     }
 }
 

@@ -8,19 +8,23 @@
 //! transaction puts the message under `attribute_not_exists` together with the conversation (new,
 //! or its `last_message_at` moved forward) and, for an unknown sender, the lead.
 
+pub mod conversation;
+mod files;
 pub mod item;
 pub mod media;
+mod outgoing;
 mod parse;
 pub mod providers;
+mod read;
 mod record;
 pub mod reply;
 
-pub use item::{Attachment, Conversation, Message};
+pub use conversation::Conversation;
+pub use item::{Attachment, Message};
+pub use outgoing::{apply_status, early_status, outgoing, record_outgoing, touch};
 pub use parse::{standard, telegram, whatsapp};
-pub use record::{
-    apply_status, conversation, conversations, conversations_of, early_status, messages, outgoing,
-    record, record_outgoing, touch, Recorded, MESSAGES_LISTED,
-};
+pub use read::{conversation, conversations, conversations_of, messages, MESSAGES_LISTED};
+pub use record::{record, Recorded};
 
 use crate::ids::{key_part, EventKey, OrgId};
 use chrono::{DateTime, Utc};

@@ -1,0 +1,82 @@
+//! The reads behind the API: conversations and their messages.
+
+use super::conversation::conversations_list;
+use super::item::messages_list;
+use super::{conversation_pk, Conversation, Message};
+use crate::ids::OrgId;
+use crate::store::item::Read;
+use crate::store::{Store, StoreError};
+
+/// One conversation by id.
+pub async fn conversation(
+    store: &Store,
+    org: &OrgId,
+    id: &str,
+) -> Result<Option<Conversation>, StoreError> {
+    store
+        .get(&conversation_pk(org, id))
+        .await?
+        .map(|item| Conversation::from_item(&item))
+        .transpose()
+}
+
+/// The organisation's conversations, the latest message first.
+pub async fn conversations(store: &Store, org: &OrgId) -> Result<Vec<Conversation>, StoreError> {
+    store
+        .list(&conversations_list(org), true, 200)
+        .await?
+        .iter()
+        .map(Conversation::from_item)
+        .collect()
+}
+
+/// The latest `MESSAGES_LISTED` messages of a conversation, in time order.
+pub async fn messages(
+    store: &Store,
+    org: &OrgId,
+    conversation_id: &str,
+) -> Result<Vec<Message>, StoreError> {
+    let mut newest_first = store
+        .list(&messages_list(org, conversation_id), true, MESSAGES_LISTED)
+        .await?
+        .iter()
+        .map(Message::from_item)
+        .collect::<Result<Vec<_>, _>>()?;
+    newest_first.reverse();
+    Ok(newest_first)
+}
+
+/// How many messages of a conversation the API lists: the latest.
+pub const MESSAGES_LISTED: i32 = 500;
+
+/// A contact's conversations, the newest first: found through the contact, whatever the size
+/// of the organisation's list.
+pub async fn conversations_of(
+    store: &Store,
+    org: &OrgId,
+    contact_id: &str,
+) -> Result<Vec<Conversation>, StoreError> {
+    let ids: Vec<String> = store
+        .list(
+            &super::conversation::contact_conversations(org, contact_id),
+            true,
+            50,
+        )
+        .await?
+        .iter()
+        .map(|item| {
+            item.str_of("conversation_id")
+                .map(|id| conversation_pk(org, id))
+        })
+        .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    store
+        .get_many(&ids)
+        .await?
+        .into_iter()
+        .flatten()
+        .map(|item| Conversation::from_item(&item))
+        .collect()
+}
