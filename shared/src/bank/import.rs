@@ -14,6 +14,7 @@
 
 use super::monobank::{page, RANGE_MAX_SECS};
 use super::providers::BankSettings;
+pub use super::requests::{scheduled, Requests};
 use super::UPLOAD_CONCURRENCY as CONCURRENCY;
 use super::{store_rows, Arrival, BankTx};
 use crate::integrations::Integration;
@@ -313,37 +314,4 @@ pub async fn run(
         }
     }
     Ok(report)
-}
-
-/// Import requests from the API: one SQS message per "import now", taken by the import
-/// function beside its schedule.
-#[derive(Clone, Debug)]
-pub struct Requests {
-    pub sqs: aws_sdk_sqs::Client,
-    pub queue_url: String,
-}
-
-impl Requests {
-    pub async fn send(&self, integration: &crate::ids::IntegrationId) -> Result<(), String> {
-        let body = serde_json::json!({"integration_id": integration.id}).to_string();
-        self.sqs
-            .send_message()
-            .queue_url(&self.queue_url)
-            .message_body(body)
-            .send()
-            .await
-            .map(drop)
-            .map_err(|e| format!("{}", aws_sdk_sqs::error::DisplayErrorContext(e)))
-    }
-}
-
-/// Every monobank bank integration, whatever its organisation: what a scheduled run walks.
-pub async fn scheduled(store: &Store) -> Result<Vec<crate::ids::IntegrationId>, StoreError> {
-    Ok(store
-        .list(super::providers::IMPORTS_LIST, false, 1000)
-        .await?
-        .iter()
-        .filter_map(|item| item.opt_str("id"))
-        .filter_map(|id| crate::ids::IntegrationId::parse(id).ok())
-        .collect())
 }

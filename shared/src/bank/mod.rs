@@ -9,6 +9,7 @@ pub mod matching;
 pub mod monobank;
 pub mod providers;
 mod record;
+mod requests;
 
 pub use record::{get, list, store_row, store_rows, Stored};
 
