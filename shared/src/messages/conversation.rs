@@ -1,6 +1,7 @@
 //! One conversation per (integration, chat), mapped to and from its item here once.
 
 use super::conversation_pk;
+use super::item::org_of;
 use super::providers::MessageProvider;
 use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
@@ -8,13 +9,6 @@ use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-
-fn org_of(item: &Item) -> Result<OrgId, StoreError> {
-    OrgId::parse(item.str_of("org")?).map_err(|e| StoreError::Malformed {
-        pk: item.opt_str("pk").unwrap_or_default().to_owned(),
-        detail: e.to_string(),
-    })
-}
 
 /// One conversation per (integration, chat).
 #[derive(Clone, Debug, PartialEq, Eq)]

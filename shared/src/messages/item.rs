@@ -53,7 +53,7 @@ fn malformed(item: &Item, detail: String) -> StoreError {
     }
 }
 
-fn org_of(item: &Item) -> Result<OrgId, StoreError> {
+pub(super) fn org_of(item: &Item) -> Result<OrgId, StoreError> {
     OrgId::parse(item.str_of("org")?).map_err(|e| malformed(item, e.to_string()))
 }
 
