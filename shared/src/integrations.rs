@@ -7,6 +7,7 @@ use crate::bank::providers::BankSettings;
 use crate::calls::providers::CallSettings;
 use crate::effects::outbound::OutboundTarget;
 use crate::ids::{IntegrationId, OrgId};
+use crate::ledger::providers::SmsSettings;
 use crate::messages::providers::{MessageProvider, MessageSettings};
 use crate::payments::providers::PaymentSettings;
 use crate::store::item::{Builder, Read};
@@ -28,6 +29,7 @@ pub enum IntegrationKind {
     Calls,
     Messages,
     Bank,
+    Sms,
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +39,7 @@ pub enum Settings {
     Calls(CallSettings),
     Messages(MessageSettings),
     Bank(BankSettings),
+    Sms(SmsSettings),
 }
 
 impl Settings {
@@ -72,6 +75,7 @@ impl Integration {
             Settings::Calls(_) => IntegrationKind::Calls,
             Settings::Messages(_) => IntegrationKind::Messages,
             Settings::Bank(_) => IntegrationKind::Bank,
+            Settings::Sms(_) => IntegrationKind::Sms,
         }
     }
 
@@ -91,6 +95,7 @@ impl Integration {
             Settings::Calls(c) => c.write(builder),
             Settings::Messages(m) => m.write(builder),
             Settings::Bank(b) => b.write(builder, &self.id.id),
+            Settings::Sms(s) => s.write(builder),
         }
         .build()
     }
@@ -102,6 +107,7 @@ impl Integration {
             Settings::Calls(c) => c.secrets(),
             Settings::Messages(m) => m.secrets(),
             Settings::Bank(b) => b.secrets(),
+            Settings::Sms(s) => s.secrets(),
         }
     }
 
@@ -134,6 +140,7 @@ impl Integration {
                 Settings::Messages(MessageSettings::read(item, &mut secrets)?)
             }
             IntegrationKind::Bank => Settings::Bank(BankSettings::read(item, &mut secrets)?),
+            IntegrationKind::Sms => Settings::Sms(SmsSettings::read(item, &mut secrets)?),
         };
         Ok(Self {
             id,

@@ -15,6 +15,7 @@ pub mod fields;
 pub mod http;
 pub mod ids;
 pub mod integrations;
+pub mod ledger;
 pub mod messages;
 pub mod money;
 pub mod orgs;

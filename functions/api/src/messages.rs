@@ -59,7 +59,7 @@ pub fn settings(
         Some(MessageProvider::Standard) => Ok(MessageSettings::Standard {
             secret: SecretString::from(standard::generate_secret()),
         }),
-        None => Err(ApiError::bad_request(
+        Some(MessageProvider::Sms) | None => Err(ApiError::bad_request(
             "invalid_provider",
             "a messages integration's provider is telegram, whatsapp or standard",
         )),

@@ -119,7 +119,7 @@ impl Source for Messages {
             Some(MessageProvider::Telegram) => "telegram",
             Some(MessageProvider::Whatsapp) => "whatsapp",
             Some(MessageProvider::Standard) => "standard",
-            None => "messages",
+            Some(MessageProvider::Sms) | None => "messages",
         }
     }
 
@@ -134,7 +134,7 @@ impl Source for Messages {
             Some(MessageProvider::Telegram) => messages::telegram(body)?,
             Some(MessageProvider::Whatsapp) => messages::whatsapp(body)?,
             Some(MessageProvider::Standard) => messages::standard(body)?,
-            None => return Err("not a messages integration".into()),
+            Some(MessageProvider::Sms) | None => return Err("not a messages integration".into()),
         };
         let (messages, statuses, batch) = match posted {
             Posted::Ignored(kind) => return Ok(Parsed::Ignored(kind)),

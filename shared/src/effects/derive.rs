@@ -12,7 +12,6 @@ pub const EVENT_KINDS: &[&str] = &[
     crate::messages::KIND,
     crate::calls::KIND,
     crate::bank::KIND,
-    "ledger_line",
 ];
 
 /// The consequences of one newly stored item; items that are not events yield none.

@@ -24,7 +24,7 @@ pub use item::{Attachment, Message};
 pub use outgoing::{apply_status, early_status, outgoing, record_outgoing, touch};
 pub use parse::{standard, telegram, whatsapp};
 pub use read::{conversation, conversations, conversations_of, messages, MESSAGES_LISTED};
-pub use record::{record, Recorded};
+pub use record::{record, Placement, Recorded};
 
 use crate::ids::{key_part, EventKey, OrgId};
 use chrono::{DateTime, Utc};

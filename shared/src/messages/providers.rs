@@ -12,6 +12,9 @@ pub enum MessageProvider {
     Telegram,
     Whatsapp,
     Standard,
+    /// An SMS carrier's incoming message (an `sms` integration, see `ledger`): no messages
+    /// integration has it.
+    Sms,
 }
 
 impl MessageProvider {
@@ -107,6 +110,12 @@ impl MessageSettings {
             MessageProvider::Standard => Self::Standard {
                 secret: take("secret")?,
             },
+            MessageProvider::Sms => {
+                return Err(StoreError::Malformed {
+                    pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+                    detail: "sms is not a messages integration's provider".into(),
+                })
+            }
         })
     }
 }

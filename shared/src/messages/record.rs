@@ -2,6 +2,7 @@
 
 use super::conversation::conversation_position;
 use super::media::Media;
+use super::providers::MessageProvider;
 use super::{
     conversation_id, conversation_pk, message_pk, Attachment, Conversation, Direction, Incoming,
     Message,
@@ -64,6 +65,95 @@ fn identity(integration: &Integration, incoming: &Incoming) -> Identity {
     }
 }
 
+/// The keys a first message's steps depend on: the message, its conversation and its sender's
+/// identity, read in one `BatchGetItem` (by `record`, or by a caller that adds its own keys).
+pub struct Placement {
+    pub message_pk: String,
+    pub conversation_pk: String,
+    pub identity_pk: String,
+    identity: Identity,
+    conversation_id: String,
+}
+
+impl Placement {
+    pub fn of(integration: &Integration, incoming: &Incoming) -> Self {
+        let org = integration.org();
+        let integration_id = &integration.id.id;
+        let identity = identity(integration, incoming);
+        let conversation_id = conversation_id(org, integration_id, &incoming.chat_id);
+        Self {
+            message_pk: message_pk(org, integration_id, &incoming.provider_id),
+            conversation_pk: conversation_pk(org, &conversation_id),
+            identity_pk: contacts::identity_pk(org, &identity),
+            identity,
+            conversation_id,
+        }
+    }
+
+    /// The message as first stored, and the steps that store it (the message first, so a
+    /// refusal of the first step is a duplicate), its conversation (new, or moved forward) and,
+    /// for an unknown sender, the lead. `conversation` and `known` are what the read found.
+    #[allow(clippy::too_many_arguments)]
+    pub fn steps(
+        &self,
+        integration: &Integration,
+        provider: MessageProvider,
+        incoming: &Incoming,
+        conversation: Option<Item>,
+        known: Option<Item>,
+        attachments: Vec<Attachment>,
+        now: DateTime<Utc>,
+    ) -> Result<(Message, Vec<Step>), StoreError> {
+        let org = integration.org();
+        let at = incoming.sent_at.unwrap_or(now);
+        let (known, lead) = match known {
+            Some(item) => (contacts::known(&item)?, Vec::new()),
+            None => contacts::lead_steps(org, &self.identity, &incoming.from.name, now),
+        };
+        let message = Message {
+            org: org.clone(),
+            integration_id: integration.id.id.clone(),
+            provider,
+            provider_id: incoming.provider_id.clone(),
+            conversation_id: self.conversation_id.clone(),
+            chat_id: incoming.chat_id.clone(),
+            contact_id: known.contact_id.clone(),
+            owner: known.owner.clone(),
+            sender_name: incoming.from.name.clone(),
+            direction: Direction::Inbound,
+            text: incoming.text.clone(),
+            at,
+            attachments,
+            status: None,
+            fingerprint: incoming.fingerprint(),
+        };
+        let conv_steps = match conversation {
+            Some(item) => vec![moved_forward(&item, at)?],
+            None => {
+                let conversation = Conversation {
+                    org: org.clone(),
+                    id: self.conversation_id.clone(),
+                    integration_id: integration.id.id.clone(),
+                    provider,
+                    chat_id: incoming.chat_id.clone(),
+                    contact_id: known.contact_id.clone(),
+                    reply_via: incoming.reply_via.clone(),
+                    created_at: now,
+                    last_message_at: at,
+                };
+                vec![
+                    Step::PutNew(conversation.to_item()),
+                    Step::PutNew(conversation.of_contact_item()),
+                ]
+            }
+        };
+        let mut steps = vec![Step::PutNew(message.to_item())];
+        steps.extend(conv_steps);
+        steps.extend(lead);
+        Ok((message, steps))
+    }
+}
+
 /// Stores a message once. Its attachments are fetched after its key was found new and before
 /// it is written; a copy with the same key and other content keeps the first and files a
 /// `payload_mismatch` review item.
@@ -75,8 +165,6 @@ pub async fn record(
     now: DateTime<Utc>,
     deadline: std::time::Instant,
 ) -> Result<Recorded, StoreError> {
-    let org = integration.org();
-    let integration_id = &integration.id.id;
     let provider =
         integration
             .settings
@@ -85,16 +173,15 @@ pub async fn record(
                 pk: integration.pk(),
                 detail: "not a messages integration".into(),
             })?;
-    let pk = message_pk(org, integration_id, &incoming.provider_id);
-    let conv_id = conversation_id(org, integration_id, &incoming.chat_id);
-    let conv_pk = conversation_pk(org, &conv_id);
-    let identity = identity(integration, incoming);
-    let identity_pk = contacts::identity_pk(org, &identity);
-    let at = incoming.sent_at.unwrap_or(now);
+    let place = Placement::of(integration, incoming);
     let mut attachments: Option<Vec<Attachment>> = None;
     for attempt in 0..ATTEMPTS {
         let mut found = store
-            .get_many(&[pk.clone(), conv_pk.clone(), identity_pk.clone()])
+            .get_many(&[
+                place.message_pk.clone(),
+                place.conversation_pk.clone(),
+                place.identity_pk.clone(),
+            ])
             .await?
             .into_iter();
         let (stored, conv, known) = (
@@ -110,60 +197,15 @@ pub async fn record(
             None => attachments
                 .insert(
                     media
-                        .fetch_all(integration, &pk, &incoming.attachments, deadline)
+                        .fetch_all(integration, &place.message_pk, &incoming.attachments, deadline)
                         .await,
                 )
                 .clone(),
         };
-        let (known, mut steps) = match known {
-            Some(item) => (contacts::known(&item)?, Vec::new()),
-            None => contacts::lead_steps(org, &identity, &incoming.from.name, now),
-        };
-        let message = Message {
-            org: org.clone(),
-            integration_id: integration_id.clone(),
-            provider,
-            provider_id: incoming.provider_id.clone(),
-            conversation_id: conv_id.clone(),
-            chat_id: incoming.chat_id.clone(),
-            contact_id: known.contact_id.clone(),
-            owner: known.owner.clone(),
-            sender_name: incoming.from.name.clone(),
-            direction: Direction::Inbound,
-            text: incoming.text.clone(),
-            at,
-            attachments,
-            status: None,
-            fingerprint: incoming.fingerprint(),
-        };
-        let conv_steps = match conv {
-            Some(item) => vec![moved_forward(&item, at)?],
-            None => {
-                let conversation = Conversation {
-                    org: org.clone(),
-                    id: conv_id.clone(),
-                    integration_id: integration_id.clone(),
-                    provider,
-                    chat_id: incoming.chat_id.clone(),
-                    contact_id: known.contact_id.clone(),
-                    reply_via: incoming.reply_via.clone(),
-                    created_at: now,
-                    last_message_at: at,
-                };
-                vec![
-                    Step::PutNew(conversation.to_item()),
-                    Step::PutNew(conversation.of_contact_item()),
-                ]
-            }
-        };
-        // The message first (a refusal of step 0 is a duplicate), then its conversation, the
-        // lead, and the review items of attachments not stored: all or nothing.
-        steps.splice(
-            0..0,
-            [Step::PutNew(message.to_item())]
-                .into_iter()
-                .chain(conv_steps),
-        );
+        let (message, mut steps) =
+            place.steps(integration, provider, incoming, conv, known, attachments, now)?;
+        // The message, its conversation, the lead, and the review items of attachments not
+        // stored: all or nothing.
         steps.extend(attachment_reviews(&message, now).map(|r| Step::PutNew(r.to_item())));
         match store.transact(steps).await? {
             Transacted::Done => return Ok(Recorded::New(message)),
@@ -175,7 +217,9 @@ pub async fn record(
             _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
         }
     }
-    Err(StoreError::Contended { pk })
+    Err(StoreError::Contended {
+        pk: place.message_pk,
+    })
 }
 
 /// The conversation step for a message at `at`: move `last_message_at` forward (only over an

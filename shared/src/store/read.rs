@@ -84,6 +84,20 @@ impl Store {
         limit: i32,
         cursor: Option<&str>,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        self.page_between(gsi1pk, None, newest_first, limit, cursor)
+            .await
+    }
+
+    /// A page of the part of a list whose `gsi1sk` lies between `range` (both ends inclusive):
+    /// a time window, where positions start with a stored time.
+    pub async fn page_between(
+        &self,
+        gsi1pk: &str,
+        range: Option<(&str, &str)>,
+        newest_first: bool,
+        limit: i32,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
         let start = match cursor {
             Some(raw) => Some(
                 decode_cursor(gsi1pk, raw).ok_or_else(|| StoreError::Malformed {
@@ -93,14 +107,21 @@ impl Store {
             ),
             None => None,
         };
-        // One more than asked: whether a next page exists is known without a second read.
-        let out = self
+        let mut query = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(GSI)
-            .key_condition_expression("gsi1pk = :p")
-            .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()))
+            .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()));
+        query = match range {
+            Some((low, high)) => query
+                .key_condition_expression("gsi1pk = :p AND gsi1sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":lo", AttributeValue::S(low.to_owned()))
+                .expression_attribute_values(":hi", AttributeValue::S(high.to_owned())),
+            None => query.key_condition_expression("gsi1pk = :p"),
+        };
+        // One more than asked: whether a next page exists is known without a second read.
+        let out = query
             .scan_index_forward(!newest_first)
             .limit(limit + 1)
             .set_exclusive_start_key(start)
@@ -108,7 +129,8 @@ impl Store {
             .await
             .map_err(StoreError::sdk)?;
         let mut items = out.items.unwrap_or_default();
-        let more = items.len() > limit as usize;
+        // DynamoDB may stop a page early at 1 MB: then it says where it stopped.
+        let more = items.len() > limit as usize || out.last_evaluated_key.is_some();
         items.truncate(limit as usize);
         let next = match (more, items.last()) {
             (true, Some(last)) => Some(encode_cursor(last)),

@@ -19,6 +19,8 @@ pub enum Cond {
     AbsentOrBefore(String, AttributeValue),
     /// The item does not exist (the update creates it).
     Missing,
+    /// The item exists without this attribute.
+    Lacks(String),
     /// The attribute sorts before this value (a missing attribute does not).
     Before(String, AttributeValue),
     /// Every one of these.
@@ -50,6 +52,11 @@ impl Cond {
                 ))
             }
             Cond::Missing => Some("attribute_not_exists(pk)".to_owned()),
+            Cond::Lacks(name) => {
+                let i = names.len();
+                names.insert(format!("#c{i}"), name.clone());
+                Some(format!("attribute_exists(pk) AND attribute_not_exists(#c{i})"))
+            }
             Cond::Before(name, value) => {
                 let i = bind(name, value);
                 Some(format!("#c{i} < :c{i}"))

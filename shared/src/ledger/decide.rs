@@ -1,0 +1,293 @@
+//! What one carrier event does, given what is stored for its message: a pure decision, turned
+//! into one transaction by `record`. The event's own acknowledgement was not found (a stored one
+//! is answered before anything is decided).
+//!
+//! - `sms.sent` books the debit once per message and records its event on the outgoing line;
+//!   over a line a failure made first it also books the refund, so a failed message costs nothing.
+//! - `sms.received` makes the incoming line (and its conversation message), with a debit when
+//!   the carrier prices inbound.
+//! - `sms.delivered` / `sms.failed` move the outgoing line from `sent` only; the first final status
+//!   wins, a contradicting one files a review item, and a failure that wins refunds the debit.
+//! - Anything that finds its line already written is a re-push: nothing changes, and the answer
+//!   names the lines already there, marked duplicate.
+
+use super::inbox::{inbox_id, inbox_pk};
+use super::line::{ledger_id, message_line_pk};
+use super::{InboxLine, InboxStatus, LedgerLine, LineKind, Price, SmsEvent, SmsType, Wallet};
+use crate::ids::OrgId;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+/// What the read found for the event's message.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    pub wallet: Wallet,
+    pub debit: Option<LedgerLine>,
+    pub refund: Option<LedgerLine>,
+    /// The line of the event's direction.
+    pub inbox: Option<InboxLine>,
+}
+
+/// How the event writes its inbox line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InboxWrite {
+    Nothing,
+    New(InboxLine),
+    /// An outgoing line moves from `sent` to a final status, recording the event.
+    Move { to: InboxStatus },
+    /// `sms.sent` books a line a status event made first: the event is recorded, the status
+    /// (held to what was read) stays.
+    Booked { status: InboxStatus },
+}
+
+/// Something a person must look at, filed with the event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flag {
+    pub reason: &'static str,
+    pub detail: Value,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub lines: Vec<LedgerLine>,
+    pub inbox: InboxWrite,
+    /// The wallet after the event, when it moved.
+    pub wallet: Option<Wallet>,
+    pub flags: Vec<Flag>,
+    /// The incoming message is also placed in its conversation.
+    pub message: bool,
+    /// The answer, stored with the event and replayed on every repeat.
+    pub answer: Value,
+    /// Whether the event writes anything beyond its acknowledgement (a line, its inbox line, a
+    /// review item): one that does not is a re-push.
+    pub writes: bool,
+}
+
+/// The decision for `event` of `org` over what was `seen`, at `now`.
+pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) -> Plan {
+    let pk = inbox_pk(org, &event.integration_id, &event.message_id, event.kind.direction());
+    let mut draft = Draft {
+        event,
+        org,
+        now,
+        inbox_id: inbox_id(&pk),
+        wallet: seen.wallet,
+        lines: Vec::new(),
+        flags: Vec::new(),
+    };
+    let (inbox, status) = match (event.kind, &seen.inbox) {
+        (SmsType::Sent, Some(line)) if line.sent_event.is_some() || seen.debit.is_some() => {
+            return repush(event, seen, line)
+        }
+        (SmsType::Received, Some(line)) => return repush(event, seen, line),
+        (SmsType::Sent, line) => {
+            let status = line.as_ref().map_or(InboxStatus::Sent, |l| l.status);
+            draft.charge(LineKind::Debit);
+            if status == InboxStatus::Failed {
+                draft.refund(draft.lines.first().cloned());
+            }
+            let write = match line {
+                Some(_) => InboxWrite::Booked { status },
+                None => InboxWrite::New(draft.line(InboxStatus::Sent)),
+            };
+            (write, status)
+        }
+        (SmsType::Received, None) => {
+            draft.charge(LineKind::Debit);
+            (InboxWrite::New(draft.line(InboxStatus::Received)), InboxStatus::Received)
+        }
+        (SmsType::Delivered | SmsType::Failed, None) => {
+            let status = final_status(event.kind);
+            (InboxWrite::New(draft.line(status)), status)
+        }
+        (SmsType::Delivered | SmsType::Failed, Some(line)) => {
+            let status = final_status(event.kind);
+            if line.status == status {
+                return repush(event, seen, line);
+            }
+            if line.status.is_final() {
+                draft.flags.push(Flag {
+                    reason: "status_conflict",
+                    detail: json!({"message_id": event.message_id, "status": line.status, "reported": status, "event_id": event.event_id}),
+                });
+                (InboxWrite::Nothing, line.status)
+            } else {
+                if status == InboxStatus::Failed && seen.refund.is_none() {
+                    draft.refund(seen.debit.clone());
+                }
+                (InboxWrite::Move { to: status }, status)
+            }
+        }
+    };
+    draft.finish(seen, inbox, status)
+}
+
+fn final_status(kind: SmsType) -> InboxStatus {
+    match kind {
+        SmsType::Failed => InboxStatus::Failed,
+        _ => InboxStatus::Delivered,
+    }
+}
+
+/// The line a message is charged on, as an answer names it: its refund, else its debit.
+fn latest(seen: &Seen) -> Option<&str> {
+    seen.refund
+        .as_ref()
+        .or(seen.debit.as_ref())
+        .map(|l| l.ledger_id.as_str())
+}
+
+/// The same message under a new event id: nothing changes; the answer names what is there.
+fn repush(event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan {
+    Plan {
+        lines: Vec::new(),
+        inbox: InboxWrite::Nothing,
+        wallet: None,
+        flags: Vec::new(),
+        message: false,
+        answer: answer(event, latest(seen), &line.inbox_id, &seen.wallet, line.status, true),
+        writes: false,
+    }
+}
+
+fn answer(
+    event: &SmsEvent,
+    ledger_id: Option<&str>,
+    inbox_id: &str,
+    wallet: &Wallet,
+    status: InboxStatus,
+    duplicate: bool,
+) -> Value {
+    json!({
+        "ack": event.event_id,
+        "duplicate": duplicate,
+        "ledger_id": ledger_id,
+        "inbox_id": inbox_id,
+        "balance": wallet.shown_balance(),
+        "message_id": event.message_id,
+        "type": event.kind,
+        "status": status,
+    })
+}
+
+/// The lines and flags of a new event, the wallet moving as each line is booked.
+struct Draft<'a> {
+    event: &'a SmsEvent,
+    org: &'a OrgId,
+    now: DateTime<Utc>,
+    inbox_id: String,
+    wallet: Wallet,
+    lines: Vec<LedgerLine>,
+    flags: Vec<Flag>,
+}
+
+impl Draft<'_> {
+    /// The event's price as a debit; an unpriced `sms.sent` is left to a person.
+    fn charge(&mut self, kind: LineKind) {
+        match self.event.price {
+            Some(price) => self.book(kind, price),
+            None if self.event.kind == SmsType::Sent => self.flags.push(Flag {
+                reason: "missing_price",
+                detail: json!({"message_id": self.event.message_id, "event_id": self.event.event_id}),
+            }),
+            None => {}
+        }
+    }
+
+    /// Gives back what `debit` took (nothing when there is none).
+    fn refund(&mut self, debit: Option<LedgerLine>) {
+        if let Some(debit) = debit {
+            let price = Price {
+                amount: debit.amount,
+                currency: debit.currency,
+            };
+            self.book(LineKind::Refund, price);
+        }
+    }
+
+    fn book(&mut self, kind: LineKind, price: Price) {
+        let applied = self.wallet.takes(price.currency);
+        if applied {
+            let delta = kind.signed(price.amount);
+            self.wallet = Wallet {
+                balance: self.wallet.balance + delta,
+                currency: Some(price.currency),
+                version: self.wallet.version,
+            };
+        }
+        let pk = message_line_pk(self.org, &self.event.integration_id, &self.event.message_id, kind);
+        let line = LedgerLine {
+            org: self.org.clone(),
+            ledger_id: ledger_id(&pk),
+            kind,
+            amount: price.amount,
+            currency: price.currency,
+            event_id: self.event.event_id.clone(),
+            integration_id: Some(self.event.integration_id.clone()),
+            message_id: Some(self.event.message_id.clone()),
+            inbox_id: Some(self.inbox_id.clone()),
+            at: self.now,
+            applied,
+            balance_after: self.wallet.balance,
+        };
+        if !applied {
+            self.flags.push(Flag {
+                reason: "currency_mismatch",
+                detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "currency": price.currency.as_str(), "wallet_currency": self.wallet.currency.map(|c| c.as_str())}),
+            });
+        } else if kind == LineKind::Debit && self.wallet.balance.is_sign_negative() {
+            self.flags.push(Flag {
+                reason: "negative_balance",
+                detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "balance": self.wallet.shown_balance()}),
+            });
+        }
+        self.lines.push(line);
+    }
+
+    /// The line this event makes, in `status`.
+    fn line(&self, status: InboxStatus) -> InboxLine {
+        let e = self.event;
+        InboxLine {
+            org: self.org.clone(),
+            inbox_id: self.inbox_id.clone(),
+            integration_id: e.integration_id.clone(),
+            message_id: e.message_id.clone(),
+            direction: e.kind.direction(),
+            from: e.from.clone(),
+            to: e.to.clone(),
+            text: e.text.clone().unwrap_or_default(),
+            segments: e.segments,
+            status,
+            event_ids: vec![e.event_id.clone()],
+            sent_event: (e.kind == SmsType::Sent).then(|| e.event_id.clone()),
+            at: e.at,
+        }
+    }
+
+    fn finish(self, seen: &Seen, inbox: InboxWrite, status: InboxStatus) -> Plan {
+        let moved = self.lines.iter().any(|l| l.applied);
+        let wallet = moved.then(|| Wallet {
+            version: seen.wallet.version + 1,
+            ..self.wallet
+        });
+        let ledger_id = self.lines.last().map(|l| l.ledger_id.as_str()).or(latest(seen));
+        let mut answer = answer(self.event, ledger_id, &self.inbox_id, &self.wallet, status, false);
+        if !self.flags.is_empty() {
+            answer["review"] = json!(self.flags.iter().map(|f| f.reason).collect::<Vec<_>>());
+        }
+        let writes =
+            !self.lines.is_empty() || inbox != InboxWrite::Nothing || !self.flags.is_empty();
+        Plan {
+            message: self.event.kind == SmsType::Received,
+            lines: self.lines,
+            inbox,
+            wallet,
+            flags: self.flags,
+            answer,
+            writes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,162 @@
+//! A ledger line: one debit per charged message, one refund when its failure wins, one top-up per
+//! `Idempotency-Key`. Keyed by what it is for (message and kind, or the top-up's key), mapped to
+//! and from its item here once. Amounts are positive; `kind` says the direction.
+
+use super::{derived_id, ledger_list, message_part};
+use crate::ids::{key_part, OrgId};
+use crate::money::{display, Currency};
+use crate::store::item::{malformed, Builder, Read};
+use crate::store::{Item, StoreError};
+use crate::time;
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub const KIND: &str = "ledger_line";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    Debit,
+    Refund,
+    Topup,
+}
+
+impl LineKind {
+    /// What the line does to the balance: a debit takes, a refund and a top-up give.
+    pub fn signed(self, amount: Decimal) -> Decimal {
+        match self {
+            Self::Debit => -amount,
+            Self::Refund | Self::Topup => amount,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LedgerLine {
+    pub org: OrgId,
+    pub ledger_id: String,
+    pub kind: LineKind,
+    pub amount: Decimal,
+    pub currency: Currency,
+    /// The event that booked it: the signed `webhook-id`, or a top-up's `Idempotency-Key`.
+    pub event_id: String,
+    pub integration_id: Option<String>,
+    pub message_id: Option<String>,
+    pub inbox_id: Option<String>,
+    pub at: DateTime<Utc>,
+    /// Whether it moved the balance: a line in another currency than the wallet's is booked
+    /// for finance and left to a person (`currency_mismatch`).
+    pub applied: bool,
+    /// The balance right after this line.
+    pub balance_after: Decimal,
+}
+
+/// A message's debit or refund line.
+pub fn message_line_pk(org: &OrgId, integration_id: &str, message_id: &str, kind: LineKind) -> String {
+    let kind = crate::store::item::tag_name(&kind);
+    org.pk(&format!(
+        "LEDGER#{}#{kind}",
+        message_part(integration_id, message_id)
+    ))
+}
+
+/// A top-up's line, by its `Idempotency-Key`.
+pub fn topup_pk(org: &OrgId, key: &str) -> String {
+    org.pk(&format!("LEDGER#topup#{}", key_part(key)))
+}
+
+/// The id a line under `pk` has.
+pub fn ledger_id(pk: &str) -> String {
+    derived_id("led_", pk)
+}
+
+impl LedgerLine {
+    pub fn pk(&self) -> String {
+        match (&self.integration_id, &self.message_id) {
+            (Some(integration), Some(message)) => {
+                message_line_pk(&self.org, integration, message, self.kind)
+            }
+            _ => topup_pk(&self.org, &self.event_id),
+        }
+    }
+
+    pub fn to_item(&self) -> Item {
+        Builder::new(&self.pk(), KIND, self.org.as_str())
+            .str("ledger_id", &self.ledger_id)
+            .tag("line_kind", &self.kind)
+            .num("amount", self.amount)
+            .str("currency", self.currency.as_str())
+            .str("event_id", &self.event_id)
+            .opt_str("integration_id", self.integration_id.clone())
+            .opt_str("message_id", self.message_id.clone())
+            .opt_str("inbox_id", self.inbox_id.clone())
+            .time("at", self.at)
+            .bool("applied", self.applied)
+            .num("balance_after", self.balance_after)
+            .list(
+                &ledger_list(&self.org),
+                &format!("{}#{}", time::format(self.at), self.ledger_id),
+            )
+            .build()
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let org = OrgId::parse(item.str_of("org")?).map_err(|_| malformed(item, "org"))?;
+        let currency =
+            Currency::parse(item.str_of("currency")?).map_err(|_| malformed(item, "currency"))?;
+        Ok(Self {
+            org,
+            ledger_id: item.str_of("ledger_id")?.to_owned(),
+            kind: item.tag_of("line_kind")?,
+            amount: item.dec_of("amount")?,
+            currency,
+            event_id: item.str_of("event_id")?.to_owned(),
+            integration_id: item.opt_str("integration_id").map(str::to_owned),
+            message_id: item.opt_str("message_id").map(str::to_owned),
+            inbox_id: item.opt_str("inbox_id").map(str::to_owned),
+            at: item.time_of("at")?,
+            applied: item.bool_of("applied"),
+            balance_after: item.dec_of("balance_after")?,
+        })
+    }
+
+    /// What the line did to the balance (nothing when it was not applied).
+    pub fn effect(&self) -> Decimal {
+        if self.applied {
+            self.kind.signed(self.amount)
+        } else {
+            Decimal::ZERO
+        }
+    }
+
+    /// The export's columns, in order.
+    pub const COLUMNS: [&'static str; 8] = [
+        "ledger_id",
+        "event_id",
+        "message_id",
+        "inbox_id",
+        "kind",
+        "amount",
+        "currency",
+        "at",
+    ];
+
+    /// The line as the export shows it: the [`Self::COLUMNS`], then what else finance may ask.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ledger_id": self.ledger_id,
+            "event_id": self.event_id,
+            "message_id": self.message_id,
+            "inbox_id": self.inbox_id,
+            "kind": self.kind,
+            "amount": display(self.amount),
+            "currency": self.currency.as_str(),
+            "at": time::format(self.at),
+            "integration_id": self.integration_id,
+            "applied": self.applied,
+            "balance_after": display(self.balance_after),
+        })
+    }
+}

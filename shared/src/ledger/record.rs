@@ -1,0 +1,287 @@
+//! Recording one carrier event: one consistent `BatchGetItem` (the acknowledgement, the wallet,
+//! the message's lines, and for an incoming SMS its conversation and sender), the decision, then
+//! one `TransactWriteItems` that puts the acknowledgement under `attribute_not_exists` together
+//! with everything the event writes. A stored acknowledgement is answered from that read alone.
+
+use super::decide::{Flag, InboxWrite, Plan};
+use super::inbox::{event_set, inbox_pk};
+use super::line::message_line_pk;
+use super::wallet::wallet_pk;
+use super::{decide, InboxLine, LedgerError, LedgerLine, LineKind, Seen, SmsEvent, SmsType, Wallet};
+use crate::ids::{key_part, OrgId};
+use crate::integrations::Integration;
+use crate::messages::providers::MessageProvider;
+use crate::messages::{Incoming, Placement, Sender};
+use crate::review::ReviewItem;
+use crate::store::item::{n, s, tag_name, Builder, Read};
+use crate::store::{Cond, Item, Step, Store, Transacted, Update};
+use crate::time;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// The stored acknowledgement's item kind.
+pub const ACK_KIND: &str = "sms_event";
+
+/// Attempts before giving up on a contended wallet: every SMS of an organisation moves it.
+const ATTEMPTS: u32 = 40;
+
+/// How recording an event ended.
+#[derive(Clone, Debug)]
+pub enum Recorded {
+    /// Stored now; `review` when it filed review items.
+    New { answer: Value, review: bool },
+    /// Its message's lines were already written under another event id: nothing changed.
+    Repush(Value),
+    /// This event id was stored before; `stored_fingerprint` differs on another payload.
+    Duplicate {
+        answer: Value,
+        stored_fingerprint: String,
+    },
+}
+
+/// The stored acknowledgement of one event id: what it was, and the answer it got.
+#[derive(Clone, Debug)]
+pub struct Ack {
+    pub org: OrgId,
+    pub event: SmsEvent,
+    pub answer: Value,
+    pub outcome: &'static str,
+}
+
+pub fn ack_pk(org: &OrgId, integration_id: &str, event_id: &str) -> String {
+    org.pk(&format!("SMS_EVENT#{integration_id}#{}", key_part(event_id)))
+}
+
+impl Ack {
+    pub fn to_item(&self) -> Item {
+        let e = &self.event;
+        Builder::new(
+            &ack_pk(&self.org, &e.integration_id, &e.event_id),
+            ACK_KIND,
+            self.org.as_str(),
+        )
+        .str("key", e.key().as_str())
+        .str("event_id", &e.event_id)
+        .str("integration_id", &e.integration_id)
+        .str("message_id", &e.message_id)
+        .tag("type", &e.kind)
+        .str("fingerprint", &e.fingerprint)
+        .str("answer", self.answer.to_string())
+        .str("outcome", self.outcome)
+        .time("at", e.at)
+        .list(
+            &self.org.pk("SMS_EVENTS"),
+            &format!("{}#{}", time::format(e.at), e.key()),
+        )
+        .build()
+    }
+}
+
+/// The stored answer of an acknowledgement item, marked as a repeat.
+fn replayed(item: &Item) -> Result<Recorded, LedgerError> {
+    let mut answer: Value = serde_json::from_str(item.str_of("answer")?)
+        .map_err(|_| crate::store::item::malformed(item, "answer"))?;
+    answer["duplicate"] = Value::Bool(true);
+    Ok(Recorded::Duplicate {
+        answer,
+        stored_fingerprint: item.str_of("fingerprint")?.to_owned(),
+    })
+}
+
+/// The keys one event reads, in order.
+struct Keys {
+    ack: String,
+    wallet: String,
+    debit: String,
+    refund: String,
+    inbox: String,
+    placement: Option<(Placement, Incoming)>,
+}
+
+impl Keys {
+    fn of(integration: &Integration, event: &SmsEvent) -> Self {
+        let org = integration.org();
+        let (i, m) = (&event.integration_id, &event.message_id);
+        let placement = (event.kind == SmsType::Received).then(|| {
+            let incoming = incoming(event);
+            (Placement::of(integration, &incoming), incoming)
+        });
+        Self {
+            ack: ack_pk(org, i, &event.event_id),
+            wallet: wallet_pk(org),
+            debit: message_line_pk(org, i, m, LineKind::Debit),
+            refund: message_line_pk(org, i, m, LineKind::Refund),
+            inbox: inbox_pk(org, i, m, event.kind.direction()),
+            placement,
+        }
+    }
+
+    fn all(&self) -> Vec<String> {
+        let mut pks = vec![
+            self.ack.clone(),
+            self.wallet.clone(),
+            self.debit.clone(),
+            self.refund.clone(),
+            self.inbox.clone(),
+        ];
+        if let Some((p, _)) = &self.placement {
+            pks.extend([p.conversation_pk.clone(), p.identity_pk.clone()]);
+        }
+        pks
+    }
+}
+
+/// An incoming SMS as a message of its conversation: the chat is the sender's number, and
+/// replies would go out through the number it was sent to.
+fn incoming(event: &SmsEvent) -> Incoming {
+    Incoming {
+        provider_id: event.message_id.clone(),
+        chat_id: event.from.clone(),
+        from: Sender {
+            identity: event.from.clone(),
+            name: event.from.clone(),
+            phone: Some(event.from.clone()),
+        },
+        text: event.text.clone().unwrap_or_default(),
+        attachments: Vec::new(),
+        sent_at: Some(event.at),
+        reply_via: Some(event.to.clone()),
+    }
+}
+
+/// Records `event` once: a repeat of its event id gets the stored answer; a re-push of its
+/// message writes only its own acknowledgement.
+pub async fn record(
+    store: &Store,
+    integration: &Integration,
+    event: &SmsEvent,
+    now: DateTime<Utc>,
+) -> Result<Recorded, LedgerError> {
+    let org = integration.org();
+    let keys = Keys::of(integration, event);
+    for attempt in 0..ATTEMPTS {
+        let mut found = store.get_many(&keys.all()).await?.into_iter();
+        let mut next = || found.next().flatten();
+        if let Some(item) = next() {
+            return replayed(&item);
+        }
+        let seen = Seen {
+            wallet: Wallet::from_item(next().as_ref())?,
+            debit: next().as_ref().map(LedgerLine::from_item).transpose()?,
+            refund: next().as_ref().map(LedgerLine::from_item).transpose()?,
+            inbox: next().as_ref().map(InboxLine::from_item).transpose()?,
+        };
+        let plan = decide(event, org, &seen, now);
+        let mut steps = steps(org, event, &seen, &plan, now);
+        if let (true, Some((placement, incoming))) = (plan.message, &keys.placement) {
+            let (conversation, known) = (next(), next());
+            let (_, placed) = placement.steps(
+                integration,
+                MessageProvider::Sms,
+                incoming,
+                conversation,
+                known,
+                Vec::new(),
+                now,
+            )?;
+            steps.extend(placed);
+        }
+        match store.transact(steps).await? {
+            Transacted::Done if plan.writes => {
+                return Ok(Recorded::New {
+                    review: !plan.flags.is_empty(),
+                    answer: plan.answer,
+                })
+            }
+            Transacted::Done => return Ok(Recorded::Repush(plan.answer)),
+            Transacted::Refused {
+                step: 0,
+                existing: Some(item),
+            } => return replayed(&item),
+            // The acknowledgement made meanwhile (an emulator that does not say by what), a
+            // line or the wallet moved: read again and decide anew.
+            _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
+        }
+    }
+    Err(LedgerError::Contended)
+}
+
+/// The acknowledgement first (a refusal of step 0 is a repeat), then the lines, the inbox
+/// line, the wallet and the review items.
+fn steps(org: &OrgId, event: &SmsEvent, seen: &Seen, plan: &Plan, now: DateTime<Utc>) -> Vec<Step> {
+    let outcome = match (plan.writes, plan.flags.is_empty()) {
+        (false, _) => "repush",
+        (true, true) => "stored",
+        (true, false) => "review",
+    };
+    let ack = Ack {
+        org: org.clone(),
+        event: event.clone(),
+        answer: plan.answer.clone(),
+        outcome,
+    };
+    let mut steps = vec![Step::PutNew(ack.to_item())];
+    steps.extend(plan.lines.iter().map(|l| Step::PutNew(l.to_item())));
+    steps.extend(inbox_step(event, seen, &plan.inbox));
+    if let Some(next) = &plan.wallet {
+        steps.push(seen.wallet.step(org, next));
+    }
+    steps.extend(
+        plan.flags
+            .iter()
+            .map(|f| Step::PutNew(review(org, event, f, now).to_item())),
+    );
+    steps
+}
+
+fn inbox_step(event: &SmsEvent, seen: &Seen, write: &InboxWrite) -> Option<Step> {
+    let line = seen.inbox.as_ref();
+    let held = |update: Update, status| Update::when(update, Cond::Equals("status".into(), s(tag_name(&status))));
+    match (write, line) {
+        (InboxWrite::Nothing, _) => None,
+        (InboxWrite::New(new), _) => Some(Step::PutNew(new.to_item())),
+        (InboxWrite::Move { to }, Some(line)) => Some(Step::Update {
+            pk: line.pk(),
+            update: held(
+                Update::new()
+                    .set("status", s(tag_name(to)))
+                    .add("event_ids", event_set(&event.event_id)),
+                line.status,
+            ),
+        }),
+        (InboxWrite::Booked { status }, Some(line)) => {
+            let mut update = Update::new()
+                .set("sent_event", s(&event.event_id))
+                .add("event_ids", event_set(&event.event_id));
+            if let (Some(text), true) = (&event.text, line.text.is_empty()) {
+                update = update.set("text", s(text));
+            }
+            if let Some(segments) = event.segments {
+                update = update.set("segments", n(segments));
+            }
+            // Held to the status read and to no sent being booked meanwhile.
+            let update = update.when(Cond::All(vec![
+                Cond::Equals("status".into(), s(tag_name(status))),
+                Cond::Lacks("sent_event".into()),
+            ]));
+            Some(Step::Update {
+                pk: line.pk(),
+                update,
+            })
+        }
+        // A move or booking decided over a line that was read: unreachable without one.
+        (InboxWrite::Move { .. } | InboxWrite::Booked { .. }, None) => None,
+    }
+}
+
+/// One review item per event and reason: the event's key is new, so its review items are too.
+fn review(org: &OrgId, event: &SmsEvent, flag: &Flag, now: DateTime<Utc>) -> ReviewItem {
+    ReviewItem {
+        org: org.clone(),
+        kind: "sms".into(),
+        reason: flag.reason.into(),
+        key: event.key().to_string(),
+        at: now,
+        detail: flag.detail.clone(),
+    }
+}
