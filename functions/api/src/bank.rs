@@ -244,23 +244,11 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
         ApiError::bad_request("missing_integration_id", "integration_id is required")
     })?;
     let (integration, _, _) = integration(store, ctx, &raw).await?;
-    let limit = match query(ctx.req, "limit") {
-        None => 50,
-        Some(raw) => raw
-            .parse::<i32>()
-            .ok()
-            .filter(|n| (1..=200).contains(n))
-            .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit is 1 to 200"))?,
-    };
+    let limit = crate::paging::limit(ctx.req, 50, 200)?;
     let cursor = query(ctx.req, "cursor");
     let (rows, next) = bank::list(store, &ctx.org, &integration.id, limit, cursor.as_deref())
         .await
-        .map_err(|e| match e {
-            firmspace::store::StoreError::Malformed { .. } if cursor.is_some() => {
-                ApiError::bad_request("invalid_cursor", "cursor is not one this list gave")
-            }
-            other => other.into(),
-        })?;
+        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
     let items: Vec<Value> = rows.iter().map(BankTx::to_json).collect();
     let mut answer = json!({ "items": items });
     if let Some(next) = next {

@@ -152,7 +152,7 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.
-fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
+pub(crate) fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
     let raw = ctx.req.headers().get("idempotency-key").ok_or_else(|| {
         ApiError::bad_request(
             "missing_idempotency_key",

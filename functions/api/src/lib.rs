@@ -8,8 +8,10 @@ mod bank;
 mod calls;
 mod consequences;
 mod invoices;
+mod ledger;
 mod messages;
 mod openapi;
+mod paging;
 mod routes;
 mod schemas;
 mod setup;
@@ -188,6 +190,11 @@ impl App {
                 let files = self.settings.files.as_ref();
                 messages::list_messages(store, files, ctx, found.param("id")).await
             }
+            OrgOp::TopUp => ledger::top_up(store, ctx).await,
+            OrgOp::Wallet => ledger::wallet(store, ctx).await,
+            OrgOp::Ledger => ledger::ledger_json(store, ctx).await,
+            OrgOp::LedgerCsv => ledger::ledger_csv(store, ctx).await,
+            OrgOp::Inbox => ledger::inbox(store, ctx).await,
             OrgOp::Review => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))

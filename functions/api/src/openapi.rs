@@ -5,9 +5,10 @@
 mod bank_webhook;
 mod calls_webhook;
 mod messages_webhook;
+mod sms_webhook;
 mod webhook;
 
-use crate::routes::{Answer, Auth, In, Method, Param, Route, ROUTES};
+use crate::routes::{self, Answer, Auth, In, Method, Param, Route};
 use crate::schemas::ErrorBody;
 use firmspace::http::{json_response, ApiError};
 use lambda_http::{Body, Response};
@@ -46,7 +47,7 @@ pub fn document() -> OpenApi {
     let mut schemas = Schemas::new();
     doc::<ErrorBody>(&mut schemas);
     let mut paths = PathsBuilder::new();
-    for route in ROUTES {
+    for route in routes::all() {
         let operation = operation(route, &mut schemas);
         paths = paths.path(route.path, PathItem::new(method(route.method), operation));
     }
@@ -61,6 +62,8 @@ pub fn document() -> OpenApi {
     let mut item = PathItem::new(HttpMethod::Post, bank_webhook::operation(&mut schemas));
     item.get = Some(bank_webhook::check());
     paths = paths.path(bank_webhook::PATH, item);
+    let sms = sms_webhook::operation(&mut schemas);
+    paths = paths.path(sms_webhook::PATH, PathItem::new(HttpMethod::Post, sms));
     let info = InfoBuilder::new()
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))
@@ -102,20 +105,33 @@ fn bearer(description: &str) -> SecurityScheme {
 }
 
 fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
-    let answer = match route.answer {
-        Answer::One(doc) => Ref::from_schema_name(doc(schemas)).into(),
-        Answer::Items(doc) => items(doc(schemas)),
-        Answer::Document => ObjectBuilder::new()
-            .schema_type(Type::Object)
-            .description(Some("this OpenAPI document"))
-            .into(),
+    let (answer, media) = match route.answer {
+        Answer::One(doc) => (Ref::from_schema_name(doc(schemas)).into(), JSON),
+        Answer::Items(doc) => (items(doc(schemas)), JSON),
+        Answer::Document => (
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some("this OpenAPI document"))
+                .into(),
+            JSON,
+        ),
+        Answer::Csv(columns) => (
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(format!(
+                    "RFC 4180 CSV with the header row {}",
+                    columns.join(",")
+                )))
+                .into(),
+            "text/csv",
+        ),
     };
     let mut responses = ResponsesBuilder::new();
     for (status, when) in route.ok {
         let content = ContentBuilder::new().schema(Some(answer.clone())).build();
         let ok = ResponseBuilder::new()
             .description(*when)
-            .content(JSON, content);
+            .content(media, content);
         responses = responses.response(status.to_string(), ok.build());
     }
     let auth = route.op.auth();

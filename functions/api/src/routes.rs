@@ -1,9 +1,13 @@
 //! The one route table: `App::respond` dispatches by it and `openapi::document` describes it, so
 //! no route is served undocumented or documented unserved.
 
+mod ledger;
 mod table;
 
-pub use table::ROUTES;
+/// Every route: the core table, then the ledger's. The first match wins.
+pub fn all() -> impl Iterator<Item = &'static Route> {
+    table::ROUTES.iter().chain(ledger::ROUTES)
+}
 
 use crate::openapi::Doc;
 
@@ -61,6 +65,11 @@ pub enum OrgOp {
     BankTransactions,
     ConversationMessages,
     Review,
+    TopUp,
+    Wallet,
+    Ledger,
+    LedgerCsv,
+    Inbox,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +113,8 @@ pub enum Answer {
     Items(Doc),
     /// The OpenAPI document itself.
     Document,
+    /// `text/csv` with a header row of these columns.
+    Csv(&'static [&'static str]),
 }
 
 pub struct Route {
@@ -162,8 +173,7 @@ impl<'a> Found<'a> {
 
 /// The first route of the table with this method whose template fits the path's segments.
 pub fn find<'a>(method: &str, segments: &[&'a str]) -> Option<Found<'a>> {
-    ROUTES
-        .iter()
+    all()
         .filter(|r| r.method.as_str() == method)
         .find_map(|route| {
             Some(Found {
@@ -175,8 +185,7 @@ pub fn find<'a>(method: &str, segments: &[&'a str]) -> Option<Found<'a>> {
 
 /// The methods the table serves on this path: for a 405's `Allow`, when `find` found none.
 pub fn allowed(segments: &[&str]) -> Vec<&'static str> {
-    let mut methods: Vec<&'static str> = ROUTES
-        .iter()
+    let mut methods: Vec<&'static str> = all()
         .filter(|r| r.matches(segments).is_some())
         .map(|r| r.method.as_str())
         .collect();
@@ -197,7 +206,7 @@ mod tests {
 
     #[test]
     fn every_route_matches_its_own_template_and_yields_its_parameters() {
-        for route in ROUTES {
+        for route in all() {
             let path = route.path.replace('{', "v_").replace('}', "");
             let segments: Vec<&str> = path.split('/').skip(1).collect();
             let found = find(route.method.as_str(), &segments).expect(route.path);

@@ -8,6 +8,7 @@ use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
+use firmspace::ledger::providers::{SmsProvider, SmsSettings};
 use firmspace::orgs::{self, Member};
 use firmspace::payments::providers::monobank::Merchant;
 use firmspace::payments::providers::{PaymentSettings, Provider};
@@ -46,7 +47,7 @@ pub struct NewIntegration {
     #[schema(value_type = firmspace::integrations::IntegrationKind)]
     kind: IntegrationKind,
     /// payments: `standard`, `stripe` or `monobank`; calls: `twilio` or `standard`; messages:
-    /// `telegram`, `whatsapp` or `standard`.
+    /// `telegram`, `whatsapp` or `standard`; sms: `standard`.
     pub(crate) provider: Option<String>,
     /// `whsec_...`; generated when absent.
     secret: Option<String>,
@@ -211,6 +212,12 @@ fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
             })
         }
         Settings::Messages(m) => crate::messages::describe(integration, m, public_url),
+        Settings::Sms(SmsSettings::Standard { secret }) => json!({
+            "webhook_url": firmspace::ledger::providers::webhook_url(public_url, &integration.id),
+            "provider": SmsProvider::Standard,
+            "signature": "webhook-id (the event id), webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
+            "secret": secret.expose_secret(),
+        }),
         Settings::Bank(b) => crate::bank::describe(integration, b, public_url),
         Settings::Outbound(o) => json!({
             "url": o.url,
@@ -245,6 +252,7 @@ pub async fn create_integration(
             IntegrationKind::Bank => {
                 Settings::Bank(crate::bank::settings(&body, settings.allows_loopback)?)
             }
+            IntegrationKind::Sms => Settings::Sms(sms_settings(&body)?),
         },
         created_at: ctx.now,
     };
@@ -253,6 +261,34 @@ pub async fn create_integration(
         201,
         &describe(&integration, &settings.public_url),
     ))
+}
+
+/// A `whsec_` secret as given (base64 of 24 to 64 bytes), or a new one.
+fn standard_secret(body: &NewIntegration) -> Result<SecretString, ApiError> {
+    let secret = body
+        .secret
+        .clone()
+        .unwrap_or_else(standard::generate_secret);
+    if !secret.starts_with("whsec_") || standard::Verifier::new(&secret).is_err() {
+        return Err(ApiError::bad_request(
+            "invalid_secret",
+            "secret must be whsec_ followed by the base64 of 24 to 64 bytes",
+        ));
+    }
+    Ok(SecretString::from(secret))
+}
+
+/// An SMS carrier: `standard` (our own contract), signed with a `whsec_` secret.
+fn sms_settings(body: &NewIntegration) -> Result<SmsSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<SmsProvider>) {
+        Some(SmsProvider::Standard) => Ok(SmsSettings::Standard {
+            secret: standard_secret(body)?,
+        }),
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "an sms integration's provider is standard",
+        )),
+    }
 }
 
 /// `twilio` with the account's `auth_token`, or `standard` with a `whsec_` secret (generated
@@ -270,21 +306,9 @@ fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
                 auth_token: SecretString::from(token),
             })
         }
-        Some(CallProvider::Standard) => {
-            let secret = body
-                .secret
-                .clone()
-                .unwrap_or_else(standard::generate_secret);
-            if !secret.starts_with("whsec_") || standard::Verifier::new(&secret).is_err() {
-                return Err(ApiError::bad_request(
-                    "invalid_secret",
-                    "secret must be whsec_ followed by the base64 of 24 to 64 bytes",
-                ));
-            }
-            Ok(CallSettings::Standard {
-                secret: SecretString::from(secret),
-            })
-        }
+        Some(CallProvider::Standard) => Ok(CallSettings::Standard {
+            secret: standard_secret(body)?,
+        }),
         None => Err(ApiError::bad_request(
             "invalid_provider",
             "a calls integration's provider is twilio or standard",

@@ -107,36 +107,54 @@ impl Store {
             ),
             None => None,
         };
-        let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(GSI)
-            .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()));
-        query = match range {
-            Some((low, high)) => query
-                .key_condition_expression("gsi1pk = :p AND gsi1sk BETWEEN :lo AND :hi")
-                .expression_attribute_values(":lo", AttributeValue::S(low.to_owned()))
-                .expression_attribute_values(":hi", AttributeValue::S(high.to_owned())),
-            None => query.key_condition_expression("gsi1pk = :p"),
-        };
-        // One more than asked: whether a next page exists is known without a second read.
-        let out = query
-            .scan_index_forward(!newest_first)
-            .limit(limit + 1)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(StoreError::sdk)?;
-        let mut items = out.items.unwrap_or_default();
-        // DynamoDB may stop a page early at 1 MB: then it says where it stopped.
-        let more = items.len() > limit as usize || out.last_evaluated_key.is_some();
+        // One more than asked: whether a next page exists is known without a second read. A
+        // query stops at 1 MB; the page goes on from where it stopped until it is full.
+        let wanted = limit as usize + 1;
+        let mut items: Vec<Item> = Vec::new();
+        let mut start = start;
+        loop {
+            let out = self
+                .list_query(gsi1pk, range)
+                .scan_index_forward(!newest_first)
+                .limit((wanted - items.len()) as i32)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::sdk)?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() || items.len() >= wanted {
+                break;
+            }
+        }
+        let more = items.len() > limit as usize;
         items.truncate(limit as usize);
         let next = match (more, items.last()) {
             (true, Some(last)) => Some(encode_cursor(last)),
             _ => None,
         };
         Ok((items, next))
+    }
+
+    /// A query of one list, or of the part of it between `range`.
+    fn list_query(
+        &self,
+        gsi1pk: &str,
+        range: Option<(&str, &str)>,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(GSI)
+            .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()));
+        match range {
+            Some((low, high)) => query
+                .key_condition_expression("gsi1pk = :p AND gsi1sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":lo", AttributeValue::S(low.to_owned()))
+                .expression_attribute_values(":hi", AttributeValue::S(high.to_owned())),
+            None => query.key_condition_expression("gsi1pk = :p"),
+        }
     }
 
     /// Every item in the table (a consistent scan): for tests and operator tools, never on a

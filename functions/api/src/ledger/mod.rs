@@ -1,0 +1,132 @@
+//! The prepaid wallet, its top-ups, finance's ledger export and the SMS inbox.
+
+pub mod schemas;
+
+use crate::paging;
+use crate::Ctx;
+use chrono::{DateTime, Utc};
+use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::ledger::{self, export, inbox, wallet, LedgerLine, Price, TOPUP_MAX};
+use firmspace::money::{parse_amount, Currency};
+use firmspace::store::Store;
+use lambda_http::{Body, Response};
+use rust_decimal::Decimal;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+#[derive(Deserialize, ToSchema)]
+pub struct NewTopUp {
+    /// Major units, positive, at most 1000000 and the currency's fraction digits.
+    #[schema(example = "20.00")]
+    amount: String,
+    /// ISO 4217; the wallet's first top-up sets its currency.
+    #[schema(example = "USD")]
+    currency: String,
+}
+
+/// `POST /api/wallet/topups`: once per `Idempotency-Key`.
+pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let key = crate::invoices::idempotency_key(ctx)?;
+    let body: NewTopUp = parse_json(body_bytes(ctx.req))?;
+    let currency = Currency::parse(&body.currency)
+        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
+    let amount = parse_amount(&body.amount)
+        .and_then(|a| currency.check(a))
+        .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
+    if amount > Decimal::from(TOPUP_MAX) {
+        return Err(ApiError::bad_request(
+            "invalid_amount",
+            format!("a top-up is at most {TOPUP_MAX}"),
+        ));
+    }
+    let done = ledger::top_up(store, &ctx.org, &key, Price { amount, currency }, ctx.now).await?;
+    Ok(json_response(200, &done.answer))
+}
+
+/// `GET /api/wallet`.
+pub async fn wallet(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let wallet = wallet::get(store, &ctx.org).await?;
+    Ok(json_response(200, &wallet.to_json()))
+}
+
+/// `from` and `to` (RFC 3339, turned to UTC): required, `from` before `to`, at most
+/// `WINDOW_MAX_DAYS` apart.
+fn window(ctx: &Ctx<'_>) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+    let at = |name: &'static str| {
+        let raw = query(ctx.req, name).ok_or_else(|| {
+            ApiError::bad_request("missing_window", format!("{name} is required (RFC 3339)"))
+        })?;
+        firmspace::time::parse(&raw).ok_or_else(|| {
+            ApiError::bad_request("invalid_window", format!("{name} is not an RFC 3339 time"))
+        })
+    };
+    let (from, to) = (at("from")?, at("to")?);
+    if from >= to || to - from > chrono::Duration::days(export::WINDOW_MAX_DAYS) {
+        return Err(ApiError::bad_request(
+            "invalid_window",
+            format!(
+                "from must be before to, at most {} days apart",
+                export::WINDOW_MAX_DAYS
+            ),
+        ));
+    }
+    Ok((from, to))
+}
+
+async fn lines(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    default: i32,
+) -> Result<(Vec<LedgerLine>, Option<String>), ApiError> {
+    let (from, to) = window(ctx)?;
+    let limit = paging::limit(ctx.req, default, LINES_MAX)?;
+    let cursor = query(ctx.req, "cursor");
+    export::window(store, &ctx.org, from, to, limit, cursor.as_deref())
+        .await
+        .map_err(|e| paging::read_error(e, cursor.as_deref()))
+}
+
+/// The most lines one page of the export holds.
+pub const LINES_MAX: i32 = 10_000;
+
+/// `GET /api/ledger?from=&to=`: the lines booked in `[from, to)`, oldest first.
+pub async fn ledger_json(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let (lines, next) = lines(store, ctx, 1_000).await?;
+    let items: Vec<Value> = lines.iter().map(LedgerLine::to_json).collect();
+    let mut answer = json!({ "items": items });
+    if let Some(next) = next {
+        answer["cursor"] = json!(next);
+    }
+    Ok(json_response(200, &answer))
+}
+
+/// `GET /api/ledger.csv?from=&to=`: the same lines as CSV; `X-Next-Cursor` when more remain.
+pub async fn ledger_csv(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let (lines, next) = lines(store, ctx, LINES_MAX).await?;
+    let mut response = Response::builder()
+        .status(200)
+        .header("content-type", "text/csv; charset=utf-8")
+        .header("content-disposition", "attachment; filename=\"ledger.csv\"");
+    if let Some(next) = next {
+        response = response.header("x-next-cursor", next);
+    }
+    Ok(response
+        .body(Body::Text(export::csv(&lines)))
+        .expect("status and headers are valid"))
+}
+
+/// `GET /api/inbox`: newest first, a page at a time.
+pub async fn inbox(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let limit = paging::limit(ctx.req, 50, 200)?;
+    let cursor = query(ctx.req, "cursor");
+    let (lines, next) = inbox::page(store, &ctx.org, limit, cursor.as_deref())
+        .await
+        .map_err(|e| paging::read_error(e, cursor.as_deref()))?;
+    let items: Vec<Value> = lines.iter().map(inbox::InboxLine::to_json).collect();
+    let mut answer = json!({ "items": items });
+    if let Some(next) = next {
+        answer["cursor"] = json!(next);
+    }
+    Ok(json_response(200, &answer))
+}

@@ -1,0 +1,112 @@
+//! The shapes of the ledger's answers, for the OpenAPI document only (the handlers build them
+//! with `json!` in `firmspace::ledger`; the integration tests hold them to the real output).
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Serialize, ToSchema)]
+pub struct Wallet {
+    /// Major units; negative when SMS already sent cost more than was topped up.
+    #[schema(example = "12.35")]
+    balance: String,
+    /// Set by the first top-up; null before.
+    #[schema(example = "USD")]
+    currency: Option<String>,
+    /// Moves with every change of the balance.
+    version: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TopUpAnswer {
+    /// True on a repeat of the same key and body: the stored answer.
+    duplicate: bool,
+    #[schema(example = "led_0123456789abcdef0123")]
+    ledger_id: String,
+    wallet: Wallet,
+}
+
+/// A ledger line. `amount` is positive; `kind` says the direction.
+#[derive(Serialize, ToSchema)]
+pub struct LedgerItem {
+    ledger_id: String,
+    /// The signed `webhook-id` that booked it, or a top-up's `Idempotency-Key`.
+    event_id: String,
+    message_id: Option<String>,
+    inbox_id: Option<String>,
+    /// `debit`, `refund` or `topup`.
+    kind: String,
+    amount: String,
+    currency: String,
+    /// When it was booked (RFC 3339, UTC).
+    at: String,
+    integration_id: Option<String>,
+    /// False for a line in another currency than the wallet's (`currency_mismatch`).
+    applied: bool,
+    balance_after: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InboxItem {
+    inbox_id: String,
+    message_id: String,
+    /// `inbound` or `outbound`.
+    direction: String,
+    from: String,
+    to: String,
+    text: String,
+    /// `sent`, `delivered`, `failed` (outbound) or `received` (inbound).
+    status: String,
+    /// Every event that wrote to the line.
+    event_ids: Vec<String>,
+    at: String,
+    integration_id: String,
+    segments: Option<u32>,
+}
+
+/// A carrier event: `sms.sent`, `sms.received`, `sms.delivered` or `sms.failed`; other types are
+/// answered `ignored`.
+#[derive(Serialize, ToSchema)]
+pub struct SmsPayload {
+    #[serde(rename = "type")]
+    #[schema(example = "sms.sent")]
+    kind: String,
+    data: SmsData,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SmsData {
+    /// The carrier's message id (1-255 bytes, no white space or `#`): what lines are keyed by.
+    message_id: String,
+    /// 1-128 bytes.
+    from: String,
+    to: String,
+    /// At most 1600 characters.
+    text: Option<String>,
+    /// 1 to 255.
+    segments: Option<u32>,
+    /// Major units, at most 1000; "0" is no charge. Requires `currency`.
+    #[schema(example = "0.05")]
+    price: Option<String>,
+    currency: Option<String>,
+}
+
+/// The answer to an event, stored with it: a repeat of the event id gets it again, and a
+/// re-push of the message under a new event id names the same lines; both `duplicate: true`.
+#[derive(Serialize, ToSchema)]
+pub struct SmsAnswer {
+    /// The event id (`webhook-id`).
+    ack: String,
+    duplicate: bool,
+    ledger_id: Option<String>,
+    inbox_id: String,
+    /// The wallet's balance after the event.
+    balance: String,
+    message_id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    /// The inbox line's status after the event.
+    status: String,
+    /// Review items filed: `negative_balance`, `currency_mismatch`, `missing_price`,
+    /// `status_conflict`.
+    review: Option<Vec<String>>,
+}

@@ -1,0 +1,56 @@
+//! `POST /hooks/{integration_id}/sms`, served by the sms-webhook function: a prepaid SMS
+//! carrier's event. The signature and its 5-minute window are checked before the body is read.
+
+use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::{doc, Schemas, JSON};
+use crate::ledger::schemas::{SmsAnswer, SmsPayload};
+use crate::routes::{In, Param};
+use firmspace::signature::standard;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::{ContentBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder};
+
+pub const PATH: &str = "/hooks/{integration_id}/sms";
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "integration_id",
+        at: In::Path,
+        required: true,
+        doc: "the sms integration's id, from POST /api/integrations",
+    },
+    header(
+        standard::ID,
+        "the event id: a repeat of it gets the stored answer",
+    ),
+    header(
+        standard::TIMESTAMP,
+        "unix seconds; more than 5 minutes off is 401 and writes nothing",
+    ),
+    header(
+        standard::SIGNATURE,
+        "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
+    ),
+];
+
+pub fn operation(schemas: &mut Schemas) -> Operation {
+    let body =
+        ContentBuilder::new().schema(Some(Ref::from_schema_name(doc::<SmsPayload>(schemas))));
+    let answers = OneOfBuilder::new()
+        .item(Ref::from_schema_name(doc::<SmsAnswer>(schemas)))
+        .item(Ref::from_schema_name(doc::<IgnoredDelivery>(schemas)))
+        .item(Ref::from_schema_name(doc::<UnparseableDelivery>(schemas)));
+    let ok = ResponseBuilder::new()
+        .description(
+            "booked (one debit and one inbox line per message), the stored answer to a repeat of \
+             the event id, or the original lines of a message re-pushed under a new event id \
+             (both `duplicate: true`); a type we do not book; an unparseable body kept for review",
+        )
+        .content(JSON, ContentBuilder::new().schema(Some(answers)).build());
+    operation_of(
+        "A prepaid SMS carrier's event (served by sms-webhook)",
+        PARAMS,
+        body,
+        ResponsesBuilder::new().response("200", ok.build()),
+        "sms",
+    )
+}

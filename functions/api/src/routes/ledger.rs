@@ -1,0 +1,114 @@
+//! The prepaid ledger's `/api/` routes: the wallet, top-ups, finance's export and the inbox.
+
+use super::Answer::{Csv, Items, One};
+use super::Method::{Get, Post};
+use super::{In, Op, OrgOp::*, Param, Route};
+use crate::ledger::schemas as s;
+use crate::ledger::NewTopUp;
+use crate::openapi::doc;
+use firmspace::ledger::LedgerLine;
+
+const fn query(name: &'static str, required: bool, doc: &'static str) -> Param {
+    Param {
+        name,
+        at: In::Query,
+        required,
+        doc,
+    }
+}
+
+const WINDOW: &[Param] = &[
+    query("from", true, "RFC 3339; the window starts here (inclusive)"),
+    query("to", true, "RFC 3339; the window ends here (exclusive), at most 366 days after from"),
+    query("limit", false, "lines per page: 1 to 10000 (JSON default 1000, CSV default 10000)"),
+    query("cursor", false, "the `cursor` (JSON) or `X-Next-Cursor` (CSV) of the page before"),
+];
+
+const WINDOW_ERRORS: &[(u16, &str)] = &[(
+    400,
+    "`missing_window`, `invalid_window` (not RFC 3339, from not before to, or over 366 days), \
+     `invalid_limit`, `invalid_cursor`",
+)];
+
+pub static ROUTES: &[Route] = &[
+    Route {
+        method: Post,
+        path: "/api/wallet/topups",
+        op: Op::Org(TopUp),
+        summary: "Top up the prepaid wallet, once per Idempotency-Key",
+        params: &[Param {
+            name: "Idempotency-Key",
+            at: In::Header,
+            required: true,
+            doc: "one per intended top-up: the same key and body get the stored answer",
+        }],
+        body: Some(doc::<NewTopUp>),
+        ok: &[(
+            200,
+            "booked, or the stored answer to the same key and body (`duplicate: true`)",
+        )],
+        answer: One(doc::<s::TopUpAnswer>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                 `invalid_currency`, `invalid_amount` (not positive, over 1000000, or more \
+                 fraction digits than the currency has), `currency_mismatch` (the wallet is in \
+                 another currency)",
+            ),
+            (
+                409,
+                "`idempotency_key_reused`: the key came with another amount or currency (a \
+                 review item is filed)",
+            ),
+        ],
+    },
+    Route {
+        method: Get,
+        path: "/api/wallet",
+        op: Op::Org(Wallet),
+        summary: "The prepaid wallet: balance, currency (null before the first top-up), version",
+        params: &[],
+        body: None,
+        ok: &[(200, "OK")],
+        answer: One(doc::<s::Wallet>),
+        errors: &[],
+    },
+    Route {
+        method: Get,
+        path: "/api/ledger",
+        op: Op::Org(Ledger),
+        summary: "Ledger lines booked in a UTC window, oldest first, with the event id beside the \
+                  ledger id",
+        params: WINDOW,
+        body: None,
+        ok: &[(200, "a page of lines; `cursor` when more remain")],
+        answer: Items(doc::<s::LedgerItem>),
+        errors: WINDOW_ERRORS,
+    },
+    Route {
+        method: Get,
+        path: "/api/ledger.csv",
+        op: Op::Org(LedgerCsv),
+        summary: "The same lines as CSV (formula-like cells prefixed with ')",
+        params: WINDOW,
+        body: None,
+        ok: &[(200, "a page of lines; the `X-Next-Cursor` header when more remain")],
+        answer: Csv(&LedgerLine::COLUMNS),
+        errors: WINDOW_ERRORS,
+    },
+    Route {
+        method: Get,
+        path: "/api/inbox",
+        op: Op::Org(Inbox),
+        summary: "The SMS inbox: one line per message and direction, newest first",
+        params: &[
+            query("limit", false, "1 to 200, default 50"),
+            query("cursor", false, "the `cursor` of the page before"),
+        ],
+        body: None,
+        ok: &[(200, "a page of lines; `cursor` when more remain")],
+        answer: Items(doc::<s::InboxItem>),
+        errors: &[(400, "`invalid_limit`, `invalid_cursor`")],
+    },
+];
