@@ -77,9 +77,9 @@ pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) ->
     };
     let (inbox, status) = match (event.kind, &seen.inbox) {
         (SmsType::Sent, Some(line)) if line.sent_event.is_some() || seen.debit.is_some() => {
-            return repush(event, seen, line)
+            return repush(org, event, seen, line)
         }
-        (SmsType::Received, Some(line)) => return repush(event, seen, line),
+        (SmsType::Received, Some(line)) => return repush(org, event, seen, line),
         (SmsType::Sent, line) => {
             let status = line.as_ref().map_or(InboxStatus::Sent, |l| l.status);
             draft.charge(LineKind::Debit);
@@ -103,7 +103,7 @@ pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) ->
         (SmsType::Delivered | SmsType::Failed, Some(line)) => {
             let status = final_status(event.kind);
             if line.status == status {
-                return repush(event, seen, line);
+                return repush(org, event, seen, line);
             }
             if line.status.is_final() {
                 draft.flags.push(Flag {
@@ -138,19 +138,20 @@ fn latest(seen: &Seen) -> Option<&str> {
 }
 
 /// The same message under a new event id: nothing changes; the answer names what is there.
-fn repush(event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan {
+fn repush(org: &OrgId, event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan {
     Plan {
         lines: Vec::new(),
         inbox: InboxWrite::Nothing,
         wallet: None,
         flags: Vec::new(),
         message: false,
-        answer: answer(event, latest(seen), &line.inbox_id, &seen.wallet, line.status, true),
+        answer: answer(org, event, latest(seen), &line.inbox_id, &seen.wallet, line.status, true),
         writes: false,
     }
 }
 
 fn answer(
+    org: &OrgId,
     event: &SmsEvent,
     ledger_id: Option<&str>,
     inbox_id: &str,
@@ -158,7 +159,7 @@ fn answer(
     status: InboxStatus,
     duplicate: bool,
 ) -> Value {
-    json!({
+    let mut answer = json!({
         "ack": event.event_id,
         "duplicate": duplicate,
         "ledger_id": ledger_id,
@@ -167,7 +168,15 @@ fn answer(
         "message_id": event.message_id,
         "type": event.kind,
         "status": status,
-    })
+    });
+    if event.kind == SmsType::Received {
+        answer["conversation_id"] = json!(crate::messages::conversation_id(
+            org,
+            &event.integration_id,
+            &event.from
+        ));
+    }
+    answer
 }
 
 /// The lines and flags of a new event, the wallet moving as each line is booked.
@@ -215,7 +224,9 @@ impl Draft<'_> {
                 version: self.wallet.version,
             };
         }
-        let pk = message_line_pk(self.org, &self.event.integration_id, &self.event.message_id, kind);
+        let e = self.event;
+        let direction = e.kind.direction();
+        let pk = message_line_pk(self.org, &e.integration_id, &e.message_id, direction, kind);
         let line = LedgerLine {
             org: self.org.clone(),
             ledger_id: ledger_id(&pk),
@@ -225,6 +236,7 @@ impl Draft<'_> {
             event_id: self.event.event_id.clone(),
             integration_id: Some(self.event.integration_id.clone()),
             message_id: Some(self.event.message_id.clone()),
+            direction: Some(direction),
             inbox_id: Some(self.inbox_id.clone()),
             at: self.now,
             applied,
@@ -271,7 +283,7 @@ impl Draft<'_> {
             ..self.wallet
         });
         let ledger_id = self.lines.last().map(|l| l.ledger_id.as_str()).or(latest(seen));
-        let mut answer = answer(self.event, ledger_id, &self.inbox_id, &self.wallet, status, false);
+        let mut answer = answer(self.org, self.event, ledger_id, &self.inbox_id, &self.wallet, status, false);
         if !self.flags.is_empty() {
             answer["review"] = json!(self.flags.iter().map(|f| f.reason).collect::<Vec<_>>());
         }

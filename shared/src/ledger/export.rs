@@ -82,6 +82,7 @@ mod tests {
             event_id: "msg_1".into(),
             integration_id: Some("in_1".into()),
             message_id: Some(message_id.into()),
+            direction: Some(crate::messages::Direction::Outbound),
             inbox_id: Some("inb_1".into()),
             at: time::parse("2026-12-03T10:00:00Z").unwrap(),
             applied: true,

@@ -5,7 +5,8 @@
 use super::{derived_id, ledger_list, message_part};
 use crate::ids::{key_part, OrgId};
 use crate::money::{display, Currency};
-use crate::store::item::{malformed, Builder, Read};
+use crate::messages::Direction;
+use crate::store::item::{malformed, tag_name, Builder, Read};
 use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
@@ -44,6 +45,7 @@ pub struct LedgerLine {
     pub event_id: String,
     pub integration_id: Option<String>,
     pub message_id: Option<String>,
+    pub direction: Option<Direction>,
     pub inbox_id: Option<String>,
     pub at: DateTime<Utc>,
     /// Whether it moved the balance: a line in another currency than the wallet's is booked
@@ -53,11 +55,18 @@ pub struct LedgerLine {
     pub balance_after: Decimal,
 }
 
-/// A message's debit or refund line.
-pub fn message_line_pk(org: &OrgId, integration_id: &str, message_id: &str, kind: LineKind) -> String {
-    let kind = crate::store::item::tag_name(&kind);
+/// A message's debit or refund line: a message is its id and direction (a carrier may reuse
+/// an id across directions; an incoming and an outgoing message are still two).
+pub fn message_line_pk(
+    org: &OrgId,
+    integration_id: &str,
+    message_id: &str,
+    direction: Direction,
+    kind: LineKind,
+) -> String {
+    let (direction, kind) = (tag_name(&direction), tag_name(&kind));
     org.pk(&format!(
-        "LEDGER#{}#{kind}",
+        "LEDGER#{}#{direction}#{kind}",
         message_part(integration_id, message_id)
     ))
 }
@@ -74,9 +83,9 @@ pub fn ledger_id(pk: &str) -> String {
 
 impl LedgerLine {
     pub fn pk(&self) -> String {
-        match (&self.integration_id, &self.message_id) {
-            (Some(integration), Some(message)) => {
-                message_line_pk(&self.org, integration, message, self.kind)
+        match (&self.integration_id, &self.message_id, self.direction) {
+            (Some(integration), Some(message), Some(direction)) => {
+                message_line_pk(&self.org, integration, message, direction, self.kind)
             }
             _ => topup_pk(&self.org, &self.event_id),
         }
@@ -91,6 +100,7 @@ impl LedgerLine {
             .str("event_id", &self.event_id)
             .opt_str("integration_id", self.integration_id.clone())
             .opt_str("message_id", self.message_id.clone())
+            .opt_str("direction", self.direction.as_ref().map(tag_name))
             .opt_str("inbox_id", self.inbox_id.clone())
             .time("at", self.at)
             .bool("applied", self.applied)
@@ -115,6 +125,10 @@ impl LedgerLine {
             event_id: item.str_of("event_id")?.to_owned(),
             integration_id: item.opt_str("integration_id").map(str::to_owned),
             message_id: item.opt_str("message_id").map(str::to_owned),
+            direction: item
+                .opt_str("direction")
+                .map(|_| item.tag_of("direction"))
+                .transpose()?,
             inbox_id: item.opt_str("inbox_id").map(str::to_owned),
             at: item.time_of("at")?,
             applied: item.bool_of("applied"),
@@ -155,6 +169,7 @@ impl LedgerLine {
             "currency": self.currency.as_str(),
             "at": time::format(self.at),
             "integration_id": self.integration_id,
+            "direction": self.direction,
             "applied": self.applied,
             "balance_after": display(self.balance_after),
         })

@@ -101,7 +101,7 @@ struct Keys {
 impl Keys {
     fn of(integration: &Integration, event: &SmsEvent) -> Self {
         let org = integration.org();
-        let (i, m) = (&event.integration_id, &event.message_id);
+        let (i, m, d) = (&event.integration_id, &event.message_id, event.kind.direction());
         let placement = (event.kind == SmsType::Received).then(|| {
             let incoming = incoming(event);
             (Placement::of(integration, &incoming), incoming)
@@ -109,9 +109,9 @@ impl Keys {
         Self {
             ack: ack_pk(org, i, &event.event_id),
             wallet: wallet_pk(org),
-            debit: message_line_pk(org, i, m, LineKind::Debit),
-            refund: message_line_pk(org, i, m, LineKind::Refund),
-            inbox: inbox_pk(org, i, m, event.kind.direction()),
+            debit: message_line_pk(org, i, m, d, LineKind::Debit),
+            refund: message_line_pk(org, i, m, d, LineKind::Refund),
+            inbox: inbox_pk(org, i, m, d),
             placement,
         }
     }

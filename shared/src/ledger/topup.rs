@@ -56,6 +56,7 @@ pub async fn top_up(
             event_id: key.as_str().to_owned(),
             integration_id: None,
             message_id: None,
+            direction: None,
             inbox_id: None,
             at: now,
             applied: true,

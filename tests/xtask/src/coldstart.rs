@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook bank-webhook api fanout notify-worker activity-worker automation-worker match-worker bank-import";
+    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook api fanout notify-worker activity-worker automation-worker match-worker bank-import";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -265,6 +265,7 @@ fn event(name: &str) -> Value {
         "call-webhook" => call_event(),
         "message-webhook" => message_event(),
         "bank-webhook" => bank_event(),
+        "sms-webhook" => sms_event(),
         "api" => http_event(
             json!({"routeKey": "ANY /api/{proxy+}", "rawPath": "/api/invoices",
             "pathParameters": {"proxy": "invoices"},
@@ -323,6 +324,18 @@ fn message_event() -> Value {
         "rawPath": format!("/hooks/{id}/messages"), "pathParameters": {"integration_id": id},
         "headers": {"content-type": "application/json",
             "x-telegram-bot-api-secret-token": "not-the-token"},
+        "body": body.to_string()}))
+}
+
+/// A carrier's `sms.sent`, Standard Webhooks signed; the signature is not valid, and need not be.
+fn sms_event() -> Value {
+    let id = format!("{ORG}_0123456789abcdef");
+    let body = json!({"type": "sms.sent", "data": {"message_id": "SM1", "from": "+15550001111",
+        "to": "+15550002222", "text": "hello", "segments": 1, "price": "0.05", "currency": "USD"}});
+    http_event(json!({"routeKey": "POST /hooks/{integration_id}/sms",
+        "rawPath": format!("/hooks/{id}/sms"), "pathParameters": {"integration_id": id},
+        "headers": {"content-type": "application/json", "webhook-id": "evt_coldstart",
+            "webhook-timestamp": "1796205600", "webhook-signature": "v1,bm90IGEgcmVhbCBzaWduYXR1cmU="},
         "body": body.to_string()}))
 }
 
