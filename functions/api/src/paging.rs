@@ -12,9 +12,7 @@ pub fn limit(req: &Request, default: i32, max: i32) -> Result<i32, ApiError> {
             .parse::<i32>()
             .ok()
             .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| {
-                ApiError::bad_request("invalid_limit", format!("limit is 1 to {max}"))
-            }),
+            .ok_or_else(|| ApiError::bad_request("invalid_limit", format!("limit is 1 to {max}"))),
     }
 }
 

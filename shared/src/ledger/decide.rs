@@ -32,12 +32,16 @@ pub struct Seen {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InboxWrite {
     Nothing,
-    New(InboxLine),
+    New(Box<InboxLine>),
     /// An outgoing line moves from `sent` to a final status, recording the event.
-    Move { to: InboxStatus },
+    Move {
+        to: InboxStatus,
+    },
     /// `sms.sent` books a line a status event made first: the event is recorded, the status
     /// (held to what was read) stays.
-    Booked { status: InboxStatus },
+    Booked {
+        status: InboxStatus,
+    },
 }
 
 /// Something a person must look at, filed with the event.
@@ -65,7 +69,12 @@ pub struct Plan {
 
 /// The decision for `event` of `org` over what was `seen`, at `now`.
 pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) -> Plan {
-    let pk = inbox_pk(org, &event.integration_id, &event.message_id, event.kind.direction());
+    let pk = inbox_pk(
+        org,
+        &event.integration_id,
+        &event.message_id,
+        event.kind.direction(),
+    );
     let mut draft = Draft {
         event,
         org,
@@ -88,17 +97,20 @@ pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) ->
             }
             let write = match line {
                 Some(_) => InboxWrite::Booked { status },
-                None => InboxWrite::New(draft.line(InboxStatus::Sent)),
+                None => InboxWrite::New(Box::new(draft.line(InboxStatus::Sent))),
             };
             (write, status)
         }
         (SmsType::Received, None) => {
             draft.charge(LineKind::Debit);
-            (InboxWrite::New(draft.line(InboxStatus::Received)), InboxStatus::Received)
+            (
+                InboxWrite::New(Box::new(draft.line(InboxStatus::Received))),
+                InboxStatus::Received,
+            )
         }
         (SmsType::Delivered | SmsType::Failed, None) => {
             let status = final_status(event.kind);
-            (InboxWrite::New(draft.line(status)), status)
+            (InboxWrite::New(Box::new(draft.line(status))), status)
         }
         (SmsType::Delivered | SmsType::Failed, Some(line)) => {
             let status = final_status(event.kind);
@@ -145,7 +157,15 @@ fn repush(org: &OrgId, event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan 
         wallet: None,
         flags: Vec::new(),
         message: false,
-        answer: answer(org, event, latest(seen), &line.inbox_id, &seen.wallet, line.status, true),
+        answer: answer(
+            org,
+            event,
+            latest(seen),
+            &line.inbox_id,
+            &seen.wallet,
+            line.status,
+            true,
+        ),
         writes: false,
     }
 }
@@ -282,8 +302,20 @@ impl Draft<'_> {
             version: seen.wallet.version + 1,
             ..self.wallet
         });
-        let ledger_id = self.lines.last().map(|l| l.ledger_id.as_str()).or(latest(seen));
-        let mut answer = answer(self.org, self.event, ledger_id, &self.inbox_id, &self.wallet, status, false);
+        let ledger_id = self
+            .lines
+            .last()
+            .map(|l| l.ledger_id.as_str())
+            .or(latest(seen));
+        let mut answer = answer(
+            self.org,
+            self.event,
+            ledger_id,
+            &self.inbox_id,
+            &self.wallet,
+            status,
+            false,
+        );
         if !self.flags.is_empty() {
             answer["review"] = json!(self.flags.iter().map(|f| f.reason).collect::<Vec<_>>());
         }

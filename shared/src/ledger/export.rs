@@ -1,8 +1,8 @@
 //! Finance's export: the ledger lines booked in a UTC window (`from` inclusive, `to` exclusive),
 //! in booking order, a page at a time, as JSON or CSV with the event id beside the ledger id.
 
-use super::line::LedgerLine;
 use super::ledger_list;
+use super::line::LedgerLine;
 use crate::ids::OrgId;
 use crate::store::{Store, StoreError};
 use crate::time;
@@ -24,13 +24,7 @@ pub async fn window(
     // before every line at `to`, so BETWEEN holds exactly `[from, to)`.
     let (low, high) = (time::format(from), time::format(to));
     let (items, next) = store
-        .page_between(
-            &ledger_list(org),
-            Some((&low, &high)),
-            false,
-            limit,
-            cursor,
-        )
+        .page_between(&ledger_list(org), Some((&low, &high)), false, limit, cursor)
         .await?;
     let lines = items
         .iter()

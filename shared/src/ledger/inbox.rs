@@ -50,7 +50,12 @@ pub struct InboxLine {
     pub at: DateTime<Utc>,
 }
 
-pub fn inbox_pk(org: &OrgId, integration_id: &str, message_id: &str, direction: Direction) -> String {
+pub fn inbox_pk(
+    org: &OrgId,
+    integration_id: &str,
+    message_id: &str,
+    direction: Direction,
+) -> String {
     let direction = crate::store::item::tag_name(&direction);
     org.pk(&format!(
         "INBOX#{}#{direction}",
@@ -70,7 +75,12 @@ pub(crate) fn event_set(event_id: &str) -> AttributeValue {
 
 impl InboxLine {
     pub fn pk(&self) -> String {
-        inbox_pk(&self.org, &self.integration_id, &self.message_id, self.direction)
+        inbox_pk(
+            &self.org,
+            &self.integration_id,
+            &self.message_id,
+            self.direction,
+        )
     }
 
     pub fn to_item(&self) -> Item {

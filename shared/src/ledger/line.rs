@@ -4,8 +4,8 @@
 
 use super::{derived_id, ledger_list, message_part};
 use crate::ids::{key_part, OrgId};
-use crate::money::{display, Currency};
 use crate::messages::Direction;
+use crate::money::{display, Currency};
 use crate::store::item::{malformed, tag_name, Builder, Read};
 use crate::store::{Item, StoreError};
 use crate::time;

@@ -98,7 +98,10 @@ pub struct SmsEvent {
 impl SmsEvent {
     /// `sms:{integration}:{event id}`.
     pub fn key(&self) -> EventKey {
-        EventKey::new(EVENT_KIND, &format!("{}:{}", self.integration_id, self.event_id))
+        EventKey::new(
+            EVENT_KIND,
+            &format!("{}:{}", self.integration_id, self.event_id),
+        )
     }
 }
 

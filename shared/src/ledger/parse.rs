@@ -110,22 +110,34 @@ mod tests {
 
     #[test]
     fn a_priced_sent_event_reads_exactly() {
-        let Ok(Parsed::Event(e)) = sent(json!({"message_id": "m1", "from": "+15550001111", "to": "+15550002222", "text": "hi", "segments": 2, "price": "0.05", "currency": "usd"})) else {
+        let Ok(Parsed::Event(e)) = sent(
+            json!({"message_id": "m1", "from": "+15550001111", "to": "+15550002222", "text": "hi", "segments": 2, "price": "0.05", "currency": "usd"}),
+        ) else {
             panic!("a priced sent event reads")
         };
         assert_eq!(
-            (e.kind, e.message_id.as_str(), e.event_id.as_str(), e.segments),
+            (
+                e.kind,
+                e.message_id.as_str(),
+                e.event_id.as_str(),
+                e.segments
+            ),
             (SmsType::Sent, "m1", "msg_1", Some(2))
         );
         let price = e.price.expect("priced");
-        assert_eq!((price.amount, price.currency.as_str()), (Decimal::new(5, 2), "USD"));
+        assert_eq!(
+            (price.amount, price.currency.as_str()),
+            (Decimal::new(5, 2), "USD")
+        );
         assert_eq!(e.key().as_str(), "sms:in_1:msg_1");
     }
 
     #[test]
     fn prices_are_exact_in_their_currency_and_within_the_limit() {
         let priced = |price: &str, currency: &str| {
-            sent(json!({"message_id": "m1", "from": "a", "to": "b", "price": price, "currency": currency}))
+            sent(
+                json!({"message_id": "m1", "from": "a", "to": "b", "price": price, "currency": currency}),
+            )
         };
         let Ok(Parsed::Event(e)) = priced("0.05", "USD") else {
             panic!("a price in cents reads")
@@ -139,7 +151,8 @@ mod tests {
             panic!("a zero price is no charge")
         };
         assert_eq!(free.price, None);
-        let no_currency = sent(json!({"message_id": "m1", "from": "a", "to": "b", "price": "1.00"}));
+        let no_currency =
+            sent(json!({"message_id": "m1", "from": "a", "to": "b", "price": "1.00"}));
         assert!(no_currency.unwrap_err().contains("currency is required"));
     }
 
@@ -147,16 +160,27 @@ mod tests {
     fn every_field_is_held_to_its_limit() {
         let long = "x".repeat(TEXT_MAX + 1);
         for (data, field) in [
-            (json!({"message_id": "m 1", "from": "a", "to": "b"}), "message_id"),
+            (
+                json!({"message_id": "m 1", "from": "a", "to": "b"}),
+                "message_id",
+            ),
             (json!({"message_id": "m1", "from": "", "to": "b"}), "from"),
             (json!({"message_id": "m1", "from": "a", "to": "b#c"}), "to"),
-            (json!({"message_id": "m1", "from": "a", "to": "b", "text": long}), "text"),
-            (json!({"message_id": "m1", "from": "a", "to": "b", "segments": 0}), "segments"),
+            (
+                json!({"message_id": "m1", "from": "a", "to": "b", "text": long}),
+                "text",
+            ),
+            (
+                json!({"message_id": "m1", "from": "a", "to": "b", "segments": 0}),
+                "segments",
+            ),
         ] {
             let err = sent(data).unwrap_err();
             assert!(err.contains(field), "{err}");
         }
-        assert!(event(json!({"type": "sms.sent"})).unwrap_err().contains("data"));
+        assert!(event(json!({"type": "sms.sent"}))
+            .unwrap_err()
+            .contains("data"));
     }
 
     #[test]
@@ -171,7 +195,9 @@ mod tests {
             ("sms.delivered", SmsType::Delivered),
             ("sms.failed", SmsType::Failed),
         ] {
-            let Ok(Parsed::Event(e)) = event(json!({"type": name, "data": {"message_id": "m1", "from": "a", "to": "b"}})) else {
+            let Ok(Parsed::Event(e)) =
+                event(json!({"type": name, "data": {"message_id": "m1", "from": "a", "to": "b"}}))
+            else {
                 panic!("{name}")
             };
             assert_eq!(e.kind, kind);

@@ -7,7 +7,9 @@ use super::decide::{Flag, InboxWrite, Plan};
 use super::inbox::{event_set, inbox_pk};
 use super::line::message_line_pk;
 use super::wallet::wallet_pk;
-use super::{decide, InboxLine, LedgerError, LedgerLine, LineKind, Seen, SmsEvent, SmsType, Wallet};
+use super::{
+    decide, InboxLine, LedgerError, LedgerLine, LineKind, Seen, SmsEvent, SmsType, Wallet,
+};
 use crate::ids::{key_part, OrgId};
 use crate::integrations::Integration;
 use crate::messages::providers::MessageProvider;
@@ -49,7 +51,10 @@ pub struct Ack {
 }
 
 pub fn ack_pk(org: &OrgId, integration_id: &str, event_id: &str) -> String {
-    org.pk(&format!("SMS_EVENT#{integration_id}#{}", key_part(event_id)))
+    org.pk(&format!(
+        "SMS_EVENT#{integration_id}#{}",
+        key_part(event_id)
+    ))
 }
 
 impl Ack {
@@ -101,7 +106,11 @@ struct Keys {
 impl Keys {
     fn of(integration: &Integration, event: &SmsEvent) -> Self {
         let org = integration.org();
-        let (i, m, d) = (&event.integration_id, &event.message_id, event.kind.direction());
+        let (i, m, d) = (
+            &event.integration_id,
+            &event.message_id,
+            event.kind.direction(),
+        );
         let placement = (event.kind == SmsType::Received).then(|| {
             let incoming = incoming(event);
             (Placement::of(integration, &incoming), incoming)
@@ -236,7 +245,9 @@ fn steps(org: &OrgId, event: &SmsEvent, seen: &Seen, plan: &Plan, now: DateTime<
 
 fn inbox_step(event: &SmsEvent, seen: &Seen, write: &InboxWrite) -> Option<Step> {
     let line = seen.inbox.as_ref();
-    let held = |update: Update, status| Update::when(update, Cond::Equals("status".into(), s(tag_name(&status))));
+    let held = |update: Update, status| {
+        Update::when(update, Cond::Equals("status".into(), s(tag_name(&status))))
+    };
     match (write, line) {
         (InboxWrite::Nothing, _) => None,
         (InboxWrite::New(new), _) => Some(Step::PutNew(new.to_item())),

@@ -62,7 +62,8 @@ pub async fn top_up(
             applied: true,
             balance_after: next.balance,
         };
-        let answer = json!({"duplicate": false, "ledger_id": line.ledger_id, "wallet": next.to_json()});
+        let answer =
+            json!({"duplicate": false, "ledger_id": line.ledger_id, "wallet": next.to_json()});
         let mut item = line.to_item();
         item.insert("answer".into(), s(answer.to_string()));
         match store

@@ -197,13 +197,25 @@ pub async fn record(
             None => attachments
                 .insert(
                     media
-                        .fetch_all(integration, &place.message_pk, &incoming.attachments, deadline)
+                        .fetch_all(
+                            integration,
+                            &place.message_pk,
+                            &incoming.attachments,
+                            deadline,
+                        )
                         .await,
                 )
                 .clone(),
         };
-        let (message, mut steps) =
-            place.steps(integration, provider, incoming, conv, known, attachments, now)?;
+        let (message, mut steps) = place.steps(
+            integration,
+            provider,
+            incoming,
+            conv,
+            known,
+            attachments,
+            now,
+        )?;
         // The message, its conversation, the lead, and the review items of attachments not
         // stored: all or nothing.
         steps.extend(attachment_reviews(&message, now).map(|r| Step::PutNew(r.to_item())));

@@ -55,7 +55,9 @@ impl Cond {
             Cond::Lacks(name) => {
                 let i = names.len();
                 names.insert(format!("#c{i}"), name.clone());
-                Some(format!("attribute_exists(pk) AND attribute_not_exists(#c{i})"))
+                Some(format!(
+                    "attribute_exists(pk) AND attribute_not_exists(#c{i})"
+                ))
             }
             Cond::Before(name, value) => {
                 let i = bind(name, value);

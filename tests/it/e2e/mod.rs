@@ -2,6 +2,7 @@
 //! routes, real Lambda processes, the real table.
 
 mod channels;
+mod ledger;
 
 use firmspace::signature::standard;
 use serde_json::{json, Value};

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use setup_cases::api_cases;
 
 /// A refusal of ours: 4xx, JSON with `error` and `detail`, in the caller's terms.
-fn assert_refused(case: &str, status: u16, body: &Value) {
+pub(crate) fn assert_refused(case: &str, status: u16, body: &Value) {
     assert!((400..500).contains(&status), "{case}: {status} {body}");
     let (Some(_), Some(detail)) = (body["error"].as_str(), body["detail"].as_str()) else {
         panic!("{case}: not our error JSON: {body}");
@@ -35,7 +35,7 @@ fn assert_refused(case: &str, status: u16, body: &Value) {
 }
 
 /// The whole table, in a stable order: what "nothing written" is compared by.
-async fn snapshot(env: &TestEnv) -> Vec<Item> {
+pub(crate) async fn snapshot(env: &TestEnv) -> Vec<Item> {
     let mut items = env.items().await;
     let key = |i: &Item| format!("{:?}{:?}", i.get("pk"), i.get("sk"));
     items.sort_by_key(key);

@@ -11,27 +11,71 @@ use std::collections::{HashMap, HashSet};
 async fn a_top_up_is_booked_once_per_key_and_the_first_sets_the_currency() {
     let c = Carrier::new().await;
     let empty = c.wallet().await;
-    assert_eq!(empty, json!({"balance": "0.00", "currency": null, "version": 0}));
+    assert_eq!(
+        empty,
+        json!({"balance": "0.00", "currency": null, "version": 0})
+    );
     let auth = format!("Bearer {}", c.key);
-    let (status, missing) = call_with(&c.api, "POST", "/api/wallet/topups", &[("authorization", &auth)], json!({"amount": "20.00", "currency": "USD"})).await;
-    assert_eq!((status, missing["error"].as_str()), (400, Some("missing_idempotency_key")));
+    let (status, missing) = call_with(
+        &c.api,
+        "POST",
+        "/api/wallet/topups",
+        &[("authorization", &auth)],
+        json!({"amount": "20.00", "currency": "USD"}),
+    )
+    .await;
+    assert_eq!(
+        (status, missing["error"].as_str()),
+        (400, Some("missing_idempotency_key"))
+    );
 
     let (status, first) = c.top_up("k1", "20.00").await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["duplicate"], false);
-    assert_eq!(first["wallet"], json!({"balance": "20.00", "currency": "USD", "version": 1}));
+    assert_eq!(
+        first["wallet"],
+        json!({"balance": "20.00", "currency": "USD", "version": 1})
+    );
     let (_, again) = c.top_up("k1", "20.00").await;
     assert_eq!(again["duplicate"], true);
-    assert_eq!((again["ledger_id"].clone(), again["wallet"].clone()), (first["ledger_id"].clone(), first["wallet"].clone()));
+    assert_eq!(
+        (again["ledger_id"].clone(), again["wallet"].clone()),
+        (first["ledger_id"].clone(), first["wallet"].clone())
+    );
     let (status, reused) = c.top_up("k1", "25.00").await;
-    assert_eq!((status, reused["error"].as_str()), (409, Some("idempotency_key_reused")));
-    let (status, other) = call_with(&c.api, "POST", "/api/wallet/topups", &[("authorization", &auth), ("idempotency-key", "k2")], json!({"amount": "5.00", "currency": "EUR"})).await;
-    assert_eq!((status, other["error"].as_str()), (400, Some("currency_mismatch")));
-    for (amount, code) in [("0", "invalid_amount"), ("1000000.01", "invalid_amount"), ("1.001", "invalid_amount"), ("-5", "invalid_amount")] {
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (409, Some("idempotency_key_reused"))
+    );
+    let (status, other) = call_with(
+        &c.api,
+        "POST",
+        "/api/wallet/topups",
+        &[("authorization", &auth), ("idempotency-key", "k2")],
+        json!({"amount": "5.00", "currency": "EUR"}),
+    )
+    .await;
+    assert_eq!(
+        (status, other["error"].as_str()),
+        (400, Some("currency_mismatch"))
+    );
+    for (amount, code) in [
+        ("0", "invalid_amount"),
+        ("1000000.01", "invalid_amount"),
+        ("1.001", "invalid_amount"),
+        ("-5", "invalid_amount"),
+    ] {
         let (status, bad) = c.top_up("k3", amount).await;
-        assert_eq!((status, bad["error"].as_str()), (400, Some(code)), "{amount}");
+        assert_eq!(
+            (status, bad["error"].as_str()),
+            (400, Some(code)),
+            "{amount}"
+        );
     }
-    assert_eq!(c.wallet().await, json!({"balance": "20.00", "currency": "USD", "version": 1}));
+    assert_eq!(
+        c.wallet().await,
+        json!({"balance": "20.00", "currency": "USD", "version": 1})
+    );
     assert_eq!(c.env.count("ledger_line").await, 1);
     let (_, review) = c.get("/api/review").await;
     assert_eq!(review["items"][0]["reason"], "idempotency_key_reused");
@@ -43,16 +87,30 @@ async fn a_top_up_is_booked_once_per_key_and_the_first_sets_the_currency() {
     }))
     .await;
     assert!(adds.iter().all(|s| *s == 200), "{adds:?}");
-    assert_eq!(c.wallet().await, json!({"balance": "30.00", "currency": "USD", "version": 11}));
+    assert_eq!(
+        c.wallet().await,
+        json!({"balance": "30.00", "currency": "USD", "version": 11})
+    );
 }
 
 /// Parses the CSV export: (header, rows as column → cell).
 fn rows(text: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
-    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
     let rows = reader
         .records()
-        .map(|r| header.iter().cloned().zip(r.unwrap().iter().map(str::to_owned)).collect())
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(str::to_owned))
+                .collect()
+        })
         .collect();
     (header, rows)
 }
@@ -72,45 +130,114 @@ async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
     }
     c.send("evt_fail", &event("failed", "SM0", None)).await;
     let to = Utc::now() + Duration::seconds(1);
-    let window = format!("from={}&to={}", started.to_rfc3339(), to.to_rfc3339()).replace('+', "%2B");
-    let res = c.api.handle(crate::support::request("GET", &format!("/api/ledger.csv?{window}"), &[("authorization", &format!("Bearer {}", c.key))], Vec::new())).await.unwrap();
+    let window =
+        format!("from={}&to={}", started.to_rfc3339(), to.to_rfc3339()).replace('+', "%2B");
+    let res = c
+        .api
+        .handle(crate::support::request(
+            "GET",
+            &format!("/api/ledger.csv?{window}"),
+            &[("authorization", &format!("Bearer {}", c.key))],
+            Vec::new(),
+        ))
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/csv"));
     let (header, rows) = rows(&body_text(&res));
-    assert_eq!(header, ["ledger_id", "event_id", "message_id", "inbox_id", "kind", "amount", "currency", "at"]);
-    let debits: Vec<&HashMap<String, String>> = rows.iter().filter(|r| r["kind"] == "debit").collect();
+    assert_eq!(
+        header,
+        [
+            "ledger_id",
+            "event_id",
+            "message_id",
+            "inbox_id",
+            "kind",
+            "amount",
+            "currency",
+            "at"
+        ]
+    );
+    let debits: Vec<&HashMap<String, String>> =
+        rows.iter().filter(|r| r["kind"] == "debit").collect();
     assert_eq!(debits.len(), 6);
     let events: HashSet<&str> = debits.iter().map(|r| r["event_id"].as_str()).collect();
     let inbox_ids: HashSet<&str> = debits.iter().map(|r| r["inbox_id"].as_str()).collect();
     let messages: HashSet<&str> = debits.iter().map(|r| r["message_id"].as_str()).collect();
-    assert_eq!((events.len(), inbox_ids.len(), messages.len()), (6, 6, 6), "one debit and one inbox line per event id");
-    assert!(events.iter().all(|e| !e.ends_with("_repush")), "a re-push booked nothing");
+    assert_eq!(
+        (events.len(), inbox_ids.len(), messages.len()),
+        (6, 6, 6),
+        "one debit and one inbox line per event id"
+    );
+    assert!(
+        events.iter().all(|e| !e.ends_with("_repush")),
+        "a re-push booked nothing"
+    );
     let refunds: Vec<_> = rows.iter().filter(|r| r["kind"] == "refund").collect();
-    assert_eq!((refunds.len(), refunds[0]["event_id"].as_str(), refunds[0]["message_id"].as_str()), (1, "evt_fail", "SM0"));
+    assert_eq!(
+        (
+            refunds.len(),
+            refunds[0]["event_id"].as_str(),
+            refunds[0]["message_id"].as_str()
+        ),
+        (1, "evt_fail", "SM0")
+    );
     assert_eq!(rows.iter().filter(|r| r["kind"] == "topup").count(), 1);
     // Every inbox id of the export is one line of the inbox, holding its event id.
     let inbox = c.inbox().await;
     assert_eq!(inbox.len(), 6);
     for debit in &debits {
-        let line = inbox.iter().find(|l| l["inbox_id"] == debit["inbox_id"].as_str()).expect("the debit's inbox line");
-        assert!(line["event_ids"].as_array().unwrap().contains(&Value::from(debit["event_id"].as_str())));
+        let line = inbox
+            .iter()
+            .find(|l| l["inbox_id"] == debit["inbox_id"].as_str())
+            .expect("the debit's inbox line");
+        assert!(line["event_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(debit["event_id"].as_str())));
     }
 
     // The JSON export says the same; the window's ends hold (`to` exclusive).
     let (status, listed) = c.get(&format!("/api/ledger?{window}")).await;
     assert_eq!(status, 200);
-    let ids: Vec<&str> = listed["items"].as_array().unwrap().iter().map(|l| l["ledger_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["ledger_id"].as_str().unwrap())
+        .collect();
     let csv_ids: Vec<&str> = rows.iter().map(|r| r["ledger_id"].as_str()).collect();
     assert_eq!(ids, csv_ids);
-    let before = format!("from={}&to={}", (started - Duration::hours(1)).to_rfc3339(), started.to_rfc3339()).replace('+', "%2B");
-    assert_eq!(c.get(&format!("/api/ledger?{before}")).await.1["items"], json!([]));
+    let before = format!(
+        "from={}&to={}",
+        (started - Duration::hours(1)).to_rfc3339(),
+        started.to_rfc3339()
+    )
+    .replace('+', "%2B");
+    assert_eq!(
+        c.get(&format!("/api/ledger?{before}")).await.1["items"],
+        json!([])
+    );
     let (_, paged) = c.get(&format!("/api/ledger?{window}&limit=3")).await;
     assert_eq!(paged["items"].as_array().unwrap().len(), 3);
     let cursor = paged["cursor"].as_str().expect("more remain");
-    let (_, rest) = c.get(&format!("/api/ledger?{window}&limit=10&cursor={cursor}")).await;
+    let (_, rest) = c
+        .get(&format!("/api/ledger?{window}&limit=10&cursor={cursor}"))
+        .await;
     assert_eq!(rest["items"].as_array().unwrap().len(), ids.len() - 3);
-    for (query, code) in [("", "missing_window"), ("from=yesterday&to=today", "invalid_window"), (&window.replace("from=", "to=x&from="), "invalid_window")] {
+    for (query, code) in [
+        ("", "missing_window"),
+        ("from=yesterday&to=today", "invalid_window"),
+        (&window.replace("from=", "to=x&from="), "invalid_window"),
+    ] {
         let (status, bad) = c.get(&format!("/api/ledger?{query}")).await;
-        assert_eq!((status, bad["error"].as_str()), (400, Some(code)), "{query}");
+        assert_eq!(
+            (status, bad["error"].as_str()),
+            (400, Some(code)),
+            "{query}"
+        );
     }
 }

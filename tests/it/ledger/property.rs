@@ -35,14 +35,19 @@ impl Model {
             }
             2 | 3 => {
                 self.outbound.insert(m);
-                self.first_final.entry(m).or_insert(if kind == 2 { "delivered" } else { "failed" });
+                self.first_final
+                    .entry(m)
+                    .or_insert(if kind == 2 { "delivered" } else { "failed" });
             }
             _ => self.topups += Decimal::new(100, 2),
         }
     }
 
     fn refunded(&self) -> usize {
-        self.sent.iter().filter(|m| self.first_final.get(*m) == Some(&"failed")).count()
+        self.sent
+            .iter()
+            .filter(|m| self.first_final.get(*m) == Some(&"failed"))
+            .count()
     }
 
     fn balance(&self) -> Decimal {
@@ -54,7 +59,11 @@ impl Model {
 
 async fn check(c: &Carrier, model: &Model) {
     let items = c.env.items().await;
-    let of = |kind: &'static str| items.iter().filter(move |i| i.opt_str("kind") == Some(kind));
+    let of = |kind: &'static str| {
+        items
+            .iter()
+            .filter(move |i| i.opt_str("kind") == Some(kind))
+    };
     let mut sum = Decimal::ZERO;
     let mut debits = HashSet::new();
     let mut refunds = 0;
@@ -64,7 +73,10 @@ async fn check(c: &Carrier, model: &Model) {
             "topup" => sum += amount,
             "debit" => {
                 sum -= amount;
-                let key = (line.str_of("message_id").unwrap().to_owned(), line.str_of("inbox_id").unwrap().to_owned());
+                let key = (
+                    line.str_of("message_id").unwrap().to_owned(),
+                    line.str_of("inbox_id").unwrap().to_owned(),
+                );
                 assert!(debits.insert(key), "a second debit for one message");
             }
             _ => {
@@ -73,19 +85,33 @@ async fn check(c: &Carrier, model: &Model) {
             }
         }
     }
-    assert_eq!(debits.len(), model.sent.len() + model.received.len(), "one debit per charged message");
-    assert_eq!(refunds, model.refunded(), "a refund exactly where a failure won over a debit");
+    assert_eq!(
+        debits.len(),
+        model.sent.len() + model.received.len(),
+        "one debit per charged message"
+    );
+    assert_eq!(
+        refunds,
+        model.refunded(),
+        "a refund exactly where a failure won over a debit"
+    );
     let wallet = c.wallet().await;
     let balance = Decimal::from_str(wallet["balance"].as_str().unwrap()).unwrap();
     assert_eq!(balance, sum, "balance = top-ups - debits + refunds");
     assert_eq!(balance, model.balance());
     let lines: Vec<_> = of("inbox_row").collect();
-    assert_eq!(lines.len(), model.outbound.len() + model.received.len(), "one line per message and direction");
+    assert_eq!(
+        lines.len(),
+        model.outbound.len() + model.received.len(),
+        "one line per message and direction"
+    );
     for line in lines {
         let m: u8 = line.str_of("message_id").unwrap()[1..].parse().unwrap();
         let status = line.str_of("status").unwrap();
         match model.first_final.get(&m) {
-            Some(first) if line.str_of("direction").unwrap() == "outbound" => assert_eq!(status, *first),
+            Some(first) if line.str_of("direction").unwrap() == "outbound" => {
+                assert_eq!(status, *first)
+            }
             None if line.str_of("direction").unwrap() == "outbound" => assert_eq!(status, "sent"),
             _ => assert_eq!(status, "received"),
         }
@@ -96,7 +122,10 @@ async fn check(c: &Carrier, model: &Model) {
 fn any_interleaving_of_events_keeps_the_ledger_and_the_inbox_exact() {
     use proptest::prelude::*;
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let config = ProptestConfig { cases: 6, ..ProptestConfig::default() };
+    let config = ProptestConfig {
+        cases: 6,
+        ..ProptestConfig::default()
+    };
     proptest!(config, |(ops in proptest::collection::vec((0u8..6, 0u8..3), 1..24))| {
         runtime.block_on(async {
             let c = Carrier::new().await;

@@ -19,9 +19,21 @@ const fn query(name: &'static str, required: bool, doc: &'static str) -> Param {
 
 const WINDOW: &[Param] = &[
     query("from", true, "RFC 3339; the window starts here (inclusive)"),
-    query("to", true, "RFC 3339; the window ends here (exclusive), at most 366 days after from"),
-    query("limit", false, "lines per page: 1 to 10000 (JSON default 1000, CSV default 10000)"),
-    query("cursor", false, "the `cursor` (JSON) or `X-Next-Cursor` (CSV) of the page before"),
+    query(
+        "to",
+        true,
+        "RFC 3339; the window ends here (exclusive), at most 366 days after from",
+    ),
+    query(
+        "limit",
+        false,
+        "lines per page: 1 to 10000 (JSON default 1000, CSV default 10000)",
+    ),
+    query(
+        "cursor",
+        false,
+        "the `cursor` (JSON) or `X-Next-Cursor` (CSV) of the page before",
+    ),
 ];
 
 const WINDOW_ERRORS: &[(u16, &str)] = &[(
@@ -93,7 +105,10 @@ pub static ROUTES: &[Route] = &[
         summary: "The same lines as CSV (formula-like cells prefixed with ')",
         params: WINDOW,
         body: None,
-        ok: &[(200, "a page of lines; the `X-Next-Cursor` header when more remain")],
+        ok: &[(
+            200,
+            "a page of lines; the `X-Next-Cursor` header when more remain",
+        )],
         answer: Csv(&LedgerLine::COLUMNS),
         errors: WINDOW_ERRORS,
     },

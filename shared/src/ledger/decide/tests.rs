@@ -51,7 +51,7 @@ fn after(seen: &Seen, plan: &Plan) -> Seen {
         next.wallet = w;
     }
     match &plan.inbox {
-        InboxWrite::New(line) => next.inbox = Some(line.clone()),
+        InboxWrite::New(line) => next.inbox = Some((**line).clone()),
         InboxWrite::Move { to } => next.inbox.as_mut().unwrap().status = *to,
         InboxWrite::Booked { .. } => {
             next.inbox.as_mut().unwrap().sent_event = Some("booked".into())
@@ -67,11 +67,18 @@ fn a_first_sent_books_one_debit_and_one_outgoing_line() {
         wallet: wallet(1000),
         ..Seen::default()
     };
-    let plan = decide(&event(SmsType::Sent, "e1", Some(usd(5))), &org(), &seen, Utc::now());
+    let plan = decide(
+        &event(SmsType::Sent, "e1", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert_eq!(plan.lines.len(), 1);
     assert_eq!(plan.lines[0].kind, LineKind::Debit);
     assert!(plan.lines[0].applied);
-    assert!(matches!(&plan.inbox, InboxWrite::New(l) if l.status == InboxStatus::Sent && l.sent_event.as_deref() == Some("e1")));
+    assert!(
+        matches!(&plan.inbox, InboxWrite::New(l) if l.status == InboxStatus::Sent && l.sent_event.as_deref() == Some("e1"))
+    );
     let w = plan.wallet.expect("moved");
     assert_eq!((w.balance, w.version), (Decimal::new(995, 2), 4));
     assert_eq!(plan.answer["duplicate"], false);
@@ -86,9 +93,19 @@ fn the_same_message_under_a_new_event_id_writes_nothing_and_names_the_first_line
         wallet: wallet(1000),
         ..Seen::default()
     };
-    let first = decide(&event(SmsType::Sent, "e1", Some(usd(5))), &org(), &seen, Utc::now());
+    let first = decide(
+        &event(SmsType::Sent, "e1", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     let seen = after(&seen, &first);
-    let again = decide(&event(SmsType::Sent, "e2", Some(usd(5))), &org(), &seen, Utc::now());
+    let again = decide(
+        &event(SmsType::Sent, "e2", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert!(!again.writes && again.lines.is_empty() && again.wallet.is_none());
     assert_eq!(again.answer["duplicate"], true);
     assert_eq!(again.answer["ledger_id"], first.answer["ledger_id"]);
@@ -102,18 +119,43 @@ fn a_failure_after_the_debit_refunds_once_and_a_later_delivery_changes_nothing()
         wallet: wallet(1000),
         ..Seen::default()
     };
-    let sent = decide(&event(SmsType::Sent, "e1", Some(usd(5))), &org(), &seen, Utc::now());
+    let sent = decide(
+        &event(SmsType::Sent, "e1", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     let seen = after(&seen, &sent);
-    let failed = decide(&event(SmsType::Failed, "e2", None), &org(), &seen, Utc::now());
+    let failed = decide(
+        &event(SmsType::Failed, "e2", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert_eq!(failed.lines.len(), 1);
     assert_eq!(failed.lines[0].kind, LineKind::Refund);
-    assert_eq!(failed.inbox, InboxWrite::Move { to: InboxStatus::Failed });
+    assert_eq!(
+        failed.inbox,
+        InboxWrite::Move {
+            to: InboxStatus::Failed
+        }
+    );
     assert_eq!(failed.wallet.unwrap().balance, Decimal::new(1000, 2));
     let seen = after(&seen, &failed);
-    let twice = decide(&event(SmsType::Failed, "e3", None), &org(), &seen, Utc::now());
+    let twice = decide(
+        &event(SmsType::Failed, "e3", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert!(!twice.writes);
     assert_eq!(twice.answer["ledger_id"], failed.answer["ledger_id"]);
-    let delivered = decide(&event(SmsType::Delivered, "e4", None), &org(), &seen, Utc::now());
+    let delivered = decide(
+        &event(SmsType::Delivered, "e4", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert_eq!(delivered.inbox, InboxWrite::Nothing);
     assert!(delivered.lines.is_empty() && delivered.wallet.is_none());
     assert_eq!(delivered.flags[0].reason, "status_conflict");
@@ -126,12 +168,29 @@ fn a_status_before_its_sent_makes_the_line_and_the_sent_leaves_the_status() {
         wallet: wallet(1000),
         ..Seen::default()
     };
-    let delivered = decide(&event(SmsType::Delivered, "e1", None), &org(), &seen, Utc::now());
-    assert!(matches!(&delivered.inbox, InboxWrite::New(l) if l.status == InboxStatus::Delivered && l.sent_event.is_none()));
+    let delivered = decide(
+        &event(SmsType::Delivered, "e1", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    assert!(
+        matches!(&delivered.inbox, InboxWrite::New(l) if l.status == InboxStatus::Delivered && l.sent_event.is_none())
+    );
     assert!(delivered.lines.is_empty());
     let seen = after(&seen, &delivered);
-    let sent = decide(&event(SmsType::Sent, "e2", Some(usd(5))), &org(), &seen, Utc::now());
-    assert_eq!(sent.inbox, InboxWrite::Booked { status: InboxStatus::Delivered });
+    let sent = decide(
+        &event(SmsType::Sent, "e2", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    assert_eq!(
+        sent.inbox,
+        InboxWrite::Booked {
+            status: InboxStatus::Delivered
+        }
+    );
     assert_eq!(sent.lines.len(), 1);
     assert_eq!(sent.answer["status"], "delivered");
 }
@@ -142,9 +201,19 @@ fn a_sent_after_its_failure_costs_nothing() {
         wallet: wallet(1000),
         ..Seen::default()
     };
-    let failed = decide(&event(SmsType::Failed, "e1", None), &org(), &seen, Utc::now());
+    let failed = decide(
+        &event(SmsType::Failed, "e1", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     let seen = after(&seen, &failed);
-    let sent = decide(&event(SmsType::Sent, "e2", Some(usd(5))), &org(), &seen, Utc::now());
+    let sent = decide(
+        &event(SmsType::Sent, "e2", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     let kinds: Vec<LineKind> = sent.lines.iter().map(|l| l.kind).collect();
     assert_eq!(kinds, [LineKind::Debit, LineKind::Refund]);
     assert_eq!(sent.wallet.unwrap().balance, Decimal::new(1000, 2));
@@ -157,7 +226,12 @@ fn a_debit_below_zero_is_booked_and_flagged_and_another_currency_is_left_to_a_pe
         wallet: wallet(3),
         ..Seen::default()
     };
-    let plan = decide(&event(SmsType::Sent, "e1", Some(usd(5))), &org(), &seen, Utc::now());
+    let plan = decide(
+        &event(SmsType::Sent, "e1", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert_eq!(plan.wallet.unwrap().balance, Decimal::new(-2, 2));
     assert_eq!(plan.flags[0].reason, "negative_balance");
     assert_eq!(plan.answer["review"], json!(["negative_balance"]));
@@ -166,30 +240,61 @@ fn a_debit_below_zero_is_booked_and_flagged_and_another_currency_is_left_to_a_pe
         amount: Decimal::new(5, 2),
         currency: Currency::parse("EUR").unwrap(),
     };
-    let plan = decide(&event(SmsType::Sent, "e1", Some(eur)), &org(), &seen, Utc::now());
+    let plan = decide(
+        &event(SmsType::Sent, "e1", Some(eur)),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert!(!plan.lines[0].applied);
-    assert!(plan.wallet.is_none(), "a line in another currency moves nothing");
+    assert!(
+        plan.wallet.is_none(),
+        "a line in another currency moves nothing"
+    );
     assert_eq!(plan.flags[0].reason, "currency_mismatch");
 }
 
 #[test]
 fn an_incoming_sms_is_one_inbound_line_and_a_message_and_is_charged_only_when_priced() {
     let seen = Seen::default();
-    let free = decide(&event(SmsType::Received, "e1", None), &org(), &seen, Utc::now());
+    let free = decide(
+        &event(SmsType::Received, "e1", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert!(free.lines.is_empty() && free.flags.is_empty() && free.message);
     assert!(matches!(&free.inbox, InboxWrite::New(l) if l.status == InboxStatus::Received));
     assert_eq!(free.answer["ledger_id"], Value::Null);
-    let priced = decide(&event(SmsType::Received, "e1", Some(usd(1))), &org(), &seen, Utc::now());
+    let priced = decide(
+        &event(SmsType::Received, "e1", Some(usd(1))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
     assert_eq!(priced.lines.len(), 1);
     let w = priced.wallet.unwrap();
-    assert_eq!((w.balance, w.currency.map(|c| c.as_str())), (Decimal::new(-1, 2), Some("USD")));
-    let again = decide(&event(SmsType::Received, "e2", Some(usd(1))), &org(), &after(&seen, &priced), Utc::now());
+    assert_eq!(
+        (w.balance, w.currency.map(|c| c.as_str())),
+        (Decimal::new(-1, 2), Some("USD"))
+    );
+    let again = decide(
+        &event(SmsType::Received, "e2", Some(usd(1))),
+        &org(),
+        &after(&seen, &priced),
+        Utc::now(),
+    );
     assert!(!again.writes && !again.message);
 }
 
 #[test]
 fn an_unpriced_sent_is_kept_and_left_to_a_person() {
-    let plan = decide(&event(SmsType::Sent, "e1", None), &org(), &Seen::default(), Utc::now());
+    let plan = decide(
+        &event(SmsType::Sent, "e1", None),
+        &org(),
+        &Seen::default(),
+        Utc::now(),
+    );
     assert!(plan.lines.is_empty() && plan.wallet.is_none());
     assert_eq!(plan.flags[0].reason, "missing_price");
     assert!(matches!(plan.inbox, InboxWrite::New(_)));
