@@ -370,3 +370,34 @@ async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_noth
     }
     assert_eq!(snapshot(&c.env).await, before, "nothing was written");
 }
+
+#[tokio::test]
+async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read() {
+    let c = Carrier::new().await;
+    c.top_up("top-1", "5.00").await;
+    // The first delivery loads the integration (a GetItem and a KMS Decrypt); then the warm path.
+    c.send("evt_0", &event("sent", "SM0", Some("0.05"))).await;
+    c.env.calls.clear();
+    let body = event("sent", "SM1", Some("0.05"));
+    let (status, first) = c.send("evt_1", &body).await;
+    assert_eq!((status, first["duplicate"].as_bool()), (200, Some(false)));
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "TransactWriteItems"],
+        "one read of the event, wallet and lines; one transaction of the debit, the inbox line, the wallet and the acknowledgement"
+    );
+    c.send("evt_1", &body).await;
+    assert_eq!(c.env.calls.take(), ["BatchGetItem"], "a repeat is one read");
+    c.send("evt_1_repush", &body).await;
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "TransactWriteItems"],
+        "a re-push reads, and stores only its acknowledgement"
+    );
+    c.send("evt_2", &event("received", "MO1", None)).await;
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "TransactWriteItems"],
+        "an incoming SMS: one read with its conversation and sender, one transaction with its message and lead"
+    );
+}
