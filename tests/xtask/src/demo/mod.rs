@@ -3,10 +3,12 @@
 //! one history line, one notification per colleague, one task. Then a missed call, posted three
 //! times as Twilio signs it: one call, one lead contact, one notification per colleague, one
 //! call-back task. Before it, a Telegram message delivered three times: one message in one
-//! conversation from one lead, its line, a notification per colleague and one task.
+//! conversation from one lead, its line, a notification per colleague and one task. Last, a
+//! prepaid SMS delivered three times and re-pushed: one debit line, one inbox line.
 
 mod call;
 mod message;
+mod sms;
 
 use crate::stack::Coordinates;
 use anyhow::{bail, Context, Result};
@@ -61,7 +63,8 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
     deliver_three_times(&api, &seeded).await?;
     show_consequences(&api, &seeded.key).await?;
     message::retried(&api, &seeded.key).await?;
-    call::missed(&api, &seeded.key).await
+    call::missed(&api, &seeded.key).await?;
+    sms::prepaid(&api, &seeded.key).await
 }
 
 /// An organisation, a team of three, an `invoice.paid` rule, a Standard Webhooks integration
