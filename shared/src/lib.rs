@@ -5,6 +5,7 @@
 //! pure rules beside the store code that turns a decision into one conditional write; `webhook`
 //! is the one edge every event source plugs into, `effects::worker` the one SQS loop.
 
+pub mod admin;
 pub mod aws;
 pub mod bank;
 pub mod calls;
@@ -18,6 +19,7 @@ pub mod integrations;
 pub mod ledger;
 pub mod messages;
 pub mod money;
+pub mod ops;
 pub mod orgs;
 pub mod payments;
 pub mod review;

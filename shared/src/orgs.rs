@@ -8,6 +8,26 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use sha2::{Digest, Sha256};
 
+/// The deployment's list of organisations, oldest first: what the admin's summary adds up.
+const ORGS: &str = "ORGS";
+
+/// Every organisation (id and name), oldest first, a page at a time.
+pub async fn page(
+    store: &Store,
+    limit: i32,
+    cursor: Option<&str>,
+) -> Result<(Vec<(OrgId, String)>, Option<String>), StoreError> {
+    let (items, next) = store.page(ORGS, false, limit, cursor).await?;
+    let orgs = items
+        .iter()
+        .filter_map(|i| {
+            let org = OrgId::parse(i.opt_str("org")?).ok()?;
+            Some((org, i.opt_str("name").unwrap_or_default().to_owned()))
+        })
+        .collect();
+    Ok((orgs, next))
+}
+
 fn key_hash(api_key: &str) -> String {
     hex::encode(Sha256::digest(api_key.as_bytes()))
 }
@@ -27,6 +47,7 @@ pub async fn create_org(
     let org_item = Builder::new(&org.pk("ORG"), "org", org.as_str())
         .str("name", name)
         .time("created_at", now)
+        .list(ORGS, &format!("{}#{org}", crate::time::format(now)))
         .build();
     let key_item = Builder::new(
         &org.pk(&format!("APIKEY#{}", key_hash(&api_key))),

@@ -38,6 +38,10 @@ impl ReviewItem {
                 &self.org.pk("REVIEW"),
                 &format!("{}#{}", time::format(self.at), self.key),
             )
+            .index(
+                &crate::ops::review_pk(&self.org, "open"),
+                &format!("{}#{}#{}", time::format(self.at), self.reason, self.key),
+            )
             .build()
     }
 
@@ -59,6 +63,9 @@ pub fn item_json(item: &Item) -> Value {
         "at": item.opt_str("at"),
         "state": item.opt_str("state"),
         "detail": detail,
+        "note": item.opt_str("note"),
+        "resolved_by": item.opt_str("resolved_by"),
+        "resolved_at": item.opt_str("resolved_at"),
     })
 }
 

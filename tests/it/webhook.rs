@@ -79,13 +79,13 @@ fn assert_round_trips(source: &str, counted: [Vec<String>; 3]) {
     );
     assert_eq!(
         counted[2],
-        ["BatchGetItem"],
-        "{source}: a duplicate reads once and writes nothing"
+        ["BatchGetItem", "UpdateItem"],
+        "{source}: a duplicate reads once and writes nothing but the hour's duplicate tally"
     );
 }
 
 #[tokio::test]
-async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_for_every_source() {
+async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_read_for_every_source() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await;
     let inv = fixtures::invoice(&env, &org.id, dec!(1000), "UAH").await;

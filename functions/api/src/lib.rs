@@ -18,15 +18,13 @@ mod setup;
 
 use chrono::{DateTime, Utc};
 use firmspace::config::{self, Config, ConfigError};
-use firmspace::http::{self, header, json_response, ApiError};
+use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use percent_encoding::percent_decode_str;
 use routes::{Found, Op, OrgOp};
-use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use std::convert::Infallible;
 
 /// What only the api function reads: who may create organisations, and the public base URL
@@ -203,10 +201,8 @@ impl App {
     }
 
     async fn require_admin(&self, req: &Request) -> Result<(), ApiError> {
-        let expected = self.settings.admin_token.get().await?;
         let given = bearer(req).unwrap_or_default();
-        // Compare digests, so the comparison's timing says nothing about the token.
-        if Sha256::digest(given.as_bytes()) == Sha256::digest(expected.expose_secret().as_bytes()) {
+        if self.settings.admin_token.matches(given).await? {
             Ok(())
         } else {
             Err(ApiError::unauthorized(
@@ -240,68 +236,4 @@ fn unrouted(method: &str, segments: &[&str]) -> ApiError {
 /// (`ADMIN_TOKEN_SECRET_ARN`) and is read on the first `POST /api/orgs`, then kept: no other
 /// route needs it, so a cold start pays no call for it. `ADMIN_TOKEN` gives it directly, only for
 /// a function run by hand without the stack.
-pub enum AdminToken {
-    Given(SecretString),
-    InSecretsManager {
-        client: aws_sdk_secretsmanager::Client,
-        arn: String,
-        read: tokio::sync::OnceCell<SecretString>,
-    },
-}
-
-impl From<String> for AdminToken {
-    fn from(token: String) -> Self {
-        Self::Given(SecretString::from(token))
-    }
-}
-
-impl std::fmt::Debug for AdminToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Given(_) => f.write_str("AdminToken::Given([redacted])"),
-            Self::InSecretsManager { arn, .. } => write!(f, "AdminToken::InSecretsManager({arn})"),
-        }
-    }
-}
-
-impl AdminToken {
-    async fn from_env(config: &Config) -> Result<Self, ConfigError> {
-        let Some(arn) = config::var("ADMIN_TOKEN_SECRET_ARN") else {
-            return Ok(config::require("ADMIN_TOKEN")?.into());
-        };
-        let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
-        Ok(Self::InSecretsManager {
-            client: aws_sdk_secretsmanager::Client::new(&sdk),
-            arn,
-            read: tokio::sync::OnceCell::new(),
-        })
-    }
-
-    /// The token; a Secrets Manager that cannot be read now is a 503 (a retry can help).
-    async fn get(&self) -> Result<&SecretString, ApiError> {
-        let (client, arn, read) = match self {
-            Self::Given(token) => return Ok(token),
-            Self::InSecretsManager { client, arn, read } => (client, arn, read),
-        };
-        read.get_or_try_init(|| async {
-            let out = client
-                .get_secret_value()
-                .secret_id(arn)
-                .send()
-                .await
-                .map_err(|e| {
-                    tracing::error!(error.message = %e, error.cause_chain = ?e, "admin token could not be read");
-                    ApiError::new(503, "unavailable", "temporarily unavailable; retry later")
-                })?;
-            out.secret_string.map(SecretString::from).ok_or_else(|| {
-                tracing::error!(%arn, "the admin token secret holds no string");
-                ApiError::new(500, "internal", "internal error")
-            })
-        })
-        .await
-    }
-}
-
-fn bearer(req: &Request) -> Option<&str> {
-    header(req, "authorization")?.strip_prefix("Bearer ")
-}
+use firmspace::admin::{bearer, AdminToken};

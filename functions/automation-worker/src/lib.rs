@@ -112,7 +112,10 @@ impl Worker for Automation {
         }
         match retry {
             Some(err) => Err(err),
-            None => Ok(applied),
+            None => {
+                automation::mark_handled(&self.store, &fired, now).await?;
+                Ok(applied)
+            }
         }
     }
 }

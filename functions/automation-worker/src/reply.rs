@@ -75,6 +75,7 @@ impl Automation {
             &fired.event_key,
             taken_at,
             hold,
+            None,
         )
         .await?;
         let (lease, replied) = match claim {
@@ -126,6 +127,7 @@ impl Automation {
             &fired.event_key,
             now,
             hold,
+            None,
         )
         .await?;
         match claim {

@@ -79,6 +79,11 @@ impl Automation {
         let hold = chrono::Duration::from_std(self.budget()).expect("a budget of seconds");
         // The lease runs from the moment it is taken, not from the batch's start.
         let taken_at = chrono::Utc::now().max(now);
+        let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": fired.context});
+        let request = runs::Request {
+            integration_id: &integration_id.id,
+            body: &body,
+        };
         let claim = runs::claim(
             &self.store,
             &rule.org,
@@ -86,6 +91,7 @@ impl Automation {
             event_key,
             taken_at,
             hold,
+            Some(request),
         )
         .await?;
         let (lease, sent) = match claim {
@@ -103,7 +109,6 @@ impl Automation {
                 Sent::Unclear("an earlier attempt's outcome is unknown".into()),
             ),
             Claim::Fresh(lease) | Claim::Retry(lease) => {
-                let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": fired.context});
                 let sent = self
                     .outbound
                     .send(&target, &key, &body, now.timestamp())

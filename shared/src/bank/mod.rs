@@ -169,6 +169,10 @@ impl BankTx {
                 &list_pk(&self.org, &self.integration_id),
                 &format!("{}#{id}", time::format(r.time)),
             )
+            .index(
+                &crate::ops::events_pk(&self.org, crate::ops::EventKind::BankRow),
+                &crate::ops::event_position(self.stored_at, &id),
+            )
             .build()
     }
 

@@ -141,6 +141,10 @@ impl Call {
                 &i.org.pk("CALLS"),
                 &format!("{}#{}", time::format(i.at), self.key()),
             )
+            .index(
+                &crate::ops::events_pk(&i.org, crate::ops::EventKind::Call),
+                &crate::ops::event_position(i.at, self.key().as_str()),
+            )
             .build()
     }
 

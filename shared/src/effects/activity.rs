@@ -16,12 +16,18 @@ fn log_pk(org: &OrgId, entity_kind: EntityKind, entity_id: &str) -> String {
     ))
 }
 
+/// The key a line is stored under: its log's, then its own.
+pub fn entry_pk(line: &ActivityLine) -> String {
+    let log = log_pk(&line.org, line.entity_kind, &line.entity_id);
+    format!("{log}#{}", key_part(&line.key))
+}
+
 /// Appends the line; `Ok(false)` when the log already has its key.
 pub async fn append(store: &Store, line: &ActivityLine) -> Result<bool, StoreError> {
     let log = log_pk(&line.org, line.entity_kind, &line.entity_id);
     let at = time::format(line.at);
     let key = key_part(&line.key);
-    let item = Builder::new(&format!("{log}#{key}"), "activity", line.org.as_str())
+    let item = Builder::new(&entry_pk(line), "activity", line.org.as_str())
         .tag("entity_kind", &line.entity_kind)
         .str("entity_id", &line.entity_id)
         .str("key", &line.key)

@@ -99,6 +99,30 @@ pub async fn rules_for(
         .collect()
 }
 
+/// Where the automation worker marks a fired trigger handled: every rule for it ran (or was
+/// parked for a person). What the operator reads to tell a trigger that waits from one done.
+pub fn handled_pk(fired: &super::Fired) -> String {
+    fired.org.pk(&format!(
+        "FIRED#{}#{}",
+        tag_name(&fired.trigger),
+        crate::ids::key_part(fired.event_key.as_str())
+    ))
+}
+
+/// Marks a fired trigger handled, once.
+pub async fn mark_handled(
+    store: &Store,
+    fired: &super::Fired,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let item = Builder::new(&handled_pk(fired), "fired", fired.org.as_str())
+        .tag("trigger", &fired.trigger)
+        .str("event_key", fired.event_key.as_str())
+        .time("at", now)
+        .build();
+    store.put_new(item).await.map(|_| ())
+}
+
 /// The run's identity: `{rule_id}:{event_key}`.
 pub fn run_key(rule_id: &str, event_key: &EventKey) -> String {
     format!("{rule_id}:{event_key}")

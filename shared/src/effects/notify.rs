@@ -32,6 +32,20 @@ fn item(n: &Notification, key: &str, recipient: &str) -> Item {
         .build()
 }
 
+/// The keys a notification's copies are stored under: one, or one per member of `team` for a
+/// team notification. With `deliver`'s, the one place these keys are made.
+pub fn copies(n: &Notification, team: &[String]) -> Vec<(String, String)> {
+    let key = key_part(n.key.as_str());
+    let keys: Vec<String> = match &n.recipient {
+        Some(_) => vec![key.into_owned()],
+        None => team
+            .iter()
+            .map(|m| format!("{key}#{}", key_part(m)))
+            .collect(),
+    };
+    keys.into_iter().map(|k| (pk(&n.org, &k), k)).collect()
+}
+
 /// Delivers a notification: what was new and what a redelivery found already there.
 /// `Ok(None)` means a team notification found no team.
 pub async fn deliver(store: &Store, n: &Notification) -> Result<Option<Applied>, StoreError> {

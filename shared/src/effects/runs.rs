@@ -46,7 +46,26 @@ pub(crate) fn run_item(
         .time("at", now)
         .time("updated_at", now)
         .list(&org.pk("RUNS"), &format!("{}#{key}", time::format(now)))
+        .index(
+            &crate::ops::runs_pk(org, &tag_name(&state)),
+            &format!("{}#{key}", time::format(now)),
+        )
         .build()
+}
+
+/// An update that moves the run to `state`, and onto the operator's list of runs in it.
+pub(crate) fn moved_to(
+    update: Update,
+    org: &OrgId,
+    run_key: &str,
+    state: RunState,
+    now: DateTime<Utc>,
+) -> Update {
+    update
+        .set("state", s(tag_name(&state)))
+        .set("updated_at", s(time::format(now)))
+        .set("gsi2pk", s(crate::ops::runs_pk(org, &tag_name(&state))))
+        .set("gsi2sk", s(format!("{}#{run_key}", time::format(now))))
 }
 
 /// One attempt's hold on a run: while it lasts, only its holder may send or settle the run.
@@ -81,7 +100,15 @@ pub enum Claim {
     Settled(RunState),
 }
 
-/// Claims the run for one attempt that may take up to `hold`.
+/// The outgoing request a run makes, kept on the run so a person can have it sent once more
+/// exactly as it was (`ops`).
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    pub integration_id: &'a str,
+    pub body: &'a serde_json::Value,
+}
+
+/// Claims the run for one attempt that may take up to `hold`; a run made now keeps `request`.
 pub async fn claim(
     store: &Store,
     org: &OrgId,
@@ -89,11 +116,16 @@ pub async fn claim(
     event_key: &EventKey,
     now: DateTime<Utc>,
     hold: chrono::Duration,
+    request: Option<Request<'_>>,
 ) -> Result<Claim, StoreError> {
     let lease = Lease::new();
     let mut item = run_item(org, rule_id, event_key, RunState::Sending, now);
     item.insert("lease".into(), s(&lease.token));
     item.insert("lease_until".into(), s(time::format(now + hold)));
+    if let Some(r) = request {
+        item.insert("integration_id".into(), s(r.integration_id));
+        item.insert("request".into(), s(r.body.to_string()));
+    }
     let stored = match store.put_new(item).await? {
         PutNew::Created => return Ok(Claim::Fresh(lease)),
         PutNew::Existing(item) => item,
@@ -112,13 +144,12 @@ pub async fn claim(
         RunState::NotSent => (state_is(RunState::NotSent), Claim::Retry),
         other => return Ok(Claim::Settled(other)),
     };
+    let key = run_key(rule_id, event_key);
     let update = Update::new()
-        .set("state", s(tag_name(&RunState::Sending)))
         .set("lease", s(&lease.token))
         .set("lease_until", s(time::format(now + hold)))
-        .set("updated_at", s(time::format(now)))
-        .add("attempts", n(1))
-        .when(from);
+        .add("attempts", n(1));
+    let update = moved_to(update, org, &key, RunState::Sending, now).when(from);
     Ok(if store.update_if(&pk, &update).await? {
         claimed(lease)
     } else {
@@ -128,15 +159,12 @@ pub async fn claim(
 
 /// The update that settles the run this lease holds as `state`: only while it is `sending`
 /// under this lease.
-fn settle(lease: &Lease, state: RunState, now: DateTime<Utc>) -> Update {
-    Update::new()
-        .set("state", s(tag_name(&state)))
-        .set("updated_at", s(time::format(now)))
-        .set("lease_until", s(time::format(now)))
-        .when(Cond::All(vec![
-            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
-            Cond::Equals("lease".into(), s(&lease.token)),
-        ]))
+fn settle(org: &OrgId, key: &str, lease: &Lease, state: RunState, now: DateTime<Utc>) -> Update {
+    let update = Update::new().set("lease_until", s(time::format(now)));
+    moved_to(update, org, key, state, now).when(Cond::All(vec![
+        Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
+        Cond::Equals("lease".into(), s(&lease.token)),
+    ]))
 }
 
 /// Settling the run as one step of a transaction that also writes what the run produced (a
@@ -149,10 +177,57 @@ pub fn settle_step(
     state: RunState,
     now: DateTime<Utc>,
 ) -> crate::store::Step {
+    let key = run_key(rule_id, event_key);
     crate::store::Step::Update {
-        pk: run_pk(org, &run_key(rule_id, event_key)),
-        update: settle(lease, state, now),
+        pk: run_pk(org, &key),
+        update: settle(org, &key, lease, state, now),
     }
+}
+
+/// A person's decision to send a `needs_check` run once more: the run moves to `sending` under
+/// a new lease, or the state it is in is returned.
+pub async fn take_checked(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &EventKey,
+    now: DateTime<Utc>,
+    hold: chrono::Duration,
+) -> Result<Result<Lease, Option<RunState>>, StoreError> {
+    let lease = Lease::new();
+    let key = run_key(rule_id, event_key);
+    let update = Update::new()
+        .set("lease", s(&lease.token))
+        .set("lease_until", s(time::format(now + hold)))
+        .add("attempts", n(1));
+    let update = moved_to(update, org, &key, RunState::Sending, now).when(Cond::Equals(
+        "state".into(),
+        s(tag_name(&RunState::NeedsCheck)),
+    ));
+    if store.update_if(&run_pk(org, &key), &update).await? {
+        return Ok(Ok(lease));
+    }
+    Ok(Err(run_state(store, org, rule_id, event_key).await?))
+}
+
+/// A person checked the target and found the message there: `needs_check` → `sent`, nothing
+/// sent. The state the run is in otherwise.
+pub async fn settle_checked(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &EventKey,
+    now: DateTime<Utc>,
+) -> Result<Result<RunState, Option<RunState>>, StoreError> {
+    let key = run_key(rule_id, event_key);
+    let update = moved_to(Update::new(), org, &key, RunState::Sent, now).when(Cond::Equals(
+        "state".into(),
+        s(tag_name(&RunState::NeedsCheck)),
+    ));
+    if store.update_if(&run_pk(org, &key), &update).await? {
+        return Ok(Ok(RunState::Sent));
+    }
+    Ok(Err(run_state(store, org, rule_id, event_key).await?))
 }
 
 /// Settles the run this lease holds as `state` (`sent`, `not_sent`, `failed`, `needs_check`).
@@ -166,8 +241,11 @@ pub async fn set_state(
     state: RunState,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let pk = run_pk(org, &run_key(rule_id, event_key));
-    let settled = store.update_if(&pk, &settle(lease, state, now)).await?;
+    let key = run_key(rule_id, event_key);
+    let pk = run_pk(org, &key);
+    let settled = store
+        .update_if(&pk, &settle(org, &key, lease, state, now))
+        .await?;
     if !settled {
         tracing::warn!(run = %pk, ?state, "the run is no longer held by this attempt; its state is kept");
     }
@@ -184,11 +262,10 @@ pub async fn delivered(
     event_key: &EventKey,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let pk = run_pk(org, &run_key(rule_id, event_key));
+    let key = run_key(rule_id, event_key);
+    let pk = run_pk(org, &key);
     for from in [RunState::Sending, RunState::NotSent, RunState::NeedsCheck] {
-        let update = Update::new()
-            .set("state", s(tag_name(&RunState::Sent)))
-            .set("updated_at", s(time::format(now)))
+        let update = moved_to(Update::new(), org, &key, RunState::Sent, now)
             .when(Cond::Equals("state".into(), s(tag_name(&from))));
         if store.update_if(&pk, &update).await? {
             return Ok(true);

@@ -24,7 +24,14 @@ pub async fn window(
     // before every line at `to`, so BETWEEN holds exactly `[from, to)`.
     let (low, high) = (time::format(from), time::format(to));
     let (items, next) = store
-        .page_between(&ledger_list(org), Some((&low, &high)), false, limit, cursor)
+        .page_in(
+            crate::store::Index::Lists,
+            &ledger_list(org),
+            Some((&low, &high)),
+            false,
+            limit,
+            cursor,
+        )
         .await?;
     let lines = items
         .iter()

@@ -78,6 +78,10 @@ impl Ack {
             &self.org.pk("SMS_EVENTS"),
             &format!("{}#{}", time::format(e.at), e.key()),
         )
+        .index(
+            &crate::ops::events_pk(&self.org, crate::ops::EventKind::Sms),
+            &crate::ops::event_position(e.at, e.key().as_str()),
+        )
         .build()
     }
 }

@@ -77,7 +77,17 @@ impl Message {
     }
 
     pub fn to_item(&self) -> Item {
-        Builder::new(&self.pk(), KIND, self.org.as_str())
+        let builder = Builder::new(&self.pk(), KIND, self.org.as_str());
+        // Only what customers wrote is an event the operator counts; our replies are the
+        // consequences of runs.
+        let builder = match self.direction {
+            Direction::Inbound => builder.index(
+                &crate::ops::events_pk(&self.org, crate::ops::EventKind::Message),
+                &crate::ops::event_position(self.at, self.key().as_str()),
+            ),
+            Direction::Outbound => builder,
+        };
+        builder
             .str("key", self.key().as_str())
             .str("integration_id", &self.integration_id)
             .tag("provider", &self.provider)

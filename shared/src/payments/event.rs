@@ -7,6 +7,7 @@ use super::rules::{Decision, Outcome};
 use super::{event_key, payment_pk, PaymentInput, Source};
 use crate::ids::{EventKey, ExternalId, OrgId};
 use crate::money::{self, Currency};
+use crate::ops;
 use crate::store::item::{malformed, Builder, Read};
 use crate::store::{Item, StoreError};
 use crate::time;
@@ -150,6 +151,10 @@ impl PaymentEvent {
             .list(
                 &self.list_pk(),
                 &format!("{}#{}", time::format(self.at), self.key()),
+            )
+            .index(
+                &ops::events_pk(&self.org, ops::EventKind::Payment),
+                &ops::event_position(self.at, self.key().as_str()),
             );
         match &self.invoice {
             None => builder,

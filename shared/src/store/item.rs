@@ -89,6 +89,11 @@ impl Builder {
         self.str("gsi1pk", gsi1pk).str("gsi1sk", gsi1sk)
     }
 
+    /// Puts the item on one of the operator's lists, read through `gsi2` (see `ops`).
+    pub fn index(self, gsi2pk: &str, gsi2sk: &str) -> Self {
+        self.str("gsi2pk", gsi2pk).str("gsi2sk", gsi2sk)
+    }
+
     pub fn build(self) -> Item {
         self.0
     }

@@ -79,6 +79,39 @@ pub struct Store {
 /// The sort key every item uses: one item per partition, named by the key.
 pub const SK: &str = "item";
 pub const GSI: &str = "gsi1";
+/// The second index: the operator's lists of events by kind, review items and runs by state.
+pub const GSI2: &str = "gsi2";
+
+/// The table's two secondary indexes, each sparse: `Lists` (`gsi1`, every list the API reads)
+/// and `States` (`gsi2`, what the operator counts; see `ops`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Index {
+    Lists,
+    States,
+}
+
+impl Index {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lists => GSI,
+            Self::States => GSI2,
+        }
+    }
+
+    pub fn pk(self) -> &'static str {
+        match self {
+            Self::Lists => "gsi1pk",
+            Self::States => "gsi2pk",
+        }
+    }
+
+    pub fn sk(self) -> &'static str {
+        match self {
+            Self::Lists => "gsi1sk",
+            Self::States => "gsi2sk",
+        }
+    }
+}
 
 /// What a put-if-new found.
 #[derive(Clone, Debug, PartialEq)]

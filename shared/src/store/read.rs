@@ -1,17 +1,26 @@
 //! Reads: several items in one call, lists on the generic index, and the whole table for tools.
 
-use super::{Item, Store, StoreError, GSI};
+use super::{Index, Item, Store, StoreError, GSI};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use std::collections::HashMap;
 
+/// Keys one `BatchGetItem` may ask for.
+const BATCH_GET_MAX: usize = 100;
+
 impl Store {
-    /// Strongly consistent reads of up to 100 items in one call (`BatchGetItem`), in the order
-    /// of `pks`. Keys DynamoDB leaves unprocessed are asked for again.
+    /// Strongly consistent reads (`BatchGetItem`, one call per 100 keys), in the order of `pks`.
+    /// Keys DynamoDB leaves unprocessed are asked for again.
     pub async fn get_many(&self, pks: &[String]) -> Result<Vec<Option<Item>>, StoreError> {
         let mut found: HashMap<String, Item> = HashMap::new();
-        let mut wanted: Vec<Item> = pks.iter().map(|pk| Self::key(pk)).collect();
-        wanted.dedup();
-        while !wanted.is_empty() {
+        let mut unique: Vec<&String> = pks.iter().collect();
+        unique.sort();
+        unique.dedup();
+        let mut waiting: Vec<Item> = unique.into_iter().map(|pk| Self::key(pk)).collect();
+        let mut wanted = Vec::new();
+        // At most 100 keys a call; what DynamoDB leaves unprocessed goes round again.
+        while !waiting.is_empty() || !wanted.is_empty() {
+            let room = BATCH_GET_MAX - wanted.len();
+            wanted.extend(waiting.drain(..room.min(waiting.len())));
             let keys = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut wanted)))
                 .consistent_read(true)
@@ -84,27 +93,30 @@ impl Store {
         limit: i32,
         cursor: Option<&str>,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
-        self.page_between(gsi1pk, None, newest_first, limit, cursor)
+        self.page_in(Index::Lists, gsi1pk, None, newest_first, limit, cursor)
             .await
     }
 
-    /// A page of the part of a list whose `gsi1sk` lies between `range` (both ends inclusive):
+    /// A page of the part of a list whose position lies between `range` (both ends inclusive):
     /// a time window, where positions start with a stored time.
-    pub async fn page_between(
+    pub async fn page_in(
         &self,
-        gsi1pk: &str,
+        index: Index,
+        list: &str,
         range: Option<(&str, &str)>,
         newest_first: bool,
         limit: i32,
         cursor: Option<&str>,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
         let start = match cursor {
-            Some(raw) => Some(
-                decode_cursor(gsi1pk, raw).ok_or_else(|| StoreError::Malformed {
-                    pk: gsi1pk.to_owned(),
-                    detail: "the cursor is not one this list gave".into(),
-                })?,
-            ),
+            Some(raw) => {
+                Some(
+                    decode_cursor(index, list, raw).ok_or_else(|| StoreError::Malformed {
+                        pk: list.to_owned(),
+                        detail: "the cursor is not one this list gave".into(),
+                    })?,
+                )
+            }
             None => None,
         };
         // One more than asked: whether a next page exists is known without a second read. A
@@ -114,7 +126,7 @@ impl Store {
         let mut start = start;
         loop {
             let out = self
-                .list_query(gsi1pk, range)
+                .list_query(index, list, range)
                 .scan_index_forward(!newest_first)
                 .limit((wanted - items.len()) as i32)
                 .set_exclusive_start_key(start)
@@ -130,30 +142,59 @@ impl Store {
         let more = items.len() > limit as usize;
         items.truncate(limit as usize);
         let next = match (more, items.last()) {
-            (true, Some(last)) => Some(encode_cursor(last)),
+            (true, Some(last)) => Some(encode_cursor(index, last)),
             _ => None,
         };
         Ok((items, next))
     }
 
+    /// How many items a list holds (between `range`, when given): a `Select=COUNT` query,
+    /// page by page, reading keys and no attributes.
+    pub async fn count_in(
+        &self,
+        index: Index,
+        list: &str,
+        range: Option<(&str, &str)>,
+    ) -> Result<u64, StoreError> {
+        let mut count = 0u64;
+        let mut start = None;
+        loop {
+            let out = self
+                .list_query(index, list, range)
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::sdk)?;
+            count += out.count.max(0) as u64;
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(count);
+            }
+        }
+    }
+
     /// A query of one list, or of the part of it between `range`.
     fn list_query(
         &self,
-        gsi1pk: &str,
+        index: Index,
+        list: &str,
         range: Option<(&str, &str)>,
     ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         let query = self
             .client
             .query()
             .table_name(&self.table)
-            .index_name(GSI)
-            .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()));
+            .index_name(index.name())
+            .expression_attribute_names("#p", index.pk())
+            .expression_attribute_values(":p", AttributeValue::S(list.to_owned()));
         match range {
             Some((low, high)) => query
-                .key_condition_expression("gsi1pk = :p AND gsi1sk BETWEEN :lo AND :hi")
+                .key_condition_expression("#p = :p AND #s BETWEEN :lo AND :hi")
+                .expression_attribute_names("#s", index.sk())
                 .expression_attribute_values(":lo", AttributeValue::S(low.to_owned()))
                 .expression_attribute_values(":hi", AttributeValue::S(high.to_owned())),
-            None => query.key_condition_expression("gsi1pk = :p"),
+            None => query.key_condition_expression("#p = :p"),
         }
     }
 
@@ -181,15 +222,15 @@ impl Store {
     }
 }
 
-fn encode_cursor(item: &Item) -> String {
+fn encode_cursor(index: Index, item: &Item) -> String {
     use base64::Engine;
     let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-    let position = serde_json::json!({"pk": text("pk"), "sk": text("gsi1sk")});
+    let position = serde_json::json!({"pk": text("pk"), "sk": text(index.sk())});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position.to_string())
 }
 
 /// The `ExclusiveStartKey` a cursor stands for, on this list only.
-fn decode_cursor(gsi1pk: &str, raw: &str) -> Option<Item> {
+fn decode_cursor(index: Index, list: &str, raw: &str) -> Option<Item> {
     use base64::Engine;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(raw)
@@ -198,7 +239,7 @@ fn decode_cursor(gsi1pk: &str, raw: &str) -> Option<Item> {
     let pk = position.get("pk")?.as_str()?;
     let sk = position.get("sk")?.as_str()?;
     let mut key = Store::key(pk);
-    key.insert("gsi1pk".into(), AttributeValue::S(gsi1pk.to_owned()));
-    key.insert("gsi1sk".into(), AttributeValue::S(sk.to_owned()));
+    key.insert(index.pk().into(), AttributeValue::S(list.to_owned()));
+    key.insert(index.sk().into(), AttributeValue::S(sk.to_owned()));
     Some(key)
 }

@@ -1,7 +1,7 @@
 //! The table's shape, for tests and tools that make their own table. `infra/template.yaml`
 //! declares the same shape for the deployed stack.
 
-use super::{StoreError, GSI};
+use super::{Index, StoreError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
@@ -24,28 +24,36 @@ fn key(name: &str, key_type: KeyType) -> KeySchemaElement {
         .expect("name and type are set")
 }
 
-/// Creates the table (on-demand, stream NEW_IMAGE, `gsi1`). Returns the stream ARN.
+/// A secondary index of the whole item (both lists read items, not keys).
+fn index(index: Index) -> GlobalSecondaryIndex {
+    GlobalSecondaryIndex::builder()
+        .index_name(index.name())
+        .key_schema(key(index.pk(), KeyType::Hash))
+        .key_schema(key(index.sk(), KeyType::Range))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .expect("index fields are set")
+}
+
+/// Creates the table (on-demand, stream NEW_IMAGE, `gsi1` and `gsi2`). Returns the stream ARN.
 pub async fn create_table(client: &Client, name: &str) -> Result<Option<String>, StoreError> {
     let out = client
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .set_attribute_definitions(Some(["pk", "sk", "gsi1pk", "gsi1sk"].map(attr).to_vec()))
+        .set_attribute_definitions(Some(
+            ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"]
+                .map(attr)
+                .to_vec(),
+        ))
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
-        .global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(GSI)
-                .key_schema(key("gsi1pk", KeyType::Hash))
-                .key_schema(key("gsi1sk", KeyType::Range))
-                .projection(
-                    Projection::builder()
-                        .projection_type(ProjectionType::All)
-                        .build(),
-                )
-                .build()
-                .expect("index fields are set"),
-        )
+        .global_secondary_indexes(index(Index::Lists))
+        .global_secondary_indexes(index(Index::States))
         .stream_specification(
             StreamSpecification::builder()
                 .stream_enabled(true)

@@ -147,6 +147,13 @@ impl<S: Source> Edge<S> {
             }
         };
         count(label, outcome);
+        if !matches!(recorded.outcome, Outcome::Stored { .. }) {
+            // The operator's chart of duplicates per hour; a lost tally is no lost event.
+            if let Err(e) = crate::ops::chart::duplicate(&self.store, integration.org(), now).await
+            {
+                tracing::warn!(error.message = %e, "duplicate not tallied");
+            }
+        }
         Ok(json_response(
             self.source.status(&recorded.outcome),
             &recorded.answer,

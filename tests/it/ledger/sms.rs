@@ -372,7 +372,7 @@ async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_noth
 }
 
 #[tokio::test]
-async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read() {
+async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read_and_its_tally() {
     let c = Carrier::new().await;
     c.top_up("top-1", "5.00").await;
     // The first delivery loads the integration (a GetItem and a KMS Decrypt); then the warm path.
@@ -387,12 +387,16 @@ async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read() {
         "one read of the event, wallet and lines; one transaction of the debit, the inbox line, the wallet and the acknowledgement"
     );
     c.send("evt_1", &body).await;
-    assert_eq!(c.env.calls.take(), ["BatchGetItem"], "a repeat is one read");
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "UpdateItem"],
+        "a repeat is one read, and the hour's duplicate tally"
+    );
     c.send("evt_1_repush", &body).await;
     assert_eq!(
         c.env.calls.take(),
-        ["BatchGetItem", "TransactWriteItems"],
-        "a re-push reads, and stores only its acknowledgement"
+        ["BatchGetItem", "TransactWriteItems", "UpdateItem"],
+        "a re-push reads, stores only its acknowledgement, and is tallied as a duplicate"
     );
     c.send("evt_2", &event("received", "MO1", None)).await;
     assert_eq!(

@@ -255,6 +255,7 @@ async fn a_reply_left_sending_by_a_dead_attempt_is_never_sent_blindly() {
         &key,
         an_hour_ago,
         chrono::Duration::seconds(5),
+        None,
     )
     .await
     .unwrap();

@@ -250,7 +250,11 @@ async fn a_first_message_costs_two_dynamodb_calls_and_one_s3_put_and_a_repeat_on
     );
     let (status, again) = s.answer(s.telegram_request(&body)).await;
     assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
-    assert_eq!(s.env.calls.take(), ["BatchGetItem"], "a repeat is one read");
+    assert_eq!(
+        s.env.calls.take(),
+        ["BatchGetItem", "UpdateItem"],
+        "a repeat is one read, and the hour's duplicate tally"
+    );
 }
 
 #[tokio::test]

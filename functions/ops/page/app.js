@@ -1,0 +1,244 @@
+// The operator's page: reads the JSON routes beside it with the key in a header, renders with
+// textContent only (no HTML from data), and sends every action once with an Idempotency-Key.
+"use strict";
+
+const KEY = "firmspace-ops-key";
+const state = { key: sessionStorage.getItem(KEY), admin: false, org: "" };
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (name === "class") node.className = value;
+    else if (name.startsWith("data-")) node.setAttribute(name, value);
+    else node[name] = value;
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function api(path, options = {}) {
+  const headers = { Authorization: "Bearer " + state.key, ...(options.headers || {}) };
+  const res = await fetch(path, { ...options, headers, cache: "no-store" });
+  const body = await res.json().catch(() => ({}));
+  if (res.status === 401) { signOut("The key was not accepted."); throw new Error("unauthorized"); }
+  return { status: res.status, body };
+}
+
+function scoped(path) {
+  if (!state.org) return path;
+  return path + (path.includes("?") ? "&" : "?") + "org=" + encodeURIComponent(state.org);
+}
+
+function say(text) { $("status").textContent = text; }
+
+function signOut(why) {
+  sessionStorage.removeItem(KEY);
+  state.key = null;
+  $("main").hidden = true;
+  $("who").hidden = true;
+  $("login").hidden = false;
+  $("login-error").hidden = !why;
+  $("login-error").textContent = why || "";
+}
+
+async function signIn(key) {
+  state.key = key;
+  const { status, body } = await api("orgs");
+  if (status !== 200) { signOut(body.detail || "The key was not accepted."); return; }
+  sessionStorage.setItem(KEY, key);
+  const summary = await api("summary");
+  state.admin = summary.body.queues !== null && summary.body.queues !== undefined;
+  const picker = $("org");
+  picker.replaceChildren();
+  if (state.admin) picker.append(el("option", { value: "" }, "all organisations"));
+  for (const org of body.items) picker.append(el("option", { value: org.id }, org.name ? `${org.name} (${org.id})` : org.id));
+  state.org = state.admin ? (body.items.length === 1 ? body.items[0].id : "") : "";
+  picker.value = state.org;
+  $("login").hidden = true;
+  $("main").hidden = false;
+  $("who").hidden = false;
+  $("queues-card").hidden = !state.admin;
+  $("dlq-card").hidden = !state.admin;
+  await refresh();
+}
+
+function figure(value, level) {
+  const cls = value === 0 ? "zero" : level || "";
+  return el("td", { class: cls }, value);
+}
+
+function renderSummary(s) {
+  const rows = Object.entries(s.events).map(([kind, c]) =>
+    el("tr", { "data-kind": kind }, el("td", {}, kind), figure(c.today), figure(c.week), figure(c.waiting, "warn")));
+  $("events-summary").tBodies[0].replaceChildren(...rows);
+  $("review-open").textContent = s.review.open;
+  $("review-open").className = s.review.open > 0 ? "alert" : "";
+  $("review-reasons").replaceChildren(...Object.entries(s.review.by_reason).map(([r, n]) => el("li", {}, `${r}: ${n}`)));
+  $("runs-check").textContent = s.runs.needs_check;
+  $("runs-check").className = s.runs.needs_check > 0 ? "alert" : "";
+  $("runs-failed").textContent = s.runs.failed;
+  $("runs-failed").className = s.runs.failed > 0 ? "warn" : "";
+  if (s.queues) {
+    const rows = Object.entries(s.queues).map(([name, q]) =>
+      el("tr", { "data-queue": name }, el("td", {}, name), figure(q.waiting), figure(q.in_flight), figure(q.dead, "alert")));
+    $("queues").tBodies[0].replaceChildren(...rows);
+  }
+}
+
+function renderChart(hours) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  const width = 960, height = 180, pad = 20, slot = (width - pad) / hours.length;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const totals = hours.map((h) => Object.values(h.stored).reduce((a, b) => a + b, 0));
+  const top = Math.max(1, ...totals, ...hours.map((h) => h.duplicates));
+  const bar = (x, value, cls, w) => {
+    const r = document.createElementNS(ns, "rect");
+    const h = (height - 2 * pad) * (value / top);
+    r.setAttribute("x", x); r.setAttribute("y", height - pad - h);
+    r.setAttribute("width", w); r.setAttribute("height", h); r.setAttribute("class", cls);
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${value}`;
+    r.append(title);
+    return r;
+  };
+  hours.forEach((h, i) => {
+    const x = pad + i * slot;
+    svg.append(bar(x + 2, totals[i], "stored", slot / 2 - 3), bar(x + slot / 2, h.duplicates, "dup", slot / 2 - 3));
+    if (i % 3 === 0) {
+      const t = document.createElementNS(ns, "text");
+      t.setAttribute("x", x + 2); t.setAttribute("y", height - 5);
+      t.textContent = h.hour.slice(11, 16);
+      svg.append(t);
+    }
+  });
+  const label = document.createElementNS(ns, "text");
+  label.setAttribute("x", 0); label.setAttribute("y", 12);
+  label.textContent = `max ${top}`;
+  svg.append(label);
+  $("chart").replaceChildren(svg);
+}
+
+function when(at) { return at ? at.replace("T", " ").slice(0, 19) : ""; }
+
+// An action sent once: one key per click, the button held until the answer.
+async function act(button, path, body) {
+  button.disabled = true;
+  try {
+    const { status, body: answer } = await api(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Idempotency-Key": newKey() },
+      body: JSON.stringify(body || {}),
+    });
+    say(status < 300 ? `${path.split("/")[0]}: ${JSON.stringify(answer)}` : `${answer.error}: ${answer.detail}`);
+  } finally {
+    button.disabled = false;
+    await refresh();
+  }
+}
+
+function noOrg(table, columns) {
+  table.tBodies[0].replaceChildren(el("tr", {}, el("td", { class: "empty", colSpan: columns }, "Choose an organisation to see its items.")));
+  return true;
+}
+
+function empty(table, columns, text) {
+  table.tBodies[0].replaceChildren(el("tr", {}, el("td", { class: "empty", colSpan: columns }, text)));
+}
+
+async function renderReview() {
+  const table = $("review");
+  if (state.admin && !state.org) return noOrg(table, 5);
+  const { body } = await api(scoped(`review?state=${$("review-state").value}`));
+  if (!body.items.length) return empty(table, 5, "Nothing here.");
+  table.tBodies[0].replaceChildren(...body.items.map((item) => {
+    const cell = el("td");
+    if (item.state === "open") {
+      const note = el("input", { placeholder: "note", class: "note" });
+      const button = el("button", { type: "button", class: "resolve" }, "Resolve");
+      button.addEventListener("click", () => act(button, `review/${item.id}/resolve`, { note: note.value || "resolved" }));
+      cell.append(note, " ", button);
+    } else {
+      cell.append(`${item.resolved_by} · ${when(item.resolved_at)} · ${item.note || ""}`);
+    }
+    return el("tr", { "data-id": item.id }, el("td", {}, when(item.at)), el("td", {}, item.reason),
+      el("td", { class: "key" }, item.key), el("td", {}, item.state), cell);
+  }));
+}
+
+async function renderRuns() {
+  const table = $("runs");
+  if (state.admin && !state.org) return noOrg(table, 5);
+  const { body } = await api(scoped(`runs?state=${$("runs-state").value}`));
+  if (!body.items.length) return empty(table, 5, "Nothing here.");
+  table.tBodies[0].replaceChildren(...body.items.map((run) => {
+    const cell = el("td");
+    if (run.state === "needs_check") {
+      const delivered = el("button", { type: "button", class: "second" }, "It arrived");
+      delivered.addEventListener("click", () => act(delivered, `runs/${run.id}/decide`, { decision: "delivered" }));
+      cell.append(delivered);
+      if (run.resendable) {
+        const resend = el("button", { type: "button" }, "Send once more");
+        resend.addEventListener("click", () => act(resend, `runs/${run.id}/decide`, { decision: "resend" }));
+        cell.append(" ", resend);
+      }
+    }
+    return el("tr", { "data-id": run.id }, el("td", {}, when(run.updated_at)), el("td", { class: "key" }, run.key),
+      el("td", {}, run.attempts), el("td", {}, run.state), cell);
+  }));
+}
+
+async function renderEvents() {
+  const table = $("events");
+  if (state.admin && !state.org) return noOrg(table, 5);
+  const { body } = await api(scoped(`events?kind=${$("events-kind").value}&limit=20`));
+  if (!body.items.length) return empty(table, 5, "No events of this kind yet.");
+  table.tBodies[0].replaceChildren(...body.items.map((event) => {
+    const badges = el("td");
+    for (const c of event.consequences) badges.append(el("span", { class: `badge ${c.state}`, title: c.key }, `${c.kind} ${c.state}`));
+    const replay = el("button", { type: "button", class: "second" }, "Replay");
+    replay.addEventListener("click", () => act(replay, `events/${event.id}/replay`, {}));
+    return el("tr", { "data-id": event.id }, el("td", {}, when(event.at)), el("td", { class: "key" }, event.key),
+      el("td", {}, event.outcome), badges, el("td", {}, replay));
+  }));
+}
+
+async function renderDlq() {
+  if (!state.admin) return;
+  const { body } = await api(`dlq/${$("dlq-queue").value}`);
+  const table = $("dlq");
+  if (!body.items.length) return empty(table, 3, "No dead letters.");
+  table.tBodies[0].replaceChildren(...body.items.map((m) =>
+    el("tr", { "data-id": m.id }, el("td", {}, when(m.first_at)), el("td", { class: "alert" }, m.receives),
+      el("td", { class: "key" }, JSON.stringify(m.body)))));
+}
+
+async function refresh() {
+  say("Loading…");
+  const summary = await api(scoped("summary"));
+  renderSummary(summary.body);
+  if (state.org || !state.admin) renderChart((await api(scoped("chart"))).body.hours);
+  else $("chart").replaceChildren(el("p", { class: "empty" }, "Choose an organisation to see its chart."));
+  await Promise.all([renderReview(), renderRuns(), renderEvents(), renderDlq()]);
+  $("main").dataset.loaded = summary.body.at;
+  say(`Updated ${when(summary.body.at)} UTC`);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("login-form").addEventListener("submit", (e) => { e.preventDefault(); signIn($("key").value.trim()); $("key").value = ""; });
+  $("logout").addEventListener("click", () => signOut());
+  $("refresh").addEventListener("click", () => refresh());
+  $("org").addEventListener("change", () => { state.org = $("org").value; refresh(); });
+  for (const id of ["review-state", "runs-state", "events-kind", "dlq-queue"]) $(id).addEventListener("change", () => refresh());
+  $("redrive").addEventListener("click", (e) => act(e.target, `dlq/${$("dlq-queue").value}/redrive`, {}));
+  if (state.key) signIn(state.key); else signOut();
+});

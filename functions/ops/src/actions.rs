@@ -1,0 +1,244 @@
+//! The operator's four actions, each once per `Idempotency-Key`: a repeat gets the stored
+//! answer, a repeat while the first runs gets 409 `request_in_progress`, the same key with
+//! another request 409 `idempotency_key_reused`. Each action is safe twice over besides: a
+//! redrive moves what is in the DLQ now, a replay's consequences are absorbed by their keys,
+//! and a resolution or a decision is a conditional move out of `open` or `needs_check`.
+
+use crate::views::admin_only;
+use crate::{App, Who};
+use chrono::{DateTime, Utc};
+use firmspace::effects::runs::RunState;
+use firmspace::http::{body_bytes, header, json_response, parse_json, ApiError};
+use firmspace::ops::events::{replay, ReplayError};
+use firmspace::ops::ids;
+use firmspace::ops::requests::{Claimed, Request as Asked};
+use firmspace::ops::review::{self, Resolved, NOTE_MAX};
+use firmspace::ops::runs::{self, Decided, Decision};
+use firmspace::store::item::tag_name;
+use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// Where each event kind's items are kept: the ids `replay` takes.
+const EVENT_ITEMS: [&str; 5] = ["PAYMENT#", "MESSAGE#", "CALL#", "BANKTX#", "SMS_EVENT#"];
+
+/// One action, checked: everything it needs was read from the request before the key is
+/// claimed, so a refused request claims nothing.
+enum Action {
+    Redrive {
+        queue: String,
+        ids: Option<Vec<String>>,
+    },
+    Replay {
+        pk: String,
+    },
+    Resolve {
+        org: firmspace::ids::OrgId,
+        pk: String,
+        note: String,
+    },
+    Decide {
+        org: firmspace::ids::OrgId,
+        pk: String,
+        decision: Decision,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedriveBody {
+    ids: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveBody {
+    note: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecideBody {
+    decision: String,
+}
+
+fn unknown(what: &str) -> ApiError {
+    ApiError::not_found(what)
+}
+
+/// The request's action, or why it is refused.
+fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiError> {
+    let body = body_bytes(req);
+    let owner = who.owner();
+    match segments {
+        ["ops", "dlq", queue, "redrive"] => {
+            admin_only(who)?;
+            app.queues.pair(queue).ok_or_else(|| unknown("queue"))?;
+            let ids = match body.is_empty() {
+                true => None,
+                false => parse_json::<RedriveBody>(body)?.ids,
+            };
+            if ids
+                .as_ref()
+                .is_some_and(|ids| ids.is_empty() || ids.len() > 1000)
+            {
+                return Err(ApiError::bad_request(
+                    "invalid_ids",
+                    "ids names 1 to 1000 messages",
+                ));
+            }
+            Ok(Action::Redrive {
+                queue: (*queue).to_owned(),
+                ids,
+            })
+        }
+        ["ops", "events", id, "replay"] => {
+            let (_, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
+            Ok(Action::Replay { pk })
+        }
+        ["ops", "review", id, "resolve"] => {
+            let (org, pk) =
+                ids::decode(id, owner, &["REVIEW#"]).ok_or_else(|| unknown("review item"))?;
+            let note = parse_json::<ResolveBody>(body)?.note;
+            let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
+            Ok(Action::Resolve { org, pk, note })
+        }
+        ["ops", "runs", id, "decide"] => {
+            let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
+            let decision = match parse_json::<DecideBody>(body)?.decision.as_str() {
+                "delivered" => Decision::Delivered,
+                "resend" => Decision::Resend,
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "invalid_decision",
+                        "decision is delivered or resend",
+                    ))
+                }
+            };
+            Ok(Action::Decide { org, pk, decision })
+        }
+        _ => Err(ApiError::not_found("route")),
+    }
+}
+
+/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters.
+fn key(req: &Request) -> Result<String, ApiError> {
+    let raw = header(req, "idempotency-key").ok_or_else(|| {
+        ApiError::bad_request(
+            "missing_idempotency_key",
+            "Idempotency-Key header is required",
+        )
+    })?;
+    let visible = !raw.is_empty() && raw.len() <= 255 && raw.bytes().all(|b| b.is_ascii_graphic());
+    if !visible {
+        return Err(ApiError::bad_request(
+            "invalid_idempotency_key",
+            "Idempotency-Key is 1 to 255 visible ASCII characters",
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
+pub(crate) async fn dispatch(
+    app: &App,
+    who: &Who,
+    req: &Request,
+    segments: &[&str],
+    now: DateTime<Utc>,
+) -> Result<Response<Body>, ApiError> {
+    let key = key(req)?;
+    let action = action(app, who, req, segments)?;
+    let mut digest = Sha256::new();
+    digest.update(segments.join("/"));
+    digest.update([0]);
+    digest.update(body_bytes(req));
+    let by = who.by();
+    let asked = Asked {
+        by: &by,
+        key: &key,
+        fingerprint: hex::encode(digest.finalize()),
+    };
+    match asked.claim(&app.store, now).await? {
+        Claimed::Run => {}
+        Claimed::Done(status, answer) => return Ok(json_response(status, &answer)),
+        Claimed::Running => {
+            return Err(ApiError::new(
+                409,
+                "request_in_progress",
+                "a request with this Idempotency-Key is running; ask again in a moment",
+            ))
+        }
+        Claimed::Reused => {
+            return Err(ApiError::new(
+                409,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used with another request",
+            ))
+        }
+    }
+    let (status, answer) = run(app, &by, action, now).await?;
+    asked.finish(&app.store, status, &answer).await?;
+    Ok(json_response(status, &answer))
+}
+
+fn conflict(code: &str, detail: &str, outcome: Value) -> (u16, Value) {
+    (
+        409,
+        json!({"error": code, "detail": detail, "outcome": outcome}),
+    )
+}
+
+fn state_name(state: Option<RunState>) -> Value {
+    state.map_or(Value::Null, |s| json!(tag_name(&s)))
+}
+
+async fn run(
+    app: &App,
+    by: &str,
+    action: Action,
+    now: DateTime<Utc>,
+) -> Result<(u16, Value), ApiError> {
+    let store = &app.store;
+    Ok(match action {
+        Action::Redrive { queue, ids } => {
+            let pair = app.queues.pair(&queue).ok_or_else(|| unknown("queue"))?;
+            let moved = app
+                .queues
+                .redrive(pair, ids.as_deref())
+                .await
+                .map_err(|e| ApiError::internal(&e, true))?;
+            (200, json!({"moved": moved}))
+        }
+        Action::Replay { pk } => match replay(store, &app.publisher, &pk).await {
+            Ok(sent) => (200, json!({"sent": sent})),
+            Err(ReplayError::NotFound) => return Err(unknown("event")),
+            Err(e) => return Err(ApiError::internal(&e, true)),
+        },
+        Action::Resolve { org, pk, note } => {
+            match review::resolve(store, &org, &pk, by, &note, now).await? {
+                Resolved::Now(outcome) => (200, outcome),
+                Resolved::Already(outcome) => {
+                    conflict("not_open", "the review item was resolved before", outcome)
+                }
+                Resolved::NotFound => return Err(unknown("review item")),
+            }
+        }
+        Action::Decide { org, pk, decision } => {
+            match runs::decide(store, &app.outbound, &org, &pk, decision, now).await? {
+                Decided::Now(state) => (200, json!({"state": tag_name(&state)})),
+                Decided::Already(state) => conflict(
+                    "not_needs_check",
+                    "the run was decided before",
+                    json!({"state": state_name(state)}),
+                ),
+                Decided::NotFound => return Err(unknown("run")),
+                Decided::NotResendable => conflict(
+                    "not_resendable",
+                    "this run's request was not kept (a reply, or a run from before); settle it as delivered after checking",
+                    json!({"state": "needs_check"}),
+                ),
+            }
+        }
+    })
+}

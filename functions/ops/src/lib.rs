@@ -1,0 +1,190 @@
+#![forbid(unsafe_code)]
+//! `/ops/...`: the operator's view. An organisation's API key sees its own organisation; the
+//! admin token sees every organisation (naming one with `org=`) and the deployment's queues.
+//! `GET /ops/` is a page (static HTML, CSS and JavaScript served from here) that calls the JSON
+//! routes with the key in a header: no cookie, so no cross-site request can act for anyone.
+
+mod actions;
+mod page;
+mod views;
+
+use chrono::{DateTime, Utc};
+use firmspace::admin::{bearer, AdminToken};
+use firmspace::config::{Config, ConfigError};
+use firmspace::effects::outbound::Outbound;
+use firmspace::effects::queue::{Publisher, Queues as Consequences};
+use firmspace::http::{query, route_path, ApiError};
+use firmspace::ids::OrgId;
+use firmspace::ops::queues::Queues;
+use firmspace::store::Store;
+use lambda_http::{Body, Request, Response};
+use std::convert::Infallible;
+
+pub struct App {
+    store: Store,
+    admin_token: AdminToken,
+    queues: Queues,
+    publisher: Publisher,
+    outbound: Outbound,
+}
+
+/// Who asks: the admin, or one organisation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Who {
+    Admin,
+    Org(OrgId),
+}
+
+impl Who {
+    /// `admin` or the organisation's id: who resolved, who asked.
+    pub(crate) fn by(&self) -> String {
+        match self {
+            Self::Admin => "admin".into(),
+            Self::Org(org) => org.to_string(),
+        }
+    }
+
+    /// The organisation a request is about: the key's own, or the admin's `org=` (none: every
+    /// organisation).
+    pub(crate) fn scope(&self, req: &Request) -> Result<Option<OrgId>, ApiError> {
+        match self {
+            Self::Org(org) => Ok(Some(org.clone())),
+            Self::Admin => query(req, "org")
+                .map(|raw| {
+                    OrgId::parse(&raw).map_err(|_| {
+                        ApiError::bad_request("invalid_org", "org is not an organisation id")
+                    })
+                })
+                .transpose(),
+        }
+    }
+
+    /// The one organisation a list is about: the admin must name it.
+    pub(crate) fn one(&self, req: &Request) -> Result<OrgId, ApiError> {
+        self.scope(req)?.ok_or_else(|| {
+            ApiError::bad_request(
+                "missing_org",
+                "the admin token names an organisation with org=",
+            )
+        })
+    }
+
+    /// An item's organisation as an action may touch it: any for the admin.
+    pub(crate) fn owner(&self) -> Option<&OrgId> {
+        match self {
+            Self::Admin => None,
+            Self::Org(org) => Some(org),
+        }
+    }
+}
+
+impl App {
+    pub fn new(
+        store: Store,
+        admin_token: AdminToken,
+        queues: Queues,
+        publisher: Publisher,
+        outbound: Outbound,
+    ) -> Self {
+        Self {
+            store,
+            admin_token,
+            queues,
+            publisher,
+            outbound,
+        }
+    }
+
+    /// The queues' and DLQs' URLs (`{NAME}_QUEUE_URL`, `{NAME}_DLQ_URL`), the admin token, and
+    /// `OUTBOUND_TIMEOUT_MS` for a resend.
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let config = Config::from_env()?;
+        let sqs = firmspace::aws::sqs(config.endpoint_url.as_deref()).await;
+        let timeout = firmspace::config::var("OUTBOUND_TIMEOUT_MS")
+            .and_then(|ms| ms.parse().ok())
+            .map_or(
+                std::time::Duration::from_secs(5),
+                std::time::Duration::from_millis,
+            );
+        Ok(Self::new(
+            config.store().await,
+            AdminToken::from_env(&config).await?,
+            Queues::from_env(sqs.clone())?,
+            Publisher {
+                sqs,
+                queues: Consequences::from_env()?,
+            },
+            Outbound::new(timeout, config.allows_loopback()),
+        ))
+    }
+
+    pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
+        Ok(self
+            .respond(&req, Utc::now())
+            .await
+            .unwrap_or_else(ApiError::into_response))
+    }
+
+    pub async fn respond(
+        &self,
+        req: &Request,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
+        if firmspace::http::body_bytes(req).len() > firmspace::http::MAX_BODY {
+            return Err(ApiError::new(
+                413,
+                "payload_too_large",
+                "body exceeds 256 KiB",
+            ));
+        }
+        let path = route_path(req).to_owned();
+        let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+        let method = req.method().as_str();
+        if let Some(asset) = page::asset(method, &segments, req) {
+            return Ok(asset);
+        }
+        let who = self.who(req).await?;
+        match (method, segments.as_slice()) {
+            ("GET", ["ops", "summary"]) => views::summary(self, &who, req, now).await,
+            ("GET", ["ops", "orgs"]) => views::orgs(self, &who, req).await,
+            ("GET", ["ops", "events"]) => views::events(self, &who, req).await,
+            ("GET", ["ops", "review"]) => views::review(self, &who, req).await,
+            ("GET", ["ops", "runs"]) => views::runs(self, &who, req).await,
+            ("GET", ["ops", "chart"]) => views::chart(self, &who, req, now).await,
+            ("GET", ["ops", "dlq", queue]) => views::dlq(self, &who, req, queue).await,
+            ("POST", ["ops", ..]) => actions::dispatch(self, &who, req, &segments, now).await,
+            (_, ["ops", ..]) if views::known(&segments) => {
+                Err(ApiError::method_not_allowed(if segments.len() == 4 {
+                    &["POST"]
+                } else {
+                    &["GET"]
+                }))
+            }
+            _ => Err(ApiError::not_found("route")),
+        }
+    }
+
+    /// The admin token, or an organisation's API key; anything else is 401.
+    async fn who(&self, req: &Request) -> Result<Who, ApiError> {
+        let token = bearer(req).ok_or_else(|| {
+            ApiError::unauthorized(
+                "unauthorized",
+                "Authorization: Bearer <api key or admin token> required",
+            )
+        })?;
+        if token.starts_with("fsk_") {
+            return firmspace::orgs::authenticate(&self.store, token)
+                .await?
+                .map(Who::Org)
+                .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"));
+        }
+        if self.admin_token.matches(token).await? {
+            Ok(Who::Admin)
+        } else {
+            Err(ApiError::unauthorized(
+                "unauthorized",
+                "unknown API key or admin token",
+            ))
+        }
+    }
+}

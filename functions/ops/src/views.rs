@@ -1,0 +1,254 @@
+//! The operator's reads: the summary, the lists (each paged with `limit` and `cursor`), the
+//! chart, and a look into a DLQ.
+
+use crate::{App, Who};
+use chrono::{DateTime, Utc};
+use firmspace::http::{json_response, query, ApiError};
+use firmspace::ids::OrgId;
+use firmspace::ops::events::{self, Counts};
+use firmspace::ops::{chart, review, runs, runs_pk, EventKind};
+use firmspace::store::{Index, StoreError};
+use lambda_http::{Body, Request, Response};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// Whether a path is one of ours (for a 405 rather than a 404).
+pub(crate) fn known(segments: &[&str]) -> bool {
+    matches!(
+        segments,
+        [
+            "ops",
+            "summary" | "orgs" | "events" | "review" | "runs" | "chart"
+        ] | ["ops", "dlq", _]
+            | ["ops", "dlq", _, "redrive"]
+            | ["ops", "events" | "review" | "runs", _, _]
+    )
+}
+
+/// `limit`: 50 by default, at most 200.
+fn limit(req: &Request) -> Result<i32, ApiError> {
+    match query(req, "limit") {
+        None => Ok(50),
+        Some(raw) => raw
+            .parse::<i32>()
+            .ok()
+            .filter(|n| (1..=200).contains(n))
+            .ok_or_else(|| ApiError::bad_request("invalid_limit", "limit is 1 to 200")),
+    }
+}
+
+fn read_error(e: StoreError, cursor: Option<&str>) -> ApiError {
+    match e {
+        StoreError::Malformed { .. } if cursor.is_some() => {
+            ApiError::bad_request("invalid_cursor", "cursor is not one this list gave")
+        }
+        other => other.into(),
+    }
+}
+
+fn listed(items: Vec<Value>, next: Option<String>) -> Response<Body> {
+    json_response(200, &json!({"items": items, "cursor": next}))
+}
+
+/// The organisations a summary adds up: the one asked about, or (the admin without `org=`)
+/// every organisation.
+async fn orgs_of(app: &App, who: &Who, req: &Request) -> Result<Vec<OrgId>, ApiError> {
+    if let Some(org) = who.scope(req)? {
+        return Ok(vec![org]);
+    }
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (page, next) = firmspace::orgs::page(&app.store, 200, cursor.as_deref()).await?;
+        all.extend(page.into_iter().map(|(org, _)| org));
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// `GET /ops/summary`.
+pub(crate) async fn summary(
+    app: &App,
+    who: &Who,
+    req: &Request,
+    now: DateTime<Utc>,
+) -> Result<Response<Body>, ApiError> {
+    let orgs = orgs_of(app, who, req).await?;
+    let mut kinds: BTreeMap<&str, Counts> = EventKind::ALL
+        .iter()
+        .map(|k| (k.name(), Counts::default()))
+        .collect();
+    let mut open = 0u64;
+    let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut needs_check, mut failed) = (0u64, 0u64);
+    for org in &orgs {
+        let store = &app.store;
+        let per_kind = futures::future::try_join_all(EventKind::ALL.map(|kind| async move {
+            events::counts(store, org, kind, now)
+                .await
+                .map(|c| (kind, c))
+        }));
+        let (checking, failing) = (runs_pk(org, "needs_check"), runs_pk(org, "failed"));
+        let (per_kind, reasons, checks, fails) = futures::try_join!(
+            per_kind,
+            review::open_by_reason(store, org),
+            store.count_in(Index::States, &checking, None),
+            store.count_in(Index::States, &failing, None),
+        )?;
+        for (kind, counts) in per_kind {
+            *kinds.entry(kind.name()).or_default() += counts;
+        }
+        for (reason, n) in reasons {
+            open += n;
+            *by_reason.entry(reason).or_default() += n;
+        }
+        needs_check += checks;
+        failed += fails;
+    }
+    let queues = match who {
+        Who::Admin => Some(
+            app.queues
+                .depths()
+                .await
+                .map_err(|e| ApiError::internal(&e, true))?,
+        ),
+        Who::Org(_) => None,
+    };
+    Ok(json_response(
+        200,
+        &json!({
+            "events": kinds,
+            "queues": queues,
+            "review": {"open": open, "by_reason": by_reason},
+            "runs": {"needs_check": needs_check, "failed": failed},
+            "orgs": orgs.len(),
+            "at": firmspace::time::format(now),
+        }),
+    ))
+}
+
+/// `GET /ops/orgs`: the organisations the caller may look at (the admin's picker).
+pub(crate) async fn orgs(app: &App, who: &Who, req: &Request) -> Result<Response<Body>, ApiError> {
+    let cursor = query(req, "cursor");
+    let (orgs, next) = match who {
+        Who::Org(org) => (vec![(org.clone(), String::new())], None),
+        Who::Admin => firmspace::orgs::page(&app.store, limit(req)?, cursor.as_deref())
+            .await
+            .map_err(|e| read_error(e, cursor.as_deref()))?,
+    };
+    let items = orgs
+        .into_iter()
+        .map(|(org, name)| json!({"id": org.as_str(), "name": name}))
+        .collect();
+    Ok(listed(items, next))
+}
+
+/// `GET /ops/events?kind=payment`.
+pub(crate) async fn events(
+    app: &App,
+    who: &Who,
+    req: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let org = who.one(req)?;
+    let kind = query(req, "kind")
+        .and_then(|k| EventKind::parse(&k))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_kind",
+                "kind is payment, message, call, bank_row or sms",
+            )
+        })?;
+    let cursor = query(req, "cursor");
+    let (items, next) = events::page(&app.store, &org, kind, limit(req)?, cursor.as_deref())
+        .await
+        .map_err(|e| read_error(e, cursor.as_deref()))?;
+    Ok(listed(items, next))
+}
+
+/// A list's `state`: one of `states`, the first by default.
+fn state<'a>(req: &Request, states: &[&'a str]) -> Result<&'a str, ApiError> {
+    match query(req, "state") {
+        None => Ok(states[0]),
+        Some(raw) => states.iter().find(|s| **s == raw).copied().ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_state",
+                format!("state is one of {}", states.join(", ")),
+            )
+        }),
+    }
+}
+
+/// `GET /ops/review?state=open`.
+pub(crate) async fn review(
+    app: &App,
+    who: &Who,
+    req: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let org = who.one(req)?;
+    let state = state(req, &review::STATES)?;
+    let cursor = query(req, "cursor");
+    let (items, next) = review::page(&app.store, &org, state, limit(req)?, cursor.as_deref())
+        .await
+        .map_err(|e| read_error(e, cursor.as_deref()))?;
+    Ok(listed(items, next))
+}
+
+/// `GET /ops/runs?state=needs_check`.
+pub(crate) async fn runs(app: &App, who: &Who, req: &Request) -> Result<Response<Body>, ApiError> {
+    let org = who.one(req)?;
+    let state = state(req, &runs::STATES)?;
+    let cursor = query(req, "cursor");
+    let (items, next) = runs::page(&app.store, &org, state, limit(req)?, cursor.as_deref())
+        .await
+        .map_err(|e| read_error(e, cursor.as_deref()))?;
+    Ok(listed(items, next))
+}
+
+/// `GET /ops/chart`: stored events and duplicates per hour, the last 24 hours.
+pub(crate) async fn chart(
+    app: &App,
+    who: &Who,
+    req: &Request,
+    now: DateTime<Utc>,
+) -> Result<Response<Body>, ApiError> {
+    let org = who.one(req)?;
+    let hours = chart::hours(&app.store, &org, now).await?;
+    Ok(json_response(200, &json!({"hours": hours})))
+}
+
+/// The deployment's queues answer to the admin only.
+pub(crate) fn admin_only(who: &Who) -> Result<(), ApiError> {
+    match who {
+        Who::Admin => Ok(()),
+        Who::Org(_) => Err(ApiError::new(
+            403,
+            "forbidden",
+            "the queues are the deployment's: the admin token only",
+        )),
+    }
+}
+
+/// `GET /ops/dlq/{queue}`: up to `limit` messages, none consumed.
+pub(crate) async fn dlq(
+    app: &App,
+    who: &Who,
+    req: &Request,
+    queue: &str,
+) -> Result<Response<Body>, ApiError> {
+    admin_only(who)?;
+    let pair = app
+        .queues
+        .pair(queue)
+        .ok_or_else(|| ApiError::not_found("queue"))?;
+    let items = app
+        .queues
+        .peek(pair, limit(req)? as usize)
+        .await
+        .map_err(|e| ApiError::internal(&e, true))?;
+    let mut answer = Map::new();
+    answer.insert("items".into(), json!(items));
+    answer.insert("cursor".into(), Value::Null);
+    Ok(json_response(200, &Value::Object(answer)))
+}
