@@ -14,7 +14,7 @@ use firmspace::integrations::{self, Integration, Settings};
 use serde_json::json;
 use std::time::Duration;
 
-async fn outbound(
+pub(crate) async fn outbound(
     env: &TestEnv,
     org: &OrgId,
     url: String,

@@ -14,6 +14,7 @@ mod hostile;
 mod ledger;
 mod messages;
 mod monobank;
+mod ops;
 mod payments;
 mod secrets;
 mod support;

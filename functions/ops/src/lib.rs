@@ -144,15 +144,18 @@ impl App {
             return Ok(asset);
         }
         let who = self.who(req).await?;
+        // Each route's future on the heap: together they would make one very large future.
         match (method, segments.as_slice()) {
-            ("GET", ["ops", "summary"]) => views::summary(self, &who, req, now).await,
-            ("GET", ["ops", "orgs"]) => views::orgs(self, &who, req).await,
-            ("GET", ["ops", "events"]) => views::events(self, &who, req).await,
-            ("GET", ["ops", "review"]) => views::review(self, &who, req).await,
-            ("GET", ["ops", "runs"]) => views::runs(self, &who, req).await,
-            ("GET", ["ops", "chart"]) => views::chart(self, &who, req, now).await,
-            ("GET", ["ops", "dlq", queue]) => views::dlq(self, &who, req, queue).await,
-            ("POST", ["ops", ..]) => actions::dispatch(self, &who, req, &segments, now).await,
+            ("GET", ["ops", "summary"]) => Box::pin(views::summary(self, &who, req, now)).await,
+            ("GET", ["ops", "orgs"]) => Box::pin(views::orgs(self, &who, req)).await,
+            ("GET", ["ops", "events"]) => Box::pin(views::events(self, &who, req)).await,
+            ("GET", ["ops", "review"]) => Box::pin(views::review(self, &who, req)).await,
+            ("GET", ["ops", "runs"]) => Box::pin(views::runs(self, &who, req)).await,
+            ("GET", ["ops", "chart"]) => Box::pin(views::chart(self, &who, req, now)).await,
+            ("GET", ["ops", "dlq", queue]) => Box::pin(views::dlq(self, &who, req, queue)).await,
+            ("POST", ["ops", ..]) => {
+                Box::pin(actions::dispatch(self, &who, req, &segments, now)).await
+            }
             (_, ["ops", ..]) if views::known(&segments) => {
                 Err(ApiError::method_not_allowed(if segments.len() == 4 {
                     &["POST"]

@@ -57,6 +57,11 @@ async fn status(State(s): State<Shared>, Path(key): Path<String>) -> StatusCode 
 }
 
 pub async fn spawn(delay: Duration, status_code: u16) -> Target {
+    spawn_at("127.0.0.1:0", delay, status_code).await
+}
+
+/// A target on this address (a port a test reserved, to bring the target up later).
+pub async fn spawn_at(addr: &str, delay: Duration, status_code: u16) -> Target {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let shared = Shared {
         seen: seen.clone(),
@@ -67,7 +72,7 @@ pub async fn spawn(delay: Duration, status_code: u16) -> Target {
         .route("/hook", post(hook))
         .route("/status/{key}", get(status))
         .with_state(shared);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
         .expect("bind loopback");
     let addr = listener.local_addr().expect("bound");

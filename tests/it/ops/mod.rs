@@ -1,0 +1,111 @@
+//! The operator's view in-process against ministack: real queues with real DLQs, the workers,
+//! and the ops function's JSON routes as the page and a person call them.
+
+mod actions;
+mod views;
+
+use crate::support::api::{self as api_support, ADMIN};
+use crate::support::queues::{self, queue};
+use crate::support::{json_of, request, TestEnv};
+use firmspace::effects::outbound::Outbound;
+use firmspace::effects::queue::{Publisher, Queues as Consequences};
+use firmspace::ops::queues::{Pair, Queues};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A table, four queues each with a DLQ (a message dies after 2 receives; visible again after
+/// 1 s), the api, and the ops function.
+pub struct Ops {
+    pub env: TestEnv,
+    pub api: ::api::App,
+    pub app: ops::App,
+    pub sqs: aws_sdk_sqs::Client,
+    pub consequences: Consequences,
+}
+
+impl Ops {
+    pub async fn new() -> Self {
+        let env = TestEnv::new().await;
+        let sqs = queues::client().await;
+        let mut pairs = Vec::new();
+        for name in ["notifications", "activity", "automation", "matching"] {
+            let (url, dlq) = queue(&sqs, name, 1, Some(2)).await;
+            pairs.push(Pair {
+                name,
+                url,
+                dlq: dlq.expect("a DLQ"),
+            });
+        }
+        let url = |i: usize| pairs[i].url.clone();
+        let consequences = Consequences {
+            notifications: url(0),
+            activity: url(1),
+            automation: url(2),
+            matching: url(3),
+        };
+        let queues = Queues {
+            sqs: sqs.clone(),
+            pairs,
+        };
+        let app = ops::App::new(
+            env.store.clone(),
+            ADMIN.to_owned().into(),
+            queues,
+            Publisher {
+                sqs: sqs.clone(),
+                queues: consequences.clone(),
+            },
+            Outbound::new(Duration::from_secs(3), true),
+        );
+        Self {
+            api: api_support::app(&env),
+            env,
+            app,
+            sqs,
+            consequences,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        let auth = format!("Bearer {token}");
+        let res = self
+            .app
+            .handle(request(
+                "GET",
+                path,
+                &[("authorization", &auth)],
+                Vec::new(),
+            ))
+            .await
+            .unwrap();
+        (res.status().as_u16(), json_of(&res))
+    }
+
+    /// A `POST` with this `Idempotency-Key`.
+    pub async fn post(&self, path: &str, token: &str, key: &str, body: &Value) -> (u16, Value) {
+        let auth = format!("Bearer {token}");
+        let raw = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        let headers = [("authorization", auth.as_str()), ("idempotency-key", key)];
+        let res = Box::pin(self.app.handle(request("POST", path, &headers, raw)))
+            .await
+            .unwrap();
+        (res.status().as_u16(), json_of(&res))
+    }
+}
+
+/// The ids of a list's items.
+pub fn ids(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| i["id"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

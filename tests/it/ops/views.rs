@@ -1,0 +1,218 @@
+//! What the operator reads: counts from the index (equal to what was stored), lists by kind and
+//! state, the chart, and tenancy: an organisation's key sees nothing of another's.
+
+use super::{ids, Ops};
+use crate::support::api::ADMIN;
+use crate::support::fixtures;
+use chrono::Utc;
+use firmspace::ids::OrgId;
+use firmspace::review::ReviewItem;
+use serde_json::{json, Value};
+
+/// An organisation (by its API key) with a member, `payments` payment webhooks stored (one of
+/// them delivered twice; no worker has told the member yet), and a review item.
+async fn busy_org(o: &Ops, payments: usize) -> (String, OrgId) {
+    let key = crate::support::api::new_org(&o.api).await;
+    let org = firmspace::orgs::authenticate(&o.env.store, &key)
+        .await
+        .unwrap()
+        .unwrap();
+    let member = json!({"user_id": "u1", "name": "Olena"});
+    let (status, _) = crate::support::api::call(&o.api, "POST", "/api/members", &key, member).await;
+    assert_eq!(status, 201);
+    let hook = fixtures::integration(
+        &o.env,
+        &org,
+        firmspace::payments::providers::Provider::Standard,
+    )
+    .await;
+    let inv = fixtures::invoice(&o.env, &org, rust_decimal_macros::dec!(1000), "UAH").await;
+    let app = payment_webhook::app(o.env.store.clone());
+    for i in 0..payments {
+        let body = fixtures::standard_body(&format!("pay_{i}"), inv.id.as_str(), Some("1.00"));
+        let at = Utc::now().timestamp();
+        for _ in 0..if i == 0 { 2 } else { 1 } {
+            let req = fixtures::standard_request_with_id(&hook, &body, at, &format!("msg_{i}"));
+            assert_eq!(app.handle(req).await.unwrap().status(), 200);
+        }
+    }
+    ReviewItem {
+        org: org.clone(),
+        kind: "payment".into(),
+        reason: "overpayment".into(),
+        key: format!("payment:{org}"),
+        at: Utc::now(),
+        detail: json!({}),
+    }
+    .put(&o.env.store)
+    .await
+    .unwrap();
+    (key, org)
+}
+
+#[tokio::test]
+async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
+    let o = Ops::new().await;
+    let (a, org_a) = busy_org(&o, 3).await;
+    let (b, org_b) = busy_org(&o, 2).await;
+
+    let (status, summary) = o.get("/ops/summary", &a).await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(
+        summary["events"]["payment"],
+        json!({"today": 3, "week": 3, "waiting": 3}),
+        "{summary}"
+    );
+    for kind in ["message", "call", "bank_row", "sms"] {
+        assert_eq!(
+            summary["events"][kind],
+            json!({"today": 0, "week": 0, "waiting": 0}),
+            "{kind}"
+        );
+    }
+    assert_eq!(
+        summary["review"],
+        json!({"open": 1, "by_reason": {"overpayment": 1}})
+    );
+    assert_eq!(summary["runs"], json!({"needs_check": 0, "failed": 0}));
+    assert_eq!(
+        summary["queues"],
+        Value::Null,
+        "an organisation's key sees no queues"
+    );
+    // The admin adds every organisation up, or looks at one.
+    let (_, all) = o.get("/ops/summary", ADMIN).await;
+    assert!(
+        all["events"]["payment"]["today"].as_u64().unwrap() >= 5,
+        "{all}"
+    );
+    assert!(all["queues"]["notifications"].is_object(), "{all}");
+    let (_, only_b) = o.get(&format!("/ops/summary?org={org_b}"), ADMIN).await;
+    assert_eq!(only_b["events"]["payment"]["today"], 2);
+
+    // Lists: A's key lists A's items; B's ids are not A's to see or act on.
+    let (_, a_events) = o.get("/ops/events?kind=payment", &a).await;
+    let (_, b_events) = o.get("/ops/events?kind=payment", &b).await;
+    assert_eq!((ids(&a_events).len(), ids(&b_events).len()), (3, 2));
+    assert!(a_events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["org"] == org_a.as_str()));
+    assert!(ids(&a_events).iter().all(|id| !ids(&b_events).contains(id)));
+    let (_, b_review) = o.get("/ops/review?state=open", &b).await;
+    let b_item = &ids(&b_review)[0];
+    for (path, body) in [
+        (
+            format!("/ops/review/{b_item}/resolve"),
+            json!({"note": "not mine"}),
+        ),
+        (
+            format!("/ops/events/{}/replay", ids(&b_events)[0]),
+            Value::Null,
+        ),
+    ] {
+        let (status, refused) = o.post(&path, &a, &format!("k{path}"), &body).await;
+        assert_eq!(status, 404, "{path}: {refused}");
+    }
+    assert_eq!(
+        o.get("/ops/review?state=open", &b).await.1["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // A's key cannot widen itself with org=: it stays A's.
+    let (_, widened) = o
+        .get(&format!("/ops/events?kind=payment&org={org_b}"), &a)
+        .await;
+    assert_eq!(ids(&widened).len(), 3);
+    // The admin names the organisation for a list.
+    assert_eq!(o.get("/ops/events?kind=payment", ADMIN).await.0, 400);
+    let (_, admin_b) = o
+        .get(&format!("/ops/events?kind=payment&org={org_b}"), ADMIN)
+        .await;
+    assert_eq!(ids(&admin_b), ids(&b_events));
+
+    // Paging: 3 events two at a time.
+    let (_, first) = o.get("/ops/events?kind=payment&limit=2", &a).await;
+    let cursor = first["cursor"].as_str().expect("a next page");
+    let (_, rest) = o
+        .get(
+            &format!("/ops/events?kind=payment&limit=2&cursor={cursor}"),
+            &a,
+        )
+        .await;
+    assert_eq!(
+        (ids(&first).len(), ids(&rest).len(), rest["cursor"].clone()),
+        (2, 1, Value::Null)
+    );
+
+    // The chart: A's three stored payments and one duplicate, this hour.
+    let (_, chart) = o.get("/ops/chart", &a).await;
+    let hours = chart["hours"].as_array().unwrap();
+    assert_eq!(hours.len(), 24);
+    let now = &hours[23];
+    assert_eq!(
+        (
+            now["stored"]["payment"].as_u64(),
+            now["duplicates"].as_u64()
+        ),
+        (Some(3), Some(1)),
+        "{now}"
+    );
+
+    // Refusals of ours.
+    for (path, status) in [
+        ("/ops/events?kind=planet", 400),
+        ("/ops/review?state=maybe", 400),
+        ("/ops/events?kind=payment&limit=500", 400),
+        ("/ops/events?kind=payment&cursor=bogus", 400),
+        ("/ops/nothing", 404),
+    ] {
+        assert_eq!(o.get(path, &a).await.0, status, "{path}");
+    }
+    assert_eq!(o.get("/ops/summary", "fsk_wrong").await.0, 401);
+    assert_eq!(o.get("/ops/summary", "not-the-admin-token").await.0, 401);
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_a_policy_that_allows_only_itself() {
+    let o = Ops::new().await;
+    let res = o
+        .app
+        .handle(crate::support::request("GET", "/ops/", &[], Vec::new()))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let policy = res.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"),
+        "{policy}"
+    );
+    let html = crate::support::body_text(&res);
+    assert!(
+        html.contains("app.js") && !html.contains("<script>"),
+        "no inline script"
+    );
+    for asset in ["/ops/app.js", "/ops/app.css"] {
+        let res = o
+            .app
+            .handle(crate::support::request("GET", asset, &[], Vec::new()))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{asset}");
+    }
+    let moved = o
+        .app
+        .handle(crate::support::request("GET", "/ops", &[], Vec::new()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            moved.status().as_u16(),
+            moved.headers()["location"].to_str().unwrap()
+        ),
+        (308, "ops/")
+    );
+}
