@@ -116,6 +116,9 @@ pub(crate) async fn summary(
         ),
         Who::Org(_) => None,
     };
+    if who == &Who::Admin && query(req, "org").is_none() {
+        gauges(&kinds, open, needs_check, failed);
+    }
     Ok(json_response(
         200,
         &json!({
@@ -127,6 +130,19 @@ pub(crate) async fn summary(
             "at": firmspace::time::format(now),
         }),
     ))
+}
+
+/// The deployment's figures as CloudWatch metrics (EMF, flushed with the answer): what the
+/// dashboard shows beside the edges' `deliveries`.
+fn gauges(kinds: &BTreeMap<&str, Counts>, open: u64, needs_check: u64, failed: u64) {
+    for (kind, c) in kinds {
+        let kind = kind.to_string();
+        metrics::gauge!("events_today", "kind" => kind.clone()).set(c.today as f64);
+        metrics::gauge!("events_waiting", "kind" => kind).set(c.waiting as f64);
+    }
+    metrics::gauge!("review_open").set(open as f64);
+    metrics::gauge!("runs_needs_check").set(needs_check as f64);
+    metrics::gauge!("runs_failed").set(failed as f64);
 }
 
 /// `GET /ops/orgs`: the organisations the caller may look at (the admin's picker).

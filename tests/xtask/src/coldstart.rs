@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook api fanout notify-worker activity-worker automation-worker match-worker bank-import";
+    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook api ops fanout notify-worker activity-worker automation-worker match-worker bank-import";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -214,6 +214,10 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("ACTIVITY_QUEUE_URL", &queue)
         .env("AUTOMATION_QUEUE_URL", &queue)
         .env("MATCHING_QUEUE_URL", &queue)
+        .env("NOTIFICATIONS_DLQ_URL", &queue)
+        .env("ACTIVITY_DLQ_URL", &queue)
+        .env("AUTOMATION_DLQ_URL", &queue)
+        .env("MATCHING_DLQ_URL", &queue)
         .env("STAGE", "test")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -269,6 +273,11 @@ fn event(name: &str) -> Value {
         "api" => http_event(
             json!({"routeKey": "ANY /api/{proxy+}", "rawPath": "/api/invoices",
             "pathParameters": {"proxy": "invoices"},
+            "headers": {"authorization": format!("Bearer fsk_{ORG}_x")}}),
+        ),
+        "ops" => http_event(
+            json!({"routeKey": "ANY /ops/{proxy+}", "rawPath": "/ops/summary",
+            "pathParameters": {"proxy": "summary"},
             "headers": {"authorization": format!("Bearer fsk_{ORG}_x")}}),
         ),
         "fanout" => stream_event(),

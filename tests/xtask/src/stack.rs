@@ -192,6 +192,12 @@ impl Stack {
             .args(["--no-fail-on-empty-changeset", "--parameter-overrides"])
             .arg(format!("Stage={}", self.stage))
             .arg(format!("AdminToken={admin_token}"))
+            // A message that keeps failing is in its DLQ within about a minute here.
+            .args([
+                "MaxReceiveCount=2",
+                "WorkerVisibilitySeconds=15",
+                "AutomationVisibilitySeconds=30",
+            ])
             .arg(format!(
                 "PublicBaseUrl={}/_aws/execute-api/",
                 self.endpoint()
