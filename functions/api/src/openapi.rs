@@ -5,6 +5,7 @@
 mod bank_webhook;
 mod calls_webhook;
 mod messages_webhook;
+mod ops;
 mod sms_webhook;
 mod webhook;
 
@@ -62,6 +63,7 @@ pub fn document() -> OpenApi {
     let mut item = PathItem::new(HttpMethod::Post, bank_webhook::operation(&mut schemas));
     item.get = Some(bank_webhook::check());
     paths = paths.path(bank_webhook::PATH, item);
+    paths = ops::paths(paths);
     let sms = sms_webhook::operation(&mut schemas);
     paths = paths.path(sms_webhook::PATH, PathItem::new(HttpMethod::Post, sms));
     let info = InfoBuilder::new()

@@ -1,0 +1,117 @@
+//! `/ops/...`, served by the ops function: the operator's view and page, described here so one
+//! document covers every route. Every route takes `Authorization: Bearer <organisation API key
+//! or admin token>`; each `POST` an `Idempotency-Key`.
+
+use super::{error, parameter, JSON, SERVER};
+use crate::routes::{In, Param};
+use utoipa::openapi::path::{Operation, OperationBuilder};
+use utoipa::openapi::{
+    ContentBuilder, HttpMethod, ObjectBuilder, PathItem, PathsBuilder, ResponseBuilder,
+    ResponsesBuilder, Type,
+};
+
+const fn param(name: &'static str, at: In, required: bool, doc: &'static str) -> Param {
+    Param {
+        name,
+        at,
+        required,
+        doc,
+    }
+}
+
+const ORG: Param = param(
+    "org",
+    In::Query,
+    false,
+    "the admin token: the organisation (required for lists; absent on the summary: all of them)",
+);
+const LIMIT: Param = param("limit", In::Query, false, "1 to 200, default 50");
+const CURSOR: Param = param(
+    "cursor",
+    In::Query,
+    false,
+    "the `cursor` of the page before",
+);
+const KEY: Param = param(
+    "Idempotency-Key",
+    In::Header,
+    true,
+    "one per intended action: a repeat gets the stored answer",
+);
+const ID: Param = param("id", In::Path, true, "the `id` a list gave for the item");
+
+struct Route {
+    method: HttpMethod,
+    path: &'static str,
+    summary: &'static str,
+    params: &'static [Param],
+    answer: &'static str,
+    errors: &'static [(u16, &'static str)],
+}
+
+const ROUTES: &[Route] = &[
+    Route { method: HttpMethod::Get, path: "/ops", summary: "The operator's page (HTML; its script and style beside it)", params: &[],
+        answer: "text/html: sign in with a key, see the summary, lists and chart, and act", errors: &[] },
+    Route { method: HttpMethod::Get, path: "/ops/summary", summary: "Events stored today and in 7 days and waiting, per kind; queues (admin); open review items; runs to check", params: &[ORG],
+        answer: "{\"events\": {\"payment\": {\"today\", \"week\", \"waiting\"}, ...}, \"queues\": {...} | null, \"review\": {\"open\", \"by_reason\"}, \"runs\": {\"needs_check\", \"failed\"}}", errors: &[(400, "`invalid_org`")] },
+    Route { method: HttpMethod::Get, path: "/ops/orgs", summary: "The organisations the caller may look at", params: &[LIMIT, CURSOR],
+        answer: "{\"items\": [{\"id\", \"name\"}], \"cursor\"}", errors: &[] },
+    Route { method: HttpMethod::Get, path: "/ops/events", summary: "Recent events of a kind with their consequences, newest first", params: &[param("kind", In::Query, true, "payment, message, call, bank_row or sms"), ORG, LIMIT, CURSOR],
+        answer: "{\"items\": [{\"id\", \"key\", \"kind\", \"at\", \"outcome\", \"consequences\": [{\"kind\", \"key\", \"state\": \"done\" | \"missing\"}]}], \"cursor\"}", errors: &[(400, "`invalid_kind`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
+    Route { method: HttpMethod::Get, path: "/ops/review", summary: "Review items by state, newest first", params: &[param("state", In::Query, false, "open (default) or resolved"), ORG, LIMIT, CURSOR],
+        answer: "{\"items\": [{\"id\", \"reason\", \"key\", \"at\", \"state\", \"detail\", \"note\", \"resolved_by\", \"resolved_at\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
+    Route { method: HttpMethod::Get, path: "/ops/runs", summary: "Automation runs by state, newest first", params: &[param("state", In::Query, false, "needs_check (default), failed, sending, not_sent, sent, done"), ORG, LIMIT, CURSOR],
+        answer: "{\"items\": [{\"id\", \"key\", \"rule_id\", \"event_key\", \"state\", \"attempts\", \"resendable\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`")] },
+    Route { method: HttpMethod::Get, path: "/ops/chart", summary: "Stored events and duplicates per hour, the last 24 hours", params: &[ORG],
+        answer: "{\"hours\": [{\"hour\", \"stored\": {kind: n}, \"duplicates\"}]}", errors: &[(400, "`missing_org`")] },
+    Route { method: HttpMethod::Get, path: "/ops/dlq/{queue}", summary: "A DLQ's messages, none consumed (admin token)", params: &[param("queue", In::Path, true, "notifications, activity, automation or matching"), LIMIT],
+        answer: "{\"items\": [{\"id\", \"body\", \"receives\", \"first_at\"}], \"cursor\": null}", errors: &[(403, "`forbidden`: an organisation's key"), (404, "`not_found`: no such queue")] },
+    Route { method: HttpMethod::Post, path: "/ops/dlq/{queue}/redrive", summary: "Move a DLQ's messages (all, or `{\"ids\": [...]}`) back to their queue (admin token)", params: &[param("queue", In::Path, true, "the queue"), KEY],
+        answer: "{\"moved\": N}", errors: &[(400, "`missing_idempotency_key`, `invalid_ids`, `malformed`"), (403, "`forbidden`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/events/{id}/replay", summary: "Derive a stored event's consequences again and send them; what happened is absorbed by its key", params: &[ID, KEY],
+        answer: "{\"sent\": N}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such event of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/review/{id}/resolve", summary: "Resolve an open review item with `{\"note\"}` (1-2000 characters)", params: &[ID, KEY],
+        answer: "{\"state\": \"resolved\", \"by\", \"at\", \"note\"}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/runs/{id}/decide", summary: "Decide a `needs_check` run: `{\"decision\": \"delivered\" | \"resend\"}`", params: &[ID, KEY],
+        answer: "{\"state\": \"sent\" | \"needs_check\" | \"failed\"}", errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
+];
+
+fn operation(route: &Route) -> Operation {
+    let content = ContentBuilder::new()
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some(route.answer)),
+        ))
+        .build();
+    let mut responses = ResponsesBuilder::new()
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description(route.answer)
+                .content(JSON, content),
+        )
+        .response("401", error("`unauthorized`: no key, or not one of ours"));
+    for (status, codes) in route.errors.iter().chain(SERVER.iter()) {
+        responses = responses.response(status.to_string(), error(codes));
+    }
+    OperationBuilder::new()
+        .summary(Some(route.summary))
+        .parameters(Some(route.params.iter().map(parameter)))
+        .responses(responses.build())
+        .build()
+}
+
+/// The ops routes, added to the document's paths.
+pub fn paths(mut paths: PathsBuilder) -> PathsBuilder {
+    for route in ROUTES {
+        paths = paths.path(
+            route.path,
+            PathItem::new(route.method.clone(), operation(route)),
+        );
+    }
+    paths
+}
+
+/// How many operations the ops routes add.
+pub const OPERATIONS: usize = ROUTES.len();
