@@ -3,6 +3,7 @@
 
 mod channels;
 mod ledger;
+mod ops;
 
 use firmspace::signature::standard;
 use serde_json::{json, Value};

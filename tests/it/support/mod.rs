@@ -7,6 +7,7 @@ pub mod fixtures;
 pub mod queues;
 pub mod statement;
 pub mod target;
+pub mod webdriver;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use firmspace::aws::CallLog;
