@@ -3,6 +3,8 @@
 "use strict";
 
 const KEY = "firmspace-ops-key";
+// The routes sit beside the page, whichever prefix the gateway put before /ops.
+const BASE = location.pathname.replace(/\/?$/, "/");
 const state = { key: sessionStorage.getItem(KEY), admin: false, org: "" };
 const $ = (id) => document.getElementById(id);
 
@@ -27,7 +29,7 @@ function newKey() {
 
 async function api(path, options = {}) {
   const headers = { Authorization: "Bearer " + state.key, ...(options.headers || {}) };
-  const res = await fetch(path, { ...options, headers, cache: "no-store" });
+  const res = await fetch(BASE + path, { ...options, headers, cache: "no-store" });
   const body = await res.json().catch(() => ({}));
   if (res.status === 401) { signOut("The key was not accepted."); throw new Error("unauthorized"); }
   return { status: res.status, body };
@@ -233,7 +235,7 @@ async function refresh() {
   say(`Updated ${when(summary.body.at)} UTC`);
 }
 
-document.addEventListener("DOMContentLoaded", () => {
+function start() {
   $("login-form").addEventListener("submit", (e) => { e.preventDefault(); signIn($("key").value.trim()); $("key").value = ""; });
   $("logout").addEventListener("click", () => signOut());
   $("refresh").addEventListener("click", () => refresh());
@@ -241,4 +243,6 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const id of ["review-state", "runs-state", "events-kind", "dlq-queue"]) $(id).addEventListener("change", () => refresh());
   $("redrive").addEventListener("click", (e) => act(e.target, `dlq/${$("dlq-queue").value}/redrive`, {}));
   if (state.key) signIn(state.key); else signOut();
-});
+}
+
+start();

@@ -142,7 +142,7 @@ impl App {
         let path = route_path(req).to_owned();
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
         let method = req.method().as_str();
-        if let Some(asset) = page::asset(method, &segments, req) {
+        if let Some(asset) = page::asset(method, &segments) {
             return Ok(asset);
         }
         let who = self.who(req).await?;

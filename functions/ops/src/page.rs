@@ -3,21 +3,46 @@
 //! the tab's `sessionStorage`, never in a URL or a cookie), and its Content-Security-Policy
 //! allows only its own script, style and API.
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::{Body, Response};
 
 const INDEX: &str = include_str!("../page/index.html");
 const SCRIPT: &str = include_str!("../page/app.js");
 const STYLE: &str = include_str!("../page/app.css");
 
-const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-    connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; \
-    form-action 'none'";
+/// The page with its style and script inline (so it works at `/ops` and `/ops/` alike, behind
+/// any gateway prefix), and the policy that allows exactly those two by their SHA-256.
+struct Page {
+    html: String,
+    policy: String,
+}
 
-fn respond(status: u16, content_type: &str, body: &str) -> Response<Body> {
+fn page() -> &'static Page {
+    static PAGE: std::sync::OnceLock<Page> = std::sync::OnceLock::new();
+    PAGE.get_or_init(|| {
+        use base64::Engine;
+        use sha2::{Digest, Sha256};
+        let hash =
+            |text: &str| base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text));
+        Page {
+            html: INDEX
+                .replace("/*STYLE*/", STYLE)
+                .replace("/*SCRIPT*/", SCRIPT),
+            policy: format!(
+                "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; \
+                 connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; \
+                 base-uri 'none'; form-action 'none'",
+                hash(SCRIPT),
+                hash(STYLE)
+            ),
+        }
+    })
+}
+
+fn respond(body: &str) -> Response<Body> {
     Response::builder()
-        .status(status)
-        .header("content-type", content_type)
-        .header("content-security-policy", POLICY)
+        .status(200)
+        .header("content-type", "text/html; charset=utf-8")
+        .header("content-security-policy", &page().policy)
         .header("x-content-type-options", "nosniff")
         .header("x-frame-options", "DENY")
         .header("referrer-policy", "no-referrer")
@@ -26,24 +51,10 @@ fn respond(status: u16, content_type: &str, body: &str) -> Response<Body> {
         .expect("status and headers are valid")
 }
 
-/// The page and its files, for `GET`; `None` for every other request.
-pub(crate) fn asset(method: &str, segments: &[&str], req: &Request) -> Option<Response<Body>> {
-    if method != "GET" {
-        return None;
-    }
-    let path = req.uri().path();
-    // `/ops` without its slash: the page's relative links need it.
-    if path.ends_with("/ops") {
-        let mut moved = respond(308, "text/plain; charset=utf-8", "see ops/");
-        moved
-            .headers_mut()
-            .insert("location", http::HeaderValue::from_static("ops/"));
-        return Some(moved);
-    }
-    match segments {
-        ["ops"] => Some(respond(200, "text/html; charset=utf-8", INDEX)),
-        ["ops", "app.js"] => Some(respond(200, "text/javascript; charset=utf-8", SCRIPT)),
-        ["ops", "app.css"] => Some(respond(200, "text/css; charset=utf-8", STYLE)),
+/// The page, for `GET /ops` or `GET /ops/`; `None` for every other request.
+pub(crate) fn asset(method: &str, segments: &[&str]) -> Option<Response<Body>> {
+    match (method, segments) {
+        ("GET", ["ops"]) => Some(respond(&page().html)),
         _ => None,
     }
 }
