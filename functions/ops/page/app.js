@@ -141,7 +141,10 @@ async function act(button, path, body) {
       headers: { "Content-Type": "application/json", "Idempotency-Key": newKey() },
       body: JSON.stringify(body || {}),
     });
-    say(status < 300 ? `${path.split("/")[0]}: ${JSON.stringify(answer)}` : `${answer.error}: ${answer.detail}`);
+    const what = path.split("/").filter((p) => !/^[A-Za-z0-9_-]{20,}$/.test(p)).join(" ");
+    $("last-action").textContent = status < 300
+      ? `${what}: ${JSON.stringify(answer)}`
+      : `${what}: ${answer.error}: ${answer.detail}`;
   } finally {
     button.disabled = false;
     await refresh();
@@ -157,10 +160,11 @@ function empty(table, columns, text) {
   table.tBodies[0].replaceChildren(el("tr", {}, el("td", { class: "empty", colSpan: columns }, text)));
 }
 
-async function renderReview() {
+async function renderReview(current) {
   const table = $("review");
   if (state.admin && !state.org) return noOrg(table, 5);
   const { body } = await api(scoped(`review?state=${$("review-state").value}`));
+  if (!current()) return;
   if (!body.items.length) return empty(table, 5, "Nothing here.");
   table.tBodies[0].replaceChildren(...body.items.map((item) => {
     const cell = el("td");
@@ -177,10 +181,11 @@ async function renderReview() {
   }));
 }
 
-async function renderRuns() {
+async function renderRuns(current) {
   const table = $("runs");
   if (state.admin && !state.org) return noOrg(table, 5);
   const { body } = await api(scoped(`runs?state=${$("runs-state").value}`));
+  if (!current()) return;
   if (!body.items.length) return empty(table, 5, "Nothing here.");
   table.tBodies[0].replaceChildren(...body.items.map((run) => {
     const cell = el("td");
@@ -199,10 +204,11 @@ async function renderRuns() {
   }));
 }
 
-async function renderEvents() {
+async function renderEvents(current) {
   const table = $("events");
   if (state.admin && !state.org) return noOrg(table, 5);
   const { body } = await api(scoped(`events?kind=${$("events-kind").value}&limit=20`));
+  if (!current()) return;
   if (!body.items.length) return empty(table, 5, "No events of this kind yet.");
   table.tBodies[0].replaceChildren(...body.items.map((event) => {
     const badges = el("td");
@@ -214,9 +220,10 @@ async function renderEvents() {
   }));
 }
 
-async function renderDlq() {
+async function renderDlq(current) {
   if (!state.admin) return;
   const { body } = await api(`dlq/${$("dlq-queue").value}`);
+  if (!current()) return;
   const table = $("dlq");
   if (!body.items.length) return empty(table, 3, "No dead letters.");
   table.tBodies[0].replaceChildren(...body.items.map((m) =>
@@ -224,14 +231,28 @@ async function renderDlq() {
       el("td", { class: "key" }, JSON.stringify(m.body)))));
 }
 
+// Only the latest refresh draws: an older one that answers late (the organisation changed
+// meanwhile) is dropped.
+let generation = 0;
+
 async function refresh() {
+  const mine = ++generation;
+  const current = () => mine === generation;
   say("Loading…");
   const summary = await api(scoped("summary"));
+  if (!current()) return;
   renderSummary(summary.body);
-  if (state.org || !state.admin) renderChart((await api(scoped("chart"))).body.hours);
-  else $("chart").replaceChildren(el("p", { class: "empty" }, "Choose an organisation to see its chart."));
-  await Promise.all([renderReview(), renderRuns(), renderEvents(), renderDlq()]);
+  if (state.org || !state.admin) {
+    const chart = await api(scoped("chart"));
+    if (!current()) return;
+    renderChart(chart.body.hours);
+  } else {
+    $("chart").replaceChildren(el("p", { class: "empty" }, "Choose an organisation to see its chart."));
+  }
+  await Promise.all([renderReview(current), renderRuns(current), renderEvents(current), renderDlq(current)]);
+  if (!current()) return;
   $("main").dataset.loaded = summary.body.at;
+  $("main").dataset.org = state.org;
   say(`Updated ${when(summary.body.at)} UTC`);
 }
 

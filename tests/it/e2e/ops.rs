@@ -137,8 +137,10 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
         "return !!document.querySelector(\"#review tr[data-id='{item_id}']\")"
     ))
     .await;
-    page.until("return !!document.getElementById('main').dataset.loaded")
-        .await;
+    page.until(&format!(
+        "return document.getElementById('main').dataset.org === '{org}'"
+    ))
+    .await;
 
     // The numbers on the page are the API's.
     let (_, summary) = stack
