@@ -220,9 +220,9 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
     .await;
     let shot = page.screenshot().await;
     page.click(&page.find("#redrive").await).await;
-    page.until("return document.getElementById('status').textContent.includes('moved')")
+    page.until("return document.getElementById('last-action').textContent.includes('moved')")
         .await;
-    let status = page.text(&page.find("#status").await).await;
+    let status = page.text(&page.find("#last-action").await).await;
     assert!(status.contains("\"moved\":"), "{status}");
     let after = wait_for(
         &stack,
