@@ -8,6 +8,7 @@
 
 mod call;
 mod message;
+mod ops;
 mod sms;
 
 use crate::stack::Coordinates;
@@ -64,7 +65,16 @@ pub async fn run(coords: &Coordinates) -> Result<()> {
     show_consequences(&api, &seeded.key).await?;
     message::retried(&api, &seeded.key).await?;
     call::missed(&api, &seeded.key).await?;
-    sms::prepaid(&api, &seeded.key).await
+    sms::prepaid(&api, &seeded.key).await?;
+    let admin = &coords.admin_token;
+    ops::view(
+        &api,
+        &seeded.key,
+        admin,
+        &seeded.webhook_url,
+        &seeded.secret,
+    )
+    .await
 }
 
 /// An organisation, a team of three, an `invoice.paid` rule, a Standard Webhooks integration
