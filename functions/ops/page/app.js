@@ -241,6 +241,10 @@ async function refresh() {
   say("Loading…");
   const summary = await api(scoped("summary"));
   if (!current()) return;
+  if (summary.status !== 200) {
+    say(`The summary could not be read (${summary.body.error || summary.status}); try Refresh.`);
+    return;
+  }
   renderSummary(summary.body);
   if (state.org || !state.admin) {
     const chart = await api(scoped("chart"));

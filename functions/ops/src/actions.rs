@@ -177,7 +177,23 @@ pub(crate) async fn dispatch(
             ))
         }
     }
-    let (status, answer) = run(app, &by, action, now).await?;
+    // A refusal is the answer too (a repeat gets it again); a failure a retry may get past
+    // gives the key up.
+    let (status, answer) = match run(app, &by, action, now).await {
+        Ok(done) => done,
+        Err(e) if e.status < 500 => {
+            let refused = e.into_response();
+            let body: Value = match refused.body() {
+                Body::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+                _ => Value::Null,
+            };
+            (refused.status().as_u16(), body)
+        }
+        Err(e) => {
+            asked.release(&app.store).await?;
+            return Err(e);
+        }
+    };
     asked.finish(&app.store, status, &answer).await?;
     Ok(json_response(status, &answer))
 }
@@ -203,12 +219,13 @@ async fn run(
     Ok(match action {
         Action::Redrive { queue, ids } => {
             let pair = app.queues.pair(&queue).ok_or_else(|| unknown("queue"))?;
-            let moved = app
+            // Within the gateway's 30 s: what is left is moved by the next redrive.
+            let (moved, more) = app
                 .queues
-                .redrive(pair, ids.as_deref())
+                .redrive(pair, ids.as_deref(), std::time::Duration::from_secs(20))
                 .await
                 .map_err(|e| ApiError::internal(&e, true))?;
-            (200, json!({"moved": moved}))
+            (200, json!({"moved": moved, "more": more}))
         }
         Action::Replay { pk } => match replay(store, &app.publisher, &pk).await {
             Ok(sent) => (200, json!({"sent": sent})),

@@ -184,6 +184,29 @@ pub fn settle_step(
     }
 }
 
+/// A run a person may decide: `needs_check`, or `sending` under a lease that ran out (an attempt,
+/// a person's resend among them, that died before it could settle).
+fn undecided(now: DateTime<Utc>) -> Cond {
+    Cond::Any(vec![
+        Cond::Equals("state".into(), s(tag_name(&RunState::NeedsCheck))),
+        Cond::All(vec![
+            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
+            Cond::AbsentOrBefore("lease_until".into(), s(time::format(now))),
+        ]),
+    ])
+}
+
+/// Whether a stored run is one a person may decide now (see `undecided`).
+pub fn is_undecided(item: &Item, now: DateTime<Utc>) -> bool {
+    match item.tag_of::<RunState>("state") {
+        Ok(RunState::NeedsCheck) => true,
+        Ok(RunState::Sending) => item
+            .opt_str("lease_until")
+            .is_none_or(|until| until < time::format(now).as_str()),
+        _ => false,
+    }
+}
+
 /// A person's decision to send a `needs_check` run once more: the run moves to `sending` under
 /// a new lease, or the state it is in is returned.
 pub async fn take_checked(
@@ -200,10 +223,7 @@ pub async fn take_checked(
         .set("lease", s(&lease.token))
         .set("lease_until", s(time::format(now + hold)))
         .add("attempts", n(1));
-    let update = moved_to(update, org, &key, RunState::Sending, now).when(Cond::Equals(
-        "state".into(),
-        s(tag_name(&RunState::NeedsCheck)),
-    ));
+    let update = moved_to(update, org, &key, RunState::Sending, now).when(undecided(now));
     if store.update_if(&run_pk(org, &key), &update).await? {
         return Ok(Ok(lease));
     }
@@ -220,10 +240,7 @@ pub async fn settle_checked(
     now: DateTime<Utc>,
 ) -> Result<Result<RunState, Option<RunState>>, StoreError> {
     let key = run_key(rule_id, event_key);
-    let update = moved_to(Update::new(), org, &key, RunState::Sent, now).when(Cond::Equals(
-        "state".into(),
-        s(tag_name(&RunState::NeedsCheck)),
-    ));
+    let update = moved_to(Update::new(), org, &key, RunState::Sent, now).when(undecided(now));
     if store.update_if(&run_pk(org, &key), &update).await? {
         return Ok(Ok(RunState::Sent));
     }

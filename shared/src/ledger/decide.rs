@@ -211,11 +211,19 @@ struct Draft<'a> {
 }
 
 impl Draft<'_> {
+    /// One review item per reason and event: a second of the same reason (a refund in another
+    /// currency beside its debit) is the same matter, already filed.
+    fn flag(&mut self, flag: Flag) {
+        if !self.flags.iter().any(|f| f.reason == flag.reason) {
+            self.flags.push(flag);
+        }
+    }
+
     /// The event's price as a debit; an unpriced `sms.sent` is left to a person.
     fn charge(&mut self, kind: LineKind) {
         match self.event.price {
             Some(price) => self.book(kind, price),
-            None if self.event.kind == SmsType::Sent => self.flags.push(Flag {
+            None if self.event.kind == SmsType::Sent => self.flag(Flag {
                 reason: "missing_price",
                 detail: json!({"message_id": self.event.message_id, "event_id": self.event.event_id}),
             }),
@@ -263,12 +271,12 @@ impl Draft<'_> {
             balance_after: self.wallet.balance,
         };
         if !applied {
-            self.flags.push(Flag {
+            self.flag(Flag {
                 reason: "currency_mismatch",
                 detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "currency": price.currency.as_str(), "wallet_currency": self.wallet.currency.map(|c| c.as_str())}),
             });
         } else if kind == LineKind::Debit && self.wallet.balance.is_sign_negative() {
-            self.flags.push(Flag {
+            self.flag(Flag {
                 reason: "negative_balance",
                 detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "balance": self.wallet.shown_balance()}),
             });

@@ -60,7 +60,7 @@ pub fn ack_pk(org: &OrgId, integration_id: &str, event_id: &str) -> String {
 impl Ack {
     pub fn to_item(&self) -> Item {
         let e = &self.event;
-        Builder::new(
+        let builder = Builder::new(
             &ack_pk(&self.org, &e.integration_id, &e.event_id),
             ACK_KIND,
             self.org.as_str(),
@@ -77,11 +77,16 @@ impl Ack {
         .list(
             &self.org.pk("SMS_EVENTS"),
             &format!("{}#{}", time::format(e.at), e.key()),
-        )
-        .index(
-            &crate::ops::events_pk(&self.org, crate::ops::EventKind::Sms),
-            &crate::ops::event_position(e.at, e.key().as_str()),
-        )
+        );
+        // A re-push stored nothing but its acknowledgement: the operator counts it among the
+        // duplicates, not the events.
+        match self.outcome {
+            "repush" => builder,
+            _ => builder.index(
+                &crate::ops::events_pk(&self.org, crate::ops::EventKind::Sms),
+                &crate::ops::event_position(e.at, e.key().as_str()),
+            ),
+        }
         .build()
     }
 }

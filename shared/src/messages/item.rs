@@ -80,12 +80,14 @@ impl Message {
         let builder = Builder::new(&self.pk(), KIND, self.org.as_str());
         // Only what customers wrote is an event the operator counts; our replies are the
         // consequences of runs.
-        let builder = match self.direction {
-            Direction::Inbound => builder.index(
+        let builder = match (self.direction, self.provider) {
+            // An incoming SMS is counted once, as an SMS event.
+            (Direction::Inbound, MessageProvider::Sms) => builder,
+            (Direction::Inbound, _) => builder.index(
                 &crate::ops::events_pk(&self.org, crate::ops::EventKind::Message),
                 &crate::ops::event_position(self.at, self.key().as_str()),
             ),
-            Direction::Outbound => builder,
+            (Direction::Outbound, _) => builder,
         };
         builder
             .str("key", self.key().as_str())

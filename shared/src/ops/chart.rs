@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 /// The hours the chart shows.
 pub const HOURS: i64 = 24;
-/// Events of one kind read for the chart at most.
+/// Events of one kind read for the chart at most, newest first (beyond it, the oldest hours
+/// show fewer).
 const EVENTS_READ_MAX: i32 = 5_000;
 
 fn hour_of(at: DateTime<Utc>) -> DateTime<Utc> {
@@ -53,7 +54,7 @@ pub async fn hours(
                 Index::States,
                 &events_pk(org, kind),
                 Some((&from, "~")),
-                false,
+                true,
                 EVENTS_READ_MAX,
                 None,
             )

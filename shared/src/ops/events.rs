@@ -99,6 +99,35 @@ fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<
     }
 }
 
+/// The item whose consequences an event's are: an incoming SMS's are its conversation message's
+/// (the stream derives them from it); every other event's are its own.
+async fn carriers(store: &Store, events: &[Item]) -> Result<Vec<Option<Item>>, StoreError> {
+    let message_of = |e: &Item| -> Option<String> {
+        let received = e.opt_str("kind") == Some(crate::ledger::ACK_KIND)
+            && e.opt_str("type") == Some("sms.received");
+        if !received {
+            return None;
+        }
+        let org = OrgId::parse(e.opt_str("org")?).ok()?;
+        Some(crate::messages::message_pk(
+            &org,
+            e.opt_str("integration_id")?,
+            e.opt_str("message_id")?,
+        ))
+    };
+    let wanted: Vec<Option<String>> = events.iter().map(message_of).collect();
+    let pks: Vec<String> = wanted.iter().flatten().cloned().collect();
+    if pks.is_empty() {
+        return Ok(vec![None; events.len()]);
+    }
+    let found = store.get_many(&pks).await?;
+    let mut found = found.into_iter();
+    Ok(wanted
+        .iter()
+        .map(|w| w.as_ref().and_then(|_| found.next().flatten()))
+        .collect())
+}
+
 /// Each event's consequences and whether each happened: one read of the team, one batch of
 /// reads for every item the consequences leave.
 pub async fn consequence_states(
@@ -106,9 +135,11 @@ pub async fn consequence_states(
     org: &OrgId,
     events: &[Item],
 ) -> Result<Vec<Vec<State>>, StoreError> {
+    let carriers = carriers(store, events).await?;
     let derived: Vec<Vec<Consequence>> = events
         .iter()
-        .map(|e| derive::consequences(e).unwrap_or_default())
+        .zip(&carriers)
+        .map(|(e, carrier)| derive::consequences(carrier.as_ref().unwrap_or(e)).unwrap_or_default())
         .collect();
     let team_needed = derived
         .iter()

@@ -6,8 +6,8 @@
 
 use crate::config::{require, ConfigError};
 use aws_sdk_sqs::types::{
-    ChangeMessageVisibilityBatchRequestEntry, Message, MessageSystemAttributeName,
-    QueueAttributeName,
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, Message,
+    MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -164,45 +164,84 @@ impl Queues {
         Ok(seen.iter().map(dead_json).collect())
     }
 
-    /// Moves the DLQ's messages (those named in `ids`, or all) back to the queue; returns how
-    /// many moved.
-    pub async fn redrive(&self, pair: &Pair, ids: Option<&[String]>) -> Result<usize, QueueError> {
+    /// Moves the DLQ's messages (those named in `ids`, or all) back to the queue, ten at a time
+    /// (a batch send, then a batch delete of what was sent), for at most `budget`. Returns how
+    /// many moved, and whether the DLQ may hold more to move (the budget ran out).
+    pub async fn redrive(
+        &self,
+        pair: &Pair,
+        ids: Option<&[String]>,
+        budget: std::time::Duration,
+    ) -> Result<(usize, bool), QueueError> {
+        let started = std::time::Instant::now();
         let mut moved = 0;
         let mut kept: Vec<Message> = Vec::new();
+        let mut more = false;
         for _ in 0..REDRIVE_ROUNDS {
+            if started.elapsed() > budget {
+                more = true;
+                break;
+            }
             let got = self.receive(&pair.dlq, 30).await?;
             if got.is_empty() {
                 break;
             }
-            for m in got {
-                let wanted =
-                    ids.is_none_or(|ids| ids.iter().any(|id| Some(id.as_str()) == m.message_id()));
-                if !wanted {
-                    kept.push(m);
-                    continue;
-                }
-                self.sqs
-                    .send_message()
-                    .queue_url(&pair.url)
-                    .message_body(m.body().unwrap_or_default())
-                    .send()
-                    .await
-                    .map_err(sqs_error)?;
-                self.sqs
-                    .delete_message()
-                    .queue_url(&pair.dlq)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send()
-                    .await
-                    .map_err(sqs_error)?;
-                moved += 1;
-            }
+            let (wanted, others): (Vec<Message>, Vec<Message>) = got.into_iter().partition(|m| {
+                ids.is_none_or(|ids| ids.iter().any(|id| Some(id.as_str()) == m.message_id()))
+            });
+            kept.extend(others);
+            moved += self.move_batch(pair, &wanted).await?;
             if ids.is_some_and(|ids| moved >= ids.len()) {
                 break;
             }
         }
         self.give_back(&pair.dlq, &kept).await?;
-        Ok(moved)
+        Ok((moved, more))
+    }
+
+    /// Sends up to ten messages to the queue, then deletes from the DLQ those it took.
+    async fn move_batch(&self, pair: &Pair, messages: &[Message]) -> Result<usize, QueueError> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let entries = messages.iter().enumerate().filter_map(|(i, m)| {
+            SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(m.body().unwrap_or_default())
+                .build()
+                .ok()
+        });
+        let sent = self
+            .sqs
+            .send_message_batch()
+            .queue_url(&pair.url)
+            .set_entries(Some(entries.collect()))
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        let deletes: Vec<_> = sent
+            .successful
+            .iter()
+            .filter_map(|ok| {
+                let m = messages.get(ok.id.parse::<usize>().ok()?)?;
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(ok.id.clone())
+                    .receipt_handle(m.receipt_handle()?)
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let count = deletes.len();
+        if count > 0 {
+            self.sqs
+                .delete_message_batch()
+                .queue_url(&pair.dlq)
+                .set_entries(Some(deletes))
+                .send()
+                .await
+                .map_err(sqs_error)?;
+        }
+        Ok(count)
     }
 }
 

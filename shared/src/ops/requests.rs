@@ -83,6 +83,15 @@ impl Request<'_> {
         })
     }
 
+    /// Gives the key up after a failure a retry may get past (a 5xx): the next request with it
+    /// runs at once.
+    pub async fn release(&self, store: &Store) -> Result<(), StoreError> {
+        let update = Update::new()
+            .set("until", s("0000"))
+            .when(Cond::Lacks("status".into()));
+        store.update_if(&self.pk(), &update).await.map(|_| ())
+    }
+
     /// Stores the answer the request got.
     pub async fn finish(
         &self,

@@ -37,6 +37,7 @@ pub fn to_json(item: &Item) -> Value {
         "at": item.opt_str("at"),
         "updated_at": item.opt_str("updated_at"),
         "resendable": item.opt_str("request").is_some(),
+        "lease_until": item.opt_str("lease_until"),
     })
 }
 
@@ -110,6 +111,10 @@ pub async fn decide(
     let Some(run) = read(store, pk).await? else {
         return Ok(Decided::NotFound);
     };
+    if !runs::is_undecided(&run.item, now) {
+        let state = run.item.tag_of::<RunState>("state").ok();
+        return Ok(Decided::Already(state));
+    }
     match decision {
         Decision::Delivered => {
             let settled =

@@ -17,6 +17,7 @@ impl Store {
         unique.dedup();
         let mut waiting: Vec<Item> = unique.into_iter().map(|pk| Self::key(pk)).collect();
         let mut wanted = Vec::new();
+        let mut rounds = 0;
         // At most 100 keys a call; what DynamoDB leaves unprocessed goes round again.
         while !waiting.is_empty() || !wanted.is_empty() {
             let room = BATCH_GET_MAX - wanted.len();
@@ -26,13 +27,14 @@ impl Store {
                 .consistent_read(true)
                 .build()
                 .expect("keys are set");
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&self.table, keys)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
+            let out = Box::pin(
+                self.client
+                    .batch_get_item()
+                    .request_items(&self.table, keys)
+                    .send(),
+            )
+            .await
+            .map_err(StoreError::sdk)?;
             for item in out
                 .responses
                 .unwrap_or_default()
@@ -45,6 +47,9 @@ impl Store {
             }
             if let Some(mut rest) = out.unprocessed_keys.filter(|r| !r.is_empty()) {
                 wanted = rest.remove(&self.table).map(|k| k.keys).unwrap_or_default();
+                // Throttled: ask again after a pause that grows, not at once.
+                rounds += 1;
+                tokio::time::sleep(crate::payments::register::backoff(rounds)).await;
             }
         }
         Ok(pks.iter().map(|pk| found.get(pk).cloned()).collect())
@@ -60,19 +65,20 @@ impl Store {
         let mut items = Vec::new();
         let mut start = None;
         loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(GSI)
-                .key_condition_expression("gsi1pk = :p")
-                .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()))
-                .scan_index_forward(!newest_first)
-                .limit(limit)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
+            let out = Box::pin(
+                self.client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(GSI)
+                    .key_condition_expression("gsi1pk = :p")
+                    .expression_attribute_values(":p", AttributeValue::S(gsi1pk.to_owned()))
+                    .scan_index_forward(!newest_first)
+                    .limit(limit)
+                    .set_exclusive_start_key(start)
+                    .send(),
+            )
+            .await
+            .map_err(StoreError::sdk)?;
             items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() || items.len() >= limit as usize {
@@ -125,14 +131,15 @@ impl Store {
         let mut items: Vec<Item> = Vec::new();
         let mut start = start;
         loop {
-            let out = self
-                .list_query(index, list, range)
-                .scan_index_forward(!newest_first)
-                .limit((wanted - items.len()) as i32)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
+            let out = Box::pin(
+                self.list_query(index, list, range)
+                    .scan_index_forward(!newest_first)
+                    .limit((wanted - items.len()) as i32)
+                    .set_exclusive_start_key(start)
+                    .send(),
+            )
+            .await
+            .map_err(StoreError::sdk)?;
             items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() || items.len() >= wanted {
@@ -159,13 +166,14 @@ impl Store {
         let mut count = 0u64;
         let mut start = None;
         loop {
-            let out = self
-                .list_query(index, list, range)
-                .select(aws_sdk_dynamodb::types::Select::Count)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
+            let out = Box::pin(
+                self.list_query(index, list, range)
+                    .select(aws_sdk_dynamodb::types::Select::Count)
+                    .set_exclusive_start_key(start)
+                    .send(),
+            )
+            .await
+            .map_err(StoreError::sdk)?;
             count += out.count.max(0) as u64;
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -204,15 +212,16 @@ impl Store {
         let mut items = Vec::new();
         let mut start = None;
         loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::sdk)?;
+            let out = Box::pin(
+                self.client
+                    .scan()
+                    .table_name(&self.table)
+                    .consistent_read(true)
+                    .set_exclusive_start_key(start)
+                    .send(),
+            )
+            .await
+            .map_err(StoreError::sdk)?;
             items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {

@@ -137,7 +137,7 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
             &Value::Null,
         )
         .await;
-    assert_eq!((status, moved), (200, json!({"moved": 1})));
+    assert_eq!((status, moved), (200, json!({"moved": 1, "more": false})));
     let (_, again) = o
         .post(
             "/ops/dlq/automation/redrive",
@@ -148,7 +148,7 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
         .await;
     assert_eq!(
         again,
-        json!({"moved": 1}),
+        json!({"moved": 1, "more": false}),
         "the same key: the stored answer"
     );
     let (_, second) = o
@@ -159,7 +159,11 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
             &Value::Null,
         )
         .await;
-    assert_eq!(second, json!({"moved": 0}), "nothing left to move");
+    assert_eq!(
+        second,
+        json!({"moved": 0, "more": false}),
+        "nothing left to move"
+    );
     let started = Instant::now();
     while up.seen().is_empty() && started.elapsed() < Duration::from_secs(10) {
         Box::pin(drain(&o, &w)).await;

@@ -299,3 +299,36 @@ fn an_unpriced_sent_is_kept_and_left_to_a_person() {
     assert_eq!(plan.flags[0].reason, "missing_price");
     assert!(matches!(plan.inbox, InboxWrite::New(_)));
 }
+
+#[test]
+fn a_sent_in_another_currency_after_its_failure_files_one_review_item() {
+    let seen = Seen {
+        wallet: wallet(1000),
+        ..Seen::default()
+    };
+    let failed = decide(
+        &event(SmsType::Failed, "e1", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    let seen = after(&seen, &failed);
+    let eur = Price {
+        amount: Decimal::new(5, 2),
+        currency: Currency::parse("EUR").unwrap(),
+    };
+    let sent = decide(
+        &event(SmsType::Sent, "e2", Some(eur)),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    assert_eq!(sent.lines.len(), 2, "debit and refund, neither applied");
+    assert!(sent.lines.iter().all(|l| !l.applied) && sent.wallet.is_none());
+    let reasons: Vec<&str> = sent.flags.iter().map(|f| f.reason).collect();
+    assert_eq!(
+        reasons,
+        ["currency_mismatch"],
+        "one item per reason: one transaction step"
+    );
+}
