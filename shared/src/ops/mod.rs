@@ -17,6 +17,7 @@ pub mod review;
 pub mod runs;
 
 use crate::ids::OrgId;
+use crate::store::{Index, Item, Store, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -74,4 +75,18 @@ pub fn review_pk(org: &OrgId, state: &str) -> String {
 /// The list of an organisation's automation runs in one state.
 pub fn runs_pk(org: &OrgId, state: &str) -> String {
     org.pk(&format!("RUNS#{state}"))
+}
+
+/// A page of one of the operator's lists, newest first, each item as `shown` shows it.
+pub async fn page_of(
+    store: &Store,
+    list: &str,
+    limit: i32,
+    cursor: Option<&str>,
+    shown: fn(&Item) -> serde_json::Value,
+) -> Result<(Vec<serde_json::Value>, Option<String>), StoreError> {
+    let (items, next) = store
+        .page_in(Index::States, list, None, true, limit, cursor)
+        .await?;
+    Ok((items.iter().map(shown).collect(), next))
 }

@@ -32,17 +32,7 @@ pub async fn page(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    let (items, next) = store
-        .page_in(
-            Index::States,
-            &review_pk(org, state),
-            None,
-            true,
-            limit,
-            cursor,
-        )
-        .await?;
-    Ok((items.iter().map(to_json).collect(), next))
+    super::page_of(store, &review_pk(org, state), limit, cursor, to_json).await
 }
 
 /// How a resolution ended.

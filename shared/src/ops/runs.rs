@@ -11,7 +11,7 @@ use crate::effects::runs::{self, RunState};
 use crate::ids::{EventKey, IntegrationId, OrgId};
 use crate::integrations::{self, Settings};
 use crate::store::item::{tag_name, Read};
-use crate::store::{Index, Item, Store, StoreError};
+use crate::store::{Item, Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -48,17 +48,7 @@ pub async fn page(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    let (items, next) = store
-        .page_in(
-            Index::States,
-            &runs_pk(org, state),
-            None,
-            true,
-            limit,
-            cursor,
-        )
-        .await?;
-    Ok((items.iter().map(to_json).collect(), next))
+    super::page_of(store, &runs_pk(org, state), limit, cursor, to_json).await
 }
 
 /// How a decision ended.
