@@ -43,7 +43,7 @@ async fn closing_payment(env: &TestEnv, org: &OrgId, owner: Option<&str>) -> Ite
 }
 
 /// Books the payment `payment_id` that closes a new invoice with these links.
-async fn closing_payment_linked(
+pub(crate) async fn closing_payment_linked(
     env: &TestEnv,
     org: &OrgId,
     links: Links,

@@ -1,15 +1,23 @@
 //! The operator's view in-process against ministack: real queues with real DLQs, the workers,
 //! and the ops function's JSON routes as the page and a person call them.
 
-mod actions;
+mod decisions;
+mod redrive;
+mod replay;
 mod views;
 
+use crate::consequences::Workers;
 use crate::support::api::{self as api_support, ADMIN};
 use crate::support::queues::{self, queue};
-use crate::support::{json_of, request, TestEnv};
+use crate::support::queues::{delete, event, receive};
+use crate::support::{fixtures, json_of, request, TestEnv};
+use chrono::Utc;
 use firmspace::effects::outbound::Outbound;
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
+use firmspace::ids::OrgId;
 use firmspace::ops::queues::{Pair, Queues};
+use firmspace::orgs::{self, Member};
+use serde_json::json;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -108,4 +116,49 @@ pub fn ids(list: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Runs every visible message of each queue through its worker, as Lambda's event source
+/// mapping would: what succeeded is deleted, what failed stays.
+pub(super) async fn drain(o: &Ops, w: &Workers) {
+    let q = &o.consequences;
+    for (url, which) in [(&q.notifications, 0), (&q.activity, 1), (&q.automation, 2)] {
+        let messages = receive(&o.sqs, url, 0).await;
+        if messages.is_empty() {
+            continue;
+        }
+        let response = match which {
+            0 => Box::pin(w.notify.process(event(&messages), Utc::now())).await,
+            1 => Box::pin(w.activity.process(event(&messages), Utc::now())).await,
+            _ => Box::pin(w.automation.process(event(&messages), Utc::now())).await,
+        };
+        let failed: Vec<&str> = response
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        let done: Vec<_> = messages
+            .into_iter()
+            .filter(|m| !failed.contains(&m.message_id().unwrap_or_default()))
+            .collect();
+        delete(&o.sqs, url, &done).await;
+    }
+}
+
+pub(super) async fn org_with_team(o: &Ops) -> OrgId {
+    let org = fixtures::org(&o.env).await.id;
+    let member = Member {
+        user_id: "u1".into(),
+        name: "Olena".into(),
+    };
+    orgs::add_member(&o.env.store, &org, &member, Utc::now())
+        .await
+        .unwrap();
+    org
+}
+
+pub(super) fn trigger_body(org: &OrgId, event_key: &str) -> String {
+    json!({"type": "trigger", "org": org.as_str(), "trigger": "invoice.paid", "event_key": event_key,
+           "at": "2026-12-03T10:00:00.000Z", "context": {"invoice_id": "inv_1"}})
+    .to_string()
 }

@@ -1,0 +1,142 @@
+//! The carrier's edge: hostile deliveries and top-ups write nothing, and what one event costs.
+
+use super::{event, Carrier};
+use chrono::Utc;
+
+#[tokio::test]
+async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_nothing() {
+    use crate::hostile::{assert_refused, snapshot};
+    use crate::support::request;
+    let c = Carrier::new().await;
+    c.top_up("top-1", "5.00").await;
+    let body = event("sent", "SM1", Some("0.05"));
+    let path = format!("/hooks/{}/sms", c.integration_id);
+    let now = Utc::now().timestamp();
+    let signed = c.delivery("evt_1", &body);
+    let header = |name: &str| signed.headers()[name].to_str().unwrap().to_owned();
+    let (sig, ts) = (header("webhook-signature"), header("webhook-timestamp"));
+    let with = |id: &str, ts: &str, sig: &str, raw: Vec<u8>| {
+        request(
+            "POST",
+            &path,
+            &[
+                ("webhook-id", id),
+                ("webhook-timestamp", ts),
+                ("webhook-signature", sig),
+            ],
+            raw,
+        )
+    };
+    let raw = body.to_string().into_bytes();
+    let mut tampered = body.clone();
+    tampered["data"]["price"] = "0.01".into();
+    let cases: Vec<(&str, lambda_http::Request)> = vec![
+        (
+            "no signature headers",
+            request("POST", &path, &[], raw.clone()),
+        ),
+        (
+            "another event id under the signature",
+            with("evt_2", &ts, &sig, raw.clone()),
+        ),
+        (
+            "a cheaper price under the signature",
+            with("evt_1", &ts, &sig, tampered.to_string().into_bytes()),
+        ),
+        (
+            "signed 6 minutes ago",
+            c.delivery_at("evt_3", &body, now - 360),
+        ),
+        (
+            "signed 6 minutes ahead",
+            c.delivery_at("evt_4", &body, now + 360),
+        ),
+        (
+            "timestamp not a number",
+            with("evt_1", "soon", &sig, raw.clone()),
+        ),
+        (
+            "body over 256 KiB",
+            with("evt_1", &ts, &sig, vec![b' '; 300 * 1024]),
+        ),
+        (
+            "an unknown integration",
+            request(
+                "POST",
+                "/hooks/o0123456789ab_0123456789abcdef/sms",
+                &[],
+                raw.clone(),
+            ),
+        ),
+        ("GET", request("GET", &path, &[], Vec::new())),
+    ];
+    let before = snapshot(&c.env).await;
+    for (case, req) in cases {
+        let (status, answer) = c.answer(req).await;
+        assert_refused(case, status, &answer);
+    }
+    let auth = format!("Bearer {}", c.key);
+    let top_ups: Vec<(&str, &str)> = vec![
+        ("not JSON", "{"),
+        ("amount as a number", r#"{"amount": 20, "currency": "USD"}"#),
+        ("no currency", r#"{"amount": "20.00"}"#),
+        (
+            "a currency that is not ISO 4217",
+            r#"{"amount": "20.00", "currency": "XXX"}"#,
+        ),
+        (
+            "an amount with words",
+            r#"{"amount": "twenty", "currency": "USD"}"#,
+        ),
+        (
+            "an amount beyond the limit",
+            r#"{"amount": "99999999999.00", "currency": "USD"}"#,
+        ),
+    ];
+    for (case, raw) in top_ups {
+        let req = request(
+            "POST",
+            "/api/wallet/topups",
+            &[("authorization", &auth), ("idempotency-key", "k-bad")],
+            raw.as_bytes().to_vec(),
+        );
+        let res = c.api.handle(req).await.unwrap();
+        assert_refused(case, res.status().as_u16(), &crate::support::json_of(&res));
+    }
+    assert_eq!(snapshot(&c.env).await, before, "nothing was written");
+}
+
+#[tokio::test]
+async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read_and_its_tally() {
+    let c = Carrier::new().await;
+    c.top_up("top-1", "5.00").await;
+    // The first delivery loads the integration (a GetItem and a KMS Decrypt); then the warm path.
+    c.send("evt_0", &event("sent", "SM0", Some("0.05"))).await;
+    c.env.calls.clear();
+    let body = event("sent", "SM1", Some("0.05"));
+    let (status, first) = c.send("evt_1", &body).await;
+    assert_eq!((status, first["duplicate"].as_bool()), (200, Some(false)));
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "TransactWriteItems"],
+        "one read of the event, wallet and lines; one transaction of the debit, the inbox line, the wallet and the acknowledgement"
+    );
+    c.send("evt_1", &body).await;
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "UpdateItem"],
+        "a repeat is one read, and the hour's duplicate tally"
+    );
+    c.send("evt_1_repush", &body).await;
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "TransactWriteItems", "UpdateItem"],
+        "a re-push reads, stores only its acknowledgement, and is tallied as a duplicate"
+    );
+    c.send("evt_2", &event("received", "MO1", None)).await;
+    assert_eq!(
+        c.env.calls.take(),
+        ["BatchGetItem", "TransactWriteItems"],
+        "an incoming SMS: one read with its conversation and sender, one transaction with its message and lead"
+    );
+}

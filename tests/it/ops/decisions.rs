@@ -1,0 +1,178 @@
+//! A person's decisions, each once: two resolutions at once leave one, and `resend` clicked
+//! twice makes one more request with the run's own key.
+
+use super::{ids, trigger_body, Ops};
+use crate::consequences::workers;
+use crate::support::api::ADMIN;
+use crate::support::target;
+use chrono::Utc;
+use firmspace::effects::automation::{self, Action};
+use firmspace::effects::Trigger;
+use firmspace::review::ReviewItem;
+use serde_json::json;
+use std::time::Duration;
+
+#[tokio::test]
+async fn two_people_resolving_at_once_leave_one_resolution() {
+    let o = Ops::new().await;
+    let key = crate::support::api::new_org(&o.api).await;
+    let org = firmspace::orgs::authenticate(&o.env.store, &key)
+        .await
+        .unwrap()
+        .unwrap();
+    ReviewItem {
+        org: org.clone(),
+        kind: "payment".into(),
+        reason: "overpayment".into(),
+        key: "payment:stripe:pi_9".into(),
+        at: Utc::now(),
+        detail: json!({}),
+    }
+    .put(&o.env.store)
+    .await
+    .unwrap();
+    let (_, open) = o.get("/ops/review?state=open", &key).await;
+    let id = ids(&open)[0].clone();
+    let path = format!("/ops/review/{id}/resolve");
+    let (note_a, note_b) = (
+        json!({"note": "refunded by hand"}),
+        json!({"note": "checked"}),
+    );
+    let (a, b) = tokio::join!(
+        o.post(&path, &key, "person-a", &note_a),
+        o.post(&path, ADMIN, "person-b", &note_b),
+    );
+    let mut statuses = [a.0, b.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "{a:?} {b:?}");
+    let (won, lost) = if a.0 == 200 {
+        (a.1.clone(), b.1.clone())
+    } else {
+        (b.1.clone(), a.1.clone())
+    };
+    assert_eq!(won["state"], "resolved");
+    assert!(won["by"] == org.as_str() || won["by"] == "admin", "{won}");
+    assert_eq!(lost["error"], "not_open");
+    assert_eq!(
+        lost["outcome"]["by"], won["by"],
+        "the loser is told who resolved it"
+    );
+    let (_, resolved) = o.get("/ops/review?state=resolved", &key).await;
+    assert_eq!(resolved["items"].as_array().unwrap().len(), 1);
+    assert_eq!(resolved["items"][0]["note"], won["note"]);
+    assert_eq!(
+        o.get("/ops/review?state=open", &key).await.1["items"],
+        json!([])
+    );
+    assert_eq!(o.get("/ops/summary", &key).await.1["review"]["open"], 0);
+    // The same click again gets the stored answer.
+    let (status, repeat) = o
+        .post(
+            &path,
+            &key,
+            "person-a",
+            &json!({"note": "refunded by hand"}),
+        )
+        .await;
+    assert_eq!(status, if a.0 == 200 { 200 } else { 409 });
+    assert_eq!(repeat, a.1);
+    // Without a key, nothing happens.
+    let auth = format!("Bearer {key}");
+    let res = o
+        .app
+        .handle(crate::support::request(
+            "POST",
+            &path,
+            &[("authorization", &auth)],
+            b"{\"note\":\"x\"}".to_vec(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+}
+
+#[tokio::test]
+async fn resend_clicked_twice_makes_one_more_request_with_the_same_key() {
+    let o = Ops::new().await;
+    let key = crate::support::api::new_org(&o.api).await;
+    let org = firmspace::orgs::authenticate(&o.env.store, &key)
+        .await
+        .unwrap()
+        .unwrap();
+    // The target answers after 800 ms; the worker waits 200 ms and has no status URL to ask.
+    let server = target::spawn(Duration::from_millis(800), 200).await;
+    let hook = crate::automation::outbound(&o.env, &org, server.url(), None).await;
+    let rule = automation::create_rule(
+        &o.env.store,
+        &org,
+        Trigger::InvoicePaid,
+        Action::SendMessage {
+            integration_id: hook,
+            text: "Thanks!".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let w = workers(&o.env, Duration::from_millis(200), 5);
+    let body = trigger_body(&org, "payment:stripe:p_resend");
+    w.automation
+        .process(crate::support::queues::event_of("t1", &body), Utc::now())
+        .await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(server.seen().len(), 1);
+    let (_, check) = o.get("/ops/runs?state=needs_check", &key).await;
+    let items = check["items"].as_array().unwrap();
+    assert_eq!(
+        (items.len(), items[0]["resendable"].as_bool()),
+        (1, Some(true)),
+        "{check}"
+    );
+    assert_eq!(
+        o.get("/ops/summary", &key).await.1["runs"]["needs_check"],
+        1
+    );
+    let path = format!("/ops/runs/{}/decide", ids(&check)[0]);
+    let resend = json!({"decision": "resend"});
+    // A double click: the same key twice at once, then a second click with a new key.
+    let (first, twin) = tokio::join!(
+        o.post(&path, &key, "click-1", &resend),
+        o.post(&path, &key, "click-1", &resend),
+    );
+    let answers = [first.clone(), twin.clone()];
+    assert!(
+        answers
+            .iter()
+            .any(|(s, a)| *s == 200 && a["state"] == "sent"),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|(s, a)| *s == 200 || a["error"] == "request_in_progress"),
+        "{answers:?}"
+    );
+    let (status, later) = o.post(&path, &key, "click-2", &resend).await;
+    assert_eq!(
+        (status, later["outcome"]["state"].as_str()),
+        (409, Some("sent"))
+    );
+    let expected = automation::idempotency_key(
+        &org,
+        &automation::run_key(
+            &rule.rule_id,
+            &firmspace::ids::EventKey::parse("payment:stripe:p_resend").unwrap(),
+        ),
+    );
+    assert_eq!(
+        server.seen(),
+        [expected.clone(), expected],
+        "one more request, with the run's key"
+    );
+    assert_eq!(
+        o.get("/ops/summary", &key).await.1["runs"]["needs_check"],
+        0
+    );
+    let (_, sent) = o.get("/ops/runs?state=sent", &key).await;
+    assert_eq!(sent["items"][0]["attempts"], 2);
+}

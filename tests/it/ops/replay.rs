@@ -1,0 +1,136 @@
+//! Replays: one that finds every consequence done changes nothing, one after a notification
+//! was lost brings exactly that notification back.
+
+use super::{drain, ids, org_with_team, Ops};
+use crate::consequences::{closing_payment_linked, stream_event, workers};
+use crate::support::api::ADMIN;
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::Utc;
+use firmspace::effects::queue::Publisher;
+use firmspace::payments::invoice::Links;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn states(list: &Value) -> Vec<(String, String)> {
+    list["items"][0]["consequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_owned(),
+                c["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_replay_absorbs_what_happened_and_brings_back_exactly_the_lost_notification() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let links = Links {
+        contact_id: Some("c1".into()),
+        ..Links::default()
+    };
+    let item = closing_payment_linked(&o.env, &org, links, "pi_replay").await;
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    let path = format!("/ops/events?kind=payment&org={org}");
+    let (_, before) = o.get(&path, ADMIN).await;
+    assert!(
+        states(&before).iter().all(|(_, s)| s == "missing"),
+        "{before}"
+    );
+    assert!(fanout
+        .process(stream_event(&item, "1"), Utc::now())
+        .await
+        .batch_item_failures
+        .is_empty());
+    Box::pin(drain(&o, &w)).await;
+    let (_, done) = o.get(&path, ADMIN).await;
+    let kinds: Vec<String> = states(&done)
+        .into_iter()
+        .map(|(k, s)| format!("{k}:{s}"))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["activity:done", "notification:done", "rule_run:done"],
+        "{done}"
+    );
+    assert_eq!(
+        o.get(&format!("/ops/summary?org={org}"), ADMIN).await.1["events"]["payment"]["waiting"],
+        0
+    );
+    let counts = o.env.kinds().await;
+
+    // Everything happened: a replay sends the three again and each is absorbed by its key.
+    let id = ids(&done)[0].clone();
+    let (status, replayed) = o
+        .post(
+            &format!("/ops/events/{id}/replay"),
+            ADMIN,
+            "replay-1",
+            &Value::Null,
+        )
+        .await;
+    assert_eq!((status, replayed), (200, json!({"sent": 3})));
+    Box::pin(drain(&o, &w)).await;
+    let after = o.env.kinds().await;
+    for kind in ["notification", "activity", "task", "fired"] {
+        assert_eq!(after.get(kind), counts.get(kind), "{kind}");
+    }
+
+    // The notification is lost (deleted): the list says so, and a replay brings back exactly it.
+    let dynamo = aws_sdk_dynamodb::Client::new(&crate::support::sdk_config().await);
+    let notification = o
+        .env
+        .items()
+        .await
+        .into_iter()
+        .find(|i| i["kind"].as_s().ok().map(String::as_str) == Some("notification"))
+        .unwrap();
+    dynamo
+        .delete_item()
+        .table_name(o.env.store.table())
+        .key("pk", notification["pk"].clone())
+        .key("sk", AttributeValue::S("item".into()))
+        .send()
+        .await
+        .unwrap();
+    let (_, lost) = o.get(&path, ADMIN).await;
+    assert!(
+        states(&lost).contains(&("notification".into(), "missing".into())),
+        "{lost}"
+    );
+    assert_eq!(
+        o.get(&format!("/ops/summary?org={org}"), ADMIN).await.1["events"]["payment"]["waiting"],
+        1
+    );
+    let (_, replayed) = o
+        .post(
+            &format!("/ops/events/{id}/replay"),
+            ADMIN,
+            "replay-2",
+            &Value::Null,
+        )
+        .await;
+    assert_eq!(replayed["sent"], 3);
+    Box::pin(drain(&o, &w)).await;
+    assert_eq!(
+        o.env.kinds().await.get("notification"),
+        counts.get("notification")
+    );
+    let (_, back) = o.get(&path, ADMIN).await;
+    assert!(states(&back).iter().all(|(_, s)| s == "done"), "{back}");
+    let notes = firmspace::effects::notify::list(&o.env.store, &org, "u1")
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 1, "one notification, back");
+}
