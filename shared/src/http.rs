@@ -110,6 +110,18 @@ impl From<crate::payments::PaymentError> for ApiError {
     }
 }
 
+impl From<crate::ledger::LedgerError> for ApiError {
+    fn from(e: crate::ledger::LedgerError) -> Self {
+        use crate::ledger::LedgerError;
+        match e {
+            LedgerError::Store(e) => e.into(),
+            LedgerError::CurrencyMismatch { .. } => {
+                Self::bad_request("currency_mismatch", e.to_string())
+            }
+        }
+    }
+}
+
 pub fn json_response(status: u16, body: &Value) -> Response<Body> {
     Response::builder()
         .status(status)

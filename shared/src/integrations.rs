@@ -52,6 +52,53 @@ impl Settings {
     }
 }
 
+/// The settings of one kind of integration: found in an integration's settings, and named for
+/// metrics and logs by their provider.
+pub trait Provider: Send + Sync {
+    fn of(settings: &Settings) -> Option<&Self>;
+    /// The provider's name, for metrics and logs.
+    fn label(&self) -> &'static str;
+}
+
+macro_rules! provider {
+    ($type:ty, $variant:ident, |$me:ident| $label:expr) => {
+        impl Provider for $type {
+            fn of(settings: &Settings) -> Option<&Self> {
+                match settings {
+                    Settings::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
+
+            fn label(&self) -> &'static str {
+                let $me = self;
+                $label
+            }
+        }
+    };
+}
+
+provider!(PaymentSettings, Payments, |s| match s.provider() {
+    crate::payments::providers::Provider::Standard => "standard",
+    crate::payments::providers::Provider::Stripe => "stripe",
+    crate::payments::providers::Provider::Monobank => "monobank",
+});
+provider!(MessageSettings, Messages, |s| match s.provider() {
+    MessageProvider::Telegram => "telegram",
+    MessageProvider::Whatsapp => "whatsapp",
+    MessageProvider::Standard => "standard",
+    MessageProvider::Sms => "messages",
+});
+provider!(CallSettings, Calls, |s| match s.provider() {
+    crate::calls::providers::CallProvider::Twilio => "twilio",
+    crate::calls::providers::CallProvider::Standard => "standard",
+});
+provider!(BankSettings, Bank, |s| match s.provider() {
+    crate::bank::providers::BankProvider::Monobank => "monobank_personal",
+    crate::bank::providers::BankProvider::Csv => "csv",
+});
+provider!(SmsSettings, Sms, |_s| "sms");
+
 #[derive(Clone, Debug)]
 pub struct Integration {
     pub id: IntegrationId,

@@ -39,16 +39,14 @@ async fn a_second_delivery_of_a_payment_applies_nothing() {
     )
     .await
     .unwrap();
-    assert!(matches!(first, Registered::Booked(ref record) if record.applied == dec!(40)));
+    assert!(matches!(first, Registered::New(ref record) if record.applied == dec!(40)));
     let second = register_payment(
         &env.store,
         &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))),
     )
     .await
     .unwrap();
-    assert!(
-        matches!(second, Registered::Duplicate { ref stored, .. } if stored.applied == dec!(40))
-    );
+    assert!(matches!(second, Registered::Repeat { ref stored } if stored.applied == dec!(40)));
     let after = reread(&env, &org.id, inv.id.as_str()).await;
     assert_eq!(
         (after.paid, after.version, after.status),
@@ -67,11 +65,11 @@ async fn fifty_concurrent_identical_deliveries_book_one_payment() {
         futures::future::join_all((0..50).map(|_| register_payment(&env.store, &payment))).await;
     let booked = results
         .iter()
-        .filter(|r| matches!(r, Ok(Registered::Booked { .. })))
+        .filter(|r| matches!(r, Ok(Registered::New(_))))
         .count();
     let duplicates = results
         .iter()
-        .filter(|r| matches!(r, Ok(Registered::Duplicate { .. })))
+        .filter(|r| matches!(r, Ok(Registered::Repeat { .. })))
         .count();
     assert_eq!(
         (booked, duplicates),
@@ -101,9 +99,7 @@ async fn twenty_concurrent_partial_payments_all_apply() {
     let results =
         futures::future::join_all(payments.iter().map(|p| register_payment(&env.store, p))).await;
     assert!(
-        results
-            .iter()
-            .all(|r| matches!(r, Ok(Registered::Booked { .. }))),
+        results.iter().all(|r| matches!(r, Ok(Registered::New(_)))),
         "{results:?}"
     );
     let after = reread(&env, &org.id, inv.id.as_str()).await;
@@ -132,7 +128,7 @@ async fn a_payment_without_amount_applies_what_is_open_and_closes_the_invoice() 
         .await
         .unwrap();
     assert!(
-        matches!(again, Registered::Booked(ref record) if record.applied.is_zero() && record.outcome == firmspace::payments::Outcome::InvoiceClosed)
+        matches!(again, Registered::New(ref record) if record.applied.is_zero() && record.outcome == firmspace::payments::Outcome::InvoiceClosed)
     );
     assert_eq!(reread(&env, &org.id, inv.id.as_str()).await.paid, dec!(100));
     assert_eq!(env.count("review").await, 1);
@@ -149,7 +145,7 @@ async fn an_overpayment_caps_paid_at_gross_and_asks_for_review() {
     )
     .await
     .unwrap();
-    let Registered::Booked(record) = out else {
+    let Registered::New(record) = out else {
         panic!("booked")
     };
     assert_eq!((record.applied, record.unapplied), (dec!(100), dec!(30)));
@@ -213,7 +209,7 @@ async fn a_reversal_is_booked_once_and_gives_the_balance_back_once() {
     reversal.reverses = Some(ExternalId::parse("id", "mono1").unwrap());
     register_payment(&env.store, &reversal).await.unwrap();
     let again = register_payment(&env.store, &reversal).await.unwrap();
-    assert!(matches!(again, Registered::Duplicate { .. }));
+    assert!(matches!(again, Registered::Repeat { .. }));
     let after = reread(&env, &org.id, inv.id.as_str()).await;
     assert_eq!(
         (after.paid, after.status, after.version),

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use firmspace::effects::activity;
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::effects::ActivityLine;
+use firmspace::review::Kind;
 use firmspace::store::Store;
 
 pub struct Activity {
@@ -25,7 +26,7 @@ pub fn app(store: Store, max_receives: u32) -> App {
 
 impl Worker for Activity {
     type Job = ActivityLine;
-    const NAME: &'static str = "activity";
+    const KIND: Kind = Kind::Activity;
 
     async fn apply(&self, line: ActivityLine, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
         Ok(Applied::one(activity::append(&self.store, &line).await?))

@@ -13,10 +13,12 @@ use firmspace::ids::LocalId;
 use firmspace::integrations::{self, Integration};
 use firmspace::money;
 use firmspace::payments::Invoice;
+use firmspace::review::Kind;
 use firmspace::store::item::parse_tag;
 use firmspace::store::item::Read;
 use firmspace::store::Item;
 use firmspace::store::Store;
+use firmspace::webhook::answer::tell;
 use lambda_http::{Body, Response};
 use secrecy::SecretString;
 use serde_json::{json, Value};
@@ -194,11 +196,21 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
         .into_iter()
         .map(|row| BankTx::new(&ctx.org, &integration.id, "csv", row, Arrival::Csv, ctx.now))
         .collect();
-    let (imported, duplicates) = bank::store_rows(store, &txs, CONCURRENCY).await?;
-    Ok(json_response(
-        200,
-        &json!({"rows": txs.len(), "imported": imported, "duplicates": duplicates}),
-    ))
+    let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
+    let context = json!({"integration_id": integration.id});
+    let recorded = firmspace::webhook::Recorded {
+        batch: Some(json!({
+            "rows": txs.len(),
+            "imported": rows.imported(),
+            "duplicates": rows.duplicates(),
+            "conflicts": rows.conflicts(),
+        })),
+        events: rows.written,
+        stored_more: false,
+        review_more: false,
+    };
+    let told = tell(store, &ctx.org, Kind::Bank, &recorded, context, ctx.now).await?;
+    Ok(json_response(200, &told.answer))
 }
 
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,

@@ -1,12 +1,14 @@
 //! Calls from the browser softphone, and contacts: the CRM's side of the channels.
 
 use crate::Ctx;
-use firmspace::calls::{self, CallFields, Checked, Recorded};
+use firmspace::calls::{self, CallFields, Checked};
 use firmspace::contacts::{self, Created, NewContact};
 use firmspace::fields::FieldError;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::orgs;
+use firmspace::review::Kind;
 use firmspace::store::Store;
+use firmspace::webhook::answer::{tell, Recorded};
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -25,12 +27,11 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
             ))
         }
     };
-    let recorded = calls::record(store, &input).await?;
-    let status = match recorded {
-        Recorded::New(_) => 201,
-        Recorded::Duplicate { .. } => 200,
-    };
-    Ok(json_response(status, &recorded.answer()))
+    let written = calls::record(store, &input).await?;
+    let status = if written.is_new() { 201 } else { 200 };
+    let recorded = Recorded::one(input.key(), written);
+    let told = tell(store, &ctx.org, Kind::Call, &recorded, json!({}), ctx.now).await?;
+    Ok(json_response(status, &told.answer))
 }
 
 /// The organisation's calls, newest first.

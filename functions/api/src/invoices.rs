@@ -7,11 +7,10 @@ use firmspace::ids::ExternalId;
 use firmspace::money::{parse_amount, Currency};
 use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::register::list_for_invoice;
-use firmspace::payments::{
-    register_payment, InvoiceStatus, NewInvoice, PaymentInput, Registered, Source,
-};
-use firmspace::review::ReviewItem;
+use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
+use firmspace::review::Kind;
 use firmspace::store::Store;
+use firmspace::webhook::answer::{answer_of, key_reused};
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -141,14 +140,13 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
         reversible: false,
     };
     let registered = register_payment(store, &input).await?;
-    if let Registered::Duplicate {
-        stored,
-        same_payload: false,
-    } = &registered
+    let key = input.event_key();
+    if let Some(refused) =
+        key_reused(store, &ctx.org, Kind::Payment, &key, &registered, ctx.now).await?
     {
-        return Err(key_reused(store, ctx, &input, stored.invoice_id.as_deref()).await?);
+        return Err(refused);
     }
-    Ok(json_response(200, &registered.answer()))
+    Ok(json_response(200, &answer_of(&registered)))
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.
@@ -164,31 +162,6 @@ pub(crate) fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
         .to_str()
         .map_err(|_| invalid("Idempotency-Key must be visible ASCII characters"))?;
     ExternalId::parse("Idempotency-Key", key).map_err(|e| invalid(&e.to_string()))
-}
-
-/// The same `Idempotency-Key` with another request: a review item, and 409 for the caller.
-async fn key_reused(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    input: &PaymentInput,
-    stored_invoice: Option<&str>,
-) -> Result<ApiError, ApiError> {
-    let fingerprint = input.fingerprint();
-    ReviewItem {
-        org: ctx.org.clone(),
-        kind: "payment".into(),
-        reason: "idempotency_key_reused".into(),
-        key: format!("{}:{}", input.event_key(), &fingerprint[..16]),
-        at: ctx.now,
-        detail: json!({"stored_invoice_id": stored_invoice, "invoice_id": input.invoice_ref}),
-    }
-    .put(store)
-    .await?;
-    Ok(ApiError::new(
-        409,
-        "idempotency_key_reused",
-        "this Idempotency-Key was used with another request",
-    ))
 }
 
 /// A copy on purpose: a new draft with a new number, never a retry.

@@ -16,7 +16,7 @@ use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::effects::Fired;
 use firmspace::integrations::Integration;
 use firmspace::messages::media::Apis;
-use firmspace::review::ReviewItem;
+use firmspace::review::{Kind, Reason, ReviewItem};
 use firmspace::store::Store;
 use serde_json::json;
 use std::collections::HashMap;
@@ -81,7 +81,7 @@ pub async fn from_env() -> Result<App, ConfigError> {
 
 impl Worker for Automation {
     type Job = Fired;
-    const NAME: &'static str = "automation";
+    const KIND: Kind = Kind::Automation;
 
     async fn apply(&self, fired: Fired, now: DateTime<Utc>) -> Result<Applied, WorkError> {
         let unbounded = Instant::now() + Duration::from_secs(24 * 3600);
@@ -180,8 +180,8 @@ impl Automation {
         detail["why"] = json!(why);
         ReviewItem {
             org: rule.org.clone(),
-            kind: "automation".into(),
-            reason: "needs_check".into(),
+            kind: Kind::Automation,
+            reason: Reason::NeedsCheck,
             key: run_key.to_owned(),
             at: now,
             detail,
@@ -196,15 +196,15 @@ impl Automation {
         &self,
         rule: &Rule,
         fired: &Fired,
-        reason: &'static str,
+        reason: Reason,
         detail: String,
         now: DateTime<Utc>,
     ) -> Result<(), WorkError> {
         tracing::warn!(rule = %rule.rule_id, %reason, %detail, "rule failed; parked for review");
         ReviewItem {
             org: rule.org.clone(),
-            kind: "automation".into(),
-            reason: reason.into(),
+            kind: Kind::Automation,
+            reason,
             key: automation::run_key(&rule.rule_id, &fired.event_key),
             at: now,
             detail: json!({"error": detail, "rule_id": rule.rule_id}),

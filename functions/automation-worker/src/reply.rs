@@ -14,6 +14,7 @@ use firmspace::integrations::Settings;
 use firmspace::messages::providers::MessageSettings;
 use firmspace::messages::reply::{self, Replied};
 use firmspace::messages::{self, Conversation};
+use firmspace::review::Reason;
 use firmspace::store::{Step, Transacted};
 use serde_json::json;
 use std::time::Duration;
@@ -143,7 +144,7 @@ impl Automation {
                 );
                 set.await?;
                 Err(WorkError::permanent(
-                    "reply_unsupported",
+                    Reason::ReplyUnsupported,
                     "no Telegram or WhatsApp conversation to reply in (the generic channel cannot reply)",
                 ))
             }
@@ -231,7 +232,7 @@ impl Automation {
             Replied::Rejected(why) => {
                 settle(RunState::Failed).await?;
                 Err(WorkError::permanent(
-                    "reply_rejected",
+                    Reason::ReplyRejected,
                     format!("{why} for run {run_key}"),
                 ))
             }

@@ -10,6 +10,7 @@ use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::Fired;
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::{self, Integration, Settings};
+use firmspace::review::Reason;
 use serde_json::json;
 use std::time::Instant;
 
@@ -58,7 +59,7 @@ impl Automation {
         match self.integration(rule, id).await?.map(|i| i.settings) {
             Some(Settings::Outbound(target)) => Ok(target),
             _ => Err(WorkError::permanent(
-                "unknown_integration",
+                Reason::UnknownIntegration,
                 format!("rule {} names no outbound integration", rule.rule_id),
             )),
         }
@@ -174,7 +175,7 @@ impl Automation {
             Sent::Rejected(code) => {
                 settle(RunState::Failed).await?;
                 return Err(WorkError::permanent(
-                    "outbound_rejected",
+                    Reason::OutboundRejected,
                     format!("target answered {code} for run {run_key}"),
                 ));
             }

@@ -10,15 +10,13 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use firmspace::bank::monobank::Pushed;
 use firmspace::bank::providers::BankSettings;
-use firmspace::bank::{self, Arrival, BankRow, BankTx, Stored};
+use firmspace::bank::{self, Arrival, BankRow, BankTx};
 use firmspace::config::Config;
 use firmspace::http::ApiError;
-use firmspace::ids::EventKey;
-use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::signature::{AnyVerifier, SignatureError, Verified, Verify};
 use firmspace::store::Store;
-use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
-use serde_json::json;
+use firmspace::webhook::{Edge, Parsed, Recorded, Source};
 
 /// The bank webhook: the shared edge over monobank's personal webhook.
 pub type App = Edge<Bank>;
@@ -48,13 +46,6 @@ impl Verify for UrlIsTheSecret {
     }
 }
 
-fn settings(integration: &Integration) -> Option<&BankSettings> {
-    match &integration.settings {
-        Settings::Bank(b) => Some(b),
-        _ => None,
-    }
-}
-
 /// A row pushed for this integration's account.
 pub struct PushedRow {
     row: BankRow,
@@ -63,24 +54,25 @@ pub struct PushedRow {
 impl Source for Bank {
     const KIND: IntegrationKind = IntegrationKind::Bank;
     const HANDSHAKE: bool = true;
+    type Settings = BankSettings;
     type Verifier = AnyVerifier;
     type Event = PushedRow;
+    type Stored = BankTx;
 
     /// Only a monobank integration has a webhook: a CSV one's id is answered 404 like any id
     /// that names no webhook.
     fn serves(&self, integration: &Integration) -> bool {
-        matches!(settings(integration), Some(BankSettings::Monobank { .. }))
+        matches!(
+            Self::settings(integration),
+            Some(BankSettings::Monobank { .. })
+        )
     }
 
     fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
-        match settings(integration) {
+        match Self::settings(integration) {
             Some(BankSettings::Monobank { .. }) => Ok(Box::new(UrlIsTheSecret)),
             _ => Err(SignatureError::BadKey),
         }
-    }
-
-    fn label(&self, _integration: &Integration) -> &'static str {
-        "monobank_personal"
     }
 
     fn parse(
@@ -100,7 +92,7 @@ impl Source for Bank {
             return Ok(Parsed::Ignored(pushed.kind));
         }
         let data = pushed.data.ok_or("StatementItem without data")?;
-        let account = settings(integration).map(BankSettings::account);
+        let account = Self::settings(integration).map(BankSettings::account);
         // Another account of the same token: not this integration's statement.
         if account.is_some_and(|a| a != data.account && a != "0") {
             return Ok(Parsed::Ignored("other_account".into()));
@@ -116,8 +108,8 @@ impl Source for Bank {
         integration: &Integration,
         pushed: PushedRow,
         now: DateTime<Utc>,
-    ) -> Result<Recorded, ApiError> {
-        let account = settings(integration)
+    ) -> Result<Recorded<BankTx>, ApiError> {
+        let account = Self::settings(integration)
             .map(BankSettings::account)
             .unwrap_or("0");
         let tx = BankTx::new(
@@ -128,17 +120,8 @@ impl Source for Bank {
             Arrival::Webhook,
             now,
         );
-        let stored = bank::store_row(store, &tx).await?;
-        let duplicate = matches!(stored, Stored::Duplicate(_));
-        Ok(Recorded {
-            key: EventKey::new(bank::KIND, &tx.id()),
-            answer: json!({"duplicate": duplicate, "id": tx.row.id, "tx_id": tx.id()}),
-            outcome: if duplicate {
-                Outcome::Duplicate
-            } else {
-                Outcome::Stored { review: false }
-            },
-        })
+        let written = bank::store_row(store, &tx).await?;
+        Ok(Recorded::one(tx.key(), written))
     }
 
     /// monobank's check before it sends rows: 200 for a monobank integration.
@@ -147,7 +130,7 @@ impl Source for Bank {
         integration: &Integration,
         _req: &lambda_http::Request,
     ) -> Result<String, ApiError> {
-        match settings(integration) {
+        match Self::settings(integration) {
             Some(BankSettings::Monobank { .. }) => Ok("ok".into()),
             _ => Err(ApiError::not_found("integration")),
         }

@@ -7,13 +7,13 @@
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use firmspace::calls::providers::{self, webhook_url, CallProvider, CallSettings, Posted};
-use firmspace::calls::{self, CallInput, Checked, Recorded as Stored};
+use firmspace::calls::{self, Call, CallInput, Checked};
 use firmspace::config::{self, Config};
 use firmspace::http::ApiError;
-use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 use firmspace::store::Store;
-use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use firmspace::webhook::{Edge, Parsed, Recorded, Source};
 use secrecy::ExposeSecret;
 
 /// The call webhook: the shared edge over the calls source.
@@ -39,36 +39,25 @@ pub struct Calls {
     public_url: String,
 }
 
-fn settings(integration: &Integration) -> Option<&CallSettings> {
-    match &integration.settings {
-        Settings::Calls(c) => Some(c),
-        _ => None,
-    }
-}
-
 impl Source for Calls {
     const KIND: IntegrationKind = IntegrationKind::Calls;
+    type Settings = CallSettings;
     type Verifier = AnyVerifier;
     type Event = CallInput;
+    type Stored = Call;
 
     fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
-        Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
-            CallSettings::Twilio { auth_token } => Box::new(signature::twilio::Verifier::new(
-                auth_token.expose_secret(),
-                &webhook_url(&self.public_url, &integration.id),
-            )?),
-            CallSettings::Standard { secret } => {
-                Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
-            }
-        })
-    }
-
-    fn label(&self, integration: &Integration) -> &'static str {
-        match settings(integration).map(CallSettings::provider) {
-            Some(CallProvider::Twilio) => "twilio",
-            Some(CallProvider::Standard) => "standard",
-            None => "calls",
-        }
+        Ok(
+            match Self::settings(integration).ok_or(SignatureError::BadKey)? {
+                CallSettings::Twilio { auth_token } => Box::new(signature::twilio::Verifier::new(
+                    auth_token.expose_secret(),
+                    &webhook_url(&self.public_url, &integration.id),
+                )?),
+                CallSettings::Standard { secret } => {
+                    Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
+                }
+            },
+        )
     }
 
     fn parse(
@@ -78,7 +67,7 @@ impl Source for Calls {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Parsed<CallInput>, String> {
-        let posted = match settings(integration).map(CallSettings::provider) {
+        let posted = match Self::settings(integration).map(CallSettings::provider) {
             Some(CallProvider::Twilio) => providers::twilio(body)?,
             Some(CallProvider::Standard) => providers::standard(body)?,
             None => return Err("not a calls integration".into()),
@@ -101,26 +90,17 @@ impl Source for Calls {
         _integration: &Integration,
         input: CallInput,
         _now: DateTime<Utc>,
-    ) -> Result<Recorded, ApiError> {
-        let stored = calls::record(store, &input).await?;
-        // A mismatching repeat has its `payload_mismatch` review item from `calls::record`
-        // already: for the edge it is a duplicate.
-        let outcome = match &stored {
-            Stored::New(_) => Outcome::Stored { review: false },
-            Stored::Duplicate { .. } => Outcome::Duplicate,
-        };
-        Ok(Recorded {
-            key: input.key(),
-            answer: stored.answer(),
-            outcome,
-        })
+    ) -> Result<Recorded<Call>, ApiError> {
+        let written = calls::record(store, &input).await?;
+        Ok(Recorded::one(input.key(), written))
     }
 
     /// The first report of a call creates it.
-    fn status(&self, outcome: &Outcome) -> u16 {
-        match outcome {
-            Outcome::Stored { .. } => 201,
-            _ => 200,
+    fn status(&self, new: bool) -> u16 {
+        if new {
+            201
+        } else {
+            200
         }
     }
 }

@@ -11,7 +11,7 @@ use firmspace::effects::derive;
 use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::operator_org;
 use firmspace::ids::OrgId;
-use firmspace::review::ReviewItem;
+use firmspace::review::{Kind, Reason, ReviewItem};
 use firmspace::store::item::Read;
 use firmspace::store::{Item, Store, StoreError};
 use lambda_runtime::LambdaEvent;
@@ -103,7 +103,7 @@ impl App {
         self.review(
             item,
             pk,
-            "unpublishable_consequence",
+            Reason::UnpublishableConsequence,
             json!({ "refused": detail }),
             now,
         )
@@ -114,7 +114,7 @@ impl App {
         &self,
         item: &Item,
         pk: &str,
-        reason: &str,
+        reason: Reason,
         detail: serde_json::Value,
         now: DateTime<Utc>,
     ) -> Result<(), ()> {
@@ -124,8 +124,8 @@ impl App {
             .unwrap_or_else(operator_org);
         let review = ReviewItem {
             org,
-            kind: "fanout".into(),
-            reason: reason.into(),
+            kind: Kind::Fanout,
+            reason,
             key: pk.to_owned(),
             at: now,
             detail,
@@ -147,7 +147,8 @@ impl App {
         tracing::error!(item = %pk, error.message = %err, error.cause_chain = ?err, "stored event is unreadable; no consequences derived");
         metrics::counter!("events_unreadable").increment(1);
         let detail = json!({"error": err.to_string(), "kind": item.opt_str("kind")});
-        self.review(item, pk, "malformed_event", detail, now).await
+        self.review(item, pk, Reason::MalformedEvent, detail, now)
+            .await
     }
 }
 

@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use firmspace::bank::matching::{self, Auto, MatchError};
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::effects::BankCredit;
+use firmspace::review::Kind;
+use firmspace::review::Reason;
 use firmspace::store::Store;
 
 pub struct Matcher {
@@ -32,7 +34,7 @@ pub async fn from_env() -> Result<App, firmspace::config::ConfigError> {
 
 impl Worker for Matcher {
     type Job = BankCredit;
-    const NAME: &'static str = "matching";
+    const KIND: Kind = Kind::Matching;
 
     async fn apply(&self, credit: BankCredit, now: DateTime<Utc>) -> Result<Applied, WorkError> {
         match matching::auto_match(&self.store, &credit.org, &credit.tx_id, now).await {
@@ -45,7 +47,7 @@ impl Worker for Matcher {
                 Ok(Applied::one(false))
             }
             Err(MatchError::NoRow) => Err(WorkError::permanent(
-                "no_bank_row",
+                Reason::NoBankRow,
                 format!("bank row {} is not stored", credit.tx_id),
             )),
             Err(MatchError::Store(e)) => Err(e.into()),
@@ -53,7 +55,7 @@ impl Worker for Matcher {
             Err(MatchError::Contended) => Err(WorkError::transient(MatchError::Contended)),
             // A debit, another currency, a vanished invoice: found before anything is written,
             // and nothing a retry changes.
-            Err(e) => Err(WorkError::permanent("match_refused", e.to_string())),
+            Err(e) => Err(WorkError::permanent(Reason::MatchRefused, e.to_string())),
         }
     }
 }

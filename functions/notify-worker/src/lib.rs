@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use firmspace::effects::notify;
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::effects::Notification;
+use firmspace::review::Kind;
+use firmspace::review::Reason;
 use firmspace::store::Store;
 
 pub struct Notify {
@@ -25,12 +27,12 @@ pub fn app(store: Store, max_receives: u32) -> App {
 
 impl Worker for Notify {
     type Job = Notification;
-    const NAME: &'static str = "notify";
+    const KIND: Kind = Kind::Notify;
 
     async fn apply(&self, n: Notification, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
         notify::deliver(&self.store, &n).await?.ok_or_else(|| {
             WorkError::permanent(
-                "no_recipients",
+                Reason::NoRecipients,
                 "the invoice has no owner and the organisation has no members",
             )
         })

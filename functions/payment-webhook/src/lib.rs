@@ -10,18 +10,18 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use firmspace::config::{self, Config};
 use firmspace::http::ApiError;
-use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::payments::providers::{
     self, monobank, standard, stripe, PaymentSettings, Provider, WebhookEvent,
 };
 use firmspace::payments::{
-    register_confirmed, register_payment, reversal_id, PaymentInput, Registered,
+    register_confirmed, register_payment, reversal_id, PaymentEvent, PaymentInput,
     Source as PaymentSource,
 };
 use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 
 use firmspace::store::Store;
-use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use firmspace::webhook::{Edge, Parsed, Recorded, Source};
 use monobank_keys::MonobankKeys;
 use secrecy::ExposeSecret;
 
@@ -55,39 +55,27 @@ pub struct Payments {
     monobank: MonobankKeys,
 }
 
-fn settings(integration: &Integration) -> Option<&PaymentSettings> {
-    match &integration.settings {
-        Settings::Payments(p) => Some(p),
-        _ => None,
-    }
-}
-
 impl Source for Payments {
     const KIND: IntegrationKind = IntegrationKind::Payments;
+    type Settings = PaymentSettings;
     type Verifier = AnyVerifier;
     type Event = PaymentInput;
+    type Stored = PaymentEvent;
 
     fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
-        Ok(match settings(integration).ok_or(SignatureError::BadKey)? {
-            PaymentSettings::Standard { secret } => {
-                Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
-            }
-            PaymentSettings::Stripe { secret } => {
-                Box::new(signature::stripe::Verifier::new(secret.expose_secret())?)
-            }
-            PaymentSettings::Monobank(merchant) => {
-                Box::new(signature::monobank::Verifier::new(&merchant.public_key)?)
-            }
-        })
-    }
-
-    fn label(&self, integration: &Integration) -> &'static str {
-        match settings(integration).map(PaymentSettings::provider) {
-            Some(Provider::Standard) => "standard",
-            Some(Provider::Stripe) => "stripe",
-            Some(Provider::Monobank) => "monobank",
-            None => "payments",
-        }
+        Ok(
+            match Self::settings(integration).ok_or(SignatureError::BadKey)? {
+                PaymentSettings::Standard { secret } => {
+                    Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
+                }
+                PaymentSettings::Stripe { secret } => {
+                    Box::new(signature::stripe::Verifier::new(secret.expose_secret())?)
+                }
+                PaymentSettings::Monobank(merchant) => {
+                    Box::new(signature::monobank::Verifier::new(&merchant.public_key)?)
+                }
+            },
+        )
     }
 
     fn parse(
@@ -97,7 +85,7 @@ impl Source for Payments {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Parsed<PaymentInput>, String> {
-        let provider = settings(integration)
+        let provider = Self::settings(integration)
             .map(PaymentSettings::provider)
             .ok_or("not a payments integration")?;
         let (source, event) = match provider {
@@ -143,8 +131,8 @@ impl Source for Payments {
         integration: &Integration,
         input: PaymentInput,
         _now: DateTime<Utc>,
-    ) -> Result<Recorded, ApiError> {
-        let registered = match settings(integration) {
+    ) -> Result<Recorded<PaymentEvent>, ApiError> {
+        let registered = match Self::settings(integration) {
             Some(PaymentSettings::Monobank(monobank::Merchant {
                 token: Some(token), ..
             })) => {
@@ -153,23 +141,7 @@ impl Source for Payments {
             }
             _ => register_payment(store, &input).await?,
         };
-        let outcome = match &registered {
-            Registered::Booked(event) => Outcome::Stored {
-                review: event.outcome.review_reason().is_some(),
-            },
-            Registered::Duplicate {
-                same_payload: true, ..
-            } => Outcome::Duplicate,
-            Registered::Duplicate { stored, .. } => Outcome::Conflict {
-                fingerprint: input.fingerprint(),
-                stored: stored.fingerprint.clone(),
-            },
-        };
-        Ok(Recorded {
-            key: input.event_key(),
-            answer: registered.answer(),
-            outcome,
-        })
+        Ok(Recorded::one(input.event_key(), registered))
     }
 
     async fn refresh(
@@ -178,7 +150,7 @@ impl Source for Payments {
         integration: &Integration,
         now: DateTime<Utc>,
     ) -> Option<Integration> {
-        match settings(integration)? {
+        match Self::settings(integration)? {
             PaymentSettings::Monobank(merchant) => {
                 self.monobank
                     .fresh_key(store, integration, merchant, now)

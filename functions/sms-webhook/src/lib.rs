@@ -2,19 +2,18 @@
 //! `POST /hooks/{integration_id}/sms`: a prepaid SMS carrier's events on the shared edge. The
 //! Standard Webhooks signature and its 5-minute replay window are checked before the body is
 //! read (a delivery outside the window is 401 and writes nothing); `ledger::record` books each
-//! event once. This crate is only what is particular to the carrier: its verifier, its parser,
-//! and how a ledger outcome reads to the edge.
+//! event once. This crate is only what is particular to the carrier: its verifier and its parser.
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use firmspace::config::Config;
 use firmspace::http::ApiError;
-use firmspace::integrations::{Integration, IntegrationKind, Settings};
+use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::ledger::providers::SmsSettings;
-use firmspace::ledger::{self, Recorded as Booked, SmsEvent};
+use firmspace::ledger::{self, Acked, SmsEvent};
 use firmspace::signature::{standard, SignatureError, Verified};
 use firmspace::store::Store;
-use firmspace::webhook::{Edge, Outcome, Parsed, Recorded, Source};
+use firmspace::webhook::{Edge, Parsed, Recorded, Source};
 use secrecy::ExposeSecret;
 
 /// The SMS webhook: the shared edge over the carrier source.
@@ -33,20 +32,18 @@ pub struct Sms;
 
 impl Source for Sms {
     const KIND: IntegrationKind = IntegrationKind::Sms;
+    type Settings = SmsSettings;
     type Verifier = standard::Verifier;
     type Event = SmsEvent;
+    type Stored = Acked;
 
     fn verifier(&self, integration: &Integration) -> Result<standard::Verifier, SignatureError> {
-        match &integration.settings {
-            Settings::Sms(SmsSettings::Standard { secret }) => {
+        match Self::settings(integration) {
+            Some(SmsSettings::Standard { secret }) => {
                 standard::Verifier::new(secret.expose_secret())
             }
-            _ => Err(SignatureError::BadKey),
+            None => Err(SignatureError::BadKey),
         }
-    }
-
-    fn label(&self, _integration: &Integration) -> &'static str {
-        "sms"
     }
 
     fn parse(
@@ -71,27 +68,8 @@ impl Source for Sms {
         integration: &Integration,
         event: SmsEvent,
         now: DateTime<Utc>,
-    ) -> Result<Recorded, ApiError> {
-        let key = event.key();
-        let (answer, outcome) = match ledger::record(store, integration, &event, now).await? {
-            Booked::New { answer, review } => (answer, Outcome::Stored { review }),
-            Booked::Repush(answer) => (answer, Outcome::Duplicate),
-            Booked::Duplicate {
-                answer,
-                stored_fingerprint,
-            } if stored_fingerprint != event.fingerprint => (
-                answer,
-                Outcome::Conflict {
-                    fingerprint: event.fingerprint.clone(),
-                    stored: stored_fingerprint,
-                },
-            ),
-            Booked::Duplicate { answer, .. } => (answer, Outcome::Duplicate),
-        };
-        Ok(Recorded {
-            key,
-            answer,
-            outcome,
-        })
+    ) -> Result<Recorded<Acked>, ApiError> {
+        let written = ledger::record(store, integration, &event, now).await?;
+        Ok(Recorded::one(event.key(), written))
     }
 }

@@ -19,6 +19,7 @@ use super::UPLOAD_CONCURRENCY as CONCURRENCY;
 use super::{store_rows, Arrival, BankTx};
 use crate::integrations::Integration;
 use crate::messages::media::Apis;
+use crate::review::{Kind, Reason};
 use crate::store::item::{n, s, Builder, Read};
 use crate::store::{Cond, Store, StoreError, Update};
 use chrono::{DateTime, Utc};
@@ -270,12 +271,23 @@ pub async fn run(
                 }
             }
         }
-        let (imported, _) = store_rows(store, &txs, CONCURRENCY).await?;
+        let rows = store_rows(store, &txs, CONCURRENCY).await?;
+        let context = serde_json::json!({"integration_id": integration.id.id});
+        crate::review::file_conflicts(
+            store,
+            integration.org(),
+            Kind::Bank,
+            &rows.written,
+            &context,
+            Utc::now(),
+        )
+        .await?;
+        let imported = rows.imported();
         for (id, why) in unreadable {
             crate::review::ReviewItem {
                 org: integration.org().clone(),
-                kind: "bank".into(),
-                reason: "unreadable_bank_row".into(),
+                kind: Kind::Bank,
+                reason: Reason::UnreadableBankRow,
                 key: format!("{}:{}", integration.id.id, crate::ids::ExternalId::of_body(id.as_bytes())),
                 at: Utc::now(),
                 detail: serde_json::json!({"integration_id": integration.id.id, "row_id": id, "error": why}),

@@ -18,18 +18,16 @@ use super::{BankTx, Match};
 use crate::ids::{ExternalId, OrgId};
 use crate::payments::invoice::{self, Invoice};
 use crate::payments::{
-    register_linked, reversal_id, PaymentError, PaymentInput, Registered, Source,
+    register_linked, reversal_id, Link, PaymentError, PaymentEvent, PaymentInput, Source,
 };
-use crate::store::item::{n, s};
-use crate::store::{Cond, Step, Store, StoreError, Update};
+use crate::store::item::{n, s, Read};
+use crate::store::write::Rounds;
+use crate::store::{Cond, Item, Step, Store, StoreError, Update, Written};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 
 mod auto;
 pub use auto::{auto_match, invoice_numbers, Auto, UNMATCHED};
-
-/// Rounds before a request on a row that keeps moving under it gives up.
-const ATTEMPTS: u32 = 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatchError {
@@ -87,6 +85,16 @@ async fn invoice_now(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invo
         .transpose()
 }
 
+/// The payment's link to the row: held while the row is at the sequence it was read at.
+fn linked<'a>(tx: &'a BankTx, step: impl Fn(&PaymentEvent) -> Step + Send + Sync + 'a) -> Link<'a> {
+    let seq = |item: &Item| item.u64_of("match_seq").unwrap_or(0);
+    Link {
+        pk: tx.pk(),
+        held: Box::new(move |row| row.map(seq) == Some(tx.match_seq)),
+        step: Box::new(step),
+    }
+}
+
 /// The row's next match state, conditioned on the sequence it was read at.
 fn link(tx: &BankTx, next: Option<(&str, Decimal, &ExternalId)>) -> Step {
     let seq = tx.match_seq;
@@ -118,7 +126,8 @@ pub async fn match_row(
     now: DateTime<Utc>,
 ) -> Result<Matched, MatchError> {
     let mut previous = None;
-    for _ in 0..ATTEMPTS {
+    let mut rounds = Rounds::new();
+    while rounds.next().await {
         let tx = row(store, org, tx_id).await?;
         if !tx.row.is_credit() {
             return Err(MatchError::NotACredit);
@@ -154,7 +163,7 @@ pub async fn match_row(
         }
         match apply(store, &tx, invoice_id, actor, now).await? {
             Some(event) => {
-                resolve_review(store, org, tx_id, now).await?;
+                resolve_review(store, org, tx_id, invoice_id, actor, now).await?;
                 return Ok(Matched {
                     duplicate: false,
                     applied: event.applied,
@@ -178,7 +187,7 @@ pub(super) async fn apply(
     invoice_id: &str,
     actor: &str,
     now: DateTime<Utc>,
-) -> Result<Option<crate::payments::PaymentEvent>, MatchError> {
+) -> Result<Option<PaymentEvent>, MatchError> {
     let ext = external(&tx.id(), tx.match_seq + 1);
     let input = PaymentInput {
         org: tx.org.clone(),
@@ -192,11 +201,11 @@ pub(super) async fn apply(
         reverses: None,
         reversible: false,
     };
-    let linked =
-        |event: &crate::payments::PaymentEvent| link(tx, Some((invoice_id, event.applied, &ext)));
-    match register_linked(store, &input, &linked).await {
-        Ok(Registered::Booked(event)) => Ok(Some(event)),
-        Ok(Registered::Duplicate { stored, .. }) => {
+    let ext_step = ext.clone();
+    let step = move |event: &PaymentEvent| link(tx, Some((invoice_id, event.applied, &ext_step)));
+    match register_linked(store, &input, &linked(tx, step)).await {
+        Ok(Written::New(event)) => Ok(Some(event)),
+        Ok(Written::Repeat { stored } | Written::Conflict { stored, .. }) => {
             let now_held = row(store, &tx.org, &tx.id()).await?;
             let ours = now_held
                 .matched
@@ -216,7 +225,8 @@ pub async fn unmatch_row(
     actor: &str,
     now: DateTime<Utc>,
 ) -> Result<Unmatched, MatchError> {
-    for _ in 0..ATTEMPTS {
+    let mut rounds = Rounds::new();
+    while rounds.next().await {
         let tx = row(store, org, tx_id).await?;
         let Some(m) = tx.matched.clone() else {
             return Err(MatchError::NotMatched);
@@ -261,23 +271,23 @@ async fn undo(
         reverses: Some(original),
         reversible: false,
     };
-    let linked = |_: &crate::payments::PaymentEvent| link(tx, None);
-    let registered = register_linked(store, &input, &linked).await?;
-    Ok(-registered.event().applied)
+    let step = |_: &PaymentEvent| link(tx, None);
+    let registered = register_linked(store, &input, &linked(tx, step)).await?;
+    Ok(-registered.value().applied)
 }
 
-/// A manual match settles what the machine could not decide about the row.
+/// A manual match settles what the machine could not decide about the row: its review item
+/// leaves the open lists.
 async fn resolve_review(
     store: &Store,
     org: &OrgId,
     tx_id: &str,
+    invoice_id: &str,
+    actor: &str,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    let pk = org.pk(&format!("REVIEW#{UNMATCHED}#{tx_id}"));
-    let update = Update::new()
-        .set("state", s("resolved"))
-        .set("resolved_at", s(crate::time::format(now)))
-        .when(Cond::Equals("state".into(), s("open")));
-    store.update_if(&pk, &update).await?;
+    let pk = crate::review::review_item_pk(org, UNMATCHED, tx_id);
+    let note = format!("matched to {invoice_id}");
+    crate::review::resolve(store, org, &pk, actor, &note, now).await?;
     Ok(())
 }

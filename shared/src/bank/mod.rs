@@ -11,7 +11,7 @@ pub mod providers;
 mod record;
 mod requests;
 
-pub use record::{get, list, store_row, store_rows, Stored};
+pub use record::{get, list, store_row, store_rows, Rows, Stored};
 
 use crate::fields::{printable, KEY_MAX, NAME_MAX, TITLE_MAX};
 use crate::ids::OrgId;
@@ -148,6 +148,26 @@ impl BankTx {
         tx_pk(&self.org, &self.id())
     }
 
+    /// The row's event key, `bank_tx:{tx_id}`.
+    pub fn key(&self) -> crate::ids::EventKey {
+        crate::ids::EventKey::new(KIND, &self.id())
+    }
+
+    /// What the row says: the same bank id with another time, amount, currency, description
+    /// or account is another row, not a repeat.
+    pub fn fingerprint(&self) -> String {
+        let r = &self.row;
+        let canonical = format!(
+            "{}|{}|{}|{}|{}",
+            time::format(r.time),
+            r.amount.normalize(),
+            r.currency.as_str(),
+            r.description,
+            self.account
+        );
+        hex::encode(Sha256::digest(canonical))[..32].to_owned()
+    }
+
     pub fn to_item(&self) -> Item {
         let r = &self.row;
         let id = self.id();
@@ -170,8 +190,8 @@ impl BankTx {
                 &format!("{}#{id}", time::format(r.time)),
             )
             .index(
-                &crate::ops::events_pk(&self.org, crate::ops::EventKind::BankRow),
-                &crate::ops::event_position(self.stored_at, &id),
+                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::BankRow),
+                &crate::store::lists::event_position(self.stored_at, &id),
             )
             .build()
     }

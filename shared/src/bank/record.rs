@@ -1,47 +1,109 @@
-//! Storing rows once, and reading them back.
+//! Storing rows once, and reading them back. A row is one event write with no read before it:
+//! the conditional put of its key either stores it or hands back the row that holds the key,
+//! which is the same row (a repeat) or another row under the same bank id (a conflict).
 
 use super::{list_pk, tx_pk, BankTx};
-use crate::ids::OrgId;
-use crate::store::{PutNew, Store, StoreError};
+use crate::ids::{EventKey, OrgId};
+use crate::store::{Answer, Decision, Mismatch, Plan, Seen, Step, Store, StoreError, Written};
+use chrono::{DateTime, Utc};
 use futures::stream::{self, StreamExt};
+use serde_json::{json, Value};
 
 /// How storing one row ended.
-#[derive(Clone, Debug)]
-pub enum Stored {
-    New,
-    /// The row was stored before (by any way it arrives): the stored row.
-    Duplicate(Box<BankTx>),
+pub type Stored = Written<BankTx>;
+
+impl Answer for BankTx {
+    fn answer(&self, repeat: bool) -> Value {
+        json!({"duplicate": repeat, "id": self.row.id, "tx_id": self.id()})
+    }
+}
+
+struct StoreRow<'a> {
+    tx: &'a BankTx,
+}
+
+impl Decision for StoreRow<'_> {
+    type Out = BankTx;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![self.tx.pk()]
+    }
+
+    fn reads(&self) -> bool {
+        false
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<BankTx>, StoreError> {
+        let tx = self.tx;
+        let Some(item) = seen.stored() else {
+            return Ok(Plan::Write {
+                steps: vec![Step::PutNew(tx.to_item())],
+                out: tx.clone(),
+            });
+        };
+        let stored = BankTx::from_item(item)?;
+        let (a, b) = (&stored.row, &tx.row);
+        let mismatch = Mismatch::of(
+            &stored.fingerprint(),
+            &tx.fingerprint(),
+            &[
+                ("time", a.time != b.time),
+                ("amount", a.amount != b.amount),
+                ("currency", a.currency != b.currency),
+                ("description", a.description != b.description),
+                ("account", stored.account != tx.account),
+            ],
+        );
+        Ok(Plan::Done(Written::again(stored, mismatch)))
+    }
 }
 
 /// Stores a row once: one conditional put on its key.
 pub async fn store_row(store: &Store, tx: &BankTx) -> Result<Stored, StoreError> {
-    match store.put_new(tx.to_item()).await? {
-        PutNew::Created => Ok(Stored::New),
-        PutNew::Existing(item) => Ok(Stored::Duplicate(Box::new(BankTx::from_item(&item)?))),
+    store.write(&mut StoreRow { tx }, tx.stored_at).await
+}
+
+/// Many rows as they were stored: each row's key and how it was written.
+#[derive(Clone, Debug, Default)]
+pub struct Rows {
+    pub written: Vec<(EventKey, Stored)>,
+}
+
+impl Rows {
+    pub fn imported(&self) -> usize {
+        self.count(|w| w.is_new())
+    }
+
+    pub fn duplicates(&self) -> usize {
+        self.count(|w| matches!(w, Written::Repeat { .. }))
+    }
+
+    /// Rows whose bank id was taken by another row: the first kept, a person asked.
+    pub fn conflicts(&self) -> usize {
+        self.count(|w| matches!(w, Written::Conflict { .. }))
+    }
+
+    fn count(&self, f: impl Fn(&Stored) -> bool) -> usize {
+        self.written.iter().filter(|(_, w)| f(w)).count()
     }
 }
 
-/// Stores many rows, `concurrency` at a time: `(imported, duplicates)`. The first failure is
-/// returned after the rows under way have finished; rows stored before it stay stored, and a
-/// retry of the whole set finds them as duplicates.
+/// Stores many rows, `concurrency` at a time. The first failure is returned after the rows
+/// under way have finished; rows stored before it stay stored, and a retry of the whole set
+/// finds them as duplicates.
 pub async fn store_rows(
     store: &Store,
     txs: &[BankTx],
     concurrency: usize,
-) -> Result<(usize, usize), StoreError> {
-    let results: Vec<Result<Stored, StoreError>> = stream::iter(txs)
-        .map(|tx| store_row(store, tx))
+) -> Result<Rows, StoreError> {
+    let results: Vec<Result<(EventKey, Stored), StoreError>> = stream::iter(txs)
+        .map(|tx| async move { Ok((tx.key(), store_row(store, tx).await?)) })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
-    let (mut imported, mut duplicates) = (0, 0);
-    for result in results {
-        match result? {
-            Stored::New => imported += 1,
-            Stored::Duplicate(_) => duplicates += 1,
-        }
-    }
-    Ok((imported, duplicates))
+    let written = results.into_iter().collect::<Result<_, _>>()?;
+    Ok(Rows { written })
 }
 
 /// One row by its API id.

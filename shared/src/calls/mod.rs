@@ -142,8 +142,8 @@ impl Call {
                 &format!("{}#{}", time::format(i.at), self.key()),
             )
             .index(
-                &crate::ops::events_pk(&i.org, crate::ops::EventKind::Call),
-                &crate::ops::event_position(i.at, self.key().as_str()),
+                &crate::store::lists::events_pk(&i.org, crate::store::lists::EventKind::Call),
+                &crate::store::lists::event_position(i.at, self.key().as_str()),
             )
             .build()
     }

@@ -4,56 +4,61 @@
 use super::{Call, CallInput};
 use crate::contacts::{self, Identity};
 use crate::ids::OrgId;
-use crate::review::ReviewItem;
-use crate::store::{Item, Step, Store, StoreError, Transacted};
+use crate::store::{Answer, Decision, Mismatch, Plan, Seen, Step, Store, StoreError, Written};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-/// How recording a call ended.
-#[derive(Clone, Debug)]
-pub enum Recorded {
-    New(Call),
-    /// The key was stored before; `same_payload` says whether this report says the same.
-    Duplicate {
-        stored: Call,
-        same_payload: bool,
-    },
-}
+/// How recording a call ended: stored now, or the call stored under its key.
+pub type Recorded = Written<Call>;
 
-impl Recorded {
-    pub fn call(&self) -> &Call {
-        match self {
-            Self::New(call) | Self::Duplicate { stored: call, .. } => call,
-        }
-    }
-
+impl Answer for Call {
     /// `{"duplicate", "call"}`: the stored call on a repeat.
-    pub fn answer(&self) -> Value {
-        json!({
-            "duplicate": matches!(self, Self::Duplicate { .. }),
-            "call": self.call().to_json(),
-        })
+    fn answer(&self, repeat: bool) -> Value {
+        json!({"duplicate": repeat, "call": self.to_json()})
     }
 }
 
-/// Attempts before giving up on contention (a lead made concurrently is read on the next one).
-const ATTEMPTS: u32 = 8;
-
-/// Stores a call once; a report with the same key and another payload keeps the first and files
-/// a `payload_mismatch` review item.
+/// Stores a call once: its key and the peer's identity read together, then the call (and, for
+/// an unknown number, its lead) in one transaction. A report with the same key and another
+/// payload keeps the first and is a conflict for the edge to file.
 pub async fn record(store: &Store, input: &CallInput) -> Result<Recorded, StoreError> {
-    let identity = Identity::phone(&input.peer);
-    let identity_pk = contacts::identity_pk(&input.org, &identity);
-    for attempt in 0..ATTEMPTS {
-        let mut found = store
-            .get_many(&[input.pk(), identity_pk.clone()])
-            .await?
-            .into_iter();
-        let (stored, known) = (found.next().flatten(), found.next().flatten());
-        if let Some(item) = stored {
-            return duplicate(store, input, &item).await;
+    store.write(&mut RecordCall { input }, input.at).await
+}
+
+struct RecordCall<'a> {
+    input: &'a CallInput,
+}
+
+impl Decision for RecordCall<'_> {
+    type Out = Call;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        let identity = Identity::phone(&self.input.peer);
+        vec![
+            self.input.pk(),
+            contacts::identity_pk(&self.input.org, &identity),
+        ]
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<Call>, StoreError> {
+        let input = self.input;
+        if let Some(item) = seen.stored() {
+            let stored = Call::from_item(item)?;
+            let mismatch = Mismatch::of(
+                &stored.fingerprint,
+                &input.fingerprint(),
+                &[
+                    ("status", stored.input.status != input.status),
+                    ("duration", stored.input.duration != input.duration),
+                    ("peer", stored.input.peer != input.peer),
+                ],
+            );
+            return Ok(Plan::Done(Written::again(stored, mismatch)));
         }
-        let (known, mut steps) = match known {
-            Some(item) => (contacts::known(&item)?, Vec::new()),
+        let identity = Identity::phone(&input.peer);
+        let (known, mut steps) = match seen.get(1) {
+            Some(item) => (contacts::known(item)?, Vec::new()),
             None => contacts::lead_steps(&input.org, &identity, &input.peer, input.at),
         };
         let call = Call {
@@ -63,41 +68,8 @@ pub async fn record(store: &Store, input: &CallInput) -> Result<Recorded, StoreE
             fingerprint: input.fingerprint(),
         };
         steps.insert(0, Step::PutNew(call.to_item()));
-        match store.transact(steps).await? {
-            Transacted::Done => return Ok(Recorded::New(call)),
-            Transacted::Refused {
-                step: 0,
-                existing: Some(item),
-            } => return duplicate(store, input, &item).await,
-            // The lead was made by a concurrent arrival, or the items were contended: read again.
-            _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
-        }
+        Ok(Plan::Write { steps, out: call })
     }
-    Err(StoreError::Contended { pk: input.pk() })
-}
-
-async fn duplicate(store: &Store, input: &CallInput, item: &Item) -> Result<Recorded, StoreError> {
-    let stored = Call::from_item(item)?;
-    let same_payload = stored.fingerprint == input.fingerprint();
-    if !same_payload {
-        ReviewItem {
-            org: input.org.clone(),
-            kind: "call".into(),
-            reason: "payload_mismatch".into(),
-            key: format!("{}:{}", input.key(), &input.fingerprint()[..16]),
-            at: input.at,
-            detail: json!({
-                "stored": {"status": stored.input.status, "duration": stored.input.duration, "peer": stored.input.peer},
-                "received": {"status": input.status, "duration": input.duration, "peer": input.peer},
-            }),
-        }
-        .put(store)
-        .await?;
-    }
-    Ok(Recorded::Duplicate {
-        stored,
-        same_payload,
-    })
 }
 
 /// The organisation's calls, newest first.

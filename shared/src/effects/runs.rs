@@ -47,7 +47,7 @@ pub(crate) fn run_item(
         .time("updated_at", now)
         .list(&org.pk("RUNS"), &format!("{}#{key}", time::format(now)))
         .index(
-            &crate::ops::runs_pk(org, &tag_name(&state)),
+            &crate::store::lists::runs_pk(org, &tag_name(&state)),
             &format!("{}#{key}", time::format(now)),
         )
         .build()
@@ -64,7 +64,10 @@ pub(crate) fn moved_to(
     update
         .set("state", s(tag_name(&state)))
         .set("updated_at", s(time::format(now)))
-        .set("gsi2pk", s(crate::ops::runs_pk(org, &tag_name(&state))))
+        .set(
+            "gsi2pk",
+            s(crate::store::lists::runs_pk(org, &tag_name(&state))),
+        )
         .set("gsi2sk", s(format!("{}#{run_key}", time::format(now))))
 }
 

@@ -7,7 +7,7 @@
 use super::Consequence;
 use crate::config::{parse_var, Config, ConfigError};
 use crate::ids::OrgId;
-use crate::review::ReviewItem;
+use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::{Store, StoreError};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::{DateTime, Utc};
@@ -25,10 +25,7 @@ pub enum WorkError {
     Transient(#[source] Box<dyn StdError + Send + Sync>),
     /// Retrying cannot help; a person has to look. `reason` names the review item.
     #[error("permanent ({reason}): {detail}")]
-    Permanent {
-        reason: &'static str,
-        detail: String,
-    },
+    Permanent { reason: Reason, detail: String },
 }
 
 impl WorkError {
@@ -36,7 +33,7 @@ impl WorkError {
         Self::Transient(Box::new(err))
     }
 
-    pub fn permanent(reason: &'static str, detail: impl Into<String>) -> Self {
+    pub fn permanent(reason: Reason, detail: impl Into<String>) -> Self {
         Self::Permanent {
             reason,
             detail: detail.into(),
@@ -49,7 +46,7 @@ impl From<StoreError> for WorkError {
         if err.is_retryable() {
             Self::transient(err)
         } else {
-            Self::permanent("store_refused", err.to_string())
+            Self::permanent(Reason::StoreRefused, err.to_string())
         }
     }
 }
@@ -82,8 +79,9 @@ impl Applied {
 pub trait Worker: Send + Sync {
     /// The typed message of this worker's queue.
     type Job: TryFrom<Consequence, Error = Consequence> + Send;
-    /// The worker's name in logs, metrics and review items (`activity`, `notify`, ...).
-    const NAME: &'static str;
+    /// What the worker's review items are about; its name in logs and metrics.
+    const KIND: Kind;
+    const NAME: &'static str = Self::KIND.name();
 
     fn apply(
         &self,
@@ -204,8 +202,10 @@ impl<W: Worker> SqsApp<W> {
         let job = match W::Job::try_from(consequence) {
             Ok(job) => job,
             Err(_) => {
-                let err =
-                    WorkError::permanent("wrong_queue", format!("{key} is not for {}", W::NAME));
+                let err = WorkError::permanent(
+                    Reason::WrongQueue,
+                    format!("{key} is not for {}", W::NAME),
+                );
                 return self.failed(msg, &org, key, err, now).await;
             }
         };
@@ -253,7 +253,7 @@ impl<W: Worker> SqsApp<W> {
                 let receives = receive_count(msg);
                 if receives >= self.max_receives {
                     let detail = json!({"error": err.to_string(), "message_id": msg.message_id, "receives": receives});
-                    let _ = self.park(org, key, "dead_letter", detail, now).await;
+                    let _ = self.park(org, key, Reason::DeadLetter, detail, now).await;
                 }
                 Err(())
             }
@@ -275,7 +275,7 @@ impl<W: Worker> SqsApp<W> {
         self.park(
             &org,
             format!("message:{id}"),
-            "malformed_message",
+            Reason::MalformedMessage,
             detail,
             now,
         )
@@ -286,14 +286,14 @@ impl<W: Worker> SqsApp<W> {
         &self,
         org: &OrgId,
         key: String,
-        reason: &str,
+        reason: Reason,
         detail: Value,
         now: DateTime<Utc>,
     ) -> Result<(), ()> {
         let review = ReviewItem {
             org: org.clone(),
-            kind: W::NAME.to_owned(),
-            reason: reason.to_owned(),
+            kind: W::KIND,
+            reason,
             key,
             at: now,
             detail,

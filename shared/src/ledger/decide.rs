@@ -15,6 +15,7 @@ use super::inbox::{inbox_id, inbox_pk};
 use super::line::{ledger_id, message_line_pk};
 use super::{InboxLine, InboxStatus, LedgerLine, LineKind, Price, SmsEvent, SmsType, Wallet};
 use crate::ids::OrgId;
+use crate::review::Reason;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -47,7 +48,7 @@ pub enum InboxWrite {
 /// Something a person must look at, filed with the event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flag {
-    pub reason: &'static str,
+    pub reason: Reason,
     pub detail: Value,
 }
 
@@ -119,7 +120,7 @@ pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) ->
             }
             if line.status.is_final() {
                 draft.flags.push(Flag {
-                    reason: "status_conflict",
+                    reason: Reason::StatusConflict,
                     detail: json!({"message_id": event.message_id, "status": line.status, "reported": status, "event_id": event.event_id}),
                 });
                 (InboxWrite::Nothing, line.status)
@@ -224,7 +225,7 @@ impl Draft<'_> {
         match self.event.price {
             Some(price) => self.book(kind, price),
             None if self.event.kind == SmsType::Sent => self.flag(Flag {
-                reason: "missing_price",
+                reason: Reason::MissingPrice,
                 detail: json!({"message_id": self.event.message_id, "event_id": self.event.event_id}),
             }),
             None => {}
@@ -272,12 +273,12 @@ impl Draft<'_> {
         };
         if !applied {
             self.flag(Flag {
-                reason: "currency_mismatch",
+                reason: Reason::CurrencyMismatch,
                 detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "currency": price.currency.as_str(), "wallet_currency": self.wallet.currency.map(|c| c.as_str())}),
             });
         } else if kind == LineKind::Debit && self.wallet.balance.is_sign_negative() {
             self.flag(Flag {
-                reason: "negative_balance",
+                reason: Reason::NegativeBalance,
                 detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "balance": self.wallet.shown_balance()}),
             });
         }

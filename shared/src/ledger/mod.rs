@@ -21,7 +21,7 @@ pub mod wallet;
 pub use decide::{decide, Plan, Seen};
 pub use inbox::{InboxLine, InboxStatus};
 pub use line::{LedgerLine, LineKind};
-pub use record::{record, Ack, Recorded, ACK_KIND};
+pub use record::{record, Ack, Acked, Recorded, ACK_KIND};
 pub use topup::{top_up, TopUp};
 pub use wallet::Wallet;
 
@@ -110,35 +110,15 @@ impl SmsEvent {
 pub enum LedgerError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The wallet or a line stayed contended: a retry reads again.
-    #[error("the wallet stayed contended")]
-    Contended,
     #[error("the wallet is in {wallet}, not {given}")]
     CurrencyMismatch { wallet: Currency, given: Currency },
-    /// The same `Idempotency-Key` came with another request.
-    #[error("this Idempotency-Key was used with another request")]
-    KeyReused,
 }
 
 impl LedgerError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store(e) => e.is_retryable(),
-            Self::Contended => true,
-            Self::CurrencyMismatch { .. } | Self::KeyReused => false,
-        }
-    }
-}
-
-impl From<LedgerError> for crate::http::ApiError {
-    fn from(e: LedgerError) -> Self {
-        match e {
-            LedgerError::Store(e) => e.into(),
-            LedgerError::Contended => Self::internal(&e, true),
-            LedgerError::CurrencyMismatch { .. } => {
-                Self::bad_request("currency_mismatch", e.to_string())
-            }
-            LedgerError::KeyReused => Self::new(409, "idempotency_key_reused", e.to_string()),
+            Self::CurrencyMismatch { .. } => false,
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::{Price, SmsEvent, SmsType, PRICE_MAX, SEGMENTS_MAX, TEXT_MAX};
 use crate::fields::{printable, reference, KEY_MAX, REF_MAX};
 use crate::money::{parse_amount, Currency};
-use crate::webhook::Parsed;
+use crate::signature::Parsed;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::Deserialize;

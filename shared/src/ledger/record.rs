@@ -14,9 +14,12 @@ use crate::ids::{key_part, OrgId};
 use crate::integrations::Integration;
 use crate::messages::providers::MessageProvider;
 use crate::messages::{Incoming, Placement, Sender};
-use crate::review::ReviewItem;
+use crate::review::{Kind, ReviewItem};
 use crate::store::item::{n, s, tag_name, Builder, Read};
-use crate::store::{Cond, Item, Step, Store, Transacted, Update};
+use crate::store::{
+    Answer, Cond, Decision, Item, Mismatch, Plan as Write, Seen as StoreSeen, Step, Store, Update,
+    Written,
+};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -24,21 +27,29 @@ use serde_json::Value;
 /// The stored acknowledgement's item kind.
 pub const ACK_KIND: &str = "sms_event";
 
-/// Attempts before giving up on a contended wallet: every SMS of an organisation moves it.
-const ATTEMPTS: u32 = 40;
+/// How recording an event ended: stored now (a re-push of its message as a repeat), or the
+/// acknowledgement stored under its event id.
+pub type Recorded = Written<Acked>;
 
-/// How recording an event ended.
-#[derive(Clone, Debug)]
-pub enum Recorded {
-    /// Stored now; `review` when it filed review items.
-    New { answer: Value, review: bool },
-    /// Its message's lines were already written under another event id: nothing changed.
-    Repush(Value),
-    /// This event id was stored before; `stored_fingerprint` differs on another payload.
-    Duplicate {
-        answer: Value,
-        stored_fingerprint: String,
-    },
+/// An event's answer, stored with its acknowledgement and replayed on every repeat.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Acked {
+    pub answer: Value,
+    /// Whether the event filed review items.
+    pub review: bool,
+    pub fingerprint: String,
+}
+
+impl Answer for Acked {
+    fn answer(&self, repeat: bool) -> Value {
+        let mut answer = self.answer.clone();
+        answer["duplicate"] = Value::Bool(repeat || answer["duplicate"] == Value::Bool(true));
+        answer
+    }
+
+    fn review(&self) -> bool {
+        self.review
+    }
 }
 
 /// The stored acknowledgement of one event id: what it was, and the answer it got.
@@ -83,23 +94,38 @@ impl Ack {
         match self.outcome {
             "repush" => builder,
             _ => builder.index(
-                &crate::ops::events_pk(&self.org, crate::ops::EventKind::Sms),
-                &crate::ops::event_position(e.at, e.key().as_str()),
+                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::Sms),
+                &crate::store::lists::event_position(e.at, e.key().as_str()),
             ),
         }
         .build()
     }
 }
 
-/// The stored answer of an acknowledgement item, marked as a repeat.
-fn replayed(item: &Item) -> Result<Recorded, LedgerError> {
-    let mut answer: Value = serde_json::from_str(item.str_of("answer")?)
+/// The stored answer of an acknowledgement item, met again by `event`.
+fn replayed(item: &Item, event: &SmsEvent) -> Result<Recorded, LedgerError> {
+    let answer: Value = serde_json::from_str(item.str_of("answer")?)
         .map_err(|_| crate::store::item::malformed(item, "answer"))?;
-    answer["duplicate"] = Value::Bool(true);
-    Ok(Recorded::Duplicate {
+    let stored = Acked {
         answer,
-        stored_fingerprint: item.str_of("fingerprint")?.to_owned(),
-    })
+        review: item.opt_str("outcome") == Some("review"),
+        fingerprint: item.str_of("fingerprint")?.to_owned(),
+    };
+    let mismatch = Mismatch::of(
+        &stored.fingerprint,
+        &event.fingerprint,
+        &[
+            (
+                "message_id",
+                item.opt_str("message_id") != Some(&event.message_id),
+            ),
+            (
+                "type",
+                item.opt_str("type") != Some(tag_name(&event.kind).as_str()),
+            ),
+        ],
+    );
+    Ok(Written::again(stored, mismatch))
 }
 
 /// The keys one event reads, in order.
@@ -175,53 +201,63 @@ pub async fn record(
     event: &SmsEvent,
     now: DateTime<Utc>,
 ) -> Result<Recorded, LedgerError> {
-    let org = integration.org();
-    let keys = Keys::of(integration, event);
-    for attempt in 0..ATTEMPTS {
-        let mut found = store.get_many(&keys.all()).await?.into_iter();
-        let mut next = || found.next().flatten();
-        if let Some(item) = next() {
-            return replayed(&item);
+    let mut decision = RecordSms {
+        integration,
+        event,
+        keys: Keys::of(integration, event),
+    };
+    store.write(&mut decision, now).await
+}
+
+struct RecordSms<'a> {
+    integration: &'a Integration,
+    event: &'a SmsEvent,
+    keys: Keys,
+}
+
+impl Decision for RecordSms<'_> {
+    type Out = Acked;
+    type Error = LedgerError;
+
+    fn keys(&self) -> Vec<String> {
+        self.keys.all()
+    }
+
+    fn decide(&self, found: &StoreSeen, now: DateTime<Utc>) -> Result<Write<Acked>, LedgerError> {
+        let (event, org) = (self.event, self.integration.org());
+        if let Some(item) = found.stored() {
+            return Ok(Write::Done(replayed(item, event)?));
         }
         let seen = Seen {
-            wallet: Wallet::from_item(next().as_ref())?,
-            debit: next().as_ref().map(LedgerLine::from_item).transpose()?,
-            refund: next().as_ref().map(LedgerLine::from_item).transpose()?,
-            inbox: next().as_ref().map(InboxLine::from_item).transpose()?,
+            wallet: Wallet::from_item(found.get(1))?,
+            debit: found.get(2).map(LedgerLine::from_item).transpose()?,
+            refund: found.get(3).map(LedgerLine::from_item).transpose()?,
+            inbox: found.get(4).map(InboxLine::from_item).transpose()?,
         };
         let plan = decide(event, org, &seen, now);
         let mut steps = steps(org, event, &seen, &plan, now);
-        if let (true, Some((placement, incoming))) = (plan.message, &keys.placement) {
-            let (conversation, known) = (next(), next());
+        if let (true, Some((placement, incoming))) = (plan.message, &self.keys.placement) {
             let (_, placed) = placement.steps(
-                integration,
+                self.integration,
                 MessageProvider::Sms,
                 incoming,
-                conversation,
-                known,
+                found.get(5).cloned(),
+                found.get(6).cloned(),
                 Vec::new(),
                 now,
             )?;
             steps.extend(placed);
         }
-        match store.transact(steps).await? {
-            Transacted::Done if plan.writes => {
-                return Ok(Recorded::New {
-                    review: !plan.flags.is_empty(),
-                    answer: plan.answer,
-                })
-            }
-            Transacted::Done => return Ok(Recorded::Repush(plan.answer)),
-            Transacted::Refused {
-                step: 0,
-                existing: Some(item),
-            } => return replayed(&item),
-            // The acknowledgement made meanwhile (an emulator that does not say by what), a
-            // line or the wallet moved: read again and decide anew.
-            _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
-        }
+        let out = Acked {
+            answer: plan.answer,
+            review: !plan.flags.is_empty(),
+            fingerprint: event.fingerprint.clone(),
+        };
+        Ok(match plan.writes {
+            true => Write::Write { steps, out },
+            false => Write::Acknowledge { steps, out },
+        })
     }
-    Err(LedgerError::Contended)
 }
 
 /// The acknowledgement first (a refusal of step 0 is a repeat), then the lines, the inbox
@@ -298,8 +334,8 @@ fn inbox_step(event: &SmsEvent, seen: &Seen, write: &InboxWrite) -> Option<Step>
 fn review(org: &OrgId, event: &SmsEvent, flag: &Flag, now: DateTime<Utc>) -> ReviewItem {
     ReviewItem {
         org: org.clone(),
-        kind: "sms".into(),
-        reason: flag.reason.into(),
+        kind: Kind::Sms,
+        reason: flag.reason,
         key: event.key().to_string(),
         at: now,
         detail: flag.detail.clone(),

@@ -1,25 +1,29 @@
 //! Top-ups: one ledger line per `Idempotency-Key`, written in one transaction with the wallet
 //! (conditioned on its version). A repeat gets the stored answer; the same key with another
-//! amount or currency is refused and left to a person.
+//! amount or currency is a conflict, which the API refuses and leaves to a person.
 
 use super::line::{ledger_id, topup_pk, LedgerLine, LineKind};
 use super::wallet::{wallet_pk, Wallet};
 use super::{LedgerError, Price};
 use crate::ids::{ExternalId, OrgId};
-use crate::review::ReviewItem;
 use crate::store::item::{s, Read};
-use crate::store::{Step, Store, Transacted};
+use crate::store::{Answer, Decision, Item, Mismatch, Plan, Seen, Step, Store, Written};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
-/// Attempts before giving up on a contended wallet.
-const ATTEMPTS: u32 = 40;
-
-#[derive(Clone, Debug)]
+/// A top-up's answer: `{"duplicate", "ledger_id", "wallet": {"balance", "currency", "version"}}`.
+#[derive(Clone, Debug, PartialEq)]
 pub struct TopUp {
-    pub duplicate: bool,
-    /// `{"duplicate", "ledger_id", "wallet": {"balance", "currency", "version"}}`.
     pub answer: Value,
+}
+
+impl Answer for TopUp {
+    fn answer(&self, repeat: bool) -> Value {
+        let mut answer = self.answer.clone();
+        answer["duplicate"] = json!(repeat);
+        answer
+    }
 }
 
 pub async fn top_up(
@@ -28,18 +32,57 @@ pub async fn top_up(
     key: &ExternalId,
     price: Price,
     now: DateTime<Utc>,
-) -> Result<TopUp, LedgerError> {
-    let pk = topup_pk(org, key.as_str());
-    for attempt in 0..ATTEMPTS {
-        let mut found = store
-            .get_many(&[pk.clone(), wallet_pk(org)])
-            .await?
-            .into_iter();
-        let (stored, wallet) = (found.next().flatten(), found.next().flatten());
-        if let Some(item) = stored {
-            return repeat(store, org, key, price, &item, now).await;
+) -> Result<Written<TopUp>, LedgerError> {
+    store.write(&mut Topping { org, key, price }, now).await
+}
+
+/// What a top-up says: the same key with another amount or currency is another request.
+fn fingerprint(price: &Price) -> String {
+    let canonical = format!("{}|{}", price.amount.normalize(), price.currency.as_str());
+    hex::encode(Sha256::digest(canonical))[..32].to_owned()
+}
+
+struct Topping<'a> {
+    org: &'a OrgId,
+    key: &'a ExternalId,
+    price: Price,
+}
+
+impl Topping<'_> {
+    fn repeat(&self, item: &Item) -> Result<Written<TopUp>, LedgerError> {
+        let stored = LedgerLine::from_item(item)?;
+        let answer: Value = serde_json::from_str(item.str_of("answer")?)
+            .map_err(|_| crate::store::item::malformed(item, "answer"))?;
+        let given = &self.price;
+        let mismatch = Mismatch::of(
+            &fingerprint(&Price {
+                amount: stored.amount,
+                currency: stored.currency,
+            }),
+            &fingerprint(given),
+            &[
+                ("amount", stored.amount != given.amount),
+                ("currency", stored.currency != given.currency),
+            ],
+        );
+        Ok(Written::again(TopUp { answer }, mismatch))
+    }
+}
+
+impl Decision for Topping<'_> {
+    type Out = TopUp;
+    type Error = LedgerError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![topup_pk(self.org, self.key.as_str()), wallet_pk(self.org)]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<TopUp>, LedgerError> {
+        if let Some(item) = seen.stored() {
+            return Ok(Plan::Done(self.repeat(item)?));
         }
-        let wallet = Wallet::from_item(wallet.as_ref())?;
+        let (org, price) = (self.org, self.price);
+        let wallet = Wallet::from_item(seen.get(1))?;
         if let Some(currency) = wallet.currency.filter(|c| *c != price.currency) {
             return Err(LedgerError::CurrencyMismatch {
                 wallet: currency,
@@ -49,11 +92,11 @@ pub async fn top_up(
         let next = wallet.moved(price.amount, price.currency);
         let line = LedgerLine {
             org: org.clone(),
-            ledger_id: ledger_id(&pk),
+            ledger_id: ledger_id(&topup_pk(org, self.key.as_str())),
             kind: LineKind::Topup,
             amount: price.amount,
             currency: price.currency,
-            event_id: key.as_str().to_owned(),
+            event_id: self.key.as_str().to_owned(),
             integration_id: None,
             message_id: None,
             direction: None,
@@ -66,59 +109,9 @@ pub async fn top_up(
             json!({"duplicate": false, "ledger_id": line.ledger_id, "wallet": next.to_json()});
         let mut item = line.to_item();
         item.insert("answer".into(), s(answer.to_string()));
-        match store
-            .transact(vec![Step::PutNew(item), wallet.step(org, &next)])
-            .await?
-        {
-            Transacted::Done => {
-                return Ok(TopUp {
-                    duplicate: false,
-                    answer,
-                })
-            }
-            Transacted::Refused {
-                step: 0,
-                existing: Some(item),
-            } => return repeat(store, org, key, price, &item, now).await,
-            _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
-        }
+        Ok(Plan::Write {
+            steps: vec![Step::PutNew(item), wallet.step(org, &next)],
+            out: TopUp { answer },
+        })
     }
-    Err(LedgerError::Contended)
-}
-
-/// The key was used before: the stored answer for the same request, a refusal (and a review
-/// item) for another.
-async fn repeat(
-    store: &Store,
-    org: &OrgId,
-    key: &ExternalId,
-    price: Price,
-    item: &crate::store::Item,
-    now: DateTime<Utc>,
-) -> Result<TopUp, LedgerError> {
-    let stored = LedgerLine::from_item(item)?;
-    if stored.amount == price.amount && stored.currency == price.currency {
-        let mut answer: Value = serde_json::from_str(item.str_of("answer")?)
-            .map_err(|_| crate::store::item::malformed(item, "answer"))?;
-        answer["duplicate"] = json!(true);
-        return Ok(TopUp {
-            duplicate: true,
-            answer,
-        });
-    }
-    ReviewItem {
-        org: org.clone(),
-        kind: "wallet".into(),
-        reason: "idempotency_key_reused".into(),
-        key: format!("topup:{key}:{}{}", price.amount, price.currency),
-        at: now,
-        detail: json!({
-            "ledger_id": stored.ledger_id,
-            "stored": {"amount": crate::money::display(stored.amount), "currency": stored.currency.as_str()},
-            "given": {"amount": crate::money::display(price.amount), "currency": price.currency.as_str()},
-        }),
-    }
-    .put(store)
-    .await?;
-    Err(LedgerError::KeyReused)
 }

@@ -84,8 +84,8 @@ impl Message {
             // An incoming SMS is counted once, as an SMS event.
             (Direction::Inbound, MessageProvider::Sms) => builder,
             (Direction::Inbound, _) => builder.index(
-                &crate::ops::events_pk(&self.org, crate::ops::EventKind::Message),
-                &crate::ops::event_position(self.at, self.key().as_str()),
+                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::Message),
+                &crate::store::lists::event_position(self.at, self.key().as_str()),
             ),
             (Direction::Outbound, _) => builder,
         };

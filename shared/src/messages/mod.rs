@@ -9,6 +9,7 @@
 //! or its `last_message_at` moved forward) and, for an unknown sender, the lead.
 
 pub mod conversation;
+mod delivery;
 mod files;
 pub mod item;
 pub mod media;
@@ -20,6 +21,7 @@ mod record;
 pub mod reply;
 
 pub use conversation::Conversation;
+pub use delivery::{deliver, Delivered, Delivery};
 pub use item::{Attachment, Message};
 pub use outgoing::{apply_status, early_status, outgoing, record_outgoing, touch};
 pub use parse::{standard, telegram, whatsapp};

@@ -9,39 +9,17 @@ use super::{
 };
 use crate::contacts::{self, Identity};
 use crate::integrations::Integration;
-use crate::review::ReviewItem;
+use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::item::{s, Read};
-use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
+use crate::store::{
+    Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Update, Written,
+};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-/// How recording one message ended.
-#[derive(Clone, Debug)]
-pub enum Recorded {
-    New(Message),
-    /// The key was stored before; `same_payload` says whether this copy says the same.
-    Duplicate {
-        stored: Message,
-        same_payload: bool,
-    },
-}
-
-impl Recorded {
-    pub fn message(&self) -> &Message {
-        match self {
-            Self::New(m) | Self::Duplicate { stored: m, .. } => m,
-        }
-    }
-
-    pub fn is_new(&self) -> bool {
-        matches!(self, Self::New(_))
-    }
-}
-
-/// Attempts before giving up on contention (a lead or conversation made concurrently is read on
-/// the next one).
-const ATTEMPTS: u32 = 8;
+/// How recording one message ended: stored now, or the message stored under its key.
+pub type Recorded = Written<Message>;
 
 /// The sender's identity: WhatsApp's `wa_id` and a generic sender's phone are phone numbers (so
 /// a caller and a writer are one contact); a Telegram user id, or a generic sender's own id
@@ -155,8 +133,8 @@ impl Placement {
 }
 
 /// Stores a message once. Its attachments are fetched after its key was found new and before
-/// it is written; a copy with the same key and other content keeps the first and files a
-/// `payload_mismatch` review item.
+/// it is written (once, however often the write is retried); a copy with the same key and other
+/// content keeps the first and is a conflict for the edge to file.
 pub async fn record(
     store: &Store,
     media: &Media,
@@ -173,65 +151,96 @@ pub async fn record(
                 pk: integration.pk(),
                 detail: "not a messages integration".into(),
             })?;
-    let place = Placement::of(integration, incoming);
-    let mut attachments: Option<Vec<Attachment>> = None;
-    for attempt in 0..ATTEMPTS {
-        let mut found = store
-            .get_many(&[
-                place.message_pk.clone(),
-                place.conversation_pk.clone(),
-                place.identity_pk.clone(),
-            ])
-            .await?
-            .into_iter();
-        let (stored, conv, known) = (
-            found.next().flatten(),
-            found.next().flatten(),
-            found.next().flatten(),
-        );
-        if let Some(item) = stored {
-            return duplicate(store, incoming, &item, now).await;
-        }
-        let attachments = match &attachments {
-            Some(done) => done.clone(),
-            None => attachments
-                .insert(
-                    media
-                        .fetch_all(
-                            integration,
-                            &place.message_pk,
-                            &incoming.attachments,
-                            deadline,
-                        )
-                        .await,
+    let mut decision = RecordMessage {
+        place: Placement::of(integration, incoming),
+        media,
+        integration,
+        provider,
+        incoming,
+        deadline,
+        attachments: None,
+    };
+    store.write(&mut decision, now).await
+}
+
+struct RecordMessage<'a> {
+    place: Placement,
+    media: &'a Media,
+    integration: &'a Integration,
+    provider: MessageProvider,
+    incoming: &'a Incoming,
+    deadline: std::time::Instant,
+    /// Fetched once, when the key is first found new.
+    attachments: Option<Vec<Attachment>>,
+}
+
+impl Decision for RecordMessage<'_> {
+    type Out = Message;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        let p = &self.place;
+        vec![
+            p.message_pk.clone(),
+            p.conversation_pk.clone(),
+            p.identity_pk.clone(),
+        ]
+    }
+
+    async fn prepare(&mut self, seen: &Seen) -> Result<(), StoreError> {
+        if seen.stored().is_none() && self.attachments.is_none() {
+            let fetched = self
+                .media
+                .fetch_all(
+                    self.integration,
+                    &self.place.message_pk,
+                    &self.incoming.attachments,
+                    self.deadline,
                 )
-                .clone(),
-        };
-        let (message, mut steps) = place.steps(
-            integration,
-            provider,
+                .await;
+            self.attachments = Some(fetched);
+        }
+        Ok(())
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Message>, StoreError> {
+        let incoming = self.incoming;
+        if let Some(item) = seen.stored() {
+            let stored = Message::from_item(item)?;
+            let names = |m: &[Attachment]| m.iter().map(|a| a.name.clone()).collect::<Vec<_>>();
+            let sent: Vec<String> = incoming
+                .attachments
+                .iter()
+                .map(|a| a.name.clone())
+                .collect();
+            let mismatch = Mismatch::of(
+                &stored.fingerprint,
+                &incoming.fingerprint(),
+                &[
+                    ("chat_id", stored.chat_id != incoming.chat_id),
+                    ("text", stored.text != incoming.text),
+                    ("attachments", names(&stored.attachments) != sent),
+                ],
+            );
+            return Ok(Plan::Done(Written::again(stored, mismatch)));
+        }
+        let (message, mut steps) = self.place.steps(
+            self.integration,
+            self.provider,
             incoming,
-            conv,
-            known,
-            attachments,
+            seen.get(1).cloned(),
+            seen.get(2).cloned(),
+            self.attachments.clone().unwrap_or_default(),
             now,
         )?;
         // The message, its conversation, the lead, and the review items of attachments not
         // stored: all or nothing.
         steps.extend(attachment_reviews(&message, now).map(|r| Step::PutNew(r.to_item())));
-        match store.transact(steps).await? {
-            Transacted::Done => return Ok(Recorded::New(message)),
-            Transacted::Refused {
-                step: 0,
-                existing: Some(item),
-            } => return duplicate(store, incoming, &item, now).await,
-            // A conversation or lead made by a concurrent arrival, or contention: read again.
-            _ => tokio::time::sleep(crate::payments::register::backoff(attempt)).await,
-        }
+        Ok(Plan::Write {
+            steps,
+            out: message,
+        })
     }
-    Err(StoreError::Contended {
-        pk: place.message_pk,
-    })
 }
 
 /// The conversation step for a message at `at`: move `last_message_at` forward (only over an
@@ -271,43 +280,15 @@ fn attachment_reviews(
         let error = a.error.as_ref()?;
         Some(ReviewItem {
             org: message.org.clone(),
-            kind: "message".into(),
+            kind: Kind::Message,
             reason: if error.starts_with("too large") {
-                "attachment_too_large"
+                Reason::AttachmentTooLarge
             } else {
-                "attachment_failed"
-            }
-            .into(),
+                Reason::AttachmentFailed
+            },
             key: format!("{}:{index}", message.key()),
             at: now,
             detail: json!({"conversation_id": message.conversation_id, "name": a.name, "error": error}),
         })
-    })
-}
-
-async fn duplicate(
-    store: &Store,
-    incoming: &Incoming,
-    item: &Item,
-    now: DateTime<Utc>,
-) -> Result<Recorded, StoreError> {
-    let stored = Message::from_item(item)?;
-    let fingerprint = incoming.fingerprint();
-    let same_payload = stored.fingerprint == fingerprint;
-    if !same_payload {
-        ReviewItem {
-            org: stored.org.clone(),
-            kind: "message".into(),
-            reason: "payload_mismatch".into(),
-            key: format!("{}:{}", stored.key(), &fingerprint[..16]),
-            at: now,
-            detail: json!({"conversation_id": stored.conversation_id, "stored_text": stored.text, "received_text": incoming.text}),
-        }
-        .put(store)
-        .await?;
-    }
-    Ok(Recorded::Duplicate {
-        stored,
-        same_payload,
     })
 }

@@ -16,66 +16,9 @@ pub mod requests;
 pub mod review;
 pub mod runs;
 
-use crate::ids::OrgId;
 use crate::store::{Index, Item, Store, StoreError};
-use crate::time;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
-/// The event kinds the operator sees, by the names the ops API uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    Payment,
-    Message,
-    Call,
-    BankRow,
-    Sms,
-}
-
-impl EventKind {
-    pub const ALL: [Self; 5] = [
-        Self::Payment,
-        Self::Message,
-        Self::Call,
-        Self::BankRow,
-        Self::Sms,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Payment => "payment",
-            Self::Message => "message",
-            Self::Call => "call",
-            Self::BankRow => "bank_row",
-            Self::Sms => "sms",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == raw)
-    }
-}
-
-/// The list of an organisation's events of one kind.
-pub fn events_pk(org: &OrgId, kind: EventKind) -> String {
-    org.pk(&format!("EVENTS#{}", kind.name()))
-}
-
-/// An event's place on its list: when it happened, then its key.
-pub fn event_position(at: DateTime<Utc>, key: &str) -> String {
-    format!("{}#{key}", time::format(at))
-}
-
-/// The list of an organisation's review items in one state (`open`, `resolved`).
-pub fn review_pk(org: &OrgId, state: &str) -> String {
-    org.pk(&format!("REVIEW#{state}"))
-}
-
-/// The list of an organisation's automation runs in one state.
-pub fn runs_pk(org: &OrgId, state: &str) -> String {
-    org.pk(&format!("RUNS#{state}"))
-}
+pub use crate::store::lists::{event_position, events_pk, review_pk, runs_pk, EventKind};
 
 /// A page of one of the operator's lists, newest first, each item as `shown` shows it.
 pub async fn page_of(

@@ -1,20 +1,15 @@
-//! Review items as the operator sees them: listed by state, and resolved once with a note. The
-//! resolution is one conditional update (`open` → `resolved`) that also moves the item to the
-//! resolved list, so two people resolving at once leave one resolution.
+//! Review items as the operator sees them: listed by state with an id, and resolved once with a
+//! note through `review::resolve`.
 
-use super::{ids, review_pk};
+use super::ids;
 use crate::ids::OrgId;
-use crate::review::item_json;
-use crate::store::item::{s, Read};
-use crate::store::{Cond, Index, Item, Store, StoreError, Update};
-use crate::time;
+use crate::review::{self, item_json};
+use crate::store::item::Read;
+use crate::store::{Item, Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-/// The states a review item is listed in.
-pub const STATES: [&str; 2] = ["open", "resolved"];
-/// The longest note a resolution keeps, in characters.
-pub const NOTE_MAX: usize = 2000;
+pub use crate::review::{open_by_reason, NOTE_MAX, STATES};
 
 /// The item as a list shows it, with its id.
 pub fn to_json(item: &Item) -> Value {
@@ -32,13 +27,13 @@ pub async fn page(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    super::page_of(store, &review_pk(org, state), limit, cursor, to_json).await
+    review::page(store, org, state, limit, cursor, to_json).await
 }
 
-/// How a resolution ended.
+/// How an operator's resolution ended, as the page shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Resolved {
-    /// Resolved now: `{"state", "by", "at", "note"}`.
+    /// Resolved now: `{"id", "state", "by", "at", "note"}`.
     Now(Value),
     /// Resolved before (by this request's twin or another person): the stored outcome.
     Already(Value),
@@ -64,52 +59,13 @@ pub async fn resolve(
     note: &str,
     now: DateTime<Utc>,
 ) -> Result<Resolved, StoreError> {
-    let at = time::format(now);
-    let update = Update::new()
-        .set("state", s("resolved"))
-        .set("resolved_by", s(by))
-        .set("resolved_at", s(&at))
-        .set("note", s(note))
-        .set("gsi2pk", s(review_pk(org, "resolved")))
-        .set("gsi2sk", s(format!("{at}#{pk}")))
-        .when(Cond::Equals("state".into(), s("open")));
-    if store.update_if(pk, &update).await? {
-        return Ok(Resolved::Now(json!({
-            "id": ids::encode(pk), "state": "resolved", "by": by, "at": at, "note": note,
-        })));
-    }
-    Ok(match store.get(pk).await? {
-        Some(item) => Resolved::Already(outcome(&item)),
-        None => Resolved::NotFound,
-    })
-}
-
-/// Open review items by reason: the reasons of the open list, read a page at a time.
-pub async fn open_by_reason(
-    store: &Store,
-    org: &OrgId,
-) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
-    let mut by_reason = std::collections::BTreeMap::new();
-    let mut cursor = None;
-    loop {
-        let (items, next) = store
-            .page_in(
-                Index::States,
-                &review_pk(org, "open"),
-                None,
-                true,
-                1000,
-                cursor.as_deref(),
-            )
-            .await?;
-        for item in &items {
-            *by_reason
-                .entry(item.opt_str("reason").unwrap_or("unknown").to_owned())
-                .or_insert(0) += 1;
-        }
-        match next {
-            Some(next) => cursor = Some(next),
-            None => return Ok(by_reason),
-        }
-    }
+    Ok(
+        match review::resolve(store, org, pk, by, note, now).await? {
+            review::Resolved::Now { at } => Resolved::Now(json!({
+                "id": ids::encode(pk), "state": "resolved", "by": by, "at": at, "note": note,
+            })),
+            review::Resolved::Already(item) => Resolved::Already(outcome(&item)),
+            review::Resolved::NotFound => Resolved::NotFound,
+        },
+    )
 }

@@ -3,7 +3,7 @@
 use crate::ids::{LocalId, OrgId};
 use crate::money::{self, Currency};
 use crate::store::item::{n, Builder, Read};
-use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
+use crate::store::{Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -179,21 +179,43 @@ pub async fn create(
     new: NewInvoice,
     now: DateTime<Utc>,
 ) -> Result<Invoice, StoreError> {
-    let counter_pk = org.pk("COUNTER#invoice");
-    for attempt in 0..ATTEMPTS {
-        let counter = store.get(&counter_pk).await?;
-        let last = counter.as_ref().map(|c| c.u64_of("n")).transpose()?;
+    let mut creation = Create {
+        org,
+        new,
+        id: LocalId::generate("inv_"),
+    };
+    Ok(store.write(&mut creation, now).await?.into_value())
+}
+
+/// An invoice's creation: the counter read, the next number taken in the same transaction.
+struct Create<'a> {
+    org: &'a OrgId,
+    new: NewInvoice,
+    id: LocalId,
+}
+
+impl Decision for Create<'_> {
+    type Out = Invoice;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![self.org.pk("COUNTER#invoice")]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Invoice>, StoreError> {
+        let (org, counter_pk) = (self.org, self.org.pk("COUNTER#invoice"));
+        let last = seen.get(0).map(|c| c.u64_of("n")).transpose()?;
         let number = last.unwrap_or(0) + 1;
         let invoice = Invoice {
             org: org.clone(),
-            id: LocalId::generate("inv_"),
+            id: self.id.clone(),
             number: format!("INV-{number:05}"),
-            currency: new.currency,
-            gross: new.gross,
+            currency: self.new.currency,
+            gross: self.new.gross,
             paid: Decimal::ZERO,
-            status: new.status,
+            status: self.new.status,
             version: 0,
-            links: new.links.clone(),
+            links: self.new.links.clone(),
             created_at: now,
         };
         let count = match last {
@@ -203,7 +225,7 @@ pub async fn create(
                     .build(),
             ),
             Some(last) => Step::Update {
-                pk: counter_pk.clone(),
+                pk: counter_pk,
                 update: Update::new()
                     .set("n", n(number))
                     .when(Cond::Equals("n".into(), n(last))),
@@ -216,26 +238,17 @@ pub async fn create(
         )
         .str("invoice_id", invoice.id.as_str())
         .build();
-        match store
-            .transact(vec![
-                count,
-                Step::PutNew(invoice.to_item()),
-                Step::PutNew(by_number),
-            ])
-            .await?
-        {
-            Transacted::Done => return Ok(invoice),
-            // Another creation took this number (or, once in 2^64, this id): read again.
-            Transacted::Refused { .. } | Transacted::Contended => {
-                tokio::time::sleep(super::register::backoff(attempt)).await;
-            }
-        }
+        let steps = vec![
+            count,
+            Step::PutNew(invoice.to_item()),
+            Step::PutNew(by_number),
+        ];
+        Ok(Plan::Write {
+            steps,
+            out: invoice,
+        })
     }
-    Err(StoreError::Contended { pk: counter_pk })
 }
-
-/// How often a creation reads the counter again before it answers "retry".
-const ATTEMPTS: u32 = 8;
 
 pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invoice>, StoreError> {
     if LocalId::parse("invoice_id", id).is_err() {

@@ -11,8 +11,8 @@ pub mod rules;
 pub use event::PaymentEvent;
 pub use invoice::{Invoice, InvoiceStatus, NewInvoice};
 pub use register::{
-    register_confirmed, register_linked, register_payment, Confirm, Confirmation, PaymentError,
-    Registered, Trusted,
+    register_confirmed, register_linked, register_payment, Confirm, Confirmation, Link,
+    PaymentError, Registered, Trusted,
 };
 pub use rules::{decide, Decision, Outcome, Related};
 

@@ -6,24 +6,22 @@
 
 use super::event::PaymentEvent;
 use super::invoice::{invoice_pk, payments_list_pk, Invoice};
-use super::rules::{decide, unconfirmed, Decision, Related};
+use super::rules::Decision as Applied;
+use super::rules::{decide, unconfirmed, Related};
 use super::PaymentInput;
 use crate::ids::{LocalId, OrgId};
-use crate::review::ReviewItem;
+use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::item::{n, s, tag_name, Read};
-use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
-use std::time::Duration;
+use crate::store::{
+    Answer, Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Update, Written,
+};
+use chrono::{DateTime, Utc};
 use thiserror::Error;
-
-/// Attempts before giving up on a contended invoice (each loser of a race re-reads and retries).
-const MAX_ATTEMPTS: u32 = 40;
 
 #[derive(Debug, Error)]
 pub enum PaymentError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("invoice stayed contended for {MAX_ATTEMPTS} attempts")]
-    Contended,
     #[error("the provider could not confirm the payment now: {0}")]
     Unconfirmable(String),
     /// The record a linked payment was conditioned on (a bank row's match) changed meanwhile:
@@ -36,7 +34,7 @@ impl PaymentError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store(e) => e.is_retryable(),
-            Self::Contended | Self::Unconfirmable(_) | Self::LinkMoved => true,
+            Self::Unconfirmable(_) | Self::LinkMoved => true,
         }
     }
 }
@@ -70,69 +68,208 @@ impl Confirm for Trusted {
     }
 }
 
-#[derive(Clone, Debug)]
-pub enum Registered {
-    Booked(PaymentEvent),
-    /// The key was already stored; `same_payload` says whether this arrival says the same.
-    Duplicate {
-        stored: PaymentEvent,
-        same_payload: bool,
-    },
-}
+/// How registering a payment ended: booked now, or the stored event of its key.
+pub type Registered = Written<PaymentEvent>;
 
-impl Registered {
-    /// The answer to this arrival: the first answer, marked `duplicate` on a repeat.
-    pub fn answer(&self) -> serde_json::Value {
-        match self {
-            Self::Booked(event) => event.answer(false),
-            Self::Duplicate { stored, .. } => stored.answer(true),
-        }
+impl Answer for PaymentEvent {
+    /// The first answer, marked `duplicate` on a repeat.
+    fn answer(&self, repeat: bool) -> serde_json::Value {
+        PaymentEvent::answer(self, repeat)
     }
 
-    pub fn event(&self) -> &PaymentEvent {
-        match self {
-            Self::Booked(event) | Self::Duplicate { stored: event, .. } => event,
-        }
+    fn review(&self) -> bool {
+        self.outcome.review_reason().is_some()
     }
 }
 
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    let cap = 5u64.saturating_mul(1 << attempt.min(6)).min(200);
-    let jitter = u64::from(u16::from_le_bytes(crate::ids::random_bytes::<2>()));
-    Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))
+/// Books one arrival of money. A second arrival of the same (source, external id) is answered
+/// from one read and writes nothing; a concurrent twin that loses the race is a repeat too.
+pub async fn register_payment(
+    store: &Store,
+    input: &PaymentInput,
+) -> Result<Registered, PaymentError> {
+    register_confirmed(store, input, &Trusted).await
 }
 
-/// What one read found. `related` is `None` when the payment has no counterpart to check.
-struct Found {
-    stored: Option<Item>,
-    invoice: Option<Invoice>,
-    related: Option<Option<Item>>,
+/// `register_payment`, asking `confirm` before a new payment books money.
+pub async fn register_confirmed(
+    store: &Store,
+    input: &PaymentInput,
+    confirm: &impl Confirm,
+) -> Result<Registered, PaymentError> {
+    register(store, Register::new(input, confirm, None)).await
 }
 
-async fn read(store: &Store, input: &PaymentInput) -> Result<Found, StoreError> {
-    let invoice_pk = input
-        .invoice_ref
-        .as_deref()
-        .filter(|id| LocalId::parse("invoice_id", id).is_ok())
-        .map(|id| invoice_pk(&input.org, id));
-    let mut pks = vec![input.pk()];
-    pks.extend(invoice_pk.clone());
-    pks.extend(input.related_pk());
-    let mut found = store.get_many(&pks).await?.into_iter();
-    let stored = found.next().flatten();
-    let invoice = match invoice_pk {
-        Some(_) => found.next().flatten(),
-        None => None,
-    };
-    Ok(Found {
-        stored,
-        invoice: invoice.as_ref().map(Invoice::from_item).transpose()?,
-        related: input.related_pk().map(|_| found.next().flatten()),
-    })
+/// `register_payment` with one more step in its transaction, made from the event it stores: the
+/// payment and what links to it (a bank row's match, with the amount applied) are written
+/// together or not at all. The linked item is read with the payment; when it moved from what
+/// the caller decided over, nothing is written and the answer is `LinkMoved`.
+pub async fn register_linked(
+    store: &Store,
+    input: &PaymentInput,
+    link: &Link<'_>,
+) -> Result<Registered, PaymentError> {
+    register(store, Register::new(input, &Trusted, Some(link))).await
+}
+
+/// The item a payment is linked to, and the step that links it.
+pub struct Link<'a> {
+    pub pk: String,
+    /// Whether the linked item, as read now, is still the one the link was decided over.
+    pub held: Box<dyn Fn(Option<&Item>) -> bool + Send + Sync + 'a>,
+    /// The linking step, made from the event being stored.
+    pub step: Box<dyn Fn(&PaymentEvent) -> Step + Send + Sync + 'a>,
+}
+
+#[tracing::instrument(skip_all, fields(event_key = %decision.input.event_key()))]
+async fn register<C: Confirm>(
+    store: &Store,
+    mut decision: Register<'_, C>,
+) -> Result<Registered, PaymentError> {
+    let at = decision.input.at;
+    let written = store.write(&mut decision, at).await?;
+    if let Written::New(event) = &written {
+        tracing::info!(outcome = ?event.outcome, "payment stored");
+    }
+    Ok(written)
+}
+
+/// One payment's decision: its key, its invoice, its counterpart and what it links to, read
+/// together; the provider asked once before a new payment books money.
+struct Register<'a, C: Confirm> {
+    input: &'a PaymentInput,
+    confirm: &'a C,
+    link: Option<&'a Link<'a>>,
+    confirmation: Option<Confirmation>,
+    invoice_pk: Option<String>,
+}
+
+impl<'a, C: Confirm> Register<'a, C> {
+    fn new(input: &'a PaymentInput, confirm: &'a C, link: Option<&'a Link<'a>>) -> Self {
+        let invoice_pk = input
+            .invoice_ref
+            .as_deref()
+            .filter(|id| LocalId::parse("invoice_id", id).is_ok())
+            .map(|id| invoice_pk(&input.org, id));
+        Self {
+            input,
+            confirm,
+            link,
+            confirmation: None,
+            invoice_pk,
+        }
+    }
+
+    /// Where each read item sits after the event's own: the invoice, the counterpart, the link.
+    fn slots(&self) -> [Option<usize>; 3] {
+        let mut next = 0;
+        [
+            self.invoice_pk.is_some(),
+            self.input.related_pk().is_some(),
+            self.link.is_some(),
+        ]
+        .map(|present| {
+            present.then(|| {
+                next += 1;
+                next
+            })
+        })
+    }
+
+    fn repeat(&self, item: &Item) -> Result<Registered, StoreError> {
+        let stored = PaymentEvent::from_item(item)?;
+        let input = self.input;
+        let given = |differs: bool, present: bool| present && differs;
+        let mismatch = Mismatch::of(
+            &stored.fingerprint,
+            &input.fingerprint(),
+            &[
+                (
+                    "invoice_id",
+                    given(
+                        input.invoice_ref != stored.invoice_id,
+                        input.invoice_ref.is_some(),
+                    ),
+                ),
+                (
+                    "amount",
+                    given(input.amount != stored.received, input.amount.is_some()),
+                ),
+                (
+                    "currency",
+                    given(input.currency != stored.currency, input.currency.is_some()),
+                ),
+                ("reverses", input.reverses != stored.reverses),
+            ],
+        );
+        Ok(Written::again(stored, mismatch))
+    }
+}
+
+impl<C: Confirm> Decision for Register<'_, C> {
+    type Out = PaymentEvent;
+    type Error = PaymentError;
+
+    fn keys(&self) -> Vec<String> {
+        let mut pks = vec![self.input.pk()];
+        pks.extend(self.invoice_pk.clone());
+        pks.extend(self.input.related_pk());
+        pks.extend(self.link.map(|l| l.pk.clone()));
+        pks
+    }
+
+    async fn prepare(&mut self, seen: &Seen) -> Result<(), PaymentError> {
+        let new = seen.stored().is_none();
+        if new && self.input.reverses.is_none() && self.confirmation.is_none() {
+            self.confirmation = Some(self.confirm.confirm(self.input).await);
+        }
+        Ok(())
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<PaymentEvent>, PaymentError> {
+        if let Some(item) = seen.stored() {
+            return Ok(Plan::Done(self.repeat(item)?));
+        }
+        let input = self.input;
+        let [invoice_at, related_at, link_at] = self.slots();
+        let before = invoice_at
+            .and_then(|i| seen.get(i))
+            .map(Invoice::from_item)
+            .transpose()?;
+        let related = related_at.map(|i| seen.get(i));
+        if let Some(link) = self.link {
+            if !(link.held)(link_at.and_then(|i| seen.get(i))) {
+                return Err(PaymentError::LinkMoved);
+            }
+        }
+        let decision = match &self.confirmation {
+            Some(Confirmation::Unavailable(why)) => {
+                return Err(PaymentError::Unconfirmable(why.clone()))
+            }
+            Some(Confirmation::Refused(why)) => {
+                tracing::warn!(%why, "the provider did not confirm the payment; nothing applied");
+                unconfirmed(input)
+            }
+            _ => decide(before.as_ref(), input, counterpart(input, related)?),
+        };
+        let after = before.as_ref().map(|inv| match decision.change {
+            Some(change) => Invoice {
+                paid: change.paid,
+                status: change.status,
+                version: inv.version + 1,
+                ..inv.clone()
+            },
+            None => inv.clone(),
+        });
+        let event = PaymentEvent::new(input, &decision, before.as_ref(), after.as_ref());
+        let mut steps = steps(input, &event, &decision, before.as_ref(), related);
+        steps.extend(self.link.map(|l| (l.step)(&event)));
+        Ok(Plan::Write { steps, out: event })
+    }
 }
 
 /// What is stored about the counterpart, for the rules.
-fn related(input: &PaymentInput, found: &Option<Option<Item>>) -> Result<Related, StoreError> {
+fn counterpart(input: &PaymentInput, found: Option<Option<&Item>>) -> Result<Related, StoreError> {
     Ok(match (found, &input.reverses) {
         (Some(Some(original)), Some(_)) => Related::Original {
             applied: original.dec_of("applied")?,
@@ -142,22 +279,13 @@ fn related(input: &PaymentInput, found: &Option<Option<Item>>) -> Result<Related
     })
 }
 
-fn duplicate(input: &PaymentInput, item: &Item) -> Result<Registered, StoreError> {
-    let stored = PaymentEvent::from_item(item)?;
-    let same_payload = stored.fingerprint == input.fingerprint();
-    Ok(Registered::Duplicate {
-        stored,
-        same_payload,
-    })
-}
-
 /// The steps that store `event` and apply `decision` to the invoice as it was read.
 fn steps(
     input: &PaymentInput,
     event: &PaymentEvent,
-    decision: &Decision,
+    decision: &Applied,
     before: Option<&Invoice>,
-    related: &Option<Option<Item>>,
+    related: Option<Option<&Item>>,
 ) -> Vec<Step> {
     let mut steps = vec![Step::PutNew(event.to_item())];
     if let (Some(inv), Some(change)) = (before, decision.change) {
@@ -182,103 +310,11 @@ fn steps(
     steps
 }
 
-/// Books one arrival of money. A second arrival of the same (source, external id) returns
-/// `Duplicate` after one read and writes nothing; a concurrent twin that loses the race is a
-/// duplicate too.
-pub async fn register_payment(
-    store: &Store,
-    input: &PaymentInput,
-) -> Result<Registered, PaymentError> {
-    register_confirmed(store, input, &Trusted).await
-}
-
-/// `register_payment`, asking `confirm` before a new payment books money.
-pub async fn register_confirmed(
-    store: &Store,
-    input: &PaymentInput,
-    confirm: &impl Confirm,
-) -> Result<Registered, PaymentError> {
-    register(store, input, confirm, &|_| None).await
-}
-
-/// `register_payment` with one more step in its transaction, made from the event it stores: the
-/// payment and what links to it (a bank row's match, with the amount applied) are written
-/// together or not at all. A refusal of that step is `LinkMoved`, with nothing written.
-pub async fn register_linked(
-    store: &Store,
-    input: &PaymentInput,
-    link: &(dyn Fn(&PaymentEvent) -> Step + Sync),
-) -> Result<Registered, PaymentError> {
-    register(store, input, &Trusted, &|event| Some(link(event))).await
-}
-
-#[tracing::instrument(skip_all, fields(event_key = %input.event_key()))]
-async fn register(
-    store: &Store,
-    input: &PaymentInput,
-    confirm: &impl Confirm,
-    link: &(dyn Fn(&PaymentEvent) -> Option<Step> + Sync),
-) -> Result<Registered, PaymentError> {
-    let mut confirmation = None;
-    for attempt in 0..MAX_ATTEMPTS {
-        let found = read(store, input).await?;
-        if let Some(item) = &found.stored {
-            return Ok(duplicate(input, item)?);
-        }
-        if input.reverses.is_none() && confirmation.is_none() {
-            confirmation = Some(confirm.confirm(input).await);
-        }
-        let rel = related(input, &found.related)?;
-        let before = found.invoice;
-        let decision = match &confirmation {
-            Some(Confirmation::Unavailable(why)) => {
-                return Err(PaymentError::Unconfirmable(why.clone()))
-            }
-            Some(Confirmation::Refused(why)) => {
-                tracing::warn!(%why, "the provider did not confirm the payment; nothing applied");
-                unconfirmed(input)
-            }
-            _ => decide(before.as_ref(), input, rel),
-        };
-        let after = before.as_ref().map(|inv| match decision.change {
-            Some(change) => Invoice {
-                paid: change.paid,
-                status: change.status,
-                version: inv.version + 1,
-                ..inv.clone()
-            },
-            None => inv.clone(),
-        });
-        let event = PaymentEvent::new(input, &decision, before.as_ref(), after.as_ref());
-        let mut steps = steps(input, &event, &decision, before.as_ref(), &found.related);
-        let linked_at = steps.len();
-        steps.extend(link(&event));
-        match store.transact(steps).await? {
-            Transacted::Refused { step, .. } if step == linked_at => {
-                return Err(PaymentError::LinkMoved)
-            }
-            Transacted::Done => {
-                tracing::info!(outcome = ?decision.outcome, "payment stored");
-                return Ok(Registered::Booked(event));
-            }
-            Transacted::Refused {
-                step: 0,
-                existing: Some(item),
-            } => return Ok(duplicate(input, &item)?),
-            _ => {
-                tracing::debug!(attempt, "invoice or counterpart moved; retrying");
-                tokio::time::sleep(backoff(attempt)).await;
-            }
-        }
-    }
-    Err(PaymentError::Contended)
-}
-
-fn review_for(event: &PaymentEvent, reason: &str) -> ReviewItem {
+fn review_for(event: &PaymentEvent, reason: Reason) -> ReviewItem {
     ReviewItem {
         org: event.org.clone(),
-        kind: "payment".into(),
-        reason: reason.into(),
+        kind: Kind::Payment,
+        reason,
         key: event.key().to_string(),
         at: event.at,
         detail: serde_json::json!({

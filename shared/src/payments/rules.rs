@@ -2,6 +2,7 @@
 
 use super::invoice::{Invoice, InvoiceStatus};
 use super::PaymentInput;
+use crate::review::Reason;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -40,16 +41,16 @@ pub enum Related {
 
 impl Outcome {
     /// Outcomes a person has to look at.
-    pub fn review_reason(self) -> Option<&'static str> {
+    pub fn review_reason(self) -> Option<Reason> {
         match self {
             Self::Applied | Self::Reversed => None,
-            Self::Overpaid => Some("overpayment"),
-            Self::InvoiceClosed => Some("invoice_closed"),
-            Self::CurrencyMismatch => Some("currency_mismatch"),
-            Self::Unmatched => Some("unknown_invoice"),
-            Self::ReversalUnmatched => Some("reversal_without_payment"),
-            Self::ReversedBeforePayment => Some("reversed_before_payment"),
-            Self::Unconfirmed => Some("unconfirmed_payment"),
+            Self::Overpaid => Some(Reason::Overpayment),
+            Self::InvoiceClosed => Some(Reason::InvoiceClosed),
+            Self::CurrencyMismatch => Some(Reason::CurrencyMismatch),
+            Self::Unmatched => Some(Reason::UnknownInvoice),
+            Self::ReversalUnmatched => Some(Reason::ReversalWithoutPayment),
+            Self::ReversedBeforePayment => Some(Reason::ReversedBeforePayment),
+            Self::Unconfirmed => Some(Reason::UnconfirmedPayment),
         }
     }
 }

@@ -87,6 +87,15 @@ fn header<'a>(
         .map_err(|_| SignatureError::Malformed)
 }
 
+/// What a verified body says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parsed<E> {
+    /// A status this source does not record (a payment still processing): answered 200,
+    /// nothing written.
+    Ignored(String),
+    Event(E),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,13 +5,16 @@
 //! such steps, a conditional update), so "condition failed" is decided here and nowhere else.
 
 pub mod item;
+pub mod lists;
 mod read;
 pub mod schema;
 mod transact;
 mod update;
+pub mod write;
 
 pub use transact::{Step, Transacted};
 pub use update::{Cond, Update};
+pub use write::{Answer, Decision, Mismatch, Plan, Seen, Written};
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;

@@ -49,7 +49,7 @@ impl Store {
                 wanted = rest.remove(&self.table).map(|k| k.keys).unwrap_or_default();
                 // Throttled: ask again after a pause that grows, not at once.
                 rounds += 1;
-                tokio::time::sleep(crate::payments::register::backoff(rounds)).await;
+                tokio::time::sleep(super::write::backoff(rounds)).await;
             }
         }
         Ok(pks.iter().map(|pk| found.get(pk).cloned()).collect())

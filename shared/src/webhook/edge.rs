@@ -2,11 +2,10 @@
 //! parse, record, answer, and the metrics of every delivery.
 
 use super::cache::{Cache, Cached, Entry};
-use super::{unparseable, Outcome, Parsed, Source};
+use super::{unparseable, Parsed, Source};
 use crate::http::{body_bytes, json_response, route_path, ApiError, MAX_BODY};
-use crate::ids::{EventKey, IntegrationId};
+use crate::ids::IntegrationId;
 use crate::integrations::{self, Integration};
-use crate::review::ReviewItem;
 use crate::signature::{SignatureError, Verified, Verify};
 use crate::store::item::tag_name;
 use crate::store::Store;
@@ -132,32 +131,29 @@ impl<S: Source> Edge<S> {
             .source
             .record(&self.store, integration, event, now)
             .await?;
-        tracing::Span::current().record("event_key", recorded.key.as_str());
-        let outcome = match &recorded.outcome {
-            Outcome::Stored { review: false } => "stored",
-            Outcome::Stored { review: true } => "review",
-            Outcome::Duplicate => "duplicate",
-            Outcome::Conflict {
-                fingerprint,
-                stored,
-            } => {
-                self.mismatch(integration, &recorded.key, fingerprint, stored, now)
-                    .await?;
-                "review"
-            }
-        };
-        count(label, outcome);
-        if !matches!(recorded.outcome, Outcome::Stored { .. }) {
+        if let Some(key) = recorded.key() {
+            tracing::Span::current().record("event_key", key.as_str());
+        }
+        let context = json!({"integration_id": integration.id.id});
+        let told = super::answer::tell(
+            &self.store,
+            integration.org(),
+            super::REVIEW_KIND,
+            &recorded,
+            context,
+            now,
+        )
+        .await?;
+        count(label, told.outcome);
+        if !recorded.is_new() {
             // The operator's chart of duplicates per hour; a lost tally is no lost event.
             if let Err(e) = crate::ops::chart::duplicate(&self.store, integration.org(), now).await
             {
                 tracing::warn!(error.message = %e, "duplicate not tallied");
             }
         }
-        Ok(json_response(
-            self.source.status(&recorded.outcome),
-            &recorded.answer,
-        ))
+        let status = self.source.status(recorded.is_new());
+        Ok(json_response(status, &told.answer))
     }
 
     /// A subscription handshake: the integration (cached like a delivery's), then the source's
@@ -264,28 +260,6 @@ impl<S: Source> Edge<S> {
             .map(|i| self.entry(i, now));
         self.cache.put(&id.id, found.clone(), now);
         found.ok_or_else(|| ApiError::not_found("integration"))
-    }
-
-    async fn mismatch(
-        &self,
-        integration: &Integration,
-        key: &EventKey,
-        fingerprint: &str,
-        stored: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(), ApiError> {
-        tracing::warn!(event_key = %key, "same key, another payload; answered with the stored answer");
-        ReviewItem {
-            org: integration.org().clone(),
-            kind: "webhook".into(),
-            reason: "payload_mismatch".into(),
-            key: format!("{key}:{}", &fingerprint[..fingerprint.len().min(16)]),
-            at: now,
-            detail: json!({"integration_id": integration.id.id, "event_key": key, "fingerprint": fingerprint, "stored_fingerprint": stored}),
-        }
-        .put(&self.store)
-        .await?;
-        Ok(())
     }
 }
 

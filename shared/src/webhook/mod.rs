@@ -5,56 +5,41 @@
 //! event → record (new, a replay of the stored answer, or a conflict) → the answer. A source
 //! declares its integration kind, builds its verifier, parses and records; it copies no wiring.
 
+pub mod answer;
 pub mod cache;
 mod edge;
 mod unparseable;
 
+pub use answer::{Recorded, Told};
 pub use edge::Edge;
 
 use crate::http::ApiError;
-use crate::ids::EventKey;
-use crate::integrations::{Integration, IntegrationKind};
+use crate::integrations::{Integration, IntegrationKind, Provider};
+use crate::review::Kind;
+pub use crate::signature::Parsed;
 use crate::signature::{SignatureError, Verified, Verify};
-use crate::store::Store;
+use crate::store::{Answer, Store};
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use std::future::Future;
 
-/// What a verified body says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Parsed<E> {
-    /// A status this source does not record (a payment still processing): answered 200,
-    /// nothing written.
-    Ignored(String),
-    Event(E),
-}
-
-/// How a recorded event ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Stored now; `review` when it also filed a review item.
-    Stored { review: bool },
-    /// The same key with the same payload was stored before.
-    Duplicate,
-    /// The same key was stored before with another payload (fingerprints differ).
-    Conflict { fingerprint: String, stored: String },
-}
-
-/// The result of recording one event: its key, the answer (the stored one on a repeat), and
-/// how it ended.
-#[derive(Clone, Debug)]
-pub struct Recorded {
-    pub key: EventKey,
-    pub answer: Value,
-    pub outcome: Outcome,
-}
+/// What a conflict of this source is filed as.
+pub const REVIEW_KIND: Kind = Kind::Webhook;
 
 /// An event source behind `/hooks/{integration_id}/{kind}`.
 pub trait Source: Send + Sync {
     /// The integrations this source serves, and its route's last segment.
     const KIND: IntegrationKind;
+    /// What the integrations of this kind are configured with.
+    type Settings: Provider;
     type Verifier: Verify;
     type Event: Send;
+    /// What one of its events is stored as, and answers with.
+    type Stored: Answer + Send;
+
+    /// The settings of an integration of this source's kind.
+    fn settings(integration: &Integration) -> Option<&Self::Settings> {
+        Self::Settings::of(&integration.settings)
+    }
 
     /// Builds the verifier of an integration of this kind, once per loaded integration.
     fn verifier(&self, integration: &Integration) -> Result<Self::Verifier, SignatureError>;
@@ -66,7 +51,9 @@ pub trait Source: Send + Sync {
     }
 
     /// The provider's name, for metrics and logs.
-    fn label(&self, integration: &Integration) -> &'static str;
+    fn label(&self, integration: &Integration) -> &'static str {
+        Self::settings(integration).map_or("unknown", Provider::label)
+    }
 
     /// Reads a verified body. An error is a body that cannot be read: it is kept for a person.
     fn parse(
@@ -84,11 +71,11 @@ pub trait Source: Send + Sync {
         integration: &Integration,
         event: Self::Event,
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<Recorded, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Recorded<Self::Stored>, ApiError>> + Send;
 
-    /// The status of a recorded event's answer: 200, or 201 for a source whose first delivery
-    /// creates (calls).
-    fn status(&self, _outcome: &Outcome) -> u16 {
+    /// The status of a recorded delivery's answer: 200, or 201 for a source whose first
+    /// delivery creates (calls).
+    fn status(&self, _new: bool) -> u16 {
         200
     }
 

@@ -4,7 +4,7 @@
 
 use crate::ids::ExternalId;
 use crate::integrations::Integration;
-use crate::review::ReviewItem;
+use crate::review::{Kind, Reason, ReviewItem};
 use crate::signature::Verified;
 use crate::store::item::Builder;
 use crate::store::{Step, Store, StoreError, Transacted};
@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 /// The review item's reason.
-pub const REASON: &str = "unparseable_payload";
+pub const REASON: Reason = Reason::UnparseablePayload;
 
 /// Keeps the body; `Ok(false)` when the same body from the same integration was kept before.
 pub async fn keep(
@@ -41,8 +41,8 @@ pub async fn keep(
     .build();
     let review = ReviewItem {
         org: org.clone(),
-        kind: "webhook".into(),
-        reason: REASON.into(),
+        kind: Kind::Webhook,
+        reason: REASON,
         key,
         at: now,
         detail: json!({"integration_id": integration.id.id, "reason": reason, "bytes": body.len()}),

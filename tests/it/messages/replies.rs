@@ -204,12 +204,12 @@ async fn a_missed_call_is_answered_in_the_callers_whatsapp_conversation() {
         .unwrap();
     let writer = Message::from_item(&s.items_of("message").await[0]).unwrap();
     assert_eq!(
-        call.call().contact_id,
+        call.value().contact_id,
         writer.contact_id,
         "the caller is the writer's contact"
     );
     let fired = call
-        .call()
+        .value()
         .consequences()
         .into_iter()
         .find(|c| matches!(c, Consequence::Trigger(_)))

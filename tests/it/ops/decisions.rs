@@ -22,8 +22,8 @@ async fn two_people_resolving_at_once_leave_one_resolution() {
         .unwrap();
     ReviewItem {
         org: org.clone(),
-        kind: "payment".into(),
-        reason: "overpayment".into(),
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::Overpayment,
         key: "payment:stripe:pi_9".into(),
         at: Utc::now(),
         detail: json!({}),

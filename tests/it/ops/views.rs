@@ -38,8 +38,8 @@ async fn busy_org(o: &Ops, payments: usize) -> (String, OrgId) {
     }
     ReviewItem {
         org: org.clone(),
-        kind: "payment".into(),
-        reason: "overpayment".into(),
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::Overpayment,
         key: format!("payment:{org}"),
         at: Utc::now(),
         detail: json!({}),

@@ -135,10 +135,13 @@ pub async fn run() -> Result<()> {
                 )
             })
             .collect();
-        let (imported, _) = bank::store_rows(&store, &txs, CONCURRENCY).await?;
+        let imported = bank::store_rows(&store, &txs, CONCURRENCY)
+            .await?
+            .imported();
         let first = started.elapsed();
         let started = Instant::now();
-        let (again, duplicates) = bank::store_rows(&store, &txs, CONCURRENCY).await?;
+        let rows = bank::store_rows(&store, &txs, CONCURRENCY).await?;
+        let (again, duplicates) = (rows.imported(), rows.duplicates());
         let second = started.elapsed();
         anyhow::ensure!(
             imported == ROWS && again == 0 && duplicates == ROWS,

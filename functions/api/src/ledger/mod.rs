@@ -6,9 +6,12 @@ use crate::paging;
 use crate::Ctx;
 use chrono::{DateTime, Utc};
 use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::ids::EventKey;
 use firmspace::ledger::{self, export, inbox, wallet, LedgerLine, Price, TOPUP_MAX};
 use firmspace::money::{parse_amount, Currency};
+use firmspace::review::Kind;
 use firmspace::store::Store;
+use firmspace::webhook::answer::{answer_of, key_reused};
 use lambda_http::{Body, Response};
 use rust_decimal::Decimal;
 use serde::Deserialize;
@@ -40,8 +43,15 @@ pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
             format!("a top-up is at most {TOPUP_MAX}"),
         ));
     }
-    let done = ledger::top_up(store, &ctx.org, &key, Price { amount, currency }, ctx.now).await?;
-    Ok(json_response(200, &done.answer))
+    let written =
+        ledger::top_up(store, &ctx.org, &key, Price { amount, currency }, ctx.now).await?;
+    let event = EventKey::new("topup", key.as_str());
+    if let Some(refused) =
+        key_reused(store, &ctx.org, Kind::Wallet, &event, &written, ctx.now).await?
+    {
+        return Err(refused);
+    }
+    Ok(json_response(200, &answer_of(&written)))
 }
 
 /// `GET /api/wallet`.

@@ -5,13 +5,13 @@ use super::{apply, row, MatchError};
 use crate::ids::OrgId;
 use crate::payments::invoice::{self, Invoice};
 use crate::payments::InvoiceStatus;
-use crate::review::ReviewItem;
+use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::Store;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
 /// The review reason of a credit row no single open invoice claims.
-pub const UNMATCHED: &str = "unmatched_bank_row";
+pub const UNMATCHED: Reason = Reason::UnmatchedBankRow;
 
 /// Invoice numbers (`INV-00042`) a text names, each once, in order.
 pub fn invoice_numbers(text: &str) -> Vec<String> {
@@ -102,8 +102,8 @@ pub async fn auto_match(
     }
     ReviewItem {
         org: org.clone(),
-        kind: "bank".into(),
-        reason: UNMATCHED.into(),
+        kind: Kind::Bank,
+        reason: UNMATCHED,
         key: tx_id.to_owned(),
         at: now,
         detail: json!({

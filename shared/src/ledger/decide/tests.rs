@@ -325,7 +325,7 @@ fn a_sent_in_another_currency_after_its_failure_files_one_review_item() {
     );
     assert_eq!(sent.lines.len(), 2, "debit and refund, neither applied");
     assert!(sent.lines.iter().all(|l| !l.applied) && sent.wallet.is_none());
-    let reasons: Vec<&str> = sent.flags.iter().map(|f| f.reason).collect();
+    let reasons: Vec<&str> = sent.flags.iter().map(|f| f.reason.name()).collect();
     assert_eq!(
         reasons,
         ["currency_mismatch"],

@@ -3,6 +3,7 @@ use crate::ids::{ExternalId, LocalId, OrgId};
 use crate::money::Currency;
 use crate::payments::invoice::Links;
 use crate::payments::{PaymentInput, Source};
+use crate::review::Reason;
 use proptest::prelude::*;
 use rust_decimal_macros::dec;
 use std::collections::HashMap;
@@ -75,7 +76,10 @@ fn an_overpayment_keeps_the_excess_unapplied_for_review() {
     assert_eq!(d.outcome, Outcome::Overpaid);
     assert_eq!((d.applied, d.unapplied), (dec!(10), dec!(15)));
     assert_eq!(d.change.unwrap().paid, dec!(100));
-    assert_eq!(d.outcome.review_reason(), Some("overpayment"));
+    assert_eq!(
+        d.outcome.review_reason().map(Reason::name),
+        Some("overpayment")
+    );
 }
 
 #[test]
@@ -121,7 +125,10 @@ fn an_amount_the_invoice_currency_cannot_hold_is_not_rounded_in() {
 fn an_unknown_invoice_is_unmatched() {
     let d = decide(None, &payment("p7", Some(dec!(5))), Related::Nothing);
     assert_eq!((d.outcome, d.applied), (Outcome::Unmatched, dec!(0)));
-    assert_eq!(d.outcome.review_reason(), Some("unknown_invoice"));
+    assert_eq!(
+        d.outcome.review_reason().map(Reason::name),
+        Some("unknown_invoice")
+    );
 }
 
 #[test]
@@ -152,7 +159,10 @@ fn a_payment_arriving_after_its_reversal_applies_nothing() {
         (d.outcome, d.applied, d.change),
         (Outcome::ReversedBeforePayment, dec!(0), None)
     );
-    assert_eq!(d.outcome.review_reason(), Some("reversed_before_payment"));
+    assert_eq!(
+        d.outcome.review_reason().map(Reason::name),
+        Some("reversed_before_payment")
+    );
 }
 
 #[test]

@@ -1,0 +1,185 @@
+//! One messenger delivery: its messages (each recorded once), its status events, and in a batch
+//! the messages that break a limit, each kept for a person while the others are stored.
+
+use super::{apply_status, record, Incoming, Message, Posted, StatusEvent, BATCH_MAX, TEXT_MAX};
+use crate::ids::{EventKey, ExternalId};
+use crate::integrations::Integration;
+use crate::review::{Kind, Reason, ReviewItem};
+use crate::signature::Parsed;
+use crate::store::{Answer, Store, StoreError, Written};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+/// A verified delivery, checked.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    pub messages: Vec<Incoming>,
+    pub statuses: Vec<StatusEvent>,
+    /// Messages of a batch that break a limit, with the reason.
+    pub rejected: Vec<(Incoming, String)>,
+    /// Whether the messenger delivers batches (WhatsApp): then the answer is the batch form.
+    pub batch: bool,
+}
+
+impl Delivery {
+    /// Checks what a messenger posted. One message alone that breaks a limit is an error (the
+    /// whole body is kept raw for a person by the edge); in a batch it is set aside.
+    pub fn check(posted: Posted) -> Result<Parsed<Self>, String> {
+        let (messages, statuses, batch) = match posted {
+            Posted::Ignored(kind) => return Ok(Parsed::Ignored(kind)),
+            Posted::Delivery {
+                messages,
+                statuses,
+                batch,
+            } => (messages, statuses, batch),
+        };
+        if messages.len() + statuses.len() > BATCH_MAX {
+            return Err(format!(
+                "more than {BATCH_MAX} messages and statuses in one delivery"
+            ));
+        }
+        let (mut good, mut rejected) = (Vec::new(), Vec::new());
+        for m in messages.into_iter().map(Incoming::printable) {
+            match m.check() {
+                Ok(()) => good.push(m),
+                Err(reason) if !batch => return Err(reason),
+                Err(reason) => rejected.push((m, reason)),
+            }
+        }
+        if good.is_empty() && statuses.is_empty() {
+            if let Some((_, reason)) = rejected.first() {
+                return Err(reason.clone());
+            }
+        }
+        Ok(Parsed::Event(Self {
+            messages: good,
+            statuses,
+            rejected,
+            batch,
+        }))
+    }
+}
+
+impl Answer for Message {
+    /// The message's line: `{"message_id", "key", "duplicate", "conversation_id"}`.
+    fn answer(&self, repeat: bool) -> Value {
+        json!({
+            "message_id": self.provider_id,
+            "key": self.key(),
+            "duplicate": repeat,
+            "conversation_id": self.conversation_id,
+        })
+    }
+}
+
+/// What a delivery did.
+#[derive(Clone, Debug)]
+pub struct Delivered {
+    pub messages: Vec<(EventKey, Written<Message>)>,
+    /// The answer lines of the messages set aside for a person.
+    pub rejected: Vec<Value>,
+    pub statuses: usize,
+    pub applied: usize,
+    /// The batch answer, when the delivery is answered in that form.
+    pub batch: Option<Value>,
+    /// The delivery's key for logs when it carried no message: its first status's.
+    pub key: EventKey,
+}
+
+/// Records every message of `delivery` once and applies its statuses. Every download of the
+/// delivery together stays before `deadline`, so each message is written before the function's
+/// own timeout.
+pub async fn deliver(
+    store: &Store,
+    media: &super::media::Media,
+    integration: &Integration,
+    delivery: &Delivery,
+    now: DateTime<Utc>,
+    deadline: Instant,
+) -> Result<Delivered, StoreError> {
+    let mut messages = Vec::with_capacity(delivery.messages.len());
+    for incoming in &delivery.messages {
+        let written = record(store, media, integration, incoming, now, deadline).await?;
+        messages.push((written.value().key(), written));
+    }
+    let mut rejected = Vec::new();
+    for (incoming, reason) in &delivery.rejected {
+        rejected.push(set_aside(store, integration, incoming, reason, now).await?);
+    }
+    let mut applied = 0usize;
+    for status in &delivery.statuses {
+        if apply_status(store, integration.org(), &integration.id.id, status, now).await? {
+            applied += 1;
+        }
+    }
+    tracing::info!(
+        messages = messages.len() + rejected.len(),
+        statuses = delivery.statuses.len(),
+        applied,
+        "delivery recorded"
+    );
+    let first_status = delivery
+        .statuses
+        .first()
+        .map_or("", |s| s.provider_id.as_str());
+    let key = EventKey::new("status", &format!("{}:{first_status}", integration.id.id));
+    let mut delivered = Delivered {
+        messages,
+        rejected,
+        statuses: delivery.statuses.len(),
+        applied,
+        batch: None,
+        key,
+    };
+    if delivery.batch || delivered.messages.len() != 1 {
+        delivered.batch = Some(delivered.batch_answer());
+    }
+    Ok(delivered)
+}
+
+impl Delivered {
+    /// `{"messages": [...], "statuses", "statuses_applied"}`.
+    fn batch_answer(&self) -> Value {
+        let mut lines: Vec<Value> = self
+            .messages
+            .iter()
+            .map(|(_, w)| w.value().answer(!w.is_new()))
+            .collect();
+        lines.extend(self.rejected.iter().cloned());
+        json!({"messages": lines, "statuses": self.statuses, "statuses_applied": self.applied})
+    }
+}
+
+/// A message of a batch that breaks a limit: a review item with what it said, and its line in
+/// the answer.
+async fn set_aside(
+    store: &Store,
+    integration: &Integration,
+    incoming: &Incoming,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<Value, StoreError> {
+    let digest = ExternalId::of_body(incoming.provider_id.as_bytes());
+    let text: String = incoming.text.chars().take(TEXT_MAX).collect();
+    let cut = |s: &str| s.chars().take(300).collect::<String>();
+    ReviewItem {
+        org: integration.org().clone(),
+        kind: Kind::Message,
+        reason: Reason::UnparseableMessage,
+        key: format!("{}:{digest}", integration.id.id),
+        at: now,
+        detail: json!({
+            "integration_id": integration.id.id, "reason": reason,
+            "message_id": cut(&incoming.provider_id),
+            "chat_id": cut(&incoming.chat_id),
+            "from": {"id": cut(&incoming.from.identity), "name": cut(&incoming.from.name)},
+            "text": text,
+        }),
+    }
+    .put(store)
+    .await?;
+    Ok(
+        json!({"message_id": incoming.provider_id, "status": "unparseable", "review": "unparseable_message", "detail": reason}),
+    )
+}

@@ -1,0 +1,240 @@
+//! Items a machine cannot decide (overpayment, currency mismatch, unknown invoice, a reused key
+//! with another payload, an outgoing call in an unknown state) become review items for a person:
+//! created, listed and resolved here only.
+//!
+//! An item is on two lists at once: the API's `ORG#{org}#REVIEW` (newest first, every state) and
+//! the operator's `ORG#{org}#REVIEW#{state}` on the second index. Resolving is one conditional
+//! update (`open` → `resolved`) that moves the item between the operator's lists, so two people
+//! resolving at once leave one resolution and the open list never keeps a resolved item.
+
+mod reasons;
+
+pub use reasons::{Kind, Reason};
+
+use crate::ids::{EventKey, OrgId};
+use crate::store::item::{s, Builder, Read};
+use crate::store::lists::review_pk;
+use crate::store::{Cond, Index, Item, Mismatch, Store, StoreError, Update, Written};
+use crate::time;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The states a review item is listed in.
+pub const STATES: [&str; 2] = ["open", "resolved"];
+/// The longest note a resolution keeps, in characters.
+pub const NOTE_MAX: usize = 2000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReviewItem {
+    pub org: OrgId,
+    pub kind: Kind,
+    pub reason: Reason,
+    /// The key of the event or run it concerns; one review item per key and reason.
+    pub key: String,
+    pub at: DateTime<Utc>,
+    pub detail: Value,
+}
+
+/// The key of the item filed for `reason` about `key`.
+pub fn review_item_pk(org: &OrgId, reason: Reason, key: &str) -> String {
+    org.pk(&format!("REVIEW#{reason}#{key}"))
+}
+
+impl ReviewItem {
+    /// The one shape of a `payload_mismatch`: the same key arrived with another payload. One
+    /// item per key and received payload, however often that payload comes again.
+    pub fn mismatch(
+        org: &OrgId,
+        kind: Kind,
+        key: &EventKey,
+        mismatch: &Mismatch,
+        at: DateTime<Utc>,
+        context: Value,
+    ) -> Self {
+        let received = &mismatch.received;
+        let mut detail = json!({
+            "event_key": key.as_str(),
+            "fields": mismatch.fields,
+            "fingerprint": received,
+            "stored_fingerprint": mismatch.stored,
+        });
+        if let (Value::Object(more), Some(out)) = (context, detail.as_object_mut()) {
+            out.extend(more);
+        }
+        Self {
+            org: org.clone(),
+            kind,
+            reason: Reason::PayloadMismatch,
+            key: format!("{key}:{}", &received[..received.len().min(16)]),
+            at,
+            detail,
+        }
+    }
+
+    pub fn pk(&self) -> String {
+        review_item_pk(&self.org, self.reason, &self.key)
+    }
+
+    pub fn to_item(&self) -> Item {
+        Builder::new(&self.pk(), "review", self.org.as_str())
+            .str("review_kind", self.kind.name())
+            .str("reason", self.reason.name())
+            .str("key", &self.key)
+            .time("at", self.at)
+            .str("state", "open")
+            .str("detail", self.detail.to_string())
+            .list(
+                &self.org.pk("REVIEW"),
+                &format!("{}#{}", time::format(self.at), self.key),
+            )
+            .index(
+                &review_pk(&self.org, "open"),
+                &format!("{}#{}#{}", time::format(self.at), self.reason, self.key),
+            )
+            .build()
+    }
+
+    /// Records it; a second record of the same key and reason changes nothing (`Ok(false)`).
+    pub async fn put(&self, store: &Store) -> Result<bool, StoreError> {
+        Ok(store.put_new(self.to_item()).await?.created())
+    }
+}
+
+/// Files a `payload_mismatch` of `kind` for every conflict among `written`: how many there were.
+pub async fn file_conflicts<T>(
+    store: &Store,
+    org: &OrgId,
+    kind: Kind,
+    written: &[(EventKey, Written<T>)],
+    context: &Value,
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let mut conflicts = 0;
+    for (key, w) in written {
+        if let Written::Conflict { mismatch, .. } = w {
+            tracing::warn!(event_key = %key, fields = ?mismatch.fields, "same key, another payload; the first kept");
+            ReviewItem::mismatch(org, kind, key, mismatch, now, context.clone())
+                .put(store)
+                .await?;
+            conflicts += 1;
+        }
+    }
+    Ok(conflicts)
+}
+
+pub fn item_json(item: &Item) -> Value {
+    let detail = item
+        .opt_str("detail")
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or(Value::Null);
+    json!({
+        "kind": item.opt_str("review_kind"),
+        "reason": item.opt_str("reason"),
+        "key": item.opt_str("key"),
+        "at": item.opt_str("at"),
+        "state": item.opt_str("state"),
+        "detail": detail,
+        "note": item.opt_str("note"),
+        "resolved_by": item.opt_str("resolved_by"),
+        "resolved_at": item.opt_str("resolved_at"),
+    })
+}
+
+/// Newest first, every state.
+pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<Value>, StoreError> {
+    let items = store.list(&org.pk("REVIEW"), true, limit).await?;
+    Ok(items.iter().map(item_json).collect())
+}
+
+/// A page of an organisation's review items in `state`, newest first, each as `shown` shows it.
+pub async fn page(
+    store: &Store,
+    org: &OrgId,
+    state: &str,
+    limit: i32,
+    cursor: Option<&str>,
+    shown: fn(&Item) -> Value,
+) -> Result<(Vec<Value>, Option<String>), StoreError> {
+    let (items, next) = store
+        .page_in(
+            Index::States,
+            &review_pk(org, state),
+            None,
+            true,
+            limit,
+            cursor,
+        )
+        .await?;
+    Ok((items.iter().map(shown).collect(), next))
+}
+
+/// How a resolution ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Resolved {
+    /// Resolved now.
+    Now {
+        at: String,
+    },
+    /// Resolved before (by this request's twin or another person): the stored item.
+    Already(Item),
+    NotFound,
+}
+
+/// Resolves the open item under `pk` of `org`, by `by`, with `note`: one conditional update
+/// that moves it from the operator's open list to the resolved one.
+pub async fn resolve(
+    store: &Store,
+    org: &OrgId,
+    pk: &str,
+    by: &str,
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<Resolved, StoreError> {
+    let at = time::format(now);
+    let update = Update::new()
+        .set("state", s("resolved"))
+        .set("resolved_by", s(by))
+        .set("resolved_at", s(&at))
+        .set("note", s(note))
+        .set("gsi2pk", s(review_pk(org, "resolved")))
+        .set("gsi2sk", s(format!("{at}#{pk}")))
+        .when(Cond::Equals("state".into(), s("open")));
+    if store.update_if(pk, &update).await? {
+        return Ok(Resolved::Now { at });
+    }
+    Ok(match store.get(pk).await? {
+        Some(item) => Resolved::Already(item),
+        None => Resolved::NotFound,
+    })
+}
+
+/// Open review items by reason: the reasons of the open list, read a page at a time.
+pub async fn open_by_reason(
+    store: &Store,
+    org: &OrgId,
+) -> Result<BTreeMap<String, u64>, StoreError> {
+    let mut by_reason = BTreeMap::new();
+    let mut cursor = None;
+    loop {
+        let (items, next) = store
+            .page_in(
+                Index::States,
+                &review_pk(org, "open"),
+                None,
+                true,
+                1000,
+                cursor.as_deref(),
+            )
+            .await?;
+        for item in &items {
+            *by_reason
+                .entry(item.opt_str("reason").unwrap_or("unknown").to_owned())
+                .or_insert(0) += 1;
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(by_reason),
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! The one write path of every event: read the keys in one consistent `BatchGetItem`, decide
+//! purely, write one `TransactWriteItems`, and on a lost condition back off and decide again.
+//!
+//! A domain supplies a [`Decision`]; the store owns the loop, the backoff and the one attempt
+//! limit. The result is a [`Written`]: new, a repeat of what is stored, or a conflict (the same
+//! key with another payload). Only the edge turns that into an answer.
+
+use super::{Item, Step, Store, StoreError, Transacted};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// Rounds of read-decide-write before a contended write answers "retry" (503). Each round after
+/// the first waits [`backoff`]; the rounds also stop at the write's time budget.
+pub const ATTEMPTS: u32 = 40;
+/// The longest a write keeps retrying a contended key: well inside a webhook function's timeout.
+pub const BUDGET: Duration = Duration::from_secs(10);
+
+/// The pause before round `attempt + 1`: grows from ~5 ms to at most 200 ms, half of it random,
+/// so writers that lost the same race do not meet again in lockstep.
+pub fn backoff(attempt: u32) -> Duration {
+    let cap = 5u64.saturating_mul(1 << attempt.min(6)).min(200);
+    let jitter = u64::from(u16::from_le_bytes(crate::ids::random_bytes::<2>()));
+    Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))
+}
+
+/// The rounds of a contended write: the first at once, each later one after [`backoff`], at
+/// most [`ATTEMPTS`] and none past the deadline. A request made of several event writes (a bank
+/// row's re-match) retries in the same rounds as one write.
+#[derive(Debug)]
+pub struct Rounds {
+    attempt: u32,
+    deadline: Instant,
+}
+
+impl Rounds {
+    pub fn new() -> Self {
+        Self::until(Instant::now() + BUDGET)
+    }
+
+    pub fn until(deadline: Instant) -> Self {
+        Self {
+            attempt: 0,
+            deadline,
+        }
+    }
+
+    /// Waits for the next round; `false` when no round is left.
+    pub async fn next(&mut self) -> bool {
+        let attempt = self.attempt;
+        if attempt >= ATTEMPTS {
+            return false;
+        }
+        self.attempt += 1;
+        if attempt == 0 {
+            return true;
+        }
+        let pause = backoff(attempt - 1);
+        if Instant::now() + pause > self.deadline {
+            return false;
+        }
+        tracing::debug!(attempt, "a condition was lost; trying again");
+        tokio::time::sleep(pause).await;
+        true
+    }
+}
+
+impl Default for Rounds {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What one consistent read found, in the order of [`Decision::keys`].
+#[derive(Clone, Debug, Default)]
+pub struct Seen(Vec<Option<Item>>);
+
+impl Seen {
+    pub fn new(items: Vec<Option<Item>>) -> Self {
+        Self(items)
+    }
+
+    /// The item under the `i`th key, if it is stored.
+    pub fn get(&self, i: usize) -> Option<&Item> {
+        self.0.get(i).and_then(Option::as_ref)
+    }
+
+    /// The event's own item (the first key), if it is stored: a repeat.
+    pub fn stored(&self) -> Option<&Item> {
+        self.get(0)
+    }
+
+    fn hold(&mut self, i: usize, item: Item) {
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(item);
+    }
+}
+
+/// Why a repeat is not the same event: the fields that differ, and both fingerprints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub fields: Vec<&'static str>,
+    pub stored: String,
+    pub received: String,
+}
+
+impl Mismatch {
+    /// The mismatch between a stored event and a new arrival of its key: `None` when their
+    /// fingerprints agree, else the named fields that differ (`payload` when none of those does).
+    pub fn of(stored: &str, received: &str, fields: &[(&'static str, bool)]) -> Option<Self> {
+        if stored == received {
+            return None;
+        }
+        let mut differ: Vec<&'static str> = fields.iter().filter(|f| f.1).map(|f| f.0).collect();
+        if differ.is_empty() {
+            differ.push("payload");
+        }
+        Some(Self {
+            fields: differ,
+            stored: stored.to_owned(),
+            received: received.to_owned(),
+        })
+    }
+}
+
+/// How an event write ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Written<T> {
+    /// Written now.
+    New(T),
+    /// The key was stored with the same payload: nothing written.
+    Repeat { stored: T },
+    /// The key was stored with another payload: nothing written, the first kept.
+    Conflict { stored: T, mismatch: Mismatch },
+}
+
+impl<T> Written<T> {
+    /// What was written now, or what is stored.
+    pub fn value(&self) -> &T {
+        match self {
+            Self::New(v) | Self::Repeat { stored: v } | Self::Conflict { stored: v, .. } => v,
+        }
+    }
+
+    pub fn into_value(self) -> T {
+        match self {
+            Self::New(v) | Self::Repeat { stored: v } | Self::Conflict { stored: v, .. } => v,
+        }
+    }
+
+    pub fn is_new(&self) -> bool {
+        matches!(self, Self::New(_))
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Written<U> {
+        match self {
+            Self::New(v) => Written::New(f(v)),
+            Self::Repeat { stored } => Written::Repeat { stored: f(stored) },
+            Self::Conflict { stored, mismatch } => Written::Conflict {
+                stored: f(stored),
+                mismatch,
+            },
+        }
+    }
+
+    /// A stored event met again: a repeat when `mismatch` names nothing, else a conflict.
+    pub fn again(stored: T, mismatch: Option<Mismatch>) -> Self {
+        match mismatch {
+            None => Self::Repeat { stored },
+            Some(mismatch) => Self::Conflict { stored, mismatch },
+        }
+    }
+}
+
+/// The answer an event gives: decided once when it is written, given again (marked as a repeat)
+/// whenever the same event arrives again.
+pub trait Answer {
+    fn answer(&self, repeat: bool) -> Value;
+    /// Whether writing it also filed a review item.
+    fn review(&self) -> bool {
+        false
+    }
+}
+
+/// What a decision found: write these steps (step 0 puts the event's key when it has one), or
+/// answer from what was read and write nothing.
+#[derive(Clone, Debug)]
+pub enum Plan<T> {
+    Write {
+        steps: Vec<Step>,
+        out: T,
+    },
+    /// The event is new but what it says was written before (a carrier's re-push under a new
+    /// event id): write only its own acknowledgement, and answer as a repeat of `out`.
+    Acknowledge {
+        steps: Vec<Step>,
+        out: T,
+    },
+    Done(Written<T>),
+}
+
+/// One event write, supplied by a domain: which items to read, and what to write given them.
+pub trait Decision: Send + Sync {
+    type Out: Send;
+    type Error: From<StoreError> + Send;
+
+    /// The items to read in one consistent `BatchGetItem`; the first is the event's own key.
+    fn keys(&self) -> Vec<String>;
+
+    /// Whether the decision needs the read at all. A decision that does not (a bank row, one
+    /// conditional put) writes at once, and a refusal hands it the holder of its key: one round
+    /// trip either way.
+    fn reads(&self) -> bool {
+        true
+    }
+
+    /// Work done before deciding, at most once however often the write is retried (asking a
+    /// provider to confirm a payment, fetching a message's attachments). Called before every
+    /// decision; an implementation keeps what it did.
+    fn prepare(&mut self, _seen: &Seen) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Pure: what to write given what was read, at `now`.
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Self::Out>, Self::Error>;
+}
+
+impl Store {
+    /// Writes one event through `decision` (see the module's comment), within [`BUDGET`].
+    pub async fn write<D: Decision>(
+        &self,
+        decision: &mut D,
+        now: DateTime<Utc>,
+    ) -> Result<Written<D::Out>, D::Error> {
+        self.write_until(decision, now, Instant::now() + BUDGET)
+            .await
+    }
+
+    /// [`Store::write`], retrying no later than `deadline` (an invocation's remaining time).
+    pub async fn write_until<D: Decision>(
+        &self,
+        decision: &mut D,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Written<D::Out>, D::Error> {
+        let keys = decision.keys();
+        let mut seen = Seen(vec![None; keys.len()]);
+        let mut fresh = !decision.reads();
+        let mut rounds = Rounds::until(deadline);
+        while rounds.next().await {
+            if !fresh {
+                seen = Seen(self.get_many(&keys).await?);
+            }
+            fresh = false;
+            // The event's key taken meanwhile hands its holder over: decide again at once.
+            loop {
+                decision.prepare(&seen).await?;
+                let (steps, out, repeat) = match decision.decide(&seen, now)? {
+                    Plan::Done(written) => return Ok(written),
+                    Plan::Write { steps, out } => (steps, out, false),
+                    Plan::Acknowledge { steps, out } => (steps, out, true),
+                };
+                match self.transact(steps).await? {
+                    Transacted::Done if repeat => return Ok(Written::Repeat { stored: out }),
+                    Transacted::Done => return Ok(Written::New(out)),
+                    Transacted::Refused {
+                        step: 0,
+                        existing: Some(item),
+                    } if !keys.is_empty() && seen.stored().is_none() => seen.hold(0, item),
+                    _ => break,
+                }
+            }
+        }
+        Err(StoreError::Contended {
+            pk: keys.into_iter().next().unwrap_or_default(),
+        }
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_grows_and_stays_under_its_cap() {
+        for attempt in 0..ATTEMPTS {
+            let pause = backoff(attempt);
+            let cap = 5u64.saturating_mul(1 << attempt.min(6)).min(200);
+            assert!(
+                pause >= Duration::from_millis(cap / 2),
+                "{attempt}: {pause:?}"
+            );
+            assert!(pause <= Duration::from_millis(cap), "{attempt}: {pause:?}");
+        }
+    }
+
+    #[test]
+    fn a_stored_event_met_again_is_a_repeat_or_a_conflict() {
+        assert_eq!(Written::again(1, None), Written::Repeat { stored: 1 });
+        let mismatch = Mismatch {
+            fields: vec!["amount"],
+            stored: "a".into(),
+            received: "b".into(),
+        };
+        assert!(matches!(
+            Written::again(1, Some(mismatch)),
+            Written::Conflict { stored: 1, .. }
+        ));
+    }
+}

@@ -1,0 +1,115 @@
+//! The one place a written event becomes an answer: `duplicate` set from how it was written,
+//! the outcome named for the metrics, and a conflict (the same key with another payload) filed
+//! as one `payload_mismatch` review item. The webhook edge and the API's own event routes
+//! (the softphone's calls, manual payments, top-ups) both answer through here.
+
+use crate::http::ApiError;
+use crate::ids::{EventKey, OrgId};
+use crate::review::{Kind, Reason, ReviewItem};
+use crate::store::{Answer, Store, StoreError, Written};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+/// Every event one delivery carried, each with how it was written. Most deliveries carry one;
+/// a messenger's batch carries several, and answers with a batch answer of its own.
+#[derive(Clone, Debug)]
+pub struct Recorded<T> {
+    pub events: Vec<(EventKey, Written<T>)>,
+    /// The answer of a batch; `None`: the one event's own answer.
+    pub batch: Option<Value>,
+    /// What the delivery did beside its events: it stored something (a status applied), it
+    /// filed review items (messages it could not read).
+    pub stored_more: bool,
+    pub review_more: bool,
+}
+
+impl<T> Recorded<T> {
+    /// One event, written.
+    pub fn one(key: EventKey, written: Written<T>) -> Self {
+        Self {
+            events: vec![(key, written)],
+            batch: None,
+            stored_more: false,
+            review_more: false,
+        }
+    }
+
+    /// The delivery's key for logs: its first event's.
+    pub fn key(&self) -> Option<&EventKey> {
+        self.events.first().map(|(k, _)| k)
+    }
+
+    /// Whether anything of the delivery was written now.
+    pub fn is_new(&self) -> bool {
+        self.stored_more || self.events.iter().any(|(_, w)| w.is_new())
+    }
+}
+
+/// An answer and the outcome it is counted as: `stored`, `review` or `duplicate`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Told {
+    pub answer: Value,
+    pub outcome: &'static str,
+}
+
+/// The answer to one written event: the first answer, marked as a repeat when it is one.
+pub fn answer_of<T: Answer>(written: &Written<T>) -> Value {
+    let repeat = !written.is_new();
+    let mut answer = written.value().answer(repeat);
+    if answer.is_object() {
+        answer["duplicate"] = json!(repeat);
+    }
+    answer
+}
+
+/// Answers a delivery, filing each conflict it met as a `payload_mismatch` of `kind`.
+pub async fn tell<T: Answer>(
+    store: &Store,
+    org: &OrgId,
+    kind: Kind,
+    recorded: &Recorded<T>,
+    context: Value,
+    now: DateTime<Utc>,
+) -> Result<Told, StoreError> {
+    let conflict =
+        crate::review::file_conflicts(store, org, kind, &recorded.events, &context, now).await? > 0;
+    let review = recorded.review_more
+        || recorded
+            .events
+            .iter()
+            .any(|(_, w)| w.is_new() && w.value().review());
+    let outcome = match (recorded.is_new(), review || conflict) {
+        (true, false) => "stored",
+        (_, true) => "review",
+        (false, false) => "duplicate",
+    };
+    let answer = match (&recorded.batch, recorded.events.first()) {
+        (Some(batch), _) => batch.clone(),
+        (None, Some((_, written))) => answer_of(written),
+        (None, None) => json!({}),
+    };
+    Ok(Told { answer, outcome })
+}
+
+/// A request keyed by its `Idempotency-Key` that came again with another body: a review item
+/// for a person, and 409 for the caller. `None` for a new request or a true repeat.
+pub async fn key_reused<T>(
+    store: &Store,
+    org: &OrgId,
+    kind: Kind,
+    key: &EventKey,
+    written: &Written<T>,
+    now: DateTime<Utc>,
+) -> Result<Option<ApiError>, StoreError> {
+    let Written::Conflict { mismatch, .. } = written else {
+        return Ok(None);
+    };
+    let mut item = ReviewItem::mismatch(org, kind, key, mismatch, now, json!({}));
+    item.reason = Reason::IdempotencyKeyReused;
+    item.put(store).await?;
+    Ok(Some(ApiError::new(
+        409,
+        "idempotency_key_reused",
+        "this Idempotency-Key was used with another request",
+    )))
+}
