@@ -130,6 +130,31 @@ pub fn optional<'a>(
     raw.map(|r| check(r).map(str::to_owned)).transpose()
 }
 
+/// serde's message with the Rust type it expected said as JSON (`expected struct NewOrg` →
+/// `expected a JSON object`), cut to 300 characters.
+pub fn plain(message: &str) -> String {
+    const RUST: [(&str, &str); 6] = [
+        ("struct ", "a JSON object"),
+        ("tuple struct ", "a JSON array"),
+        ("unit struct ", "null"),
+        ("internally tagged enum ", "a JSON object with a \"type\""),
+        ("adjacently tagged enum ", "a JSON object with a \"type\""),
+        ("enum ", "one of the documented values"),
+    ];
+    let mut out = message.to_owned();
+    if let Some(i) = message.find("expected ") {
+        let rest = &message[i + "expected ".len()..];
+        if let Some((_, json)) = RUST.iter().find(|(rust, _)| rest.starts_with(rust)) {
+            let end = rest.find(" at line").unwrap_or(rest.len());
+            out = format!("{}expected {json}{}", &message[..i], &rest[end..]);
+        }
+    }
+    if out.chars().count() > 300 {
+        out = out.chars().take(300).collect::<String>() + "…";
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

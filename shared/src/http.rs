@@ -4,16 +4,8 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{json, Value};
 use std::error::Error as StdError;
 
-/// An HTTP client for outgoing calls. It uses the same rustls and aws-lc-rs crypto as the AWS SDK,
-/// so the functions carry one TLS stack.
-pub fn client(builder: reqwest::ClientBuilder) -> reqwest::Client {
-    static PROVIDER: std::sync::Once = std::sync::Once::new();
-    PROVIDER.call_once(|| {
-        // Already installed by someone else is fine: any installed provider serves.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    });
-    builder.build().expect("the TLS backend initialises")
-}
+pub use crate::egress::client;
+pub use crate::fields::plain;
 
 /// Largest body we read; bigger ones answer 413.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -167,31 +159,6 @@ pub fn query(req: &Request, name: &str) -> Option<String> {
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("malformed", plain(&e.to_string())))
-}
-
-/// serde's message with the Rust type it expected said as JSON (`expected struct NewOrg` →
-/// `expected a JSON object`), cut to 300 characters.
-pub fn plain(message: &str) -> String {
-    const RUST: [(&str, &str); 6] = [
-        ("struct ", "a JSON object"),
-        ("tuple struct ", "a JSON array"),
-        ("unit struct ", "null"),
-        ("internally tagged enum ", "a JSON object with a \"type\""),
-        ("adjacently tagged enum ", "a JSON object with a \"type\""),
-        ("enum ", "one of the documented values"),
-    ];
-    let mut out = message.to_owned();
-    if let Some(i) = message.find("expected ") {
-        let rest = &message[i + "expected ".len()..];
-        if let Some((_, json)) = RUST.iter().find(|(rust, _)| rest.starts_with(rust)) {
-            let end = rest.find(" at line").unwrap_or(rest.len());
-            out = format!("{}expected {json}{}", &message[..i], &rest[end..]);
-        }
-    }
-    if out.chars().count() > 300 {
-        out = out.chars().take(300).collect::<String>() + "…";
-    }
-    out
 }
 
 #[cfg(test)]

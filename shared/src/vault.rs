@@ -30,6 +30,9 @@ pub enum VaultError {
     Malformed(&'static str),
     #[error("no KMS key is configured to seal secrets (SECRETS_KEY_ID)")]
     NotConfigured,
+    /// A record lacks a secret it must have: a malformed record, not a KMS failure.
+    #[error("no sealed {0}")]
+    Missing(&'static str),
 }
 
 impl VaultError {
@@ -189,6 +192,14 @@ fn split(sealed: &[u8]) -> Result<Parts<'_>, VaultError> {
     let (wrapped, rest) = rest.split_at(len);
     let (nonce, text) = rest.split_at(NONCE_LEN);
     Ok((wrapped, nonce, text))
+}
+
+/// A secret a record must have, out of its opened secrets.
+pub fn take_secret(
+    secrets: &mut std::collections::HashMap<String, SecretString>,
+    name: &'static str,
+) -> Result<SecretString, VaultError> {
+    secrets.remove(name).ok_or(VaultError::Missing(name))
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<BankRow>, Vec<LineError>> {
                 let line = e.position().map_or(fallback, |p| p.line());
                 errors.push(LineError {
                     line,
-                    error: crate::http::plain(&e.to_string()),
+                    error: crate::fields::plain(&e.to_string()),
                 });
                 continue;
             }

@@ -20,9 +20,9 @@ use crate::payments::invoice::{self, Invoice};
 use crate::payments::{
     register_linked, reversal_id, Link, PaymentError, PaymentEvent, PaymentInput, Source,
 };
-use crate::store::item::{n, s, Read};
+use crate::store::item::{n, s};
 use crate::store::write::Rounds;
-use crate::store::{Cond, Item, Step, Store, StoreError, Update, Written};
+use crate::store::{Cond, Step, Store, StoreError, Update, Written};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 
@@ -87,10 +87,9 @@ async fn invoice_now(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invo
 
 /// The payment's link to the row: held while the row is at the sequence it was read at.
 fn linked<'a>(tx: &'a BankTx, step: impl Fn(&PaymentEvent) -> Step + Send + Sync + 'a) -> Link<'a> {
-    let seq = |item: &Item| item.u64_of("match_seq").unwrap_or(0);
     Link {
         pk: tx.pk(),
-        held: Box::new(move |row| row.map(seq) == Some(tx.match_seq)),
+        at: ("match_seq", tx.match_seq),
         step: Box::new(step),
     }
 }

@@ -233,11 +233,11 @@ impl BankTx {
 
     /// A credit is matched to the invoice it names (through the matching queue); a debit has no
     /// consequence.
-    pub fn consequences(&self) -> Vec<crate::effects::Consequence> {
+    pub fn consequences(&self) -> Vec<crate::consequences::Consequence> {
         if !self.row.is_credit() {
             return Vec::new();
         }
-        vec![crate::effects::BankCredit {
+        vec![crate::consequences::BankCredit {
             org: self.org.clone(),
             tx_id: self.id(),
             at: self.stored_at,

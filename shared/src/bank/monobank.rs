@@ -13,7 +13,7 @@ use serde::Deserialize;
 pub const RANGE_MAX_SECS: i64 = 31 * 24 * 3600 + 3600;
 /// A full page: ask again with `to` = the last row's time.
 pub const PAGE: usize = 500;
-pub const API: &str = "https://api.monobank.ua";
+pub use crate::egress::MONOBANK_API as API;
 
 /// A statement row as monobank sends it.
 #[derive(Clone, Debug, Deserialize)]
@@ -75,7 +75,7 @@ pub struct PushedData {
 /// A page of the statement: the rows, and whether another page is to be asked for.
 pub fn page(body: &[u8]) -> Result<(Vec<StatementItem>, bool), String> {
     let items: Vec<StatementItem> = serde_json::from_slice(body)
-        .map_err(|e| format!("not a statement: {}", crate::http::plain(&e.to_string())))?;
+        .map_err(|e| format!("not a statement: {}", crate::fields::plain(&e.to_string())))?;
     let full = items.len() >= PAGE;
     Ok((items, full))
 }

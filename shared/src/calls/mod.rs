@@ -11,7 +11,7 @@ mod record;
 pub use fields::{CallFields, Checked, FieldError};
 pub use record::{list, record, Recorded};
 
-use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
+use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, ExternalId, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
 use crate::store::{Item, StoreError};

@@ -2,64 +2,10 @@
 //! `X-Twilio-Signature`) and a generic provider's Standard Webhooks JSON.
 
 use super::CallFields;
-use crate::store::item::{Builder, Read};
-use crate::store::{Item, StoreError};
-use secrecy::SecretString;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use serde::Deserialize;
+use std::collections::HashMap;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CallProvider {
-    Twilio,
-    Standard,
-}
-
-#[derive(Clone, Debug)]
-pub enum CallSettings {
-    /// The account's auth token signs every callback.
-    Twilio {
-        auth_token: SecretString,
-    },
-    Standard {
-        secret: SecretString,
-    },
-}
-
-impl CallSettings {
-    pub fn provider(&self) -> CallProvider {
-        match self {
-            Self::Twilio { .. } => CallProvider::Twilio,
-            Self::Standard { .. } => CallProvider::Standard,
-        }
-    }
-
-    pub(crate) fn write(&self, builder: Builder) -> Builder {
-        builder.tag("provider", &self.provider())
-    }
-
-    pub(crate) fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
-        match self {
-            Self::Twilio { auth_token } => BTreeMap::from([("auth_token", auth_token)]),
-            Self::Standard { secret } => BTreeMap::from([("secret", secret)]),
-        }
-    }
-
-    pub(crate) fn read(
-        item: &Item,
-        secrets: &mut HashMap<String, SecretString>,
-    ) -> Result<Self, StoreError> {
-        let mut take = |name| crate::integrations::take_secret(item, secrets, name);
-        Ok(match item.tag_of::<CallProvider>("provider")? {
-            CallProvider::Twilio => Self::Twilio {
-                auth_token: take("auth_token")?,
-            },
-            CallProvider::Standard => Self::Standard {
-                secret: take("secret")?,
-            },
-        })
-    }
-}
+pub use crate::integrations::calls::{CallProvider, CallSettings};
 
 /// Where a call integration's provider posts, under the public base URL: also the URL Twilio
 /// signs, so the api (which tells it) and call-webhook (which verifies) build it the same way.
@@ -124,8 +70,12 @@ struct Envelope {
 /// A generic provider: `{"type": "call.completed", "data": {"call_id", "direction", "peer",
 /// "status", "duration"}}`; any other type is ignored.
 pub fn standard(body: &[u8]) -> Result<Posted, String> {
-    let envelope: Envelope = serde_json::from_slice(body)
-        .map_err(|e| format!("not the call JSON: {}", crate::http::plain(&e.to_string())))?;
+    let envelope: Envelope = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "not the call JSON: {}",
+            crate::fields::plain(&e.to_string())
+        )
+    })?;
     if envelope.kind != "call.completed" {
         return Ok(Posted::Ignored(envelope.kind));
     }

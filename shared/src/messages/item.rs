@@ -3,7 +3,7 @@
 
 use super::providers::MessageProvider;
 use super::{message_key, message_pk, Direction, OutStatus, KIND};
-use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
+use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
 use crate::store::{Item, StoreError};

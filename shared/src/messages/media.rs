@@ -5,70 +5,18 @@
 pub use super::files::Files;
 use super::providers::MessageSettings;
 use super::{Attachment, AttachmentRef, MediaRef};
-use crate::effects::targets::{self, PublicOnly};
+use crate::egress::targets;
 use crate::integrations::{Integration, Settings};
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The largest file we store.
 pub const FILE_MAX: u64 = 20 * 1024 * 1024;
 
-/// Where the messengers' APIs are, and the client that calls them: no redirects, and every
-/// connection to a public address (loopback only on the local and test stages).
-#[derive(Clone, Debug)]
-pub struct Apis {
-    pub http: reqwest::Client,
-    pub telegram: String,
-    pub whatsapp: String,
-    /// monobank's personal API (statements).
-    pub monobank: String,
-    pub allow_loopback: bool,
-    /// Each call to a messenger's API.
-    pub timeout: Duration,
-    /// All downloads of one delivery together: what is left after it is recorded as not
-    /// fetched, so the message is stored before the function's own timeout.
-    pub download_budget: Duration,
-}
-
-pub const TELEGRAM_API: &str = "https://api.telegram.org";
-pub const WHATSAPP_API: &str = "https://graph.facebook.com/v21.0";
+pub use crate::egress::{Apis, TELEGRAM_API, WHATSAPP_API};
 
 impl Apis {
-    pub fn new(telegram: &str, whatsapp: &str, allow_loopback: bool, timeout: Duration) -> Self {
-        Self {
-            http: crate::http::client(
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .dns_resolver(Arc::new(PublicOnly { allow_loopback })),
-            ),
-            telegram: telegram.trim_end_matches('/').to_owned(),
-            whatsapp: whatsapp.trim_end_matches('/').to_owned(),
-            monobank: crate::bank::monobank::API.to_owned(),
-            allow_loopback,
-            timeout,
-            download_budget: Duration::from_secs(18),
-        }
-    }
-
-    /// From `TELEGRAM_API_URL`, `WHATSAPP_API_URL` (the public APIs when unset) and
-    /// `CHANNEL_TIMEOUT_MS` (default 10000) and `DOWNLOAD_BUDGET_MS` (default 18000).
-    pub fn from_env(allow_loopback: bool) -> Result<Self, crate::config::ConfigError> {
-        use crate::config::{parse_var, var};
-        let mut apis = Self::new(
-            &var("TELEGRAM_API_URL").unwrap_or_else(|| TELEGRAM_API.into()),
-            &var("WHATSAPP_API_URL").unwrap_or_else(|| WHATSAPP_API.into()),
-            allow_loopback,
-            Duration::from_millis(parse_var("CHANNEL_TIMEOUT_MS", 10_000)?),
-        );
-        apis.download_budget = Duration::from_millis(parse_var("DOWNLOAD_BUDGET_MS", 18_000)?);
-        if let Some(monobank) = var("MONOBANK_PERSONAL_API_URL") {
-            apis.monobank = monobank.trim_end_matches('/').to_owned();
-        }
-        Ok(apis)
-    }
-
     /// The API base for an integration: its own `api_url` where the stage allows one, else the
     /// configured one. Checked at call time like every outgoing URL.
     pub fn base(&self, settings: &MessageSettings) -> Result<String, String> {
@@ -98,7 +46,7 @@ fn within_limit(info: &serde_json::Value) -> Result<(), Failure> {
 }
 
 fn failed(e: impl std::fmt::Display) -> Failure {
-    Failure::Failed(crate::http::plain(&e.to_string()))
+    Failure::Failed(crate::fields::plain(&e.to_string()))
 }
 
 /// Attachments: fetched through the messengers' APIs, stored in one bucket.

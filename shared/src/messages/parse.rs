@@ -32,7 +32,7 @@ fn unix(v: &Value, name: &str) -> Option<DateTime<Utc>> {
 
 fn json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(body)
-        .map_err(|e| format!("not JSON: {}", crate::http::plain(&e.to_string())))
+        .map_err(|e| format!("not JSON: {}", crate::fields::plain(&e.to_string())))
 }
 
 /// A Telegram update: `message` with text, caption, the largest `photo[]` size or a `document`
@@ -244,7 +244,7 @@ pub fn standard(body: &[u8]) -> Result<Posted, String> {
     let envelope: Envelope = serde_json::from_slice(body).map_err(|e| {
         format!(
             "not the message JSON: {}",
-            crate::http::plain(&e.to_string())
+            crate::fields::plain(&e.to_string())
         )
     })?;
     if envelope.kind != "message.received" {

@@ -2,7 +2,7 @@
 
 use super::event::{InvoiceAfter, PaymentEvent};
 use super::Outcome;
-use crate::effects::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
+use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::EventKey;
 use crate::money;
 use crate::store::item::tag_name;

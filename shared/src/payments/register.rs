@@ -115,11 +115,15 @@ pub async fn register_linked(
 /// The item a payment is linked to, and the step that links it.
 pub struct Link<'a> {
     pub pk: String,
-    /// Whether the linked item, as read now, is still the one the link was decided over.
-    pub held: Box<dyn Fn(Option<&Item>) -> bool + Send + Sync + 'a>,
+    /// The linked item's counter and the value the link was decided at: read with the payment,
+    /// a counter that moved means the link no longer holds.
+    pub at: (&'static str, u64),
     /// The linking step, made from the event being stored.
-    pub step: Box<dyn Fn(&PaymentEvent) -> Step + Send + Sync + 'a>,
+    pub step: LinkStep<'a>,
 }
+
+/// Makes the linking step from the event being stored.
+pub type LinkStep<'a> = Box<dyn Fn(&PaymentEvent) -> Step + Send + Sync + 'a>;
 
 #[tracing::instrument(skip_all, fields(event_key = %decision.input.event_key()))]
 async fn register<C: Confirm>(
@@ -238,7 +242,11 @@ impl<C: Confirm> Decision for Register<'_, C> {
             .transpose()?;
         let related = related_at.map(|i| seen.get(i));
         if let Some(link) = self.link {
-            if !(link.held)(link_at.and_then(|i| seen.get(i))) {
+            let (field, at) = link.at;
+            let now = link_at
+                .and_then(|i| seen.get(i))
+                .map(|item| item.u64_of(field).unwrap_or(0));
+            if now != Some(at) {
                 return Err(PaymentError::LinkMoved);
             }
         }

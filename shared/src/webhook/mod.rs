@@ -14,7 +14,7 @@ pub use answer::{Recorded, Told};
 pub use edge::Edge;
 
 use crate::http::ApiError;
-use crate::integrations::{Integration, IntegrationKind, Provider};
+use crate::integrations::{Integration, IntegrationKind, ProviderSettings};
 use crate::review::Kind;
 pub use crate::signature::Parsed;
 use crate::signature::{SignatureError, Verified, Verify};
@@ -30,7 +30,7 @@ pub trait Source: Send + Sync {
     /// The integrations this source serves, and its route's last segment.
     const KIND: IntegrationKind;
     /// What the integrations of this kind are configured with.
-    type Settings: Provider;
+    type Settings: ProviderSettings;
     type Verifier: Verify;
     type Event: Send;
     /// What one of its events is stored as, and answers with.
@@ -52,7 +52,7 @@ pub trait Source: Send + Sync {
 
     /// The provider's name, for metrics and logs.
     fn label(&self, integration: &Integration) -> &'static str {
-        Self::settings(integration).map_or("unknown", Provider::label)
+        Self::settings(integration).map_or("unknown", ProviderSettings::label)
     }
 
     /// Reads a verified body. An error is a body that cannot be read: it is kept for a person.

@@ -7,77 +7,12 @@ pub mod stripe;
 
 use crate::ids::{ExternalId, IdError};
 use crate::money::{Currency, MoneyError};
-use crate::store::item::{Builder, Read};
-use crate::store::{Item, StoreError};
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
-use secrecy::SecretString;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use serde::Deserialize;
 use thiserror::Error;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    Standard,
-    Stripe,
-    Monobank,
-}
-
-/// A payments integration's own fields, per provider.
-#[derive(Clone, Debug)]
-pub enum PaymentSettings {
-    /// Standard Webhooks: the `whsec_` secret.
-    Standard {
-        secret: SecretString,
-    },
-    /// Stripe: the endpoint's `whsec_` signing secret, used as-is.
-    Stripe {
-        secret: SecretString,
-    },
-    Monobank(monobank::Merchant),
-}
-
-impl PaymentSettings {
-    pub fn provider(&self) -> Provider {
-        match self {
-            Self::Standard { .. } => Provider::Standard,
-            Self::Stripe { .. } => Provider::Stripe,
-            Self::Monobank(_) => Provider::Monobank,
-        }
-    }
-
-    /// The fields kept in clear; the secrets are sealed apart (`secrets`).
-    pub(crate) fn write(&self, builder: Builder) -> Builder {
-        let builder = builder.tag("provider", &self.provider());
-        match self {
-            Self::Standard { .. } | Self::Stripe { .. } => builder,
-            Self::Monobank(merchant) => merchant.write(builder),
-        }
-    }
-
-    /// The fields sealed with KMS: the signing secret, monobank's token.
-    pub(crate) fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
-        match self {
-            Self::Standard { secret } | Self::Stripe { secret } => {
-                BTreeMap::from([("secret", secret)])
-            }
-            Self::Monobank(merchant) => merchant.token.iter().map(|t| ("token", t)).collect(),
-        }
-    }
-
-    pub(crate) fn read(
-        item: &Item,
-        secrets: &mut HashMap<String, SecretString>,
-    ) -> Result<Self, StoreError> {
-        let mut secret = || crate::integrations::take_secret(item, secrets, "secret");
-        Ok(match item.tag_of::<Provider>("provider")? {
-            Provider::Standard => Self::Standard { secret: secret()? },
-            Provider::Stripe => Self::Stripe { secret: secret()? },
-            Provider::Monobank => Self::Monobank(monobank::Merchant::read(item, secrets)?),
-        })
-    }
-}
+pub use crate::integrations::payments::{PaymentSettings, Provider};
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ParseError {

@@ -5,32 +5,14 @@ use super::{json, Paid, ParseError, WebhookEvent};
 use crate::ids::{ExternalId, IntegrationId};
 use crate::integrations::integration_pk;
 use crate::money::Currency;
-use crate::store::item::{s, Builder, Read};
-use crate::store::{Cond, Item, Store, StoreError, Update};
+use crate::store::item::s;
+use crate::store::{Cond, Store, StoreError, Update};
 use chrono::{DateTime, Utc};
-use secrecy::SecretString;
 use serde::Deserialize;
 
-/// A monobank merchant as an integration knows it.
-#[derive(Clone, Debug)]
-pub struct Merchant {
-    /// Base64 of the PEM from `GET /api/merchant/pubkey`.
-    pub public_key: String,
-    /// The merchant `X-Token`: lets the webhook fetch a rotated key.
-    pub token: Option<SecretString>,
-    /// When the key was last fetched from monobank.
-    pub key_fetched_at: Option<DateTime<Utc>>,
-}
+pub use crate::integrations::payments::Merchant;
 
 impl Merchant {
-    /// The fields kept in clear (the token is sealed apart).
-    pub(crate) fn write(&self, builder: Builder) -> Builder {
-        builder.str("public_key", &self.public_key).opt_str(
-            "key_fetched_at",
-            self.key_fetched_at.map(crate::time::format),
-        )
-    }
-
     /// Keeps a key fetched from monobank for the integration `id`.
     pub async fn keep_key(
         store: &Store,
@@ -43,17 +25,6 @@ impl Merchant {
             .set("key_fetched_at", s(crate::time::format(now)))
             .when(Cond::Exists);
         store.update_if(&integration_pk(id), &update).await
-    }
-
-    pub(crate) fn read(
-        item: &Item,
-        secrets: &mut std::collections::HashMap<String, SecretString>,
-    ) -> Result<Self, StoreError> {
-        Ok(Self {
-            public_key: item.str_of("public_key")?.to_owned(),
-            token: secrets.remove("token"),
-            key_fetched_at: item.opt_time("key_fetched_at"),
-        })
     }
 }
 

@@ -33,7 +33,7 @@ impl OutboundTarget {
         Ok(Self {
             url: item.str_of("url")?.to_owned(),
             status_url: item.opt_str("status_url").map(str::to_owned),
-            secret: crate::integrations::take_secret(item, secrets, "secret")?,
+            secret: crate::vault::take_secret(secrets, "secret")?,
         })
     }
 }
@@ -69,13 +69,8 @@ impl Outbound {
     /// `allow_loopback` only on the local stack and in tests: everywhere else every connection
     /// goes to a public address (see `targets`).
     pub fn new(timeout: Duration, allow_loopback: bool) -> Self {
-        let resolver = std::sync::Arc::new(super::targets::PublicOnly { allow_loopback });
         Self {
-            http: crate::http::client(
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .dns_resolver(resolver),
-            ),
+            http: super::guarded(allow_loopback),
             timeout,
             allow_loopback,
         }

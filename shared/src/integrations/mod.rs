@@ -3,13 +3,19 @@
 //! lives here once. `Debug` never shows a secret, and no secret is stored in clear: the signing
 //! secrets and provider tokens are sealed with KMS (`vault`), the rest is plain attributes.
 
-use crate::bank::providers::BankSettings;
-use crate::calls::providers::CallSettings;
-use crate::effects::outbound::OutboundTarget;
+pub mod bank;
+pub mod calls;
+pub mod messages;
+pub mod payments;
+pub mod sms;
+
+use self::bank::BankSettings;
+use self::calls::CallSettings;
+use self::messages::{MessageProvider, MessageSettings};
+use self::payments::PaymentSettings;
+use self::sms::SmsSettings;
+use crate::egress::OutboundTarget;
 use crate::ids::{IntegrationId, OrgId};
-use crate::ledger::providers::SmsSettings;
-use crate::messages::providers::{MessageProvider, MessageSettings};
-use crate::payments::providers::PaymentSettings;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, Store, StoreError};
 use crate::time;
@@ -54,7 +60,7 @@ impl Settings {
 
 /// The settings of one kind of integration: found in an integration's settings, and named for
 /// metrics and logs by their provider.
-pub trait Provider: Send + Sync {
+pub trait ProviderSettings: Send + Sync {
     fn of(settings: &Settings) -> Option<&Self>;
     /// The provider's name, for metrics and logs.
     fn label(&self) -> &'static str;
@@ -62,7 +68,7 @@ pub trait Provider: Send + Sync {
 
 macro_rules! provider {
     ($type:ty, $variant:ident, |$me:ident| $label:expr) => {
-        impl Provider for $type {
+        impl ProviderSettings for $type {
             fn of(settings: &Settings) -> Option<&Self> {
                 match settings {
                     Settings::$variant(s) => Some(s),
@@ -79,9 +85,9 @@ macro_rules! provider {
 }
 
 provider!(PaymentSettings, Payments, |s| match s.provider() {
-    crate::payments::providers::Provider::Standard => "standard",
-    crate::payments::providers::Provider::Stripe => "stripe",
-    crate::payments::providers::Provider::Monobank => "monobank",
+    payments::Provider::Standard => "standard",
+    payments::Provider::Stripe => "stripe",
+    payments::Provider::Monobank => "monobank",
 });
 provider!(MessageSettings, Messages, |s| match s.provider() {
     MessageProvider::Telegram => "telegram",
@@ -90,12 +96,12 @@ provider!(MessageSettings, Messages, |s| match s.provider() {
     MessageProvider::Sms => "messages",
 });
 provider!(CallSettings, Calls, |s| match s.provider() {
-    crate::calls::providers::CallProvider::Twilio => "twilio",
-    crate::calls::providers::CallProvider::Standard => "standard",
+    calls::CallProvider::Twilio => "twilio",
+    calls::CallProvider::Standard => "standard",
 });
 provider!(BankSettings, Bank, |s| match s.provider() {
-    crate::bank::providers::BankProvider::Monobank => "monobank_personal",
-    crate::bank::providers::BankProvider::Csv => "csv",
+    bank::BankProvider::Monobank => "monobank_personal",
+    bank::BankProvider::Csv => "csv",
 });
 provider!(SmsSettings, Sms, |_s| "sms");
 
@@ -204,18 +210,6 @@ const CLEAR: [&str; 5] = ["secret", "token", "auth_token", "bot_token", "app_sec
 
 fn kind_of(item: &Item) -> Result<IntegrationKind, StoreError> {
     item.tag_of::<IntegrationKind>("integration_kind")
-}
-
-/// A secret the integration must have, out of its opened secrets.
-pub(crate) fn take_secret(
-    item: &Item,
-    secrets: &mut HashMap<String, SecretString>,
-    name: &str,
-) -> Result<SecretString, StoreError> {
-    secrets.remove(name).ok_or_else(|| StoreError::Malformed {
-        pk: item.opt_str("pk").unwrap_or_default().to_owned(),
-        detail: format!("no sealed {name}"),
-    })
 }
 
 pub async fn create(store: &Store, integration: &Integration) -> Result<(), StoreError> {

@@ -1,0 +1,188 @@
+//! What a stored event causes: notifications, activity-log lines, automation triggers and bank
+//! matches, as the values the stream fan-out publishes and the workers apply. Each carries its
+//! own key, so a consequence applied twice is applied once. A domain says which consequences its
+//! event has; `effects` publishes and applies them.
+
+use crate::ids::{EventKey, OrgId};
+use crate::time::serde_millis;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Entities that carry an activity log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntityKind {
+    Contact,
+    Deal,
+    Company,
+}
+
+/// Something rules can react to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum Trigger {
+    #[serde(rename = "invoice.paid")]
+    InvoicePaid,
+    #[serde(rename = "message.received")]
+    MessageReceived,
+    #[serde(rename = "call.missed")]
+    CallMissed,
+}
+
+impl Trigger {
+    pub const ALL: [Self; 3] = [Self::InvoicePaid, Self::MessageReceived, Self::CallMissed];
+}
+
+/// To `recipient`, or to every team member (one copy each, keyed `KEY#RECIPIENT`) when `None`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    pub org: OrgId,
+    pub key: EventKey,
+    pub recipient: Option<String>,
+    pub text: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+/// A line in the log of a contact, deal or company, appended once per key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityLine {
+    pub org: OrgId,
+    pub entity_kind: EntityKind,
+    pub entity_id: String,
+    pub key: String,
+    pub kind: String,
+    pub text: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+/// A trigger fired by an event; every rule for it runs once per (rule, event key).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fired {
+    pub org: OrgId,
+    pub trigger: Trigger,
+    pub event_key: EventKey,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+    pub context: Value,
+}
+
+/// A credit row stored in a bank statement: matched to the invoice it names, once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BankCredit {
+    pub org: OrgId,
+    pub tx_id: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+/// One consequence, as it travels through SQS: `{"type": "activity", ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Consequence {
+    Notification(Notification),
+    Activity(ActivityLine),
+    Trigger(Fired),
+    BankCredit(BankCredit),
+}
+
+/// The queue a consequence goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QueueKind {
+    Notifications,
+    Activity,
+    Automation,
+    Matching,
+}
+
+impl Consequence {
+    pub fn queue(&self) -> QueueKind {
+        match self {
+            Self::Notification(_) => QueueKind::Notifications,
+            Self::Activity(_) => QueueKind::Activity,
+            Self::Trigger(_) => QueueKind::Automation,
+            Self::BankCredit(_) => QueueKind::Matching,
+        }
+    }
+
+    pub fn org(&self) -> &OrgId {
+        match self {
+            Self::Notification(n) => &n.org,
+            Self::Activity(a) => &a.org,
+            Self::Trigger(t) => &t.org,
+            Self::BankCredit(c) => &c.org,
+        }
+    }
+
+    /// The consequence's own key, for logs and review items.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Notification(n) => format!("notification:{}", n.key),
+            Self::Activity(a) => format!(
+                "activity:{}:{}:{}",
+                crate::store::item::tag_name(&a.entity_kind),
+                a.entity_id,
+                a.key
+            ),
+            Self::Trigger(t) => format!(
+                "trigger:{}:{}",
+                crate::store::item::tag_name(&t.trigger),
+                t.event_key
+            ),
+            Self::BankCredit(c) => format!("match:{}", c.tx_id),
+        }
+    }
+}
+
+macro_rules! job {
+    ($variant:ident, $ty:ty) => {
+        impl TryFrom<Consequence> for $ty {
+            type Error = Consequence;
+            fn try_from(c: Consequence) -> Result<Self, Consequence> {
+                match c {
+                    Consequence::$variant(job) => Ok(job),
+                    other => Err(other),
+                }
+            }
+        }
+
+        impl From<$ty> for Consequence {
+            fn from(job: $ty) -> Self {
+                Consequence::$variant(job)
+            }
+        }
+    };
+}
+
+job!(Notification, Notification);
+job!(Activity, ActivityLine);
+job!(Trigger, Fired);
+job!(BankCredit, BankCredit);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_with_a_bad_org_kind_or_time_does_not_parse() {
+        let good = r#"{"type":"activity","org":"o0123456789ab","entity_kind":"contact","entity_id":"c1","key":"k1","kind":"note","text":"hello","at":"2026-12-02T10:00:00.000Z"}"#;
+        let parsed: Consequence = serde_json::from_str(good).unwrap();
+        assert_eq!(parsed.key(), "activity:contact:c1:k1");
+        for bad in [
+            good.replace("o0123456789ab", "ORG#x"),
+            good.replace("contact", "planet"),
+            good.replace("2026-12-02T10:00:00.000Z", "yesterday"),
+        ] {
+            assert!(serde_json::from_str::<Consequence>(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn triggers_travel_by_their_dotted_names() {
+        assert_eq!(
+            serde_json::to_string(&Trigger::InvoicePaid).unwrap(),
+            "\"invoice.paid\""
+        );
+    }
+}
