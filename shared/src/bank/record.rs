@@ -64,6 +64,10 @@ pub async fn store_row(store: &Store, tx: &BankTx) -> Result<Stored, StoreError>
     store.write(&mut StoreRow { tx }, tx.stored_at).await
 }
 
+async fn keyed(store: &Store, tx: &BankTx) -> Result<(EventKey, Stored), StoreError> {
+    Ok((tx.key(), store_row(store, tx).await?))
+}
+
 /// Many rows as they were stored: each row's key and how it was written.
 #[derive(Clone, Debug, Default)]
 pub struct Rows {
@@ -97,8 +101,8 @@ pub async fn store_rows(
     txs: &[BankTx],
     concurrency: usize,
 ) -> Result<Rows, StoreError> {
-    let results: Vec<Result<(EventKey, Stored), StoreError>> = stream::iter(txs)
-        .map(|tx| async move { Ok((tx.key(), store_row(store, tx).await?)) })
+    let writes: Vec<_> = txs.iter().map(|tx| keyed(store, tx)).collect();
+    let results: Vec<Result<(EventKey, Stored), StoreError>> = stream::iter(writes)
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;

@@ -75,10 +75,64 @@ impl Applied {
     }
 }
 
+/// Why a message body is not a worker's job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unread {
+    /// Not a message at all: kept for a person as `malformed_message`.
+    Malformed(String),
+    /// Another queue's message: parked as `wrong_queue`.
+    Elsewhere { org: OrgId, key: String },
+}
+
+/// The typed message of a queue, read once off the queue: its job, and what it is about.
+pub trait Job: Sized + Send {
+    fn read(body: &str) -> Result<Self, Unread>;
+    /// The organisation and key, for logs and review items.
+    fn about(&self) -> (OrgId, String);
+}
+
+/// A consequence's job: read as a consequence, taken only when it is this queue's kind.
+macro_rules! consequence_job {
+    ($($ty:ty),*) => {$(
+        impl Job for $ty {
+            fn read(body: &str) -> Result<Self, Unread> {
+                let consequence = serde_json::from_str::<Consequence>(body)
+                    .map_err(|e| Unread::Malformed(e.to_string()))?;
+                let (org, key) = (consequence.org().clone(), consequence.key());
+                Self::try_from(consequence).map_err(|_| Unread::Elsewhere { org, key })
+            }
+
+            fn about(&self) -> (OrgId, String) {
+                let consequence = Consequence::from(self.clone());
+                (consequence.org().clone(), consequence.key())
+            }
+        }
+    )*};
+}
+
+consequence_job!(
+    super::Notification,
+    super::ActivityLine,
+    super::Fired,
+    super::BankCredit
+);
+
+/// An "import now" request of the statement import's queue.
+impl Job for crate::bank::import::Request {
+    fn read(body: &str) -> Result<Self, Unread> {
+        Self::from_body(body).ok_or_else(|| Unread::Malformed("names no integration".into()))
+    }
+
+    fn about(&self) -> (OrgId, String) {
+        let id = &self.integration_id;
+        (id.org.clone(), format!("import:{id}"))
+    }
+}
+
 /// What a worker does with one message of its queue.
 pub trait Worker: Send + Sync {
     /// The typed message of this worker's queue.
-    type Job: TryFrom<Consequence, Error = Consequence> + Send;
+    type Job: Job;
     /// What the worker's review items are about; its name in logs and metrics.
     const KIND: Kind;
     const NAME: &'static str = Self::KIND.name();
@@ -190,18 +244,14 @@ impl<W: Worker> SqsApp<W> {
     async fn one(&self, msg: &SqsMessage, now: DateTime<Utc>, deadline: Instant) -> Result<(), ()> {
         let id = msg.message_id.as_deref().unwrap_or_default();
         let body = msg.body.as_deref().unwrap_or_default();
-        let consequence = match serde_json::from_str::<Consequence>(body) {
-            Ok(c) => c,
-            Err(e) => {
-                let detail = json!({"error": e.to_string(), "body": body.chars().take(2000).collect::<String>()});
+        let job = match W::Job::read(body) {
+            Ok(job) => job,
+            Err(Unread::Malformed(e)) => {
+                let detail =
+                    json!({"error": e, "body": body.chars().take(2000).collect::<String>()});
                 return self.unreadable(id, body, detail, now).await;
             }
-        };
-        let org = consequence.org().clone();
-        let key = consequence.key();
-        let job = match W::Job::try_from(consequence) {
-            Ok(job) => job,
-            Err(_) => {
+            Err(Unread::Elsewhere { org, key }) => {
                 let err = WorkError::permanent(
                     Reason::WrongQueue,
                     format!("{key} is not for {}", W::NAME),
@@ -209,6 +259,7 @@ impl<W: Worker> SqsApp<W> {
                 return self.failed(msg, &org, key, err, now).await;
             }
         };
+        let (org, key) = job.about();
         let span = tracing::info_span!("job", worker = W::NAME, key = %key);
         match self
             .worker

@@ -51,7 +51,7 @@ fn apis() -> firmspace::messages::media::Apis {
 #[tokio::test]
 async fn an_import_run_twice_stores_1234_rows_once_in_three_calls() {
     let (env, integration, stand_in) = setup(1234).await;
-    let first = import::run(&env.store, &apis(), &integration, &limits(20))
+    let first = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
         .await
         .unwrap();
     // Each next page starts at the time of the page before's last row, read again: harmless.
@@ -61,7 +61,7 @@ async fn an_import_run_twice_stores_1234_rows_once_in_three_calls() {
         "{first:?}"
     );
     tokio::time::sleep(WINDOW).await;
-    let second = import::run(&env.store, &apis(), &integration, &limits(20))
+    let second = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
         .await
         .unwrap();
     assert_eq!(
@@ -80,7 +80,7 @@ async fn an_import_run_twice_stores_1234_rows_once_in_three_calls() {
 #[tokio::test]
 async fn a_run_stopped_after_two_pages_is_resumed_from_its_cursor() {
     let (env, integration, stand_in) = setup(1234).await;
-    let stopped = import::run(&env.store, &apis(), &integration, &limits(2))
+    let stopped = import::run(&env.store, &apis(), &integration, &limits(2), Utc::now())
         .await
         .unwrap();
     assert_eq!(
@@ -90,7 +90,7 @@ async fn a_run_stopped_after_two_pages_is_resumed_from_its_cursor() {
     );
     assert_eq!(env.count("bank_tx").await, stopped.imported);
     tokio::time::sleep(WINDOW).await;
-    let resumed = import::run(&env.store, &apis(), &integration, &limits(20))
+    let resumed = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
         .await
         .unwrap();
     assert!(resumed.caught_up, "{resumed:?}");
@@ -115,8 +115,8 @@ async fn two_runs_at_once_make_one_call_per_window_and_the_webhooks_row_is_the_i
     assert_eq!(res.status(), 200);
     let (apis, limits) = (apis(), limits(20));
     let (a, b) = tokio::join!(
-        import::run(&env.store, &apis, &integration, &limits),
-        import::run(&env.store, &apis, &integration, &limits),
+        import::run(&env.store, &apis, &integration, &limits, Utc::now()),
+        import::run(&env.store, &apis, &integration, &limits, Utc::now()),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(stand_in.refused(), 0, "{a:?} {b:?}");
@@ -126,7 +126,7 @@ async fn two_runs_at_once_make_one_call_per_window_and_the_webhooks_row_is_the_i
     );
     // Whatever the two runs left undone, a third finishes.
     tokio::time::sleep(WINDOW).await;
-    import::run(&env.store, &apis, &integration, &limits)
+    import::run(&env.store, &apis, &integration, &limits, Utc::now())
         .await
         .unwrap();
     assert_eq!(
@@ -147,13 +147,13 @@ async fn a_429_or_an_outage_leaves_the_cursor_unmoved() {
         .send()
         .await
         .unwrap();
-    let refused = import::run(&env.store, &apis(), &integration, &limits(20))
+    let refused = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
         .await
         .unwrap();
     assert_eq!(refused.stopped.as_deref(), Some("monobank answered 429"));
     assert_eq!(env.count("bank_tx").await, 0);
     tokio::time::sleep(WINDOW).await;
-    let later = import::run(&env.store, &apis(), &integration, &limits(20))
+    let later = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
         .await
         .unwrap();
     assert!(later.caught_up);
@@ -234,8 +234,8 @@ async fn two_accounts_of_one_token_share_its_window() {
         .unwrap();
     let (apis, limits) = (apis(), limits(20));
     let (a, b) = tokio::join!(
-        import::run(&env.store, &apis, &first, &limits),
-        import::run(&env.store, &apis, &second, &limits),
+        import::run(&env.store, &apis, &first, &limits, Utc::now()),
+        import::run(&env.store, &apis, &second, &limits, Utc::now()),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(

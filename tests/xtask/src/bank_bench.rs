@@ -173,7 +173,7 @@ pub async fn run() -> Result<()> {
             max_pages: 100,
         };
         let started = Instant::now();
-        let report = import::run(&store, &apis, &integration, &limits).await?;
+        let report = import::run(&store, &apis, &integration, &limits, chrono::Utc::now()).await?;
         let read = started.elapsed();
         anyhow::ensure!(
             report.imported == ROWS && report.caught_up,

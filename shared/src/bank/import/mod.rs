@@ -1,0 +1,309 @@
+//! The statement import: monobank's `GET /personal/statement/{account}/{from}/{to}` for one bank
+//! integration, within monobank's limits, and resumable at any point.
+//!
+//! - **One call per interval per integration** (60 s; the local and test stages may set less): a
+//!   lease item is moved forward with a conditional write before every call, so two overlapping
+//!   runs never both call, and a run that finds it held answers "running".
+//! - **A cursor per integration**, moved only after the rows before it are stored: `synced_until`
+//!   (every row before it is stored) and, while a window is read page by page (500 rows a page,
+//!   newest first), the next page's `to`. A run that dies anywhere loses nothing: the next one
+//!   reads again from the cursor, and rows read twice are duplicates.
+//! - **Windows** of at most 31 days + 1 hour; a first import reads back the whole 31 days; each
+//!   later run re-reads a short overlap for rows that arrive late.
+//! - A 429 or a 5xx from monobank ends the run for the integration with the cursor unmoved.
+
+mod cursor;
+
+pub use cursor::{Cursor, Page, Window, OVERLAP_SECS};
+
+use super::monobank::{page, StatementItem};
+use super::providers::BankSettings;
+pub use super::requests::{scheduled, Request, Requests};
+use super::UPLOAD_CONCURRENCY as CONCURRENCY;
+use super::{store_rows, Arrival, BankTx};
+use crate::egress::Apis;
+use crate::ids::ExternalId;
+use crate::integrations::{Integration, Settings};
+use crate::review::{self, Kind, Reason, ReviewItem};
+use crate::store::item::{n, s, Read};
+use crate::store::{Cond, Store, StoreError, Update};
+use chrono::{DateTime, Utc};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+use std::time::Duration;
+
+/// How an import is held to monobank's limits.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Between two statement calls of one integration (monobank: 60 s).
+    pub interval: Duration,
+    /// The longest a run waits for the next window before it leaves the rest to the next run.
+    pub max_wait: Duration,
+    /// Pages one run reads at most.
+    pub max_pages: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(60),
+            max_wait: Duration::ZERO,
+            max_pages: 20,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub calls: usize,
+    pub rows: usize,
+    pub imported: usize,
+    /// Another run holds the lease, or the interval has not passed.
+    pub running: bool,
+    /// monobank answered 429 or 5xx, or could not be reached: the cursor is unmoved.
+    pub stopped: Option<String>,
+    /// The window is read to its end: the cursor is at its `to`.
+    pub caught_up: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("not a monobank bank integration")]
+    NotMonobank,
+}
+
+fn cursor_pk(integration: &Integration) -> String {
+    integration
+        .org()
+        .pk(&format!("BANK_CURSOR#{}", integration.id.id))
+}
+
+/// monobank's one call a minute is per token: the lease is the token's (by its digest), shared
+/// by every integration that carries it (two accounts of one client, say).
+fn lease_pk(integration: &Integration) -> String {
+    let digest = match &integration.settings {
+        Settings::Bank(BankSettings::Monobank { token, .. }) => {
+            super::providers::token_digest(token)
+        }
+        _ => integration.id.id.clone(),
+    };
+    lease_of(&digest)
+}
+
+fn lease_of(token_digest: &str) -> String {
+    format!("BANK_LEASE#{token_digest}")
+}
+
+/// Whether a run holds the token's window now, by the digest its integration keeps in clear
+/// (for the api, which may not open the token).
+pub async fn is_running(
+    store: &Store,
+    token_digest: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let item = store.get(&lease_of(token_digest)).await?;
+    Ok(item
+        .and_then(|i| i.u64_of("next_call_ms").ok())
+        .is_some_and(|next| next as i64 > now.timestamp_millis()))
+}
+
+/// Takes the lease for one call at `now`: only when the interval since the last call has passed.
+async fn take_lease(
+    store: &Store,
+    integration: &Integration,
+    limits: &Limits,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let now = now.timestamp_millis();
+    let next = now + limits.interval.as_millis() as i64;
+    let update = Update::new()
+        .set("next_call_ms", n(next))
+        .set("kind", s("bank_lease"))
+        .set("org", s(integration.org().as_str()))
+        .when(Cond::Any(vec![
+            Cond::Missing,
+            Cond::Before("next_call_ms".into(), n(now + 1)),
+        ]));
+    store.update_if(&lease_pk(integration), &update).await
+}
+
+/// What a monobank bank integration calls with.
+struct Statement<'a> {
+    base: String,
+    token: &'a SecretString,
+    account: &'a str,
+}
+
+impl<'a> Statement<'a> {
+    fn of(apis: &Apis, integration: &'a Integration) -> Result<Self, ImportError> {
+        let Settings::Bank(BankSettings::Monobank {
+            token,
+            account,
+            api_url,
+        }) = &integration.settings
+        else {
+            return Err(ImportError::NotMonobank);
+        };
+        let base = match api_url {
+            Some(own) if apis.allow_loopback => own.trim_end_matches('/').to_owned(),
+            _ => apis.monobank.clone(),
+        };
+        Ok(Self {
+            base,
+            token,
+            account,
+        })
+    }
+
+    /// One page of the window, newest first; `Err` says why the run stops (429, 5xx,
+    /// unreachable, unreadable), with the cursor unmoved.
+    async fn page(&self, apis: &Apis, w: Window) -> Result<(Vec<StatementItem>, Page), String> {
+        let url = format!(
+            "{}/personal/statement/{}/{}/{}",
+            self.base, self.account, w.from, w.page_to
+        );
+        let answer = apis
+            .http
+            .get(url)
+            .header("X-Token", self.token.expose_secret())
+            .timeout(apis.timeout)
+            .send()
+            .await;
+        let body = match answer {
+            Ok(res) if res.status().is_success() => res
+                .bytes()
+                .await
+                .map_err(|e| format!("reading the statement: {}", e.without_url()))?,
+            Ok(res) => return Err(format!("monobank answered {}", res.status().as_u16())),
+            Err(e) => return Err(format!("monobank unreachable: {}", e.without_url())),
+        };
+        let (items, full) = page(&body)?;
+        let oldest = items.iter().map(|i| i.time).min();
+        Ok((items, Page { full, oldest }))
+    }
+}
+
+/// Stores a page's rows once (a conflict and an unreadable row each a review item): how many
+/// were readable, and how many were new.
+async fn store_page(
+    store: &Store,
+    integration: &Integration,
+    account: &str,
+    items: Vec<StatementItem>,
+    now: DateTime<Utc>,
+) -> Result<(usize, usize), StoreError> {
+    let org = integration.org();
+    let mut txs = Vec::with_capacity(items.len());
+    let mut unreadable = Vec::new();
+    for item in items {
+        let id = item.id.clone();
+        match item.row() {
+            Ok(row) => txs.push(BankTx::new(
+                org,
+                &integration.id.id,
+                account,
+                row,
+                Arrival::Import,
+                now,
+            )),
+            Err(why) => unreadable.push((id, why)),
+        }
+    }
+    let rows = store_rows(store, &txs, CONCURRENCY).await?;
+    let context = json!({"integration_id": integration.id.id});
+    review::file_conflicts(store, org, Kind::Bank, &rows.written, &context, now).await?;
+    for (id, why) in unreadable {
+        tracing::warn!(row = %id, %why, "statement row kept for review");
+        ReviewItem {
+            org: org.clone(),
+            kind: Kind::Bank,
+            reason: Reason::UnreadableBankRow,
+            key: format!(
+                "{}:{}",
+                integration.id.id,
+                ExternalId::of_body(id.as_bytes())
+            ),
+            at: now,
+            detail: json!({"integration_id": integration.id.id, "row_id": id, "error": why}),
+        }
+        .put(store)
+        .await?;
+    }
+    Ok((txs.len(), rows.imported()))
+}
+
+/// Whether the run may make its next call: the lease taken, or (after the first page, when the
+/// limits allow) taken after waiting one interval. `now` moves on by the wait.
+async fn lease(
+    store: &Store,
+    integration: &Integration,
+    limits: &Limits,
+    first: bool,
+    now: &mut DateTime<Utc>,
+) -> Result<Option<bool>, StoreError> {
+    if take_lease(store, integration, limits, *now).await? {
+        return Ok(Some(true));
+    }
+    if first {
+        return Ok(None);
+    }
+    if limits.interval > limits.max_wait {
+        return Ok(Some(false));
+    }
+    tokio::time::sleep(limits.interval).await;
+    *now += chrono::Duration::from_std(limits.interval).unwrap_or_default();
+    Ok(take_lease(store, integration, limits, *now)
+        .await?
+        .then_some(true))
+}
+
+/// One run for one integration at `now`: reads from the cursor, page by page, as far as the
+/// lease and `limits` allow.
+pub async fn run(
+    store: &Store,
+    apis: &Apis,
+    integration: &Integration,
+    limits: &Limits,
+    mut now: DateTime<Utc>,
+) -> Result<Report, ImportError> {
+    let statement = Statement::of(apis, integration)?;
+    let cursor_pk = cursor_pk(integration);
+    let mut cursor = Cursor::read(store.get(&cursor_pk).await?.as_ref());
+    let mut report = Report::default();
+    for pages in 0..limits.max_pages {
+        let window = cursor.window(now.timestamp());
+        match lease(store, integration, limits, pages == 0, &mut now).await? {
+            Some(true) => {}
+            Some(false) => return Ok(report),
+            None => {
+                report.running = true;
+                return Ok(report);
+            }
+        }
+        report.calls += 1;
+        let (items, page) = match statement.page(apis, window).await {
+            Ok(read) => read,
+            Err(why) => {
+                report.stopped = Some(why);
+                return Ok(report);
+            }
+        };
+        let (rows, imported) =
+            store_page(store, integration, statement.account, items, now).await?;
+        report.rows += rows;
+        report.imported += imported;
+        // The rows are stored: only now the cursor moves.
+        cursor = cursor.after(window, page);
+        store
+            .replace(cursor.to_item(&cursor_pk, integration.org().as_str()))
+            .await?;
+        if cursor.caught_up(now.timestamp()) {
+            report.caught_up = true;
+            return Ok(report);
+        }
+    }
+    Ok(report)
+}
