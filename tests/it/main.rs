@@ -19,3 +19,4 @@ mod payments;
 mod secrets;
 mod support;
 mod webhook;
+mod write;

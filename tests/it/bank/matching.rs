@@ -142,6 +142,10 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
         .filter(|r| r["reason"] == "unmatched_bank_row")
         .collect();
     assert_eq!(unmatched.len(), 1, "{review:?}");
+    let open = firmspace::review::open_by_reason(&env.store, &org)
+        .await
+        .unwrap();
+    assert_eq!(open.get("unmatched_bank_row"), Some(&1), "{open:?}");
     // A person matches it: the review item is resolved.
     let other = fixtures::invoice(&env, &org, dec!(100), "UAH").await;
     let m = matching::match_row(
@@ -162,6 +166,28 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
             .any(|r| r["reason"] == "unmatched_bank_row" && r["state"] == "resolved"),
         "{review:?}"
     );
+    // ... and it leaves the operator's open list and its count, for the resolved list.
+    let (open_list, _) = firmspace::ops::review::page(&env.store, &org, "open", 50, None)
+        .await
+        .unwrap();
+    assert!(
+        open_list
+            .iter()
+            .all(|r| r["reason"] != "unmatched_bank_row"),
+        "{open_list:?}"
+    );
+    let open = firmspace::review::open_by_reason(&env.store, &org)
+        .await
+        .unwrap();
+    assert_eq!(open.get("unmatched_bank_row"), None, "{open:?}");
+    let (resolved, _) = firmspace::ops::review::page(&env.store, &org, "resolved", 50, None)
+        .await
+        .unwrap();
+    let by = resolved
+        .iter()
+        .find(|r| r["reason"] == "unmatched_bank_row")
+        .map(|r| r["resolved_by"].clone());
+    assert_eq!(by, Some(serde_json::json!("u1")), "{resolved:?}");
 }
 
 #[tokio::test]

@@ -227,3 +227,69 @@ async fn a_bad_row_refuses_the_file_naming_its_line_and_writes_nothing() {
     let big = "x".repeat(5 * 1024 * 1024 + 1);
     assert_eq!(answer(&app, upload(path, &key, &big)).await.0, 413);
 }
+
+#[tokio::test]
+async fn another_row_under_a_taken_bank_id_is_a_conflict_kept_for_a_person_not_a_duplicate() {
+    let env = TestEnv::new().await;
+    let (app, key, integration) =
+        with_integration(&env, json!({"kind": "bank", "provider": "csv"})).await;
+    let url = integration["upload_url"].as_str().unwrap();
+    let path = &url[url.find("/api/").unwrap()..];
+    // Two exports of different accounts whose id columns both start at 1.
+    let first = file(0..3);
+    let other = format!("{HEAD}r0,2026-11-05,+9.00,UAH,Rent,Landlord,\nr1,2026-11-02,+2.50,UAH,Payment 1,Client 1,\nr9,2026-11-09,+1.00,UAH,New,,\n");
+    let (status, stored) = answer(&app, upload(path, &key, &first)).await;
+    assert_eq!((status, stored["imported"].as_u64()), (200, Some(3)));
+    let (status, second) = answer(&app, upload(path, &key, &other)).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        (
+            second["imported"].as_u64(),
+            second["duplicates"].as_u64(),
+            second["conflicts"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "r9 new, r1 the same row, r0 another row: {second}"
+    );
+    assert_eq!(env.count("bank_tx").await, 4);
+    let (_, review) = call(&app, "GET", "/api/review", &key, Value::Null).await;
+    let mismatches: Vec<_> = review["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["reason"] == "payload_mismatch")
+        .collect();
+    assert_eq!(mismatches.len(), 1, "{review:?}");
+    let detail = &mismatches[0]["detail"];
+    assert_eq!(
+        detail["fields"],
+        json!(["time", "amount", "description"]),
+        "{detail}"
+    );
+    assert_ne!(detail["fingerprint"], detail["stored_fingerprint"]);
+    // The first row is kept as it was.
+    let id = integration["integration_id"].as_str().unwrap();
+    let list = format!("/api/bank/transactions?integration_id={id}&limit=50");
+    let (_, page) = call(&app, "GET", &list, &key, Value::Null).await;
+    let r0 = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "r0")
+        .cloned()
+        .unwrap();
+    assert_eq!(r0["amount"], "1.50");
+    // The same second file again: the conflict is filed once.
+    let (_, again) = answer(&app, upload(path, &key, &other)).await;
+    assert_eq!(again["conflicts"].as_u64(), Some(1));
+    let (_, review) = call(&app, "GET", "/api/review", &key, Value::Null).await;
+    assert_eq!(
+        review["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["reason"] == "payload_mismatch")
+            .count(),
+        1
+    );
+}

@@ -1,0 +1,155 @@
+//! The store's one write path under contention: every writer that loses a condition reads again,
+//! decides again and gets in, within the one attempt limit, and nothing is written twice.
+
+use crate::support::{fixtures, TestEnv};
+use chrono::{DateTime, Utc};
+use firmspace::ids::{ExternalId, OrgId};
+use firmspace::ledger::{self, wallet, Price};
+use firmspace::money::Currency;
+use firmspace::store::item::{n, Builder, Read};
+use firmspace::store::{Cond, Decision, Plan, Seen, Step, Store, StoreError, Update, Written};
+use rust_decimal_macros::dec;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One writer's event: its own item, and the shared counter moved on from the value it read.
+struct Bump<'a> {
+    org: &'a OrgId,
+    writer: usize,
+    decisions: &'a AtomicUsize,
+}
+
+impl Bump<'_> {
+    fn counter(&self) -> String {
+        self.org.pk("COUNTER#contention")
+    }
+}
+
+impl Decision for Bump<'_> {
+    type Out = u64;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![
+            self.org.pk(&format!("BUMP#{}", self.writer)),
+            self.counter(),
+        ]
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<u64>, StoreError> {
+        self.decisions.fetch_add(1, Ordering::SeqCst);
+        if let Some(item) = seen.stored() {
+            return Ok(Plan::Done(Written::Repeat {
+                stored: item.u64_of("n")?,
+            }));
+        }
+        let last = seen.get(1).map(|c| c.u64_of("n")).transpose()?;
+        let next = last.unwrap_or(0) + 1;
+        let own = Builder::new(&self.keys()[0], "bump", self.org.as_str())
+            .num("n", next)
+            .build();
+        let counter = match last {
+            None => Step::PutNew(
+                Builder::new(&self.counter(), "counter", self.org.as_str())
+                    .num("n", next)
+                    .build(),
+            ),
+            Some(last) => Step::Update {
+                pk: self.counter(),
+                update: Update::new()
+                    .set("n", n(next))
+                    .when(Cond::Equals("n".into(), n(last))),
+            },
+        };
+        Ok(Plan::Write {
+            steps: vec![Step::PutNew(own), counter],
+            out: next,
+        })
+    }
+}
+
+async fn bump(store: &Store, org: &OrgId, writer: usize, decisions: &AtomicUsize) -> Written<u64> {
+    let mut decision = Bump {
+        org,
+        writer,
+        decisions,
+    };
+    store.write(&mut decision, Utc::now()).await.unwrap()
+}
+
+#[tokio::test]
+async fn thirty_writers_on_one_counter_all_get_in_each_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let decisions = AtomicUsize::new(0);
+    let written =
+        futures::future::join_all((0..30).map(|w| bump(&env.store, &org, w, &decisions))).await;
+    let mut numbers: Vec<u64> = written
+        .iter()
+        .map(|w| match w {
+            Written::New(n) => *n,
+            other => panic!("every writer is new: {other:?}"),
+        })
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(
+        numbers,
+        (1..=30).collect::<Vec<_>>(),
+        "each number taken once"
+    );
+    let counter = env
+        .store
+        .get(&org.pk("COUNTER#contention"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(counter.u64_of("n").unwrap(), 30);
+    assert_eq!(env.count("bump").await, 30);
+    assert!(
+        decisions.load(Ordering::SeqCst) > 30,
+        "losers decided again: {} decisions",
+        decisions.load(Ordering::SeqCst)
+    );
+    // A writer that comes again is a repeat, answered from the read.
+    let again = bump(&env.store, &org, 7, &decisions).await;
+    assert!(matches!(again, Written::Repeat { .. }), "{again:?}");
+    assert_eq!(env.count("bump").await, 30);
+}
+
+#[tokio::test]
+async fn thirty_concurrent_top_ups_of_one_wallet_all_land_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let price = Price {
+        amount: dec!(2.50),
+        currency: Currency::parse("USD").unwrap(),
+    };
+    let keys: Vec<ExternalId> = (0..30)
+        .map(|i| ExternalId::parse("key", &format!("topup-{i}")).unwrap())
+        .collect();
+    let written = futures::future::join_all(
+        keys.iter()
+            .map(|key| ledger::top_up(&env.store, &org, key, price, Utc::now())),
+    )
+    .await;
+    assert!(
+        written.iter().all(|w| matches!(w, Ok(Written::New(_)))),
+        "{written:?}"
+    );
+    let wallet = wallet::get(&env.store, &org).await.unwrap();
+    assert_eq!((wallet.balance, wallet.version), (dec!(75.00), 30));
+    assert_eq!(env.count("ledger_line").await, 30);
+    // Every key again, concurrently: repeats, and the wallet does not move.
+    let again = futures::future::join_all(
+        keys.iter()
+            .map(|key| ledger::top_up(&env.store, &org, key, price, Utc::now())),
+    )
+    .await;
+    assert!(
+        again
+            .iter()
+            .all(|w| matches!(w, Ok(Written::Repeat { .. }))),
+        "{again:?}"
+    );
+    let wallet = wallet::get(&env.store, &org).await.unwrap();
+    assert_eq!((wallet.balance, wallet.version), (dec!(75.00), 30));
+}
