@@ -43,6 +43,28 @@ impl Automation {
         }
     }
 
+    /// The conversation a reply goes into, and its channel's settings: only a channel that
+    /// can reply.
+    async fn reply_target(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+    ) -> Result<Option<(Conversation, MessageSettings)>, WorkError> {
+        let Some(conversation) = self.conversation_of(fired).await? else {
+            return Ok(None);
+        };
+        let id = IntegrationId {
+            org: conversation.org.clone(),
+            id: conversation.integration_id.clone(),
+        };
+        Ok(
+            match self.integration(rule, &id).await?.map(|i| i.settings) {
+                Some(Settings::Messages(m)) if m.provider().can_reply() => Some((conversation, m)),
+                _ => None,
+            },
+        )
+    }
+
     pub(super) async fn reply(
         &self,
         rule: &Rule,
@@ -50,21 +72,7 @@ impl Automation {
         fired: &Fired,
         now: DateTime<Utc>,
     ) -> Result<Applied, WorkError> {
-        let conversation = self.conversation_of(fired).await?;
-        let settings = match &conversation {
-            Some(c) => {
-                let id = IntegrationId {
-                    org: c.org.clone(),
-                    id: c.integration_id.clone(),
-                };
-                match self.integration(rule, &id).await?.map(|i| i.settings) {
-                    Some(Settings::Messages(m)) if m.provider().can_reply() => Some(m),
-                    _ => None,
-                }
-            }
-            None => None,
-        };
-        let (Some(conversation), Some(settings)) = (conversation, settings) else {
+        let Some((conversation, settings)) = self.reply_target(rule, fired).await? else {
             return self.unsupported(rule, fired, now).await;
         };
         let hold = chrono::Duration::from_std(self.reply_budget()).expect("a budget of seconds");

@@ -65,6 +65,29 @@ impl Automation {
         }
     }
 
+    /// The run's claim, its lease running from the moment it is taken.
+    async fn claim(
+        &self,
+        rule: &Rule,
+        event_key: &firmspace::ids::EventKey,
+        request: runs::Request<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Claim, WorkError> {
+        let hold = chrono::Duration::from_std(self.budget()).expect("a budget of seconds");
+        let taken_at = chrono::Utc::now().max(now);
+        let claim = runs::claim(
+            &self.store,
+            &rule.org,
+            &rule.rule_id,
+            event_key,
+            taken_at,
+            hold,
+            Some(request),
+        )
+        .await?;
+        Ok(claim)
+    }
+
     pub(super) async fn send(
         &self,
         rule: &Rule,
@@ -77,24 +100,12 @@ impl Automation {
         let event_key = &fired.event_key;
         let run_key = automation::run_key(&rule.rule_id, event_key);
         let key = automation::idempotency_key(&rule.org, &run_key);
-        let hold = chrono::Duration::from_std(self.budget()).expect("a budget of seconds");
-        // The lease runs from the moment it is taken, not from the batch's start.
-        let taken_at = chrono::Utc::now().max(now);
         let body = json!({"text": text, "rule_id": rule.rule_id, "event_key": event_key, "context": fired.context});
         let request = runs::Request {
             integration_id: &integration_id.id,
             body: &body,
         };
-        let claim = runs::claim(
-            &self.store,
-            &rule.org,
-            &rule.rule_id,
-            event_key,
-            taken_at,
-            hold,
-            Some(request),
-        )
-        .await?;
+        let claim = self.claim(rule, event_key, request, now).await?;
         let (lease, sent) = match claim {
             Claim::Settled(state) => {
                 tracing::info!(%run_key, ?state, "run already settled");
@@ -137,65 +148,86 @@ impl Automation {
         sent: Sent,
         now: DateTime<Utc>,
     ) -> Result<(), WorkError> {
-        let Attempt {
-            rule,
-            integration_id,
-            target,
-            fired,
-            key,
-            lease,
-        } = attempt;
-        let event_key = &fired.event_key;
-        let run_key = automation::run_key(&rule.rule_id, event_key);
-        let settle = |state| async move {
-            runs::set_state(
+        let run_key = automation::run_key(&attempt.rule.rule_id, &attempt.fired.event_key);
+        match sent {
+            Sent::Delivered => self.delivered(&attempt, now).await,
+            Sent::NotDelivered(why) => {
+                self.set(&attempt, RunState::NotSent, now).await?;
+                Err(WorkError::transient(Transient(why)))
+            }
+            Sent::Rejected(code) => {
+                self.set(&attempt, RunState::Failed, now).await?;
+                Err(WorkError::permanent(
+                    Reason::OutboundRejected,
+                    format!("target answered {code} for run {run_key}"),
+                ))
+            }
+            Sent::Unclear(why) => self.unclear(&attempt, &run_key, why, now).await,
+        }
+    }
+
+    /// An outcome nobody can tell from the call: the target is asked; what it cannot say
+    /// either is left for a person.
+    async fn unclear(
+        &self,
+        attempt: &Attempt<'_>,
+        run_key: &str,
+        why: String,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        match self.outbound.check(attempt.target, attempt.key).await {
+            State::Delivered => self.delivered(attempt, now).await,
+            State::NotDelivered => {
+                self.set(attempt, RunState::NotSent, now).await?;
+                Err(WorkError::transient(Transient(format!(
+                    "{why}; target has no record of the key"
+                ))))
+            }
+            State::Unknown => {
+                if !self.set(attempt, RunState::NeedsCheck, now).await? {
+                    // Another attempt holds the run now; it decides what a person must see.
+                    return Ok(());
+                }
+                let detail = json!({"idempotency_key": attempt.key, "integration_id": attempt.integration_id});
+                self.needs_check(attempt.rule, run_key, &why, detail, now)
+                    .await
+            }
+        }
+    }
+
+    /// The run moved to `state` under the attempt's lease; `false` when the lease was lost.
+    async fn set(
+        &self,
+        attempt: &Attempt<'_>,
+        state: RunState,
+        now: DateTime<Utc>,
+    ) -> Result<bool, WorkError> {
+        let rule = attempt.rule;
+        let event_key = &attempt.fired.event_key;
+        Ok(runs::set_state(
+            &self.store,
+            &rule.org,
+            &rule.rule_id,
+            event_key,
+            attempt.lease,
+            state,
+            now,
+        )
+        .await?)
+    }
+
+    /// Delivered is a fact whoever holds the run now: `sent` even if the lease was lost.
+    async fn delivered(&self, attempt: &Attempt<'_>, now: DateTime<Utc>) -> Result<(), WorkError> {
+        if !self.set(attempt, RunState::Sent, now).await? {
+            let rule = attempt.rule;
+            runs::delivered(
                 &self.store,
                 &rule.org,
                 &rule.rule_id,
-                event_key,
-                lease,
-                state,
+                &attempt.fired.event_key,
                 now,
             )
-            .await
-        };
-        // Delivered is a fact whoever holds the run now: `sent` even if the lease was lost.
-        let delivered = || async {
-            if !settle(RunState::Sent).await? {
-                runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
-            }
-            Ok::<_, WorkError>(())
-        };
-        match sent {
-            Sent::Delivered => delivered().await?,
-            Sent::NotDelivered(why) => {
-                settle(RunState::NotSent).await?;
-                return Err(WorkError::transient(Transient(why)));
-            }
-            Sent::Rejected(code) => {
-                settle(RunState::Failed).await?;
-                return Err(WorkError::permanent(
-                    Reason::OutboundRejected,
-                    format!("target answered {code} for run {run_key}"),
-                ));
-            }
-            Sent::Unclear(why) => match self.outbound.check(target, key).await {
-                State::Delivered => delivered().await?,
-                State::NotDelivered => {
-                    settle(RunState::NotSent).await?;
-                    return Err(WorkError::transient(Transient(format!(
-                        "{why}; target has no record of the key"
-                    ))));
-                }
-                State::Unknown => {
-                    if !settle(RunState::NeedsCheck).await? {
-                        // Another attempt holds the run now; it decides what a person must see.
-                        return Ok(());
-                    }
-                    let detail = json!({"idempotency_key": key, "integration_id": integration_id});
-                    self.needs_check(rule, &run_key, &why, detail, now).await?;
-                }
-            },
+            .await?;
         }
         Ok(())
     }

@@ -23,18 +23,12 @@ pub struct LineError {
 
 const REQUIRED: [&str; 5] = ["id", "date", "amount", "currency", "description"];
 
-/// Every row of the file, or every line that is wrong (at most `ERRORS_SHOWN`).
-pub fn parse(bytes: &[u8]) -> Result<Vec<BankRow>, Vec<LineError>> {
-    let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .trim(::csv::Trim::All)
-        .from_reader(bytes);
+/// Each column's place, by its lower-case name; every required column there.
+fn columns(reader: &mut ::csv::Reader<&[u8]>) -> Result<HashMap<String, usize>, Vec<LineError>> {
     let header_error = |error: String| vec![LineError { line: 1, error }];
     let headers = reader
         .headers()
-        .map_err(|e| header_error(format!("header: {e}")))?
-        .clone();
+        .map_err(|e| header_error(format!("header: {e}")))?;
     let column: HashMap<String, usize> = headers
         .iter()
         .enumerate()
@@ -51,6 +45,17 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<BankRow>, Vec<LineError>> {
             missing.join(", ")
         )));
     }
+    Ok(column)
+}
+
+/// Every row of the file, or every line that is wrong (at most `ERRORS_SHOWN`).
+pub fn parse(bytes: &[u8]) -> Result<Vec<BankRow>, Vec<LineError>> {
+    let mut reader = ::csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .trim(::csv::Trim::All)
+        .from_reader(bytes);
+    let column = columns(&mut reader)?;
     let mut rows = Vec::new();
     let mut errors = Vec::new();
     let mut seen: HashMap<String, u64> = HashMap::new();

@@ -90,18 +90,12 @@ pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) ->
             return repush(org, event, seen, line)
         }
         (SmsType::Received, Some(line)) => return repush(org, event, seen, line),
-        (SmsType::Sent, line) => {
-            let status = line.as_ref().map_or(InboxStatus::Sent, |l| l.status);
-            draft.charge(LineKind::Debit);
-            if status == InboxStatus::Failed {
-                draft.refund(draft.lines.first().cloned());
-            }
-            let write = match line {
-                Some(_) => InboxWrite::Booked { status },
-                None => InboxWrite::New(Box::new(draft.line(InboxStatus::Sent))),
-            };
-            (write, status)
+        (SmsType::Delivered | SmsType::Failed, Some(line))
+            if line.status == final_status(event.kind) =>
+        {
+            return repush(org, event, seen, line)
         }
+        (SmsType::Sent, line) => draft.sent(line.as_ref()),
         (SmsType::Received, None) => {
             draft.charge(LineKind::Debit);
             (
@@ -113,24 +107,7 @@ pub fn decide(event: &SmsEvent, org: &OrgId, seen: &Seen, now: DateTime<Utc>) ->
             let status = final_status(event.kind);
             (InboxWrite::New(Box::new(draft.line(status))), status)
         }
-        (SmsType::Delivered | SmsType::Failed, Some(line)) => {
-            let status = final_status(event.kind);
-            if line.status == status {
-                return repush(org, event, seen, line);
-            }
-            if line.status.is_final() {
-                draft.flags.push(Flag {
-                    reason: Reason::StatusConflict,
-                    detail: json!({"message_id": event.message_id, "status": line.status, "reported": status, "event_id": event.event_id}),
-                });
-                (InboxWrite::Nothing, line.status)
-            } else {
-                if status == InboxStatus::Failed && seen.refund.is_none() {
-                    draft.refund(seen.debit.clone());
-                }
-                (InboxWrite::Move { to: status }, status)
-            }
-        }
+        (SmsType::Delivered | SmsType::Failed, Some(line)) => draft.settled(line, seen),
     };
     draft.finish(seen, inbox, status)
 }
@@ -212,6 +189,38 @@ struct Draft<'a> {
 }
 
 impl Draft<'_> {
+    /// `sms.sent` over the line a status event may have made first: the debit, and its refund
+    /// when a failure came first.
+    fn sent(&mut self, line: Option<&InboxLine>) -> (InboxWrite, InboxStatus) {
+        let status = line.map_or(InboxStatus::Sent, |l| l.status);
+        self.charge(LineKind::Debit);
+        if status == InboxStatus::Failed {
+            self.refund(self.lines.first().cloned());
+        }
+        let write = match line {
+            Some(_) => InboxWrite::Booked { status },
+            None => InboxWrite::New(Box::new(self.line(InboxStatus::Sent))),
+        };
+        (write, status)
+    }
+
+    /// A final status over a line in another status: the first final status wins (another is a
+    /// review item), and a failure that wins refunds the debit.
+    fn settled(&mut self, line: &InboxLine, seen: &Seen) -> (InboxWrite, InboxStatus) {
+        let (event, status) = (self.event, final_status(self.event.kind));
+        if line.status.is_final() {
+            self.flags.push(Flag {
+                reason: Reason::StatusConflict,
+                detail: json!({"message_id": event.message_id, "status": line.status, "reported": status, "event_id": event.event_id}),
+            });
+            return (InboxWrite::Nothing, line.status);
+        }
+        if status == InboxStatus::Failed && seen.refund.is_none() {
+            self.refund(seen.debit.clone());
+        }
+        (InboxWrite::Move { to: status }, status)
+    }
+
     /// One review item per reason and event: a second of the same reason (a refund in another
     /// currency beside its debit) is the same matter, already filed.
     fn flag(&mut self, flag: Flag) {

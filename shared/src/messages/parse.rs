@@ -51,41 +51,8 @@ pub fn telegram(body: &[u8]) -> Result<Posted, String> {
     let message_id = need(message, "message_id", "message")?;
     let from = message.get("from").unwrap_or(chat);
     let user_id = need(from, "id", "from")?;
-    let first = [str_of(from, "first_name"), str_of(from, "last_name")]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let name = if first.trim().is_empty() {
-        str_of(from, "username").unwrap_or_else(|| user_id.clone())
-    } else {
-        first
-    };
-    let mut attachments = Vec::new();
-    if let Some(Value::Array(sizes)) = message.get("photo") {
-        let largest = sizes.iter().max_by_key(|p| {
-            let dim = |n| p.get(n).and_then(Value::as_u64).unwrap_or(0);
-            (dim("width").saturating_mul(dim("height")), dim("file_size"))
-        });
-        if let Some(photo) = largest {
-            attachments.push(AttachmentRef {
-                media: MediaRef::TelegramFile(need(photo, "file_id", "photo")?),
-                name: format!("photo_{message_id}.jpg"),
-                content_type: Some("image/jpeg".into()),
-                size: photo.get("file_size").and_then(Value::as_u64),
-            });
-        }
-    }
-    for kind in ["document", "voice", "audio", "video"] {
-        if let Some(file) = message.get(kind) {
-            attachments.push(AttachmentRef {
-                media: MediaRef::TelegramFile(need(file, "file_id", kind)?),
-                name: str_of(file, "file_name").unwrap_or_else(|| format!("{kind}_{message_id}")),
-                content_type: str_of(file, "mime_type"),
-                size: file.get("file_size").and_then(Value::as_u64),
-            });
-        }
-    }
+    let name = telegram_name(from, &user_id);
+    let attachments = telegram_attachments(message, &message_id)?;
     let text = str_of(message, "text")
         .or_else(|| str_of(message, "caption"))
         .unwrap_or_default();
@@ -112,6 +79,50 @@ pub fn telegram(body: &[u8]) -> Result<Posted, String> {
     })
 }
 
+/// How a Telegram sender is called: first and last name, else the username, else the id.
+fn telegram_name(from: &Value, user_id: &str) -> String {
+    let full = [str_of(from, "first_name"), str_of(from, "last_name")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if full.trim().is_empty() {
+        str_of(from, "username").unwrap_or_else(|| user_id.to_owned())
+    } else {
+        full
+    }
+}
+
+/// A Telegram message's files: the largest photo size, and a document, voice, audio or video.
+fn telegram_attachments(message: &Value, message_id: &str) -> Result<Vec<AttachmentRef>, String> {
+    let mut attachments = Vec::new();
+    if let Some(Value::Array(sizes)) = message.get("photo") {
+        let largest = sizes.iter().max_by_key(|p| {
+            let dim = |n| p.get(n).and_then(Value::as_u64).unwrap_or(0);
+            (dim("width").saturating_mul(dim("height")), dim("file_size"))
+        });
+        if let Some(photo) = largest {
+            attachments.push(AttachmentRef {
+                media: MediaRef::TelegramFile(need(photo, "file_id", "photo")?),
+                name: format!("photo_{message_id}.jpg"),
+                content_type: Some("image/jpeg".into()),
+                size: photo.get("file_size").and_then(Value::as_u64),
+            });
+        }
+    }
+    for kind in ["document", "voice", "audio", "video"] {
+        if let Some(file) = message.get(kind) {
+            attachments.push(AttachmentRef {
+                media: MediaRef::TelegramFile(need(file, "file_id", kind)?),
+                name: str_of(file, "file_name").unwrap_or_else(|| format!("{kind}_{message_id}")),
+                content_type: str_of(file, "mime_type"),
+                size: file.get("file_size").and_then(Value::as_u64),
+            });
+        }
+    }
+    Ok(attachments)
+}
+
 /// A WhatsApp Cloud API delivery: `entry[].changes[].value` with `messages[]` (and `contacts[]`
 /// naming their senders) and `statuses[]` of our own messages. Always answered in the batch form.
 pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
@@ -133,46 +144,13 @@ pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
         let phone_number_id = value
             .get("metadata")
             .and_then(|m| str_of(m, "phone_number_id"));
-        let names: HashMap<String, String> = value
-            .get("contacts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| {
-                let name = c.get("profile").and_then(|p| str_of(p, "name"))?;
-                Some((str_of(c, "wa_id")?, name))
-            })
-            .collect();
-        for m in value
-            .get("messages")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        let names = whatsapp_names(value);
+        for m in array(value, "messages") {
             if let Some(incoming) = whatsapp_message(m, &names, phone_number_id.clone())? {
                 messages.push(incoming);
             }
         }
-        for s in value
-            .get("statuses")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            // A status we cannot read (no id, an unknown name such as `deleted`) is not one of
-            // ours to decide: skipped, never a reason to refuse the messages beside it.
-            let status = str_of(s, "status")
-                .and_then(|raw| crate::store::item::parse_tag::<OutStatus>(&raw));
-            let (Some(status), Some(provider_id)) = (status, str_of(s, "id")) else {
-                tracing::info!("skipped a WhatsApp status without a known status or an id");
-                continue;
-            };
-            statuses.push(StatusEvent {
-                provider_id,
-                status,
-                at: unix(s, "timestamp"),
-            });
-        }
+        statuses.extend(array(value, "statuses").filter_map(whatsapp_status));
     }
     if messages.is_empty() && statuses.is_empty() {
         return Ok(Posted::Ignored("no_messages_or_statuses".into()));
@@ -181,6 +159,41 @@ pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
         messages,
         statuses,
         batch: true,
+    })
+}
+
+/// The values of `value[name]`, none when it is not an array.
+fn array<'a>(value: &'a Value, name: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .get(name)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// The senders' names a WhatsApp change carries, by `wa_id`.
+fn whatsapp_names(value: &Value) -> HashMap<String, String> {
+    array(value, "contacts")
+        .filter_map(|c| {
+            let name = c.get("profile").and_then(|p| str_of(p, "name"))?;
+            Some((str_of(c, "wa_id")?, name))
+        })
+        .collect()
+}
+
+/// A status of one of our messages. One we cannot read (no id, an unknown name such as
+/// `deleted`) is not ours to decide: skipped, never a reason to refuse the messages beside it.
+fn whatsapp_status(s: &Value) -> Option<StatusEvent> {
+    let status =
+        str_of(s, "status").and_then(|raw| crate::store::item::parse_tag::<OutStatus>(&raw));
+    let (Some(status), Some(provider_id)) = (status, str_of(s, "id")) else {
+        tracing::info!("skipped a WhatsApp status without a known status or an id");
+        return None;
+    };
+    Some(StatusEvent {
+        provider_id,
+        status,
+        at: unix(s, "timestamp"),
     })
 }
 

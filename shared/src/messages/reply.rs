@@ -21,6 +21,9 @@ pub enum Replied {
     Unclear(String),
 }
 
+/// Reads the id of the message the channel made out of its answer.
+type ReadId = fn(&Value) -> Option<String>;
+
 /// Sends `text` into the conversation's chat.
 pub async fn send(
     apis: &Apis,
@@ -28,50 +31,9 @@ pub async fn send(
     conversation: &Conversation,
     text: &str,
 ) -> Replied {
-    let base = match apis.base(settings) {
-        Ok(base) => base,
-        Err(why) => return Replied::Rejected(why),
-    };
-    let (request, read_id): (_, fn(&Value) -> Option<String>) = match settings {
-        MessageSettings::Telegram { bot_token, .. } => (
-            apis.http
-                .post(format!(
-                    "{base}/bot{}/sendMessage",
-                    bot_token.expose_secret()
-                ))
-                .json(&json!({"chat_id": conversation.chat_id, "text": text})),
-            |answer| {
-                let result = answer.get("result")?;
-                let chat = result.get("chat")?.get("id")?;
-                Some(format!("{chat}:{}", result.get("message_id")?))
-            },
-        ),
-        MessageSettings::Whatsapp { access_token, .. } => {
-            let Some(via) = &conversation.reply_via else {
-                return Replied::Rejected(
-                    "the conversation has no business number to reply from".into(),
-                );
-            };
-            (
-                apis.http
-                    .post(format!("{base}/{via}/messages"))
-                    .bearer_auth(access_token.expose_secret())
-                    .json(&json!({
-                        "messaging_product": "whatsapp",
-                        "recipient_type": "individual",
-                        "to": conversation.chat_id,
-                        "type": "text",
-                        "text": {"body": text},
-                    })),
-                |answer| {
-                    let id = answer.get("messages")?.get(0)?.get("id")?.as_str()?;
-                    Some(id.to_owned())
-                },
-            )
-        }
-        MessageSettings::Standard { .. } => {
-            return Replied::Rejected("the generic channel cannot send replies".into())
-        }
+    let (request, read_id) = match request(apis, settings, conversation, text) {
+        Ok(request) => request,
+        Err(refused) => return refused,
     };
     // Errors are told without the URL: a Bot API URL carries the bot's token.
     match request.timeout(apis.timeout).send().await {
@@ -94,5 +56,55 @@ pub async fn send(
         }
         Err(e) if e.is_timeout() => Replied::Unclear("timed out waiting for the answer".into()),
         Err(e) => Replied::Unclear(format!("request failed: {}", e.without_url())),
+    }
+}
+
+/// The channel's send request for `text`, and how its answer names the message; a refusal
+/// when the channel cannot send into this conversation.
+fn request(
+    apis: &Apis,
+    settings: &MessageSettings,
+    conversation: &Conversation,
+    text: &str,
+) -> Result<(reqwest::RequestBuilder, ReadId), Replied> {
+    let base = apis.base(settings).map_err(Replied::Rejected)?;
+    match settings {
+        MessageSettings::Telegram { bot_token, .. } => Ok((
+            apis.http
+                .post(format!(
+                    "{base}/bot{}/sendMessage",
+                    bot_token.expose_secret()
+                ))
+                .json(&json!({"chat_id": conversation.chat_id, "text": text})),
+            |answer| {
+                let result = answer.get("result")?;
+                let chat = result.get("chat")?.get("id")?;
+                Some(format!("{chat}:{}", result.get("message_id")?))
+            },
+        )),
+        MessageSettings::Whatsapp { access_token, .. } => {
+            let via = conversation.reply_via.as_ref().ok_or_else(|| {
+                Replied::Rejected("the conversation has no business number to reply from".into())
+            })?;
+            Ok((
+                apis.http
+                    .post(format!("{base}/{via}/messages"))
+                    .bearer_auth(access_token.expose_secret())
+                    .json(&json!({
+                        "messaging_product": "whatsapp",
+                        "recipient_type": "individual",
+                        "to": conversation.chat_id,
+                        "type": "text",
+                        "text": {"body": text},
+                    })),
+                |answer| {
+                    let id = answer.get("messages")?.get(0)?.get("id")?.as_str()?;
+                    Some(id.to_owned())
+                },
+            ))
+        }
+        MessageSettings::Standard { .. } => Err(Replied::Rejected(
+            "the generic channel cannot send replies".into(),
+        )),
     }
 }

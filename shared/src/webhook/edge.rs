@@ -127,6 +127,17 @@ impl<S: Source> Edge<S> {
                     .await;
             }
         };
+        self.answer(integration, label, event, now).await
+    }
+
+    /// Records a parsed event and answers it: the edge's one vocabulary (`webhook::answer`).
+    async fn answer(
+        &self,
+        integration: &Integration,
+        label: &'static str,
+        event: S::Event,
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
         let recorded = self
             .source
             .record(&self.store, integration, event, now)
@@ -135,9 +146,10 @@ impl<S: Source> Edge<S> {
             tracing::Span::current().record("event_key", key.as_str());
         }
         let context = json!({"integration_id": integration.id.id});
+        let org = integration.org();
         let told = super::answer::tell(
             &self.store,
-            integration.org(),
+            org,
             super::REVIEW_KIND,
             &recorded,
             context,
@@ -147,8 +159,7 @@ impl<S: Source> Edge<S> {
         count(label, told.outcome);
         if !recorded.is_new() {
             // The operator's chart of duplicates per hour; a lost tally is no lost event.
-            if let Err(e) = crate::ops::chart::duplicate(&self.store, integration.org(), now).await
-            {
+            if let Err(e) = crate::ops::chart::duplicate(&self.store, org, now).await {
                 tracing::warn!(error.message = %e, "duplicate not tallied");
             }
         }

@@ -1,12 +1,12 @@
 //! The automatic match of a stored credit row: the one open invoice of its currency that it
 //! names, or a review item for a person; never over what a person did.
 
-use super::{apply, row, MatchError};
+use super::{apply, row, BankTx, MatchError};
 use crate::ids::OrgId;
 use crate::payments::invoice::{self, Invoice};
 use crate::payments::InvoiceStatus;
 use crate::review::{Kind, Reason, ReviewItem};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -52,6 +52,34 @@ pub enum Auto {
     },
 }
 
+/// The invoice numbers a row's texts name, and the open invoices of its currency among them.
+async fn candidates(store: &Store, tx: &BankTx) -> Result<(Vec<String>, Vec<Invoice>), StoreError> {
+    let r = &tx.row;
+    let text = [
+        Some(&r.description),
+        r.reference.as_ref(),
+        r.counterparty.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect::<Vec<_>>()
+    .join(" ");
+    let numbers = invoice_numbers(&text);
+    let open = invoice::by_numbers(store, &tx.org, &numbers)
+        .await?
+        .into_iter()
+        .filter(|inv| {
+            inv.currency == r.currency
+                && matches!(
+                    inv.status,
+                    InvoiceStatus::Open | InvoiceStatus::PartiallyPaid
+                )
+        })
+        .collect();
+    Ok((numbers, open))
+}
+
 /// Matches a newly stored credit row to the one open invoice of its currency that its
 /// description, reference or counterparty names; otherwise files `unmatched_bank_row`.
 pub async fn auto_match(
@@ -67,28 +95,7 @@ pub async fn auto_match(
         return Ok(Auto::Nothing);
     }
     let r = &tx.row;
-    let text = [
-        Some(&r.description),
-        r.reference.as_ref(),
-        r.counterparty.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    .map(String::as_str)
-    .collect::<Vec<_>>()
-    .join(" ");
-    let numbers = invoice_numbers(&text);
-    let open: Vec<Invoice> = invoice::by_numbers(store, org, &numbers)
-        .await?
-        .into_iter()
-        .filter(|inv| {
-            inv.currency == r.currency
-                && matches!(
-                    inv.status,
-                    InvoiceStatus::Open | InvoiceStatus::PartiallyPaid
-                )
-        })
-        .collect();
+    let (numbers, open) = candidates(store, &tx).await?;
     if let [only] = open.as_slice() {
         return Ok(
             match apply(store, &tx, only.id.as_str(), "bank", now).await? {
