@@ -16,20 +16,6 @@ pub mod requests;
 pub mod review;
 pub mod runs;
 
-use crate::store::{Index, Item, Store, StoreError};
-
-pub use crate::store::lists::{event_position, events_pk, review_pk, runs_pk, EventKind};
-
-/// A page of one of the operator's lists, newest first, each item as `shown` shows it.
-pub async fn page_of(
-    store: &Store,
-    list: &str,
-    limit: i32,
-    cursor: Option<&str>,
-    shown: fn(&Item) -> serde_json::Value,
-) -> Result<(Vec<serde_json::Value>, Option<String>), StoreError> {
-    let (items, next) = store
-        .page_in(Index::States, list, None, true, limit, cursor)
-        .await?;
-    Ok((items.iter().map(shown).collect(), next))
-}
+pub use crate::store::lists::{
+    event_position, events_pk, page as page_of, review_pk, runs_pk, EventKind,
+};

@@ -156,17 +156,7 @@ pub async fn page(
     cursor: Option<&str>,
     shown: fn(&Item) -> Value,
 ) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    let (items, next) = store
-        .page_in(
-            Index::States,
-            &review_pk(org, state),
-            None,
-            true,
-            limit,
-            cursor,
-        )
-        .await?;
-    Ok((items.iter().map(shown).collect(), next))
+    crate::store::lists::page(store, &review_pk(org, state), limit, cursor, shown).await
 }
 
 /// How a resolution ended.

@@ -61,3 +61,17 @@ pub fn review_pk(org: &OrgId, state: &str) -> String {
 pub fn runs_pk(org: &OrgId, state: &str) -> String {
     org.pk(&format!("RUNS#{state}"))
 }
+
+/// A page of one of these lists, newest first, each item as `shown` shows it.
+pub async fn page(
+    store: &super::Store,
+    list: &str,
+    limit: i32,
+    cursor: Option<&str>,
+    shown: fn(&super::Item) -> serde_json::Value,
+) -> Result<(Vec<serde_json::Value>, Option<String>), super::StoreError> {
+    let (items, next) = store
+        .page_in(super::Index::States, list, None, true, limit, cursor)
+        .await?;
+    Ok((items.iter().map(shown).collect(), next))
+}
