@@ -1,11 +1,13 @@
 //! `register_payment` against ministack: each rule, and the races.
 
-use crate::support::{fixtures, TestEnv};
+use crate::support::app::Crm;
 use chrono::Utc;
 use firmspace::ids::{ExternalId, OrgId};
 use firmspace::money::Currency;
 use firmspace::payments::invoice;
-use firmspace::payments::{register_payment, InvoiceStatus, PaymentInput, Registered, Source};
+use firmspace::payments::{
+    register_payment, Invoice, InvoiceStatus, PaymentInput, Registered, Source,
+};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
@@ -24,45 +26,41 @@ fn input(org: &OrgId, invoice_id: &str, key: &str, amount: Option<Decimal>) -> P
     }
 }
 
-async fn reread(env: &TestEnv, org: &OrgId, id: &str) -> firmspace::payments::Invoice {
-    invoice::get(&env.store, org, id).await.unwrap().unwrap()
+/// A fresh organisation and an open UAH invoice of `gross`.
+async fn with_invoice(gross: Decimal) -> (Crm, Invoice) {
+    let crm = Crm::new().await;
+    let inv = crm.open_invoice(gross, "UAH").await;
+    (crm, inv)
+}
+
+/// The manual payment `key` of `amount` for `inv`, registered.
+async fn pay(crm: &Crm, inv: &Invoice, key: &str, amount: Option<Decimal>) -> Registered {
+    register_payment(crm.store(), &input(&crm.org, inv.id.as_str(), key, amount))
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
 async fn a_second_delivery_of_a_payment_applies_nothing() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let first = register_payment(
-        &env.store,
-        &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))),
-    )
-    .await
-    .unwrap();
+    let (crm, inv) = with_invoice(dec!(100)).await;
+    let first = pay(&crm, &inv, "p1", Some(dec!(40))).await;
     assert!(matches!(first, Registered::New(ref record) if record.applied == dec!(40)));
-    let second = register_payment(
-        &env.store,
-        &input(&org.id, inv.id.as_str(), "p1", Some(dec!(40))),
-    )
-    .await
-    .unwrap();
+    let second = pay(&crm, &inv, "p1", Some(dec!(40))).await;
     assert!(matches!(second, Registered::Repeat { ref stored } if stored.applied == dec!(40)));
-    let after = reread(&env, &org.id, inv.id.as_str()).await;
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!(
         (after.paid, after.version, after.status),
         (dec!(40), 1, InvoiceStatus::PartiallyPaid)
     );
-    assert_eq!(env.count("payment_event").await, 1);
+    assert_eq!(crm.count("payment_event").await, 1);
 }
 
 #[tokio::test]
 async fn fifty_concurrent_identical_deliveries_book_one_payment() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let payment = input(&org.id, inv.id.as_str(), "p_same", Some(dec!(40)));
+    let (crm, inv) = with_invoice(dec!(100)).await;
+    let payment = input(&crm.org, inv.id.as_str(), "p_same", Some(dec!(40)));
     let results =
-        futures::future::join_all((0..50).map(|_| register_payment(&env.store, &payment))).await;
+        futures::future::join_all((0..50).map(|_| register_payment(crm.store(), &payment))).await;
     let booked = results
         .iter()
         .filter(|r| matches!(r, Ok(Registered::New(_))))
@@ -76,20 +74,18 @@ async fn fifty_concurrent_identical_deliveries_book_one_payment() {
         (1, 49),
         "no twin may fail: {results:?}"
     );
-    let after = reread(&env, &org.id, inv.id.as_str()).await;
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(40), 1));
-    assert_eq!(env.count("payment_event").await, 1);
+    assert_eq!(crm.count("payment_event").await, 1);
 }
 
 #[tokio::test]
 async fn twenty_concurrent_partial_payments_all_apply() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(1000), "UAH").await;
+    let (crm, inv) = with_invoice(dec!(1000)).await;
     let payments: Vec<_> = (0..20)
         .map(|i| {
             input(
-                &org.id,
+                &crm.org,
                 inv.id.as_str(),
                 &format!("part_{i}"),
                 Some(dec!(25)),
@@ -97,65 +93,45 @@ async fn twenty_concurrent_partial_payments_all_apply() {
         })
         .collect();
     let results =
-        futures::future::join_all(payments.iter().map(|p| register_payment(&env.store, p))).await;
+        futures::future::join_all(payments.iter().map(|p| register_payment(crm.store(), p))).await;
     assert!(
         results.iter().all(|r| matches!(r, Ok(Registered::New(_)))),
         "{results:?}"
     );
-    let after = reread(&env, &org.id, inv.id.as_str()).await;
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(500), 20));
-    assert_eq!(env.count("payment_event").await, 20);
+    assert_eq!(crm.count("payment_event").await, 20);
 }
 
 #[tokio::test]
 async fn a_payment_without_amount_applies_what_is_open_and_closes_the_invoice() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    register_payment(
-        &env.store,
-        &input(&org.id, inv.id.as_str(), "a", Some(dec!(30))),
-    )
-    .await
-    .unwrap();
-    register_payment(&env.store, &input(&org.id, inv.id.as_str(), "b", None))
-        .await
-        .unwrap();
-    let after = reread(&env, &org.id, inv.id.as_str()).await;
+    let (crm, inv) = with_invoice(dec!(100)).await;
+    pay(&crm, &inv, "a", Some(dec!(30))).await;
+    pay(&crm, &inv, "b", None).await;
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!((after.paid, after.status), (dec!(100), InvoiceStatus::Paid));
     // Once paid, a further payment without an amount applies nothing: never the gross again.
-    let again = register_payment(&env.store, &input(&org.id, inv.id.as_str(), "c", None))
-        .await
-        .unwrap();
+    let again = pay(&crm, &inv, "c", None).await;
     assert!(
         matches!(again, Registered::New(ref record) if record.applied.is_zero() && record.outcome == firmspace::payments::Outcome::InvoiceClosed)
     );
-    assert_eq!(reread(&env, &org.id, inv.id.as_str()).await.paid, dec!(100));
-    assert_eq!(env.count("review").await, 1);
+    assert_eq!(crm.stored_invoice(inv.id.as_str()).await.paid, dec!(100));
+    assert_eq!(crm.count("review").await, 1);
 }
 
 #[tokio::test]
 async fn an_overpayment_caps_paid_at_gross_and_asks_for_review() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let out = register_payment(
-        &env.store,
-        &input(&org.id, inv.id.as_str(), "big", Some(dec!(130))),
-    )
-    .await
-    .unwrap();
+    let (crm, inv) = with_invoice(dec!(100)).await;
+    let out = pay(&crm, &inv, "big", Some(dec!(130))).await;
     let Registered::New(record) = out else {
         panic!("booked")
     };
     assert_eq!((record.applied, record.unapplied), (dec!(100), dec!(30)));
     assert_eq!(
-        reread(&env, &org.id, inv.id.as_str()).await.status,
+        crm.stored_invoice(inv.id.as_str()).await.status,
         InvoiceStatus::Paid
     );
-    let review = firmspace::review::list(&env.store, &org.id, 10)
-        .await
-        .unwrap();
+    let review = crm.review().await;
     assert_eq!(review.len(), 1);
     assert_eq!(review[0]["reason"], "overpayment");
     assert_eq!(review[0]["detail"]["unapplied"], "30.00");
@@ -163,54 +139,35 @@ async fn an_overpayment_caps_paid_at_gross_and_asks_for_review() {
 
 #[tokio::test]
 async fn another_currency_and_an_unknown_invoice_are_stored_with_applied_zero() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let mut euros = input(&org.id, inv.id.as_str(), "eur", Some(dec!(10)));
+    let (crm, inv) = with_invoice(dec!(100)).await;
+    let mut euros = input(&crm.org, inv.id.as_str(), "eur", Some(dec!(10)));
     euros.currency = Some(Currency::parse("EUR").unwrap());
-    register_payment(&env.store, &euros).await.unwrap();
+    register_payment(crm.store(), &euros).await.unwrap();
     register_payment(
-        &env.store,
-        &input(&org.id, "inv_doesnotexist", "lost", Some(dec!(10))),
+        crm.store(),
+        &input(&crm.org, "inv_doesnotexist", "lost", Some(dec!(10))),
     )
     .await
     .unwrap();
-    let after = reread(&env, &org.id, inv.id.as_str()).await;
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(0), 0));
-    assert_eq!(env.count("payment_event").await, 2);
-    let reasons: Vec<_> = firmspace::review::list(&env.store, &org.id, 10)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r["reason"].as_str().unwrap().to_owned())
-        .collect();
-    assert!(
-        reasons.contains(&"currency_mismatch".to_owned()),
-        "{reasons:?}"
-    );
-    assert!(
-        reasons.contains(&"unknown_invoice".to_owned()),
-        "{reasons:?}"
-    );
+    assert_eq!(crm.count("payment_event").await, 2);
+    let reasons = crm.reasons().await;
+    for reason in ["currency_mismatch", "unknown_invoice"] {
+        assert!(reasons.contains(&reason.to_owned()), "{reasons:?}");
+    }
 }
 
 #[tokio::test]
 async fn a_reversal_is_booked_once_and_gives_the_balance_back_once() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    register_payment(
-        &env.store,
-        &input(&org.id, inv.id.as_str(), "mono1", Some(dec!(100))),
-    )
-    .await
-    .unwrap();
-    let mut reversal = input(&org.id, inv.id.as_str(), "mono1:reversal", Some(dec!(100)));
+    let (crm, inv) = with_invoice(dec!(100)).await;
+    pay(&crm, &inv, "mono1", Some(dec!(100))).await;
+    let mut reversal = input(&crm.org, inv.id.as_str(), "mono1:reversal", Some(dec!(100)));
     reversal.reverses = Some(ExternalId::parse("id", "mono1").unwrap());
-    register_payment(&env.store, &reversal).await.unwrap();
-    let again = register_payment(&env.store, &reversal).await.unwrap();
+    register_payment(crm.store(), &reversal).await.unwrap();
+    let again = register_payment(crm.store(), &reversal).await.unwrap();
     assert!(matches!(again, Registered::Repeat { .. }));
-    let after = reread(&env, &org.id, inv.id.as_str()).await;
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!(
         (after.paid, after.status, after.version),
         (dec!(0), InvoiceStatus::Open, 2)
@@ -231,30 +188,30 @@ fn new_invoice(contact_id: Option<String>) -> firmspace::payments::NewInvoice {
 
 #[tokio::test]
 async fn an_invoice_whose_write_fails_uses_up_no_number() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
+    let crm = Crm::new().await;
+    let org = crm.org.clone();
     // Past the API's limits, only DynamoDB can refuse it: an item over 400 KB.
     let oversize = invoice::create(
-        &env.store,
+        crm.store(),
         &org,
         new_invoice(Some("c".repeat(500 * 1024))),
         Utc::now(),
     )
     .await;
     assert!(oversize.is_err());
-    let next = invoice::create(&env.store, &org, new_invoice(None), Utc::now())
+    let next = invoice::create(crm.store(), &org, new_invoice(None), Utc::now())
         .await
         .unwrap();
     assert_eq!(next.number, "INV-00001");
-    assert_eq!(env.count("invoice").await, 1);
+    assert_eq!(crm.count("invoice").await, 1);
 }
 
 #[tokio::test]
 async fn invoices_created_at_once_get_consecutive_numbers() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await.id;
+    let crm = Crm::new().await;
+    let org = crm.org.clone();
     let created = futures::future::join_all(
-        (0..8).map(|_| invoice::create(&env.store, &org, new_invoice(None), Utc::now())),
+        (0..8).map(|_| invoice::create(crm.store(), &org, new_invoice(None), Utc::now())),
     )
     .await;
     let mut numbers: Vec<String> = created.into_iter().map(|c| c.unwrap().number).collect();

@@ -1,7 +1,7 @@
 //! `payment-webhook` in-process against ministack: signatures, statuses, answers, call counts.
 
-use crate::support::fixtures::{now, NOW};
-use crate::support::{fixtures, json_of, request, TestEnv};
+use crate::support::app::{deliver, post, Crm};
+use crate::support::fixtures::{self, monobank_request, standard_request, stripe_request, NOW};
 use firmspace::payments::providers::Provider;
 use lambda_http::Request;
 use payment_webhook::app;
@@ -9,32 +9,21 @@ use rust_decimal_macros::dec;
 
 #[tokio::test]
 async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let app = app(env.store.clone());
+    let crm = Crm::new().await;
+    let hook = crm.hook(Provider::Standard).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    let app = app(crm.store().clone());
     let body = fixtures::standard_body("pay_1", inv.id.as_str(), Some("40.00"));
-
-    let first = app
-        .respond(&fixtures::standard_request(&hook, &body, NOW), now())
-        .await
-        .unwrap();
-    assert_eq!(first.status(), 200);
-    let first = json_of(&first);
+    let (status, first) = deliver(&app, &standard_request(&hook, &body, NOW)).await;
+    assert_eq!(status, 200);
     assert_eq!(
         (first["duplicate"].as_bool(), first["applied"].as_str()),
         (Some(false), Some("40.00"))
     );
     assert_eq!(first["invoice"]["paid"], "40.00");
-
     for _ in 0..2 {
-        let again = app
-            .respond(&fixtures::standard_request(&hook, &body, NOW + 5), now())
-            .await
-            .unwrap();
-        assert_eq!(again.status(), 200);
-        let mut again = json_of(&again);
+        let (status, mut again) = deliver(&app, &standard_request(&hook, &body, NOW + 5)).await;
+        assert_eq!(status, 200);
         assert_eq!(again["duplicate"], true);
         again["duplicate"] = false.into();
         assert_eq!(
@@ -42,27 +31,24 @@ async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
             "a repeat gets the first answer, marked duplicate"
         );
     }
-    assert_eq!(env.count("payment_event").await, 1);
+    assert_eq!(crm.count("payment_event").await, 1);
 }
 
 /// DynamoDB calls of a cold first delivery, a warm first delivery and a duplicate, through one
-/// warm function. Written once, run for every source.
-async fn round_trips(
-    env: &TestEnv,
+/// warm function, checked for `source`. Written once, run for every source.
+async fn assert_round_trips(
+    crm: &Crm,
     app: &payment_webhook::App,
+    source: &str,
     deliveries: [Request; 3],
-) -> [Vec<String>; 3] {
+) {
     let mut counted = Vec::new();
     for req in deliveries {
-        env.calls.clear();
-        let res = app.respond(&req, now()).await.unwrap();
-        assert_eq!(res.status(), 200, "{}", json_of(&res));
-        counted.push(env.calls.take());
+        crm.env.calls.clear();
+        let (status, answer) = deliver(app, &req).await;
+        assert_eq!(status, 200, "{answer}");
+        counted.push(crm.env.calls.take());
     }
-    counted.try_into().unwrap()
-}
-
-fn assert_round_trips(source: &str, counted: [Vec<String>; 3]) {
     println!(
         "{source}: cold first {:?}; warm first {:?}; duplicate {:?}",
         counted[0], counted[1], counted[2]
@@ -86,41 +72,32 @@ fn assert_round_trips(source: &str, counted: [Vec<String>; 3]) {
 
 #[tokio::test]
 async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_read_for_every_source() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(1000), "UAH").await;
-    let app = app(env.store.clone());
+    let crm = Crm::new().await;
+    let inv = crm.open_invoice(dec!(1000), "UAH").await;
+    let inv_id = inv.id.as_str();
+    let app = app(crm.store().clone());
 
-    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let body = |id: &str| fixtures::standard_body(id, inv.id.as_str(), Some("10.00"));
-    let (a, b) = (body("rt_a"), body("rt_b"));
-    let deliveries = [&a, &b, &b].map(|b| fixtures::standard_request(&hook, b, NOW));
-    assert_round_trips("standard", round_trips(&env, &app, deliveries).await);
+    let hook = crm.hook(Provider::Standard).await;
+    let [a, b] = ["rt_a", "rt_b"].map(|id| fixtures::standard_body(id, inv_id, Some("10.00")));
+    let deliveries = [&a, &b, &b].map(|b| standard_request(&hook, b, NOW));
+    assert_round_trips(&crm, &app, "standard", deliveries).await;
 
-    let hook = fixtures::integration(&env, &org.id, Provider::Stripe).await;
-    let body = |id: &str| {
-        serde_json::json!({"id": "evt_rt", "type": "payment_intent.succeeded", "created": NOW,
-        "data": {"object": {"id": id, "amount_received": 1000, "currency": "uah", "metadata": {"invoice_id": inv.id.as_str()}}}}).to_string()
-    };
-    let (a, b) = (body("pi_rt_a"), body("pi_rt_b"));
-    let deliveries = [&a, &b, &b].map(|b| fixtures::stripe_request(&hook, b, NOW));
-    assert_round_trips("stripe", round_trips(&env, &app, deliveries).await);
+    let hook = crm.hook(Provider::Stripe).await;
+    let [a, b] = ["pi_rt_a", "pi_rt_b"].map(|id| fixtures::stripe_body("evt_rt", id, 1000, inv_id));
+    let deliveries = [&a, &b, &b].map(|b| stripe_request(&hook, b, NOW));
+    assert_round_trips(&crm, &app, "stripe", deliveries).await;
 
-    let hook = fixtures::integration(&env, &org.id, Provider::Monobank).await;
-    let body = |id: &str| {
+    let hook = crm.hook(Provider::Monobank).await;
+    let mono = |id: &str| {
         format!(
-            r#"{{"invoiceId":"{id}","status":"success","amount":1000,"ccy":980,"reference":"{}"}}"#,
-            inv.id
+            r#"{{"invoiceId":"{id}","status":"success","amount":1000,"ccy":980,"reference":"{inv_id}"}}"#
         )
     };
-    let (a, b) = (body("mono_rt_a"), body("mono_rt_b"));
-    let deliveries = [&a, &b, &b].map(|b| fixtures::monobank_request(&hook, b));
-    assert_round_trips("monobank", round_trips(&env, &app, deliveries).await);
+    let (a, b) = (mono("mono_rt_a"), mono("mono_rt_b"));
+    let deliveries = [&a, &b, &b].map(|b| monobank_request(&hook, b));
+    assert_round_trips(&crm, &app, "monobank", deliveries).await;
 
-    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
-        .await
-        .unwrap()
-        .unwrap();
+    let after = crm.stored_invoice(inv_id).await;
     assert_eq!(
         (after.paid, after.version),
         (dec!(60.00), 6),
@@ -130,118 +107,94 @@ async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_read_for_ever
 
 #[tokio::test]
 async fn an_invalid_signature_is_refused_and_writes_nothing() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let app = app(env.store.clone());
-    let before = env.items().await.len();
+    let crm = Crm::new().await;
+    let hook = crm.hook(Provider::Standard).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    let app = app(crm.store().clone());
+    let before = crm.table_snapshot().await;
     let body = fixtures::standard_body("pay_x", inv.id.as_str(), Some("40.00"));
     let signed = fixtures::standard_body("pay_x", inv.id.as_str(), Some("4.00"));
-    let mut tampered = fixtures::standard_request(&hook, &signed, NOW);
+    let mut tampered = standard_request(&hook, &signed, NOW);
     *tampered.body_mut() = body.into();
-    let missing = request(
-        "POST",
-        &format!("/hooks/{}/payments", hook.id),
-        &[],
-        b"{}".to_vec(),
-    );
-    let stale = fixtures::standard_request(&hook, &signed, NOW - 301);
+    let missing = post(&format!("/hooks/{}/payments", hook.id), &[], b"{}".to_vec());
+    let stale = standard_request(&hook, &signed, NOW - 301);
     for req in [tampered, missing, stale] {
-        let res = app.respond(&req, now()).await.unwrap_err().into_response();
-        assert_eq!(res.status(), 401);
-        assert_eq!(json_of(&res)["error"], "invalid_signature");
+        let (status, answer) = deliver(&app, &req).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (401, Some("invalid_signature"))
+        );
     }
-    assert_eq!(env.items().await.len(), before);
+    assert_eq!(crm.table_snapshot().await, before);
 }
 
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_write_nothing() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let app = app(env.store.clone());
-    let before = env.items().await.len();
-    let unknown = fixtures::standard_request(
-        &firmspace::ids::IntegrationId::generate(&org.id),
-        &fixtures::standard_body("p", "inv", None),
-        NOW,
+    let crm = Crm::new().await;
+    let hook = crm.hook(Provider::Standard).await;
+    let app = app(crm.store().clone());
+    let before = crm.table_snapshot().await;
+    let nowhere = firmspace::ids::IntegrationId::generate(&crm.org);
+    let body = fixtures::standard_body("p", "inv", None);
+    assert_eq!(
+        deliver(&app, &standard_request(&nowhere, &body, NOW))
+            .await
+            .0,
+        404
     );
-    let res = app
-        .respond(&unknown, now())
-        .await
-        .unwrap_err()
-        .into_response();
-    assert_eq!(res.status(), 404);
-
     let huge = "x".repeat(300 * 1024);
-    let res = app
-        .respond(&fixtures::standard_request(&hook, &huge, NOW), now())
-        .await
-        .unwrap_err()
-        .into_response();
-    assert_eq!(res.status(), 413);
-    assert_eq!(env.items().await.len(), before);
+    assert_eq!(
+        deliver(&app, &standard_request(&hook, &huge, NOW)).await.0,
+        413
+    );
+    assert_eq!(crm.table_snapshot().await, before);
 }
 
 #[tokio::test]
 async fn a_payment_for_an_unknown_invoice_answers_200_and_waits_for_review() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let app = app(env.store.clone());
+    let crm = Crm::new().await;
+    let hook = crm.hook(Provider::Standard).await;
+    let app = app(crm.store().clone());
     let body = fixtures::standard_body("pay_lost", "inv_nowhere", Some("12.00"));
-    let res = app
-        .respond(&fixtures::standard_request(&hook, &body, NOW), now())
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    assert_eq!(json_of(&res)["outcome"], "unmatched");
-    assert_eq!(env.count("payment_event").await, 1);
-    assert_eq!(env.count("review").await, 1);
+    let (status, answer) = deliver(&app, &standard_request(&hook, &body, NOW)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("unmatched"))
+    );
+    assert_eq!(crm.count("payment_event").await, 1);
+    assert_eq!(crm.count("review").await, 1);
 }
 
 #[tokio::test]
 async fn stripe_payment_intent_succeeded_books_once() {
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let hook = fixtures::integration(&env, &org.id, Provider::Stripe).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
-    let app = app(env.store.clone());
+    let crm = Crm::new().await;
+    let hook = crm.hook(Provider::Stripe).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    let app = app(crm.store().clone());
     // Two events (different evt ids) about the same intent: one payment.
     for evt in ["evt_1", "evt_2"] {
-        let body = serde_json::json!({
-            "id": evt, "type": "payment_intent.succeeded", "created": NOW,
-            "data": {"object": {"id": "pi_1", "amount_received": 4000, "currency": "uah",
-                                 "metadata": {"invoice_id": inv.id.as_str()}}}
-        })
-        .to_string();
-        let res = app
-            .respond(&fixtures::stripe_request(&hook, &body, NOW), now())
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
+        let body = fixtures::stripe_body(evt, "pi_1", 4000, inv.id.as_str());
+        assert_eq!(
+            deliver(&app, &stripe_request(&hook, &body, NOW)).await.0,
+            200
+        );
     }
-    let after = firmspace::payments::invoice::get(&env.store, &org.id, inv.id.as_str())
-        .await
-        .unwrap()
-        .unwrap();
+    let after = crm.stored_invoice(inv.id.as_str()).await;
     assert_eq!((after.paid, after.version), (dec!(40.00), 1));
-    let res = app
-        .respond(&fixtures::stripe_request(&hook, "{}", NOW - 400), now())
-        .await
-        .unwrap_err()
-        .into_response();
-    assert_eq!(res.status(), 401);
+    assert_eq!(
+        deliver(&app, &stripe_request(&hook, "{}", NOW - 400))
+            .await
+            .0,
+        401
+    );
 }
 
 #[tokio::test]
 async fn an_api_gateway_event_with_a_base64_body_is_verified_over_the_decoded_bytes() {
     use base64::Engine;
-    let env = TestEnv::new().await;
-    let org = fixtures::org(&env).await;
-    let hook = fixtures::integration(&env, &org.id, Provider::Standard).await;
-    let inv = fixtures::invoice(&env, &org.id, dec!(100), "UAH").await;
+    let crm = Crm::new().await;
+    let hook = crm.hook(Provider::Standard).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
     let body = fixtures::standard_body("pay_gw", inv.id.as_str(), Some("25.00"));
     let signature = firmspace::signature::standard::sign(
         fixtures::STANDARD_SECRET,
@@ -259,8 +212,7 @@ async fn an_api_gateway_event_with_a_base64_body_is_verified_over_the_decoded_by
             &base64::engine::general_purpose::STANDARD.encode(&body),
         );
     let req = lambda_http::request::from_str(&event).expect("an API Gateway v2 event");
-    let res = app(env.store.clone()).respond(&req, now()).await.unwrap();
-    assert_eq!(res.status(), 200);
-    assert_eq!(json_of(&res)["applied"], "25.00");
-    assert_eq!(env.count("payment_event").await, 1);
+    let (status, answer) = deliver(&app(crm.store().clone()), &req).await;
+    assert_eq!((status, answer["applied"].as_str()), (200, Some("25.00")));
+    assert_eq!(crm.count("payment_event").await, 1);
 }

@@ -115,6 +115,14 @@ pub fn standard_body(payment_id: &str, invoice_id: &str, amount: Option<&str>) -
     .to_string()
 }
 
+/// A Stripe `payment_intent.succeeded` event `evt` for `intent`: `cents` for `invoice_id`.
+pub fn stripe_body(evt: &str, intent: &str, cents: u32, invoice_id: &str) -> String {
+    serde_json::json!({"id": evt, "type": "payment_intent.succeeded", "created": NOW,
+        "data": {"object": {"id": intent, "amount_received": cents, "currency": "uah",
+                            "metadata": {"invoice_id": invoice_id}}}})
+    .to_string()
+}
+
 /// A Standard Webhooks delivery signed at unix time `at`.
 pub fn standard_request(integration: &IntegrationId, body: &str, at: i64) -> Request {
     standard_request_with_id(integration, body, at, "msg_1")

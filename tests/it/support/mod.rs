@@ -2,6 +2,7 @@
 //! request builders and signed fixtures.
 
 pub mod api;
+pub mod app;
 pub mod channels;
 pub mod fixtures;
 pub mod queues;
