@@ -10,7 +10,7 @@ use firmspace::payments::register::list_for_invoice;
 use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
 use firmspace::review::Kind;
 use firmspace::store::Store;
-use firmspace::webhook::answer::{answer_of, key_reused};
+use firmspace::webhook::answer::key_reused;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -146,7 +146,7 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
     {
         return Err(refused);
     }
-    Ok(json_response(200, &answer_of(&registered)))
+    Ok(json_response(200, &registered.answer()))
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 pub type Stored = Written<BankTx>;
 
 impl Answer for BankTx {
-    fn answer(&self, repeat: bool) -> Value {
-        json!({"duplicate": repeat, "id": self.row.id, "tx_id": self.id()})
+    fn answer(&self) -> Value {
+        json!({"id": self.row.id, "tx_id": self.id()})
     }
 }
 

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 pub type Recorded = Written<Call>;
 
 impl Answer for Call {
-    /// `{"duplicate", "call"}`: the stored call on a repeat.
-    fn answer(&self, repeat: bool) -> Value {
-        json!({"duplicate": repeat, "call": self.to_json()})
+    /// `{"call"}`: the stored call on a repeat.
+    fn answer(&self) -> Value {
+        json!({"call": self.to_json()})
     }
 }
 

@@ -41,10 +41,8 @@ pub struct Acked {
 }
 
 impl Answer for Acked {
-    fn answer(&self, repeat: bool) -> Value {
-        let mut answer = self.answer.clone();
-        answer["duplicate"] = Value::Bool(repeat || answer["duplicate"] == Value::Bool(true));
-        answer
+    fn answer(&self) -> Value {
+        self.answer.clone()
     }
 
     fn review(&self) -> bool {

@@ -19,10 +19,8 @@ pub struct TopUp {
 }
 
 impl Answer for TopUp {
-    fn answer(&self, repeat: bool) -> Value {
-        let mut answer = self.answer.clone();
-        answer["duplicate"] = json!(repeat);
-        answer
+    fn answer(&self) -> Value {
+        self.answer.clone()
     }
 }
 
@@ -105,8 +103,7 @@ impl Decision for Topping<'_> {
             applied: true,
             balance_after: next.balance,
         };
-        let answer =
-            json!({"duplicate": false, "ledger_id": line.ledger_id, "wallet": next.to_json()});
+        let answer = json!({"ledger_id": line.ledger_id, "wallet": next.to_json()});
         let mut item = line.to_item();
         item.insert("answer".into(), s(answer.to_string()));
         Ok(Plan::Write {

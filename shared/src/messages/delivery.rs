@@ -62,12 +62,11 @@ impl Delivery {
 }
 
 impl Answer for Message {
-    /// The message's line: `{"message_id", "key", "duplicate", "conversation_id"}`.
-    fn answer(&self, repeat: bool) -> Value {
+    /// The message's line: `{"message_id", "key", "conversation_id"}`.
+    fn answer(&self) -> Value {
         json!({
             "message_id": self.provider_id,
             "key": self.key(),
-            "duplicate": repeat,
             "conversation_id": self.conversation_id,
         })
     }
@@ -141,11 +140,7 @@ pub async fn deliver(
 impl Delivered {
     /// `{"messages": [...], "statuses", "statuses_applied"}`.
     fn batch_answer(&self) -> Value {
-        let mut lines: Vec<Value> = self
-            .messages
-            .iter()
-            .map(|(_, w)| w.value().answer(!w.is_new()))
-            .collect();
+        let mut lines: Vec<Value> = self.messages.iter().map(|(_, w)| w.answer()).collect();
         lines.extend(self.rejected.iter().cloned());
         json!({"messages": lines, "statuses": self.statuses, "statuses_applied": self.applied})
     }

@@ -72,9 +72,9 @@ impl Confirm for Trusted {
 pub type Registered = Written<PaymentEvent>;
 
 impl Answer for PaymentEvent {
-    /// The first answer, marked `duplicate` on a repeat.
-    fn answer(&self, repeat: bool) -> serde_json::Value {
-        PaymentEvent::answer(self, repeat)
+    /// The first answer, as stored with the event.
+    fn answer(&self) -> serde_json::Value {
+        self.answer.clone()
     }
 
     fn review(&self) -> bool {

@@ -166,6 +166,19 @@ impl<T> Written<T> {
         }
     }
 
+    /// The answer to this arrival: the event's answer, with `"duplicate"` saying whether this
+    /// arrival wrote it. The one place an answer is marked as a repeat.
+    pub fn answer(&self) -> Value
+    where
+        T: Answer,
+    {
+        let mut answer = self.value().answer();
+        if let Value::Object(fields) = &mut answer {
+            fields.insert("duplicate".into(), Value::Bool(!self.is_new()));
+        }
+        answer
+    }
+
     /// A stored event met again: a repeat when `mismatch` names nothing, else a conflict.
     pub fn again(stored: T, mismatch: Option<Mismatch>) -> Self {
         match mismatch {
@@ -175,10 +188,10 @@ impl<T> Written<T> {
     }
 }
 
-/// The answer an event gives: decided once when it is written, given again (marked as a repeat)
-/// whenever the same event arrives again.
+/// The answer an event gives: decided once when it is written, given again whenever the same
+/// event arrives again ([`Written::answer`] says which).
 pub trait Answer {
-    fn answer(&self, repeat: bool) -> Value;
+    fn answer(&self) -> Value;
     /// Whether writing it also filed a review item.
     fn review(&self) -> bool {
         false

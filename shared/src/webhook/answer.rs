@@ -52,16 +52,6 @@ pub struct Told {
     pub outcome: &'static str,
 }
 
-/// The answer to one written event: the first answer, marked as a repeat when it is one.
-pub fn answer_of<T: Answer>(written: &Written<T>) -> Value {
-    let repeat = !written.is_new();
-    let mut answer = written.value().answer(repeat);
-    if answer.is_object() {
-        answer["duplicate"] = json!(repeat);
-    }
-    answer
-}
-
 /// Answers a delivery, filing each conflict it met as a `payload_mismatch` of `kind`.
 pub async fn tell<T: Answer>(
     store: &Store,
@@ -85,7 +75,7 @@ pub async fn tell<T: Answer>(
     };
     let answer = match (&recorded.batch, recorded.events.first()) {
         (Some(batch), _) => batch.clone(),
-        (None, Some((_, written))) => answer_of(written),
+        (None, Some((_, written))) => written.answer(),
         (None, None) => json!({}),
     };
     Ok(Told { answer, outcome })

@@ -11,7 +11,7 @@ use firmspace::ledger::{self, export, inbox, wallet, LedgerLine, Price, TOPUP_MA
 use firmspace::money::{parse_amount, Currency};
 use firmspace::review::Kind;
 use firmspace::store::Store;
-use firmspace::webhook::answer::{answer_of, key_reused};
+use firmspace::webhook::answer::key_reused;
 use lambda_http::{Body, Response};
 use rust_decimal::Decimal;
 use serde::Deserialize;
@@ -51,7 +51,7 @@ pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
     {
         return Err(refused);
     }
-    Ok(json_response(200, &answer_of(&written)))
+    Ok(json_response(200, &written.answer()))
 }
 
 /// `GET /api/wallet`.
