@@ -8,6 +8,7 @@ use serde_json::json;
 /// The cases of this file, for `invoice` (UAH) and `jpy_invoice`.
 pub(super) fn all(c: &mut Cases, invoice: &str, jpy_invoice: &str) {
     payments(c, invoice, jpy_invoice);
+    non_ascii_key(c, invoice);
     consequences(c);
     calls_and_contacts(c);
     malformed_bodies(c);
@@ -86,6 +87,12 @@ fn payments(c: &mut Cases, invoice: &str, jpy_invoice: &str) {
             raw("POST", path, &headers, body.to_string().as_bytes()),
         ));
     }
+}
+
+/// A payment whose Idempotency-Key is not ASCII.
+fn non_ascii_key(c: &mut Cases, invoice: &str) {
+    let pay = format!("/api/invoices/{invoice}/payments");
+    let org = c.org.as_str();
     let mut non_ascii = raw(
         "POST",
         &pay,
@@ -96,7 +103,7 @@ fn payments(c: &mut Cases, invoice: &str, jpy_invoice: &str) {
         "idempotency-key",
         http::HeaderValue::from_bytes("ключ".as_bytes()).unwrap(),
     );
-    cases.push(("non-ASCII Idempotency-Key".into(), non_ascii));
+    c.list.push(("non-ASCII Idempotency-Key".into(), non_ascii));
 }
 
 fn consequences(c: &mut Cases) {

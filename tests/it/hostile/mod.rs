@@ -8,9 +8,8 @@ mod daily_cases;
 mod setup_cases;
 mod webhooks;
 
-use crate::support::api;
-use crate::support::{json_of, request, TestEnv};
-use firmspace::store::Item;
+use crate::support::app::Crm;
+use crate::support::{json_of, request};
 use lambda_http::Request;
 use serde_json::{json, Value};
 use setup_cases::api_cases;
@@ -34,14 +33,6 @@ pub(crate) fn assert_refused(case: &str, status: u16, body: &Value) {
     );
 }
 
-/// The whole table, in a stable order: what "nothing written" is compared by.
-pub(crate) async fn snapshot(env: &TestEnv) -> Vec<Item> {
-    let mut items = env.items().await;
-    let key = |i: &Item| format!("{:?}{:?}", i.get("pk"), i.get("sk"));
-    items.sort_by_key(key);
-    items
-}
-
 fn raw(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Request {
     request(method, path, headers, body.to_vec())
 }
@@ -53,66 +44,38 @@ async fn answer(app: &::api::App, req: Request) -> (u16, Value) {
 
 #[tokio::test]
 async fn hostile_api_requests_get_a_4xx_of_ours_and_write_nothing() {
-    let env = TestEnv::new().await;
-    let app = api::app(&env);
-    let key = api::new_org(&app).await;
-    let (status, invoice) = api::call(
-        &app,
-        "POST",
-        "/api/invoices",
-        &key,
-        json!({"currency": "UAH", "gross": "100.00"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{invoice}");
-    let (status, yen) = api::call(
-        &app,
-        "POST",
-        "/api/invoices",
-        &key,
-        json!({"currency": "JPY", "gross": "1000"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{yen}");
-    let before = snapshot(&env).await;
-
-    let cases = api_cases(
-        &key,
-        invoice["id"].as_str().unwrap(),
-        yen["id"].as_str().unwrap(),
-    );
+    let crm = Crm::new().await;
+    let invoice = crm
+        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
+        .await;
+    let yen = crm
+        .invoice(json!({"currency": "JPY", "gross": "1000"}))
+        .await;
+    let (invoice, yen) = (invoice["id"].as_str().unwrap(), yen["id"].as_str().unwrap());
+    let before = crm.table_snapshot().await;
+    let cases = api_cases(&crm.key, invoice, yen);
     assert!(cases.len() > 100, "{} cases", cases.len());
     for (case, req) in cases {
-        let (status, body) = answer(&app, req).await;
+        let (status, body) = answer(&crm.api, req).await;
         assert_refused(&case, status, &body);
     }
     // A burst: every case again, all at once.
-    let burst = api_cases(
-        &key,
-        invoice["id"].as_str().unwrap(),
-        yen["id"].as_str().unwrap(),
-    );
+    let burst = api_cases(&crm.key, invoice, yen);
     let answers = futures::future::join_all(burst.into_iter().map(|(case, req)| {
-        let app = &app;
+        let app = &crm.api;
         async move { (case, answer(app, req).await) }
     }))
     .await;
     for (case, (status, body)) in answers {
         assert_refused(&format!("burst: {case}"), status, &body);
     }
-
     assert!(
-        snapshot(&env).await == before,
+        crm.table_snapshot().await == before,
         "a refused request wrote to the table"
     );
-    let (_, after) = api::call(
-        &app,
-        "GET",
-        &format!("/api/invoices/{}", invoice["id"].as_str().unwrap()),
-        &key,
-        Value::Null,
-    )
-    .await;
+    let (_, after) = crm
+        .call("GET", &format!("/api/invoices/{invoice}"), Value::Null)
+        .await;
     assert_eq!(
         (after["paid"].as_str(), after["status"].as_str()),
         (Some("0.00"), Some("open"))

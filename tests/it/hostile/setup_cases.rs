@@ -48,6 +48,7 @@ pub(super) fn api_cases(key: &str, invoice: &str, jpy_invoice: &str) -> Vec<(Str
     };
     organisations_and_members(&mut c);
     integrations(&mut c);
+    outbound_integrations(&mut c);
     invoices(&mut c);
     daily_cases::all(&mut c, invoice, jpy_invoice);
     c.list
@@ -144,6 +145,16 @@ fn integrations(c: &mut Cases) {
                 json!({"provider": "monobank", "public_key": fixtures::monobank_public_key_b64(), "token": huge}),
             ),
         ),
+    ] {
+        json_case(cases, name, "POST", "/api/integrations", org, body);
+    }
+}
+
+/// Outbound integrations whose URL points inward or is absurd.
+fn outbound_integrations(c: &mut Cases) {
+    let (org, huge) = (c.org.as_str(), c.huge.as_str());
+    let cases = &mut c.list;
+    for (name, body) in [
         (
             "1 MiB url",
             json!({"kind": "outbound", "url": format!("https://example.com/{huge}")}),

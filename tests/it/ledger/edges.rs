@@ -1,14 +1,13 @@
 //! The carrier's edge: hostile deliveries and top-ups write nothing, and what one event costs.
 
 use super::{event, Carrier};
+use crate::hostile::assert_refused;
+use crate::support::app::post;
+use crate::support::request;
 use chrono::Utc;
 
-#[tokio::test]
-async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_nothing() {
-    use crate::hostile::{assert_refused, snapshot};
-    use crate::support::request;
-    let c = Carrier::new().await;
-    c.top_up("top-1", "5.00").await;
+/// Deliveries whose signature, timestamp, size or address is wrong.
+fn hostile_deliveries(c: &Carrier) -> Vec<(&'static str, lambda_http::Request)> {
     let body = event("sent", "SM1", Some("0.05"));
     let path = format!("/hooks/{}/sms", c.integration_id);
     let now = Utc::now().timestamp();
@@ -16,32 +15,27 @@ async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_noth
     let header = |name: &str| signed.headers()[name].to_str().unwrap().to_owned();
     let (sig, ts) = (header("webhook-signature"), header("webhook-timestamp"));
     let with = |id: &str, ts: &str, sig: &str, raw: Vec<u8>| {
-        request(
-            "POST",
-            &path,
-            &[
-                ("webhook-id", id),
-                ("webhook-timestamp", ts),
-                ("webhook-signature", sig),
-            ],
-            raw,
-        )
+        let headers = [
+            ("webhook-id", id),
+            ("webhook-timestamp", ts),
+            ("webhook-signature", sig),
+        ];
+        post(&path, &headers, raw)
     };
     let raw = body.to_string().into_bytes();
     let mut tampered = body.clone();
     tampered["data"]["price"] = "0.01".into();
-    let cases: Vec<(&str, lambda_http::Request)> = vec![
-        (
-            "no signature headers",
-            request("POST", &path, &[], raw.clone()),
-        ),
+    let cheaper = tampered.to_string().into_bytes();
+    let nowhere = "/hooks/o0123456789ab_0123456789abcdef/sms";
+    vec![
+        ("no signature headers", post(&path, &[], raw.clone())),
         (
             "another event id under the signature",
             with("evt_2", &ts, &sig, raw.clone()),
         ),
         (
             "a cheaper price under the signature",
-            with("evt_1", &ts, &sig, tampered.to_string().into_bytes()),
+            with("evt_1", &ts, &sig, cheaper),
         ),
         (
             "signed 6 minutes ago",
@@ -59,23 +53,21 @@ async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_noth
             "body over 256 KiB",
             with("evt_1", &ts, &sig, vec![b' '; 300 * 1024]),
         ),
-        (
-            "an unknown integration",
-            request(
-                "POST",
-                "/hooks/o0123456789ab_0123456789abcdef/sms",
-                &[],
-                raw.clone(),
-            ),
-        ),
+        ("an unknown integration", post(nowhere, &[], raw.clone())),
         ("GET", request("GET", &path, &[], Vec::new())),
-    ];
-    let before = snapshot(&c.env).await;
+    ]
+}
+
+#[tokio::test]
+async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_nothing() {
+    let c = Carrier::new().await;
+    c.top_up("top-1", "5.00").await;
+    let cases = hostile_deliveries(&c);
+    let before = c.table_snapshot().await;
     for (case, req) in cases {
         let (status, answer) = c.answer(req).await;
         assert_refused(case, status, &answer);
     }
-    let auth = format!("Bearer {}", c.key);
     let top_ups: Vec<(&str, &str)> = vec![
         ("not JSON", "{"),
         ("amount as a number", r#"{"amount": 20, "currency": "USD"}"#),
@@ -93,17 +85,17 @@ async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_noth
             r#"{"amount": "99999999999.00", "currency": "USD"}"#,
         ),
     ];
+    let auth = format!("Bearer {}", c.key);
     for (case, raw) in top_ups {
-        let req = request(
-            "POST",
-            "/api/wallet/topups",
-            &[("authorization", &auth), ("idempotency-key", "k-bad")],
-            raw.as_bytes().to_vec(),
-        );
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("idempotency-key", "k-bad"),
+        ];
+        let req = post("/api/wallet/topups", &headers, raw);
         let res = c.api.handle(req).await.unwrap();
         assert_refused(case, res.status().as_u16(), &crate::support::json_of(&res));
     }
-    assert_eq!(snapshot(&c.env).await, before, "nothing was written");
+    assert_eq!(c.table_snapshot().await, before, "nothing was written");
 }
 
 #[tokio::test]

@@ -6,48 +6,43 @@ mod edges;
 mod property;
 mod sms;
 
-use crate::support::api::{self as api_support, call, call_with};
-use crate::support::{json_of, request, TestEnv};
+use crate::support::app::Crm;
+use crate::support::{json_of, request};
 use chrono::Utc;
 use firmspace::signature::standard;
 use serde_json::{json, Value};
 
-/// A fresh table, an organisation made through the api, and its SMS integration.
+/// The test application with an SMS integration made through the api, and the sms webhook.
 pub struct Carrier {
-    pub env: TestEnv,
-    pub api: ::api::App,
+    pub crm: Crm,
     pub hook: sms_webhook::App,
-    pub key: String,
     pub integration_id: String,
     secret: String,
 }
 
+impl std::ops::Deref for Carrier {
+    type Target = Crm;
+    fn deref(&self) -> &Crm {
+        &self.crm
+    }
+}
+
 impl Carrier {
     pub async fn new() -> Self {
-        let env = TestEnv::new().await;
-        let api = api_support::app(&env);
-        let key = api_support::new_org(&api).await;
-        let (status, made) = call(
-            &api,
-            "POST",
-            "/api/integrations",
-            &key,
-            json!({"kind": "sms", "provider": "standard"}),
-        )
-        .await;
-        assert_eq!(status, 201, "{made}");
+        let crm = Crm::new().await;
+        let made = crm
+            .integration(json!({"kind": "sms", "provider": "standard"}))
+            .await;
         let integration_id = made["integration_id"].as_str().unwrap().to_owned();
         assert_eq!(
             made["webhook_url"],
             format!("https://hooks.test/hooks/{integration_id}/sms")
         );
-        let hook = sms_webhook::app(env.store.clone());
+        let hook = sms_webhook::app(crm.store().clone());
         Self {
             secret: made["secret"].as_str().unwrap().to_owned(),
-            env,
-            api,
+            crm,
             hook,
-            key,
             integration_id,
         }
     }
@@ -85,19 +80,14 @@ impl Carrier {
     }
 
     pub async fn top_up(&self, key: &str, amount: &str) -> (u16, Value) {
-        let auth = format!("Bearer {}", self.key);
-        call_with(
-            &self.api,
-            "POST",
-            "/api/wallet/topups",
-            &[("authorization", &auth), ("idempotency-key", key)],
-            json!({"amount": amount, "currency": "USD"}),
-        )
-        .await
+        let body = json!({"amount": amount, "currency": "USD"});
+        let headers = [("idempotency-key", key)];
+        self.call_with("POST", "/api/wallet/topups", &headers, body)
+            .await
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        call(&self.api, "GET", path, &self.key, Value::Null).await
+        self.call("GET", path, Value::Null).await
     }
 
     pub async fn wallet(&self) -> Value {

@@ -55,6 +55,20 @@ impl Crm {
         api_support::call(&self.api, method, path, token, body).await
     }
 
+    /// A route called with this organisation's key and more headers.
+    pub async fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Value,
+    ) -> (u16, Value) {
+        let auth = format!("Bearer {}", self.key);
+        let mut all = vec![("authorization", auth.as_str())];
+        all.extend_from_slice(headers);
+        api_support::call_with(&self.api, method, path, &all, body).await
+    }
+
     /// A route that must answer `status`; its JSON body.
     pub async fn expect_status(&self, method: &str, path: &str, body: Value, status: u16) -> Value {
         let (got, answer) = self.call(method, path, body).await;
