@@ -33,6 +33,24 @@ pub enum Transacted {
 }
 
 impl Store {
+    /// Writes the steps all or none, the cheapest way: a lone put-if-new is one conditional
+    /// `PutItem` (half the write capacity of a transaction, the same answer), anything more
+    /// one `TransactWriteItems`.
+    pub async fn commit(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
+        let item = match <[Step; 1]>::try_from(steps) {
+            Ok([Step::PutNew(item)]) => item,
+            Ok([other]) => return self.transact(vec![other]).await,
+            Err(steps) => return self.transact(steps).await,
+        };
+        Ok(match self.put_new(item).await? {
+            super::PutNew::Created => Transacted::Done,
+            super::PutNew::Existing(item) => Transacted::Refused {
+                step: 0,
+                existing: Some(item).filter(|i| !i.is_empty()),
+            },
+        })
+    }
+
     /// Runs the steps as one `TransactWriteItems`: all happen or none.
     pub async fn transact(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
         let items = steps.into_iter().map(|s| self.step(s)).collect();

@@ -276,7 +276,7 @@ impl Store {
                     Plan::Write { steps, out } => (steps, out, false),
                     Plan::Acknowledge { steps, out } => (steps, out, true),
                 };
-                match self.transact(steps).await? {
+                match self.commit(steps).await? {
                     Transacted::Done if repeat => return Ok(Written::Repeat { stored: out }),
                     Transacted::Done => return Ok(Written::New(out)),
                     Transacted::Refused {
