@@ -8,6 +8,7 @@
 pub mod activity;
 pub mod automation;
 pub mod derive;
+pub mod job;
 pub mod notify;
 pub mod queue;
 pub mod runs;

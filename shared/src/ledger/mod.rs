@@ -8,6 +8,7 @@
 //! nothing. Each event is one transaction: its acknowledgement, its lines, the wallet
 //! (conditioned on its version), and for an incoming SMS its conversation message.
 
+mod ack;
 pub mod decide;
 pub mod export;
 pub mod inbox;

@@ -3,6 +3,8 @@
 //! one `TransactWriteItems` that puts the acknowledgement under `attribute_not_exists` together
 //! with everything the event writes. A stored acknowledgement is answered from that read alone.
 
+use super::ack::replayed;
+pub use super::ack::{ack_pk, Ack, Acked, Recorded, ACK_KIND};
 use super::decide::{Flag, InboxWrite, Plan};
 use super::inbox::{event_set, inbox_pk};
 use super::line::message_line_pk;
@@ -10,121 +12,14 @@ use super::wallet::wallet_pk;
 use super::{
     decide, InboxLine, LedgerError, LedgerLine, LineKind, Seen, SmsEvent, SmsType, Wallet,
 };
-use crate::ids::{key_part, OrgId};
+use crate::ids::OrgId;
 use crate::integrations::Integration;
 use crate::messages::providers::MessageProvider;
 use crate::messages::{Incoming, Placement, Sender};
 use crate::review::{Kind, ReviewItem};
-use crate::store::item::{n, s, tag_name, Builder, Read};
-use crate::store::{
-    Answer, Cond, Decision, Item, Mismatch, Plan as Write, Seen as StoreSeen, Step, Store, Update,
-    Written,
-};
-use crate::time;
+use crate::store::item::{n, s, tag_name};
+use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
 use chrono::{DateTime, Utc};
-use serde_json::Value;
-
-/// The stored acknowledgement's item kind.
-pub const ACK_KIND: &str = "sms_event";
-
-/// How recording an event ended: stored now (a re-push of its message as a repeat), or the
-/// acknowledgement stored under its event id.
-pub type Recorded = Written<Acked>;
-
-/// An event's answer, stored with its acknowledgement and replayed on every repeat.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Acked {
-    pub answer: Value,
-    /// Whether the event filed review items.
-    pub review: bool,
-    pub fingerprint: String,
-}
-
-impl Answer for Acked {
-    fn answer(&self) -> Value {
-        self.answer.clone()
-    }
-
-    fn review(&self) -> bool {
-        self.review
-    }
-}
-
-/// The stored acknowledgement of one event id: what it was, and the answer it got.
-#[derive(Clone, Debug)]
-pub struct Ack {
-    pub org: OrgId,
-    pub event: SmsEvent,
-    pub answer: Value,
-    pub outcome: &'static str,
-}
-
-pub fn ack_pk(org: &OrgId, integration_id: &str, event_id: &str) -> String {
-    org.pk(&format!(
-        "SMS_EVENT#{integration_id}#{}",
-        key_part(event_id)
-    ))
-}
-
-impl Ack {
-    pub fn to_item(&self) -> Item {
-        let e = &self.event;
-        let builder = Builder::new(
-            &ack_pk(&self.org, &e.integration_id, &e.event_id),
-            ACK_KIND,
-            self.org.as_str(),
-        )
-        .str("key", e.key().as_str())
-        .str("event_id", &e.event_id)
-        .str("integration_id", &e.integration_id)
-        .str("message_id", &e.message_id)
-        .tag("type", &e.kind)
-        .str("fingerprint", &e.fingerprint)
-        .str("answer", self.answer.to_string())
-        .str("outcome", self.outcome)
-        .time("at", e.at)
-        .list(
-            &self.org.pk("SMS_EVENTS"),
-            &format!("{}#{}", time::format(e.at), e.key()),
-        );
-        // A re-push stored nothing but its acknowledgement: the operator counts it among the
-        // duplicates, not the events.
-        match self.outcome {
-            "repush" => builder,
-            _ => builder.index(
-                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::Sms),
-                &crate::store::lists::event_position(e.at, e.key().as_str()),
-            ),
-        }
-        .build()
-    }
-}
-
-/// The stored answer of an acknowledgement item, met again by `event`.
-fn replayed(item: &Item, event: &SmsEvent) -> Result<Recorded, LedgerError> {
-    let answer: Value = serde_json::from_str(item.str_of("answer")?)
-        .map_err(|_| crate::store::item::malformed(item, "answer"))?;
-    let stored = Acked {
-        answer,
-        review: item.opt_str("outcome") == Some("review"),
-        fingerprint: item.str_of("fingerprint")?.to_owned(),
-    };
-    let mismatch = Mismatch::of(
-        &stored.fingerprint,
-        &event.fingerprint,
-        &[
-            (
-                "message_id",
-                item.opt_str("message_id") != Some(&event.message_id),
-            ),
-            (
-                "type",
-                item.opt_str("type") != Some(tag_name(&event.kind).as_str()),
-            ),
-        ],
-    );
-    Ok(Written::again(stored, mismatch))
-}
 
 /// The keys one event reads, in order.
 struct Keys {

@@ -1,6 +1,7 @@
 //! Money: one `register_payment` that every path to money ends in (webhook, manual button,
 //! assistant, bank reconciliation).
 
+mod confirm;
 pub mod consequences;
 pub mod event;
 pub mod invoice;

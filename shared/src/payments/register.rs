@@ -39,34 +39,7 @@ impl PaymentError {
     }
 }
 
-/// What the provider itself says about the first arrival of a payment, asked before it books.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Confirmation {
-    Confirmed,
-    /// Not this merchant's, or not paid: stored with applied 0 and an `unconfirmed_payment`
-    /// review item.
-    Refused(String),
-    /// The provider could not be asked now: nothing is written, the sender retries (503).
-    Unavailable(String),
-}
-
-/// Asks a payment's provider before money is booked. Asked once per new payment (never for a
-/// duplicate, never for a reversal), after the read and before the transaction.
-pub trait Confirm: Sync {
-    fn confirm(
-        &self,
-        input: &PaymentInput,
-    ) -> impl std::future::Future<Output = Confirmation> + Send;
-}
-
-/// Nobody to ask: the signature is what is trusted.
-pub struct Trusted;
-
-impl Confirm for Trusted {
-    async fn confirm(&self, _: &PaymentInput) -> Confirmation {
-        Confirmation::Confirmed
-    }
-}
+pub use super::confirm::{Confirm, Confirmation, Trusted};
 
 /// How registering a payment ended: booked now, or the stored event of its key.
 pub type Registered = Written<PaymentEvent>;

@@ -11,6 +11,7 @@ pub mod schema;
 mod transact;
 mod update;
 pub mod write;
+mod written;
 
 pub use transact::{Step, Transacted};
 pub use update::{Cond, Update};

@@ -1,0 +1,59 @@
+//! The typed messages of the queues: each read once off its queue into the job its worker
+//! applies, or refused as unreadable or as another queue's.
+
+use super::Consequence;
+use crate::ids::OrgId;
+
+/// Why a message body is not a worker's job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unread {
+    /// Not a message at all: kept for a person as `malformed_message`.
+    Malformed(String),
+    /// Another queue's message: parked as `wrong_queue`.
+    Elsewhere { org: OrgId, key: String },
+}
+
+/// The typed message of a queue, read once off the queue: its job, and what it is about.
+pub trait Job: Sized + Send {
+    fn read(body: &str) -> Result<Self, Unread>;
+    /// The organisation and key, for logs and review items.
+    fn about(&self) -> (OrgId, String);
+}
+
+/// A consequence's job: read as a consequence, taken only when it is this queue's kind.
+macro_rules! consequence_job {
+    ($($ty:ty),*) => {$(
+        impl Job for $ty {
+            fn read(body: &str) -> Result<Self, Unread> {
+                let consequence = serde_json::from_str::<Consequence>(body)
+                    .map_err(|e| Unread::Malformed(e.to_string()))?;
+                let (org, key) = (consequence.org().clone(), consequence.key());
+                Self::try_from(consequence).map_err(|_| Unread::Elsewhere { org, key })
+            }
+
+            fn about(&self) -> (OrgId, String) {
+                let consequence = Consequence::from(self.clone());
+                (consequence.org().clone(), consequence.key())
+            }
+        }
+    )*};
+}
+
+consequence_job!(
+    super::Notification,
+    super::ActivityLine,
+    super::Fired,
+    super::BankCredit
+);
+
+/// An "import now" request of the statement import's queue.
+impl Job for crate::bank::import::Request {
+    fn read(body: &str) -> Result<Self, Unread> {
+        Self::from_body(body).ok_or_else(|| Unread::Malformed("names no integration".into()))
+    }
+
+    fn about(&self) -> (OrgId, String) {
+        let id = &self.integration_id;
+        (id.org.clone(), format!("import:{id}"))
+    }
+}

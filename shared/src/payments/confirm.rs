@@ -1,0 +1,33 @@
+//! Asking a payment's provider before money is booked (monobank, with the merchant's token):
+//! once per new payment, never for a duplicate or a reversal.
+
+use super::PaymentInput;
+
+/// What the provider itself says about the first arrival of a payment, asked before it books.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confirmation {
+    Confirmed,
+    /// Not this merchant's, or not paid: stored with applied 0 and an `unconfirmed_payment`
+    /// review item.
+    Refused(String),
+    /// The provider could not be asked now: nothing is written, the sender retries (503).
+    Unavailable(String),
+}
+
+/// Asks a payment's provider before money is booked. Asked once per new payment (never for a
+/// duplicate, never for a reversal), after the read and before the transaction.
+pub trait Confirm: Sync {
+    fn confirm(
+        &self,
+        input: &PaymentInput,
+    ) -> impl std::future::Future<Output = Confirmation> + Send;
+}
+
+/// Nobody to ask: the signature is what is trusted.
+pub struct Trusted;
+
+impl Confirm for Trusted {
+    async fn confirm(&self, _: &PaymentInput) -> Confirmation {
+        Confirmation::Confirmed
+    }
+}
