@@ -1,7 +1,6 @@
 //! The wallet's top-ups and finance's export through the api.
 
 use super::{event, Carrier};
-use crate::support::api::call_with;
 use crate::support::body_text;
 use chrono::{Duration, Utc};
 use serde_json::{json, Value};
@@ -15,15 +14,8 @@ async fn a_top_up_is_booked_once_per_key_and_the_first_sets_the_currency() {
         empty,
         json!({"balance": "0.00", "currency": null, "version": 0})
     );
-    let auth = format!("Bearer {}", c.key);
-    let (status, missing) = call_with(
-        &c.api,
-        "POST",
-        "/api/wallet/topups",
-        &[("authorization", &auth)],
-        json!({"amount": "20.00", "currency": "USD"}),
-    )
-    .await;
+    let twenty = json!({"amount": "20.00", "currency": "USD"});
+    let (status, missing) = c.call("POST", "/api/wallet/topups", twenty).await;
     assert_eq!(
         (status, missing["error"].as_str()),
         (400, Some("missing_idempotency_key"))
@@ -47,14 +39,11 @@ async fn a_top_up_is_booked_once_per_key_and_the_first_sets_the_currency() {
         (status, reused["error"].as_str()),
         (409, Some("idempotency_key_reused"))
     );
-    let (status, other) = call_with(
-        &c.api,
-        "POST",
-        "/api/wallet/topups",
-        &[("authorization", &auth), ("idempotency-key", "k2")],
-        json!({"amount": "5.00", "currency": "EUR"}),
-    )
-    .await;
+    let euros = json!({"amount": "5.00", "currency": "EUR"});
+    let headers = [("idempotency-key", "k2")];
+    let (status, other) = c
+        .call_with("POST", "/api/wallet/topups", &headers, euros)
+        .await;
     assert_eq!(
         (status, other["error"].as_str()),
         (400, Some("currency_mismatch"))
@@ -115,33 +104,12 @@ fn rows(text: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
     (header, rows)
 }
 
-#[tokio::test]
-async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
-    let c = Carrier::new().await;
-    let started = Utc::now() - Duration::seconds(1);
-    c.top_up("k1", "10.00").await;
-    for i in 0..6 {
-        let body = event("sent", &format!("SM{i}"), Some("0.05"));
-        let id = format!("evt_{i}");
-        // Each event delivered twice, and re-pushed once under another event id.
-        c.send(&id, &body).await;
-        c.send(&id, &body).await;
-        c.send(&format!("{id}_repush"), &body).await;
-    }
-    c.send("evt_fail", &event("failed", "SM0", None)).await;
-    let to = Utc::now() + Duration::seconds(1);
-    let window =
-        format!("from={}&to={}", started.to_rfc3339(), to.to_rfc3339()).replace('+', "%2B");
-    let res = c
-        .api
-        .handle(crate::support::request(
-            "GET",
-            &format!("/api/ledger.csv?{window}"),
-            &[("authorization", &format!("Bearer {}", c.key))],
-            Vec::new(),
-        ))
-        .await
-        .unwrap();
+/// `GET /api/ledger.csv` over `window`: its rows, under the columns finance reads.
+async fn csv_export(c: &Carrier, window: &str) -> Vec<HashMap<String, String>> {
+    let auth = format!("Bearer {}", c.key);
+    let path = format!("/api/ledger.csv?{window}");
+    let req = crate::support::request("GET", &path, &[("authorization", &auth)], Vec::new());
+    let res = c.api.handle(req).await.unwrap();
     assert_eq!(res.status(), 200);
     assert!(res.headers()["content-type"]
         .to_str()
@@ -161,6 +129,27 @@ async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
             "at"
         ]
     );
+    rows
+}
+
+#[tokio::test]
+async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
+    let c = Carrier::new().await;
+    let started = Utc::now() - Duration::seconds(1);
+    c.top_up("k1", "10.00").await;
+    for i in 0..6 {
+        let body = event("sent", &format!("SM{i}"), Some("0.05"));
+        let id = format!("evt_{i}");
+        // Each event delivered twice, and re-pushed once under another event id.
+        c.send(&id, &body).await;
+        c.send(&id, &body).await;
+        c.send(&format!("{id}_repush"), &body).await;
+    }
+    c.send("evt_fail", &event("failed", "SM0", None)).await;
+    let to = Utc::now() + Duration::seconds(1);
+    let window =
+        format!("from={}&to={}", started.to_rfc3339(), to.to_rfc3339()).replace('+', "%2B");
+    let rows = csv_export(&c, &window).await;
     let debits: Vec<&HashMap<String, String>> =
         rows.iter().filter(|r| r["kind"] == "debit").collect();
     assert_eq!(debits.len(), 6);
@@ -186,10 +175,15 @@ async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
         (1, "evt_fail", "SM0")
     );
     assert_eq!(rows.iter().filter(|r| r["kind"] == "topup").count(), 1);
-    // Every inbox id of the export is one line of the inbox, holding its event id.
+    each_debit_is_one_inbox_line(&c, &debits).await;
+    the_json_export_agrees(&c, &rows, started, &window).await;
+}
+
+/// Every inbox id of the export is one line of the inbox, holding its event id.
+async fn each_debit_is_one_inbox_line(c: &Carrier, debits: &[&HashMap<String, String>]) {
     let inbox = c.inbox().await;
     assert_eq!(inbox.len(), 6);
-    for debit in &debits {
+    for debit in debits {
         let line = inbox
             .iter()
             .find(|l| l["inbox_id"] == debit["inbox_id"].as_str())
@@ -199,8 +193,15 @@ async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
             .unwrap()
             .contains(&Value::from(debit["event_id"].as_str())));
     }
+}
 
-    // The JSON export says the same; the window's ends hold (`to` exclusive).
+/// The JSON export says the same as the CSV's `rows`; the window's ends hold (`to` exclusive).
+async fn the_json_export_agrees(
+    c: &Carrier,
+    rows: &[HashMap<String, String>],
+    started: chrono::DateTime<Utc>,
+    window: &str,
+) {
     let (status, listed) = c.get(&format!("/api/ledger?{window}")).await;
     assert_eq!(status, 200);
     let ids: Vec<&str> = listed["items"]

@@ -134,6 +134,11 @@ async fn a_failure_refunds_once_and_every_status_stays_where_it_belongs() {
     );
     assert!(booked["ledger_id"].is_string());
 
+    the_inbox_and_wallet_hold_three_stories(&c).await;
+}
+
+/// SM1 failed, SM2 and SM3 delivered; five ledger lines; one status conflict for a person.
+async fn the_inbox_and_wallet_hold_three_stories(c: &Carrier) {
     let inbox = c.inbox().await;
     let status_of = |m: &str| {
         inbox

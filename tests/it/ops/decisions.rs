@@ -1,13 +1,12 @@
 //! A person's decisions, each once: two resolutions at once leave one, and `resend` clicked
 //! twice makes one more request with the run's own key.
 
-use super::{ids, trigger_body, Ops};
+use super::{ids, thanks_rule, trigger_body, Ops};
 use crate::consequences::workers;
 use crate::support::api::ADMIN;
 use crate::support::target;
 use chrono::Utc;
-use firmspace::effects::automation::{self, Action};
-use firmspace::effects::Trigger;
+use firmspace::effects::automation;
 use firmspace::review::ReviewItem;
 use serde_json::json;
 use std::time::Duration;
@@ -101,19 +100,7 @@ async fn resend_clicked_twice_makes_one_more_request_with_the_same_key() {
         .unwrap();
     // The target answers after 800 ms; the worker waits 200 ms and has no status URL to ask.
     let server = target::spawn(Duration::from_millis(800), 200).await;
-    let hook = crate::automation::outbound(&o.env, &org, server.url(), None).await;
-    let rule = automation::create_rule(
-        &o.env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: hook,
-            text: "Thanks!".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let rule = thanks_rule(&o, &org, server.url()).await;
     let w = workers(&o.env, Duration::from_millis(200), 5);
     let body = trigger_body(&org, "payment:stripe:p_resend");
     w.automation
@@ -133,30 +120,7 @@ async fn resend_clicked_twice_makes_one_more_request_with_the_same_key() {
         1
     );
     let path = format!("/ops/runs/{}/decide", ids(&check)[0]);
-    let resend = json!({"decision": "resend"});
-    // A double click: the same key twice at once, then a second click with a new key.
-    let (first, twin) = tokio::join!(
-        o.post(&path, &key, "click-1", &resend),
-        o.post(&path, &key, "click-1", &resend),
-    );
-    let answers = [first.clone(), twin.clone()];
-    assert!(
-        answers
-            .iter()
-            .any(|(s, a)| *s == 200 && a["state"] == "sent"),
-        "{answers:?}"
-    );
-    assert!(
-        answers
-            .iter()
-            .all(|(s, a)| *s == 200 || a["error"] == "request_in_progress"),
-        "{answers:?}"
-    );
-    let (status, later) = o.post(&path, &key, "click-2", &resend).await;
-    assert_eq!(
-        (status, later["outcome"]["state"].as_str()),
-        (409, Some("sent"))
-    );
+    one_more_request_with_the_runs_key(&o, &key, &path).await;
     let expected = automation::idempotency_key(
         &org,
         &automation::run_key(
@@ -175,4 +139,32 @@ async fn resend_clicked_twice_makes_one_more_request_with_the_same_key() {
     );
     let (_, sent) = o.get("/ops/runs?state=sent", &key).await;
     assert_eq!(sent["items"][0]["attempts"], 2);
+}
+
+/// A double click on resend: the same key twice at once, then a second click with a new key.
+async fn one_more_request_with_the_runs_key(o: &Ops, key: &str, path: &str) {
+    let resend = json!({"decision": "resend"});
+    // A double click: the same key twice at once, then a second click with a new key.
+    let (first, twin) = tokio::join!(
+        o.post(path, key, "click-1", &resend),
+        o.post(path, key, "click-1", &resend),
+    );
+    let answers = [first.clone(), twin.clone()];
+    assert!(
+        answers
+            .iter()
+            .any(|(s, a)| *s == 200 && a["state"] == "sent"),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|(s, a)| *s == 200 || a["error"] == "request_in_progress"),
+        "{answers:?}"
+    );
+    let (status, later) = o.post(path, key, "click-2", &resend).await;
+    assert_eq!(
+        (status, later["outcome"]["state"].as_str()),
+        (409, Some("sent"))
+    );
 }

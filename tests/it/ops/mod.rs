@@ -12,8 +12,10 @@ use crate::support::queues::{self, queue};
 use crate::support::queues::{delete, event, receive};
 use crate::support::{fixtures, json_of, request, TestEnv};
 use chrono::Utc;
+use firmspace::effects::automation::{self, Action};
 use firmspace::effects::outbound::Outbound;
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
+use firmspace::effects::Trigger;
 use firmspace::ids::OrgId;
 use firmspace::ops::queues::{Pair, Queues};
 use firmspace::orgs::{self, Member};
@@ -161,4 +163,21 @@ pub(super) fn trigger_body(org: &OrgId, event_key: &str) -> String {
     json!({"type": "trigger", "org": org.as_str(), "trigger": "invoice.paid", "event_key": event_key,
            "at": "2026-12-03T10:00:00.000Z", "context": {"invoice_id": "inv_1"}})
     .to_string()
+}
+
+/// A rule of `org` that thanks through an outbound integration to `url` when an invoice is paid.
+pub(super) async fn thanks_rule(o: &Ops, org: &OrgId, url: String) -> automation::Rule {
+    let hook = crate::automation::outbound(&o.env, org, url, None).await;
+    let action = Action::SendMessage {
+        integration_id: hook,
+        text: "Thanks!".into(),
+    };
+    automation::create_rule(&o.env.store, org, Trigger::InvoicePaid, action, Utc::now())
+        .await
+        .unwrap()
+}
+
+/// `POST path` as the admin with this key and no body.
+pub(super) async fn admin_post(o: &Ops, path: &str, key: &str) -> (u16, Value) {
+    o.post(path, ADMIN, key, &Value::Null).await
 }

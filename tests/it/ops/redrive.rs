@@ -1,13 +1,10 @@
 //! A poison message in a DLQ, redriven once its cause is fixed: its effect happens once, and
 //! only the admin token sees or moves the deployment's queues.
 
-use super::{drain, org_with_team, trigger_body, Ops};
+use super::{admin_post, drain, org_with_team, thanks_rule, trigger_body, Ops};
 use crate::consequences::workers;
 use crate::support::api::ADMIN;
 use crate::support::target;
-use chrono::Utc;
-use firmspace::effects::automation::{self, Action};
-use firmspace::effects::Trigger;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -21,21 +18,7 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
         .local_addr()
         .unwrap()
         .port();
-    let hook =
-        crate::automation::outbound(&o.env, &org, format!("http://127.0.0.1:{port}/hook"), None)
-            .await;
-    automation::create_rule(
-        &o.env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: hook,
-            text: "Thanks!".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    thanks_rule(&o, &org, format!("http://127.0.0.1:{port}/hook")).await;
     o.sqs
         .send_message()
         .queue_url(&o.consequences.automation)
@@ -44,10 +27,35 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
         .await
         .unwrap();
     let w = workers(&o.env, Duration::from_millis(500), 2);
+    it_dies_into_the_dlq(&o, &w).await;
+    // The cause is fixed: the target is up. One redrive moves it back, once.
+    let up = target::spawn_at(&format!("127.0.0.1:{port}"), Duration::ZERO, 200).await;
+    one_redrive_moves_it_once(&o).await;
+    let started = Instant::now();
+    while up.seen().is_empty() && started.elapsed() < Duration::from_secs(10) {
+        Box::pin(drain(&o, &w)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Box::pin(drain(&o, &w)).await;
+    assert_eq!(up.seen().len(), 1, "the effect happened once");
+    // An organisation's key cannot see or move the deployment's queues.
+    let key = crate::support::api::new_org(&o.api).await;
+    assert_eq!(o.get("/ops/dlq/automation", &key).await.0, 403);
+    assert_eq!(
+        o.post("/ops/dlq/automation/redrive", &key, "k", &Value::Null)
+            .await
+            .0,
+        403
+    );
+}
+
+/// The trigger fails each receive (connection refused): after two, SQS moves it to the DLQ,
+/// where the operator sees it.
+async fn it_dies_into_the_dlq(o: &Ops, w: &crate::consequences::Workers) {
     // Each receive fails (connection refused): after two, SQS moves it to the DLQ.
     let started = Instant::now();
     let dead = loop {
-        Box::pin(drain(&o, &w)).await;
+        Box::pin(drain(o, w)).await;
         let (_, dead) = o.get("/ops/dlq/automation", ADMIN).await;
         if !dead["items"].as_array().unwrap().is_empty()
             || started.elapsed() > Duration::from_secs(30)
@@ -70,58 +78,23 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
     );
     let (_, summary) = o.get("/ops/summary", ADMIN).await;
     assert_eq!(summary["queues"]["automation"]["dead"], 1, "{summary}");
+}
 
-    // The cause is fixed: the target is up. One redrive moves it back, once.
-    let up = target::spawn_at(&format!("127.0.0.1:{port}"), Duration::ZERO, 200).await;
-    let (status, moved) = o
-        .post(
-            "/ops/dlq/automation/redrive",
-            ADMIN,
-            "redrive-1",
-            &Value::Null,
-        )
-        .await;
+/// A redrive, the same click again, and another: one message moved.
+async fn one_redrive_moves_it_once(o: &Ops) {
+    let redrive = |key| admin_post(o, "/ops/dlq/automation/redrive", key);
+    let (status, moved) = redrive("redrive-1").await;
     assert_eq!((status, moved), (200, json!({"moved": 1, "more": false})));
-    let (_, again) = o
-        .post(
-            "/ops/dlq/automation/redrive",
-            ADMIN,
-            "redrive-1",
-            &Value::Null,
-        )
-        .await;
+    let (_, again) = redrive("redrive-1").await;
     assert_eq!(
         again,
         json!({"moved": 1, "more": false}),
         "the same key: the stored answer"
     );
-    let (_, second) = o
-        .post(
-            "/ops/dlq/automation/redrive",
-            ADMIN,
-            "redrive-2",
-            &Value::Null,
-        )
-        .await;
+    let (_, second) = redrive("redrive-2").await;
     assert_eq!(
         second,
         json!({"moved": 0, "more": false}),
         "nothing left to move"
-    );
-    let started = Instant::now();
-    while up.seen().is_empty() && started.elapsed() < Duration::from_secs(10) {
-        Box::pin(drain(&o, &w)).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Box::pin(drain(&o, &w)).await;
-    assert_eq!(up.seen().len(), 1, "the effect happened once");
-    // An organisation's key cannot see or move the deployment's queues.
-    let key = crate::support::api::new_org(&o.api).await;
-    assert_eq!(o.get("/ops/dlq/automation", &key).await.0, 403);
-    assert_eq!(
-        o.post("/ops/dlq/automation/redrive", &key, "k", &Value::Null)
-            .await
-            .0,
-        403
     );
 }

@@ -1,7 +1,7 @@
 //! Replays: one that finds every consequence done changes nothing, one after a notification
 //! was lost brings exactly that notification back.
 
-use super::{drain, ids, org_with_team, Ops};
+use super::{admin_post, drain, ids, org_with_team, Ops};
 use crate::consequences::{closing_payment_linked, stream_event, workers};
 use crate::support::api::ADMIN;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -72,14 +72,8 @@ async fn a_replay_absorbs_what_happened_and_brings_back_exactly_the_lost_notific
 
     // Everything happened: a replay sends the three again and each is absorbed by its key.
     let id = ids(&done)[0].clone();
-    let (status, replayed) = o
-        .post(
-            &format!("/ops/events/{id}/replay"),
-            ADMIN,
-            "replay-1",
-            &Value::Null,
-        )
-        .await;
+    let replay = format!("/ops/events/{id}/replay");
+    let (status, replayed) = admin_post(&o, &replay, "replay-1").await;
     assert_eq!((status, replayed), (200, json!({"sent": 3})));
     Box::pin(drain(&o, &w)).await;
     let after = o.env.kinds().await;
@@ -88,6 +82,33 @@ async fn a_replay_absorbs_what_happened_and_brings_back_exactly_the_lost_notific
     }
 
     // The notification is lost (deleted): the list says so, and a replay brings back exactly it.
+    lose_the_notification(&o).await;
+    let (_, lost) = o.get(&path, ADMIN).await;
+    assert!(
+        states(&lost).contains(&("notification".into(), "missing".into())),
+        "{lost}"
+    );
+    assert_eq!(
+        o.get(&format!("/ops/summary?org={org}"), ADMIN).await.1["events"]["payment"]["waiting"],
+        1
+    );
+    let (_, replayed) = admin_post(&o, &replay, "replay-2").await;
+    assert_eq!(replayed["sent"], 3);
+    Box::pin(drain(&o, &w)).await;
+    assert_eq!(
+        o.env.kinds().await.get("notification"),
+        counts.get("notification")
+    );
+    let (_, back) = o.get(&path, ADMIN).await;
+    assert!(states(&back).iter().all(|(_, s)| s == "done"), "{back}");
+    let notes = firmspace::effects::notify::list(&o.env.store, &org, "u1")
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 1, "one notification, back");
+}
+
+/// The one notification deleted from the table, as if it had been lost.
+async fn lose_the_notification(o: &Ops) {
     let dynamo = aws_sdk_dynamodb::Client::new(&crate::support::sdk_config().await);
     let notification = o
         .env
@@ -104,33 +125,4 @@ async fn a_replay_absorbs_what_happened_and_brings_back_exactly_the_lost_notific
         .send()
         .await
         .unwrap();
-    let (_, lost) = o.get(&path, ADMIN).await;
-    assert!(
-        states(&lost).contains(&("notification".into(), "missing".into())),
-        "{lost}"
-    );
-    assert_eq!(
-        o.get(&format!("/ops/summary?org={org}"), ADMIN).await.1["events"]["payment"]["waiting"],
-        1
-    );
-    let (_, replayed) = o
-        .post(
-            &format!("/ops/events/{id}/replay"),
-            ADMIN,
-            "replay-2",
-            &Value::Null,
-        )
-        .await;
-    assert_eq!(replayed["sent"], 3);
-    Box::pin(drain(&o, &w)).await;
-    assert_eq!(
-        o.env.kinds().await.get("notification"),
-        counts.get("notification")
-    );
-    let (_, back) = o.get(&path, ADMIN).await;
-    assert!(states(&back).iter().all(|(_, s)| s == "done"), "{back}");
-    let notes = firmspace::effects::notify::list(&o.env.store, &org, "u1")
-        .await
-        .unwrap();
-    assert_eq!(notes.len(), 1, "one notification, back");
 }

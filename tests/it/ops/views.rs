@@ -55,8 +55,14 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
     let o = Ops::new().await;
     let (a, org_a) = busy_org(&o, 3).await;
     let (b, org_b) = busy_org(&o, 2).await;
+    the_summary_is_what_was_stored(&o, &a, &org_b).await;
+    each_key_lists_only_its_own(&o, (&a, &org_a), (&b, &org_b)).await;
+    pages_chart_and_refusals(&o, &a).await;
+}
 
-    let (status, summary) = o.get("/ops/summary", &a).await;
+/// A's summary: three payments, one review item, no queues; the admin's adds up or looks at B.
+async fn the_summary_is_what_was_stored(o: &Ops, a: &str, org_b: &OrgId) {
+    let (status, summary) = o.get("/ops/summary", a).await;
     assert_eq!(status, 200, "{summary}");
     assert_eq!(
         summary["events"]["payment"],
@@ -89,10 +95,16 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
     assert!(all["queues"]["notifications"].is_object(), "{all}");
     let (_, only_b) = o.get(&format!("/ops/summary?org={org_b}"), ADMIN).await;
     assert_eq!(only_b["events"]["payment"]["today"], 2);
+}
 
-    // Lists: A's key lists A's items; B's ids are not A's to see or act on.
-    let (_, a_events) = o.get("/ops/events?kind=payment", &a).await;
-    let (_, b_events) = o.get("/ops/events?kind=payment", &b).await;
+/// Lists: A's key lists A's items; B's ids are not A's to see or act on.
+async fn each_key_lists_only_its_own(
+    o: &Ops,
+    (a, org_a): (&str, &OrgId),
+    (b, org_b): (&str, &OrgId),
+) {
+    let (_, a_events) = o.get("/ops/events?kind=payment", a).await;
+    let (_, b_events) = o.get("/ops/events?kind=payment", b).await;
     assert_eq!((ids(&a_events).len(), ids(&b_events).len()), (3, 2));
     assert!(a_events["items"]
         .as_array()
@@ -100,7 +112,7 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
         .iter()
         .all(|e| e["org"] == org_a.as_str()));
     assert!(ids(&a_events).iter().all(|id| !ids(&b_events).contains(id)));
-    let (_, b_review) = o.get("/ops/review?state=open", &b).await;
+    let (_, b_review) = o.get("/ops/review?state=open", b).await;
     let b_item = &ids(&b_review)[0];
     for (path, body) in [
         (
@@ -112,11 +124,11 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
             Value::Null,
         ),
     ] {
-        let (status, refused) = o.post(&path, &a, &format!("k{path}"), &body).await;
+        let (status, refused) = o.post(&path, a, &format!("k{path}"), &body).await;
         assert_eq!(status, 404, "{path}: {refused}");
     }
     assert_eq!(
-        o.get("/ops/review?state=open", &b).await.1["items"]
+        o.get("/ops/review?state=open", b).await.1["items"]
             .as_array()
             .unwrap()
             .len(),
@@ -124,7 +136,7 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
     );
     // A's key cannot widen itself with org=: it stays A's.
     let (_, widened) = o
-        .get(&format!("/ops/events?kind=payment&org={org_b}"), &a)
+        .get(&format!("/ops/events?kind=payment&org={org_b}"), a)
         .await;
     assert_eq!(ids(&widened).len(), 3);
     // The admin names the organisation for a list.
@@ -133,14 +145,17 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
         .get(&format!("/ops/events?kind=payment&org={org_b}"), ADMIN)
         .await;
     assert_eq!(ids(&admin_b), ids(&b_events));
+}
 
+/// Paging, the chart and refusals of ours, with A's key.
+async fn pages_chart_and_refusals(o: &Ops, a: &str) {
     // Paging: 3 events two at a time.
-    let (_, first) = o.get("/ops/events?kind=payment&limit=2", &a).await;
+    let (_, first) = o.get("/ops/events?kind=payment&limit=2", a).await;
     let cursor = first["cursor"].as_str().expect("a next page");
     let (_, rest) = o
         .get(
             &format!("/ops/events?kind=payment&limit=2&cursor={cursor}"),
-            &a,
+            a,
         )
         .await;
     assert_eq!(
@@ -149,7 +164,7 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
     );
 
     // The chart: A's three stored payments and one duplicate, this hour.
-    let (_, chart) = o.get("/ops/chart", &a).await;
+    let (_, chart) = o.get("/ops/chart", a).await;
     let hours = chart["hours"].as_array().unwrap();
     assert_eq!(hours.len(), 24);
     let now = &hours[23];
@@ -170,7 +185,7 @@ async fn the_summary_counts_what_was_stored_and_each_key_sees_only_its_own() {
         ("/ops/events?kind=payment&cursor=bogus", 400),
         ("/ops/nothing", 404),
     ] {
-        assert_eq!(o.get(path, &a).await.0, status, "{path}");
+        assert_eq!(o.get(path, a).await.0, status, "{path}");
     }
     assert_eq!(o.get("/ops/summary", "fsk_wrong").await.0, 401);
     assert_eq!(o.get("/ops/summary", "not-the-admin-token").await.0, 401);
