@@ -12,8 +12,9 @@ use firmspace::http::{body_bytes, header, json_response, parse_json, ApiError};
 use firmspace::ops::events::{replay, ReplayError};
 use firmspace::ops::ids;
 use firmspace::ops::requests::{Claimed, Request as Asked};
-use firmspace::ops::review::{self, Resolved, NOTE_MAX};
+use firmspace::ops::review::{outcome, NOTE_MAX};
 use firmspace::ops::runs::{self, Decided, Decision};
+use firmspace::review::{self, Resolved};
 use firmspace::store::item::tag_name;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
@@ -233,12 +234,11 @@ async fn run(
             Err(e) => return Err(ApiError::internal(&e, true)),
         },
         Action::Resolve { org, pk, note } => {
-            match review::resolve(store, &org, &pk, by, &note, now).await? {
-                Resolved::Now(outcome) => (200, outcome),
-                Resolved::Already(outcome) => {
-                    conflict("not_open", "the review item was resolved before", outcome)
-                }
-                Resolved::NotFound => return Err(unknown("review item")),
+            let resolved = review::resolve(store, &org, &pk, by, &note, now).await?;
+            let shown = outcome(&pk, by, &note, &resolved).ok_or_else(|| unknown("review item"))?;
+            match resolved {
+                Resolved::Now { .. } => (200, shown),
+                _ => conflict("not_open", "the review item was resolved before", shown),
             }
         }
         Action::Decide { org, pk, decision } => {

@@ -235,9 +235,16 @@ pub(crate) async fn review(
     let org = who.one(req)?;
     let state = state(req, &review::STATES)?;
     let cursor = query(req, "cursor");
-    let (items, next) = review::page(&app.store, &org, state, limit(req)?, cursor.as_deref())
-        .await
-        .map_err(|e| read_error(e, cursor.as_deref()))?;
+    let (items, next) = firmspace::review::page(
+        &app.store,
+        &org,
+        state,
+        limit(req)?,
+        cursor.as_deref(),
+        review::to_json,
+    )
+    .await
+    .map_err(|e| read_error(e, cursor.as_deref()))?;
     Ok(listed(items, next))
 }
 

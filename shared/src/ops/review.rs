@@ -1,12 +1,10 @@
-//! Review items as the operator sees them: listed by state with an id, and resolved once with a
-//! note through `review::resolve`.
+//! Review items as the operator sees them: each with its id, and a resolution's outcome. Listing
+//! by state and resolving are `review::page` and `review::resolve`.
 
 use super::ids;
-use crate::ids::OrgId;
-use crate::review::{self, item_json};
+use crate::review::{item_json, Resolved};
 use crate::store::item::Read;
-use crate::store::{Item, Store, StoreError};
-use chrono::{DateTime, Utc};
+use crate::store::Item;
 use serde_json::{json, Value};
 
 pub use crate::review::{open_by_reason, NOTE_MAX, STATES};
@@ -19,53 +17,20 @@ pub fn to_json(item: &Item) -> Value {
     out
 }
 
-/// A page of an organisation's review items in `state`, newest first.
-pub async fn page(
-    store: &Store,
-    org: &OrgId,
-    state: &str,
-    limit: i32,
-    cursor: Option<&str>,
-) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    review::page(store, org, state, limit, cursor, to_json).await
-}
-
-/// How an operator's resolution ended, as the page shows it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Resolved {
-    /// Resolved now: `{"id", "state", "by", "at", "note"}`.
-    Now(Value),
-    /// Resolved before (by this request's twin or another person): the stored outcome.
-    Already(Value),
-    NotFound,
-}
-
-fn outcome(item: &Item) -> Value {
-    json!({
-        "id": ids::encode(item.opt_str("pk").unwrap_or_default()),
-        "state": item.opt_str("state"),
-        "by": item.opt_str("resolved_by"),
-        "at": item.opt_str("resolved_at"),
-        "note": item.opt_str("note"),
-    })
-}
-
-/// Resolves the open item under `pk` of `org`, by `by`, with `note`.
-pub async fn resolve(
-    store: &Store,
-    org: &OrgId,
-    pk: &str,
-    by: &str,
-    note: &str,
-    now: DateTime<Utc>,
-) -> Result<Resolved, StoreError> {
-    Ok(
-        match review::resolve(store, org, pk, by, note, now).await? {
-            review::Resolved::Now { at } => Resolved::Now(json!({
-                "id": ids::encode(pk), "state": "resolved", "by": by, "at": at, "note": note,
-            })),
-            review::Resolved::Already(item) => Resolved::Already(outcome(&item)),
-            review::Resolved::NotFound => Resolved::NotFound,
-        },
-    )
+/// A resolution as the page shows it: `{"id", "state", "by", "at", "note"}`, for the item under
+/// `pk` resolved now by `by` with `note`, or as it was resolved before.
+pub fn outcome(pk: &str, by: &str, note: &str, resolved: &Resolved) -> Option<Value> {
+    match resolved {
+        Resolved::Now { at } => Some(json!({
+            "id": ids::encode(pk), "state": "resolved", "by": by, "at": at, "note": note,
+        })),
+        Resolved::Already(item) => Some(json!({
+            "id": ids::encode(item.opt_str("pk").unwrap_or_default()),
+            "state": item.opt_str("state"),
+            "by": item.opt_str("resolved_by"),
+            "at": item.opt_str("resolved_at"),
+            "note": item.opt_str("note"),
+        })),
+        Resolved::NotFound => None,
+    }
 }

@@ -10,6 +10,7 @@ use firmspace::bank::matching::{self, MatchError};
 use firmspace::bank::{self, Arrival, BankRow, BankTx};
 use firmspace::ids::OrgId;
 use firmspace::money::Currency;
+use firmspace::ops::review::to_json;
 use firmspace::payments::{invoice, register};
 use firmspace::store::item::Read;
 use rust_decimal::Decimal;
@@ -167,7 +168,7 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
         "{review:?}"
     );
     // ... and it leaves the operator's open list and its count, for the resolved list.
-    let (open_list, _) = firmspace::ops::review::page(&env.store, &org, "open", 50, None)
+    let (open_list, _) = firmspace::review::page(&env.store, &org, "open", 50, None, to_json)
         .await
         .unwrap();
     assert!(
@@ -180,7 +181,7 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
         .await
         .unwrap();
     assert_eq!(open.get("unmatched_bank_row"), None, "{open:?}");
-    let (resolved, _) = firmspace::ops::review::page(&env.store, &org, "resolved", 50, None)
+    let (resolved, _) = firmspace::review::page(&env.store, &org, "resolved", 50, None, to_json)
         .await
         .unwrap();
     let by = resolved
