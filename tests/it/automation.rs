@@ -2,6 +2,7 @@
 //! outbound target: timeout after success, a status check, poison messages, a vanished integration.
 
 use crate::consequences::workers;
+use crate::support::app::review;
 use crate::support::queues::{self, event, event_of, receive};
 use crate::support::{fixtures, target, TestEnv};
 use chrono::Utc;
@@ -10,7 +11,7 @@ use firmspace::effects::outbound::OutboundTarget;
 use firmspace::effects::runs::RunState;
 use firmspace::effects::Trigger;
 use firmspace::ids::{EventKey, IntegrationId, OrgId};
-use firmspace::integrations::{self, Integration, Settings};
+use firmspace::integrations::Settings;
 use serde_json::json;
 use std::time::Duration;
 
@@ -20,22 +21,38 @@ pub(crate) async fn outbound(
     url: String,
     status_url: Option<String>,
 ) -> IntegrationId {
-    let id = IntegrationId::generate(org);
-    integrations::create(
-        &env.store,
-        &Integration {
-            id: id.clone(),
-            settings: Settings::Outbound(OutboundTarget {
-                url,
-                status_url,
-                secret: firmspace::signature::standard::generate_secret().into(),
-            }),
-            created_at: Utc::now(),
-        },
-    )
-    .await
-    .unwrap();
-    id
+    let target = OutboundTarget {
+        url,
+        status_url,
+        secret: firmspace::signature::standard::generate_secret().into(),
+    };
+    fixtures::any_integration(env, org, Settings::Outbound(target)).await
+}
+
+/// A rule that sends `text` through `integration_id` when an invoice is paid.
+async fn send_rule(
+    env: &TestEnv,
+    org: &OrgId,
+    integration_id: IntegrationId,
+    text: &str,
+) -> automation::Rule {
+    let action = Action::SendMessage {
+        integration_id,
+        text: text.into(),
+    };
+    rule(env, org, action).await
+}
+
+/// The state of `rule`'s run for `event_key`.
+async fn run_state(
+    env: &TestEnv,
+    org: &OrgId,
+    rule: &automation::Rule,
+    event_key: &str,
+) -> Option<RunState> {
+    firmspace::effects::runs::run_state(&env.store, org, &rule.rule_id, &ek(event_key))
+        .await
+        .unwrap()
 }
 
 fn ek(raw: &str) -> EventKey {
@@ -54,18 +71,7 @@ async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::from_millis(800), 200).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    let rule = automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: hook.clone(),
-            text: "Thanks!".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let rule = send_rule(&env, &org, hook.clone(), "Thanks!").await;
     let w = workers(&env, Duration::from_millis(200), 5);
     for _ in 0..3 {
         let response = w
@@ -84,16 +90,9 @@ async fn a_timeout_after_success_without_a_status_url_is_never_resent_and_needs_
         [automation::idempotency_key(&org, &run_key)],
         "the target saw one request"
     );
-    let state = firmspace::effects::runs::run_state(
-        &env.store,
-        &org,
-        &rule.rule_id,
-        &ek("payment:standard:p1"),
-    )
-    .await
-    .unwrap();
+    let state = run_state(&env, &org, &rule, "payment:standard:p1").await;
     assert_eq!(state, Some(RunState::NeedsCheck));
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let review = review(&env, &org).await;
     assert_eq!(
         (review.len(), review[0]["reason"].as_str()),
         (1, Some("needs_check"))
@@ -106,18 +105,7 @@ async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::from_millis(800), 200).await;
     let hook = outbound(&env, &org, server.url(), Some(server.status_url())).await;
-    let rule = automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: hook.clone(),
-            text: "Thanks!".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let rule = send_rule(&env, &org, hook.clone(), "Thanks!").await;
     let w = workers(&env, Duration::from_millis(200), 5);
     for _ in 0..3 {
         w.automation
@@ -128,14 +116,7 @@ async fn a_timeout_after_success_is_settled_by_asking_the_target_for_the_key() {
             .await;
     }
     assert_eq!(server.seen().len(), 1);
-    let state = firmspace::effects::runs::run_state(
-        &env.store,
-        &org,
-        &rule.rule_id,
-        &ek("payment:standard:p2"),
-    )
-    .await
-    .unwrap();
+    let state = run_state(&env, &org, &rule, "payment:standard:p2").await;
     assert_eq!(state, Some(RunState::Sent));
     assert_eq!(env.count("review").await, 0);
 }
@@ -146,18 +127,7 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::ZERO, 503).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: hook.clone(),
-            text: "hi".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    send_rule(&env, &org, hook.clone(), "hi").await;
     let sqs = queues::client().await;
     let (url, dlq) = queues::queue(&sqs, "automation", 1, Some(2)).await;
     let dlq = dlq.unwrap();
@@ -187,7 +157,7 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     );
     let parked = receive(&sqs, &dlq, 1).await;
     assert_eq!(parked.len(), 1, "the message is in the DLQ");
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let review = review(&env, &org).await;
     assert_eq!(
         (review.len(), review[0]["reason"].as_str()),
         (1, Some("dead_letter"))
@@ -213,18 +183,7 @@ async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     let gone = IntegrationId::generate(&org);
-    automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: gone,
-            text: "hi".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    send_rule(&env, &org, gone, "hi").await;
     let w = workers(&env, Duration::from_secs(1), 5);
     let response = w
         .automation
@@ -234,7 +193,7 @@ async fn a_rule_whose_integration_is_gone_is_acknowledged_and_parked() {
         )
         .await;
     assert!(response.batch_item_failures.is_empty());
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let review = review(&env, &org).await;
     assert_eq!(review[0]["reason"], "unknown_integration");
 }
 
@@ -244,18 +203,7 @@ async fn outside_the_local_stages_a_loopback_target_is_never_called() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::ZERO, 200).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::SendMessage {
-            integration_id: hook.clone(),
-            text: "hi".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    send_rule(&env, &org, hook.clone(), "hi").await;
     let cloud = automation_worker::app(
         env.store.clone(),
         firmspace::effects::outbound::Outbound::new(Duration::from_secs(1), false),
@@ -270,7 +218,7 @@ async fn outside_the_local_stages_a_loopback_target_is_never_called() {
         .await;
     assert!(response.batch_item_failures.is_empty());
     assert!(server.seen().is_empty(), "no request left the worker");
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let review = review(&env, &org).await;
     assert_eq!(review[0]["reason"], "outbound_rejected");
 }
 
@@ -285,30 +233,14 @@ async fn one_rules_failure_does_not_stop_the_other_rules_of_the_event() {
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     // Oldest first: a rule that can never run, one that must retry, then a task.
-    rule(
-        &env,
-        &org,
-        Action::SendMessage {
-            integration_id: IntegrationId::generate(&org),
-            text: "to nowhere".into(),
-        },
-    )
-    .await;
+    send_rule(&env, &org, IntegrationId::generate(&org), "to nowhere").await;
     let closed = {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
         outbound(&env, &org, format!("http://127.0.0.1:{port}/hook"), None).await
     };
-    rule(
-        &env,
-        &org,
-        Action::SendMessage {
-            integration_id: closed,
-            text: "refused connection".into(),
-        },
-    )
-    .await;
+    send_rule(&env, &org, closed, "refused connection").await;
     rule(
         &env,
         &org,
@@ -331,7 +263,7 @@ async fn one_rules_failure_does_not_stop_the_other_rules_of_the_event() {
         "the refused send comes back"
     );
     assert_eq!(automation::tasks(&env.store, &org).await.unwrap().len(), 1);
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let review = review(&env, &org).await;
     assert_eq!(
         review
             .iter()
@@ -347,15 +279,7 @@ async fn a_second_copy_of_the_trigger_neither_resends_nor_settles_a_run_still_se
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::from_millis(1500), 200).await;
     let hook = outbound(&env, &org, server.url(), Some(server.status_url())).await;
-    let send = rule(
-        &env,
-        &org,
-        Action::SendMessage {
-            integration_id: hook,
-            text: "once".into(),
-        },
-    )
-    .await;
+    let send = send_rule(&env, &org, hook, "once").await;
     let w = workers(&env, Duration::from_secs(3), 5);
     let message = || event_of("t11", &trigger(&org, "payment:standard:p11"));
     let first = w.automation.process(message(), Utc::now());
@@ -375,14 +299,7 @@ async fn a_second_copy_of_the_trigger_neither_resends_nor_settles_a_run_still_se
     let again = w.automation.process(message(), Utc::now()).await;
     assert!(again.batch_item_failures.is_empty());
     assert_eq!(server.seen().len(), 1, "one call");
-    let state = firmspace::effects::runs::run_state(
-        &env.store,
-        &org,
-        &send.rule_id,
-        &ek("payment:standard:p11"),
-    )
-    .await
-    .unwrap();
+    let state = run_state(&env, &org, &send, "payment:standard:p11").await;
     assert_eq!(state, Some(RunState::Sent));
     assert!(firmspace::review::list(&env.store, &org, 10)
         .await
@@ -396,15 +313,7 @@ async fn a_send_starts_only_with_time_left_for_the_call_and_its_check() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::ZERO, 200).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    let send = rule(
-        &env,
-        &org,
-        Action::SendMessage {
-            integration_id: hook,
-            text: "later".into(),
-        },
-    )
-    .await;
+    let send = send_rule(&env, &org, hook, "later").await;
     let w = workers(&env, Duration::from_secs(5), 5);
     let message = || event_of("t12", &trigger(&org, "payment:standard:p12"));
     let almost_over = std::time::Instant::now() + Duration::from_secs(3);
@@ -414,14 +323,7 @@ async fn a_send_starts_only_with_time_left_for_the_call_and_its_check() {
         .await;
     assert_eq!(response.batch_item_failures.len(), 1);
     assert!(server.seen().is_empty(), "no call that could be cut off");
-    let state = firmspace::effects::runs::run_state(
-        &env.store,
-        &org,
-        &send.rule_id,
-        &ek("payment:standard:p12"),
-    )
-    .await
-    .unwrap();
+    let state = run_state(&env, &org, &send, "payment:standard:p12").await;
     assert_eq!(state, None, "the run was not even claimed");
     let response = w.automation.process(message(), Utc::now()).await;
     assert!(response.batch_item_failures.is_empty());
@@ -434,15 +336,7 @@ async fn a_warm_worker_opens_an_outbound_targets_secret_once() {
     let org = fixtures::org(&env).await.id;
     let server = target::spawn(Duration::ZERO, 200).await;
     let hook = outbound(&env, &org, server.url(), None).await;
-    rule(
-        &env,
-        &org,
-        Action::SendMessage {
-            integration_id: hook,
-            text: "hi".into(),
-        },
-    )
-    .await;
+    send_rule(&env, &org, hook, "hi").await;
     let w = workers(&env, Duration::from_secs(2), 5);
     let mut loads = Vec::new();
     for event in ["payment:standard:p13", "payment:standard:p14"] {

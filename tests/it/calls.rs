@@ -4,13 +4,14 @@
 
 use crate::consequences::{fanout_app, stream_event, workers};
 use crate::support::app::{deliver_at, post, Crm};
+use crate::support::fixtures;
 use crate::support::queues::{event, receive};
 use chrono::Utc;
 use firmspace::calls::providers::{webhook_url, CallSettings};
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::Trigger;
 use firmspace::ids::IntegrationId;
-use firmspace::integrations::{self, Integration, Settings};
+use firmspace::integrations::Settings;
 use firmspace::signature::{standard, twilio};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -19,16 +20,7 @@ const PUBLIC_URL: &str = "https://api.test";
 const AUTH_TOKEN: &str = "twilio-auth-token-0001";
 
 async fn calls_integration(crm: &Crm, settings: CallSettings) -> IntegrationId {
-    let id = IntegrationId::generate(&crm.org);
-    let integration = Integration {
-        id: id.clone(),
-        settings: Settings::Calls(settings),
-        created_at: Utc::now(),
-    };
-    integrations::create(crm.store(), &integration)
-        .await
-        .unwrap();
-    id
+    fixtures::any_integration(&crm.env, &crm.org, Settings::Calls(settings)).await
 }
 
 /// A fresh organisation with a Twilio calls integration, and the call webhook.

@@ -2,10 +2,10 @@
 //! stored once with its consequences once; Telegram's API is a loopback stand-in the deployed
 //! functions reach.
 
-use super::{count, stack};
+use super::{count, settle, stack};
 use crate::support::channels;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A Twilio status callback signed as Twilio signs it (over the webhook URL the api handed out)
 /// reaches call-webhook through the gateway: one call, whatever the number of deliveries.
@@ -51,51 +51,50 @@ async fn a_twilio_callback_through_the_gateway_is_one_call() {
     );
 }
 
-/// A Telegram update with a photo, delivered three times through the gateway: one message, one
-/// file, one lead, and each consequence once (an activity line, a notification per member, a
-/// task, and one reply sent through the stand-in).
-#[tokio::test]
-async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_message() {
-    let stack = stack();
-    let (key, _, _) = stack.org_with_integration().await;
-    let post = reqwest::Method::POST;
+/// Members u1 and u2, and two rules on a received message: a task, and a reply.
+async fn a_team_that_answers(stack: &super::Stack, key: &str) {
     for user in ["u1", "u2"] {
-        let (status, _) = stack
-            .api(
-                post.clone(),
-                "/api/members",
-                &key,
-                json!({"user_id": user, "name": user}),
-            )
-            .await;
-        assert_eq!(status, 201);
+        let member = json!({"user_id": user, "name": user});
+        stack.post("/api/members", key, member, 201).await;
     }
     for action in [
         json!({"type": "create_task", "title": "Answer the customer"}),
         json!({"type": "reply", "text": "Thanks, we got your message"}),
     ] {
         let rule = json!({"trigger": "message.received", "action": action});
-        assert_eq!(
-            stack.api(post.clone(), "/api/rules", &key, rule).await.0,
-            201
-        );
+        stack.post("/api/rules", key, rule, 201).await;
     }
-    let stand_in = channels::spawn(Duration::ZERO).await;
-    let (status, hook) = stack
-        .api(
-            post.clone(),
-            "/api/integrations",
-            &key,
-            json!({"kind": "messages", "provider": "telegram", "bot_token": channels::BOT_TOKEN, "api_url": stand_in.url()}),
-        )
-        .await;
-    assert_eq!(status, 201, "{hook}");
+}
+
+/// What the consequences of the message made: (activity lines of `contact`, notifications of u1
+/// and u2, tasks, messages of `conversation`, sends through the stand-in).
+async fn consequences(
+    stack: &super::Stack,
+    key: &str,
+    contact: &str,
+    conversation: &str,
+    stand_in: &channels::Channels,
+) -> (usize, Vec<usize>, usize, usize, usize) {
+    let activity = count(
+        &stack
+            .get(&format!("/api/activity/contact/{contact}"), key)
+            .await,
+    );
+    let mut notes = Vec::new();
+    for user in ["u1", "u2"] {
+        let path = format!("/api/notifications?recipient={user}");
+        notes.push(count(&stack.get(&path, key).await));
+    }
+    let tasks = count(&stack.get("/api/tasks", key).await);
+    let path = format!("/api/conversations/{conversation}/messages");
+    let messages = count(&stack.get(&path, key).await);
+    (activity, notes, tasks, messages, stand_in.sends())
+}
+
+/// The update posted three times through the gateway with the integration's secret token.
+async fn post_three_times(stack: &super::Stack, hook: &Value, update: &str) -> Vec<(u16, Value)> {
     let url = hook["webhook_url"].as_str().unwrap();
     let token = hook["secret_token"].as_str().unwrap();
-    let update = json!({"update_id": 900, "message": {"message_id": 31, "date": chrono::Utc::now().timestamp(),
-        "from": {"id": 4242, "first_name": "Iryna"}, "chat": {"id": 4242, "type": "private"},
-        "caption": "is this in stock?", "photo": [{"file_id": "E2E", "width": 640, "height": 480}]}})
-    .to_string();
     let mut answers = Vec::new();
     for _ in 0..3 {
         let res = stack
@@ -103,13 +102,32 @@ async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_mess
             .post(url)
             .header("content-type", "application/json")
             .header("x-telegram-bot-api-secret-token", token)
-            .body(update.clone())
+            .body(update.to_owned())
             .send()
             .await
             .expect("webhook reachable");
         let status = res.status().as_u16();
         answers.push((status, res.json::<Value>().await.unwrap_or(Value::Null)));
     }
+    answers
+}
+
+/// A Telegram update with a photo, delivered three times through the gateway: one message, one
+/// file, one lead, and each consequence once (an activity line, a notification per member, a
+/// task, and one reply sent through the stand-in).
+#[tokio::test]
+async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_message() {
+    let stack = stack();
+    let (key, _, _) = stack.org_with_integration().await;
+    a_team_that_answers(&stack, &key).await;
+    let stand_in = channels::spawn(Duration::ZERO).await;
+    let telegram = json!({"kind": "messages", "provider": "telegram", "bot_token": channels::BOT_TOKEN, "api_url": stand_in.url()});
+    let hook = stack.post("/api/integrations", &key, telegram, 201).await;
+    let update = json!({"update_id": 900, "message": {"message_id": 31, "date": chrono::Utc::now().timestamp(),
+        "from": {"id": 4242, "first_name": "Iryna"}, "chat": {"id": 4242, "type": "private"},
+        "caption": "is this in stock?", "photo": [{"file_id": "E2E", "width": 640, "height": 480}]}})
+    .to_string();
+    let answers = post_three_times(&stack, &hook, &update).await;
     assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
     let firsts: Vec<bool> = answers
         .iter()
@@ -117,65 +135,26 @@ async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_mess
         .collect();
     assert_eq!(firsts, [true, false, false], "{answers:?}");
     assert_eq!(stand_in.downloads(), 1, "the file was fetched once");
-
-    let get = reqwest::Method::GET;
-    let (_, contacts) = stack
-        .api(get.clone(), "/api/contacts", &key, Value::Null)
-        .await;
+    let contacts = stack.get("/api/contacts", &key).await;
     assert_eq!(count(&contacts), 1, "{contacts}");
     assert_eq!(contacts["items"][0]["source"], "lead");
-    let contact = contacts["items"][0]["contact_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let conversation = answers[0].1["conversation_id"].as_str().unwrap().to_owned();
-    let observe = || async {
-        let activity = count(
-            &stack
-                .api(
-                    get.clone(),
-                    &format!("/api/activity/contact/{contact}"),
-                    &key,
-                    Value::Null,
-                )
-                .await
-                .1,
-        );
-        let mut notes = Vec::new();
-        for user in ["u1", "u2"] {
-            let path = format!("/api/notifications?recipient={user}");
-            notes.push(count(
-                &stack.api(get.clone(), &path, &key, Value::Null).await.1,
-            ));
-        }
-        let tasks = count(
-            &stack
-                .api(get.clone(), "/api/tasks", &key, Value::Null)
-                .await
-                .1,
-        );
-        let path = format!("/api/conversations/{conversation}/messages");
-        let messages = count(&stack.api(get.clone(), &path, &key, Value::Null).await.1);
-        (activity, notes, tasks, messages, stand_in.sends())
-    };
+    let contact = contacts["items"][0]["contact_id"].as_str().unwrap();
+    let conversation = answers[0].1["conversation_id"].as_str().unwrap();
+    let observe = || consequences(&stack, &key, contact, conversation, &stand_in);
     // The message's line and the reply's line; a notification each; one task; the message and
     // the reply in the conversation; one send.
     let expected = (2, vec![1, 1], 1, 2, 1);
-    let started = Instant::now();
-    let mut seen = observe().await;
-    while seen != expected && started.elapsed() < Duration::from_secs(60) {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        seen = observe().await;
-    }
+    let seen = settle(&expected, Duration::from_secs(60), observe).await;
     assert_eq!(seen, expected);
-    let (_, messages) = stack
-        .api(
-            get.clone(),
-            &format!("/api/conversations/{conversation}/messages"),
-            &key,
-            Value::Null,
-        )
-        .await;
+    the_first_message_holds_the_photo(&stack, &key, conversation).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(observe().await, expected, "late redeliveries add nothing");
+}
+
+/// The conversation's first message is the inbound caption, its photo behind a presigned URL.
+async fn the_first_message_holds_the_photo(stack: &super::Stack, key: &str, conversation: &str) {
+    let path = format!("/api/conversations/{conversation}/messages");
+    let messages = stack.get(&path, key).await;
     let first = &messages["items"][0];
     assert_eq!(
         (first["direction"].as_str(), first["text"].as_str()),
@@ -194,48 +173,24 @@ async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_mess
         .await
         .unwrap();
     assert_eq!(&bytes[..], channels::FILE);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(observe().await, expected, "late redeliveries add nothing");
 }
 
-/// A CSV upload through the gateway whose row names an open invoice: the invoice is paid once,
-/// with one activity line and one notification; the same upload again adds nothing.
 #[tokio::test]
 async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
     let stack = stack();
     let (key, _, _) = stack.org_with_integration().await;
-    let post = reqwest::Method::POST;
-    let get = reqwest::Method::GET;
-    let (status, _) = stack
-        .api(
-            post.clone(),
-            "/api/members",
-            &key,
-            json!({"user_id": "u1", "name": "Olena"}),
-        )
-        .await;
-    assert_eq!(status, 201);
+    let olena = json!({"user_id": "u1", "name": "Olena"});
+    stack.post("/api/members", &key, olena, 201).await;
+    let forty = json!({"currency": "UAH", "gross": "40.00", "contact_id": "cBank"});
     let (_, invoice) = stack
-        .api(
-            post.clone(),
-            "/api/invoices",
-            &key,
-            json!({"currency": "UAH", "gross": "40.00", "contact_id": "cBank"}),
-        )
+        .api(reqwest::Method::POST, "/api/invoices", &key, forty)
         .await;
     let (invoice_id, number) = (
         invoice["id"].as_str().unwrap().to_owned(),
         invoice["number"].as_str().unwrap().to_owned(),
     );
-    let (status, integration) = stack
-        .api(
-            post.clone(),
-            "/api/integrations",
-            &key,
-            json!({"kind": "bank", "provider": "csv", "name": "Bank export"}),
-        )
-        .await;
-    assert_eq!(status, 201, "{integration}");
+    let bank = json!({"kind": "bank", "provider": "csv", "name": "Bank export"});
+    let integration = stack.post("/api/integrations", &key, bank, 201).await;
     let upload_url = integration["upload_url"].as_str().unwrap().to_owned();
     let csv = format!("id,date,amount,currency,description\nE2E-1,2026-12-01,+40.00,UAH,Payment for {number}\nE2E-2,2026-12-01,-3.00,UAH,Fee\n");
     let upload = || async {
@@ -248,10 +203,8 @@ async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
             .send()
             .await
             .expect("api reachable");
-        (
-            res.status().as_u16(),
-            res.json::<Value>().await.unwrap_or(Value::Null),
-        )
+        let status = res.status().as_u16();
+        (status, res.json::<Value>().await.unwrap_or(Value::Null))
     };
     let (status, first) = upload().await;
     assert_eq!(
@@ -259,50 +212,16 @@ async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
         (200, Some(2)),
         "{first}"
     );
+    let invoice_path = format!("/api/invoices/{invoice_id}");
     let observe = || async {
-        let (_, inv) = stack
-            .api(
-                get.clone(),
-                &format!("/api/invoices/{invoice_id}"),
-                &key,
-                Value::Null,
-            )
-            .await;
-        let activity = count(
-            &stack
-                .api(
-                    get.clone(),
-                    "/api/activity/contact/cBank",
-                    &key,
-                    Value::Null,
-                )
-                .await
-                .1,
-        );
-        let notes = count(
-            &stack
-                .api(
-                    get.clone(),
-                    "/api/notifications?recipient=u1",
-                    &key,
-                    Value::Null,
-                )
-                .await
-                .1,
-        );
-        (
-            inv["paid"].as_str().unwrap_or_default().to_owned(),
-            activity,
-            notes,
-        )
+        let inv = stack.get(&invoice_path, &key).await;
+        let activity = count(&stack.get("/api/activity/contact/cBank", &key).await);
+        let notes = count(&stack.get("/api/notifications?recipient=u1", &key).await);
+        let paid = inv["paid"].as_str().unwrap_or_default().to_owned();
+        (paid, activity, notes)
     };
     let expected = ("40.00".to_owned(), 1, 1);
-    let started = Instant::now();
-    let mut seen = observe().await;
-    while seen != expected && started.elapsed() < Duration::from_secs(60) {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        seen = observe().await;
-    }
+    let seen = settle(&expected, Duration::from_secs(60), observe).await;
     assert_eq!(seen, expected);
     let (status, again) = upload().await;
     assert_eq!(
@@ -319,14 +238,7 @@ async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
         expected,
         "the same file again adds nothing"
     );
-    let (_, inv) = stack
-        .api(
-            get,
-            &format!("/api/invoices/{invoice_id}"),
-            &key,
-            Value::Null,
-        )
-        .await;
+    let inv = stack.get(&invoice_path, &key).await;
     let payments = inv["payments"].as_array().cloned().unwrap_or_default();
     assert!(payments.iter().any(|p| p["source"] == "bank"), "{inv}");
 }

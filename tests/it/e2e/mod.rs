@@ -50,6 +50,20 @@ impl Stack {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// `GET path` with `token`: the JSON body, whatever the status.
+    pub async fn get(&self, path: &str, token: &str) -> Value {
+        self.api(reqwest::Method::GET, path, token, Value::Null)
+            .await
+            .1
+    }
+
+    /// `POST path` with `token`, which must answer `status`; the JSON body.
+    pub async fn post(&self, path: &str, token: &str, body: Value, status: u16) -> Value {
+        let (got, answer) = self.api(reqwest::Method::POST, path, token, body).await;
+        assert_eq!(got, status, "POST {path}: {answer}");
+        answer
+    }
+
     /// An organisation with a Standard Webhooks integration; returns (api key, webhook url, secret).
     pub async fn org_with_integration(&self) -> (String, String, String) {
         let (status, org) = self
@@ -140,6 +154,22 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
     );
 }
 
+/// Polls `observe` every 250 ms until it gives `expected`, for at most `patience`; what it
+/// gave last.
+pub async fn settle<T: PartialEq, F: std::future::Future<Output = T>>(
+    expected: &T,
+    patience: std::time::Duration,
+    observe: impl Fn() -> F,
+) -> T {
+    let started = std::time::Instant::now();
+    let mut seen = observe().await;
+    while seen != *expected && started.elapsed() < patience {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        seen = observe().await;
+    }
+    seen
+}
+
 pub fn count(list: &Value) -> usize {
     list["items"].as_array().map_or(0, Vec::len)
 }
@@ -148,31 +178,17 @@ pub fn count(list: &Value) -> usize {
 async fn through_the_stack_a_payment_delivered_three_and_twenty_times_has_each_consequence_once() {
     let stack = stack();
     let (key, url, secret) = stack.org_with_integration().await;
-    let post = reqwest::Method::POST;
     for user in ["u1", "u2", "u3"] {
-        let (status, _) = stack
-            .api(
-                post.clone(),
-                "/api/members",
-                &key,
-                json!({"user_id": user, "name": user}),
-            )
-            .await;
-        assert_eq!(status, 201);
+        let member = json!({"user_id": user, "name": user});
+        stack.post("/api/members", &key, member, 201).await;
     }
-    let (status, _) = stack
-        .api(post.clone(), "/api/rules", &key, json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": "Ship the order"}}))
-        .await;
-    assert_eq!(status, 201);
+    let ship = json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": "Ship the order"}});
+    stack.post("/api/rules", &key, ship, 201).await;
     let mut bodies = Vec::new();
     for contact in ["cA", "cB"] {
+        let forty = json!({"currency": "UAH", "gross": "40.00", "contact_id": contact});
         let (_, inv) = stack
-            .api(
-                post.clone(),
-                "/api/invoices",
-                &key,
-                json!({"currency": "UAH", "gross": "40.00", "contact_id": contact}),
-            )
+            .api(reqwest::Method::POST, "/api/invoices", &key, forty)
             .await;
         let id = inv["id"].as_str().unwrap().to_owned();
         bodies.push(json!({"type": "payment.succeeded", "data": {"payment_id": format!("pay_{contact}"), "invoice_id": id}}).to_string());
@@ -191,52 +207,21 @@ async fn through_the_stack_a_payment_delivered_three_and_twenty_times_has_each_c
         concurrent.iter().all(|(status, _)| *status == 200),
         "{concurrent:?}"
     );
-    assert_eq!(
-        concurrent
-            .iter()
-            .filter(|(_, a)| a["duplicate"] == false)
-            .count(),
-        1
-    );
-
+    let firsts = concurrent.iter().filter(|(_, a)| a["duplicate"] == false);
+    assert_eq!(firsts.count(), 1);
     let observe = || async {
-        let get = reqwest::Method::GET;
-        let a = count(
-            &stack
-                .api(get.clone(), "/api/activity/contact/cA", &key, Value::Null)
-                .await
-                .1,
-        );
-        let b = count(
-            &stack
-                .api(get.clone(), "/api/activity/contact/cB", &key, Value::Null)
-                .await
-                .1,
-        );
+        let a = count(&stack.get("/api/activity/contact/cA", &key).await);
+        let b = count(&stack.get("/api/activity/contact/cB", &key).await);
         let mut notes = Vec::new();
         for user in ["u1", "u2", "u3"] {
-            notes.push(count(
-                &stack
-                    .api(
-                        get.clone(),
-                        &format!("/api/notifications?recipient={user}"),
-                        &key,
-                        Value::Null,
-                    )
-                    .await
-                    .1,
-            ));
+            let path = format!("/api/notifications?recipient={user}");
+            notes.push(count(&stack.get(&path, &key).await));
         }
-        let tasks = count(&stack.api(get, "/api/tasks", &key, Value::Null).await.1);
+        let tasks = count(&stack.get("/api/tasks", &key).await);
         (a, b, notes, tasks)
     };
     let expected = (1, 1, vec![2, 2, 2], 2);
-    let started = std::time::Instant::now();
-    let mut seen = observe().await;
-    while seen != expected && started.elapsed() < std::time::Duration::from_secs(60) {
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        seen = observe().await;
-    }
+    let seen = settle(&expected, std::time::Duration::from_secs(60), observe).await;
     assert_eq!(seen, expected, "one line per invoice, one notification per member per payment, one task per closed invoice");
     // Late redeliveries must not add anything either.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;

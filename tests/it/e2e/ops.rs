@@ -3,7 +3,7 @@
 //! item, redrive a dead letter, and keep a screenshot.
 
 use super::stack;
-use crate::support::webdriver::Driver;
+use crate::support::webdriver::{Driver, Session};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -27,28 +27,40 @@ async fn wait_for(
     }
 }
 
-#[tokio::test]
-async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives() {
-    let stack = stack();
-    let admin = stack.admin_token.clone();
-    let (key, url, secret) = stack.org_with_integration().await;
-    let org = key
-        .split('_')
-        .nth(1)
-        .expect("fsk_{org}_{secret}")
-        .to_owned();
+/// Polls `GET path` with `token` until one of its items satisfies `pick` (at most `patience`);
+/// that item.
+async fn wait_for_item(
+    stack: &super::Stack,
+    path: &str,
+    token: &str,
+    patience: Duration,
+    pick: impl Fn(&Value) -> bool,
+) -> Value {
+    let has = |list: &Value| {
+        list["items"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(&pick))
+    };
+    let list = wait_for(stack, path, token, patience, has).await;
+    let items = list["items"].as_array().expect("a list");
+    items.iter().find(|i| pick(i)).expect("the item").clone()
+}
+
+/// A review item (a payment naming an invoice that does not exist) and, once two receives 30 s
+/// apart have failed, a dead letter (an invoice.paid rule whose target is down, and a payment
+/// that closes one): the dead letter and the review item.
+async fn a_review_item_and_a_dead_letter(
+    stack: &super::Stack,
+    (key, url, secret): &(String, String, String),
+    org: &str,
+) -> (Value, Value) {
     let post = reqwest::Method::POST;
-    // A review item: a payment naming an invoice that does not exist.
     let unknown = json!({"type": "payment.succeeded", "data": {"payment_id": "pay_ops_unknown",
         "invoice_id": "inv_0000000000000000", "amount": "5.00", "currency": "UAH"}});
-    assert_eq!(
-        stack
-            .deliver(&url, &secret, "msg_ops_1", &unknown.to_string())
-            .await
-            .0,
-        200
-    );
-    // A dead letter: an invoice.paid rule whose target is down, and a payment that closes one.
+    let delivered = stack
+        .deliver(url, secret, "msg_ops_1", &unknown.to_string())
+        .await;
+    assert_eq!(delivered.0, 200);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -56,75 +68,144 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
         .port();
     let target = json!({"kind": "outbound", "url": format!("http://127.0.0.1:{port}/hook")});
     let (_, outbound) = stack
-        .api(post.clone(), "/api/integrations", &key, target)
+        .api(post.clone(), "/api/integrations", key, target)
         .await;
     let rule = json!({"trigger": "invoice.paid", "action": {"type": "send_message",
         "integration_id": outbound["integration_id"], "text": "Thank you"}});
     assert_eq!(
-        stack.api(post.clone(), "/api/rules", &key, rule).await.0,
+        stack.api(post.clone(), "/api/rules", key, rule).await.0,
         201
     );
-    let (_, invoice) = stack
-        .api(
-            post.clone(),
-            "/api/invoices",
-            &key,
-            json!({"currency": "UAH", "gross": "10.00"}),
-        )
-        .await;
+    let ten = json!({"currency": "UAH", "gross": "10.00"});
+    let (_, invoice) = stack.api(post.clone(), "/api/invoices", key, ten).await;
     let paying = json!({"type": "payment.succeeded", "data": {"payment_id": "pay_ops_1",
         "invoice_id": invoice["id"], "amount": "10.00", "currency": "UAH"}});
     for _ in 0..2 {
-        assert_eq!(
-            stack
-                .deliver(&url, &secret, "msg_ops_2", &paying.to_string())
-                .await
-                .0,
-            200
-        );
+        let delivered = stack
+            .deliver(url, secret, "msg_ops_2", &paying.to_string())
+            .await;
+        assert_eq!(delivered.0, 200);
     }
-    // Two receives 30 s apart fail, then SQS moves the trigger to the DLQ.
-    let mine = |m: &Value| m["body"]["org"] == org.as_str();
-    let dead = wait_for(
-        &stack,
-        "/ops/dlq/automation?limit=200",
-        &admin,
-        Duration::from_secs(150),
-        |d| {
-            d["items"]
-                .as_array()
-                .is_some_and(|items| items.iter().any(mine))
-        },
-    )
-    .await;
-    let letter = dead["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| mine(m))
-        .expect("a dead letter")
-        .clone();
-    let review = wait_for(
-        &stack,
-        &format!("/ops/review?state=open&org={org}"),
-        &admin,
+    let admin = &stack.admin_token;
+    let mine = |m: &Value| m["body"]["org"] == org;
+    let dlq = "/ops/dlq/automation?limit=200";
+    let letter = wait_for_item(stack, dlq, admin, Duration::from_secs(150), mine).await;
+    let open = format!("/ops/review?state=open&org={org}");
+    let unknown_invoice = |r: &Value| r["reason"] == "unknown_invoice";
+    let item = wait_for_item(
+        stack,
+        &open,
+        admin,
         Duration::from_secs(10),
-        |r| {
-            r["items"]
-                .as_array()
-                .is_some_and(|i| i.iter().any(|r| r["reason"] == "unknown_invoice"))
-        },
+        unknown_invoice,
     )
     .await;
-    let item = review["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["reason"] == "unknown_invoice")
-        .unwrap()
-        .clone();
-    let item_id = item["id"].as_str().unwrap();
+    (letter, item)
+}
 
+/// The page's payment numbers and open review count are the API's.
+async fn the_numbers_are_the_apis(stack: &super::Stack, page: &Session, org: &str) {
+    let path = format!("/ops/summary?org={org}");
+    let (_, summary) = stack
+        .api(reqwest::Method::GET, &path, &stack.admin_token, Value::Null)
+        .await;
+    let cells = page
+        .run("return Array.from(document.querySelectorAll('#events-summary tr[data-kind=payment] td')).map(td => td.textContent)")
+        .await;
+    let payment = &summary["events"]["payment"];
+    let numbers = ["today", "week", "waiting"].map(|n| payment[n].to_string());
+    assert_eq!(
+        cells,
+        json!(["payment", numbers[0], numbers[1], numbers[2]]),
+        "{summary}"
+    );
+    assert_eq!(
+        page.text(&page.find("#review-open").await).await,
+        summary["review"]["open"].to_string()
+    );
+    assert!(payment["today"].as_u64().unwrap() >= 1);
+}
+
+/// The review item resolved on the page, with a note, as the admin.
+async fn resolve_on_the_page(stack: &super::Stack, page: &Session, org: &str, item_id: &str) {
+    let row = format!("#review tr[data-id='{item_id}']");
+    page.type_into(
+        &page.find(&format!("{row} input.note")).await,
+        "checked in the browser",
+    )
+    .await;
+    page.click(&page.find(&format!("{row} button.resolve")).await)
+        .await;
+    page.until(&format!("return !document.querySelector(\"{row}\")"))
+        .await;
+    let resolved = format!("/ops/review?state=resolved&org={org}");
+    let this = |r: &Value| r["id"] == item_id;
+    let done = wait_for_item(
+        stack,
+        &resolved,
+        &stack.admin_token,
+        Duration::from_secs(10),
+        this,
+    )
+    .await;
+    assert_eq!(
+        (done["resolved_by"].as_str(), done["note"].as_str()),
+        (Some("admin"), Some("checked in the browser"))
+    );
+}
+
+/// The automation queue's dead letters redriven from the page; a screenshot of the page before.
+async fn redrive_on_the_page(stack: &super::Stack, page: &Session, letter_id: &str) -> Vec<u8> {
+    page.click(&page.find("#dlq-queue option[value='automation']").await)
+        .await;
+    page.until(&format!(
+        "return !!document.querySelector(\"#dlq tr[data-id='{letter_id}']\")"
+    ))
+    .await;
+    let shot = page.screenshot().await;
+    page.click(&page.find("#redrive").await).await;
+    page.until("return document.getElementById('last-action').textContent.includes('moved')")
+        .await;
+    let status = page.text(&page.find("#last-action").await).await;
+    assert!(status.contains("\"moved\":"), "{status}");
+    let gone = |d: &Value| {
+        d["items"]
+            .as_array()
+            .is_some_and(|items| !items.iter().any(|m| m["id"] == letter_id))
+    };
+    let dlq = "/ops/dlq/automation?limit=200";
+    let after = wait_for(
+        stack,
+        dlq,
+        &stack.admin_token,
+        Duration::from_secs(10),
+        gone,
+    )
+    .await;
+    assert!(
+        !after["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["id"] == letter_id),
+        "{after}"
+    );
+    shot
+}
+
+#[tokio::test]
+async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives() {
+    let stack = stack();
+    let admin = stack.admin_token.clone();
+    let org_hook = stack.org_with_integration().await;
+    let org = org_hook
+        .0
+        .split('_')
+        .nth(1)
+        .expect("fsk_{org}_{secret}")
+        .to_owned();
+    let (letter, item) = a_review_item_and_a_dead_letter(&stack, &org_hook, &org).await;
+    let item_id = item["id"].as_str().unwrap();
     let driver = Driver::start().await;
     let page = driver.session().await;
     page.open(&format!("{}/ops/", stack.api_url)).await;
@@ -141,111 +222,10 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
         "return document.getElementById('main').dataset.org === '{org}'"
     ))
     .await;
-
-    // The numbers on the page are the API's.
-    let (_, summary) = stack
-        .api(
-            reqwest::Method::GET,
-            &format!("/ops/summary?org={org}"),
-            &admin,
-            Value::Null,
-        )
-        .await;
-    let cells = page
-        .run("return Array.from(document.querySelectorAll('#events-summary tr[data-kind=payment] td')).map(td => td.textContent)")
-        .await;
-    let payment = &summary["events"]["payment"];
-    assert_eq!(
-        cells,
-        json!([
-            "payment",
-            payment["today"].to_string(),
-            payment["week"].to_string(),
-            payment["waiting"].to_string()
-        ]),
-        "{summary}"
-    );
-    assert_eq!(
-        page.text(&page.find("#review-open").await).await,
-        summary["review"]["open"].to_string()
-    );
-    assert!(payment["today"].as_u64().unwrap() >= 1);
-
-    // Resolve the review item.
-    let note = page
-        .find(&format!("#review tr[data-id='{item_id}'] input.note"))
-        .await;
-    page.type_into(&note, "checked in the browser").await;
-    page.click(
-        &page
-            .find(&format!("#review tr[data-id='{item_id}'] button.resolve"))
-            .await,
-    )
-    .await;
-    page.until(&format!(
-        "return !document.querySelector(\"#review tr[data-id='{item_id}']\")"
-    ))
-    .await;
-    let resolved = wait_for(
-        &stack,
-        &format!("/ops/review?state=resolved&org={org}"),
-        &admin,
-        Duration::from_secs(10),
-        |r| {
-            r["items"]
-                .as_array()
-                .is_some_and(|i| i.iter().any(|r| r["id"] == item_id))
-        },
-    )
-    .await;
-    let done = resolved["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == item_id)
-        .unwrap()
-        .clone();
-    assert_eq!(
-        (done["resolved_by"].as_str(), done["note"].as_str()),
-        (Some("admin"), Some("checked in the browser"))
-    );
-
-    // Redrive the dead letters of the automation queue.
-    page.click(&page.find("#dlq-queue option[value='automation']").await)
-        .await;
-    let letter_id = letter["id"].as_str().unwrap();
-    page.until(&format!(
-        "return !!document.querySelector(\"#dlq tr[data-id='{letter_id}']\")"
-    ))
-    .await;
-    let shot = page.screenshot().await;
-    page.click(&page.find("#redrive").await).await;
-    page.until("return document.getElementById('last-action').textContent.includes('moved')")
-        .await;
-    let status = page.text(&page.find("#last-action").await).await;
-    assert!(status.contains("\"moved\":"), "{status}");
-    let after = wait_for(
-        &stack,
-        "/ops/dlq/automation?limit=200",
-        &admin,
-        Duration::from_secs(10),
-        |d| {
-            d["items"]
-                .as_array()
-                .is_some_and(|items| !items.iter().any(|m| m["id"] == letter_id))
-        },
-    )
-    .await;
-    assert!(
-        !after["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["id"] == letter_id),
-        "{after}"
-    );
+    the_numbers_are_the_apis(&stack, &page, &org).await;
+    resolve_on_the_page(&stack, &page, &org, item_id).await;
+    let shot = redrive_on_the_page(&stack, &page, letter["id"].as_str().unwrap()).await;
     page.close().await;
-
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ops-page.png");
     std::fs::write(&path, &shot).expect("the screenshot is written");
     let written = std::fs::read(&path).unwrap();

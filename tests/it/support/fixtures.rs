@@ -77,17 +77,20 @@ pub async fn payments_integration(
     org: &OrgId,
     settings: PaymentSettings,
 ) -> IntegrationId {
+    any_integration(env, org, Settings::Payments(settings)).await
+}
+
+/// An integration of any kind with exactly these settings, made through the store.
+pub async fn any_integration(env: &TestEnv, org: &OrgId, settings: Settings) -> IntegrationId {
     let id = IntegrationId::generate(org);
-    integrations::create(
-        &env.store,
-        &Integration {
-            id: id.clone(),
-            settings: Settings::Payments(settings),
-            created_at: Utc::now(),
-        },
-    )
-    .await
-    .expect("integration created");
+    let integration = Integration {
+        id: id.clone(),
+        settings,
+        created_at: Utc::now(),
+    };
+    integrations::create(&env.store, &integration)
+        .await
+        .expect("integration created");
     id
 }
 
