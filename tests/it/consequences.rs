@@ -3,6 +3,7 @@
 
 use crate::support::queues::{self, event, event_of, receive};
 use crate::support::{fixtures, TestEnv};
+use aws_sdk_sqs::types::Message;
 use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::outbound::Outbound;
@@ -113,6 +114,26 @@ pub struct Workers {
     pub automation: automation_worker::App,
 }
 
+impl Workers {
+    /// The notify worker takes these messages; none comes back.
+    pub async fn notify_all(&self, messages: &[Message]) {
+        let out = self.notify.process(event(messages), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty(), "notify: {out:?}");
+    }
+
+    /// The activity worker takes these messages; none comes back.
+    pub async fn activity_all(&self, messages: &[Message]) {
+        let out = self.activity.process(event(messages), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty(), "activity: {out:?}");
+    }
+
+    /// The automation worker takes these messages; none comes back.
+    pub async fn automation_all(&self, messages: &[Message]) {
+        let out = self.automation.process(event(messages), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty(), "automation: {out:?}");
+    }
+}
+
 pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
     Workers {
         notify: notify_worker::app(env.store.clone(), max_receives),
@@ -157,24 +178,9 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     assert_eq!((notes.len(), lines.len(), triggers.len()), (2, 4, 2));
     let w = workers(&env, Duration::from_secs(2), 5);
     for _ in 0..2 {
-        assert!(w
-            .notify
-            .process(event(&notes), Utc::now())
-            .await
-            .batch_item_failures
-            .is_empty());
-        assert!(w
-            .activity
-            .process(event(&lines), Utc::now())
-            .await
-            .batch_item_failures
-            .is_empty());
-        assert!(w
-            .automation
-            .process(event(&triggers), Utc::now())
-            .await
-            .batch_item_failures
-            .is_empty());
+        w.notify_all(&notes).await;
+        w.activity_all(&lines).await;
+        w.automation_all(&triggers).await;
     }
     for user in ["u1", "u2", "u3"] {
         let mine = notify::list(&env.store, &org, user).await.unwrap();

@@ -147,11 +147,16 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
         .await
         .unwrap();
     assert_eq!(open.get("unmatched_bank_row"), Some(&1), "{open:?}");
-    // A person matches it: the review item is resolved.
-    let other = fixtures::invoice(&env, &org, dec!(100), "UAH").await;
+    a_person_matches_it(&env, &org, &nameless).await;
+}
+
+/// A person matches the nameless row to another invoice: its review item is resolved, and leaves
+/// the operator's open list and its count for the resolved list.
+async fn a_person_matches_it(env: &TestEnv, org: &OrgId, nameless: &BankTx) {
+    let other = fixtures::invoice(env, org, dec!(100), "UAH").await;
     let m = matching::match_row(
         &env.store,
-        &org,
+        org,
         &nameless.id(),
         other.id.as_str(),
         "u1",
@@ -160,7 +165,7 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
     .await
     .unwrap();
     assert_eq!(m.applied, dec!(15));
-    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let review = firmspace::review::list(&env.store, org, 10).await.unwrap();
     assert!(
         review
             .iter()
@@ -168,7 +173,7 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
         "{review:?}"
     );
     // ... and it leaves the operator's open list and its count, for the resolved list.
-    let (open_list, _) = firmspace::review::page(&env.store, &org, "open", 50, None, to_json)
+    let (open_list, _) = firmspace::review::page(&env.store, org, "open", 50, None, to_json)
         .await
         .unwrap();
     assert!(
@@ -177,11 +182,11 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
             .all(|r| r["reason"] != "unmatched_bank_row"),
         "{open_list:?}"
     );
-    let open = firmspace::review::open_by_reason(&env.store, &org)
+    let open = firmspace::review::open_by_reason(&env.store, org)
         .await
         .unwrap();
     assert_eq!(open.get("unmatched_bank_row"), None, "{open:?}");
-    let (resolved, _) = firmspace::review::page(&env.store, &org, "resolved", 50, None, to_json)
+    let (resolved, _) = firmspace::review::page(&env.store, org, "resolved", 50, None, to_json)
         .await
         .unwrap();
     let by = resolved

@@ -4,7 +4,7 @@
 use super::{telegram_update, Setup};
 use crate::consequences::{fanout_app, stream_event, workers};
 use crate::support::channels::BIG;
-use crate::support::queues::{event, receive};
+use crate::support::queues::receive;
 use crate::support::{api, request};
 use chrono::Utc;
 use firmspace::messages::media::Files;
@@ -48,14 +48,22 @@ async fn fifty_copies_of_a_telegram_photo_are_one_message_one_object_and_their_c
         "concurrent first copies leave one object"
     );
 
-    // A retry after the message is stored reads its key and downloads nothing.
+    a_retry_downloads_nothing(&s, &body).await;
+    // The lead is named as Telegram names the sender.
+    let contact = &s.items_of("contact").await[0];
+    assert_eq!(contact["name"].as_s().unwrap(), "Olena Koval");
+    its_consequences_happen_once(&s).await;
+}
+
+/// A retry after the message is stored reads its key and downloads nothing.
+async fn a_retry_downloads_nothing(s: &Setup, body: &str) {
     let downloads = s.stand_in.downloads();
     let lookups = s
         .stand_in
         .counts
         .lookups
         .load(std::sync::atomic::Ordering::SeqCst);
-    let (status, again) = s.answer(s.telegram_request(&body)).await;
+    let (status, again) = s.answer(s.telegram_request(body)).await;
     assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
     assert_eq!(s.stand_in.downloads(), downloads);
     assert_eq!(
@@ -65,12 +73,10 @@ async fn fifty_copies_of_a_telegram_photo_are_one_message_one_object_and_their_c
             .load(std::sync::atomic::Ordering::SeqCst),
         lookups
     );
+}
 
-    // The lead is named as Telegram names the sender.
-    let contact = &s.items_of("contact").await[0];
-    assert_eq!(contact["name"].as_s().unwrap(), "Olena Koval");
-
-    // Its consequences through the fan-out and the workers, each stream record delivered twice.
+/// Its consequences through the fan-out and the workers, each stream record delivered twice.
+async fn its_consequences_happen_once(s: &Setup) {
     let item = s.items_of("message").await.remove(0);
     let (sqs, q, fanout) = fanout_app(&s.env).await;
     for _ in 0..2 {
@@ -82,18 +88,8 @@ async fn fifty_copies_of_a_telegram_photo_are_one_message_one_object_and_their_c
     let lines = receive(&sqs, &q.activity, 1).await;
     let triggers = receive(&sqs, &q.automation, 1).await;
     assert_eq!((notes.len(), lines.len(), triggers.len()), (2, 2, 2));
-    assert!(w
-        .notify
-        .process(event(&notes), Utc::now())
-        .await
-        .batch_item_failures
-        .is_empty());
-    assert!(w
-        .activity
-        .process(event(&lines), Utc::now())
-        .await
-        .batch_item_failures
-        .is_empty());
+    w.notify_all(&notes).await;
+    w.activity_all(&lines).await;
     assert_eq!(s.env.count("activity").await, 1, "one activity line");
     assert_eq!(
         s.env.count("notification").await,

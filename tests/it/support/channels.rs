@@ -115,13 +115,7 @@ async fn route(State(s): State<Shared>, req: Request) -> Response {
             }
             FILE.into_response()
         }
-        (true, [bot, "sendMessage"]) if bot.starts_with("bot") => {
-            let n = s.counts.sends.fetch_add(1, Ordering::SeqCst) + 1;
-            let sent: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            s.sent.lock().expect("not poisoned").push(sent.clone());
-            tokio::time::sleep(s.send_delay).await;
-            axum::Json(json!({"ok": true, "result": {"message_id": 9000 + n, "chat": {"id": sent["chat_id"].as_str().and_then(|c| c.parse::<i64>().ok())}}})).into_response()
-        }
+        (true, [bot, "sendMessage"]) if bot.starts_with("bot") => telegram_send(&s, &body).await,
         // WhatsApp: a media lookup, the media, a send.
         (false, ["media", _]) => {
             s.counts.downloads.fetch_add(1, Ordering::SeqCst);
@@ -147,6 +141,17 @@ async fn route(State(s): State<Shared>, req: Request) -> Response {
         }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// Telegram's sendMessage: counted, kept, answered after the delay with the next message id.
+async fn telegram_send(s: &Shared, body: &[u8]) -> Response {
+    let n = s.counts.sends.fetch_add(1, Ordering::SeqCst) + 1;
+    let sent: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    s.sent.lock().expect("not poisoned").push(sent.clone());
+    tokio::time::sleep(s.send_delay).await;
+    let chat = sent["chat_id"].as_str().and_then(|c| c.parse::<i64>().ok());
+    axum::Json(json!({"ok": true, "result": {"message_id": 9000 + n, "chat": {"id": chat}}}))
+        .into_response()
 }
 
 /// Starts the stand-in; every send is answered after `send_delay`.
