@@ -153,3 +153,54 @@ async fn thirty_concurrent_top_ups_of_one_wallet_all_land_once() {
     let wallet = wallet::get(&env.store, &org).await.unwrap();
     assert_eq!((wallet.balance, wallet.version), (dec!(75.00), 30));
 }
+
+#[tokio::test]
+async fn a_bank_row_costs_one_conditional_put_new_or_repeat_and_a_changed_row_is_a_conflict() {
+    use firmspace::bank::{self, Arrival, BankRow, BankTx};
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let row = |amount| BankRow {
+        id: "r1".into(),
+        time: Utc::now(),
+        amount,
+        currency: Currency::parse("UAH").unwrap(),
+        description: "Payment INV-00001".into(),
+        counterparty: None,
+        reference: None,
+    };
+    let integration = format!("{org}_00000000000000000000000000000001");
+    let tx = |amount| {
+        BankTx::new(
+            &org,
+            &integration,
+            "acc",
+            row(amount),
+            Arrival::Webhook,
+            Utc::now(),
+        )
+    };
+    let first = tx(dec!(40));
+    let mut counted = Vec::new();
+    for again in [&first, &first] {
+        env.calls.clear();
+        let written = bank::store_row(&env.store, again).await.unwrap();
+        counted.push((written.is_new(), env.calls.take()));
+    }
+    assert_eq!(
+        counted,
+        [
+            (true, vec!["PutItem".to_owned()]),
+            (false, vec!["PutItem".to_owned()])
+        ],
+        "no read first, no transaction: one conditional put either way"
+    );
+    let changed = tx(dec!(41));
+    match bank::store_row(&env.store, &changed).await.unwrap() {
+        Written::Conflict { stored, mismatch } => {
+            assert_eq!(stored.row.amount, dec!(40), "the first row is kept");
+            assert!(mismatch.fields.contains(&"amount"), "{mismatch:?}");
+        }
+        other => panic!("another row under the same id is a conflict: {other:?}"),
+    }
+    assert_eq!(env.count("bank_tx").await, 1);
+}
