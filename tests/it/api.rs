@@ -25,9 +25,8 @@ async fn only_the_admin_token_creates_organisations() {
 #[tokio::test]
 async fn integrations_return_their_webhook_url_and_secret() {
     let crm = Crm::new().await;
-    let body = crm
-        .integration(json!({"kind": "payments", "provider": "standard"}))
-        .await;
+    let standard = json!({"kind": "payments", "provider": "standard"});
+    let body = crm.integration(standard).await;
     let id = body["integration_id"].as_str().unwrap();
     assert_eq!(
         body["webhook_url"],
@@ -181,9 +180,8 @@ async fn bad_input_names_the_problem_and_writes_nothing() {
 #[tokio::test]
 async fn the_review_list_shows_what_needs_a_person() {
     let crm = Crm::new().await;
-    let inv = crm
-        .invoice(json!({"currency": "UAH", "gross": "10.00"}))
-        .await;
+    let ten = json!({"currency": "UAH", "gross": "10.00"});
+    let inv = crm.invoice(ten).await;
     let over = json!({"source": "manual", "amount": "15.00"});
     crm.pay(inv["id"].as_str().unwrap(), "over", over).await;
     let review = crm.get("/api/review").await;

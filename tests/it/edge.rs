@@ -11,9 +11,7 @@ use rust_decimal_macros::dec;
 
 #[tokio::test]
 async fn a_signed_body_that_cannot_be_read_is_kept_with_a_review_item_and_answered_200() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Standard).await;
-    let app = app(crm.store().clone());
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let unreadable = r#"{"type":"payment.succeeded","data":{"payment_id":"p_bad","amount":12}}"#;
     let mut answers = Vec::new();
     for _ in 0..2 {
@@ -47,10 +45,8 @@ async fn a_signed_body_that_cannot_be_read_is_kept_with_a_review_item_and_answer
 
 #[tokio::test]
 async fn the_same_key_with_another_amount_gets_the_stored_answer_and_a_payload_mismatch_review() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Standard).await;
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let inv = crm.open_invoice(dec!(100), "UAH").await;
-    let app = app(crm.store().clone());
     let first = fixtures::standard_body("pay_mm", inv.id.as_str(), Some("40.00"));
     let other = fixtures::standard_body("pay_mm", inv.id.as_str(), Some("90.00"));
     let (status, booked) = deliver(&app, &standard_request(&hook, &first, NOW)).await;

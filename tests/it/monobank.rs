@@ -45,10 +45,8 @@ async fn statuses_before_paid_are_ignored_and_write_nothing() {
 
 #[tokio::test]
 async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Monobank).await;
+    let (crm, hook, app) = Crm::with_payments(Provider::Monobank).await;
     let inv = crm.open_invoice(dec!(42), "UAH").await;
-    let app = app(crm.store().clone());
     let body = |status: &str| mono("p2_9ZgpZVsl3", status, inv.id.as_str());
     for _ in 0..3 {
         let (status, _) = deliver(&app, &monobank_request(&hook, &body("success"))).await;
@@ -137,10 +135,8 @@ async fn a_rotated_monobank_key_is_fetched_once_and_kept() {
 
 #[tokio::test]
 async fn a_monobank_success_that_arrives_after_its_reversal_moves_no_money() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Monobank).await;
+    let (crm, hook, app) = Crm::with_payments(Provider::Monobank).await;
     let inv = crm.open_invoice(dec!(42), "UAH").await;
-    let app = app(crm.store().clone());
     for status in ["reversed", "success", "success"] {
         let body = mono("p_late", status, inv.id.as_str());
         let (status, _) = deliver(&app, &monobank_request(&hook, &body)).await;
@@ -158,9 +154,7 @@ async fn a_monobank_success_that_arrives_after_its_reversal_moves_no_money() {
 
 #[tokio::test]
 async fn a_success_and_its_reversal_at_once_never_leave_money_booked() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Monobank).await;
-    let app = app(crm.store().clone());
+    let (crm, hook, app) = Crm::with_payments(Provider::Monobank).await;
     for round in 0..50 {
         let inv = crm.open_invoice(dec!(42), "UAH").await;
         let id = format!("p_race_{round}");

@@ -9,10 +9,8 @@ use rust_decimal_macros::dec;
 
 #[tokio::test]
 async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Standard).await;
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let inv = crm.open_invoice(dec!(100), "UAH").await;
-    let app = app(crm.store().clone());
     let body = fixtures::standard_body("pay_1", inv.id.as_str(), Some("40.00"));
     let (status, first) = deliver(&app, &standard_request(&hook, &body, NOW)).await;
     assert_eq!(status, 200);
@@ -107,10 +105,8 @@ async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_read_for_ever
 
 #[tokio::test]
 async fn an_invalid_signature_is_refused_and_writes_nothing() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Standard).await;
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let inv = crm.open_invoice(dec!(100), "UAH").await;
-    let app = app(crm.store().clone());
     let before = crm.table_snapshot().await;
     let body = fixtures::standard_body("pay_x", inv.id.as_str(), Some("40.00"));
     let signed = fixtures::standard_body("pay_x", inv.id.as_str(), Some("4.00"));
@@ -130,9 +126,7 @@ async fn an_invalid_signature_is_refused_and_writes_nothing() {
 
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_write_nothing() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Standard).await;
-    let app = app(crm.store().clone());
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let before = crm.table_snapshot().await;
     let nowhere = firmspace::ids::IntegrationId::generate(&crm.org);
     let body = fixtures::standard_body("p", "inv", None);
@@ -152,9 +146,7 @@ async fn bad_requests_get_clear_errors_and_write_nothing() {
 
 #[tokio::test]
 async fn a_payment_for_an_unknown_invoice_answers_200_and_waits_for_review() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Standard).await;
-    let app = app(crm.store().clone());
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let body = fixtures::standard_body("pay_lost", "inv_nowhere", Some("12.00"));
     let (status, answer) = deliver(&app, &standard_request(&hook, &body, NOW)).await;
     assert_eq!(
@@ -167,10 +159,8 @@ async fn a_payment_for_an_unknown_invoice_answers_200_and_waits_for_review() {
 
 #[tokio::test]
 async fn stripe_payment_intent_succeeded_books_once() {
-    let crm = Crm::new().await;
-    let hook = crm.hook(Provider::Stripe).await;
+    let (crm, hook, app) = Crm::with_payments(Provider::Stripe).await;
     let inv = crm.open_invoice(dec!(100), "UAH").await;
-    let app = app(crm.store().clone());
     // Two events (different evt ids) about the same intent: one payment.
     for evt in ["evt_1", "evt_2"] {
         let body = fixtures::stripe_body(evt, "pi_1", 4000, inv.id.as_str());

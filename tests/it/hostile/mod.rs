@@ -45,9 +45,8 @@ async fn answer(app: &::api::App, req: Request) -> (u16, Value) {
 #[tokio::test]
 async fn hostile_api_requests_get_a_4xx_of_ours_and_write_nothing() {
     let crm = Crm::new().await;
-    let invoice = crm
-        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
-        .await;
+    let hundred = json!({"currency": "UAH", "gross": "100.00"});
+    let invoice = crm.invoice(hundred).await;
     let yen = crm
         .invoice(json!({"currency": "JPY", "gross": "1000"}))
         .await;

@@ -14,11 +14,7 @@ use std::time::Duration;
 #[tokio::test]
 async fn two_people_resolving_at_once_leave_one_resolution() {
     let o = Ops::new().await;
-    let key = crate::support::api::new_org(&o.api).await;
-    let org = firmspace::orgs::authenticate(&o.env.store, &key)
-        .await
-        .unwrap()
-        .unwrap();
+    let (key, org) = super::org_by_key(&o).await;
     ReviewItem {
         org: org.clone(),
         kind: firmspace::review::Kind::Payment,
@@ -93,11 +89,7 @@ async fn two_people_resolving_at_once_leave_one_resolution() {
 #[tokio::test]
 async fn resend_clicked_twice_makes_one_more_request_with_the_same_key() {
     let o = Ops::new().await;
-    let key = crate::support::api::new_org(&o.api).await;
-    let org = firmspace::orgs::authenticate(&o.env.store, &key)
-        .await
-        .unwrap()
-        .unwrap();
+    let (key, org) = super::org_by_key(&o).await;
     // The target answers after 800 ms; the worker waits 200 ms and has no status URL to ask.
     let server = target::spawn(Duration::from_millis(800), 200).await;
     let rule = thanks_rule(&o, &org, server.url()).await;

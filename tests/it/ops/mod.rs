@@ -181,3 +181,13 @@ pub(super) async fn thanks_rule(o: &Ops, org: &OrgId, url: String) -> automation
 pub(super) async fn admin_post(o: &Ops, path: &str, key: &str) -> (u16, Value) {
     o.post(path, ADMIN, key, &Value::Null).await
 }
+
+/// A new organisation made through the api: its key, and the organisation the key stands for.
+pub(super) async fn org_by_key(o: &Ops) -> (String, OrgId) {
+    let key = crate::support::api::new_org(&o.api).await;
+    let org = firmspace::orgs::authenticate(&o.env.store, &key)
+        .await
+        .unwrap()
+        .unwrap();
+    (key, org)
+}

@@ -12,11 +12,7 @@ use serde_json::{json, Value};
 /// An organisation (by its API key) with a member, `payments` payment webhooks stored (one of
 /// them delivered twice; no worker has told the member yet), and a review item.
 async fn busy_org(o: &Ops, payments: usize) -> (String, OrgId) {
-    let key = crate::support::api::new_org(&o.api).await;
-    let org = firmspace::orgs::authenticate(&o.env.store, &key)
-        .await
-        .unwrap()
-        .unwrap();
+    let (key, org) = super::org_by_key(o).await;
     let member = json!({"user_id": "u1", "name": "Olena"});
     let (status, _) = crate::support::api::call(&o.api, "POST", "/api/members", &key, member).await;
     assert_eq!(status, 201);

@@ -30,6 +30,14 @@ impl Crm {
         Self { env, api, org, key }
     }
 
+    /// A fresh organisation with a payments integration of `provider`, and the payment webhook.
+    pub async fn with_payments(provider: Provider) -> (Self, IntegrationId, payment_webhook::App) {
+        let crm = Self::new().await;
+        let hook = crm.hook(provider).await;
+        let app = payment_webhook::app(crm.store().clone());
+        (crm, hook, app)
+    }
+
     pub fn store(&self) -> &Store {
         &self.env.store
     }
