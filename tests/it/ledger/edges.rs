@@ -122,8 +122,9 @@ async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read_and_i
     c.send("evt_1_repush", &body).await;
     assert_eq!(
         c.env.calls.take(),
-        ["BatchGetItem", "TransactWriteItems", "UpdateItem"],
-        "a re-push reads, stores only its acknowledgement, and is tallied as a duplicate"
+        ["BatchGetItem", "PutItem", "UpdateItem"],
+        "a re-push reads, stores only its acknowledgement (one conditional put, not a \
+         transaction), and is tallied as a duplicate"
     );
     c.send("evt_2", &event("received", "MO1", None)).await;
     assert_eq!(
