@@ -58,24 +58,90 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The code of a file without its test modules: a `tests.rs` file is all test code, and in any
-/// other file everything from the first `#[cfg(test)]` on is (our test modules close a file).
+/// Names `crate::` may reach that are no module of the table: the crate root's re-exports.
+const ROOT_ITEMS: &[&str] = &["DateTime", "Utc"];
+
+/// The code of a file without its test modules and its comment lines: a `tests.rs` file is all
+/// test code; elsewhere each `#[cfg(test)] mod … { … }` is cut out to its closing brace.
 fn production_code(path: &Path) -> String {
     if path.file_name().is_some_and(|n| n == "tests.rs") {
         return String::new();
     }
     let text = std::fs::read_to_string(path).expect("a source file is readable");
-    let code = match text.find("#[cfg(test)]") {
-        Some(at) => &text[..at],
-        None => &text[..],
-    };
+    let mut code = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        code.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let Some(open) = after.find('{') else {
+            rest = "";
+            break;
+        };
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (i, c) in after[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    code.push_str(rest);
     code.lines()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        })
+        .filter(|line| !line.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The module path of a file under `src`: `bank/import/mod.rs` is `bank::import`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The top-level modules `super::` paths reach from the module at `path`: a chain that climbs to
+/// the crate root names the module after it.
+fn super_modules(code: &str, path: &[String]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (at, _) in code.match_indices("super::") {
+        if code[..at].ends_with("super::") {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut climbs = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = r;
+        }
+        if climbs >= path.len() {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            found.insert(name);
+        }
+    }
+    found.retain(|m| !m.is_empty());
+    found
 }
 
 /// The top-level modules a piece of code names: `crate::x::...` and `crate::{x, y::z}`.
@@ -135,7 +201,13 @@ fn imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
             continue;
         }
         let entry = graph.entry(module.clone()).or_default();
-        for used in named_modules(&production_code(&file)) {
+        let code = production_code(&file);
+        let mut used_names = named_modules(&code);
+        // A `super::` climb to the root from an inline module (`mod serde_millis { super::x }`)
+        // reads like one to an item of the root: only the table's modules count.
+        let climbs = super_modules(&code, &module_path(relative));
+        used_names.extend(climbs.into_iter().filter(|m| layer_of(m).is_some()));
+        for used in used_names {
             if used != module {
                 entry
                     .entry(used)
@@ -157,12 +229,14 @@ fn every_module_has_a_layer_and_uses_none_above_its_own() {
             continue;
         };
         for (used, files) in uses {
+            let files = files.iter().cloned().collect::<Vec<_>>().join(", ");
             match layer_of(used) {
                 Some(layer) if layer > own => wrong.push(format!(
-                    "{module} ({}) uses {used} ({}) in {}",
-                    LAYERS[own].0,
-                    LAYERS[layer].0,
-                    files.iter().cloned().collect::<Vec<_>>().join(", ")
+                    "{module} ({}) uses {used} ({}) in {files}",
+                    LAYERS[own].0, LAYERS[layer].0,
+                )),
+                None if !ROOT_ITEMS.contains(&used.as_str()) => wrong.push(format!(
+                    "{module} uses crate::{used}, which is no module of the table, in {files}"
                 )),
                 _ => {}
             }
@@ -205,6 +279,36 @@ fn no_two_top_level_modules_reach_each_other() {
         }
     }
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_reader_climbs_super_paths_to_the_root_and_skips_test_modules() {
+    let root_file = vec!["http".to_owned()];
+    let nested = vec!["bank".to_owned(), "import".to_owned(), "cursor".to_owned()];
+    assert_eq!(
+        super_modules("use super::payments::X;", &root_file),
+        BTreeSet::from(["payments".to_owned()])
+    );
+    let inside = "use super::super::monobank::Y;";
+    assert!(
+        super_modules(inside, &nested).is_empty(),
+        "stays inside bank"
+    );
+    let dir = std::env::temp_dir().join(format!("layers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("m.rs");
+    std::fs::write(
+        &file,
+        "use crate::a::X;\n#[cfg(test)]\nmod tests { use crate::b::Y; }\nuse crate::c::Z; // crate::d\n",
+    )
+    .unwrap();
+    let found = named_modules(&production_code(&file));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        found,
+        BTreeSet::from(["a".to_owned(), "c".to_owned(), "d".to_owned()]),
+        "a test module is skipped, the code after it is read"
+    );
 }
 
 #[test]

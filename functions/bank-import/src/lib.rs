@@ -52,7 +52,8 @@ impl Worker for Importer {
 
     /// A request from the API: its integration's import now. A store failure is retried.
     async fn apply(&self, job: Request, now: DateTime<Utc>) -> Result<Applied, WorkError> {
-        let report = self.one(&job.integration_id, now).await?;
+        // The lease is real time: a request later in the batch starts when it starts.
+        let report = self.one(&job.integration_id, Utc::now().max(now)).await?;
         let imported = report["imported"].as_u64().unwrap_or(0) as usize;
         let rows = report["rows"].as_u64().unwrap_or(0) as usize;
         Ok(Applied {

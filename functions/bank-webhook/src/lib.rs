@@ -14,6 +14,7 @@ use firmspace::bank::{self, Arrival, BankRow, BankTx};
 use firmspace::config::Config;
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind};
+use firmspace::review::Kind;
 use firmspace::signature::{AnyVerifier, SignatureError, Verified, Verify};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Parsed, Recorded, Source};
@@ -52,6 +53,7 @@ pub struct PushedRow {
 }
 
 impl Source for Bank {
+    const REVIEW: Kind = Kind::Bank;
     const KIND: IntegrationKind = IntegrationKind::Bank;
     const HANDSHAKE: bool = true;
     type Settings = BankSettings;

@@ -11,6 +11,7 @@ use firmspace::calls::{self, Call, CallInput, Checked};
 use firmspace::config::{self, Config};
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind};
+use firmspace::review::Kind;
 use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Parsed, Recorded, Source};
@@ -40,6 +41,7 @@ pub struct Calls {
 }
 
 impl Source for Calls {
+    const REVIEW: Kind = Kind::Call;
     const KIND: IntegrationKind = IntegrationKind::Calls;
     type Settings = CallSettings;
     type Verifier = AnyVerifier;

@@ -13,6 +13,7 @@ use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::messages::media::{Apis, Files, Media};
 use firmspace::messages::providers::{MessageProvider, MessageSettings};
 use firmspace::messages::{self, Delivery, Message};
+use firmspace::review::Kind;
 use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Parsed, Recorded, Source};
@@ -45,6 +46,7 @@ pub struct Messages {
 }
 
 impl Source for Messages {
+    const REVIEW: Kind = Kind::Message;
     const KIND: IntegrationKind = IntegrationKind::Messages;
     const HANDSHAKE: bool = true;
     type Settings = MessageSettings;

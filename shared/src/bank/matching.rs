@@ -287,6 +287,6 @@ async fn resolve_review(
 ) -> Result<(), StoreError> {
     let pk = crate::review::review_item_pk(org, UNMATCHED, tx_id);
     let note = format!("matched to {invoice_id}");
-    crate::review::resolve(store, org, &pk, actor, &note, now).await?;
+    crate::review::settle(store, org, &pk, actor, &note, now).await?;
     Ok(())
 }

@@ -12,7 +12,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-/// A top-up's answer: `{"duplicate", "ledger_id", "wallet": {"balance", "currency", "version"}}`.
+/// A top-up's answer: `{"ledger_id", "wallet": {"balance", "currency", "version"}}` (the edge
+/// adds `duplicate`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TopUp {
     pub answer: Value,

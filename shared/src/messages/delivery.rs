@@ -131,7 +131,7 @@ pub async fn deliver(
         batch: None,
         key,
     };
-    if delivery.batch || delivered.messages.len() != 1 {
+    if delivery.batch || delivered.messages.is_empty() {
         delivered.batch = Some(delivered.batch_answer());
     }
     Ok(delivered)

@@ -160,7 +160,9 @@ pub async fn record(
         deadline,
         attachments: None,
     };
-    store.write(&mut decision, now).await
+    // Contention retries stay inside the delivery's time: its downloads' deadline and a little.
+    let until = deadline + std::time::Duration::from_secs(5);
+    store.write_until(&mut decision, now, until).await
 }
 
 struct RecordMessage<'a> {

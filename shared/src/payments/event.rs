@@ -103,13 +103,6 @@ impl PaymentEvent {
         payment_pk(&self.org, &self.source, &self.external_id)
     }
 
-    /// The stored answer, marked as the answer to a repeat when `duplicate`.
-    pub fn answer(&self, duplicate: bool) -> Value {
-        let mut answer = self.answer.clone();
-        answer["duplicate"] = json!(duplicate);
-        answer
-    }
-
     /// The invoice's payments list, or the organisation's unmatched money.
     fn list_pk(&self) -> String {
         match (&self.invoice_id, &self.invoice) {
@@ -285,9 +278,11 @@ pub(crate) mod tests {
 
     #[test]
     fn a_repeat_gets_the_first_answer_marked_duplicate() {
+        use crate::store::Written;
         let event = sample(false);
-        let first = event.answer(false);
-        let again = event.answer(true);
+        let first = Written::New(event.clone()).answer();
+        let again = Written::Repeat { stored: event }.answer();
+        assert_eq!(first["duplicate"], false);
         assert_eq!(again["duplicate"], true);
         assert_eq!(again["applied"], first["applied"]);
         assert_eq!(again["invoice"], first["invoice"]);

@@ -172,15 +172,16 @@ pub enum Resolved {
 }
 
 /// Resolves the open item under `pk` of `org`, by `by`, with `note`: one conditional update
-/// that moves it from the operator's open list to the resolved one.
-pub async fn resolve(
+/// that moves it from the operator's open list to the resolved one. `false` when no open item
+/// is there (never filed, or resolved before), with nothing read back.
+pub async fn settle(
     store: &Store,
     org: &OrgId,
     pk: &str,
     by: &str,
     note: &str,
     now: DateTime<Utc>,
-) -> Result<Resolved, StoreError> {
+) -> Result<bool, StoreError> {
     let at = time::format(now);
     let update = Update::new()
         .set("state", s("resolved"))
@@ -190,8 +191,22 @@ pub async fn resolve(
         .set("gsi2pk", s(review_pk(org, "resolved")))
         .set("gsi2sk", s(format!("{at}#{pk}")))
         .when(Cond::Equals("state".into(), s("open")));
-    if store.update_if(pk, &update).await? {
-        return Ok(Resolved::Now { at });
+    store.update_if(pk, &update).await
+}
+
+/// `settle`, telling how it ended: resolved now, resolved before (the stored item), or unknown.
+pub async fn resolve(
+    store: &Store,
+    org: &OrgId,
+    pk: &str,
+    by: &str,
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<Resolved, StoreError> {
+    if settle(store, org, pk, by, note, now).await? {
+        return Ok(Resolved::Now {
+            at: time::format(now),
+        });
     }
     Ok(match store.get(pk).await? {
         Some(item) => Resolved::Already(item),

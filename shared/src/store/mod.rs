@@ -47,6 +47,15 @@ impl StoreError {
         Self::Dynamo(Box::new(err.into()))
     }
 
+    /// DynamoDB's error code, when DynamoDB refused the call.
+    pub fn code(&self) -> Option<&str> {
+        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+        match self {
+            Self::Dynamo(e) => e.code(),
+            _ => None,
+        }
+    }
+
     /// Whether a later attempt may succeed: throttling, a conflict, a timeout or a service
     /// fault. A malformed item or a request DynamoDB refuses as invalid is our own defect.
     pub fn is_retryable(&self) -> bool {

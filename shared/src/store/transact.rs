@@ -19,6 +19,19 @@ pub enum Step {
     Present(String),
 }
 
+impl Step {
+    /// The key of the item the step writes or checks.
+    pub fn pk(&self) -> Option<&str> {
+        match self {
+            Self::PutNew(item) => match item.get("pk") {
+                Some(aws_sdk_dynamodb::types::AttributeValue::S(pk)) => Some(pk),
+                _ => None,
+            },
+            Self::Update { pk, .. } | Self::Absent(pk) | Self::Present(pk) => Some(pk),
+        }
+    }
+}
+
 /// How a transaction ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Transacted {
@@ -42,12 +55,15 @@ impl Store {
             Ok([other]) => return self.transact(vec![other]).await,
             Err(steps) => return self.transact(steps).await,
         };
-        Ok(match self.put_new(item).await? {
-            super::PutNew::Created => Transacted::Done,
-            super::PutNew::Existing(item) => Transacted::Refused {
+        Ok(match self.put_new(item).await {
+            Ok(super::PutNew::Created) => Transacted::Done,
+            Ok(super::PutNew::Existing(item)) => Transacted::Refused {
                 step: 0,
                 existing: Some(item).filter(|i| !i.is_empty()),
             },
+            // A transaction held the key meanwhile: read again, as a transaction would.
+            Err(e) if e.code() == Some("TransactionConflictException") => Transacted::Contended,
+            Err(e) => return Err(e),
         })
     }
 

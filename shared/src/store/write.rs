@@ -77,10 +77,6 @@ impl Default for Rounds {
 pub struct Seen(Vec<Option<Item>>);
 
 impl Seen {
-    pub fn new(items: Vec<Option<Item>>) -> Self {
-        Self(items)
-    }
-
     /// The item under the `i`th key, if it is stored.
     pub fn get(&self, i: usize) -> Option<&Item> {
         self.0.get(i).and_then(Option::as_ref)
@@ -99,8 +95,8 @@ impl Seen {
     }
 }
 
-/// What a decision found: write these steps (step 0 puts the event's key when it has one), or
-/// answer from what was read and write nothing.
+/// What a decision found: write these steps (step 0 writes the first key: the event's own, or
+/// for an invoice its counter), or answer from what was read and write nothing.
 #[derive(Clone, Debug)]
 pub enum Plan<T> {
     Write {
@@ -177,13 +173,15 @@ impl Store {
                     Plan::Write { steps, out } => (steps, out, false),
                     Plan::Acknowledge { steps, out } => (steps, out, true),
                 };
+                // Only a step 0 that writes the first key hands its holder back as that key's.
+                let first = steps.first().and_then(Step::pk) == keys.first().map(String::as_str);
                 match self.commit(steps).await? {
                     Transacted::Done if repeat => return Ok(Written::Repeat { stored: out }),
                     Transacted::Done => return Ok(Written::New(out)),
                     Transacted::Refused {
                         step: 0,
                         existing: Some(item),
-                    } if !keys.is_empty() && seen.stored().is_none() => seen.hold(0, item),
+                    } if first && seen.stored().is_none() => seen.hold(0, item),
                     _ => break,
                 }
             }

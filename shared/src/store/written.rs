@@ -35,7 +35,8 @@ impl Mismatch {
 pub enum Written<T> {
     /// Written now.
     New(T),
-    /// The key was stored with the same payload: nothing written.
+    /// The key was stored with the same payload: nothing of the event written (a carrier's
+    /// re-push writes only its own acknowledgement, see `Plan::Acknowledge`).
     Repeat { stored: T },
     /// The key was stored with another payload: nothing written, the first kept.
     Conflict { stored: T, mismatch: Mismatch },
@@ -57,17 +58,6 @@ impl<T> Written<T> {
 
     pub fn is_new(&self) -> bool {
         matches!(self, Self::New(_))
-    }
-
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Written<U> {
-        match self {
-            Self::New(v) => Written::New(f(v)),
-            Self::Repeat { stored } => Written::Repeat { stored: f(stored) },
-            Self::Conflict { stored, mismatch } => Written::Conflict {
-                stored: f(stored),
-                mismatch,
-            },
-        }
     }
 
     /// The answer to this arrival: the event's answer, with `"duplicate"` saying whether this

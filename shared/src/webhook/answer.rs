@@ -1,7 +1,8 @@
-//! The one place a written event becomes an answer: `duplicate` set from how it was written,
-//! the outcome named for the metrics, and a conflict (the same key with another payload) filed
-//! as one `payload_mismatch` review item. The webhook edge and the API's own event routes
-//! (the softphone's calls, manual payments, top-ups) both answer through here.
+//! Where a written delivery becomes an answer: the answer (`Written::answer`, which alone sets
+//! `duplicate`), the outcome named for the metrics, and each conflict (the same key with another
+//! payload) filed as one `payload_mismatch` review item. The webhook edge and the API's softphone
+//! calls and CSV uploads answer through `tell`; the API's `Idempotency-Key` routes (manual
+//! payments, top-ups) refuse a reused key through `key_reused`.
 
 use crate::http::ApiError;
 use crate::ids::{EventKey, OrgId};

@@ -147,15 +147,8 @@ impl<S: Source> Edge<S> {
         }
         let context = json!({"integration_id": integration.id.id});
         let org = integration.org();
-        let told = super::answer::tell(
-            &self.store,
-            org,
-            super::REVIEW_KIND,
-            &recorded,
-            context,
-            now,
-        )
-        .await?;
+        let told =
+            super::answer::tell(&self.store, org, S::REVIEW, &recorded, context, now).await?;
         count(label, told.outcome);
         if !recorded.is_new() {
             // The operator's chart of duplicates per hour; a lost tally is no lost event.

@@ -22,9 +22,6 @@ use crate::store::{Answer, Store};
 use chrono::{DateTime, Utc};
 use std::future::Future;
 
-/// What a conflict of this source is filed as.
-pub const REVIEW_KIND: Kind = Kind::Webhook;
-
 /// An event source behind `/hooks/{integration_id}/{kind}`.
 pub trait Source: Send + Sync {
     /// The integrations this source serves, and its route's last segment.
@@ -35,6 +32,8 @@ pub trait Source: Send + Sync {
     type Event: Send;
     /// What one of its events is stored as, and answers with.
     type Stored: Answer + Send;
+    /// What this source's review items (a `payload_mismatch`) are about.
+    const REVIEW: Kind = Kind::Webhook;
 
     /// The settings of an integration of this source's kind.
     fn settings(integration: &Integration) -> Option<&Self::Settings> {

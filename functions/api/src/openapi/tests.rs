@@ -175,7 +175,7 @@ fn invoice_and_payment_schemas_have_the_fields_the_code_answers_with() {
     assert_eq!(properties(&doc, "Invoice"), keys(&invoice.to_json()));
     assert_eq!(
         properties(&doc, "PaymentAnswer"),
-        keys(&event.answer(false))
+        keys(&firmspace::store::Written::New(event.clone()).answer())
     );
     assert_eq!(properties(&doc, "PaymentLine"), keys(&event.to_json()));
 }
