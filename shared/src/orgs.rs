@@ -32,6 +32,12 @@ fn key_hash(api_key: &str) -> String {
     hex::encode(Sha256::digest(api_key.as_bytes()))
 }
 
+/// A key's public name, `key_` and 16 hex digits of its digest: who did something, in records
+/// and logs, without the key.
+pub fn key_id(api_key: &str) -> String {
+    format!("key_{}", &key_hash(api_key)[..16])
+}
+
 /// Creates an organisation and its first API key (`fsk_{org}_{secret}`); only the key's SHA-256
 /// is stored, so the key is shown once.
 pub async fn create_org(

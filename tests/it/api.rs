@@ -193,3 +193,36 @@ async fn the_review_list_shows_what_needs_a_person() {
     );
     assert_eq!(items[0]["key"], "payment:manual:over");
 }
+
+#[tokio::test]
+async fn a_manual_payment_is_booked_by_the_key_that_asked_whatever_the_body_says() {
+    use firmspace::store::item::Read;
+    let crm = Crm::new().await;
+    let id = hundred(&crm).await;
+    let body = json!({"source": "manual", "amount": "10.00", "actor": "admin"});
+    let (status, _) = crm.pay(&id, "click-actor", body).await;
+    assert_eq!(status, 200);
+    let (status, _) = crm
+        .pay(
+            &id,
+            "click-plain",
+            json!({"source": "manual", "amount": "10.00"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let key_id = firmspace::orgs::key_id(&crm.key);
+    let mut actors: Vec<String> = crm
+        .table_snapshot()
+        .await
+        .iter()
+        .filter(|item| item.opt_str("kind") == Some("payment_event"))
+        .map(|item| item.str_of("actor").unwrap().to_owned())
+        .collect();
+    actors.sort();
+    assert_eq!(
+        actors,
+        [key_id.clone(), format!("{key_id}/admin")],
+        "the key is the actor; the body only says for whom"
+    );
+    assert!(!key_id.contains(&crm.key), "no key in a record");
+}

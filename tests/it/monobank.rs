@@ -75,6 +75,28 @@ async fn monobank_success_then_reversed_moves_the_balance_there_and_back_once() 
     assert_eq!(status, 401);
 }
 
+#[tokio::test]
+async fn a_reversal_naming_another_invoice_takes_the_money_back_where_its_payment_went() {
+    let (crm, hook, app) = Crm::with_payments(Provider::Monobank).await;
+    let paid = crm.open_invoice(dec!(42), "UAH").await;
+    let other = crm.open_invoice(dec!(42), "UAH").await;
+    let success = mono("p2_reversed_elsewhere", "success", paid.id.as_str());
+    let (status, _) = deliver(&app, &monobank_request(&hook, &success)).await;
+    assert_eq!(status, 200);
+    // The reversal's body names the other invoice: the payment it reverses decides.
+    let reversed = mono("p2_reversed_elsewhere", "reversed", other.id.as_str());
+    let (status, answer) = deliver(&app, &monobank_request(&hook, &reversed)).await;
+    assert_eq!(
+        (status, answer["applied"].as_str()),
+        (200, Some("-42.00")),
+        "{answer}"
+    );
+    let back = crm.stored_invoice(paid.id.as_str()).await;
+    assert_eq!((back.paid, back.version), (dec!(0), 2));
+    let untouched = crm.stored_invoice(other.id.as_str()).await;
+    assert_eq!((untouched.paid, untouched.version), (dec!(0), 0));
+}
+
 /// A merchant with a token whose stored key is `public_key`, and monobank's stand-in, which
 /// gives out the fixtures' key and knows `known` as this merchant's invoices.
 async fn merchant(

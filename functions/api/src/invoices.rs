@@ -130,7 +130,11 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
     let input = PaymentInput {
         org: ctx.org.clone(),
         invoice_ref: Some(id.to_owned()),
-        actor: actor.unwrap_or_else(|| source.to_string()),
+        // The key that asked is the actor; the body's `actor` only says for whom it acted.
+        actor: match actor {
+            Some(user) => format!("{}/{user}", ctx.key_id),
+            None => ctx.key_id.clone(),
+        },
         source,
         external_id,
         amount,

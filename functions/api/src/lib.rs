@@ -53,6 +53,8 @@ pub(crate) struct Ctx<'a> {
     pub req: &'a Request,
     pub now: DateTime<Utc>,
     pub org: OrgId,
+    /// The authenticated key's public name (`orgs::key_id`): who acts.
+    pub key_id: String,
 }
 
 impl App {
@@ -137,10 +139,12 @@ impl App {
                 setup::create_org(&self.store, req, now).await
             }
             Op::Org(op) => {
+                let (org, key_id) = self.authenticate(req).await?;
                 let ctx = Ctx {
                     req,
                     now,
-                    org: self.authenticate(req).await?,
+                    org,
+                    key_id,
                 };
                 self.dispatch(op, &found, &ctx).await
             }
@@ -212,13 +216,15 @@ impl App {
         }
     }
 
-    async fn authenticate(&self, req: &Request) -> Result<OrgId, ApiError> {
+    /// The key's organisation and the key's public name.
+    async fn authenticate(&self, req: &Request) -> Result<(OrgId, String), ApiError> {
         let key = bearer(req).ok_or_else(|| {
             ApiError::unauthorized("unauthorized", "Authorization: Bearer <api key> required")
         })?;
-        firmspace::orgs::authenticate(&self.store, key)
+        let org = firmspace::orgs::authenticate(&self.store, key)
             .await?
-            .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))
+            .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))?;
+        Ok((org, firmspace::orgs::key_id(key)))
     }
 }
 

@@ -15,8 +15,8 @@ use firmspace::payments::providers::{
     self, monobank, standard, stripe, PaymentSettings, Provider, WebhookEvent,
 };
 use firmspace::payments::{
-    register_confirmed, register_payment, reversal_id, PaymentEvent, PaymentInput,
-    Source as PaymentSource,
+    on_its_payments_invoice, register_confirmed, register_payment, reversal_id, PaymentEvent,
+    PaymentInput, Source as PaymentSource,
 };
 use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 
@@ -132,6 +132,7 @@ impl Source for Payments {
         input: PaymentInput,
         _now: DateTime<Utc>,
     ) -> Result<Recorded<PaymentEvent>, ApiError> {
+        let input = on_its_payments_invoice(store, input).await?;
         let registered = match Self::settings(integration) {
             Some(PaymentSettings::Monobank(monobank::Merchant {
                 token: Some(token), ..

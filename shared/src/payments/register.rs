@@ -55,6 +55,22 @@ impl Answer for PaymentEvent {
     }
 }
 
+/// A reversal as its provider sent it, on the invoice of the payment it reverses: the body's
+/// invoice reference is only a hint (the sender may name another invoice, or none). One read, for
+/// reversals only; a reversal whose payment is not stored keeps the body's reference.
+pub async fn on_its_payments_invoice(
+    store: &Store,
+    mut input: PaymentInput,
+) -> Result<PaymentInput, StoreError> {
+    let (Some(_), Some(original)) = (&input.reverses, input.related_pk()) else {
+        return Ok(input);
+    };
+    if let Some(item) = store.get(&original).await? {
+        input.invoice_ref = PaymentEvent::from_item(&item)?.invoice_id;
+    }
+    Ok(input)
+}
+
 /// Books one arrival of money. A second arrival of the same (source, external id) is answered
 /// from one read and writes nothing; a concurrent twin that loses the race is a repeat too.
 pub async fn register_payment(

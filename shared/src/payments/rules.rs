@@ -104,12 +104,13 @@ pub fn status_for(paid: Decimal, gross: Decimal) -> InvoiceStatus {
 /// Decides a payment, given the invoice and what is stored about its counterpart.
 pub fn decide(invoice: Option<&Invoice>, input: &PaymentInput, related: Related) -> Decision {
     let Some(invoice) = invoice else {
-        let outcome = if input.reverses.is_some() {
-            Outcome::ReversalUnmatched
-        } else {
-            Outcome::Unmatched
+        return match input.reverses {
+            // Money going back is negative, whatever sign the provider wrote.
+            Some(_) => {
+                Decision::nothing(Outcome::ReversalUnmatched, input.amount.map(|a| -a.abs()))
+            }
+            None => Decision::nothing(Outcome::Unmatched, input.amount),
         };
-        return Decision::nothing(outcome, input.amount);
     };
     if input.reverses.is_some() {
         let original = match related {

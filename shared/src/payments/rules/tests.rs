@@ -174,6 +174,24 @@ fn a_reversal_without_its_payment_is_for_review() {
     assert_eq!((d.outcome, d.change), (Outcome::ReversalUnmatched, None));
 }
 
+#[test]
+fn a_reversal_for_an_unknown_invoice_is_stored_as_money_going_back() {
+    let mut p = payment("p11:reversal", Some(dec!(42)));
+    p.reverses = Some(ExternalId::parse("id", "p11").unwrap());
+    let d = decide(None, &p, Related::Nothing);
+    assert_eq!(
+        (d.outcome, d.received, d.applied, d.unapplied),
+        (
+            Outcome::ReversalUnmatched,
+            Some(dec!(-42)),
+            dec!(0),
+            dec!(-42)
+        )
+    );
+    let unknown = decide(None, &payment("p12", Some(dec!(42))), Related::Nothing);
+    assert_eq!(unknown.received, Some(dec!(42)), "a payment stays positive");
+}
+
 /// A delivery in a generated sequence: which payment (its key) and what it carries.
 #[derive(Clone, Debug)]
 struct Delivery {
