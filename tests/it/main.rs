@@ -11,6 +11,7 @@ mod consequences;
 mod e2e;
 mod edge;
 mod hostile;
+mod keys;
 mod ledger;
 mod messages;
 mod monobank;

@@ -132,8 +132,8 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
         invoice_ref: Some(id.to_owned()),
         // The key that asked is the actor; the body's `actor` only says for whom it acted.
         actor: match actor {
-            Some(user) => format!("{}/{user}", ctx.key_id),
-            None => ctx.key_id.clone(),
+            Some(user) => format!("{}/{user}", ctx.key.id),
+            None => ctx.key.id.clone(),
         },
         source,
         external_id,

@@ -8,6 +8,7 @@ mod bank;
 mod calls;
 mod consequences;
 mod invoices;
+mod keys;
 mod ledger;
 mod messages;
 mod openapi;
@@ -20,6 +21,7 @@ use chrono::{DateTime, Utc};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
+use firmspace::orgs::{Key, Scope};
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use percent_encoding::percent_decode_str;
@@ -53,8 +55,8 @@ pub(crate) struct Ctx<'a> {
     pub req: &'a Request,
     pub now: DateTime<Utc>,
     pub org: OrgId,
-    /// The authenticated key's public name (`orgs::key_id`): who acts.
-    pub key_id: String,
+    /// The authenticated key: its public name (`orgs::key_id`) says who acts.
+    pub key: Key,
 }
 
 impl App {
@@ -139,12 +141,15 @@ impl App {
                 setup::create_org(&self.store, req, now).await
             }
             Op::Org(op) => {
-                let (org, key_id) = self.authenticate(req).await?;
+                let key = self.authenticate(req).await?;
+                if let Some(Err(lacks)) = found.route.scope().map(|s| key.may(s)) {
+                    return Err(forbidden(lacks));
+                }
                 let ctx = Ctx {
                     req,
                     now,
-                    org,
-                    key_id,
+                    org: key.org.clone(),
+                    key,
                 };
                 self.dispatch(op, &found, &ctx).await
             }
@@ -197,6 +202,9 @@ impl App {
             OrgOp::Ledger => ledger::ledger_json(store, ctx).await,
             OrgOp::LedgerCsv => ledger::ledger_csv(store, ctx).await,
             OrgOp::Inbox => ledger::inbox(store, ctx).await,
+            OrgOp::CreateKey => keys::create(store, ctx).await,
+            OrgOp::ListKeys => keys::list(store, ctx).await,
+            OrgOp::RevokeKey => keys::revoke(store, ctx, found.param("key_id")).await,
             OrgOp::Review => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))
@@ -216,16 +224,24 @@ impl App {
         }
     }
 
-    /// The key's organisation and the key's public name.
-    async fn authenticate(&self, req: &Request) -> Result<(OrgId, String), ApiError> {
+    /// The key, with its organisation, public name and scopes.
+    async fn authenticate(&self, req: &Request) -> Result<Key, ApiError> {
         let key = bearer(req).ok_or_else(|| {
             ApiError::unauthorized("unauthorized", "Authorization: Bearer <api key> required")
         })?;
-        let org = firmspace::orgs::authenticate(&self.store, key)
+        firmspace::orgs::authenticate(&self.store, key)
             .await?
-            .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))?;
-        Ok((org, firmspace::orgs::key_id(key)))
+            .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))
     }
+}
+
+/// 403 `forbidden`: the key lacks the scope the route needs.
+fn forbidden(lacks: Scope) -> ApiError {
+    ApiError::new(
+        403,
+        "forbidden",
+        format!("this key lacks the `{}` scope", lacks.name()),
+    )
 }
 
 /// A request outside `/api` that reached us through the gateway's `$default` route: a webhook

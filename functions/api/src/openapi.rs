@@ -157,7 +157,9 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         Auth::OrgKey => Some(ORG_KEY),
     };
     if let Some(scheme) = scheme {
-        operation = operation.security(SecurityRequirement::new(scheme, Vec::<String>::new()));
+        // A key's scope is a role the bearer scheme requires (OpenAPI 3.1 allows role names).
+        let scopes: Vec<&str> = route.scope().map(|s| s.name()).into_iter().collect();
+        operation = operation.security(SecurityRequirement::new(scheme, scopes));
     }
     operation.build()
 }
@@ -191,7 +193,8 @@ fn common_errors(auth: Auth) -> &'static [(u16, &'static str)] {
             SERVER[1],
         ],
         Auth::OrgKey => &[
-            (401, "`unauthorized`: API key missing or unknown"),
+            (401, "`unauthorized`: API key missing, unknown or revoked"),
+            (403, "`forbidden`: the key lacks the scope the route needs"),
             SERVER[0],
             SERVER[1],
         ],

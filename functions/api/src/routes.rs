@@ -1,15 +1,20 @@
 //! The one route table: `App::respond` dispatches by it and `openapi::document` describes it, so
 //! no route is served undocumented or documented unserved.
 
+mod keys;
 mod ledger;
 mod table;
 
-/// Every route: the core table, then the ledger's. The first match wins.
+/// Every route: the core table, then the ledger's and the keys'. The first match wins.
 pub fn all() -> impl Iterator<Item = &'static Route> {
-    table::ROUTES.iter().chain(ledger::ROUTES)
+    table::ROUTES
+        .iter()
+        .chain(ledger::ROUTES)
+        .chain(keys::ROUTES)
 }
 
 use crate::openapi::Doc;
+use firmspace::orgs::Scope;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -70,6 +75,9 @@ pub enum OrgOp {
     Ledger,
     LedgerCsv,
     Inbox,
+    CreateKey,
+    ListKeys,
+    RevokeKey,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +141,17 @@ pub struct Route {
 }
 
 impl Route {
+    /// The scope an organisation key needs for this route: managing keys needs `ops`, a read
+    /// `read`, anything else `write`. `None` for a route without an organisation key.
+    pub fn scope(&self) -> Option<Scope> {
+        match self.op {
+            Op::Org(OrgOp::CreateKey | OrgOp::ListKeys | OrgOp::RevokeKey) => Some(Scope::Ops),
+            Op::Org(_) if self.method == Method::Get => Some(Scope::Read),
+            Op::Org(_) => Some(Scope::Write),
+            Op::OpenApi | Op::CreateOrg => None,
+        }
+    }
+
     fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
         let path: &'static str = self.path;
         let template: Vec<&'static str> = path.split('/').skip(1).collect();

@@ -16,6 +16,7 @@ use firmspace::effects::queue::{Publisher, Queues as Consequences};
 use firmspace::http::{query, route_path, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::ops::queues::Queues;
+use firmspace::orgs::{Key, Scope};
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use std::convert::Infallible;
@@ -28,19 +29,37 @@ pub struct App {
     outbound: Outbound,
 }
 
-/// Who asks: the admin, or one organisation.
+/// Who asks: the admin (by the token's public name, `admin:key_…`), or one organisation's key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Who {
-    Admin,
-    Org(OrgId),
+    Admin(String),
+    Org(Key),
 }
 
 impl Who {
-    /// `admin` or the organisation's id: who resolved, who asked.
+    /// Who resolved, who asked: the admin token's or the key's public name, never the secret.
     pub(crate) fn by(&self) -> String {
         match self {
-            Self::Admin => "admin".into(),
-            Self::Org(org) => org.to_string(),
+            Self::Admin(id) => id.clone(),
+            Self::Org(key) => key.id.clone(),
+        }
+    }
+
+    pub(crate) fn is_admin(&self) -> bool {
+        matches!(self, Self::Admin(_))
+    }
+
+    /// 403 `forbidden` unless the caller may do what `scope` covers (the admin may do all).
+    pub(crate) fn may(&self, scope: Scope) -> Result<(), ApiError> {
+        match self {
+            Self::Admin(_) => Ok(()),
+            Self::Org(key) => key.may(scope).map_err(|lacks| {
+                ApiError::new(
+                    403,
+                    "forbidden",
+                    format!("this key lacks the `{}` scope", lacks.name()),
+                )
+            }),
         }
     }
 
@@ -48,8 +67,8 @@ impl Who {
     /// organisation).
     pub(crate) fn scope(&self, req: &Request) -> Result<Option<OrgId>, ApiError> {
         match self {
-            Self::Org(org) => Ok(Some(org.clone())),
-            Self::Admin => query(req, "org")
+            Self::Org(key) => Ok(Some(key.org.clone())),
+            Self::Admin(_) => query(req, "org")
                 .map(|raw| {
                     OrgId::parse(&raw).map_err(|_| {
                         ApiError::bad_request("invalid_org", "org is not an organisation id")
@@ -72,8 +91,8 @@ impl Who {
     /// An item's organisation as an action may touch it: any for the admin.
     pub(crate) fn owner(&self) -> Option<&OrgId> {
         match self {
-            Self::Admin => None,
-            Self::Org(org) => Some(org),
+            Self::Admin(_) => None,
+            Self::Org(key) => Some(&key.org),
         }
     }
 }
@@ -146,6 +165,10 @@ impl App {
             return Ok(asset);
         }
         let who = self.who(req).await?;
+        who.may(match method {
+            "GET" => Scope::Read,
+            _ => Scope::Ops,
+        })?;
         // Each route's future on the heap: together they would make one very large future.
         match (method, segments.as_slice()) {
             ("GET", ["ops", "summary"]) => Box::pin(views::summary(self, &who, req, now)).await,
@@ -184,7 +207,7 @@ impl App {
                 .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"));
         }
         if self.admin_token.matches(token).await? {
-            Ok(Who::Admin)
+            Ok(Who::Admin(firmspace::admin::admin_id(token)))
         } else {
             Err(ApiError::unauthorized(
                 "unauthorized",

@@ -138,7 +138,7 @@ pub(crate) async fn summary(
         failed += f.failed;
     }
     let queues = match who {
-        Who::Admin => Some(
+        Who::Admin(_) => Some(
             app.queues
                 .depths()
                 .await
@@ -146,7 +146,7 @@ pub(crate) async fn summary(
         ),
         Who::Org(_) => None,
     };
-    if who == &Who::Admin && query(req, "org").is_none() {
+    if who.is_admin() && query(req, "org").is_none() {
         gauges(&kinds, open, needs_check, failed);
     }
     Ok(json_response(
@@ -179,8 +179,8 @@ fn gauges(kinds: &BTreeMap<&str, Counts>, open: u64, needs_check: u64, failed: u
 pub(crate) async fn orgs(app: &App, who: &Who, req: &Request) -> Result<Response<Body>, ApiError> {
     let cursor = query(req, "cursor");
     let (orgs, next) = match who {
-        Who::Org(org) => (vec![(org.clone(), String::new())], None),
-        Who::Admin => firmspace::orgs::page(&app.store, limit(req)?, cursor.as_deref())
+        Who::Org(key) => (vec![(key.org.clone(), String::new())], None),
+        Who::Admin(_) => firmspace::orgs::page(&app.store, limit(req)?, cursor.as_deref())
             .await
             .map_err(|e| read_error(e, cursor.as_deref()))?,
     };
@@ -274,7 +274,7 @@ pub(crate) async fn chart(
 /// The deployment's queues answer to the admin only.
 pub(crate) fn admin_only(who: &Who) -> Result<(), ApiError> {
     match who {
-        Who::Admin => Ok(()),
+        Who::Admin(_) => Ok(()),
         Who::Org(_) => Err(ApiError::new(
             403,
             "forbidden",

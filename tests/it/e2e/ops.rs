@@ -150,7 +150,10 @@ async fn resolve_on_the_page(stack: &super::Stack, page: &Session, org: &str, it
     .await;
     assert_eq!(
         (done["resolved_by"].as_str(), done["note"].as_str()),
-        (Some("admin"), Some("checked in the browser"))
+        (
+            Some(firmspace::admin::admin_id(&stack.admin_token).as_str()),
+            Some("checked in the browser")
+        )
     );
 }
 

@@ -185,9 +185,9 @@ pub(super) async fn admin_post(o: &Ops, path: &str, key: &str) -> (u16, Value) {
 /// A new organisation made through the api: its key, and the organisation the key stands for.
 pub(super) async fn org_by_key(o: &Ops) -> (String, OrgId) {
     let key = crate::support::api::new_org(&o.api).await;
-    let org = firmspace::orgs::authenticate(&o.env.store, &key)
+    let found = firmspace::orgs::authenticate(&o.env.store, &key)
         .await
         .unwrap()
         .unwrap();
-    (key, org)
+    (key, found.org)
 }

@@ -1,12 +1,15 @@
-//! Organisations, their API keys (stored hashed) and team members.
+//! Organisations, their API keys (`keys`: stored hashed, with scopes) and team members.
 
 use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
 use crate::store::{Step, Store, StoreError, Transacted};
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine};
 use chrono::{DateTime, Utc};
+use keys::Scopes;
 use secrecy::SecretString;
-use sha2::{Digest, Sha256};
+
+pub mod keys;
+
+pub use keys::{authenticate, key_id, Key, Scope};
 
 /// The deployment's list of organisations, oldest first: what the admin's summary adds up.
 const ORGS: &str = "ORGS";
@@ -28,62 +31,27 @@ pub async fn page(
     Ok((orgs, next))
 }
 
-fn key_hash(api_key: &str) -> String {
-    hex::encode(Sha256::digest(api_key.as_bytes()))
-}
-
-/// A key's public name, `key_` and 16 hex digits of its digest: who did something, in records
-/// and logs, without the key.
-pub fn key_id(api_key: &str) -> String {
-    format!("key_{}", &key_hash(api_key)[..16])
-}
-
-/// Creates an organisation and its first API key (`fsk_{org}_{secret}`); only the key's SHA-256
-/// is stored, so the key is shown once.
+/// Creates an organisation and its first API key (`fsk_{org}_{secret}`), which has every scope;
+/// only the key's SHA-256 is stored, so the key is shown once.
 pub async fn create_org(
     store: &Store,
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<(OrgId, SecretString), StoreError> {
     let org = OrgId::generate();
-    let api_key = format!(
-        "fsk_{org}_{}",
-        B64URL.encode(crate::ids::random_bytes::<24>())
-    );
     let org_item = Builder::new(&org.pk("ORG"), "org", org.as_str())
         .str("name", name)
         .time("created_at", now)
         .list(ORGS, &format!("{}#{org}", crate::time::format(now)))
         .build();
-    let key_item = Builder::new(
-        &org.pk(&format!("APIKEY#{}", key_hash(&api_key))),
-        "api_key",
-        org.as_str(),
-    )
-    .time("created_at", now)
-    .build();
+    let (api_key, key_item) = keys::new_key(&org, "first", Scopes::FULL, None, now);
     match store
         .transact(vec![Step::PutNew(org_item), Step::PutNew(key_item)])
         .await?
     {
-        Transacted::Done => Ok((org, SecretString::from(api_key))),
+        Transacted::Done => Ok((org, api_key)),
         _ => Err(StoreError::Contended { pk: org.pk("ORG") }),
     }
-}
-
-/// The organisation an API key belongs to, if the key is one of its stored keys.
-pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<OrgId>, StoreError> {
-    let Some(org) = api_key
-        .strip_prefix("fsk_")
-        .and_then(|rest| rest.split_once('_'))
-        .and_then(|(org, _)| OrgId::parse(org).ok())
-    else {
-        return Ok(None);
-    };
-    let found = store
-        .get(&org.pk(&format!("APIKEY#{}", key_hash(api_key))))
-        .await?;
-    Ok(found.map(|_| org))
 }
 
 /// A colleague who receives notifications.

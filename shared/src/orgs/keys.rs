@@ -1,0 +1,279 @@
+//! An organisation's API keys: each stored as its SHA-256 only (the key is shown once), with a
+//! public name (`key_…`), a label and the scopes it grants. A key made before scopes existed
+//! carries none and keeps every right; a revoked key stays listed with when it was revoked and
+//! authenticates nothing.
+
+use crate::ids::OrgId;
+use crate::store::item::{Builder, Read};
+use crate::store::{item, Cond, Item, Store, StoreError, Update};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine};
+use chrono::{DateTime, Utc};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Keys an organisation may hold, revoked ones included: the list is read whole.
+pub const KEYS_MAX: usize = 100;
+/// A key's label: 1 to this many characters.
+pub const NAME_MAX: usize = 100;
+
+/// What a key may do: `read` the lists, `write` (every other `/api` request), `ops` (the
+/// operator's actions and managing keys).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Read,
+    Write,
+    Ops,
+}
+
+impl Scope {
+    pub const ALL: [Self; 3] = [Self::Read, Self::Write, Self::Ops];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Ops => "ops",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == raw)
+    }
+}
+
+/// A set of scopes, in the order of `Scope::ALL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scopes([bool; 3]);
+
+impl Scopes {
+    pub const FULL: Self = Self([true; 3]);
+
+    pub fn of(scopes: &[Scope]) -> Self {
+        let mut set = [false; 3];
+        for s in scopes {
+            set[*s as usize] = true;
+        }
+        Self(set)
+    }
+
+    pub fn has(self, scope: Scope) -> bool {
+        self.0[scope as usize]
+    }
+
+    /// Whether every scope of `other` is one of these.
+    pub fn covers(self, other: Self) -> bool {
+        Scope::ALL.iter().all(|s| !other.has(*s) || self.has(*s))
+    }
+
+    pub fn list(self) -> Vec<Scope> {
+        Scope::ALL.into_iter().filter(|s| self.has(*s)).collect()
+    }
+
+    fn stored(self) -> String {
+        let names: Vec<&str> = self.list().into_iter().map(Scope::name).collect();
+        names.join(",")
+    }
+
+    fn read(raw: Option<&str>) -> Self {
+        match raw {
+            None => Self::FULL,
+            Some(raw) => Self::of(&raw.split(',').filter_map(Scope::parse).collect::<Vec<_>>()),
+        }
+    }
+}
+
+/// An authenticated key: whose it is, its public name and what it may do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Key {
+    pub org: OrgId,
+    pub id: String,
+    pub scopes: Scopes,
+}
+
+impl Key {
+    /// `Ok` when the key has `scope`; otherwise the scope it lacks.
+    pub fn may(&self, scope: Scope) -> Result<(), Scope> {
+        match self.scopes.has(scope) {
+            true => Ok(()),
+            false => Err(scope),
+        }
+    }
+}
+
+/// A key as it is listed: never the key itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct KeyInfo {
+    pub key_id: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub created_at: String,
+    pub created_by: Option<String>,
+    pub revoked_at: Option<String>,
+    pub revoked_by: Option<String>,
+}
+
+fn hash(api_key: &str) -> String {
+    hex::encode(Sha256::digest(api_key.as_bytes()))
+}
+
+/// A key's public name, `key_` and 16 hex digits of its digest: who did something, in records
+/// and logs, without the key.
+pub fn key_id(api_key: &str) -> String {
+    format!("key_{}", &hash(api_key)[..16])
+}
+
+fn key_pk(org: &OrgId, api_key: &str) -> String {
+    org.pk(&format!("APIKEY#{}", hash(api_key)))
+}
+
+fn list_pk(org: &OrgId) -> String {
+    org.pk("APIKEYS")
+}
+
+/// A new key for `org` (`fsk_{org}_{secret}`) and its item; the key is shown once.
+pub(super) fn new_key(
+    org: &OrgId,
+    name: &str,
+    scopes: Scopes,
+    by: Option<&str>,
+    now: DateTime<Utc>,
+) -> (SecretString, Item) {
+    let api_key = format!(
+        "fsk_{org}_{}",
+        B64URL.encode(crate::ids::random_bytes::<24>())
+    );
+    let id = key_id(&api_key);
+    let item = Builder::new(&key_pk(org, &api_key), "api_key", org.as_str())
+        .str("key_id", &id)
+        .str("name", name)
+        .str("scopes", scopes.stored())
+        .opt_str("created_by", by)
+        .time("created_at", now)
+        .list(&list_pk(org), &format!("{}#{id}", crate::time::format(now)))
+        .build();
+    (SecretString::from(api_key), item)
+}
+
+/// Makes another key for `org`, granting `scopes`; at most `KEYS_MAX` keys per organisation.
+pub async fn create(
+    store: &Store,
+    org: &OrgId,
+    name: &str,
+    scopes: Scopes,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<(KeyInfo, SecretString)>, StoreError> {
+    if list(store, org).await?.len() >= KEYS_MAX {
+        return Ok(None);
+    }
+    let (key, item) = new_key(org, name, scopes, Some(by), now);
+    let info = info(&item)?;
+    match store.put_new(item).await?.created() {
+        true => Ok(Some((info, key))),
+        false => Err(StoreError::Contended { pk: list_pk(org) }),
+    }
+}
+
+/// The key, if it is one of the organisation's keys and not revoked.
+pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, StoreError> {
+    let Some(org) = api_key
+        .strip_prefix("fsk_")
+        .and_then(|rest| rest.split_once('_'))
+        .and_then(|(org, _)| OrgId::parse(org).ok())
+    else {
+        return Ok(None);
+    };
+    let Some(found) = store.get(&key_pk(&org, api_key)).await? else {
+        return Ok(None);
+    };
+    if found.opt_str("revoked_at").is_some() {
+        return Ok(None);
+    }
+    Ok(Some(Key {
+        org,
+        id: key_id(api_key),
+        scopes: Scopes::read(found.opt_str("scopes")),
+    }))
+}
+
+/// The organisation's keys, oldest first (a key made before keys were listed is not among them).
+pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<KeyInfo>, StoreError> {
+    let items = store.list(&list_pk(org), false, KEYS_MAX as i32).await?;
+    items.iter().map(info).collect()
+}
+
+/// Revokes the key named `key_id`: `None` when the organisation has no such key; revoking a
+/// revoked key changes nothing and answers it as it is.
+pub async fn revoke(
+    store: &Store,
+    org: &OrgId,
+    key_id: &str,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<KeyInfo>, StoreError> {
+    let items = store.list(&list_pk(org), false, KEYS_MAX as i32).await?;
+    let Some(found) = items.iter().find(|i| i.opt_str("key_id") == Some(key_id)) else {
+        return Ok(None);
+    };
+    let pk = found.str_of("pk")?;
+    let update = Update::new()
+        .set("revoked_at", item::s(crate::time::format(now)))
+        .set("revoked_by", item::s(by))
+        .when(Cond::Lacks("revoked_at".into()));
+    store.update_if(pk, &update).await?;
+    store.get(pk).await?.as_ref().map(info).transpose()
+}
+
+fn info(item: &Item) -> Result<KeyInfo, StoreError> {
+    Ok(KeyInfo {
+        key_id: item.str_of("key_id")?.to_owned(),
+        name: item.opt_str("name").unwrap_or_default().to_owned(),
+        scopes: Scopes::read(item.opt_str("scopes")).list(),
+        created_at: item.str_of("created_at")?.to_owned(),
+        created_by: item.opt_str("created_by").map(str::to_owned),
+        revoked_at: item.opt_str("revoked_at").map(str::to_owned),
+        revoked_by: item.opt_str("revoked_by").map(str::to_owned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_without_stored_scopes_keeps_every_right() {
+        assert_eq!(Scopes::read(None), Scopes::FULL);
+        assert_eq!(Scopes::read(Some("read")).list(), [Scope::Read]);
+        assert_eq!(Scopes::read(Some("")).list(), []);
+    }
+
+    #[test]
+    fn scopes_are_stored_in_one_order_and_read_back() {
+        let scopes = Scopes::of(&[Scope::Ops, Scope::Read]);
+        assert_eq!(scopes.stored(), "read,ops");
+        assert_eq!(Scopes::read(Some(&scopes.stored())), scopes);
+    }
+
+    #[test]
+    fn a_key_covers_only_what_it_has() {
+        let read = Scopes::of(&[Scope::Read]);
+        assert!(Scopes::FULL.covers(read));
+        assert!(!read.covers(Scopes::of(&[Scope::Read, Scope::Write])));
+        assert!(read.covers(Scopes::of(&[])));
+    }
+
+    #[test]
+    fn a_key_names_the_scope_it_lacks() {
+        let key = Key {
+            org: OrgId::generate(),
+            id: "key_1".into(),
+            scopes: Scopes::of(&[Scope::Read]),
+        };
+        assert_eq!(key.may(Scope::Read), Ok(()));
+        assert_eq!(key.may(Scope::Ops), Err(Scope::Ops));
+    }
+}

@@ -1,0 +1,140 @@
+//! API keys with scopes: `POST/GET/DELETE /api/keys`, and a key refused what its scopes do not
+//! cover, on the api and on the operator's view.
+
+use crate::ops::Ops;
+use crate::support::api as api_support;
+use crate::support::app::Crm;
+use serde_json::{json, Value};
+
+/// A new key of `crm`'s organisation with these scopes: its id and the key.
+async fn key_with(crm: &Crm, scopes: &[&str]) -> (String, String) {
+    let made = crm
+        .expect_status(
+            "POST",
+            "/api/keys",
+            json!({"name": "integration tests", "scopes": scopes}),
+            201,
+        )
+        .await;
+    assert_eq!(made["scopes"], json!(scopes), "{made}");
+    let id = made["key_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        id,
+        firmspace::orgs::key_id(made["api_key"].as_str().unwrap())
+    );
+    (id, made["api_key"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn a_read_key_reads_and_is_refused_every_write() {
+    let crm = Crm::new().await;
+    let (_, read) = key_with(&crm, &["read"]).await;
+    let (status, _) = crm
+        .call_as(&read, "GET", "/api/invoices", Value::Null)
+        .await;
+    assert_eq!(status, 200);
+    let invoice = json!({"gross": "10.00", "currency": "EUR"});
+    for (method, path, body) in [
+        ("POST", "/api/invoices", invoice),
+        (
+            "POST",
+            "/api/keys",
+            json!({"name": "x", "scopes": ["read"]}),
+        ),
+        ("GET", "/api/keys", Value::Null),
+    ] {
+        let (status, answer) = crm.call_as(&read, method, path, body).await;
+        assert_eq!(
+            (status, &answer["error"]),
+            (403, &json!("forbidden")),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        crm.count("invoice").await,
+        0,
+        "a refused write writes nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_key_grants_no_scope_it_lacks_and_the_list_shows_no_secret() {
+    let crm = Crm::new().await;
+    let (_, ops) = key_with(&crm, &["read", "ops"]).await;
+    let wider = json!({"name": "wider", "scopes": ["write"]});
+    let (status, answer) = crm.call_as(&ops, "POST", "/api/keys", wider).await;
+    assert_eq!((status, answer["error"].as_str()), (403, Some("forbidden")));
+    let narrow = json!({"name": "narrow", "scopes": ["read"]});
+    let (status, _) = crm.call_as(&ops, "POST", "/api/keys", narrow).await;
+    assert_eq!(status, 201);
+    for bad in [json!([]), json!(["admin"]), json!("read")] {
+        let body = json!({"name": "x", "scopes": bad});
+        let answer = crm.expect_status("POST", "/api/keys", body, 400).await;
+        assert!(["invalid_scopes", "malformed"].contains(&answer["error"].as_str().unwrap()));
+    }
+    let listed = crm.get("/api/keys").await;
+    let items = listed["items"].as_array().unwrap();
+    let scopes: Vec<&Value> = items.iter().map(|k| &k["scopes"]).collect();
+    assert_eq!(
+        scopes,
+        [
+            &json!(["read", "write", "ops"]),
+            &json!(["read", "ops"]),
+            &json!(["read"])
+        ],
+        "the organisation's first key, then the two made, oldest first"
+    );
+    let text = listed.to_string();
+    assert!(!text.contains(&ops) && !text.contains(&crm.key) && !text.contains("api_key"));
+}
+
+#[tokio::test]
+async fn a_revoked_key_authenticates_nothing_and_revoking_again_answers_the_same() {
+    let crm = Crm::new().await;
+    let (id, key) = key_with(&crm, &["read", "write"]).await;
+    let path = format!("/api/keys/{id}");
+    let revoked = crm.expect_status("DELETE", &path, Value::Null, 200).await;
+    assert_eq!(
+        revoked["revoked_by"],
+        firmspace::orgs::key_id(&crm.key).as_str()
+    );
+    assert!(revoked["revoked_at"].is_string(), "{revoked}");
+    let (status, _) = crm.call_as(&key, "GET", "/api/invoices", Value::Null).await;
+    assert_eq!(status, 401);
+    let again = crm.expect_status("DELETE", &path, Value::Null, 200).await;
+    assert_eq!(again, revoked);
+    crm.expect_error(
+        "DELETE",
+        "/api/keys/key_0000000000000000",
+        Value::Null,
+        404,
+        "not_found",
+    )
+    .await;
+    let other = crm.another_org().await;
+    let (status, _) = crm.call_as(&other, "DELETE", &path, Value::Null).await;
+    assert_eq!(status, 404, "another organisation's key is not found");
+}
+
+#[tokio::test]
+async fn the_operator_view_needs_read_to_look_and_ops_to_act() {
+    let o = Ops::new().await;
+    let (key, _) = crate::ops::org_by_key(&o).await;
+    let made = |scopes: Value| {
+        let body = json!({"name": "ops test", "scopes": scopes});
+        api_support::call(&o.api, "POST", "/api/keys", &key, body)
+    };
+    let (_, read) = made(json!(["read"])).await;
+    let (_, write) = made(json!(["write"])).await;
+    let (read, write) = (
+        read["api_key"].as_str().unwrap(),
+        write["api_key"].as_str().unwrap(),
+    );
+    assert_eq!(o.get("/ops/summary", read).await.0, 200);
+    assert_eq!(o.get("/ops/summary", write).await.0, 403);
+    let path = "/ops/review/rev_0000/resolve";
+    let (status, answer) = o.post(path, read, "k-1", &json!({"note": "n"})).await;
+    assert_eq!((status, answer["error"].as_str()), (403, Some("forbidden")));
+    let (status, _) = o.post(path, &key, "k-2", &json!({"note": "n"})).await;
+    assert_eq!(status, 404, "a full key gets as far as the item");
+}
