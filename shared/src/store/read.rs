@@ -115,14 +115,12 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
         let start = match cursor {
-            Some(raw) => {
-                Some(
-                    decode_cursor(index, list, raw).ok_or_else(|| StoreError::Malformed {
-                        pk: list.to_owned(),
-                        detail: "the cursor is not one this list gave".into(),
-                    })?,
-                )
-            }
+            Some(raw) => Some(decode_cursor(index, list, range, raw).ok_or_else(|| {
+                StoreError::Malformed {
+                    pk: list.to_owned(),
+                    detail: "the cursor is not one this list gave".into(),
+                }
+            })?),
             None => None,
         };
         // One more than asked: whether a next page exists is known without a second read. A
@@ -139,7 +137,17 @@ impl Store {
                     .send(),
             )
             .await
-            .map_err(StoreError::sdk)?;
+            .map_err(|e| match StoreError::sdk(e) {
+                // A position the checks above let through and DynamoDB still refuses is the
+                // caller's cursor, not a fault of ours.
+                refused if cursor.is_some() && refused.code() == Some("ValidationException") => {
+                    StoreError::Malformed {
+                        pk: list.to_owned(),
+                        detail: "the cursor is not one this list gave".into(),
+                    }
+                }
+                other => other,
+            })?;
             items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() || items.len() >= wanted {
@@ -231,6 +239,13 @@ impl Store {
     }
 }
 
+/// `ORG#<id>#` of an organisation's list: every item on it is that organisation's.
+fn organisation_prefix(list: &str) -> Option<&str> {
+    let rest = list.strip_prefix("ORG#")?;
+    let end = rest.find('#')?;
+    Some(&list[..4 + end + 1])
+}
+
 fn encode_cursor(index: Index, item: &Item) -> String {
     use base64::Engine;
     let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
@@ -238,17 +253,93 @@ fn encode_cursor(index: Index, item: &Item) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position.to_string())
 }
 
-/// The `ExclusiveStartKey` a cursor stands for, on this list only.
-fn decode_cursor(index: Index, list: &str, raw: &str) -> Option<Item> {
+/// The longest key part a cursor may name: DynamoDB's limit for a sort key.
+const KEY_PART_MAX: usize = 1024;
+
+/// The `ExclusiveStartKey` a cursor stands for, on this list only. A cursor is checked against
+/// the list before DynamoDB sees it, so a crafted one is refused (400) and never a server error:
+/// both parts 1 to 1024 bytes, the item of the list's own organisation, the position inside the
+/// asked range.
+fn decode_cursor(index: Index, list: &str, range: Option<(&str, &str)>, raw: &str) -> Option<Item> {
     use base64::Engine;
+    if raw.len() > 4 * KEY_PART_MAX {
+        return None;
+    }
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(raw)
         .ok()?;
     let position: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let pk = position.get("pk")?.as_str()?;
     let sk = position.get("sk")?.as_str()?;
+    let sized = |part: &str| (1..=KEY_PART_MAX).contains(&part.len());
+    if !sized(pk) || !sized(sk) {
+        return None;
+    }
+    if let Some(org) = organisation_prefix(list) {
+        if !pk.starts_with(org) {
+            return None;
+        }
+    }
+    if range.is_some_and(|(from, to)| sk < from || sk > to) {
+        return None;
+    }
     let mut key = Store::key(pk);
     key.insert(index.pk().into(), AttributeValue::S(list.to_owned()));
     key.insert(index.sk().into(), AttributeValue::S(sk.to_owned()));
     Some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn cursor(position: serde_json::Value) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(position.to_string())
+    }
+
+    const LIST: &str = "ORG#o1#EVENTS#payment";
+
+    #[test]
+    fn a_cursor_this_list_gave_is_read_back() {
+        let mut item = Store::key("ORG#o1#PAYMENT#p1");
+        item.insert(
+            "gsi2sk".into(),
+            AttributeValue::S("2026-12-01T00:00:00Z#p1".into()),
+        );
+        let raw = encode_cursor(Index::States, &item);
+        let key = decode_cursor(Index::States, LIST, None, &raw).expect("read back");
+        assert_eq!(key.get("gsi2pk"), Some(&AttributeValue::S(LIST.into())));
+    }
+
+    #[test]
+    fn a_crafted_cursor_is_refused_before_the_store_sees_it() {
+        let at = |pk: &str, sk: &str| cursor(serde_json::json!({"pk": pk, "sk": sk}));
+        let long = "x".repeat(1025);
+        let window = Some(("2026-12-01", "2026-12-02"));
+        for (raw, range) in [
+            ("not base64!".to_owned(), None),
+            (cursor(serde_json::json!({"pk": 1, "sk": "a"})), None),
+            (at("", "a"), None),
+            (at("ORG#o1#X", &long), None),
+            (at("ORG#o2#PAYMENT#p1", "a"), None),
+            (at("ORG#o1#PAYMENT#p1", "2026-11-30"), window),
+            (at("ORG#o1#PAYMENT#p1", "2026-12-03"), window),
+            ("A".repeat(5000), None),
+        ] {
+            assert!(
+                decode_cursor(Index::States, LIST, range, &raw).is_none(),
+                "{raw}"
+            );
+        }
+        assert!(
+            decode_cursor(Index::States, LIST, window, &at("ORG#o1#P", "2026-12-01T5")).is_some()
+        );
+    }
+
+    #[test]
+    fn the_admins_list_of_organisations_takes_any_organisations_item() {
+        assert_eq!(organisation_prefix("ORGS"), None);
+        assert_eq!(organisation_prefix("ORG#o1#REVIEW#open"), Some("ORG#o1#"));
+    }
 }

@@ -229,6 +229,15 @@ async fn the_json_export_agrees(
         .get(&format!("/api/ledger?{window}&limit=10&cursor={cursor}"))
         .await;
     assert_eq!(rest["items"].as_array().unwrap().len(), ids.len() - 3);
+    // A position outside the window is one this list never gave: 400, not DynamoDB's refusal.
+    let outside = crate::support::forged_cursor(cursor, "sk", "1999-01-01T00:00:00Z#x");
+    let (status, refused) = c
+        .get(&format!("/api/ledger?{window}&limit=10&cursor={outside}"))
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_cursor"))
+    );
     for (query, code) in [
         ("", "missing_window"),
         ("from=yesterday&to=today", "invalid_window"),

@@ -159,6 +159,21 @@ async fn pages_chart_and_refusals(o: &Ops, a: &str) {
         (2, 1, Value::Null)
     );
 
+    // A cursor decoded and changed is refused, never a server error: another organisation's
+    // item, a position over DynamoDB's key limit.
+    let other_org = format!("ORG#{}#PAYMENT#x", firmspace::ids::OrgId::generate());
+    for forged in [
+        crate::support::forged_cursor(cursor, "pk", &other_org),
+        crate::support::forged_cursor(cursor, "sk", &"9".repeat(2000)),
+    ] {
+        let path = format!("/ops/events?kind=payment&limit=2&cursor={forged}");
+        let (status, answer) = o.get(&path, a).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (400, Some("invalid_cursor"))
+        );
+    }
+
     // The chart: A's three stored payments and one duplicate, this hour.
     let (_, chart) = o.get("/ops/chart", a).await;
     let hours = chart["hours"].as_array().unwrap();

@@ -147,3 +147,13 @@ pub fn body_text(response: &Response<Body>) -> String {
         _ => String::new(),
     }
 }
+
+/// A list's cursor with one part of its position replaced: what a caller who decoded it could
+/// send back.
+pub fn forged_cursor(cursor: &str, part: &str, value: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut position: Value = serde_json::from_slice(&b64.decode(cursor).unwrap()).unwrap();
+    position[part] = Value::String(value.to_owned());
+    b64.encode(position.to_string())
+}
