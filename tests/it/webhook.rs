@@ -33,11 +33,13 @@ async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
 }
 
 /// DynamoDB calls of a cold first delivery, a warm first delivery and a duplicate, through one
-/// warm function, checked for `source`. Written once, run for every source.
+/// warm function, checked for `source`. Written once, run for every source. `flushes`: the first
+/// delivery also writes the duplicates this function counted before (one `UpdateItem`, at most
+/// once per 10 s).
 async fn assert_round_trips(
     crm: &Crm,
     app: &payment_webhook::App,
-    source: &str,
+    (source, flushes): (&str, bool),
     deliveries: [Request; 3],
 ) {
     let mut counted = Vec::new();
@@ -51,9 +53,14 @@ async fn assert_round_trips(
         "{source}: cold first {:?}; warm first {:?}; duplicate {:?}",
         counted[0], counted[1], counted[2]
     );
+    let flush: &[&str] = if flushes { &["UpdateItem"] } else { &[] };
     assert_eq!(
         counted[0],
-        ["GetItem", "BatchGetItem", "TransactWriteItems"],
+        [
+            &["GetItem", "BatchGetItem", "TransactWriteItems"][..],
+            flush
+        ]
+        .concat(),
         "{source}: cold first delivery"
     );
     assert_eq!(
@@ -63,8 +70,8 @@ async fn assert_round_trips(
     );
     assert_eq!(
         counted[2],
-        ["BatchGetItem", "UpdateItem"],
-        "{source}: a duplicate reads once and writes nothing but the hour's duplicate tally"
+        ["BatchGetItem"],
+        "{source}: a duplicate reads once and writes nothing"
     );
 }
 
@@ -78,12 +85,13 @@ async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_read_for_ever
     let hook = crm.hook(Provider::Standard).await;
     let [a, b] = ["rt_a", "rt_b"].map(|id| fixtures::standard_body(id, inv_id, Some("10.00")));
     let deliveries = [&a, &b, &b].map(|b| standard_request(&hook, b, NOW));
-    assert_round_trips(&crm, &app, "standard", deliveries).await;
+    assert_round_trips(&crm, &app, ("standard", false), deliveries).await;
 
     let hook = crm.hook(Provider::Stripe).await;
     let [a, b] = ["pi_rt_a", "pi_rt_b"].map(|id| fixtures::stripe_body("evt_rt", id, 1000, inv_id));
     let deliveries = [&a, &b, &b].map(|b| stripe_request(&hook, b, NOW));
-    assert_round_trips(&crm, &app, "stripe", deliveries).await;
+    // Standard's duplicate, counted in memory, is written now: the first write of this function.
+    assert_round_trips(&crm, &app, ("stripe", true), deliveries).await;
 
     let hook = crm.hook(Provider::Monobank).await;
     let mono = |id: &str| {
@@ -93,7 +101,8 @@ async fn a_first_delivery_takes_two_calls_warm_and_a_duplicate_one_read_for_ever
     };
     let (a, b) = (mono("mono_rt_a"), mono("mono_rt_b"));
     let deliveries = [&a, &b, &b].map(|b| monobank_request(&hook, b));
-    assert_round_trips(&crm, &app, "monobank", deliveries).await;
+    // Stripe's duplicate waits: the last write of duplicates was under 10 s ago.
+    assert_round_trips(&crm, &app, ("monobank", false), deliveries).await;
 
     let after = crm.stored_invoice(inv_id).await;
     assert_eq!(

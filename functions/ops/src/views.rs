@@ -85,21 +85,23 @@ async fn org_figures(
     org: &OrgId,
     now: DateTime<Utc>,
 ) -> Result<OrgFigures, StoreError> {
+    // A week of counters and the open review items: one read, whatever the volume.
+    let counted = firmspace::store::counters::read(store, org, now, 7).await?;
+    let counted = &counted;
     let per_kind = futures::future::try_join_all(EventKind::ALL.map(|kind| async move {
-        events::counts(store, org, kind, now)
+        events::counts(store, org, kind, counted, now)
             .await
             .map(|c| (kind, c))
     }));
     let (checking, failing) = (runs_pk(org, "needs_check"), runs_pk(org, "failed"));
-    let (kinds, reasons, needs_check, failed) = futures::try_join!(
+    let (kinds, needs_check, failed) = futures::try_join!(
         per_kind,
-        review::open_by_reason(store, org),
         store.count_in(Index::States, &checking, None),
         store.count_in(Index::States, &failing, None),
     )?;
     Ok(OrgFigures {
         kinds,
-        reasons,
+        reasons: counted.open.clone(),
         needs_check,
         failed,
     })

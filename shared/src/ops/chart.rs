@@ -1,41 +1,90 @@
-//! Deliveries and duplicates per hour, for the operator's chart. A stored event is on its
-//! kind's list already, so the hours' stored counts are read from there; a duplicate stores
-//! nothing, so the webhook edge adds it to the hour's tally (one `UpdateItem` with `ADD`).
+//! Deliveries and duplicates per hour, for the operator's chart. Stored events come from the
+//! organisation's counters (`store::counters`, kept in each event's transaction: exact).
+//! A duplicate writes nothing on its own path (one read, no write): each warm edge counts its
+//! duplicates in memory (`Duplicates`) and adds them to the hour's figure at most once per
+//! [`FLUSH_EVERY`], on the path of a new event, which writes anyway. So the duplicates series is
+//! approximate: a function reclaimed before it wrote its count loses it (the edge's `deliveries`
+//! metric with `outcome=duplicate` counts every one).
 
-use super::{event_position, events_pk, EventKind};
+use super::EventKind;
 use crate::ids::OrgId;
+use crate::store::counters;
 use crate::store::item::{n, s, Read};
-use crate::store::{Index, Store, StoreError, Update};
-use chrono::{DateTime, Duration, DurationRound, Utc};
+use crate::store::{Store, StoreError, Update};
+use chrono::{DateTime, Duration, DurationRound, Timelike, Utc};
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
 
 /// The hours the chart shows.
 pub const HOURS: i64 = 24;
-/// Events of one kind read for the chart at most, newest first (beyond it, the oldest hours
-/// show fewer).
-const EVENTS_READ_MAX: i32 = 5_000;
+/// How often a warm edge writes the duplicates it counted, at most.
+pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn hour_of(at: DateTime<Utc>) -> DateTime<Utc> {
     at.duration_trunc(Duration::hours(1)).unwrap_or(at)
 }
 
-fn tally_pk(org: &OrgId, hour: DateTime<Utc>) -> String {
-    org.pk(&format!("TALLY#{}", hour.format("%Y-%m-%dT%H")))
+/// One day's duplicates of an organisation: `d_{HH}` per hour.
+fn duplicates_pk(org: &OrgId, at: DateTime<Utc>) -> String {
+    org.pk(&format!("DUPS#{}", at.date_naive()))
 }
 
-/// Counts one duplicate delivery in its hour.
-pub async fn duplicate(store: &Store, org: &OrgId, now: DateTime<Utc>) -> Result<(), StoreError> {
-    let update = Update::new()
-        .set("kind", s("tally"))
-        .set("org", s(org.as_str()))
-        .add("duplicates", n(1));
-    store
-        .update_if(&tally_pk(org, hour_of(now)), &update)
-        .await
-        .map(|_| ())
+fn duplicates_attr(at: DateTime<Utc>) -> String {
+    format!("d_{:02}", at.hour())
 }
 
-/// The last [`HOURS`] hours, oldest first: `{"hour", "stored": {kind: n}, "duplicates"}`.
+/// Duplicates a warm edge counted and has not written yet, per organisation and hour.
+#[derive(Debug, Default)]
+pub struct Duplicates {
+    pending: Mutex<Pending>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    counts: HashMap<(OrgId, DateTime<Utc>), u64>,
+    flushed: Option<Instant>,
+}
+
+impl Duplicates {
+    /// Counts one duplicate, in memory only.
+    pub fn count(&self, org: &OrgId, now: DateTime<Utc>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        *pending
+            .counts
+            .entry((org.clone(), hour_of(now)))
+            .or_default() += 1;
+    }
+
+    /// Writes what was counted, if anything was and the last write is [`FLUSH_EVERY`] old: one
+    /// `UpdateItem` per organisation and hour. What cannot be written now is kept for the next.
+    pub async fn flush_due(&self, store: &Store) {
+        let taken: Vec<_> = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let due = pending.flushed.is_none_or(|at| at.elapsed() >= FLUSH_EVERY);
+            if !due || pending.counts.is_empty() {
+                return;
+            }
+            pending.flushed = Some(Instant::now());
+            pending.counts.drain().collect()
+        };
+        for ((org, hour), count) in taken {
+            let update = Update::new()
+                .set("kind", s("duplicates"))
+                .set("org", s(org.as_str()))
+                .add(&duplicates_attr(hour), n(count));
+            if let Err(e) = store.update_if(&duplicates_pk(&org, hour), &update).await {
+                tracing::warn!(error.message = %e, "duplicates not written; kept for the next");
+                let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                *pending.counts.entry((org, hour)).or_default() += count;
+            }
+        }
+    }
+}
+
+/// The last [`HOURS`] hours, oldest first: `{"hour", "stored": {kind: n}, "duplicates"}`, from
+/// two days of counters and two duplicates items: two reads whatever the volume.
 pub async fn hours(
     store: &Store,
     org: &OrgId,
@@ -46,40 +95,32 @@ pub async fn hours(
         .rev()
         .map(|back| last - Duration::hours(back))
         .collect();
-    let from = event_position(hours[0], "");
-    let mut stored = vec![serde_json::Map::new(); hours.len()];
-    for kind in EventKind::ALL {
-        let (items, _) = store
-            .page_in(
-                Index::States,
-                &events_pk(org, kind),
-                Some((&from, "~")),
-                true,
-                EVENTS_READ_MAX,
-                None,
-            )
-            .await?;
-        for item in &items {
-            let at = item
-                .opt_str("gsi2sk")
-                .and_then(|p| p.split_once('#'))
-                .and_then(|(at, _)| crate::time::parse(at));
-            let slot = at.and_then(|at| hours.iter().position(|h| hour_of(at) == *h));
-            if let Some(slot) = slot {
-                let count = stored[slot].entry(kind.name()).or_insert(json!(0));
-                *count = json!(count.as_u64().unwrap_or(0) + 1);
-            }
-        }
-    }
-    let pks: Vec<String> = hours.iter().map(|h| tally_pk(org, *h)).collect();
-    let tallies = store.get_many(&pks).await?;
+    let days = [duplicates_pk(org, hours[0]), duplicates_pk(org, last)];
+    let (counted, duplicates) =
+        futures::try_join!(counters::read(store, org, now, 2), store.get_many(&days),)?;
+    let duplicates_at = |hour: DateTime<Utc>| {
+        let day = duplicates_pk(org, hour);
+        let item = days
+            .iter()
+            .position(|d| *d == day)
+            .and_then(|i| duplicates[i].as_ref());
+        item.and_then(|i| i.u64_of(&duplicates_attr(hour)).ok())
+            .unwrap_or(0)
+    };
     Ok(hours
         .iter()
-        .zip(stored)
-        .zip(tallies)
-        .map(|((hour, stored), tally)| {
-            let duplicates = tally.and_then(|t| t.u64_of("duplicates").ok()).unwrap_or(0);
-            json!({"hour": crate::time::format(*hour), "stored": stored, "duplicates": duplicates})
+        .map(|hour| {
+            let stored: serde_json::Map<String, Value> = EventKind::ALL
+                .iter()
+                .map(|kind| (*kind, counted.at(*kind, *hour)))
+                .filter(|(_, n)| *n > 0)
+                .map(|(kind, n)| (kind.name().to_owned(), json!(n)))
+                .collect();
+            json!({
+                "hour": crate::time::format(*hour),
+                "stored": stored,
+                "duplicates": duplicates_at(*hour),
+            })
         })
         .collect())
 }

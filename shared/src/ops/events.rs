@@ -1,12 +1,13 @@
-//! Stored events as the operator sees them: how many of a kind came today and this week (two
-//! `Select=COUNT` queries on the kind's list), the latest ones with each consequence they imply
+//! Stored events as the operator sees them: how many of a kind came today and this week (from the
+//! organisation's counters), the latest ones with each consequence they imply
 //! and whether it happened (derived from the event item as the fan-out derives it, then read by
 //! key in one batch), and a replay that sends them again.
 
-use super::{event_position, events_pk, ids, EventKind};
+use super::{events_pk, ids, EventKind};
 use crate::effects::queue::{Publisher, QueueError};
 use crate::effects::{activity, automation, derive, notify, Consequence};
 use crate::ids::OrgId;
+use crate::store::counters::Counted;
 use crate::store::item::Read;
 use crate::store::{Index, Item, Store, StoreError};
 use chrono::{DateTime, Duration, Utc};
@@ -14,9 +15,6 @@ use serde_json::{json, Value};
 
 /// How many of an organisation's latest events of a kind `waiting` looks at.
 pub const WAITING_WINDOW: i32 = 100;
-
-/// Sorts after every position (positions start with a time's digits).
-const END: &str = "~";
 
 /// One kind's figures: stored today (UTC) and in the last 7 days, and how many of the latest
 /// [`WAITING_WINDOW`] still miss a consequence.
@@ -35,33 +33,32 @@ impl std::ops::AddAssign for Counts {
     }
 }
 
+/// One kind's figures: today's and the week's from the organisation's counters
+/// (`store::counters`, read once for every kind), `waiting` from its latest events.
 pub async fn counts(
     store: &Store,
     org: &OrgId,
     kind: EventKind,
+    counted: &Counted,
     now: DateTime<Utc>,
 ) -> Result<Counts, StoreError> {
-    let list = events_pk(org, kind);
     let midnight = now
         .date_naive()
         .and_hms_opt(0, 0, 0)
         .expect("midnight")
         .and_utc();
-    let today = event_position(midnight, "");
-    let week = event_position(midnight - Duration::days(6), "");
-    let (today, week, latest) = futures::try_join!(
-        store.count_in(Index::States, &list, Some((&today, END))),
-        store.count_in(Index::States, &list, Some((&week, END))),
-        store.page_in(Index::States, &list, None, true, WAITING_WINDOW, None),
-    )?;
+    let list = events_pk(org, kind);
+    let latest = store
+        .page_in(Index::States, &list, None, true, WAITING_WINDOW, None)
+        .await?;
     let states = consequence_states(store, org, &latest.0).await?;
     let waiting = states
         .iter()
         .filter(|cs| cs.iter().any(|c| !c.done))
         .count() as u64;
     Ok(Counts {
-        today,
-        week,
+        today: counted.since(kind, midnight),
+        week: counted.since(kind, midnight - Duration::days(6)),
         waiting,
     })
 }

@@ -14,7 +14,8 @@ pub use reasons::{Kind, Reason};
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{s, Builder, Read};
 use crate::store::lists::review_pk;
-use crate::store::{Cond, Index, Item, Mismatch, Store, StoreError, Update, Written};
+use crate::store::write::Rounds;
+use crate::store::{Cond, Item, Mismatch, Step, Store, StoreError, Transacted, Update, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -191,7 +192,27 @@ pub async fn settle(
         .set("gsi2pk", s(review_pk(org, "resolved")))
         .set("gsi2sk", s(format!("{at}#{pk}")))
         .when(Cond::Equals("state".into(), s("open")));
-    store.update_if(pk, &update).await
+    let Some(uncount) = crate::store::counters::resolved(org, pk) else {
+        // Not a review item's key: nothing of it is open.
+        return Ok(false);
+    };
+    let steps = vec![
+        Step::Update {
+            pk: pk.to_owned(),
+            update,
+        },
+        uncount,
+    ];
+    let mut rounds = Rounds::new();
+    while rounds.next().await {
+        match store.transact(steps.clone()).await? {
+            Transacted::Done => return Ok(true),
+            Transacted::Refused { .. } => return Ok(false),
+            // Another event held the counter a moment: the same steps again.
+            Transacted::Contended => continue,
+        }
+    }
+    Err(StoreError::Contended { pk: pk.to_owned() })
 }
 
 /// `settle`, telling how it ended: resolved now, resolved before (the stored item), or unknown.
@@ -214,32 +235,13 @@ pub async fn resolve(
     })
 }
 
-/// Open review items by reason: the reasons of the open list, read a page at a time.
+/// Open review items by reason, from their counters (`store::counters`): one read of 8 items
+/// whatever the number open.
 pub async fn open_by_reason(
     store: &Store,
     org: &OrgId,
 ) -> Result<BTreeMap<String, u64>, StoreError> {
-    let mut by_reason = BTreeMap::new();
-    let mut cursor = None;
-    loop {
-        let (items, next) = store
-            .page_in(
-                Index::States,
-                &review_pk(org, "open"),
-                None,
-                true,
-                1000,
-                cursor.as_deref(),
-            )
-            .await?;
-        for item in &items {
-            *by_reason
-                .entry(item.opt_str("reason").unwrap_or("unknown").to_owned())
-                .or_insert(0) += 1;
-        }
-        match next {
-            Some(next) => cursor = Some(next),
-            None => return Ok(by_reason),
-        }
-    }
+    Ok(crate::store::counters::read(store, org, Utc::now(), 0)
+        .await?
+        .open)
 }

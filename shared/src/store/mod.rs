@@ -4,6 +4,7 @@
 //! The client is private: every write is one of the shapes below (put-if-new, a transaction of
 //! such steps, a conditional update), so "condition failed" is decided here and nowhere else.
 
+pub mod counters;
 pub mod item;
 pub mod lists;
 mod read;
@@ -199,6 +200,18 @@ impl Store {
             Some(AttributeValue::S(pk)) => Some(pk.clone()),
             _ => None,
         };
+        // A counted item (an event, an open review item) is put with its count.
+        if let Some(steps) = counters::with_counts(&[Step::PutNew(item.clone())]) {
+            let pk = item_pk.unwrap_or_default();
+            return match self.transact_counted(steps).await? {
+                Transacted::Done => Ok(PutNew::Created),
+                Transacted::Refused { existing, .. } => Ok(PutNew::Existing(match existing {
+                    Some(holder) => holder,
+                    None => self.get(&pk).await?.unwrap_or_default(),
+                })),
+                Transacted::Contended => Err(StoreError::Contended { pk }),
+            };
+        }
         let result = self
             .client
             .put_item()

@@ -63,12 +63,39 @@ impl Store {
             },
             // A transaction held the key meanwhile: read again, as a transaction would.
             Err(e) if e.code() == Some("TransactionConflictException") => Transacted::Contended,
+            Err(StoreError::Contended { .. }) => Transacted::Contended,
             Err(e) => return Err(e),
         })
     }
 
-    /// Runs the steps as one `TransactWriteItems`: all happen or none.
+    /// Runs the steps as one `TransactWriteItems`: all happen or none. Puts of counted items
+    /// carry their counts (`counters::with_counts`).
     pub async fn transact(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
+        match super::counters::with_counts(&steps) {
+            Some(counted) => self.transact_counted(counted).await,
+            None => self.send(steps).await,
+        }
+    }
+
+    /// A transaction that adds to counters: another event of the organisation may hold a
+    /// counter item for a moment, so a contended one is sent again, in the write's rounds. Only
+    /// the counters are shared; every other step holds to what was read, so sending the same
+    /// steps again decides the same or is refused.
+    pub(super) async fn transact_counted(
+        &self,
+        steps: Vec<Step>,
+    ) -> Result<Transacted, StoreError> {
+        let mut rounds = super::write::Rounds::new();
+        while rounds.next().await {
+            match self.send(steps.clone()).await? {
+                Transacted::Contended => continue,
+                ended => return Ok(ended),
+            }
+        }
+        Ok(Transacted::Contended)
+    }
+
+    async fn send(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
         let items = steps.into_iter().map(|s| self.step(s)).collect();
         let sent = self
             .client

@@ -248,8 +248,8 @@ async fn a_first_message_costs_two_dynamodb_calls_and_one_s3_put_and_a_repeat_on
     assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
     assert_eq!(
         s.env.calls.take(),
-        ["BatchGetItem", "UpdateItem"],
-        "a repeat is one read, and the hour's duplicate tally"
+        ["BatchGetItem"],
+        "a repeat is one read and no write"
     );
 }
 

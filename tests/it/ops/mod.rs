@@ -1,6 +1,7 @@
 //! The operator's view in-process against ministack: real queues with real DLQs, the workers,
 //! and the ops function's JSON routes as the page and a person call them.
 
+mod counters;
 mod decisions;
 mod redrive;
 mod replay;
