@@ -11,7 +11,7 @@ pub mod providers;
 mod record;
 mod requests;
 
-pub use record::{get, list, store_row, store_rows, Rows, Stored};
+pub use record::{confirm, get, list, store_row, store_rows, Rows, Stored, CONFIRMATION};
 
 use crate::fields::{printable, KEY_MAX, NAME_MAX, TITLE_MAX};
 use crate::ids::OrgId;
@@ -100,6 +100,10 @@ pub struct BankTx {
     pub matched: Option<Match>,
     /// How many times the row was matched or unmatched: each change is conditioned on it.
     pub match_seq: u64,
+    /// When a statement the bank answered (the import, or a file a key uploaded) showed the
+    /// row. A pushed row is unconfirmed until then: its only credential is a URL, so it is
+    /// stored and shown but pays nothing (`consequences`) until the statement has it.
+    pub confirmed_at: Option<DateTime<Utc>>,
 }
 
 /// A row's `tx_id` in the API (the bank's own id is its `id`): derived from its key (integration, account, the bank's id), so every
@@ -137,6 +141,10 @@ impl BankTx {
             stored_at: now,
             matched: None,
             match_seq: 0,
+            confirmed_at: match via {
+                Arrival::Webhook => None,
+                Arrival::Import | Arrival::Csv => Some(now),
+            },
         }
     }
 
@@ -185,6 +193,7 @@ impl BankTx {
             .tag("via", &self.via)
             .time("stored_at", self.stored_at)
             .num("match_seq", self.match_seq)
+            .opt_str("confirmed_at", self.confirmed_at.map(time::format))
             .list(
                 &list_pk(&self.org, &self.integration_id),
                 &format!("{}#{id}", time::format(r.time)),
@@ -228,13 +237,21 @@ impl BankTx {
             stored_at: item.time_of("stored_at")?,
             matched,
             match_seq: item.u64_of("match_seq").unwrap_or(0),
+            // A row a statement brought is confirmed by its arrival, also when stored before
+            // rows carried the time.
+            confirmed_at: item.opt_time("confirmed_at").or_else(|| {
+                (item.opt_str("via") != Some("webhook"))
+                    .then(|| item.opt_time("stored_at"))
+                    .flatten()
+            }),
         })
     }
 
-    /// A credit is matched to the invoice it names (through the matching queue); a debit has no
-    /// consequence.
+    /// A confirmed credit is matched to the invoice it names (through the matching queue); a
+    /// debit, and a pushed credit the statement has not shown yet, have no consequence (its
+    /// confirmation brings it: `record::confirm`).
     pub fn consequences(&self) -> Vec<crate::consequences::Consequence> {
-        if !self.row.is_credit() {
+        if !self.row.is_credit() || self.confirmed_at.is_none() {
             return Vec::new();
         }
         vec![crate::consequences::BankCredit {
@@ -259,6 +276,7 @@ impl BankTx {
             "counterparty": r.counterparty,
             "reference": r.reference,
             "via": self.via,
+            "confirmed": self.confirmed_at.is_some(),
             "match": self.matched.as_ref().map(|m| json!({
                 "invoice_id": m.invoice_id,
                 "applied": crate::money::display(m.applied),

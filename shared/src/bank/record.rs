@@ -4,7 +4,12 @@
 
 use super::{list_pk, tx_pk, BankTx};
 use crate::ids::{EventKey, OrgId};
-use crate::store::{Answer, Decision, Mismatch, Plan, Seen, Step, Store, StoreError, Written};
+use crate::store::item::{s, Builder};
+use crate::store::write::Rounds;
+use crate::store::{
+    Answer, Cond, Decision, Mismatch, Plan, Seen, Step, Store, StoreError, Transacted, Update,
+    Written,
+};
 use chrono::{DateTime, Utc};
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
@@ -57,6 +62,47 @@ impl Decision for StoreRow<'_> {
         );
         Ok(Plan::Done(Written::again(stored, mismatch)))
     }
+}
+
+/// The item a pushed credit's confirmation leaves: an insert the fan-out turns into the row's
+/// match, as it does the insert of a confirmed row (`derive`).
+pub const CONFIRMATION: &str = "bank_confirmation";
+
+/// A pushed row that a statement has shown now: marked confirmed, and for a credit a
+/// confirmation item that brings its match, in one transaction. `false` when it was confirmed
+/// before (by a concurrent import).
+pub async fn confirm(store: &Store, tx: &BankTx, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let at = crate::time::format(now);
+    let mut steps = vec![Step::Update {
+        pk: tx.pk(),
+        update: Update::new()
+            .set("confirmed_at", s(&at))
+            .when(Cond::Lacks("confirmed_at".into())),
+    }];
+    if tx.row.is_credit() {
+        let id = tx.id();
+        let item = Builder::new(
+            &tx.org.pk(&format!("BANKCONFIRM#{id}")),
+            CONFIRMATION,
+            tx.org.as_str(),
+        )
+        .str("tx_id", &id)
+        .str("at", &at)
+        .build();
+        steps.push(Step::PutNew(item));
+    }
+    let mut rounds = Rounds::new();
+    while rounds.next().await {
+        match store.transact(steps.clone()).await? {
+            Transacted::Done => {
+                tracing::info!(tx_id = %tx.id(), "pushed row confirmed by the statement");
+                return Ok(true);
+            }
+            Transacted::Refused { .. } => return Ok(false),
+            Transacted::Contended => continue,
+        }
+    }
+    Err(StoreError::Contended { pk: tx.pk() })
 }
 
 /// Stores a row once: one conditional put on its key.

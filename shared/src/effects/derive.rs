@@ -12,6 +12,7 @@ pub const EVENT_KINDS: &[&str] = &[
     crate::messages::KIND,
     crate::calls::KIND,
     crate::bank::KIND,
+    crate::bank::CONFIRMATION,
 ];
 
 /// The consequences of one newly stored item; items that are not events yield none.
@@ -20,6 +21,17 @@ pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
         Some(event::KIND) => Ok(PaymentEvent::from_item(item)?.consequences()),
         Some(crate::calls::KIND) => Ok(crate::calls::Call::from_item(item)?.consequences()),
         Some(crate::bank::KIND) => Ok(crate::bank::BankTx::from_item(item)?.consequences()),
+        // A pushed credit the statement has shown: now its match.
+        Some(crate::bank::CONFIRMATION) => {
+            let org = crate::ids::OrgId::parse(item.str_of("org")?)
+                .map_err(|e| crate::store::item::malformed(item, &e.to_string()))?;
+            Ok(vec![crate::consequences::BankCredit {
+                org,
+                tx_id: item.str_of("tx_id")?.to_owned(),
+                at: item.time_of("at")?,
+            }
+            .into()])
+        }
         Some(crate::messages::KIND) => {
             Ok(crate::messages::Message::from_item(item)?.consequences())
         }

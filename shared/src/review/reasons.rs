@@ -75,6 +75,7 @@ named! {
         UnconfirmedPayment => "unconfirmed_payment",
         UnmatchedBankRow => "unmatched_bank_row",
         UnreadableBankRow => "unreadable_bank_row",
+        UnconfirmedBankRow => "unconfirmed_bank_row",
         AttachmentTooLarge => "attachment_too_large",
         AttachmentFailed => "attachment_failed",
         StatusConflict => "status_conflict",

@@ -17,8 +17,18 @@ async fn setup(rows: usize) -> (TestEnv, Integration, statement::Statement) {
     let env = TestEnv::new().await;
     let org = crate::support::fixtures::org(&env).await.id;
     let stand_in = statement::spawn(rows, WINDOW).await;
+    let integration = monobank_integration(&env, &org, &stand_in).await;
+    (env, integration, stand_in)
+}
+
+/// A monobank bank integration of `org` reading its statement from `stand_in`.
+async fn monobank_integration(
+    env: &TestEnv,
+    org: &firmspace::ids::OrgId,
+    stand_in: &statement::Statement,
+) -> Integration {
     let integration = Integration {
-        id: IntegrationId::generate(&org),
+        id: IntegrationId::generate(org),
         settings: Settings::Bank(BankSettings::Monobank {
             token: TOKEN.to_owned().into(),
             account: "0".into(),
@@ -29,11 +39,10 @@ async fn setup(rows: usize) -> (TestEnv, Integration, statement::Statement) {
     integrations::create(&env.store, &integration)
         .await
         .unwrap();
-    let integration = integrations::get(&env.store, &integration.id)
+    integrations::get(&env.store, &integration.id)
         .await
         .unwrap()
-        .unwrap();
-    (env, integration, stand_in)
+        .unwrap()
 }
 
 fn limits(max_pages: usize) -> Limits {
@@ -246,5 +255,90 @@ async fn two_accounts_of_one_token_share_its_window() {
     assert!(
         a.running || b.running || a.calls + b.calls == 2,
         "{a:?} {b:?}"
+    );
+}
+
+/// A statement row of monobank's shape: `minor` units of UAH at `time`.
+fn statement_row(id: &str, time: i64, minor: i64, description: &str) -> serde_json::Value {
+    serde_json::json!({"id": id, "time": time, "description": description, "mcc": 4829,
+        "hold": false, "amount": minor, "operationAmount": minor, "currencyCode": 980,
+        "commissionRate": 0, "cashbackAmount": 0, "balance": 1000000, "comment": ""})
+}
+
+#[tokio::test]
+async fn a_pushed_credit_pays_only_once_the_statement_shows_it_and_a_forged_one_goes_to_a_person() {
+    use firmspace::bank::matching::{auto_match, Auto};
+    use rust_decimal_macros::dec;
+    let env = TestEnv::new().await;
+    let org = crate::support::fixtures::org(&env).await.id;
+    let inv = crate::support::fixtures::invoice(&env, &org, dec!(40.00), "UAH").await;
+    let at = Utc::now().timestamp() - 7200;
+    let naming = format!("Payment {}", inv.number);
+    let genuine = statement_row("real-1", at, 4000, &naming);
+    // Whoever read the webhook URL in a log: a credit naming the invoice, no bank behind it.
+    let forged = statement_row("forged-1", at + 60, 4000, &naming);
+    let stand_in = statement::spawn_rows(vec![genuine.clone()], WINDOW).await;
+    let integration = monobank_integration(&env, &org, &stand_in).await;
+    let webhook = bank_webhook::app(env.store.clone());
+    for row in [&genuine, &forged] {
+        let body = serde_json::json!({"type": "StatementItem", "data": {"account": "0", "statementItem": row}});
+        let path = format!("/hooks/{}/bank", integration.id.id);
+        let req = request("POST", &path, &[], body.to_string().into_bytes());
+        assert_eq!(
+            webhook.respond(&req, Utc::now()).await.unwrap().status(),
+            200
+        );
+    }
+    let tx_id = |row: &str| firmspace::bank::tx_id(&org, &integration.id.id, "0", row);
+    let matched = |row: &'static str| {
+        let (store, org, id) = (env.store.clone(), org.clone(), tx_id(row));
+        async move { auto_match(&store, &org, &id, Utc::now()).await.unwrap() }
+    };
+    // Stored and shown, but a pushed row alone moves no money.
+    assert_eq!(env.count("bank_tx").await, 2);
+    assert_eq!(
+        (matched("real-1").await, matched("forged-1").await),
+        (Auto::Nothing, Auto::Nothing)
+    );
+    let paid = |env: &TestEnv| {
+        let (store, org, id) = (env.store.clone(), org.clone(), inv.id.as_str().to_owned());
+        async move {
+            firmspace::payments::invoice::get(&store, &org, &id)
+                .await
+                .unwrap()
+                .unwrap()
+                .paid
+        }
+    };
+    assert_eq!(paid(&env).await, dec!(0));
+
+    let report = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!((report.imported, report.unconfirmed), (0, 1), "{report:?}");
+    // The statement showed the genuine row: its confirmation is an insert the fan-out turns
+    // into its match, and the match pays the invoice once.
+    let confirmations: Vec<_> = env
+        .items()
+        .await
+        .into_iter()
+        .filter(|i| {
+            i.get("kind")
+                .and_then(|k| k.as_s().ok())
+                .map(String::as_str)
+                == Some("bank_confirmation")
+        })
+        .collect();
+    assert_eq!(confirmations.len(), 1);
+    let derived = firmspace::effects::derive::consequences(&confirmations[0]).unwrap();
+    assert_eq!(derived.len(), 1, "{derived:?}");
+    assert!(matches!(matched("real-1").await, Auto::Matched { .. }));
+    assert_eq!(matched("forged-1").await, Auto::Nothing);
+    assert_eq!(paid(&env).await, dec!(40.00));
+    let reasons = crate::support::app::reasons(&env, &org).await;
+    assert_eq!(
+        reasons,
+        ["unconfirmed_bank_row"],
+        "the forged row, for a person"
     );
 }

@@ -91,7 +91,12 @@ pub fn rows(count: usize) -> Vec<Value> {
 }
 
 pub async fn spawn(count: usize, window: Duration) -> Statement {
-    let rows = Arc::new(rows(count));
+    spawn_rows(rows(count), window).await
+}
+
+/// A stand-in that answers with exactly these rows.
+pub async fn spawn_rows(rows: Vec<Value>, window: Duration) -> Statement {
+    let rows = Arc::new(rows);
     let calls = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicUsize::new(0));
     let shared = Shared {

@@ -26,7 +26,7 @@ use crate::ids::ExternalId;
 use crate::integrations::{Integration, Settings};
 use crate::review::{self, Kind, Reason, ReviewItem};
 use crate::store::item::{n, s, Read};
-use crate::store::{Cond, Store, StoreError, Update};
+use crate::store::{Cond, Index, Store, StoreError, Update, Written};
 use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
@@ -65,6 +65,8 @@ pub struct Report {
     pub stopped: Option<String>,
     /// The window is read to its end: the cursor is at its `to`.
     pub caught_up: bool,
+    /// Pushed rows the statement did not show, filed for a person.
+    pub unconfirmed: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +215,15 @@ async fn store_page(
         }
     }
     let rows = store_rows(store, &txs, CONCURRENCY).await?;
+    // A row pushed before, the same as the statement has it: confirmed now (and paid, if it
+    // names an invoice). A pushed row that differs is a conflict and stays unconfirmed.
+    for (_, written) in &rows.written {
+        if let Written::Repeat { stored } = written {
+            if stored.confirmed_at.is_none() {
+                super::confirm(store, stored, now).await?;
+            }
+        }
+    }
     let context = json!({"integration_id": integration.id.id});
     review::file_conflicts(store, org, Kind::Bank, &rows.written, &context, now).await?;
     for (id, why) in unreadable {
@@ -233,6 +244,66 @@ async fn store_page(
         .await?;
     }
     Ok((txs.len(), rows.imported()))
+}
+
+/// Files `unconfirmed_bank_row` for every pushed row of the integration whose time lies in
+/// [`from`, `to`) (seconds) and that no statement has shown: how many. Each row is in one such
+/// range only (the next window starts at `to`), so each is looked at once; the rows are read
+/// from the integration's list by time, a page at a time.
+async fn unconfirmed(
+    store: &Store,
+    integration: &Integration,
+    from: i64,
+    to: i64,
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let at = |secs: i64| DateTime::from_timestamp(secs, 0).map(crate::time::format);
+    let (Some(from), Some(to)) = (at(from), at(to)) else {
+        return Ok(0);
+    };
+    let list = super::list_pk(integration.org(), &integration.id.id);
+    let (mut filed, mut cursor) = (0, None);
+    loop {
+        let (items, next) = store
+            .page_in(
+                Index::Lists,
+                &list,
+                Some((&from, &to)),
+                false,
+                500,
+                cursor.as_deref(),
+            )
+            .await?;
+        for item in &items {
+            let tx = BankTx::from_item(item)?;
+            if tx.confirmed_at.is_some() {
+                continue;
+            }
+            tracing::warn!(tx_id = %tx.id(), "a pushed row the statement never showed: for a person");
+            let r = &tx.row;
+            let review = ReviewItem {
+                org: tx.org.clone(),
+                kind: Kind::Bank,
+                reason: Reason::UnconfirmedBankRow,
+                key: tx.id(),
+                at: now,
+                detail: json!({
+                    "tx_id": tx.id(),
+                    "row_id": r.id,
+                    "time": crate::time::format(r.time),
+                    "amount": crate::money::display(r.amount),
+                    "currency": r.currency.as_str(),
+                    "description": r.description,
+                    "why": "pushed to the webhook, but the bank's statement for its time does not hold it: it paid nothing",
+                }),
+            };
+            filed += usize::from(review.put(store).await?);
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(filed),
+        }
+    }
 }
 
 /// Whether the run may make its next call: the lease taken, or (after the first page, when the
@@ -300,6 +371,12 @@ pub async fn run(
         store
             .replace(cursor.to_item(&cursor_pk, integration.org().as_str()))
             .await?;
+        if cursor.window.is_none() {
+            // The window is read to its end: a pushed row in it that the statement did not show
+            // (before the part the next run reads again) never will.
+            let (from, to) = (window.from, window.to - OVERLAP_SECS);
+            report.unconfirmed += unconfirmed(store, integration, from, to, now).await?;
+        }
         if cursor.caught_up(now.timestamp()) {
             report.caught_up = true;
             return Ok(report);

@@ -94,6 +94,10 @@ pub async fn auto_match(
     if !tx.row.is_credit() || tx.match_seq != 0 {
         return Ok(Auto::Nothing);
     }
+    // A pushed row pays only once a statement has shown it (its confirmation sends it again).
+    if tx.confirmed_at.is_none() {
+        return Ok(Auto::Nothing);
+    }
     let r = &tx.row;
     let (numbers, open) = candidates(store, &tx).await?;
     if let [only] = open.as_slice() {
