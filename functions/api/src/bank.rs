@@ -91,7 +91,7 @@ pub async fn unmatch_row(
 
 /// A bank integration's settings from the fields of `POST /api/integrations`: monobank with its
 /// `token` and `account` (default `0`), or `csv` with a `name`.
-pub fn settings(
+pub async fn settings(
     body: &crate::setup::NewIntegration,
     allows_loopback: bool,
 ) -> Result<BankSettings, ApiError> {
@@ -106,9 +106,16 @@ pub fn settings(
             let account = body.account.as_deref().unwrap_or("0");
             fields::reference("account", account, fields::REF_MAX)?;
             let api_url = crate::setup::stand_in_url(body, allows_loopback)?;
+            let token = SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned());
+            // `0` is monobank's name for the default account in a statement call; a push names
+            // the real id. Resolved once, here, so every later comparison is exact.
+            let account = match account {
+                "0" => default_account(&token, api_url.as_deref(), allows_loopback).await?,
+                named => named.to_owned(),
+            };
             Ok(BankSettings::Monobank {
-                token: SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned()),
-                account: account.to_owned(),
+                token,
+                account,
                 api_url,
             })
         }
@@ -122,6 +129,33 @@ pub fn settings(
             "invalid_provider",
             "a bank integration's provider is monobank or csv",
         )),
+    }
+}
+
+/// The client's default account (the first monobank lists), asked with the token.
+async fn default_account(
+    token: &SecretString,
+    api_url: Option<&str>,
+    allows_loopback: bool,
+) -> Result<String, ApiError> {
+    use firmspace::bank::monobank::{accounts, AccountsError, API};
+    let http = firmspace::egress::guarded(allows_loopback);
+    let base = api_url.unwrap_or(API);
+    match accounts(&http, base, token, std::time::Duration::from_secs(5)).await {
+        Ok(ids) => Ok(ids.into_iter().next().unwrap_or_default()),
+        Err(AccountsError::Refused(status)) => Err(ApiError::bad_request(
+            "invalid_token",
+            format!("monobank refused the token ({status}) when asked for its accounts"),
+        )),
+        Err(AccountsError::Unreadable(why)) => Err(ApiError::bad_request("no_account", why)),
+        Err(AccountsError::Unavailable(why)) => {
+            tracing::warn!(%why, "monobank's accounts could not be read");
+            Err(ApiError::new(
+                503,
+                "unavailable",
+                "monobank could not be asked for the token's accounts now (it allows one call a minute); retry later, or name the account",
+            ))
+        }
     }
 }
 

@@ -250,7 +250,7 @@ pub async fn create_integration(
                 Settings::Messages(crate::messages::settings(&body, settings.allows_loopback)?)
             }
             IntegrationKind::Bank => {
-                Settings::Bank(crate::bank::settings(&body, settings.allows_loopback)?)
+                Settings::Bank(crate::bank::settings(&body, settings.allows_loopback).await?)
             }
             IntegrationKind::Sms => Settings::Sms(sms_settings(&body)?),
         },

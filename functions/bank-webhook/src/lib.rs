@@ -95,8 +95,9 @@ impl Source for Bank {
         }
         let data = pushed.data.ok_or("StatementItem without data")?;
         let account = Self::settings(integration).map(BankSettings::account);
-        // Another account of the same token: not this integration's statement.
-        if account.is_some_and(|a| a != data.account && a != "0") {
+        // Another account of the same token: not this integration's statement. The account was
+        // resolved when the integration was made (`0` to the default's id), so this is exact.
+        if account.is_some_and(|a| a != data.account) {
             return Ok(Parsed::Ignored("other_account".into()));
         }
         Ok(Parsed::Event(PushedRow {

@@ -72,6 +72,72 @@ pub struct PushedData {
     pub statement_item: StatementItem,
 }
 
+/// Why the client's accounts could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountsError {
+    /// monobank refused the token (401, 403): the integrator's mistake.
+    Refused(u16),
+    /// 429, a 5xx or no answer: a retry later can help.
+    Unavailable(String),
+    /// An answer that is not the client's information, or a client without accounts.
+    Unreadable(String),
+}
+
+/// The client's accounts, `GET {base}/personal/client-info` with the token: their ids, in
+/// monobank's order (its default account first).
+pub async fn accounts(
+    http: &reqwest::Client,
+    base: &str,
+    token: &secrecy::SecretString,
+    timeout: std::time::Duration,
+) -> Result<Vec<String>, AccountsError> {
+    use secrecy::ExposeSecret;
+    #[derive(Deserialize)]
+    struct ClientInfo {
+        accounts: Vec<Account>,
+    }
+    #[derive(Deserialize)]
+    struct Account {
+        id: String,
+    }
+    let url = format!("{}/personal/client-info", base.trim_end_matches('/'));
+    let answer = http
+        .get(url)
+        .header("X-Token", token.expose_secret())
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|e| {
+            AccountsError::Unavailable(format!("monobank unreachable: {}", e.without_url()))
+        })?;
+    let status = answer.status().as_u16();
+    match status {
+        200..=299 => {}
+        401 | 403 => return Err(AccountsError::Refused(status)),
+        _ => {
+            return Err(AccountsError::Unavailable(format!(
+                "monobank answered {status}"
+            )))
+        }
+    }
+    let body = answer.bytes().await.map_err(|e| {
+        AccountsError::Unavailable(format!("reading client-info: {}", e.without_url()))
+    })?;
+    let info: ClientInfo = serde_json::from_slice(&body).map_err(|e| {
+        AccountsError::Unreadable(format!(
+            "not client-info: {}",
+            crate::fields::plain(&e.to_string())
+        ))
+    })?;
+    let ids: Vec<String> = info.accounts.into_iter().map(|a| a.id).collect();
+    match ids.is_empty() {
+        true => Err(AccountsError::Unreadable(
+            "the client has no account".into(),
+        )),
+        false => Ok(ids),
+    }
+}
+
 /// A page of the statement: the rows, and whether another page is to be asked for.
 pub fn page(body: &[u8]) -> Result<(Vec<StatementItem>, bool), String> {
     let items: Vec<StatementItem> = serde_json::from_slice(body)

@@ -5,7 +5,7 @@ mod import;
 mod matching;
 
 use crate::support::api::{self, call};
-use crate::support::{json_of, request, TestEnv};
+use crate::support::{json_of, request, statement, TestEnv};
 use chrono::Utc;
 use serde_json::{json, Value};
 
@@ -18,8 +18,8 @@ async fn with_integration(env: &TestEnv, body: Value) -> (::api::App, String, Va
     (app, key, integration)
 }
 
-fn push(row_id: &str, amount: i64, comment: &str) -> String {
-    json!({"type": "StatementItem", "data": {"account": "0", "statementItem": {
+fn push(account: &str, row_id: &str, amount: i64, comment: &str) -> String {
+    json!({"type": "StatementItem", "data": {"account": account, "statementItem": {
         "id": row_id, "time": Utc::now().timestamp() - 60, "description": "Transfer", "mcc": 4829,
         "amount": amount, "operationAmount": amount, "currencyCode": 980, "comment": comment,
         "balance": 100000, "counterName": "Olena K"}}})
@@ -58,20 +58,59 @@ async fn answer(app: &::api::App, req: lambda_http::Request) -> (u16, Value) {
 }
 
 #[tokio::test]
+async fn a_monobank_token_the_bank_refuses_makes_no_integration() {
+    let env = TestEnv::new().await;
+    let stand_in = statement::spawn(0, std::time::Duration::ZERO).await;
+    let app = api::app(&env);
+    let key = api::new_org(&app).await;
+    let wrong = json!({"kind": "bank", "provider": "monobank", "token": "not-the-token", "api_url": stand_in.url()});
+    let (status, refused) = call(&app, "POST", "/api/integrations", &key, wrong).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_token")),
+        "{refused}"
+    );
+    assert_eq!(env.count("integration").await, 0);
+    // An account named by the integrator is taken as named: no call to resolve it.
+    let named = json!({"kind": "bank", "provider": "monobank", "token": "not-the-token", "account": "acc-x", "api_url": stand_in.url()});
+    let (status, made) = call(&app, "POST", "/api/integrations", &key, named).await;
+    assert_eq!(
+        (status, made["account"].as_str()),
+        (201, Some("acc-x")),
+        "{made}"
+    );
+}
+
+#[tokio::test]
 async fn a_pushed_row_is_stored_once_and_a_wrong_id_is_404_writing_nothing() {
     let env = TestEnv::new().await;
+    let stand_in = statement::spawn(0, std::time::Duration::ZERO).await;
     let (app, key, integration) = with_integration(
         &env,
-        json!({"kind": "bank", "provider": "monobank", "token": "uXyZ-personal-token"}),
+        json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN, "api_url": stand_in.url()}),
     )
     .await;
+    let [default, other] = statement::ACCOUNTS;
+    assert_eq!(
+        integration["account"], default,
+        "`0` resolved to the default's id"
+    );
     let url = integration["webhook_url"].as_str().unwrap();
     let path = &url[url.find("/hooks/").unwrap()..];
     let id = integration["integration_id"].as_str().unwrap();
     assert_eq!(id.len() - id.find('_').unwrap() - 1, 32, "128 random bits");
     let webhook = bank_webhook::app(env.store.clone());
     assert_eq!(hook(&webhook, "GET", path, "").await.0, 200);
-    let body = push("ZuHWzqkKGVo=", 4000, "INV-00001");
+    // Another account of the same token is not this integration's: ignored, nothing written.
+    let elsewhere = push(other, "ZuHWzqkKGVo=", 4000, "INV-00001");
+    let (status, ignored) = hook(&webhook, "POST", path, &elsewhere).await;
+    assert_eq!(
+        (status, ignored["status"].as_str()),
+        (200, Some("ignored")),
+        "{ignored}"
+    );
+    assert_eq!(env.count("bank_tx").await, 0);
+    let body = push(default, "ZuHWzqkKGVo=", 4000, "INV-00001");
     let answers =
         futures::future::join_all((0..10).map(|_| hook(&webhook, "POST", path, &body))).await;
     assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const TOKEN: &str = "uPersonalToken-stand-in";
+/// The stand-in client's accounts, its default first (what `0` resolves to).
+pub const ACCOUNTS: [&str; 2] = ["acc-black-uah", "acc-white-usd"];
 
 #[derive(Clone)]
 struct Shared {
@@ -77,6 +79,24 @@ async fn statement(
     axum::Json(page).into_response()
 }
 
+/// `GET /personal/client-info`: the client and its accounts.
+async fn client_info(headers: HeaderMap) -> Response {
+    if headers.get("x-token").and_then(|v| v.to_str().ok()) != Some(TOKEN) {
+        return (
+            StatusCode::FORBIDDEN,
+            r#"{"errorDescription":"Unknown 'X-Token'"}"#,
+        )
+            .into_response();
+    }
+    let accounts: Vec<Value> = ACCOUNTS
+        .iter()
+        .zip([980, 840])
+        .map(|(id, code)| json!({"id": id, "currencyCode": code, "type": "black", "balance": 0}))
+        .collect();
+    axum::Json(json!({"clientId": "stand-in", "name": "Stand-in", "accounts": accounts}))
+        .into_response()
+}
+
 /// `rows` rows over the last 20 days, newest first; every third a debit.
 pub fn rows(count: usize) -> Vec<Value> {
     let now = chrono::Utc::now().timestamp() - 60;
@@ -108,6 +128,7 @@ pub async fn spawn_rows(rows: Vec<Value>, window: Duration) -> Statement {
     };
     let app = Router::new()
         .route("/personal/statement/{account}/{from}/{to}", get(statement))
+        .route("/personal/client-info", get(client_info))
         .with_state(shared);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
