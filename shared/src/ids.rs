@@ -126,6 +126,12 @@ impl IntegrationId {
         }
     }
 
+    /// The id's public name, `int_` and 16 hex digits of its SHA-256: what logs, review items
+    /// and rows carry where the id itself is a credential (a bank webhook's URL is its only one).
+    pub fn digest(&self) -> String {
+        integration_digest(&self.id)
+    }
+
     pub fn parse(raw: &str) -> Result<Self, IdError> {
         let err = IdError {
             field: "integration_id",
@@ -141,6 +147,12 @@ impl IntegrationId {
             id: raw.to_owned(),
         })
     }
+}
+
+/// `IntegrationId::digest` of a raw id.
+pub fn integration_digest(raw: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("int_{}", &hex::encode(Sha256::digest(raw.as_bytes()))[..16])
 }
 
 impl TryFrom<String> for IntegrationId {

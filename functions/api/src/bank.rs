@@ -295,7 +295,15 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     let (rows, next) = bank::list(store, &ctx.org, &integration.id, limit, cursor.as_deref())
         .await
         .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
-    let items: Vec<Value> = rows.iter().map(BankTx::to_json).collect();
+    // The rows carry the integration's digest only; the caller named the integration.
+    let items: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let mut shown = row.to_json();
+            shown["integration_id"] = json!(raw);
+            shown
+        })
+        .collect();
     let mut answer = json!({ "items": items });
     if let Some(next) = next {
         answer["cursor"] = json!(next);

@@ -28,18 +28,18 @@ impl Importer {
     /// Runs the import of `id` at `now`: its report as JSON, or a store failure (retried).
     async fn one(&self, id: &IntegrationId, now: DateTime<Utc>) -> Result<Value, StoreError> {
         let Some(integration) = integrations::get(&self.store, id).await? else {
-            return Ok(json!({"integration_id": id.id, "skipped": "no such integration"}));
+            return Ok(json!({"integration": id.digest(), "skipped": "no such integration"}));
         };
         let report: Report =
             match import::run(&self.store, &self.apis, &integration, &self.limits, now).await {
                 Ok(report) => report,
                 Err(import::ImportError::Store(e)) => return Err(e),
-                Err(e) => return Ok(json!({"integration_id": id.id, "skipped": e.to_string()})),
+                Err(e) => return Ok(json!({"integration": id.digest(), "skipped": e.to_string()})),
             };
-        tracing::info!(integration = %id, ?report, "statement import");
+        tracing::info!(integration = %id.digest(), ?report, "statement import");
         metrics::counter!("statement_rows").increment(report.imported as u64);
         Ok(json!({
-            "integration_id": id.id, "calls": report.calls, "rows": report.rows,
+            "integration": id.digest(), "calls": report.calls, "rows": report.rows,
             "imported": report.imported, "running": report.running,
             "stopped": report.stopped, "caught_up": report.caught_up,
         }))
@@ -134,14 +134,15 @@ impl App {
         let mut reports = Vec::new();
         for id in ids {
             if started.elapsed() > Duration::from_secs(40) {
-                reports.push(json!({"integration_id": id.id, "skipped": "left for the next run"}));
+                reports
+                    .push(json!({"integration": id.digest(), "skipped": "left for the next run"}));
                 continue;
             }
             match importer.one(&id, Utc::now()).await {
                 Ok(report) => reports.push(report),
                 Err(e) => {
-                    tracing::warn!(integration = %id, error = %e, "statement import failed");
-                    reports.push(json!({"integration_id": id.id, "failed": e.to_string()}));
+                    tracing::warn!(integration = %id.digest(), error = %e, "statement import failed");
+                    reports.push(json!({"integration": id.digest(), "failed": e.to_string()}));
                 }
             }
         }

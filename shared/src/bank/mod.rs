@@ -14,7 +14,7 @@ mod requests;
 pub use record::{confirm, get, list, store_row, store_rows, Rows, Stored, CONFIRMATION};
 
 use crate::fields::{printable, KEY_MAX, NAME_MAX, TITLE_MAX};
-use crate::ids::OrgId;
+use crate::ids::{integration_digest, OrgId};
 use crate::money::Currency;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, StoreError};
@@ -91,7 +91,9 @@ pub struct Match {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BankTx {
     pub org: OrgId,
-    pub integration_id: String,
+    /// The integration's digest (`IntegrationId::digest`): a monobank integration's id is the
+    /// credential of its webhook, so no row carries it.
+    pub integration: String,
     pub account: String,
     pub row: BankRow,
     pub via: Arrival,
@@ -109,8 +111,12 @@ pub struct BankTx {
 /// A row's `tx_id` in the API (the bank's own id is its `id`): derived from its key (integration, account, the bank's id), so every
 /// arrival of the row names the same item.
 pub fn tx_id(org: &OrgId, integration_id: &str, account: &str, row_id: &str) -> String {
+    tx_id_of(org, &integration_digest(integration_id), account, row_id)
+}
+
+fn tx_id_of(org: &OrgId, integration: &str, account: &str, row_id: &str) -> String {
     let digest = hex::encode(Sha256::digest(format!(
-        "{org}|{integration_id}|{account}|{row_id}"
+        "{org}|{integration}|{account}|{row_id}"
     )));
     format!("btx_{}", &digest[..24])
 }
@@ -119,8 +125,9 @@ pub(crate) fn tx_pk(org: &OrgId, tx_id: &str) -> String {
     org.pk(&format!("BANKTX#{}", crate::ids::key_part(tx_id)))
 }
 
+/// The list of an integration's rows, by the integration's digest.
 pub(crate) fn list_pk(org: &OrgId, integration_id: &str) -> String {
-    org.pk(&format!("BANKTXS#{integration_id}"))
+    org.pk(&format!("BANKTXS#{}", integration_digest(integration_id)))
 }
 
 impl BankTx {
@@ -134,7 +141,7 @@ impl BankTx {
     ) -> Self {
         Self {
             org: org.clone(),
-            integration_id: integration_id.to_owned(),
+            integration: integration_digest(integration_id),
             account: account.to_owned(),
             row,
             via,
@@ -149,7 +156,7 @@ impl BankTx {
     }
 
     pub fn id(&self) -> String {
-        tx_id(&self.org, &self.integration_id, &self.account, &self.row.id)
+        tx_id_of(&self.org, &self.integration, &self.account, &self.row.id)
     }
 
     pub fn pk(&self) -> String {
@@ -181,7 +188,7 @@ impl BankTx {
         let id = self.id();
         Builder::new(&self.pk(), KIND, self.org.as_str())
             .str("tx_id", &id)
-            .str("integration_id", &self.integration_id)
+            .str("integration", &self.integration)
             .str("account", &self.account)
             .str("row_id", &r.id)
             .time("time", r.time)
@@ -195,7 +202,7 @@ impl BankTx {
             .num("match_seq", self.match_seq)
             .opt_str("confirmed_at", self.confirmed_at.map(time::format))
             .list(
-                &list_pk(&self.org, &self.integration_id),
+                &self.org.pk(&format!("BANKTXS#{}", self.integration)),
                 &format!("{}#{id}", time::format(r.time)),
             )
             .index(
@@ -222,7 +229,7 @@ impl BankTx {
         };
         Ok(Self {
             org,
-            integration_id: item.str_of("integration_id")?.to_owned(),
+            integration: item.str_of("integration")?.to_owned(),
             account: item.str_of("account")?.to_owned(),
             row: BankRow {
                 id: item.str_of("row_id")?.to_owned(),
@@ -267,7 +274,7 @@ impl BankTx {
         json!({
             "id": r.id,
             "tx_id": self.id(),
-            "integration_id": self.integration_id,
+            "integration": self.integration,
             "account": self.account,
             "time": time::format(r.time),
             "amount": crate::money::display(r.amount),

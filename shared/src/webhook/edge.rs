@@ -66,8 +66,7 @@ impl<S: Source> Edge<S> {
         if req.method() == http::Method::GET {
             return self.handshake(req, &id, now).await;
         }
-        let span =
-            tracing::info_span!("delivery", integration = %id, event_key = tracing::field::Empty);
+        let span = tracing::info_span!("delivery", integration = %id.digest(), event_key = tracing::field::Empty);
         let result = self.deliver(req, &id, now).instrument(span).await;
         if let Err(e) = &result {
             let outcome = if e.status < 500 { "rejected" } else { "failed" };
@@ -147,7 +146,7 @@ impl<S: Source> Edge<S> {
         if let Some(key) = recorded.key() {
             tracing::Span::current().record("event_key", key.as_str());
         }
-        let context = json!({"integration_id": integration.id.id});
+        let context = json!({"integration": integration.id.digest()});
         let org = integration.org();
         let told =
             super::answer::tell(&self.store, org, S::REVIEW, &recorded, context, now).await?;

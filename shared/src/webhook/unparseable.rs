@@ -26,14 +26,16 @@ pub async fn keep(
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let digest = ExternalId::of_body(body);
-    let key = format!("unparseable:{}:{digest}", integration.id);
+    // The integration by its digest: a bank webhook's id is its credential.
+    let named = integration.id.digest();
+    let key = format!("unparseable:{named}:{digest}");
     let org = integration.org();
     let item = Builder::new(
-        &org.pk(&format!("UNPARSEABLE#{}#{digest}", integration.id)),
+        &org.pk(&format!("UNPARSEABLE#{named}#{digest}")),
         "unparseable_delivery",
         org.as_str(),
     )
-    .str("integration_id", &integration.id.id)
+    .str("integration", &named)
     .opt_str("webhook_id", verified.id.as_deref())
     .str("reason", reason)
     .set("body", AttributeValue::B(Blob::new(body)))
@@ -45,7 +47,7 @@ pub async fn keep(
         reason: REASON,
         key,
         at: now,
-        detail: json!({"integration_id": integration.id.id, "reason": reason, "bytes": body.len()}),
+        detail: json!({"integration": named, "reason": reason, "bytes": body.len()}),
     };
     match store
         .transact(vec![Step::PutNew(item), Step::PutNew(review.to_item())])

@@ -332,3 +332,51 @@ async fn another_row_under_a_taken_bank_id_is_a_conflict_kept_for_a_person_not_a
         1
     );
 }
+
+#[tokio::test]
+async fn a_monobank_webhooks_id_is_kept_only_by_its_integration() {
+    let env = TestEnv::new().await;
+    let stand_in = statement::spawn(0, std::time::Duration::ZERO).await;
+    let (_, _, integration) = with_integration(
+        &env,
+        json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN, "api_url": stand_in.url()}),
+    )
+    .await;
+    let id = integration["integration_id"].as_str().unwrap();
+    let path = format!("/hooks/{id}/bank");
+    let webhook = bank_webhook::app(env.store.clone());
+    let [account, _] = statement::ACCOUNTS;
+    for body in [
+        push(account, "r-digest", 4000, "INV-00001"),
+        "{not json".to_owned(),
+    ] {
+        assert_eq!(hook(&webhook, "POST", &path, &body).await.0, 200);
+    }
+    let kinds: Vec<String> = env
+        .items()
+        .await
+        .iter()
+        .filter_map(|i| i.get("kind")?.as_s().ok().cloned())
+        .collect();
+    assert!(
+        kinds.contains(&"bank_tx".to_owned()) && kinds.contains(&"unparseable_delivery".to_owned()),
+        "{kinds:?}"
+    );
+    // The id is the webhook's credential: only the integration's own item holds it.
+    let holders: Vec<String> = env
+        .items()
+        .await
+        .iter()
+        .filter(|item| {
+            item.values()
+                .any(|v| v.as_s().is_ok_and(|s| s.contains(id)))
+        })
+        .map(|item| {
+            item.get("kind")
+                .and_then(|k| k.as_s().ok())
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(holders, ["integration"]);
+}

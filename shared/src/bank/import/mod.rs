@@ -80,7 +80,7 @@ pub enum ImportError {
 fn cursor_pk(integration: &Integration) -> String {
     integration
         .org()
-        .pk(&format!("BANK_CURSOR#{}", integration.id.id))
+        .pk(&format!("BANK_CURSOR#{}", integration.id.digest()))
 }
 
 /// monobank's one call a minute is per token: the lease is the token's (by its digest), shared
@@ -90,7 +90,7 @@ fn lease_pk(integration: &Integration) -> String {
         Settings::Bank(BankSettings::Monobank { token, .. }) => {
             super::providers::token_digest(token)
         }
-        _ => integration.id.id.clone(),
+        _ => integration.id.digest(),
     };
     lease_of(&digest)
 }
@@ -224,7 +224,7 @@ async fn store_page(
             }
         }
     }
-    let context = json!({"integration_id": integration.id.id});
+    let context = json!({"integration": integration.id.digest()});
     review::file_conflicts(store, org, Kind::Bank, &rows.written, &context, now).await?;
     for (id, why) in unreadable {
         tracing::warn!(row = %id, %why, "statement row kept for review");
@@ -234,11 +234,11 @@ async fn store_page(
             reason: Reason::UnreadableBankRow,
             key: format!(
                 "{}:{}",
-                integration.id.id,
+                integration.id.digest(),
                 ExternalId::of_body(id.as_bytes())
             ),
             at: now,
-            detail: json!({"integration_id": integration.id.id, "row_id": id, "error": why}),
+            detail: json!({"integration": integration.id.digest(), "row_id": id, "error": why}),
         }
         .put(store)
         .await?;
