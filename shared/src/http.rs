@@ -18,6 +18,8 @@ pub struct ApiError {
     pub detail: String,
     /// The request field that was refused, for a 400 about one field.
     pub field: Option<&'static str>,
+    /// Seconds the caller should wait (`Retry-After`, and `retry_after` in the body).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -27,6 +29,19 @@ impl ApiError {
             code,
             detail: detail.into(),
             field: None,
+            retry_after: None,
+        }
+    }
+
+    /// 429 `rate_limited`: the key read more than its limit this minute.
+    pub fn rate_limited(limit: u64, retry_after: u64) -> Self {
+        Self {
+            retry_after: Some(retry_after),
+            ..Self::new(
+                429,
+                "rate_limited",
+                format!("this key reads at most {limit} times a minute; retry in {retry_after} s"),
+            )
         }
     }
 
@@ -72,7 +87,16 @@ impl ApiError {
         if let Some(field) = self.field {
             body["field"] = json!(field);
         }
-        json_response(self.status, &body)
+        if let Some(seconds) = self.retry_after {
+            body["retry_after"] = json!(seconds);
+        }
+        let mut response = json_response(self.status, &body);
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert("retry-after", lambda_http::http::HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

@@ -138,3 +138,53 @@ async fn the_operator_view_needs_read_to_look_and_ops_to_act() {
     let (status, _) = o.post(path, &key, "k-2", &json!({"note": "n"})).await;
     assert_eq!(status, 404, "a full key gets as far as the item");
 }
+
+#[tokio::test]
+async fn a_key_over_its_reads_a_minute_gets_429_and_another_key_reads_on() {
+    let env = crate::support::TestEnv::new().await;
+    let mut settings = api_support::settings();
+    settings.reads_per_minute = 3;
+    let app = ::api::App::new(env.store.clone(), settings);
+    let (first, second) = (
+        api_support::new_org(&app).await,
+        api_support::new_org(&app).await,
+    );
+    // One fixed minute, so the window cannot turn over between the calls.
+    let now = chrono::Utc::now();
+    let read = |key: &str| {
+        let req = crate::support::request(
+            "GET",
+            "/api/invoices",
+            &[("authorization", &format!("Bearer {key}"))],
+            Vec::new(),
+        );
+        let app = &app;
+        async move {
+            let res = app
+                .respond(&req, now)
+                .await
+                .unwrap_or_else(|e| e.into_response());
+            let retry = res
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (res.status().as_u16(), crate::support::json_of(&res), retry)
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(read(&first).await.0, 200);
+    }
+    let (status, refused, retry) = read(&first).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (429, Some("rate_limited")),
+        "{refused}"
+    );
+    let seconds = refused["retry_after"].as_u64().unwrap();
+    assert!((1..=60).contains(&seconds));
+    assert_eq!(retry, Some(seconds.to_string()));
+    assert_eq!(read(&second).await.0, 200, "the limit is each key's own");
+    let body = json!({"gross": "10.00", "currency": "EUR"});
+    let (status, _) = api_support::call(&app, "POST", "/api/invoices", &first, body).await;
+    assert_eq!(status, 201, "writes are not read-limited");
+}

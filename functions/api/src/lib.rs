@@ -43,6 +43,8 @@ pub struct Settings {
     pub files: Option<firmspace::messages::media::Files>,
     /// Where "import now" requests go (`IMPORT_QUEUE_URL`); without it the route answers 503.
     pub imports: Option<firmspace::bank::import::Requests>,
+    /// Reads a key may make a minute (`READS_PER_MINUTE`, default 300); over it, 429.
+    pub reads_per_minute: u64,
 }
 
 pub struct App {
@@ -85,6 +87,7 @@ impl App {
                 }),
                 None => None,
             },
+            reads_per_minute: firmspace::orgs::rate::limit_from_env(),
         };
         Ok(Self::new(config.store().await, settings))
     }
@@ -144,6 +147,9 @@ impl App {
                 let key = self.authenticate(req).await?;
                 if let Some(Err(lacks)) = found.route.scope().map(|s| key.may(s)) {
                     return Err(forbidden(lacks));
+                }
+                if found.route.scope() == Some(Scope::Read) {
+                    self.count_read(&key, now).await?;
                 }
                 let ctx = Ctx {
                     req,
@@ -221,6 +227,17 @@ impl App {
                 "unauthorized",
                 "admin token required",
             ))
+        }
+    }
+
+    /// One read of `key` this minute, or 429 over its limit.
+    async fn count_read(&self, key: &Key, now: DateTime<Utc>) -> Result<(), ApiError> {
+        let limit = self.settings.reads_per_minute;
+        match firmspace::orgs::rate::read(&self.store, Some(&key.org), &key.id, limit, now).await? {
+            firmspace::orgs::rate::Read::Allowed => Ok(()),
+            firmspace::orgs::rate::Read::Limited { retry_after } => {
+                Err(ApiError::rate_limited(limit, retry_after))
+            }
         }
     }
 

@@ -27,6 +27,8 @@ pub struct App {
     queues: Queues,
     publisher: Publisher,
     outbound: Outbound,
+    /// Reads a key or the admin token may make a minute (`READS_PER_MINUTE`).
+    reads_per_minute: u64,
 }
 
 /// Who asks: the admin (by the token's public name, `admin:key_…`), or one organisation's key.
@@ -111,7 +113,14 @@ impl App {
             queues,
             publisher,
             outbound,
+            reads_per_minute: firmspace::orgs::rate::READS_PER_MINUTE,
         }
+    }
+
+    /// The same app with another read limit per key and minute.
+    pub fn with_reads_per_minute(mut self, limit: u64) -> Self {
+        self.reads_per_minute = limit;
+        self
     }
 
     /// The queues' and DLQs' URLs (`{NAME}_QUEUE_URL`, `{NAME}_DLQ_URL`), the admin token, and
@@ -134,7 +143,8 @@ impl App {
                 queues: Consequences::from_env()?,
             },
             Outbound::new(timeout, config.allows_loopback()),
-        ))
+        )
+        .with_reads_per_minute(firmspace::orgs::rate::limit_from_env()))
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
@@ -169,6 +179,9 @@ impl App {
             "GET" => Scope::Read,
             _ => Scope::Ops,
         })?;
+        if method == "GET" {
+            self.count_read(&who, now).await?;
+        }
         // Each route's future on the heap: together they would make one very large future.
         match (method, segments.as_slice()) {
             ("GET", ["ops", "summary"]) => Box::pin(views::summary(self, &who, req, now)).await,
@@ -189,6 +202,17 @@ impl App {
                 }))
             }
             _ => Err(ApiError::not_found("route")),
+        }
+    }
+
+    /// One read of `who` this minute, or 429 over the limit.
+    async fn count_read(&self, who: &Who, now: DateTime<Utc>) -> Result<(), ApiError> {
+        use firmspace::orgs::rate::{read, Read};
+        let limit = self.reads_per_minute;
+        let org = who.owner();
+        match read(&self.store, org, &format!("ops:{}", who.by()), limit, now).await? {
+            Read::Allowed => Ok(()),
+            Read::Limited { retry_after } => Err(ApiError::rate_limited(limit, retry_after)),
         }
     }
 

@@ -8,6 +8,7 @@ use keys::Scopes;
 use secrecy::SecretString;
 
 pub mod keys;
+pub mod rate;
 
 pub use keys::{authenticate, key_id, Key, Scope};
 

@@ -218,6 +218,7 @@ async fn the_document_is_served_without_authentication() {
         allows_loopback: false,
         files: None,
         imports: None,
+        reads_per_minute: 300,
     };
     let app = crate::App::new(store, settings);
     let get = |path: &str| {

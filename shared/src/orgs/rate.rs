@@ -1,0 +1,60 @@
+//! Per-key read limits: each key (or admin token, by its public name) may read so many times a
+//! minute; one conditional `UpdateItem` on the key's counter of the minute decides, so the limit
+//! holds across every warm function at once. The counter expires with the table's TTL.
+
+use crate::ids::OrgId;
+use crate::store::item::{n, s};
+use crate::store::{Cond, Store, StoreError, Update};
+use chrono::{DateTime, Utc};
+
+/// Reads a key may make in one minute unless the deployment says otherwise (`READS_PER_MINUTE`).
+pub const READS_PER_MINUTE: u64 = 300;
+
+/// Whether a read may go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    Allowed,
+    /// Over the limit: seconds until the next minute.
+    Limited {
+        retry_after: u64,
+    },
+}
+
+/// Counts one read of `who` (a key's public name) in `org`'s space at `now`, if the minute's
+/// count is below `limit`.
+pub async fn read(
+    store: &Store,
+    org: Option<&OrgId>,
+    who: &str,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<Read, StoreError> {
+    let minute = now.timestamp().div_euclid(60);
+    let key = format!("RATE#{who}#{minute}");
+    let pk = match org {
+        Some(org) => org.pk(&key),
+        None => key,
+    };
+    let update = Update::new()
+        .set("kind", s("rate"))
+        .set("expires_at", n((minute + 2) * 60))
+        .add("reads", n(1))
+        .when(Cond::Any(vec![
+            Cond::Missing,
+            Cond::Before("reads".into(), n(limit)),
+        ]));
+    Ok(match store.update_if(&pk, &update).await? {
+        true => Read::Allowed,
+        false => Read::Limited {
+            retry_after: (60 - now.timestamp().rem_euclid(60)) as u64,
+        },
+    })
+}
+
+/// The deployment's limit: `READS_PER_MINUTE`, else [`READS_PER_MINUTE`].
+pub fn limit_from_env() -> u64 {
+    crate::config::var("READS_PER_MINUTE")
+        .and_then(|v| v.parse().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(READS_PER_MINUTE)
+}
