@@ -1,11 +1,15 @@
 #![forbid(unsafe_code)]
-//! The statement import: on its schedule (every 5 minutes in the cloud) for every monobank bank
-//! integration, and at once for an integration the API asked for (a typed request on the import
-//! queue, taken by the one worker loop). Each run is `bank::import::run`: one statement call per
-//! window per integration under a lease, rows stored once, the cursor moved after them.
+//! The statement import. Its schedule (every 5 minutes in the cloud) imports nothing itself: it
+//! walks the monobank bank integrations a page at a time and puts one request per integration on
+//! the import queue, so every integration's import is an invocation of its own under its own
+//! lease, however many there are; and it counts the integrations whose statement is not imported
+//! within two periods (the `imports_overdue` metric, and its alarm). The queue's requests (the
+//! schedule's and the API's "import now") are taken by the one worker loop; each is
+//! `bank::import::run`: one statement call per window per integration under a lease, rows stored
+//! once, the cursor moved after them.
 
 use chrono::{DateTime, Utc};
-use firmspace::bank::import::{self, Limits, Report, Request};
+use firmspace::bank::import::{self, Limits, Report, Request, Requests};
 use firmspace::config::{parse_var, Config, ConfigError};
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::egress::Apis;
@@ -16,6 +20,9 @@ use firmspace::store::{Store, StoreError};
 use lambda_runtime::LambdaEvent;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+
+/// The schedule's period in the cloud (`rate(5 minutes)`).
+pub const PERIOD: Duration = Duration::from_secs(300);
 
 /// One integration's import, for the schedule and for the queue alike.
 pub struct Importer {
@@ -65,10 +72,14 @@ impl Worker for Importer {
 
 pub struct App {
     requests: SqsApp<Importer>,
+    /// Where the schedule puts one request per integration.
+    fan_out: Requests,
+    /// The schedule's period: an integration not imported within two is overdue.
+    period: Duration,
 }
 
 impl App {
-    pub fn new(store: Store, apis: Apis, limits: Limits) -> Self {
+    pub fn new(store: Store, apis: Apis, limits: Limits, fan_out: Requests) -> Self {
         let importer = Importer {
             store: store.clone(),
             apis,
@@ -76,13 +87,18 @@ impl App {
         };
         Self {
             requests: SqsApp::new(importer, store, 5),
+            fan_out,
+            period: PERIOD,
         }
     }
 
     /// `STATEMENT_INTERVAL_MS` (monobank's 60000; less only on the local and test stages),
     /// `IMPORT_MAX_WAIT_MS` (how long a run waits for the next window, default 0: the next run
-    /// reads on), `MONOBANK_PERSONAL_API_URL`, and the worker loop's `MAX_RECEIVE_COUNT`.
+    /// reads on), `MONOBANK_PERSONAL_API_URL`, `IMPORT_QUEUE_URL` (where the schedule fans out),
+    /// `IMPORT_PERIOD_SECS` (the schedule's period, 300), and the worker loop's
+    /// `MAX_RECEIVE_COUNT`.
     pub async fn from_env() -> Result<Self, ConfigError> {
+        let queue_url = firmspace::config::require("IMPORT_QUEUE_URL")?;
         let requests = SqsApp::from_env(|config: &Config, store| {
             let asked = parse_var("STATEMENT_INTERVAL_MS", 60_000u64)?;
             let interval = match config.allows_loopback() {
@@ -102,7 +118,17 @@ impl App {
             })
         })
         .await?;
-        Ok(Self { requests })
+        let endpoint = firmspace::config::var("AWS_ENDPOINT_URL");
+        let fan_out = Requests {
+            sqs: firmspace::aws::sqs(endpoint.as_deref()).await,
+            queue_url,
+        };
+        let period = Duration::from_secs(parse_var("IMPORT_PERIOD_SECS", PERIOD.as_secs())?);
+        Ok(Self {
+            requests,
+            fan_out,
+            period,
+        })
     }
 
     /// A scheduled event runs every integration; an SQS event the requests it carries.
@@ -122,30 +148,30 @@ impl App {
                 .await;
             return Ok(serde_json::to_value(answer)?);
         }
-        self.scheduled().await
+        self.scheduled(Utc::now()).await
     }
 
-    /// Every monobank integration in turn; one integration's failure is its own. No new one
-    /// starts in the last 20 s of the function's minute: the next schedule takes it.
-    async fn scheduled(&self) -> Result<Value, lambda_runtime::Error> {
-        let importer = &self.requests.worker;
-        let ids = import::scheduled(&importer.store).await?;
-        let started = Instant::now();
-        let mut reports = Vec::new();
-        for id in ids {
-            if started.elapsed() > Duration::from_secs(40) {
-                reports
-                    .push(json!({"integration": id.digest(), "skipped": "left for the next run"}));
-                continue;
-            }
-            match importer.one(&id, Utc::now()).await {
-                Ok(report) => reports.push(report),
-                Err(e) => {
-                    tracing::warn!(integration = %id.digest(), error = %e, "statement import failed");
-                    reports.push(json!({"integration": id.digest(), "failed": e.to_string()}));
-                }
+    /// The schedule: one import request per monobank integration on the queue, a page of
+    /// integrations at a time, and the count of those not imported within two periods. A failure
+    /// fails the run (the schedule tries again; a request sent twice meets its lease).
+    async fn scheduled(&self, now: DateTime<Utc>) -> Result<Value, lambda_runtime::Error> {
+        let store = &self.requests.worker.store;
+        let (mut queued, mut overdue, mut cursor) = (0, Vec::new(), None);
+        loop {
+            let (page, next) = import::scheduled(store, cursor.as_deref()).await?;
+            let ids: Vec<IntegrationId> = page.iter().map(|(id, _)| id.clone()).collect();
+            self.fan_out.send_all(&ids).await?;
+            queued += ids.len();
+            overdue.extend(import::overdue(store, &page, self.period, now).await?);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
             }
         }
-        Ok(json!({ "runs": reports }))
+        for id in &overdue {
+            tracing::warn!(integration = %id.digest(), "statement not imported within two periods");
+        }
+        metrics::gauge!("imports_overdue").set(overdue.len() as f64);
+        Ok(json!({ "queued": queued, "overdue": overdue.len() }))
     }
 }

@@ -138,12 +138,39 @@ pub async fn accounts(
     }
 }
 
-/// A page of the statement: the rows, and whether another page is to be asked for.
-pub fn page(body: &[u8]) -> Result<(Vec<StatementItem>, bool), String> {
-    let items: Vec<StatementItem> = serde_json::from_slice(body)
+/// A statement row that could not be read: its id (the row's, else a digest of the row), its
+/// time when it has one, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    pub id: String,
+    pub time: Option<i64>,
+    pub why: String,
+}
+
+/// A page of the statement, read row by row: each row or why it cannot be read (one bad row is
+/// its own, the others are stored), and whether another page is to be asked for. Only a body
+/// that is no list at all is refused whole.
+pub fn page(body: &[u8]) -> Result<(Vec<Result<StatementItem, Unreadable>>, bool), String> {
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(body)
         .map_err(|e| format!("not a statement: {}", crate::fields::plain(&e.to_string())))?;
-    let full = items.len() >= PAGE;
-    Ok((items, full))
+    let full = rows.len() >= PAGE;
+    Ok((rows.into_iter().map(read_row).collect(), full))
+}
+
+fn read_row(raw: serde_json::Value) -> Result<StatementItem, Unreadable> {
+    let id = match raw.get("id").and_then(serde_json::Value::as_str) {
+        Some(id) if !id.is_empty() && id.len() <= crate::fields::KEY_MAX => id.to_owned(),
+        _ => crate::ids::ExternalId::of_body(raw.to_string().as_bytes()).to_string(),
+    };
+    let time = raw.get("time").and_then(serde_json::Value::as_i64);
+    serde_json::from_value(raw).map_err(|e| Unreadable {
+        id,
+        time,
+        why: format!(
+            "not a statement row: {}",
+            crate::fields::plain(&e.to_string())
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -165,6 +192,22 @@ mod tests {
         assert_eq!(row.reference.as_deref(), Some("for the order"));
         assert_eq!(row.counterparty.as_deref(), Some("TOV"));
         assert_eq!(row.time.timestamp(), 1554466347);
+    }
+
+    #[test]
+    fn a_page_is_read_row_by_row_and_a_bad_row_is_its_own() {
+        let body = br#"[{"id":"a","time":10,"amount":100,"currencyCode":980},
+                        {"id":"b","time":9,"amount":"lots","currencyCode":980},
+                        {"time":8}]"#;
+        let (rows, full) = page(body).unwrap();
+        assert!(!full);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].as_ref().unwrap().id, "a");
+        let bad = rows[1].as_ref().unwrap_err();
+        assert_eq!((bad.id.as_str(), bad.time), ("b", Some(9)));
+        assert!(bad.why.starts_with("not a statement row"), "{}", bad.why);
+        assert_eq!(rows[2].as_ref().unwrap_err().time, Some(8));
+        assert!(page(b"{\"error\": 1}").is_err(), "no list at all");
     }
 
     #[test]

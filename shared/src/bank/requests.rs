@@ -4,6 +4,7 @@
 use crate::ids::IntegrationId;
 use crate::store::item::Read;
 use crate::store::{Store, StoreError};
+use chrono::{DateTime, Utc};
 
 /// Import requests from the API: one SQS message per "import now", taken by the import
 /// function beside its schedule.
@@ -51,13 +52,71 @@ impl Requests {
     }
 }
 
-/// Every monobank bank integration, whatever its organisation: what a scheduled run walks.
-pub async fn scheduled(store: &Store) -> Result<Vec<IntegrationId>, StoreError> {
-    Ok(store
-        .list(super::providers::IMPORTS_LIST, false, 1000)
-        .await?
+impl Requests {
+    /// One request per integration, ten to a `SendMessageBatch`: the schedule's fan-out, so
+    /// each integration's import is an invocation of its own. Any entry refused is an error (the
+    /// schedule runs again; a request sent twice meets the lease).
+    pub async fn send_all(&self, ids: &[IntegrationId]) -> Result<(), String> {
+        use aws_sdk_sqs::types::SendMessageBatchRequestEntry as Entry;
+        for chunk in ids.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let body = Request {
+                        integration_id: id.clone(),
+                    }
+                    .to_body();
+                    Entry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .build()
+                        .expect("id and body are set")
+                })
+                .collect();
+            let out = self
+                .sqs
+                .send_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| format!("{}", aws_sdk_sqs::error::DisplayErrorContext(e)))?;
+            if !out.failed.is_empty() {
+                return Err(format!(
+                    "{} of {} requests refused",
+                    out.failed.len(),
+                    chunk.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Integrations the schedule reads a page.
+pub const SCHEDULED_PAGE: i32 = 500;
+
+/// One page of every monobank bank integration, whatever its organisation (each with when it
+/// was made), and the cursor of the next: what a scheduled run walks, page by page.
+pub async fn scheduled(
+    store: &Store,
+    cursor: Option<&str>,
+) -> Result<(Vec<(IntegrationId, Option<DateTime<Utc>>)>, Option<String>), StoreError> {
+    let (items, next) = store
+        .page(
+            super::providers::IMPORTS_LIST,
+            false,
+            SCHEDULED_PAGE,
+            cursor,
+        )
+        .await?;
+    let ids = items
         .iter()
-        .filter_map(|item| item.opt_str("id"))
-        .filter_map(|id| IntegrationId::parse(id).ok())
-        .collect())
+        .filter_map(|item| {
+            let id = IntegrationId::parse(item.opt_str("id")?).ok()?;
+            Some((id, item.opt_time("created_at")))
+        })
+        .collect();
+    Ok((ids, next))
 }

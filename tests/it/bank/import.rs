@@ -5,7 +5,7 @@
 use crate::support::statement::{self, TOKEN};
 use crate::support::{request, TestEnv};
 use chrono::Utc;
-use firmspace::bank::import::{self, Limits};
+use firmspace::bank::import::{self, Limits, Request};
 use firmspace::bank::providers::BankSettings;
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::{self, Integration, Settings};
@@ -206,7 +206,11 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
         max_wait: Duration::ZERO,
         max_pages: 20,
     };
-    let function = bank_import::App::new(env.store.clone(), apis(), wide);
+    let fan_out = import::Requests {
+        sqs: sqs.clone(),
+        queue_url: queue_url.clone(),
+    };
+    let function = bank_import::App::new(env.store.clone(), apis(), wide, fan_out);
     let event = serde_json::to_value(crate::support::queues::event(&requests)).unwrap();
     let out = function.process(&event).await.unwrap();
     assert_eq!(out["batchItemFailures"], serde_json::json!([]));
@@ -340,5 +344,105 @@ async fn a_pushed_credit_pays_only_once_the_statement_shows_it_and_a_forged_one_
         reasons,
         ["unconfirmed_bank_row"],
         "the forged row, for a person"
+    );
+}
+
+#[tokio::test]
+async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue() {
+    let env = TestEnv::new().await;
+    let org = crate::support::fixtures::org(&env).await.id;
+    let stand_in = statement::spawn(5, Duration::ZERO).await;
+    let mut made = Vec::new();
+    for (i, age) in [0, 0, 3600].into_iter().enumerate() {
+        let integration = Integration {
+            id: IntegrationId::generate(&org),
+            settings: Settings::Bank(BankSettings::Monobank {
+                token: format!("{TOKEN}-{i}").into(),
+                account: "0".into(),
+                api_url: Some(stand_in.url()),
+            }),
+            created_at: Utc::now() - chrono::Duration::seconds(age),
+        };
+        integrations::create(&env.store, &integration)
+            .await
+            .unwrap();
+        made.push(integration.id);
+    }
+    let sqs = crate::support::queues::client().await;
+    let (queue_url, _) = crate::support::queues::queue(&sqs, "imports", 30, None).await;
+    let requests = import::Requests {
+        sqs: sqs.clone(),
+        queue_url: queue_url.clone(),
+    };
+    let function = bank_import::App::new(env.store.clone(), apis(), limits(20), requests);
+    let schedule =
+        serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
+    let out = function.process(&schedule).await.unwrap();
+    assert_eq!(
+        (out["queued"].as_u64(), out["overdue"].as_u64()),
+        (Some(3), Some(1)),
+        "one request each; the one made an hour ago was never imported: {out}"
+    );
+    let queued = crate::support::queues::receive(&sqs, &queue_url, 3).await;
+    let mut named: Vec<String> = queued
+        .iter()
+        .map(|m| {
+            Request::from_body(m.body().unwrap())
+                .unwrap()
+                .integration_id
+                .id
+        })
+        .collect();
+    named.sort();
+    let mut ids: Vec<String> = made.iter().map(|id| id.id.clone()).collect();
+    ids.sort();
+    assert_eq!(
+        named, ids,
+        "the schedule imported nothing itself: it queued each once"
+    );
+    assert_eq!(env.count("bank_tx").await, 0);
+}
+
+#[tokio::test]
+async fn a_malformed_statement_row_goes_to_a_person_and_the_import_moves_on() {
+    let env = TestEnv::new().await;
+    let org = crate::support::fixtures::org(&env).await.id;
+    let at = Utc::now().timestamp() - 3600;
+    let mut broken = statement_row("broken-1", at - 60, 1000, "Transfer");
+    broken["amount"] = serde_json::json!("a lot");
+    let rows = vec![statement_row("fine-1", at, 2500, "Transfer"), broken];
+    let stand_in = statement::spawn_rows(rows, WINDOW).await;
+    let integration = monobank_integration(&env, &org, &stand_in).await;
+    let report = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            report.rows,
+            report.imported,
+            report.caught_up,
+            report.stopped.clone()
+        ),
+        (1, 1, true, None),
+        "{report:?}"
+    );
+    assert_eq!(env.count("bank_tx").await, 1);
+    let review = crate::support::app::review(&env, &org).await;
+    assert_eq!(review.len(), 1, "{review:?}");
+    assert_eq!(review[0]["reason"], "unreadable_bank_row");
+    assert_eq!(review[0]["detail"]["row_id"], "broken-1");
+    tokio::time::sleep(WINDOW).await;
+    let again = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.imported, again.stopped),
+        (0, None),
+        "the cursor moved past it"
+    );
+    assert_eq!(
+        crate::support::app::review(&env, &org).await.len(),
+        1,
+        "filed once"
     );
 }

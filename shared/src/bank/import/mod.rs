@@ -16,13 +16,16 @@ mod cursor;
 
 pub use cursor::{Cursor, Page, Window, OVERLAP_SECS};
 
-use super::monobank::{page, StatementItem};
+use super::monobank::{page, StatementItem, Unreadable};
+
+/// One row of a statement page: readable, or kept for a person.
+type Row = Result<StatementItem, Unreadable>;
 use super::providers::BankSettings;
 pub use super::requests::{scheduled, Request, Requests};
 use super::UPLOAD_CONCURRENCY as CONCURRENCY;
 use super::{store_rows, Arrival, BankTx};
 use crate::egress::Apis;
-use crate::ids::ExternalId;
+use crate::ids::{ExternalId, IntegrationId};
 use crate::integrations::{Integration, Settings};
 use crate::review::{self, Kind, Reason, ReviewItem};
 use crate::store::item::{n, s, Read};
@@ -77,10 +80,31 @@ pub enum ImportError {
     NotMonobank,
 }
 
-fn cursor_pk(integration: &Integration) -> String {
-    integration
-        .org()
-        .pk(&format!("BANK_CURSOR#{}", integration.id.digest()))
+fn cursor_pk(id: &IntegrationId) -> String {
+    id.org.pk(&format!("BANK_CURSOR#{}", id.digest()))
+}
+
+/// Of these integrations (each with when it was made), the ones whose statement is not
+/// imported up to `period` × 2 before `now`: their cursors read in one batch.
+pub async fn overdue(
+    store: &Store,
+    integrations: &[(IntegrationId, Option<DateTime<Utc>>)],
+    period: Duration,
+    now: DateTime<Utc>,
+) -> Result<Vec<IntegrationId>, StoreError> {
+    let pks: Vec<String> = integrations.iter().map(|(id, _)| cursor_pk(id)).collect();
+    let cursors = store.get_many(&pks).await?;
+    let late = now.timestamp() - 2 * period.as_secs() as i64;
+    Ok(integrations
+        .iter()
+        .zip(cursors)
+        .filter(|((_, made), cursor)| {
+            let synced = Cursor::read(cursor.as_ref()).synced_until;
+            let since = synced.or(made.map(|m| m.timestamp())).unwrap_or(i64::MIN);
+            since < late
+        })
+        .map(|((id, _), _)| id.clone())
+        .collect())
 }
 
 /// monobank's one call a minute is per token: the lease is the token's (by its digest), shared
@@ -162,7 +186,7 @@ impl<'a> Statement<'a> {
 
     /// One page of the window, newest first; `Err` says why the run stops (429, 5xx,
     /// unreachable, unreadable), with the cursor unmoved.
-    async fn page(&self, apis: &Apis, w: Window) -> Result<(Vec<StatementItem>, Page), String> {
+    async fn page(&self, apis: &Apis, w: Window) -> Result<(Vec<Row>, Page), String> {
         let url = format!(
             "{}/personal/statement/{}/{}/{}",
             self.base, self.account, w.from, w.page_to
@@ -183,7 +207,11 @@ impl<'a> Statement<'a> {
             Err(e) => return Err(format!("monobank unreachable: {}", e.without_url())),
         };
         let (items, full) = page(&body)?;
-        let oldest = items.iter().map(|i| i.time).min();
+        let time = |row: &Row| match row {
+            Ok(item) => Some(item.time),
+            Err(bad) => bad.time,
+        };
+        let oldest = items.iter().filter_map(time).min();
         Ok((items, Page { full, oldest }))
     }
 }
@@ -194,13 +222,20 @@ async fn store_page(
     store: &Store,
     integration: &Integration,
     account: &str,
-    items: Vec<StatementItem>,
+    items: Vec<Row>,
     now: DateTime<Utc>,
 ) -> Result<(usize, usize), StoreError> {
     let org = integration.org();
     let mut txs = Vec::with_capacity(items.len());
     let mut unreadable = Vec::new();
     for item in items {
+        let item = match item {
+            Ok(item) => item,
+            Err(bad) => {
+                unreadable.push((bad.id, bad.why));
+                continue;
+            }
+        };
         let id = item.id.clone();
         match item.row() {
             Ok(row) => txs.push(BankTx::new(
@@ -341,7 +376,7 @@ pub async fn run(
     mut now: DateTime<Utc>,
 ) -> Result<Report, ImportError> {
     let statement = Statement::of(apis, integration)?;
-    let cursor_pk = cursor_pk(integration);
+    let cursor_pk = cursor_pk(&integration.id);
     let mut cursor = Cursor::read(store.get(&cursor_pk).await?.as_ref());
     let mut report = Report::default();
     for pages in 0..limits.max_pages {
