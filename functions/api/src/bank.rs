@@ -2,6 +2,8 @@
 
 use crate::Ctx;
 use firmspace::bank::csv::{self, FILE_MAX};
+use firmspace::bank::files;
+use firmspace::bank::import::Request;
 use firmspace::bank::matching::{self, MatchError};
 use firmspace::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
 use firmspace::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
@@ -198,7 +200,12 @@ async fn integration(
 
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
-pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
+pub async fn upload(
+    store: &Store,
+    settings: &crate::Settings,
+    ctx: &Ctx<'_>,
+    id: &str,
+) -> Result<Response<Body>, ApiError> {
     let bytes = body_bytes(ctx.req);
     if bytes.len() > FILE_MAX {
         return Err(ApiError::new(
@@ -226,6 +233,9 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
             return Ok(json_response(400, &body));
         }
     };
+    if rows.len() > files::ROWS_AT_ONCE {
+        return large(store, settings, ctx, &integration.id, (bytes, rows.len())).await;
+    }
     let txs: Vec<BankTx> = rows
         .into_iter()
         .map(|row| BankTx::new(&ctx.org, &integration.id, "csv", row, Arrival::Csv, ctx.now))
@@ -245,6 +255,60 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
     };
     let told = tell(store, &ctx.org, Kind::Bank, &recorded, context, ctx.now).await?;
     Ok(json_response(200, &told.answer))
+}
+
+/// A checked file of more than 5,000 rows: kept in the bucket and stored by the import worker;
+/// 202 with the import and where to follow it. The same file again is the same import.
+async fn large(
+    store: &Store,
+    settings: &crate::Settings,
+    ctx: &Ctx<'_>,
+    integration: &str,
+    file: (&[u8], usize),
+) -> Result<Response<Body>, ApiError> {
+    let unavailable = |why: &str| {
+        tracing::warn!(%why, "a large file could not be taken");
+        ApiError::new(
+            503,
+            "imports_unavailable",
+            "a file of more than 5000 rows is stored by the import worker, which cannot take it now; retry",
+        )
+    };
+    let (Some(bucket), Some(queue)) = (settings.uploads.as_ref(), settings.imports.as_ref()) else {
+        return Err(unavailable("no bucket or import queue is configured"));
+    };
+    let (import, new) = files::start(store, bucket, &ctx.org, integration, file, ctx.now)
+        .await
+        .map_err(|e| match e {
+            files::FileError::Store(e) => e.into(),
+            files::FileError::Bucket(why) => unavailable(&why),
+        })?;
+    if new || import.state() == "queued" {
+        let request = Request::File {
+            org: ctx.org.clone(),
+            import_id: import.id.clone(),
+        };
+        queue
+            .send(&request)
+            .await
+            .map_err(|why| unavailable(&why))?;
+    }
+    let mut answer = import.to_json();
+    answer["duplicate"] = json!(!new);
+    answer["status_url"] = json!(format!("/api/imports/{}", import.id));
+    Ok(json_response(202, &answer))
+}
+
+/// `GET /api/imports/{id}`: a large file's import as it stands.
+pub async fn file_import(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let import = files::get(store, &ctx.org, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("import"))?;
+    Ok(json_response(200, &import.to_json()))
 }
 
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
@@ -273,7 +337,10 @@ pub async fn start_import(
     let imports = imports.ok_or_else(|| {
         ApiError::new(503, "imports_unavailable", "no import queue is configured")
     })?;
-    imports.send(&integration).await.map_err(|why| {
+    let request = Request::Statement {
+        integration_id: integration.clone(),
+    };
+    imports.send(&request).await.map_err(|why| {
         tracing::warn!(%why, "import request not queued");
         ApiError::new(
             503,

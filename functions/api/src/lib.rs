@@ -45,6 +45,9 @@ pub struct Settings {
     pub imports: Option<firmspace::bank::import::Requests>,
     /// Reads a key may make a minute (`READS_PER_MINUTE`, default 300); over it, 429.
     pub reads_per_minute: u64,
+    /// Where CSV files of more than 5,000 rows wait for the import worker (the attachments
+    /// bucket, `imports/`); without it such a file is 503.
+    pub uploads: Option<firmspace::bank::files::Bucket>,
 }
 
 pub struct App {
@@ -68,18 +71,19 @@ impl App {
 
     pub async fn from_env() -> Result<Self, ConfigError> {
         let config = Config::from_env()?;
+        let endpoint = config.endpoint_url.as_deref();
+        let sdk = firmspace::aws::sdk_config(endpoint).await;
+        let s3 = firmspace::aws::s3(&sdk, endpoint.is_some());
         let settings = Settings {
             admin_token: AdminToken::from_env(&config).await?,
             public_url: config::var("PUBLIC_URL").unwrap_or_default(),
             allows_loopback: config.allows_loopback(),
-            files: match config::var("ATTACHMENTS_BUCKET") {
-                Some(bucket) => {
-                    let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
-                    let s3 = firmspace::aws::s3(&sdk, config.endpoint_url.is_some());
-                    Some(firmspace::messages::media::Files::new(s3, bucket))
-                }
-                None => None,
-            },
+            files: config::var("ATTACHMENTS_BUCKET")
+                .map(|bucket| firmspace::messages::media::Files::new(s3.clone(), bucket)),
+            uploads: config::var("ATTACHMENTS_BUCKET").map(|name| firmspace::bank::files::Bucket {
+                s3: s3.clone(),
+                name,
+            }),
             imports: match config::var("IMPORT_QUEUE_URL") {
                 Some(queue_url) => Some(firmspace::bank::import::Requests {
                     sqs: firmspace::aws::sqs(config.endpoint_url.as_deref()).await,
@@ -191,7 +195,8 @@ impl App {
             OrgOp::CreateContact => calls::create_contact(store, ctx).await,
             OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
             OrgOp::ListConversations => messages::list(store, ctx).await,
-            OrgOp::UploadCsv => bank::upload(store, ctx, found.param("id")).await,
+            OrgOp::UploadCsv => bank::upload(store, &self.settings, ctx, found.param("id")).await,
+            OrgOp::FileImport => bank::file_import(store, ctx, found.param("id")).await,
             OrgOp::StartImport => {
                 let imports = self.settings.imports.as_ref();
                 bank::start_import(store, imports, ctx, found.param("id")).await

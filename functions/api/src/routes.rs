@@ -64,6 +64,7 @@ pub enum OrgOp {
     ListContacts,
     ListConversations,
     UploadCsv,
+    FileImport,
     StartImport,
     MatchBankTx,
     UnmatchBankTx,

@@ -313,6 +313,26 @@ pub struct CsvImported {
     imported: usize,
     /// Rows stored before (this file again, an overlapping file).
     duplicates: usize,
+    /// Rows whose bank id another row holds: the first kept, a review item filed.
+    conflicts: usize,
+}
+
+/// A file of more than 5,000 rows, stored by the import worker a page at a time.
+#[derive(Serialize, ToSchema)]
+pub struct FileImport {
+    /// `imp_...`: the digest of the organisation, the integration and the file.
+    import_id: String,
+    integration_id: String,
+    /// `queued`, `running` or `done`.
+    state: String,
+    rows: usize,
+    /// Rows stored so far (the cursor): `imported` + `duplicates` + `conflicts`.
+    stored: usize,
+    imported: usize,
+    duplicates: usize,
+    conflicts: usize,
+    created_at: String,
+    updated_at: String,
 }
 
 /// A match: the money applied, the invoice now, and the one a re-match took it from.

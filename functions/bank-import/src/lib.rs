@@ -9,13 +9,16 @@
 //! once, the cursor moved after them.
 
 use chrono::{DateTime, Utc};
+use firmspace::bank::files::{self, Bucket};
 use firmspace::bank::import::{self, Limits, Report, Request, Requests};
 use firmspace::config::{parse_var, Config, ConfigError};
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
 use firmspace::egress::Apis;
 use firmspace::ids::IntegrationId;
+use firmspace::ids::OrgId;
 use firmspace::integrations;
 use firmspace::review::Kind;
+use firmspace::review::Reason;
 use firmspace::store::{Store, StoreError};
 use lambda_runtime::LambdaEvent;
 use serde_json::{json, Value};
@@ -24,12 +27,19 @@ use std::time::{Duration, Instant};
 /// The schedule's period in the cloud (`rate(5 minutes)`).
 pub const PERIOD: Duration = Duration::from_secs(300);
 
-/// One integration's import, for the schedule and for the queue alike.
+/// One request's work: an integration's statement, or a large file's next steps.
 pub struct Importer {
     store: Store,
     apis: Apis,
     limits: Limits,
+    /// The import queue: where the schedule fans out, and where a file not done goes on.
+    fan_out: Requests,
+    /// Where large files wait (`ATTACHMENTS_BUCKET`); without it no file import is taken.
+    bucket: Option<Bucket>,
 }
+
+/// How long a file's steps run in one invocation before the rest goes back on the queue.
+const FILE_BUDGET: Duration = Duration::from_secs(30);
 
 impl Importer {
     /// Runs the import of `id` at `now`: its report as JSON, or a store failure (retried).
@@ -53,14 +63,60 @@ impl Importer {
     }
 }
 
+impl Importer {
+    /// A large file's steps, [`files::PAGE`] rows each, for up to [`FILE_BUDGET`]; what is left
+    /// goes back on the queue as a request of its own. A store or bucket failure is retried.
+    async fn file(&self, org: &OrgId, id: &str) -> Result<Applied, WorkError> {
+        let Some(mut import) = files::get(&self.store, org, id).await? else {
+            return Err(WorkError::Permanent {
+                reason: Reason::NoBankRow,
+                detail: format!("no file import {id}"),
+            });
+        };
+        let bucket = self.bucket.as_ref().ok_or_else(|| WorkError::Permanent {
+            reason: Reason::StoreRefused,
+            detail: "no bucket for large files (ATTACHMENTS_BUCKET)".into(),
+        })?;
+        let started = Instant::now();
+        let mut applied = Applied::default();
+        while import.state() != "done" && started.elapsed() < FILE_BUDGET {
+            let (rows, after) = files::step(&self.store, bucket, &import, 16, Utc::now())
+                .await
+                .map_err(|e| match e {
+                    files::FileError::Store(e) => WorkError::from(e),
+                    bucket => WorkError::transient(bucket),
+                })?;
+            applied.written += rows.imported();
+            applied.absorbed += rows.duplicates() + rows.conflicts();
+            import = after;
+        }
+        tracing::info!(import = %import.id, stored = import.stored, rows = import.rows, "file import step");
+        if import.state() != "done" {
+            let rest = Request::File {
+                org: org.clone(),
+                import_id: import.id.clone(),
+            };
+            self.fan_out
+                .send(&rest)
+                .await
+                .map_err(|why| WorkError::transient(std::io::Error::other(why)))?;
+        }
+        Ok(applied)
+    }
+}
+
 impl Worker for Importer {
     type Job = Request;
     const KIND: Kind = Kind::Bank;
 
-    /// A request from the API: its integration's import now. A store failure is retried.
+    /// A statement import (a store failure is retried), or a large file's next steps.
     async fn apply(&self, job: Request, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+        let integration_id = match job {
+            Request::Statement { integration_id } => integration_id,
+            Request::File { org, import_id } => return self.file(&org, &import_id).await,
+        };
         // The lease is real time: a request later in the batch starts when it starts.
-        let report = self.one(&job.integration_id, Utc::now().max(now)).await?;
+        let report = self.one(&integration_id, Utc::now().max(now)).await?;
         let imported = report["imported"].as_u64().unwrap_or(0) as usize;
         let rows = report["rows"].as_u64().unwrap_or(0) as usize;
         Ok(Applied {
@@ -72,22 +128,27 @@ impl Worker for Importer {
 
 pub struct App {
     requests: SqsApp<Importer>,
-    /// Where the schedule puts one request per integration.
-    fan_out: Requests,
     /// The schedule's period: an integration not imported within two is overdue.
     period: Duration,
 }
 
 impl App {
-    pub fn new(store: Store, apis: Apis, limits: Limits, fan_out: Requests) -> Self {
+    pub fn new(
+        store: Store,
+        apis: Apis,
+        limits: Limits,
+        fan_out: Requests,
+        bucket: Option<Bucket>,
+    ) -> Self {
         let importer = Importer {
             store: store.clone(),
             apis,
             limits,
+            fan_out,
+            bucket,
         };
         Self {
             requests: SqsApp::new(importer, store, 5),
-            fan_out,
             period: PERIOD,
         }
     }
@@ -98,35 +159,42 @@ impl App {
     /// `IMPORT_PERIOD_SECS` (the schedule's period, 300), and the worker loop's
     /// `MAX_RECEIVE_COUNT`.
     pub async fn from_env() -> Result<Self, ConfigError> {
-        let queue_url = firmspace::config::require("IMPORT_QUEUE_URL")?;
-        let requests = SqsApp::from_env(|config: &Config, store| {
-            let asked = parse_var("STATEMENT_INTERVAL_MS", 60_000u64)?;
-            let interval = match config.allows_loopback() {
-                true => asked,
-                false => asked.max(60_000),
-            };
-            let limits = Limits {
-                interval: Duration::from_millis(interval),
-                max_wait: Duration::from_millis(parse_var("IMPORT_MAX_WAIT_MS", 0u64)?),
-                max_pages: 20,
-            };
-            let apis = Apis::from_env(config.allows_loopback())?;
-            Ok(Importer {
-                store,
-                apis,
-                limits,
-            })
-        })
-        .await?;
-        let endpoint = firmspace::config::var("AWS_ENDPOINT_URL");
-        let fan_out = Requests {
-            sqs: firmspace::aws::sqs(endpoint.as_deref()).await,
-            queue_url,
+        let config = Config::from_env()?;
+        let asked = parse_var("STATEMENT_INTERVAL_MS", 60_000u64)?;
+        let interval = match config.allows_loopback() {
+            true => asked,
+            false => asked.max(60_000),
         };
+        let limits = Limits {
+            interval: Duration::from_millis(interval),
+            max_wait: Duration::from_millis(parse_var("IMPORT_MAX_WAIT_MS", 0u64)?),
+            max_pages: 20,
+        };
+        let endpoint = config.endpoint_url.as_deref();
+        let fan_out = Requests {
+            sqs: firmspace::aws::sqs(endpoint).await,
+            queue_url: firmspace::config::require("IMPORT_QUEUE_URL")?,
+        };
+        let bucket = match firmspace::config::var("ATTACHMENTS_BUCKET") {
+            Some(name) => {
+                let sdk = firmspace::aws::sdk_config(endpoint).await;
+                let s3 = firmspace::aws::s3(&sdk, endpoint.is_some());
+                Some(Bucket { s3, name })
+            }
+            None => None,
+        };
+        let store = config.store().await;
+        let importer = Importer {
+            store: store.clone(),
+            apis: Apis::from_env(config.allows_loopback())?,
+            limits,
+            fan_out,
+            bucket,
+        };
+        let max_receives = parse_var("MAX_RECEIVE_COUNT", 5)?;
         let period = Duration::from_secs(parse_var("IMPORT_PERIOD_SECS", PERIOD.as_secs())?);
         Ok(Self {
-            requests,
-            fan_out,
+            requests: SqsApp::new(importer, store, max_receives),
             period,
         })
     }
@@ -160,7 +228,7 @@ impl App {
         loop {
             let (page, next) = import::scheduled(store, cursor.as_deref()).await?;
             let ids: Vec<IntegrationId> = page.iter().map(|(id, _)| id.clone()).collect();
-            self.fan_out.send_all(&ids).await?;
+            self.requests.worker.fan_out.send_all(&ids).await?;
             queued += ids.len();
             overdue.extend(import::overdue(store, &page, self.period, now).await?);
             match next {

@@ -4,6 +4,7 @@
 //! filter" step is needed for correctness; overlapping imports and repeated uploads are harmless.
 
 pub mod csv;
+pub mod files;
 pub mod import;
 pub mod matching;
 pub mod monobank;

@@ -1,7 +1,7 @@
-//! What starts a statement import: the schedule's list of monobank integrations, and the API's
-//! "import now" requests on a queue.
+//! What the import queue carries: the schedule's and the API's statement imports, and the steps
+//! of a large CSV file.
 
-use crate::ids::IntegrationId;
+use crate::ids::{IntegrationId, OrgId};
 use crate::store::item::Read;
 use crate::store::{Store, StoreError};
 use chrono::{DateTime, Utc};
@@ -14,33 +14,45 @@ pub struct Requests {
     pub queue_url: String,
 }
 
-/// One "import now": `{"integration_id"}`, the body of a request's queue message.
+/// A request of the import queue: a monobank integration's statement ("import now", or the
+/// schedule's), or the next steps of a large CSV file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    pub integration_id: IntegrationId,
+pub enum Request {
+    Statement { integration_id: IntegrationId },
+    File { org: OrgId, import_id: String },
 }
 
 impl Request {
     pub fn to_body(&self) -> String {
-        serde_json::json!({"integration_id": self.integration_id.to_string()}).to_string()
+        match self {
+            Self::Statement { integration_id } => {
+                serde_json::json!({"integration_id": integration_id.to_string()})
+            }
+            Self::File { org, import_id } => {
+                serde_json::json!({"org": org.as_str(), "import_id": import_id})
+            }
+        }
+        .to_string()
     }
 
-    /// A request's body; `None` when it names no integration.
+    /// A request's body; `None` when it names no integration and no file import.
     pub fn from_body(body: &str) -> Option<Self> {
         let value: serde_json::Value = serde_json::from_str(body).ok()?;
-        let raw = value.get("integration_id")?.as_str()?;
-        Some(Self {
-            integration_id: IntegrationId::parse(raw).ok()?,
+        if let Some(raw) = value.get("integration_id").and_then(|v| v.as_str()) {
+            return Some(Self::Statement {
+                integration_id: IntegrationId::parse(raw).ok()?,
+            });
+        }
+        Some(Self::File {
+            org: OrgId::parse(value.get("org")?.as_str()?).ok()?,
+            import_id: value.get("import_id")?.as_str()?.to_owned(),
         })
     }
 }
 
 impl Requests {
-    pub async fn send(&self, integration: &IntegrationId) -> Result<(), String> {
-        let body = Request {
-            integration_id: integration.clone(),
-        }
-        .to_body();
+    pub async fn send(&self, request: &Request) -> Result<(), String> {
+        let body = request.to_body();
         self.sqs
             .send_message()
             .queue_url(&self.queue_url)
@@ -63,7 +75,7 @@ impl Requests {
                 .iter()
                 .enumerate()
                 .map(|(i, id)| {
-                    let body = Request {
+                    let body = Request::Statement {
                         integration_id: id.clone(),
                     }
                     .to_body();

@@ -46,14 +46,21 @@ consequence_job!(
     super::BankCredit
 );
 
-/// An "import now" request of the statement import's queue.
+/// A request of the import queue: a statement, or a large file's next steps.
 impl Job for crate::bank::import::Request {
     fn read(body: &str) -> Result<Self, Unread> {
-        Self::from_body(body).ok_or_else(|| Unread::Malformed("names no integration".into()))
+        Self::from_body(body)
+            .ok_or_else(|| Unread::Malformed("names no integration and no file import".into()))
     }
 
+    /// The integration by its digest: a monobank integration's id is its webhook's credential.
     fn about(&self) -> (OrgId, String) {
-        let id = &self.integration_id;
-        (id.org.clone(), format!("import:{id}"))
+        match self {
+            Self::Statement { integration_id } => (
+                integration_id.org.clone(),
+                format!("import:{}", integration_id.digest()),
+            ),
+            Self::File { org, import_id } => (org.clone(), format!("import:{import_id}")),
+        }
     }
 }

@@ -210,7 +210,7 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
     };
-    let function = bank_import::App::new(env.store.clone(), apis(), wide, fan_out);
+    let function = bank_import::App::new(env.store.clone(), apis(), wide, fan_out, None);
     let event = serde_json::to_value(crate::support::queues::event(&requests)).unwrap();
     let out = function.process(&event).await.unwrap();
     assert_eq!(out["batchItemFailures"], serde_json::json!([]));
@@ -374,7 +374,7 @@ async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue()
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
     };
-    let function = bank_import::App::new(env.store.clone(), apis(), limits(20), requests);
+    let function = bank_import::App::new(env.store.clone(), apis(), limits(20), requests, None);
     let schedule =
         serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
     let out = function.process(&schedule).await.unwrap();
@@ -386,11 +386,9 @@ async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue()
     let queued = crate::support::queues::receive(&sqs, &queue_url, 3).await;
     let mut named: Vec<String> = queued
         .iter()
-        .map(|m| {
-            Request::from_body(m.body().unwrap())
-                .unwrap()
-                .integration_id
-                .id
+        .map(|m| match Request::from_body(m.body().unwrap()) {
+            Some(Request::Statement { integration_id }) => integration_id.id,
+            other => panic!("{other:?}"),
         })
         .collect();
     named.sort();

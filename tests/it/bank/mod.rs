@@ -380,3 +380,86 @@ async fn a_monobank_webhooks_id_is_kept_only_by_its_integration() {
         .collect();
     assert_eq!(holders, ["integration"]);
 }
+
+#[tokio::test]
+async fn a_file_of_6000_rows_is_stored_by_the_worker_and_followed_by_its_import() {
+    let env = TestEnv::new().await;
+    let (s3, name) = crate::support::bucket(&env).await;
+    let sqs = crate::support::queues::client().await;
+    let (queue_url, _) = crate::support::queues::queue(&sqs, "imports", 30, None).await;
+    let fan_out = || firmspace::bank::import::Requests {
+        sqs: sqs.clone(),
+        queue_url: queue_url.clone(),
+    };
+    let bucket = firmspace::bank::files::Bucket { s3, name };
+    let mut settings = api::settings();
+    settings.uploads = Some(bucket.clone());
+    settings.imports = Some(fan_out());
+    let app = ::api::App::new(env.store.clone(), settings);
+    let key = api::new_org(&app).await;
+    let body = json!({"kind": "bank", "provider": "csv"});
+    let (_, integration) = call(&app, "POST", "/api/integrations", &key, body).await;
+    let url = integration["upload_url"].as_str().unwrap();
+    let path = &url[url.find("/api/").unwrap()..];
+    let csv = file(0..6000);
+    let (status, started) = answer(&app, upload(path, &key, &csv)).await;
+    assert_eq!(
+        (status, started["state"].as_str(), started["rows"].as_u64()),
+        (202, Some("queued"), Some(6000)),
+        "{started}"
+    );
+    assert_eq!(
+        env.count("bank_tx").await,
+        0,
+        "nothing stored inside the upload"
+    );
+    let (status, again) = answer(&app, upload(path, &key, &csv)).await;
+    assert_eq!(
+        (status, &again["import_id"], again["duplicate"].as_bool()),
+        (202, &started["import_id"], Some(true))
+    );
+
+    let worker = bank_import::App::new(
+        env.store.clone(),
+        crate::support::channels::apis(true),
+        firmspace::bank::import::Limits::default(),
+        fan_out(),
+        Some(bucket),
+    );
+    // Each request takes its file's next steps; the same file queued twice is absorbed.
+    let mut taken = 0;
+    loop {
+        let queued = crate::support::queues::receive(&sqs, &queue_url, 1).await;
+        if queued.is_empty() {
+            break;
+        }
+        taken += queued.len();
+        let event = serde_json::to_value(crate::support::queues::event(&queued)).unwrap();
+        let out = worker.process(&event).await.unwrap();
+        assert_eq!(out["batchItemFailures"], json!([]));
+        crate::support::queues::delete(&sqs, &queue_url, &queued).await;
+    }
+    assert!(taken >= 1);
+    let status_url = started["status_url"].as_str().unwrap();
+    let (status, done) = call(&app, "GET", status_url, &key, Value::Null).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (
+            done["state"].as_str(),
+            done["stored"].as_u64(),
+            done["imported"].as_u64()
+        ),
+        (Some("done"), Some(6000), Some(6000)),
+        "{done}"
+    );
+    assert_eq!(env.count("bank_tx").await, 6000);
+    let (status, _) = call(
+        &app,
+        "GET",
+        "/api/imports/imp_000000000000000000000000",
+        &key,
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 404);
+}

@@ -10,7 +10,7 @@ mod telegram;
 mod whatsapp;
 
 use crate::support::channels::{self, Channels};
-use crate::support::{json_of, request, sdk_config, uuid_like, TestEnv};
+use crate::support::{json_of, request, TestEnv};
 use chrono::Utc;
 use firmspace::ids::{IntegrationId, OrgId};
 use firmspace::integrations::{self, Integration, Settings};
@@ -79,20 +79,7 @@ impl Setup {
         )
         .await
         .unwrap();
-        // Every S3 request is logged with the DynamoDB calls: `S3 PUT`, ...
-        let s3 = env.calls.s3(&sdk_config().await);
-        let bucket = format!("it-{}", uuid_like());
-        let here = aws_sdk_s3::types::CreateBucketConfiguration::builder()
-            .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(
-                crate::support::REGION,
-            ))
-            .build();
-        s3.create_bucket()
-            .bucket(&bucket)
-            .create_bucket_configuration(here)
-            .send()
-            .await
-            .unwrap();
+        let (s3, bucket) = crate::support::bucket(&env).await;
         env.calls.clear();
         let media = Media::new(channels::apis(true), Files::new(s3.clone(), &bucket));
         let app = message_webhook::app(env.store.clone(), media);

@@ -26,6 +26,7 @@ pub fn settings() -> api::Settings {
         files: None,
         imports: None,
         reads_per_minute: 300,
+        uploads: None,
     }
 }
 

@@ -157,3 +157,20 @@ pub fn forged_cursor(cursor: &str, part: &str, value: &str) -> String {
     position[part] = Value::String(value.to_owned());
     b64.encode(position.to_string())
 }
+
+/// A fresh bucket on ministack, and an S3 client whose requests are logged with the store's
+/// calls (`S3 PUT`, ...).
+pub async fn bucket(env: &TestEnv) -> (aws_sdk_s3::Client, String) {
+    let s3 = env.calls.s3(&sdk_config().await);
+    let bucket = format!("it-{}", uuid_like());
+    let here = aws_sdk_s3::types::CreateBucketConfiguration::builder()
+        .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(REGION))
+        .build();
+    s3.create_bucket()
+        .bucket(&bucket)
+        .create_bucket_configuration(here)
+        .send()
+        .await
+        .unwrap();
+    (s3, bucket)
+}

@@ -219,6 +219,7 @@ async fn the_document_is_served_without_authentication() {
         files: None,
         imports: None,
         reads_per_minute: 300,
+        uploads: None,
     };
     let app = crate::App::new(store, settings);
     let get = |path: &str| {

@@ -335,7 +335,15 @@ pub static ROUTES: &[Route] = &[
         summary: "A bank's CSV export (Content-Type: text/csv, at most 5 MiB): every row stored once",
         params: &[path("id", "the csv bank integration's id")],
         body: None,
-        ok: OK,
+        ok: &[
+            (200, "up to 5,000 rows: stored now"),
+            (
+                202,
+                "more than 5,000 rows: checked whole, then stored by the import worker; the answer \
+                 is the import (`GET /api/imports/{import_id}`: `import_id`, `state`, `rows`, \
+                 `stored`, ..., `status_url`, `duplicate` for the same file again)",
+            ),
+        ],
         answer: One(doc::<s::CsvImported>),
         errors: &[
             (
@@ -346,6 +354,17 @@ pub static ROUTES: &[Route] = &[
             (409, "`not_a_csv_integration`"),
             (413, "`payload_too_large`: over 5 MiB"),
         ],
+    },
+    Route {
+        method: Get,
+        path: "/api/imports/{id}",
+        op: Op::Org(FileImport),
+        summary: "A large CSV file's import as it stands",
+        params: &[path("id", "the import's id (`imp_...`)")],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::FileImport>),
+        errors: &[(404, "`not_found`: no such import in this organisation")],
     },
     Route {
         method: Post,
