@@ -288,7 +288,8 @@ mod tests {
 
     #[test]
     fn an_import_is_queued_then_running_then_done() {
-        let at = Utc::now();
+        // Stored times keep milliseconds.
+        let at = crate::time::parse("2026-12-03T18:00:00.123Z").unwrap();
         let mut import = FileImport {
             org: OrgId::generate(),
             id: "imp_1".into(),
