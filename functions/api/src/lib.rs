@@ -152,16 +152,19 @@ impl App {
                 if let Some(Err(lacks)) = found.route.scope().map(|s| key.may(s)) {
                     return Err(forbidden(lacks));
                 }
-                if found.route.scope() == Some(Scope::Read) {
-                    self.count_read(&key, now).await?;
-                }
                 let ctx = Ctx {
                     req,
                     now,
                     org: key.org.clone(),
                     key,
                 };
-                self.dispatch(op, &found, &ctx).await
+                let answer = self.dispatch(op, &found, &ctx).await?;
+                // A read is counted once it is answered: a refused request writes nothing,
+                // and a key over its limit gets 429 instead of the answer.
+                if found.route.scope() == Some(Scope::Read) {
+                    self.count_read(&ctx.key, now).await?;
+                }
+                Ok(answer)
             }
         }
     }

@@ -115,12 +115,12 @@ pub async fn list_messages(
     let found = messages::messages(store, &ctx.org, id).await?;
     let mut urls = HashMap::new();
     if let Some(files) = files {
-        for object in found
+        for (object, claimed) in found
             .iter()
             .flat_map(|m| &m.attachments)
-            .filter_map(|a| a.object.as_ref())
+            .filter_map(|a| Some((a.object.as_ref()?, &a.content_type)))
         {
-            if let Some(url) = files.presign(object, URL_TTL).await {
+            if let Some(url) = files.presign(object, claimed, URL_TTL).await {
                 urls.insert(object.clone(), url);
             }
         }

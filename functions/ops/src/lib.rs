@@ -179,22 +179,36 @@ impl App {
             "GET" => Scope::Read,
             _ => Scope::Ops,
         })?;
+        let answer = self.route(&who, req, &segments, now).await?;
+        // A read is counted once it is answered: a refused request writes nothing, and a key
+        // over its limit gets 429 instead of the answer.
         if method == "GET" {
             self.count_read(&who, now).await?;
         }
+        Ok(answer)
+    }
+
+    async fn route(
+        &self,
+        who: &Who,
+        req: &Request,
+        segments: &[&str],
+        now: DateTime<Utc>,
+    ) -> Result<Response<Body>, ApiError> {
+        let method = req.method().as_str();
         // Each route's future on the heap: together they would make one very large future.
-        match (method, segments.as_slice()) {
-            ("GET", ["ops", "summary"]) => Box::pin(views::summary(self, &who, req, now)).await,
-            ("GET", ["ops", "orgs"]) => Box::pin(views::orgs(self, &who, req)).await,
-            ("GET", ["ops", "events"]) => Box::pin(views::events(self, &who, req)).await,
-            ("GET", ["ops", "review"]) => Box::pin(views::review(self, &who, req)).await,
-            ("GET", ["ops", "runs"]) => Box::pin(views::runs(self, &who, req)).await,
-            ("GET", ["ops", "chart"]) => Box::pin(views::chart(self, &who, req, now)).await,
-            ("GET", ["ops", "dlq", queue]) => Box::pin(views::dlq(self, &who, req, queue)).await,
+        match (method, segments) {
+            ("GET", ["ops", "summary"]) => Box::pin(views::summary(self, who, req, now)).await,
+            ("GET", ["ops", "orgs"]) => Box::pin(views::orgs(self, who, req)).await,
+            ("GET", ["ops", "events"]) => Box::pin(views::events(self, who, req)).await,
+            ("GET", ["ops", "review"]) => Box::pin(views::review(self, who, req)).await,
+            ("GET", ["ops", "runs"]) => Box::pin(views::runs(self, who, req)).await,
+            ("GET", ["ops", "chart"]) => Box::pin(views::chart(self, who, req, now)).await,
+            ("GET", ["ops", "dlq", queue]) => Box::pin(views::dlq(self, who, req, queue)).await,
             ("POST", ["ops", ..]) => {
-                Box::pin(actions::dispatch(self, &who, req, &segments, now)).await
+                Box::pin(actions::dispatch(self, who, req, segments, now)).await
             }
-            (_, ["ops", ..]) if views::known(&segments) => {
+            (_, ["ops", ..]) if views::known(segments) => {
                 Err(ApiError::method_not_allowed(if segments.len() == 4 {
                     &["POST"]
                 } else {

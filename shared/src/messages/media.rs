@@ -2,7 +2,7 @@
 //! sender's file URLs), and attachments stored once in S3: under a key derived from the message
 //! key, written with `If-None-Match: *`, so concurrent first deliveries leave one object.
 
-pub use super::files::Files;
+pub use super::files::{served_type, Files};
 use super::providers::MessageSettings;
 use super::{Attachment, AttachmentRef, MediaRef};
 use crate::egress::targets;

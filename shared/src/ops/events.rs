@@ -98,21 +98,23 @@ fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<
 
 /// The item whose consequences an event's are: an incoming SMS's are its conversation message's
 /// (the stream derives them from it); every other event's are its own.
+fn carried_message(e: &Item) -> Option<String> {
+    let received = e.opt_str("kind") == Some(crate::ledger::ACK_KIND)
+        && e.opt_str("type") == Some("sms.received");
+    if !received {
+        return None;
+    }
+    let org = OrgId::parse(e.opt_str("org")?).ok()?;
+    Some(crate::messages::message_pk(
+        &org,
+        e.opt_str("integration_id")?,
+        e.opt_str("message_id")?,
+    ))
+}
+
+/// The item each event carries (`carried_message`), read in one batch.
 async fn carriers(store: &Store, events: &[Item]) -> Result<Vec<Option<Item>>, StoreError> {
-    let message_of = |e: &Item| -> Option<String> {
-        let received = e.opt_str("kind") == Some(crate::ledger::ACK_KIND)
-            && e.opt_str("type") == Some("sms.received");
-        if !received {
-            return None;
-        }
-        let org = OrgId::parse(e.opt_str("org")?).ok()?;
-        Some(crate::messages::message_pk(
-            &org,
-            e.opt_str("integration_id")?,
-            e.opt_str("message_id")?,
-        ))
-    };
-    let wanted: Vec<Option<String>> = events.iter().map(message_of).collect();
+    let wanted: Vec<Option<String>> = events.iter().map(carried_message).collect();
     let pks: Vec<String> = wanted.iter().flatten().cloned().collect();
     if pks.is_empty() {
         return Ok(vec![None; events.len()]);
@@ -236,7 +238,11 @@ pub enum ReplayError {
 /// Derives the stored event's consequences again and sends them all: what already happened is
 /// absorbed by its key, what was missing happens now. Returns how many were sent.
 pub async fn replay(store: &Store, publisher: &Publisher, pk: &str) -> Result<usize, ReplayError> {
-    let item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
+    let mut item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
+    // An incoming SMS's consequences are its conversation message's: replay those.
+    if let Some(message) = carried_message(&item) {
+        item = store.get(&message).await?.ok_or(ReplayError::NotFound)?;
+    }
     let consequences = derive::consequences(&item)?;
     Ok(publisher.publish(&consequences).await?.sent)
 }

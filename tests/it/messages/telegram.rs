@@ -145,7 +145,27 @@ async fn two_messages_of_a_new_chat_make_one_conversation_listed_with_its_messag
     let attachment = &messages[1]["attachments"][0];
     assert_eq!(attachment["size"], crate::support::channels::FILE.len());
     let url = attachment["url"].as_str().expect("a presigned URL");
-    let bytes = reqwest::get(url).await.unwrap().bytes().await.unwrap();
+    let served = reqwest::get(url).await.unwrap();
+    let header = |name: &str| {
+        served
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        (header("content-disposition"), header("content-type")),
+        (
+            Some("attachment".into()),
+            Some(
+                firmspace::messages::media::served_type(
+                    attachment["content_type"].as_str().unwrap()
+                )
+                .into()
+            )
+        ),
+        "a download of an allowed type, whatever the sender claimed"
+    );
+    let bytes = served.bytes().await.unwrap();
     assert_eq!(&bytes[..], crate::support::channels::FILE);
     let (status, _) = api::call(
         &api_app,

@@ -126,3 +126,64 @@ async fn lose_the_notification(o: &Ops) {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_replayed_incoming_sms_sends_its_messages_consequences_again() {
+    let o = Ops::new().await;
+    let (key, _) = super::org_by_key(&o).await;
+    let call = |method: &'static str, path: &'static str, body: Value| {
+        crate::support::api::call(&o.api, method, path, &key, body)
+    };
+    let (status, _) = call(
+        "POST",
+        "/api/members",
+        json!({"user_id": "u1", "name": "Olena"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, made) = call(
+        "POST",
+        "/api/integrations",
+        json!({"kind": "sms", "provider": "standard"}),
+    )
+    .await;
+    let (id, secret) = (
+        made["integration_id"].as_str().unwrap(),
+        made["secret"].as_str().unwrap(),
+    );
+    let raw = crate::ledger::event("received", "MO-replay", None).to_string();
+    let at = Utc::now().timestamp();
+    let signature =
+        firmspace::signature::standard::sign(secret, "evt_mo", at, raw.as_bytes()).unwrap();
+    let req = crate::support::request(
+        "POST",
+        &format!("/hooks/{id}/sms"),
+        &[
+            ("content-type", "application/json"),
+            ("webhook-id", "evt_mo"),
+            ("webhook-timestamp", &at.to_string()),
+            ("webhook-signature", &signature),
+        ],
+        raw.into_bytes(),
+    );
+    let hook = sms_webhook::app(o.env.store.clone());
+    assert_eq!(hook.handle(req).await.unwrap().status(), 200);
+    let (_, events) = o.get("/ops/events?kind=sms", &key).await;
+    let event = &ids(&events)[0];
+    let (status, replayed) = o
+        .post(
+            &format!("/ops/events/{event}/replay"),
+            &key,
+            "replay-sms",
+            &Value::Null,
+        )
+        .await;
+    assert_eq!(status, 200, "{replayed}");
+    let consequences = events["items"][0]["consequences"].as_array().unwrap().len();
+    assert!(consequences > 0, "{events}");
+    assert_eq!(
+        replayed["sent"].as_u64(),
+        Some(consequences as u64),
+        "its message's, sent again"
+    );
+}
