@@ -226,3 +226,30 @@ async fn a_manual_payment_is_booked_by_the_key_that_asked_whatever_the_body_says
     );
     assert!(!key_id.contains(&crm.key), "no key in a record");
 }
+
+#[tokio::test]
+async fn an_outbound_target_on_another_port_than_443_or_80_must_be_named() {
+    let crm = Crm::new().await;
+    for url in [
+        "https://hooks.example.com:6379/x",
+        "https://hooks.example.com:22/x",
+    ] {
+        let body = json!({"kind": "outbound", "url": url});
+        let refused = crm
+            .expect_error("POST", "/api/integrations", body, 400, "invalid_url")
+            .await;
+        assert!(
+            refused["detail"].as_str().unwrap().contains("port"),
+            "{refused}"
+        );
+    }
+    let named =
+        json!({"kind": "outbound", "url": "https://hooks.example.com:8443/x", "port": 8443});
+    crm.expect_status("POST", "/api/integrations", named, 201)
+        .await;
+    assert_eq!(
+        crm.count("integration").await,
+        1,
+        "only the named port's target"
+    );
+}

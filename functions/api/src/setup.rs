@@ -57,6 +57,9 @@ pub struct NewIntegration {
     url: Option<String>,
     /// `https://.../status/{key}`: 2xx delivered, 404 not delivered.
     status_url: Option<String>,
+    /// outbound: a port other than 443 and 80 that `url` and `status_url` use (named on
+    /// purpose; any other port is refused).
+    port: Option<u16>,
     /// monobank X-Token: payments, to fetch a rotated key; bank, the personal API's token.
     pub(crate) token: Option<String>,
     /// calls, Twilio: the account's auth token, which signs every callback.
@@ -160,14 +163,15 @@ fn outbound_target(
         .url
         .clone()
         .ok_or_else(|| ApiError::bad_request("missing_url", "outbound integrations need url"))?;
-    check_outbound_url(&url, allow_loopback)?;
+    check_outbound_url(&url, allow_loopback, body.port)?;
     if let Some(status_url) = &body.status_url {
-        check_outbound_url(status_url, allow_loopback)?;
+        check_outbound_url(status_url, allow_loopback, body.port)?;
     }
     Ok(OutboundTarget {
         url,
         status_url: body.status_url.clone(),
         secret: SecretString::from(standard::generate_secret()),
+        port: body.port,
     })
 }
 
@@ -324,7 +328,7 @@ pub(crate) fn stand_in_url(
 ) -> Result<Option<String>, ApiError> {
     match &body.api_url {
         Some(url) if allows_loopback => {
-            check_outbound_url(url, true)?;
+            check_outbound_url(url, true, None)?;
             Ok(Some(url.clone()))
         }
         Some(_) => Err(ApiError::bad_request(
@@ -335,9 +339,11 @@ pub(crate) fn stand_in_url(
     }
 }
 
-/// An outbound URL must be https to a public host; loopback http only where the stage allows it.
-fn check_outbound_url(raw: &str, allow_loopback: bool) -> Result<(), ApiError> {
-    targets::check_url(raw, allow_loopback).map_err(|why| ApiError::bad_request("invalid_url", why))
+/// An outbound URL must be https to a public host on port 443 or 80 (or the `port` the
+/// integration names); loopback http only where the stage allows it.
+fn check_outbound_url(raw: &str, allow_loopback: bool, port: Option<u16>) -> Result<(), ApiError> {
+    targets::check_url_on(raw, allow_loopback, port)
+        .map_err(|why| ApiError::bad_request("invalid_url", why))
 }
 
 #[derive(Deserialize, ToSchema)]

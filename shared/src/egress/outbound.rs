@@ -16,6 +16,8 @@ pub struct OutboundTarget {
     pub status_url: Option<String>,
     /// Signs outgoing calls (Standard Webhooks headers).
     pub secret: SecretString,
+    /// A port other than 443 and 80 the integrator named for `url` and `status_url`.
+    pub port: Option<u16>,
 }
 
 impl OutboundTarget {
@@ -24,6 +26,7 @@ impl OutboundTarget {
         builder
             .str("url", &self.url)
             .opt_str("status_url", self.status_url.as_deref())
+            .opt_num("port", self.port)
     }
 
     pub(crate) fn read(
@@ -34,6 +37,7 @@ impl OutboundTarget {
             url: item.str_of("url")?.to_owned(),
             status_url: item.opt_str("status_url").map(str::to_owned),
             secret: crate::vault::take_secret(secrets, "secret")?,
+            port: item.u64_of("port").ok().and_then(|p| u16::try_from(p).ok()),
         })
     }
 }
@@ -78,7 +82,7 @@ impl Outbound {
 
     pub async fn send(&self, target: &OutboundTarget, key: &str, body: &Value, now: i64) -> Sent {
         let url = target.url.as_str();
-        if let Err(why) = super::targets::check_url(url, self.allow_loopback) {
+        if let Err(why) = super::targets::check_url_on(url, self.allow_loopback, target.port) {
             tracing::warn!(%why, "outbound target refused");
             return Sent::Rejected(0);
         }
@@ -116,7 +120,7 @@ impl Outbound {
             return State::Unknown;
         };
         // Checked again at call time, like `url`: a stored status URL is held to today's rules.
-        if let Err(why) = super::targets::check_url(template, self.allow_loopback) {
+        if let Err(why) = super::targets::check_url_on(template, self.allow_loopback, target.port) {
             tracing::warn!(%why, "status target refused");
             return State::Unknown;
         }
@@ -163,6 +167,7 @@ mod tests {
             url: "https://hooks.example.com/x".into(),
             status_url: Some(format!("http://127.0.0.1:{port}/status/{{key}}")),
             secret: SecretString::from(standard::generate_secret()),
+            port: None,
         };
         let strict = Outbound::new(Duration::from_secs(2), false);
         assert_eq!(strict.check(&target, "k1").await, State::Unknown);
@@ -181,6 +186,7 @@ mod tests {
             url: format!("http://127.0.0.1:{port}/hook?token=s3cr3t"),
             status_url: None,
             secret: SecretString::from(standard::generate_secret()),
+            port: None,
         };
         let sent = Outbound::new(Duration::from_secs(2), true)
             .send(&target, "k1", &serde_json::json!({}), 0)

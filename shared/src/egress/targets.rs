@@ -52,6 +52,15 @@ pub fn allowed(ip: IpAddr, allow_loopback: bool) -> bool {
 
 /// Validates a target URL; the error says why it is refused.
 pub fn check_url(raw: &str, allow_loopback: bool) -> Result<(), &'static str> {
+    check_url_on(raw, allow_loopback, None)
+}
+
+/// `check_url`, and the port one of 443 and 80, or `port` when an integration named it.
+pub fn check_url_on(
+    raw: &str,
+    allow_loopback: bool,
+    port: Option<u16>,
+) -> Result<(), &'static str> {
     let url = url::Url::parse(raw).map_err(|_| "url is not an absolute URL")?;
     let host = url.host_str().ok_or("url has no host")?;
     let ip: Option<IpAddr> = host.trim_matches(|c| c == '[' || c == ']').parse().ok();
@@ -65,6 +74,10 @@ pub fn check_url(raw: &str, allow_loopback: bool) -> Result<(), &'static str> {
     }
     if url.scheme() != "https" {
         return Err("url must use https");
+    }
+    let on = url.port_or_known_default();
+    if !matches!(on, Some(443 | 80)) && on != port {
+        return Err("url's port must be 443 or 80, or the integration's named `port`");
     }
     let internal = match ip {
         Some(ip) => is_internal(ip),
@@ -104,6 +117,11 @@ mod tests {
     #[test]
     fn outbound_urls_must_be_public_https() {
         assert!(check_url("https://hooks.example.com/x", false).is_ok());
+        assert!(check_url("https://hooks.example.com:443/x", false).is_ok());
+        assert!(check_url("https://hooks.example.com:22/x", false).is_err());
+        assert!(check_url("https://hooks.example.com:6379/x", false).is_err());
+        assert!(check_url_on("https://hooks.example.com:8443/x", false, Some(8443)).is_ok());
+        assert!(check_url_on("https://hooks.example.com:8444/x", false, Some(8443)).is_err());
         assert!(check_url("http://hooks.example.com/x", false).is_err());
         assert!(check_url("https://10.0.0.5/x", false).is_err());
         assert!(check_url("https://100.64.0.1/x", false).is_err());
