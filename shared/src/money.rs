@@ -25,6 +25,9 @@ pub enum MoneyError {
     UnknownNumeric(u16),
     #[error("amount must be a positive decimal string such as \"40.00\"")]
     BadAmount,
+    /// A provider's amount in minor units (Stripe's, monobank's), told in the provider's terms.
+    #[error("amount must be a positive integer of minor units (such as 4000 for 40.00)")]
+    BadMinorAmount,
     #[error("amount must be below 10000000000 major units")]
     TooLarge,
     #[error("amount has more fraction digits than {currency} has minor units ({exponent})")]
@@ -80,7 +83,7 @@ impl Currency {
     /// sends ISK with two decimals); the amount must still be one the currency can hold.
     pub fn from_minor_in(&self, minor: i64, exponent: u32) -> Result<Decimal, MoneyError> {
         if minor <= 0 {
-            return Err(MoneyError::BadAmount);
+            return Err(MoneyError::BadMinorAmount);
         }
         self.check(Decimal::new(minor, exponent))
     }
@@ -202,8 +205,11 @@ mod tests {
         assert_eq!(uah.from_minor(999_999_999_999), Ok(dec!(9999999999.99)));
         assert_eq!(uah.from_minor(1_000_000_000_000), Err(MoneyError::TooLarge));
         assert_eq!(uah.from_minor(i64::MAX), Err(MoneyError::TooLarge));
-        assert_eq!(uah.from_minor(0), Err(MoneyError::BadAmount));
-        assert_eq!(uah.from_minor(i64::MIN), Err(MoneyError::BadAmount));
+        // Told in the provider's terms: its amounts are integers of minor units.
+        assert_eq!(uah.from_minor(0), Err(MoneyError::BadMinorAmount));
+        assert_eq!(uah.from_minor(i64::MIN), Err(MoneyError::BadMinorAmount));
+        let told = uah.from_minor(-4000).unwrap_err().to_string();
+        assert!(told.contains("positive integer of minor units") && !told.contains("decimal"));
     }
 
     #[test]

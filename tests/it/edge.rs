@@ -183,3 +183,27 @@ async fn two_stripe_endpoints_of_one_account_book_an_intent_once() {
     assert_eq!(duplicates, [false, true]);
     assert_eq!(crm.count("payment_event").await, 1);
 }
+
+#[tokio::test]
+async fn a_negative_stripe_amount_is_told_in_stripes_terms() {
+    let (crm, hook, app) = Crm::with_payments(Provider::Stripe).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    let body =
+        serde_json::json!({"id": "evt_neg", "type": "payment_intent.succeeded", "created": NOW,
+        "data": {"object": {"id": "pi_neg", "amount_received": -4000, "currency": "uah",
+                            "metadata": {"invoice_id": inv.id.as_str()}}}})
+        .to_string();
+    let (status, answer) = deliver(&app, &fixtures::stripe_request(&hook, &body, NOW)).await;
+    assert_eq!(
+        (status, answer["status"].as_str()),
+        (200, Some("unparseable")),
+        "{answer}"
+    );
+    let detail = answer["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("positive integer of minor units"),
+        "{detail}"
+    );
+    assert!(!detail.contains("decimal"), "{detail}");
+    assert_eq!(crm.count("payment_event").await, 0);
+}
