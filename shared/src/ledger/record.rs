@@ -83,6 +83,8 @@ fn incoming(event: &SmsEvent) -> Incoming {
         attachments: Vec::new(),
         sent_at: Some(event.at),
         reply_via: Some(event.to.clone()),
+        notes: Vec::new(),
+        raw: None,
     }
 }
 

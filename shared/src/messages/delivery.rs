@@ -40,13 +40,26 @@ impl Delivery {
             ));
         }
         let (mut good, mut rejected) = (Vec::new(), Vec::new());
-        for m in messages.into_iter().map(Incoming::printable) {
+        for m in messages.into_iter().map(|m| m.printable().cut_cosmetic()) {
             match m.check() {
                 Ok(()) => good.push(m),
                 Err(reason) if !batch => return Err(reason),
                 Err(reason) => rejected.push((m, reason)),
             }
         }
+        // A status id becomes part of a key: one over the key limits is no message of ours.
+        let statuses: Vec<StatusEvent> = statuses
+            .into_iter()
+            .filter(|s| {
+                let fits =
+                    crate::fields::reference("status id", &s.provider_id, crate::fields::KEY_MAX)
+                        .is_ok();
+                if !fits {
+                    tracing::info!("skipped a status whose id is over the key limits");
+                }
+                fits
+            })
+            .collect();
         if good.is_empty() && statuses.is_empty() {
             if let Some((_, reason)) = rejected.first() {
                 return Err(reason.clone());
@@ -146,8 +159,11 @@ impl Delivered {
     }
 }
 
-/// A message of a batch that breaks a limit: a review item with what it said, and its line in
-/// the answer.
+/// Characters of a set-aside message's JSON its review item keeps.
+const RAW_MAX: usize = 16 * 1024;
+
+/// A message of a batch that breaks a limit: a review item with what it said (its JSON as
+/// posted), and its line in the answer.
 async fn set_aside(
     store: &Store,
     integration: &Integration,
@@ -170,6 +186,8 @@ async fn set_aside(
             "chat_id": cut(&incoming.chat_id),
             "from": {"id": cut(&incoming.from.identity), "name": cut(&incoming.from.name)},
             "text": text,
+            // The message as it was posted, for a person (at most 16 KiB of it).
+            "raw": incoming.raw.as_deref().map(|r| r.chars().take(RAW_MAX).collect::<String>()),
         }),
     }
     .put(store)

@@ -44,6 +44,8 @@ pub struct Message {
     /// Outgoing messages only.
     pub status: Option<OutStatus>,
     pub fingerprint: String,
+    /// What was changed to keep the message (a name cut, a time clamped).
+    pub notes: Vec<String>,
 }
 
 fn malformed(item: &Item, detail: String) -> StoreError {
@@ -109,6 +111,11 @@ impl Message {
             .opt_str("status", self.status.as_ref().map(tag_name))
             .opt_num("status_rank", self.status.map(OutStatus::rank))
             .str("fingerprint", &self.fingerprint)
+            .opt_str(
+                "notes",
+                (!self.notes.is_empty())
+                    .then(|| serde_json::to_string(&self.notes).expect("notes serialize")),
+            )
             .list(
                 &messages_list(&self.org, &self.conversation_id),
                 &format!("{}#{}", time::format(self.at), self.key()),
@@ -138,6 +145,10 @@ impl Message {
                 .map(|_| item.tag_of("status"))
                 .transpose()?,
             fingerprint: item.str_of("fingerprint")?.to_owned(),
+            notes: item
+                .opt_str("notes")
+                .and_then(|n| serde_json::from_str(n).ok())
+                .unwrap_or_default(),
         })
     }
 
@@ -168,6 +179,9 @@ impl Message {
         });
         if let Some(status) = self.status {
             out["status"] = json!(status);
+        }
+        if !self.notes.is_empty() {
+            out["notes"] = json!(self.notes);
         }
         out
     }

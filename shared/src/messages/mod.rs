@@ -118,6 +118,11 @@ pub struct Incoming {
     /// WhatsApp: the business number (`phone_number_id`) the customer wrote to; replies go out
     /// through it.
     pub reply_via: Option<String>,
+    /// What was changed to keep the message (a name cut to its limit, a time clamped): stored
+    /// and listed with it.
+    pub notes: Vec<String>,
+    /// The message's JSON as posted, for a person when it cannot be kept (a batch's message).
+    pub raw: Option<String>,
 }
 
 /// A status event of an outgoing message.
@@ -153,15 +158,65 @@ impl Incoming {
         self
     }
 
-    /// Every field within its limit: a message that is not is kept raw for a person.
+    /// A cosmetic field over its limit (the sender's name, an attachment's name) cut to it,
+    /// an empty attachment name given one, each with a note: such a message is kept, not refused.
+    pub fn cut_cosmetic(mut self) -> Self {
+        use crate::fields::NAME_MAX;
+        let cut = |field: &str, value: &mut String, notes: &mut Vec<String>| {
+            let count = value.chars().count();
+            if count > NAME_MAX {
+                *value = value.chars().take(NAME_MAX).collect();
+                notes.push(format!(
+                    "{field}: cut to {NAME_MAX} of its {count} characters"
+                ));
+            }
+        };
+        cut("from.name", &mut self.from.name, &mut self.notes);
+        for (i, a) in self.attachments.iter_mut().enumerate() {
+            if a.name.trim().is_empty() {
+                a.name = format!("attachment_{}", i + 1);
+                self.notes.push(format!(
+                    "attachments[{i}].name: none given, named {}",
+                    a.name
+                ));
+            }
+            cut(
+                &format!("attachments[{i}].name"),
+                &mut a.name,
+                &mut self.notes,
+            );
+        }
+        self
+    }
+
+    /// The time the message was sent, as told, held to [now − 7 days, now + 5 minutes] (a note
+    /// says when it was clamped); now when none was told.
+    pub fn sent_at_within(&self, now: DateTime<Utc>) -> (DateTime<Utc>, Option<String>) {
+        let (earliest, latest) = (
+            now - chrono::Duration::days(7),
+            now + chrono::Duration::minutes(5),
+        );
+        let Some(told) = self.sent_at else {
+            return (now, None);
+        };
+        let at = told.clamp(earliest, latest);
+        let note = (at != told).then(|| {
+            format!(
+                "sent_at: {} is outside [now - 7 days, now + 5 minutes]; kept as {}",
+                crate::time::format(told),
+                crate::time::format(at)
+            )
+        });
+        (at, note)
+    }
+
+    /// Every key and content field within its limit: a message that is not is kept raw for a
+    /// person (cosmetic fields are cut first, `cut_cosmetic`).
     pub fn check(&self) -> Result<(), String> {
-        use crate::fields::{reference, KEY_MAX, NAME_MAX, REF_MAX};
+        use crate::fields::{reference, KEY_MAX, REF_MAX};
         reference("message_id", &self.provider_id, KEY_MAX).map_err(|e| e.to_string())?;
         reference("chat_id", &self.chat_id, REF_MAX).map_err(|e| e.to_string())?;
         reference("from.id", &self.from.identity, REF_MAX).map_err(|e| e.to_string())?;
-        if self.from.name.chars().count() > NAME_MAX {
-            return Err(format!("from.name: must be at most {NAME_MAX} characters"));
-        }
         if self.text.chars().count() > TEXT_MAX {
             return Err(format!("text: must be at most {TEXT_MAX} characters"));
         }
@@ -169,9 +224,6 @@ impl Incoming {
             return Err(format!("attachments: at most {ATTACHMENTS_MAX}"));
         }
         for a in &self.attachments {
-            if a.name.chars().count() > NAME_MAX || a.name.is_empty() {
-                return Err(format!("attachments.name: 1 to {NAME_MAX} characters"));
-            }
             if let MediaRef::Url(url) = &a.media {
                 if url.len() > crate::fields::URL_MAX {
                     return Err("attachments.url: too long".into());

@@ -101,6 +101,7 @@ pub fn outgoing(
         attachments: Vec::new(),
         status: Some(status.unwrap_or(OutStatus::Sent).max(OutStatus::Sent)),
         fingerprint: String::new(),
+        notes: Vec::new(),
     }
 }
 

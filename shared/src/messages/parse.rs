@@ -73,6 +73,8 @@ pub fn telegram(body: &[u8]) -> Result<Posted, String> {
             attachments,
             sent_at: unix(message, "date"),
             reply_via: None,
+            notes: Vec::new(),
+            raw: Some(message.to_string()),
         }],
         statuses: Vec::new(),
         batch: false,
@@ -240,6 +242,8 @@ fn whatsapp_message(
         attachments,
         sent_at: unix(m, "timestamp"),
         reply_via,
+        notes: Vec::new(),
+        raw: Some(m.to_string()),
     }))
 }
 
@@ -299,6 +303,8 @@ pub fn standard(body: &[u8]) -> Result<Posted, String> {
             attachments,
             sent_at,
             reply_via: None,
+            notes: Vec::new(),
+            raw: Some(data.to_string()),
         }],
         statuses: Vec::new(),
         batch: false,

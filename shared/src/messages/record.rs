@@ -83,7 +83,8 @@ impl Placement {
         now: DateTime<Utc>,
     ) -> Result<(Message, Vec<Step>), StoreError> {
         let org = integration.org();
-        let at = incoming.sent_at.unwrap_or(now);
+        let (at, clamped) = incoming.sent_at_within(now);
+        let notes = incoming.notes.iter().cloned().chain(clamped).collect();
         let (known, lead) = match known {
             Some(item) => (contacts::known(&item)?, Vec::new()),
             None => contacts::lead_steps(org, &self.identity, &incoming.from.name, now),
@@ -104,6 +105,7 @@ impl Placement {
             attachments,
             status: None,
             fingerprint: incoming.fingerprint(),
+            notes,
         };
         let conv_steps = match conversation {
             Some(item) => vec![moved_forward(&item, at)?],

@@ -212,10 +212,62 @@ async fn one_message_beyond_a_limit_is_kept_for_review_and_the_others_of_its_bat
     assert_eq!(s.env.count("message").await, 1);
     let reasons = s.review_reasons().await;
     assert_eq!(reasons, ["unparseable_message"]);
+    let detail = s.items_of("review").await[0]["detail"]
+        .as_s()
+        .unwrap()
+        .clone();
+    let detail: serde_json::Value = serde_json::from_str(&detail).unwrap();
+    let raw: serde_json::Value = serde_json::from_str(detail["raw"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (raw["id"].as_str(), raw["from"].as_str()),
+        (Some("wamid.BAD"), Some("380 50")),
+        "its JSON as posted"
+    );
     // The same delivery again: nothing new, the review item is not doubled.
     s.answer(s.whatsapp_request(&body)).await;
     assert_eq!(
         (s.env.count("message").await, s.env.count("review").await),
         (1, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_cosmetic_field_over_its_limit_is_cut_with_a_note_and_the_message_kept() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let long_name = "Ю".repeat(300);
+    let month_ago = (chrono::Utc::now() - chrono::Duration::days(30))
+        .timestamp()
+        .to_string();
+    let body = delivery(
+        json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+        "contacts": [{"wa_id": "380501234567", "profile": {"name": long_name}}],
+        "messages": [{"from": "380501234567", "id": "wamid.LONG", "timestamp": month_ago, "type": "text", "text": {"body": "hi"}}],
+        "statuses": [{"id": format!("wamid.{}", "x".repeat(300)), "status": "read", "timestamp": month_ago}]}),
+    );
+    let (status, answer) = s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["messages"][0]["duplicate"], false, "{answer}");
+    assert_eq!(
+        answer["statuses_applied"], 0,
+        "a status id over the key limits is no message of ours"
+    );
+    let stored = s.items_of("message").await.remove(0);
+    assert_eq!(stored["sender_name"].as_s().unwrap().chars().count(), 200);
+    let notes: Vec<String> = serde_json::from_str(stored["notes"].as_s().unwrap()).unwrap();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].starts_with("from.name: cut to 200 of its 300"),
+        "{notes:?}"
+    );
+    assert!(notes[1].starts_with("sent_at:"), "{notes:?}");
+    let at = firmspace::time::parse(stored["at"].as_s().unwrap()).unwrap();
+    let week = chrono::Utc::now() - chrono::Duration::days(7);
+    assert!(
+        (at - week).num_seconds().abs() < 60,
+        "clamped to a week ago: {at}"
+    );
+    assert!(
+        s.review_reasons().await.is_empty(),
+        "nothing for a person: the message is kept"
     );
 }
