@@ -33,11 +33,12 @@ impl Automation {
             (Trigger::MessageReceived, Some(id), _) => {
                 Ok(messages::conversation(&self.store, &fired.org, id).await?)
             }
+            // Through the contact's own list: found however many others wrote since.
             (Trigger::CallMissed, _, Some(contact)) => {
-                Ok(messages::conversations(&self.store, &fired.org)
+                Ok(messages::conversations_of(&self.store, &fired.org, contact)
                     .await?
                     .into_iter()
-                    .find(|c| c.contact_id == contact && c.provider.can_reply()))
+                    .find(|c| c.provider.can_reply()))
             }
             _ => Ok(None),
         }

@@ -167,6 +167,25 @@ async fn a_reply_on_the_generic_channel_fails_its_run_with_a_review_item() {
     assert_eq!(s.stand_in.sends(), 0);
 }
 
+/// `count` other customers write after the caller, each in a conversation of their own, a
+/// hundred to a delivery: the caller's conversation is no longer among the newest 200.
+async fn others_write_since(s: &Setup, count: usize) {
+    let later = (Utc::now().timestamp() + 1).to_string();
+    for batch in (0..count).collect::<Vec<_>>().chunks(100) {
+        let messages: Vec<_> = batch
+            .iter()
+            .map(|i| {
+                json!({"from": format!("38067{i:07}"), "id": format!("wamid.OTHER{i}"),
+                "timestamp": later, "type": "text", "text": {"body": "hello"}})
+            })
+            .collect();
+        let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "W", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"}, "messages": messages}}]}]})
+        .to_string();
+        assert_eq!(s.answer(s.whatsapp_request(&body)).await.0, 200);
+    }
+}
+
 #[tokio::test]
 async fn a_missed_call_is_answered_in_the_callers_whatsapp_conversation() {
     let s = Setup::new(Setup::whatsapp).await;
@@ -187,6 +206,7 @@ async fn a_missed_call_is_answered_in_the_callers_whatsapp_conversation() {
         "messages": [{"from": "380501234567", "id": "wamid.CALLME", "timestamp": Utc::now().timestamp().to_string(), "type": "text", "text": {"body": "call me"}}]}}]}]})
     .to_string();
     assert_eq!(s.answer(s.whatsapp_request(&body)).await.0, 200);
+    others_write_since(&s, 200).await;
     let fields = firmspace::calls::CallFields {
         call_id: "CA-77".into(),
         direction: "inbound".into(),
@@ -202,7 +222,11 @@ async fn a_missed_call_is_answered_in_the_callers_whatsapp_conversation() {
     let call = firmspace::calls::record(&s.env.store, &input)
         .await
         .unwrap();
-    let writer = Message::from_item(&s.items_of("message").await[0]).unwrap();
+    let messages = s.items_of("message").await;
+    let caller = messages
+        .iter()
+        .find(|m| m.opt_str("provider_id") == Some("wamid.CALLME"));
+    let writer = Message::from_item(caller.unwrap()).unwrap();
     assert_eq!(
         call.value().contact_id,
         writer.contact_id,
