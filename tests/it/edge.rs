@@ -41,6 +41,10 @@ async fn a_signed_body_that_cannot_be_read_is_kept_with_a_review_item_and_answer
         unreadable.as_bytes(),
         "the body exactly as it came"
     );
+    // Kept for a quarter (the table's TTL), while its review item stays.
+    let expires: i64 = kept["expires_at"].as_n().unwrap().parse().unwrap();
+    let quarter = (chrono::Utc::now() + chrono::Duration::days(90)).timestamp();
+    assert!((expires - quarter).abs() < 600, "{expires} vs {quarter}");
 }
 
 #[tokio::test]

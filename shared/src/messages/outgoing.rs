@@ -41,6 +41,11 @@ pub async fn apply_status(
     let early = set(Update::new())
         .set("kind", s("early_status"))
         .set("org", s(org.as_str()))
+        // Its message is a send of ours in flight: stored within seconds, or never.
+        .set(
+            "expires_at",
+            n((now + crate::store::EARLY_STATUS_KEPT).timestamp()),
+        )
         .when(Cond::Any(vec![
             Cond::Missing,
             Cond::Before("status_rank".into(), n(rank)),

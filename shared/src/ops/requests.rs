@@ -38,8 +38,9 @@ impl Request<'_> {
     fn pk(&self) -> String {
         let key = crate::ids::key_part(self.key);
         match self.by {
-            "admin" => format!("ADMIN#OPS_REQUEST#{key}"),
-            org => format!("ORG#{org}#OPS_REQUEST#{key}"),
+            // Every admin token (two during a rotation) is the one admin.
+            admin if admin.starts_with("admin") => format!("ADMIN#OPS_REQUEST#{key}"),
+            key_id => format!("KEY#{key_id}#OPS_REQUEST#{key}"),
         }
     }
 
@@ -49,6 +50,7 @@ impl Request<'_> {
             .str("fingerprint", &self.fingerprint)
             .str("until", &until)
             .time("at", now)
+            .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
             .build();
         let stored = match store.put_new(item).await? {
             PutNew::Created => return Ok(Claimed::Run),

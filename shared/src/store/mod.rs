@@ -92,6 +92,20 @@ pub struct Store {
 
 /// The sort key every item uses: one item per partition, named by the key.
 pub const SK: &str = "item";
+
+/// How long items that are only worth keeping a while live (the table's TTL, `expires_at`;
+/// DynamoDB removes them within days after). Events, payments, review items and ledger lines
+/// never expire: they are the record.
+///
+/// An operator action's `Idempotency-Key` record: a repeat comes within minutes, a week is
+/// ample, and the action itself is safe twice over.
+pub const REQUEST_KEPT: chrono::Duration = chrono::Duration::days(7);
+/// A status that came before its outgoing message: the send is in flight and stores the
+/// message within seconds, or never.
+pub const EARLY_STATUS_KEPT: chrono::Duration = chrono::Duration::days(2);
+/// The raw body of a delivery that could not be read: kept for the person its review item
+/// asks, for a quarter.
+pub const RAW_BODY_KEPT: chrono::Duration = chrono::Duration::days(90);
 pub const GSI: &str = "gsi1";
 /// The second index: the operator's lists of events by kind, review items and runs by state.
 pub const GSI2: &str = "gsi2";

@@ -40,6 +40,10 @@ pub async fn keep(
     .str("reason", reason)
     .set("body", AttributeValue::B(Blob::new(body)))
     .time("at", now)
+    .num(
+        "expires_at",
+        (now + crate::store::RAW_BODY_KEPT).timestamp(),
+    )
     .build();
     let review = ReviewItem {
         org: org.clone(),
