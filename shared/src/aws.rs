@@ -71,6 +71,35 @@ impl CallLog {
     }
 }
 
+/// Counts every DynamoDB request a function sends as the `dynamodb_calls` metric (EMF, by
+/// `operation`): what a deployed stack's round trips per event are measured by.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallMetric;
+
+fn operation(request: &aws_sdk_dynamodb::config::http::HttpRequest) -> String {
+    match request.headers().get("x-amz-target") {
+        Some(t) => t.rsplit('.').next().unwrap_or("unknown").to_owned(),
+        None => format!("S3 {}", request.method()),
+    }
+}
+
+impl aws_sdk_dynamodb::config::Intercept for CallMetric {
+    fn name(&self) -> &'static str {
+        "CallMetric"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        metrics::counter!("dynamodb_calls", "operation" => operation(context.request()))
+            .increment(1);
+        Ok(())
+    }
+}
+
 impl aws_sdk_dynamodb::config::Intercept for CallLog {
     fn name(&self) -> &'static str {
         "CallLog"
@@ -83,11 +112,7 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         // DynamoDB names its operation in `x-amz-target`; S3 (REST) is told by its method.
-        let request = context.request();
-        let target = match request.headers().get("x-amz-target") {
-            Some(t) => t.rsplit('.').next().unwrap_or("unknown").to_owned(),
-            None => format!("S3 {}", request.method()),
-        };
+        let target = operation(context.request());
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())

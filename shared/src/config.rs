@@ -90,8 +90,13 @@ impl Config {
     /// The table, sealing secrets with the configured KMS key (one SDK config for both).
     pub async fn store(&self) -> crate::store::Store {
         let sdk = crate::aws::sdk_config(self.endpoint_url.as_deref()).await;
-        let store =
-            crate::store::Store::new(aws_sdk_dynamodb::Client::new(&sdk), self.table.clone());
+        // Every request counted as a metric (`aws::CallMetric`).
+        let client = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&sdk)
+                .interceptor(crate::aws::CallMetric)
+                .build(),
+        );
+        let store = crate::store::Store::new(client, self.table.clone());
         match &self.secrets_key_id {
             Some(key) => store.with_vault(crate::vault::Vault::new(
                 aws_sdk_kms::Client::new(&sdk),

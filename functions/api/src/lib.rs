@@ -97,10 +97,12 @@ impl App {
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
-        Ok(self
+        let response = self
             .respond(&req, Utc::now())
             .await
-            .unwrap_or_else(ApiError::into_response))
+            .unwrap_or_else(ApiError::into_response);
+        firmspace::telemetry::flush_metrics();
+        Ok(response)
     }
 
     pub async fn respond(

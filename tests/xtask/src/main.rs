@@ -6,6 +6,7 @@
 //! `cargo xtask send PROVIDER` — sign and send a provider's delivery (see send.rs).
 //! `cargo xtask bench` — webhook throughput in-process against ministack, beside the Python peer.
 //! `cargo xtask bench-bank` — rows per second of the CSV and statement imports.
+//! `cargo xtask load [RATE [SECONDS]]` — a bounded load through the local stack's gateway.
 //! `cargo xtask down` — stop the local stack.
 
 mod bank_bench;
@@ -13,6 +14,7 @@ mod bench;
 mod coldstart;
 mod coords;
 mod demo;
+mod load;
 mod peer;
 mod send;
 mod stack;
@@ -52,12 +54,13 @@ async fn main() -> Result<()> {
         Some("test") => testrun::test(&args[1..]).await,
         Some("coldstart") => coldstart::run(&args[1..]).await,
         Some("send") => send::run(&args[1..]).await,
+        Some("load") => load::run(&args[1..]).await,
         Some("bench") => throughput::optimised(),
         Some("bench-run") => throughput::run().await,
         Some("bench-bank") => bank_bench::optimised(),
         Some("bench-bank-run") => bank_bench::run().await,
         _ => bail!(
-            "usage: cargo xtask up | demo | send PROVIDER | bench | bench-bank | latency | coldstart | down | test [-- cargo test args]"
+            "usage: cargo xtask up | demo | send PROVIDER | load [RATE [SECONDS]] | bench | bench-bank | latency | coldstart | down | test [-- cargo test args]"
         ),
     }
 }
