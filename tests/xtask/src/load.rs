@@ -1,8 +1,8 @@
 //! `cargo xtask load [RATE [SECONDS]]`: a bounded, self-stopping load through the running local
-//! stack's API Gateway URL (loopback only; `cargo xtask up` first). At RATE new events a second
+//! stack's API Gateway URL (loopback only; `cargo xtask up` first). At RATE sends a second
 //! (default 20) for SECONDS (default 30) it sends a mix of every event kind (payments, messages,
-//! calls, SMS events, bank rows), with 20 % of the sends repeats of an earlier event and every
-//! 25th new event sent as a burst of 20 concurrent copies. Then it prints, per kind, the answers
+//! calls, SMS events, bank rows), each kind in turn: 20 % of the sends are repeats of an earlier
+//! event, and one new event in 25 is sent as a burst of 20 concurrent copies. Then it prints, per kind, the answers
 //! by status and the p50/p99 latency; after the consequences settle, the effects in the table
 //! against what was sent (each event exactly once, each consequence exactly once); and the
 //! DynamoDB calls per event, from the functions' own `dynamodb_calls` metric in their logs.
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 const KINDS: [&str; 5] = ["payment", "message", "call", "sms", "bank_row"];
 /// Of every 10 sends, this many repeat an earlier event.
 const REPEATS_PER_10: u64 = 2;
-/// Every this many new events, one is sent as a burst.
+/// One in this many new events is sent as a burst.
 const BURST_EVERY: u64 = 25;
 const BURST: usize = 20;
 /// Sends under way at most; beyond, the schedule waits (the stack is falling behind).
@@ -72,17 +72,19 @@ pub async fn run(args: &[String]) -> Result<()> {
     let target = Arc::new(Target::new(&coords).await?);
     let started_ms = chrono::Utc::now().timestamp_millis();
     println!(
-        "== load: {rate} new events/s for {seconds} s through {}",
+        "== load: {rate} sends/s for {seconds} s through {}",
         coords.api_url
     );
     let (answers, sent) = drive(&target, rate, seconds).await;
     let bad = report_answers(&answers);
     println!("== settling: waiting for every consequence");
     let effects = settle(&coords, &target, &sent).await?;
-    let calls = dynamodb_calls(&coords, started_ms).await?;
+    let by_function = dynamodb_calls(&coords, started_ms).await?;
+    let calls: u64 = by_function.values().sum();
     let events: u64 = sent.values().map(|s| s.len() as u64).sum();
+    println!("DynamoDB calls by function: {by_function:?}");
     println!(
-        "DynamoDB calls: {calls} for {} requests and {events} events: {:.2} per request, {:.2} per event",
+        "DynamoDB calls: {calls} for {} requests and {events} events: {:.2} per request, {:.2} per event (every function, consequences included)",
         answers.len(),
         calls as f64 / answers.len().max(1) as f64,
         calls as f64 / events.max(1) as f64
@@ -250,6 +252,15 @@ async fn drive(
     let mut sent: HashMap<&'static str, HashSet<u64>> = HashMap::new();
     let mut answers = Vec::new();
     let mut history: Vec<Send> = Vec::new();
+    // A fixed pseudo-random sequence (an LCG): the same load every run.
+    let mut seed: u64 = 0x5eed;
+    let mut roll = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let mut fresh_events = 0u64;
     for i in 0..total {
         tick.tick().await;
         while tasks.len() >= IN_FLIGHT_MAX {
@@ -257,15 +268,16 @@ async fn drive(
                 answers.extend(done);
             }
         }
-        let fresh = Send {
-            kind: KINDS[(i % 5) as usize],
-            n: i,
-        };
-        let (send, copies) = match (i % 10 < REPEATS_PER_10, history.is_empty()) {
-            // A repeat: an earlier event again, picked by a fixed stride through the history.
-            (true, false) => (history[(i as usize * 7919) % history.len()].clone(), 1),
-            _ if i % BURST_EVERY == BURST_EVERY - 1 => (fresh, BURST),
-            _ => (fresh, 1),
+        let (send, copies) = match (roll() % 10 < REPEATS_PER_10, history.is_empty()) {
+            // A repeat: an earlier event again.
+            (true, false) => (history[roll() as usize % history.len()].clone(), 1),
+            _ => {
+                // A new event, each kind in turn; one in `BURST_EVERY` sent as a burst.
+                let kind = KINDS[(fresh_events % 5) as usize];
+                let burst = roll() % BURST_EVERY == 0;
+                fresh_events += 1;
+                (Send { kind, n: i }, if burst { BURST } else { 1 })
+            }
         };
         sent.entry(send.kind).or_default().insert(send.n);
         history.push(send.clone());
@@ -323,7 +335,7 @@ fn report_answers(answers: &[Answer]) -> usize {
 
 /// The organisation's items, read whole from the table.
 async fn items_of(coords: &Coordinates, org: &str) -> Result<Vec<firmspace::store::Item>> {
-    let sdk = firmspace::aws::sdk_config(Some(&coords.aws_endpoint_url)).await;
+    let sdk = crate::throughput::sdk_config(&coords.aws_endpoint_url).await;
     let store = firmspace::store::Store::new(aws_sdk_dynamodb::Client::new(&sdk), &coords.table);
     Ok(store
         .scan_all()
@@ -342,7 +354,7 @@ async fn settle(
     sent: &HashMap<&'static str, HashSet<u64>>,
 ) -> Result<u64> {
     let org = firmspace::ids::OrgId::parse(&target.org)?;
-    let sdk = firmspace::aws::sdk_config(Some(&coords.aws_endpoint_url)).await;
+    let sdk = crate::throughput::sdk_config(&coords.aws_endpoint_url).await;
     let store = firmspace::store::Store::new(aws_sdk_dynamodb::Client::new(&sdk), &coords.table);
     let deadline = Instant::now() + Duration::from_secs(120);
     let (items, states) = loop {
@@ -418,7 +430,7 @@ async fn logs(http: &reqwest::Client, endpoint: &str, action: &str, body: Value)
 
 /// The `dynamodb_calls` the stack's functions counted since `since_ms`: each function writes
 /// the metric (EMF) into its log group, one line per invocation and operation.
-async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<u64> {
+async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<BTreeMap<String, u64>> {
     let http = firmspace::http::client(reqwest::Client::builder());
     let endpoint = coords.aws_endpoint_url.as_str();
     let prefix = format!("/aws/lambda/{}-", coords.stack_name);
@@ -429,7 +441,7 @@ async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<u64> {
         json!({"logGroupNamePrefix": prefix}),
     )
     .await?;
-    let mut total = 0u64;
+    let mut total: BTreeMap<String, u64> = BTreeMap::new();
     for group in groups["logGroups"].as_array().into_iter().flatten() {
         let Some(name) = group["logGroupName"].as_str() else {
             continue;
@@ -446,7 +458,8 @@ async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<u64> {
                     .as_str()
                     .and_then(|m| serde_json::from_str(m).ok())
                     .unwrap_or(Value::Null);
-                total += line["dynamodb_calls"].as_u64().unwrap_or(0);
+                let function = line["function"].as_str().unwrap_or("?").to_owned();
+                *total.entry(function).or_default() += line["dynamodb_calls"].as_u64().unwrap_or(0);
             }
             token = page["nextToken"].as_str().map(str::to_owned);
             if token.is_none() {
