@@ -110,25 +110,8 @@ impl App {
         req: &Request,
         now: DateTime<Utc>,
     ) -> Result<Response<Body>, ApiError> {
-        // A bank's CSV file may be 5 MiB; its route checks that limit itself.
-        let limit = match http::route_path(req).ends_with("/csv") && req.method() == "POST" {
-            true => firmspace::bank::csv::FILE_MAX,
-            false => http::MAX_BODY,
-        };
-        if http::body_bytes(req).len() > limit {
-            let detail = match limit {
-                http::MAX_BODY => "body exceeds 256 KiB",
-                _ => "a CSV file is at most 5 MiB",
-            };
-            return Err(ApiError::new(413, "payload_too_large", detail));
-        }
-        let path = http::route_path(req).trim_end_matches('/');
-        // Each segment percent-decoded after the split: `c_1-%C3%A4.x` is the id `c_1-ä.x`.
-        let decoded: Vec<String> = path
-            .split('/')
-            .skip(1)
-            .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
-            .collect();
+        within_size(req)?;
+        let decoded = decoded_segments(req);
         let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
         if segments.first() != Some(&"api") {
             // The gateway's `$default` route: whatever no function serves gets our JSON too.
@@ -260,6 +243,33 @@ impl App {
             .await?
             .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"))
     }
+}
+
+/// 413 for a body over its limit: 256 KiB, but 5 MiB for a bank's CSV file (its route checks
+/// that limit itself).
+fn within_size(req: &Request) -> Result<(), ApiError> {
+    let limit = match http::route_path(req).ends_with("/csv") && req.method() == "POST" {
+        true => firmspace::bank::csv::FILE_MAX,
+        false => http::MAX_BODY,
+    };
+    if http::body_bytes(req).len() <= limit {
+        return Ok(());
+    }
+    let detail = match limit {
+        http::MAX_BODY => "body exceeds 256 KiB",
+        _ => "a CSV file is at most 5 MiB",
+    };
+    Err(ApiError::new(413, "payload_too_large", detail))
+}
+
+/// The path's segments, each percent-decoded after the split: `c_1-%C3%A4.x` is the id `c_1-ä.x`.
+fn decoded_segments(req: &Request) -> Vec<String> {
+    http::route_path(req)
+        .trim_end_matches('/')
+        .split('/')
+        .skip(1)
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect()
 }
 
 /// 403 `forbidden`: the key lacks the scope the route needs.

@@ -255,21 +255,33 @@ pub async fn step(
         updated_at: now,
         ..import.clone()
     };
+    let moved = advance(store, import, &after).await?;
+    Ok((written, moved))
+}
+
+/// Moves the import's cursor from where `before` found it to `after`: the import as it is
+/// after (a concurrent step's, when that one moved it first).
+async fn advance(
+    store: &Store,
+    before: &FileImport,
+    after: &FileImport,
+) -> Result<FileImport, StoreError> {
     let update = Update::new()
         .set("stored", n(after.stored))
         .set("imported", n(after.imported))
         .set("duplicates", n(after.duplicates))
         .set("conflicts", n(after.conflicts))
-        .set("updated_at", s(crate::time::format(now)))
-        .when(Cond::Equals("stored".into(), n(import.stored)));
-    if !store
-        .update_if(&pk(&import.org, &import.id), &update)
+        .set("updated_at", s(crate::time::format(after.updated_at)))
+        .when(Cond::Equals("stored".into(), n(before.stored)));
+    if store
+        .update_if(&pk(&before.org, &before.id), &update)
         .await?
     {
-        let now_stored = get(store, &import.org, &import.id).await?;
-        return Ok((written, now_stored.unwrap_or(after)));
+        return Ok(after.clone());
     }
-    Ok((written, after))
+    Ok(get(store, &before.org, &before.id)
+        .await?
+        .unwrap_or_else(|| after.clone()))
 }
 
 #[cfg(test)]

@@ -381,6 +381,23 @@ async fn a_monobank_webhooks_id_is_kept_only_by_its_integration() {
     assert_eq!(holders, ["integration"]);
 }
 
+/// The import worker takes every request on the queue, each its file's next steps (the same
+/// file queued twice is absorbed), until none is left: how many it took.
+async fn take_all(worker: &bank_import::App, sqs: &aws_sdk_sqs::Client, url: &str) -> usize {
+    let mut taken = 0;
+    loop {
+        let queued = crate::support::queues::receive(sqs, url, 1).await;
+        if queued.is_empty() {
+            return taken;
+        }
+        taken += queued.len();
+        let event = serde_json::to_value(crate::support::queues::event(&queued)).unwrap();
+        let out = worker.process(&event).await.unwrap();
+        assert_eq!(out["batchItemFailures"], json!([]));
+        crate::support::queues::delete(sqs, url, &queued).await;
+    }
+}
+
 #[tokio::test]
 async fn a_file_of_6000_rows_is_stored_by_the_worker_and_followed_by_its_import() {
     let env = TestEnv::new().await;
@@ -426,20 +443,7 @@ async fn a_file_of_6000_rows_is_stored_by_the_worker_and_followed_by_its_import(
         fan_out(),
         Some(bucket),
     );
-    // Each request takes its file's next steps; the same file queued twice is absorbed.
-    let mut taken = 0;
-    loop {
-        let queued = crate::support::queues::receive(&sqs, &queue_url, 1).await;
-        if queued.is_empty() {
-            break;
-        }
-        taken += queued.len();
-        let event = serde_json::to_value(crate::support::queues::event(&queued)).unwrap();
-        let out = worker.process(&event).await.unwrap();
-        assert_eq!(out["batchItemFailures"], json!([]));
-        crate::support::queues::delete(&sqs, &queue_url, &queued).await;
-    }
-    assert!(taken >= 1);
+    assert!(take_all(&worker, &sqs, &queue_url).await >= 1);
     let status_url = started["status_url"].as_str().unwrap();
     let (status, done) = call(&app, "GET", status_url, &key, Value::Null).await;
     assert_eq!(status, 200);

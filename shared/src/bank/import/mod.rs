@@ -261,6 +261,18 @@ async fn store_page(
     }
     let context = json!({"integration": integration.id.digest()});
     review::file_conflicts(store, org, Kind::Bank, &rows.written, &context, now).await?;
+    file_unreadable(store, integration, unreadable, now).await?;
+    Ok((txs.len(), rows.imported()))
+}
+
+/// A review item for each statement row that could not be read, with why.
+async fn file_unreadable(
+    store: &Store,
+    integration: &Integration,
+    unreadable: Vec<(String, String)>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let org = integration.org();
     for (id, why) in unreadable {
         tracing::warn!(row = %id, %why, "statement row kept for review");
         ReviewItem {
@@ -278,7 +290,7 @@ async fn store_page(
         .put(store)
         .await?;
     }
-    Ok((txs.len(), rows.imported()))
+    Ok(())
 }
 
 /// Files `unconfirmed_bank_row` for every pushed row of the integration whose time lies in
