@@ -56,6 +56,9 @@ impl Source for Bank {
     const REVIEW: Kind = Kind::Bank;
     const KIND: IntegrationKind = IntegrationKind::Bank;
     const HANDSHAKE: bool = true;
+    /// The URL is the credential: the token stays sealed, and this function's role has no
+    /// `kms:Decrypt`.
+    const OPENS_SECRETS: bool = false;
     type Settings = BankSettings;
     type Verifier = AnyVerifier;
     type Event = PushedRow;

@@ -247,6 +247,18 @@ pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration
     Integration::from_item(id.clone(), &item, secrets).map(Some)
 }
 
+/// The integration with its secrets left sealed (each reads as empty), with no KMS call: for a
+/// function that never uses them and may not open them (`webhook::Source::OPENS_SECRETS`).
+pub async fn get_sealed(
+    store: &Store,
+    id: &IntegrationId,
+) -> Result<Option<Integration>, StoreError> {
+    let Some(item) = store.get(&integration_pk(id)).await? else {
+        return Ok(None);
+    };
+    Integration::from_item(id.clone(), &item, crate::vault::left_sealed()).map(Some)
+}
+
 /// The stored item with its clear fields only, its secrets left sealed: for a function that may
 /// not open them (the api) and needs the provider or another clear field.
 pub async fn clear_item(store: &Store, id: &IntegrationId) -> Result<Option<Item>, StoreError> {

@@ -259,8 +259,11 @@ impl<S: Source> Edge<S> {
         id: &IntegrationId,
         now: DateTime<Utc>,
     ) -> Result<Entry<S::Verifier>, ApiError> {
-        let found = integrations::get(&self.store, id)
-            .await?
+        let found = match S::OPENS_SECRETS {
+            true => integrations::get(&self.store, id).await?,
+            false => integrations::get_sealed(&self.store, id).await?,
+        };
+        let found = found
             .filter(|i| i.kind() == S::KIND && self.source.serves(i))
             .map(|i| self.entry(i, now));
         self.cache.put(&id.id, found.clone(), now);

@@ -34,6 +34,9 @@ pub trait Source: Send + Sync {
     type Stored: Answer + Send;
     /// What this source's review items (a `payload_mismatch`) are about.
     const REVIEW: Kind = Kind::Webhook;
+    /// Whether its verifier needs the integration's secrets opened (a KMS `Decrypt`); a source
+    /// that needs none loads its integrations with them left sealed.
+    const OPENS_SECRETS: bool = true;
 
     /// The settings of an integration of this source's kind.
     fn settings(integration: &Integration) -> Option<&Self::Settings> {
