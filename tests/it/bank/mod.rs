@@ -57,6 +57,13 @@ async fn answer(app: &::api::App, req: lambda_http::Request) -> (u16, Value) {
     (res.status().as_u16(), json_of(&res))
 }
 
+/// The test table through a store that cannot open a secret (no KMS key), as the deployed bank
+/// webhook's role.
+async fn sealed_store(env: &TestEnv) -> firmspace::store::Store {
+    let client = aws_sdk_dynamodb::Client::new(&crate::support::sdk_config().await);
+    firmspace::store::Store::new(client, env.store.table())
+}
+
 #[tokio::test]
 async fn a_monobank_token_the_bank_refuses_makes_no_integration() {
     let env = TestEnv::new().await;
@@ -99,12 +106,7 @@ async fn a_pushed_row_is_stored_once_and_a_wrong_id_is_404_writing_nothing() {
     let path = &url[url.find("/hooks/").unwrap()..];
     let id = integration["integration_id"].as_str().unwrap();
     assert_eq!(id.len() - id.find('_').unwrap() - 1, 32, "128 random bits");
-    // A store that cannot open a secret (no KMS key), as the deployed bank webhook's role.
-    let sealed = firmspace::store::Store::new(
-        aws_sdk_dynamodb::Client::new(&crate::support::sdk_config().await),
-        env.store.table(),
-    );
-    let webhook = bank_webhook::app(sealed);
+    let webhook = bank_webhook::app(sealed_store(&env).await);
     assert_eq!(hook(&webhook, "GET", path, "").await.0, 200);
     // Another account of the same token is not this integration's: ignored, nothing written.
     let elsewhere = push(other, "ZuHWzqkKGVo=", 4000, "INV-00001");
