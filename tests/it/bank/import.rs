@@ -322,17 +322,7 @@ async fn a_pushed_credit_pays_only_once_the_statement_shows_it_and_a_forged_one_
     assert_eq!((report.imported, report.unconfirmed), (0, 1), "{report:?}");
     // The statement showed the genuine row: its confirmation is an insert the fan-out turns
     // into its match, and the match pays the invoice once.
-    let confirmations: Vec<_> = env
-        .items()
-        .await
-        .into_iter()
-        .filter(|i| {
-            i.get("kind")
-                .and_then(|k| k.as_s().ok())
-                .map(String::as_str)
-                == Some("bank_confirmation")
-        })
-        .collect();
+    let confirmations = env.items_of("bank_confirmation").await;
     assert_eq!(confirmations.len(), 1);
     let derived = firmspace::effects::derive::consequences(&confirmations[0]).unwrap();
     assert_eq!(derived.len(), 1, "{derived:?}");

@@ -174,16 +174,7 @@ impl Setup {
 
     /// The stored items of one kind.
     pub async fn items_of(&self, kind: &str) -> Vec<firmspace::store::Item> {
-        self.env
-            .items()
-            .await
-            .into_iter()
-            .filter(|i| {
-                i.get("kind")
-                    .and_then(|k| k.as_s().ok())
-                    .is_some_and(|k| k == kind)
-            })
-            .collect()
+        self.env.items_of(kind).await
     }
 }
 

@@ -84,6 +84,19 @@ impl TestEnv {
     pub async fn count(&self, kind: &str) -> usize {
         self.kinds().await.get(kind).copied().unwrap_or(0)
     }
+
+    /// The stored items of one kind.
+    pub async fn items_of(&self, kind: &str) -> Vec<firmspace::store::Item> {
+        self.items()
+            .await
+            .into_iter()
+            .filter(|i| {
+                i.get("kind")
+                    .and_then(|k| k.as_s().ok())
+                    .is_some_and(|k| k == kind)
+            })
+            .collect()
+    }
 }
 
 /// One KMS key in ministack for every test of this run: what seals integration secrets.
