@@ -1,6 +1,6 @@
 //! `cargo xtask coldstart [--profile NAME]`: each function's release bootstrap cold start on this
 //! machine, no AWS.
-//! Builds the six release binaries for the host, serves a loopback stand-in of the Lambda Runtime
+//! Builds the one release bootstrap for the host, serves a loopback stand-in of the Lambda Runtime
 //! API (one event per process; a second `/next` never answers) and runs every function 10 times
 //! with one representative event. Init is spawn to the first `/next`; first invocation is that
 //! answer to the response or error post; peak RSS is `VmHWM` read right after it, before the kill.
@@ -62,16 +62,17 @@ pub async fn run(args: &[String]) -> Result<()> {
     build
         .current_dir(root())
         .args(["build", "--profile", profile]);
-    for f in FUNCTIONS.split(' ') {
-        build.args(["-p", f]);
-    }
+    build.args(["-p", "firmspace-lambda", "--bin", "bootstrap"]);
     run_cmd(&mut build)?;
+    // Where cargo put it: `CARGO_TARGET_DIR` when set (a clean build measured elsewhere).
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), Into::into);
+    let bin = target.join(profile).join("bootstrap");
     println!(
         "\n{:<18} {:>7} {:>22} {:>11} {:>9}  {:<6} answer",
         "function", "MiB", "init ms med (min-max)", "1st inv ms", "RSS MiB", "goal"
     );
     for name in FUNCTIONS.split(' ') {
-        let bin = root().join("target").join(profile).join(name);
         let size = std::fs::metadata(&bin)
             .with_context(|| bin.display().to_string())?
             .len();
@@ -198,6 +199,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
     cmd.env_clear()
         .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
         .env("AWS_LAMBDA_FUNCTION_NAME", name)
+        .env("_HANDLER", name)
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_LOG_FORMAT", "JSON")

@@ -151,26 +151,22 @@ impl Stack {
         Ok(())
     }
 
-    /// Builds every function for the host, rewrites the template's code locations to the built
-    /// bootstraps, and `sam deploy`s it into ministack.
+    /// Builds the one bootstrap for the host, points every function's code at it, and `sam
+    /// deploy`s the template into ministack with the host's architecture.
     pub async fn deploy(&self, admin_token: &str) -> Result<Coordinates> {
         let root = root();
         let venv = ensure_venv()?;
-        let functions = function_names(&root)?;
-        println!("== building {} functions for the host", functions.len());
+        println!("== building the bootstrap of every function for the host");
         let mut build = Command::new(cargo());
-        build.current_dir(&root).args(["build", "--bins"]);
-        for f in &functions {
-            build.args(["-p", f]);
-        }
+        build
+            .current_dir(&root)
+            .args(["build", "-p", "firmspace-lambda", "--bin", "bootstrap"]);
         run(&mut build)?;
-        for f in &functions {
-            let dir = root.join("target/lambda").join(f);
-            std::fs::create_dir_all(&dir)?;
-            std::fs::copy(root.join("target/debug").join(f), dir.join("bootstrap"))?;
-        }
+        let dir = root.join("target/lambda/bootstrap");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::copy(root.join("target/debug/bootstrap"), dir.join("bootstrap"))?;
         let template = std::fs::read_to_string(root.join("infra/template.yaml"))?;
-        let local = local_template(&template, &root.join("target/lambda"));
+        let local = local_template(&template, &dir);
         let local_path = root.join(format!("target/{}-template.yaml", self.stage));
         std::fs::write(&local_path, local)?;
         println!("== sam deploy {} into {}", self.name, self.endpoint());
@@ -191,6 +187,7 @@ impl Stack {
             .args(["--capabilities", "CAPABILITY_IAM", "--no-confirm-changeset"])
             .args(["--no-fail-on-empty-changeset", "--parameter-overrides"])
             .arg(format!("Stage={}", self.stage))
+            .arg(format!("Architecture={}", host_architecture()))
             .arg(format!("AdminToken={admin_token}"))
             // A message that keeps failing is in its DLQ within about a minute here.
             .args([
@@ -260,36 +257,22 @@ pub fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
-pub fn function_names(root: &Path) -> Result<Vec<String>> {
-    let mut names: Vec<String> = std::fs::read_dir(root.join("functions"))?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    Ok(names)
-}
-
-/// The cloud template with code pointing at host-built bootstraps and the host architecture.
-pub fn local_template(template: &str, lambda_dir: &Path) -> String {
-    let arch = if cfg!(target_arch = "aarch64") {
+/// The architecture of this host's builds, as the template's `Architecture` parameter names it.
+pub fn host_architecture() -> &'static str {
+    if cfg!(target_arch = "aarch64") {
         "arm64"
     } else {
         "x86_64"
-    };
+    }
+}
+
+/// The cloud template with every function's code at the host-built bootstrap's directory.
+pub fn local_template(template: &str, bootstrap_dir: &Path) -> String {
     template
         .lines()
-        .map(|line| {
-            if let Some((indent, name)) = line.split_once("CodeUri: ../functions/") {
-                format!(
-                    "{indent}CodeUri: {}",
-                    lambda_dir.join(name.trim()).display()
-                )
-            } else if line.trim() == "Architectures: [arm64]" {
-                line.replace("arm64", arch)
-            } else {
-                line.to_owned()
-            }
+        .map(|line| match line.split_once("CodeUri: ../lambda") {
+            Some((indent, _)) => format!("{indent}CodeUri: {}", bootstrap_dir.display()),
+            None => line.to_owned(),
         })
         .collect::<Vec<_>>()
         .join("\n")

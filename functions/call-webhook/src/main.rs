@@ -1,9 +1,0 @@
-#![forbid(unsafe_code)]
-#![recursion_limit = "256"]
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    firmspace::telemetry::init("call-webhook");
-    let app = call_webhook::from_env().await?;
-    firmspace::serve::run(|req| app.handle(req)).await
-}

@@ -1,9 +1,0 @@
-#![forbid(unsafe_code)]
-#![recursion_limit = "256"]
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_runtime::Error> {
-    firmspace::telemetry::init("fanout");
-    let app = fanout::App::from_env().await?;
-    lambda_runtime::run(lambda_runtime::service_fn(|event| app.handle(event))).await
-}
