@@ -15,7 +15,7 @@ use firmspace::payments::{
     decide, Invoice, InvoiceStatus, PaymentEvent, PaymentInput, Related, Source,
 };
 use firmspace::signature::{monobank, standard, stripe, Verify};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
 use rust_decimal::Decimal;
 use std::hint::black_box;

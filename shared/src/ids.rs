@@ -13,14 +13,14 @@ pub struct IdError {
 
 fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
-    getrandom::getrandom(&mut buf).expect("the operating system provides randomness");
+    getrandom::fill(&mut buf).expect("the operating system provides randomness");
     hex::encode(buf)
 }
 
 /// Random bytes for secrets and keys.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
-    getrandom::getrandom(&mut buf).expect("the operating system provides randomness");
+    getrandom::fill(&mut buf).expect("the operating system provides randomness");
     buf
 }
 

@@ -4,7 +4,9 @@
 //! in the same log stream, one flush per invocation.
 
 use std::sync::OnceLock;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "FirmspaceEvents";
@@ -28,16 +30,21 @@ pub fn init(function: &'static str) {
         env("AWS_LAMBDA_LOG_LEVEL").as_deref(),
         env("RUST_LOG").as_deref(),
     );
-    let filter = EnvFilter::try_new(&directive).unwrap_or_else(|_| EnvFilter::new("info"));
+    // Per-target levels (`info,firmspace=debug`) without span or field filters, so no regex.
+    let filter: Targets = directive
+        .parse()
+        .unwrap_or_else(|_| Targets::new().with_default(tracing::Level::INFO));
     let json = env("AWS_LAMBDA_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .without_time();
+    let builder = tracing_subscriber::fmt().with_target(false).without_time();
     let _ = if json {
-        builder.json().flatten_event(true).try_init()
+        builder
+            .json()
+            .flatten_event(true)
+            .finish()
+            .with(filter)
+            .try_init()
     } else {
-        builder.try_init()
+        builder.finish().with(filter).try_init()
     };
     if METRICS.get().is_none() {
         match metrics_cloudwatch_embedded::Builder::new()

@@ -3,7 +3,7 @@
 
 use super::{header, within_tolerance, SignatureError, Verified, Verify};
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
 use sha2::Sha256;
 

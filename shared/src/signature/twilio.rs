@@ -6,7 +6,7 @@
 use super::{header, SignatureError, Verified, Verify};
 use base64::{engine::general_purpose::STANDARD as B64, Engine};
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
 use sha1::Sha1;
 

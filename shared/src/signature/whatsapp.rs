@@ -4,7 +4,7 @@
 
 use super::{header, SignatureError, Verified, Verify};
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
 use sha2::Sha256;
 
