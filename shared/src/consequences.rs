@@ -77,6 +77,20 @@ pub struct BankCredit {
     pub at: DateTime<Utc>,
 }
 
+/// A person's decision to send an automation run's kept request once more. The operator's
+/// view moves the run to `sending` under `lease`; the automation worker, which alone opens the
+/// target's secret, takes the run from that lease, sends, and settles it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Resend {
+    pub org: OrgId,
+    pub rule_id: String,
+    pub event_key: EventKey,
+    /// The token of the lease the decision took; a copy of this message finds it gone.
+    pub lease: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
 /// One consequence, as it travels through SQS: `{"type": "activity", ...}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -85,6 +99,34 @@ pub enum Consequence {
     Activity(ActivityLine),
     Trigger(Fired),
     BankCredit(BankCredit),
+    Resend(Resend),
+}
+
+/// The automation queue's messages: a trigger's rules to run, or a person's resend.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Automated {
+    Fired(Fired),
+    Resend(Resend),
+}
+
+impl TryFrom<Consequence> for Automated {
+    type Error = Consequence;
+    fn try_from(c: Consequence) -> Result<Self, Consequence> {
+        match c {
+            Consequence::Trigger(fired) => Ok(Self::Fired(fired)),
+            Consequence::Resend(resend) => Ok(Self::Resend(resend)),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<Automated> for Consequence {
+    fn from(job: Automated) -> Self {
+        match job {
+            Automated::Fired(fired) => Self::Trigger(fired),
+            Automated::Resend(resend) => Self::Resend(resend),
+        }
+    }
 }
 
 /// The queue a consequence goes to.
@@ -101,7 +143,7 @@ impl Consequence {
         match self {
             Self::Notification(_) => QueueKind::Notifications,
             Self::Activity(_) => QueueKind::Activity,
-            Self::Trigger(_) => QueueKind::Automation,
+            Self::Trigger(_) | Self::Resend(_) => QueueKind::Automation,
             Self::BankCredit(_) => QueueKind::Matching,
         }
     }
@@ -112,6 +154,7 @@ impl Consequence {
             Self::Activity(a) => &a.org,
             Self::Trigger(t) => &t.org,
             Self::BankCredit(c) => &c.org,
+            Self::Resend(r) => &r.org,
         }
     }
 
@@ -131,6 +174,7 @@ impl Consequence {
                 t.event_key
             ),
             Self::BankCredit(c) => format!("match:{}", c.tx_id),
+            Self::Resend(r) => format!("resend:{}:{}", r.rule_id, r.event_key),
         }
     }
 }

@@ -13,7 +13,7 @@ use firmspace::config::{parse_var, ConfigError};
 use firmspace::effects::automation::{self, Action, Rule};
 use firmspace::effects::outbound::Outbound;
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
-use firmspace::effects::Fired;
+use firmspace::effects::{Automated, Fired};
 use firmspace::integrations::Integration;
 use firmspace::messages::media::Apis;
 use firmspace::review::{Kind, Reason, ReviewItem};
@@ -55,6 +55,7 @@ pub type App = SqsApp<Automation>;
 struct Transient(String);
 
 mod reply;
+mod resend;
 mod send;
 
 pub fn app(store: Store, outbound: Outbound, apis: Apis, max_receives: u32) -> App {
@@ -80,17 +81,32 @@ pub async fn from_env() -> Result<App, ConfigError> {
 }
 
 impl Worker for Automation {
-    type Job = Fired;
+    type Job = Automated;
     const KIND: Kind = Kind::Automation;
 
-    async fn apply(&self, fired: Fired, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+    async fn apply(&self, job: Automated, now: DateTime<Utc>) -> Result<Applied, WorkError> {
         let unbounded = Instant::now() + Duration::from_secs(24 * 3600);
-        self.apply_until(fired, now, unbounded).await
+        self.apply_until(job, now, unbounded).await
     }
 
+    /// A trigger's rules, or a person's resend.
+    async fn apply_until(
+        &self,
+        job: Automated,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Applied, WorkError> {
+        match job {
+            Automated::Fired(fired) => self.fired(fired, now, deadline).await,
+            Automated::Resend(resend) => self.resend(&resend, now, deadline).await,
+        }
+    }
+}
+
+impl Automation {
     /// Runs every rule; a rule that fails for good is parked on its own, and a rule that may
     /// succeed later makes the message come back (the rules already run are no-ops then).
-    async fn apply_until(
+    async fn fired(
         &self,
         fired: Fired,
         now: DateTime<Utc>,

@@ -242,8 +242,15 @@ async fn run(
             }
         }
         Action::Decide { org, pk, decision } => {
-            match runs::decide(store, &app.outbound, &org, &pk, decision, now).await? {
+            let decided = runs::decide(store, &app.publisher, &org, &pk, decision, now)
+                .await
+                .map_err(|e| match e {
+                    runs::DecideError::Store(e) => ApiError::from(e),
+                    unqueued => ApiError::internal(&unqueued, true),
+                })?;
+            match decided {
                 Decided::Now(state) => (200, json!({"state": tag_name(&state)})),
+                Decided::Queued => (202, json!({"state": "sending"})),
                 Decided::Already(state) => conflict(
                     "not_needs_check",
                     "the run was decided before",

@@ -11,7 +11,6 @@ mod views;
 use chrono::{DateTime, Utc};
 use firmspace::admin::{bearer, AdminToken};
 use firmspace::config::{Config, ConfigError};
-use firmspace::effects::outbound::Outbound;
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
 use firmspace::http::{query, route_path, ApiError};
 use firmspace::ids::OrgId;
@@ -26,7 +25,6 @@ pub struct App {
     admin_token: AdminToken,
     queues: Queues,
     publisher: Publisher,
-    outbound: Outbound,
     /// Reads a key or the admin token may make a minute (`READS_PER_MINUTE`).
     reads_per_minute: u64,
 }
@@ -105,14 +103,12 @@ impl App {
         admin_token: AdminToken,
         queues: Queues,
         publisher: Publisher,
-        outbound: Outbound,
     ) -> Self {
         Self {
             store,
             admin_token,
             queues,
             publisher,
-            outbound,
             reads_per_minute: firmspace::orgs::rate::READS_PER_MINUTE,
         }
     }
@@ -123,17 +119,11 @@ impl App {
         self
     }
 
-    /// The queues' and DLQs' URLs (`{NAME}_QUEUE_URL`, `{NAME}_DLQ_URL`), the admin token, and
-    /// `OUTBOUND_TIMEOUT_MS` for a resend.
+    /// The queues' and DLQs' URLs (`{NAME}_QUEUE_URL`, `{NAME}_DLQ_URL`) and the admin token. A
+    /// person's resend goes to the automation queue: this function opens no secret.
     pub async fn from_env() -> Result<Self, ConfigError> {
         let config = Config::from_env()?;
         let sqs = firmspace::aws::sqs(config.endpoint_url.as_deref()).await;
-        let timeout = firmspace::config::var("OUTBOUND_TIMEOUT_MS")
-            .and_then(|ms| ms.parse().ok())
-            .map_or(
-                std::time::Duration::from_secs(5),
-                std::time::Duration::from_millis,
-            );
         Ok(Self::new(
             config.store().await,
             AdminToken::from_env(&config).await?,
@@ -142,7 +132,6 @@ impl App {
                 sqs,
                 queues: Consequences::from_env()?,
             },
-            Outbound::new(timeout, config.allows_loopback()),
         )
         .with_reads_per_minute(firmspace::orgs::rate::limit_from_env()))
     }

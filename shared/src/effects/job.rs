@@ -42,7 +42,7 @@ macro_rules! consequence_job {
 consequence_job!(
     super::Notification,
     super::ActivityLine,
-    super::Fired,
+    super::Automated,
     super::BankCredit
 );
 

@@ -25,7 +25,8 @@ pub enum RunState {
     Done,
 }
 
-pub(crate) fn run_pk(org: &OrgId, run_key: &str) -> String {
+/// The run's item key.
+pub fn run_pk(org: &OrgId, run_key: &str) -> String {
     org.pk(&format!("RUN#{run_key}"))
 }
 
@@ -84,6 +85,11 @@ impl Lease {
         Self {
             token: hex::encode(crate::ids::random_bytes::<8>()),
         }
+    }
+
+    /// The token, as a person's resend carries it to the worker.
+    pub fn token(&self) -> &str {
+        &self.token
     }
 }
 
@@ -231,6 +237,34 @@ pub async fn take_checked(
         return Ok(Ok(lease));
     }
     Ok(Err(run_state(store, org, rule_id, event_key).await?))
+}
+
+/// The worker's turn of a person's resend: the run moves from the decision's lease (`token`)
+/// to a new one that holds it for `hold`, while it is still `sending` under that lease. `None`
+/// when it is not: a copy of the resend message, or a decision whose lease ran out and was
+/// taken over; nothing is sent then.
+pub async fn take_resend(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+    event_key: &EventKey,
+    token: &str,
+    now: DateTime<Utc>,
+    hold: chrono::Duration,
+) -> Result<Option<Lease>, StoreError> {
+    let lease = Lease::new();
+    let key = run_key(rule_id, event_key);
+    let update = Update::new()
+        .set("lease", s(&lease.token))
+        .set("lease_until", s(time::format(now + hold)))
+        .when(Cond::All(vec![
+            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
+            Cond::Equals("lease".into(), s(token)),
+        ]));
+    Ok(store
+        .update_if(&run_pk(org, &key), &update)
+        .await?
+        .then_some(lease))
 }
 
 /// A person checked the target and found the message there: `needs_check` → `sent`, nothing

@@ -1,16 +1,17 @@
 //! Automation runs as the operator sees them, by state, and a person's decision on a run that
-//! `needs_check`: `delivered` settles it as sent and sends nothing; `resend` makes exactly one
-//! more attempt with the run's own request and idempotency key, then settles it by what the
-//! target answered (asking the target's status URL when the answer is unclear). Both start
-//! with a conditional move out of `needs_check`, so a second click finds the run decided.
+//! `needs_check`: `delivered` settles it as sent and sends nothing; `resend` queues exactly one
+//! more attempt for the automation worker, which sends the run's own request with its
+//! idempotency key and settles it by what the target answered (asking the target's status URL
+//! when the answer is unclear). Both start with a conditional move out of `needs_check`, so a
+//! second click finds the run decided.
 
 use super::{ids, runs_pk};
-use crate::effects::automation::idempotency_key;
-use crate::effects::outbound::{Outbound, Sent, State};
+use crate::effects::queue::Publisher;
 use crate::effects::runs::{self, RunState};
+use crate::effects::{Consequence, Resend};
 use crate::ids::{EventKey, IntegrationId, OrgId};
 use crate::integrations::{self, Settings};
-use crate::store::item::{tag_name, Read};
+use crate::store::item::Read;
 use crate::store::{Item, Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -59,6 +60,8 @@ pub enum Decided {
     /// The run was not `needs_check` (decided before): its state.
     Already(Option<RunState>),
     NotFound,
+    /// `resend` taken: the run is `sending`, the automation worker sends it and settles it.
+    Queued,
     /// `resend` of a run whose request was not kept (a reply, or a run from before requests
     /// were kept): only `delivered` can settle it.
     NotResendable,
@@ -90,14 +93,27 @@ async fn read(store: &Store, pk: &str) -> Result<Option<Run>, StoreError> {
     }))
 }
 
+/// How long a person's resend holds its run: the wait in the automation queue and the worker's
+/// call with its check. A resend that never settles is the person's to decide again after it.
+pub const RESEND_HOLD: chrono::Duration = chrono::Duration::minutes(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The resend message could not be queued; the run is `needs_check` again.
+    #[error("the resend of {0} could not be queued")]
+    Unqueued(String),
+}
+
 pub async fn decide(
     store: &Store,
-    outbound: &Outbound,
+    publisher: &Publisher,
     org: &OrgId,
     pk: &str,
     decision: Decision,
     now: DateTime<Utc>,
-) -> Result<Decided, StoreError> {
+) -> Result<Decided, DecideError> {
     let Some(run) = read(store, pk).await? else {
         return Ok(Decided::NotFound);
     };
@@ -111,49 +127,56 @@ pub async fn decide(
                 runs::settle_checked(store, org, &run.rule_id, &run.event_key, now).await?;
             Ok(settled.map_or_else(Decided::Already, Decided::Now))
         }
-        Decision::Resend => resend(store, outbound, org, &run, now).await,
+        Decision::Resend => resend(store, publisher, org, &run, now).await,
     }
 }
 
+/// The decision to resend, taken here and carried out by the automation worker: the run moves
+/// to `sending` under a lease held for `RESEND_HOLD`, and one `resend` message names that
+/// lease. The operator's view never opens the target's secret. A message that cannot be queued
+/// gives the run back to `needs_check`, so the person may click again.
 async fn resend(
     store: &Store,
-    outbound: &Outbound,
+    publisher: &Publisher,
     org: &OrgId,
     run: &Run,
     now: DateTime<Utc>,
-) -> Result<Decided, StoreError> {
-    let request = run
-        .item
-        .opt_str("request")
-        .and_then(|r| serde_json::from_str::<Value>(r).ok());
+) -> Result<Decided, DecideError> {
+    let kept = run.item.opt_str("request").is_some();
     let target = match run.item.opt_str("integration_id").map(IntegrationId::parse) {
-        Some(Ok(id)) if id.org == *org => integrations::get(store, &id).await?,
+        Some(Ok(id)) if id.org == *org => integrations::get_sealed(store, &id).await?,
         _ => None,
     };
-    let (Some(body), Some(Settings::Outbound(target))) = (request, target.map(|t| t.settings))
-    else {
+    if !kept || !matches!(target.map(|t| t.settings), Some(Settings::Outbound(_))) {
         return Ok(Decided::NotResendable);
+    }
+    let lease = match runs::take_checked(store, org, &run.rule_id, &run.event_key, now, RESEND_HOLD)
+        .await?
+    {
+        Ok(lease) => lease,
+        Err(state) => return Ok(Decided::Already(state)),
     };
-    let hold = chrono::Duration::from_std(outbound.timeout * 2 + std::time::Duration::from_secs(5))
-        .unwrap_or(chrono::Duration::seconds(30));
-    let lease =
-        match runs::take_checked(store, org, &run.rule_id, &run.event_key, now, hold).await? {
-            Ok(lease) => lease,
-            Err(state) => return Ok(Decided::Already(state)),
-        };
-    let run_key = crate::effects::automation::run_key(&run.rule_id, &run.event_key);
-    let key = idempotency_key(org, &run_key);
-    let state = match outbound.send(&target, &key, &body, now.timestamp()).await {
-        Sent::Delivered => RunState::Sent,
-        Sent::Rejected(_) => RunState::Failed,
-        // Not sent, or sent with no word: a person looks again, nothing is sent by itself.
-        Sent::NotDelivered(_) => RunState::NeedsCheck,
-        Sent::Unclear(_) => match outbound.check(&target, &key).await {
-            State::Delivered => RunState::Sent,
-            State::NotDelivered | State::Unknown => RunState::NeedsCheck,
-        },
-    };
-    tracing::info!(run = %run_key, state = %tag_name(&state), "resent by a person");
-    runs::set_state(store, org, &run.rule_id, &run.event_key, &lease, state, now).await?;
-    Ok(Decided::Now(state))
+    let message = Consequence::Resend(Resend {
+        org: org.clone(),
+        rule_id: run.rule_id.clone(),
+        event_key: run.event_key.clone(),
+        lease: lease.token().to_owned(),
+        at: now,
+    });
+    let published = publisher.publish(std::slice::from_ref(&message)).await;
+    if published.as_ref().map_or(true, |p| p.sent != 1) {
+        runs::set_state(
+            store,
+            org,
+            &run.rule_id,
+            &run.event_key,
+            &lease,
+            RunState::NeedsCheck,
+            now,
+        )
+        .await?;
+        return Err(DecideError::Unqueued(message.key()));
+    }
+    tracing::info!(run = %message.key(), "resend queued by a person");
+    Ok(Decided::Queued)
 }

@@ -140,10 +140,11 @@ async fn resend_clicked_twice_makes_one_more_request_with_the_same_key() {
     assert_eq!(sent["items"][0]["attempts"], 2);
 }
 
-/// A double click on resend: the same key twice at once, then a second click with a new key.
+/// A double click on resend: the same key twice at once, then a second click with a new key
+/// while the resend waits in the queue; the automation worker (with time for the target's
+/// 800 ms) sends it, and a copy of its message sends nothing.
 async fn one_more_request_with_the_runs_key(o: &Ops, key: &str, path: &str) {
     let resend = json!({"decision": "resend"});
-    // A double click: the same key twice at once, then a second click with a new key.
     let (first, twin) = tokio::join!(
         o.post(path, key, "click-1", &resend),
         o.post(path, key, "click-1", &resend),
@@ -152,16 +153,31 @@ async fn one_more_request_with_the_runs_key(o: &Ops, key: &str, path: &str) {
     assert!(
         answers
             .iter()
-            .any(|(s, a)| *s == 200 && a["state"] == "sent"),
+            .any(|(s, a)| *s == 202 && a["state"] == "sending"),
         "{answers:?}"
     );
     assert!(
         answers
             .iter()
-            .all(|(s, a)| *s == 200 || a["error"] == "request_in_progress"),
+            .all(|(s, a)| *s == 202 || a["error"] == "request_in_progress"),
         "{answers:?}"
     );
-    let (status, later) = o.post(path, key, "click-2", &resend).await;
+    let (status, waiting) = o.post(path, key, "click-2", &resend).await;
+    assert_eq!(
+        (status, waiting["outcome"]["state"].as_str()),
+        (409, Some("sending"))
+    );
+    let messages = crate::support::queues::receive(&o.sqs, &o.consequences.automation, 0).await;
+    assert_eq!(messages.len(), 1, "one resend queued for the two clicks");
+    let patient = workers(&o.env, Duration::from_secs(3), 5);
+    for _copy in 0..2 {
+        let answer = patient
+            .automation
+            .process(crate::support::queues::event(&messages), Utc::now())
+            .await;
+        assert!(answer.batch_item_failures.is_empty(), "{answer:?}");
+    }
+    let (status, later) = o.post(path, key, "click-3", &resend).await;
     assert_eq!(
         (status, later["outcome"]["state"].as_str()),
         (409, Some("sent"))

@@ -14,7 +14,6 @@ use crate::support::queues::{delete, event, receive};
 use crate::support::{fixtures, json_of, request, TestEnv};
 use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
-use firmspace::effects::outbound::Outbound;
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
 use firmspace::effects::Trigger;
 use firmspace::ids::OrgId;
@@ -22,7 +21,6 @@ use firmspace::ops::queues::{Pair, Queues};
 use firmspace::orgs::{self, Member};
 use serde_json::json;
 use serde_json::Value;
-use std::time::Duration;
 
 /// A table, four queues each with a DLQ (a message dies after 2 receives; visible again after
 /// 1 s), the api, and the ops function.
@@ -66,7 +64,6 @@ impl Ops {
                 sqs: sqs.clone(),
                 queues: consequences.clone(),
             },
-            Outbound::new(Duration::from_secs(3), true),
         );
         Self {
             api: api_support::app(&env),

@@ -73,7 +73,7 @@ const ROUTES: &[Route] = &[
     Route { method: HttpMethod::Post, path: "/ops/review/{id}/resolve", summary: "Resolve an open review item with `{\"note\"}` (1-2000 characters)", params: &[ID, KEY],
         answer: "{\"state\": \"resolved\", \"by\", \"at\", \"note\"}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/runs/{id}/decide", summary: "Decide a `needs_check` run: `{\"decision\": \"delivered\" | \"resend\"}`", params: &[ID, KEY],
-        answer: "{\"state\": \"sent\" | \"needs_check\" | \"failed\"}", errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
+        answer: "`delivered`: {\"state\": \"sent\"}; `resend`: 202 {\"state\": \"sending\"}, queued for the automation worker, which sends and settles it", errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
 ];
 
 fn operation(route: &Route) -> Operation {
