@@ -95,6 +95,17 @@ async fn the_manual_button_is_idempotent_per_key() {
         .pay(&id, "assist-1", json!({"source": "assistant"}))
         .await;
     assert_eq!((status, rest["applied"].as_str()), (200, Some("60.00")));
+    let (status, late) = crm.pay(&id, "click-1", manual("40.00")).await;
+    assert_eq!(
+        (
+            status,
+            late["applied"].as_str(),
+            late["first_applied"].as_str(),
+            late["invoice"]["status"].as_str()
+        ),
+        (200, Some("0.00"), Some("40.00"), Some("paid")),
+        "a late repeat applies nothing and shows the invoice as it is now: {late}"
+    );
     the_invoice_is_paid_by_two_payments(&crm, &id).await;
 }
 

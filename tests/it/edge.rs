@@ -59,8 +59,12 @@ async fn the_same_key_with_another_amount_gets_the_stored_answer_and_a_payload_m
         let (status, answer) = deliver(&app, &standard_request(&hook, &other, NOW)).await;
         assert_eq!(status, 200, "the sender stops retrying");
         assert_eq!(
-            (answer["duplicate"].as_bool(), answer["applied"].as_str()),
-            (Some(true), Some("40.00"))
+            (
+                answer["duplicate"].as_bool(),
+                answer["applied"].as_str(),
+                answer["first_applied"].as_str()
+            ),
+            (Some(true), Some("0.00"), Some("40.00"))
         );
         assert_eq!(answer["invoice"], booked["invoice"]);
     }

@@ -277,14 +277,17 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_repeat_gets_the_first_answer_marked_duplicate() {
+    fn a_repeat_applied_nothing_and_names_what_the_first_applied() {
         use crate::store::Written;
         let event = sample(false);
         let first = Written::New(event.clone()).answer();
         let again = Written::Repeat { stored: event }.answer();
         assert_eq!(first["duplicate"], false);
         assert_eq!(again["duplicate"], true);
-        assert_eq!(again["applied"], first["applied"]);
+        assert_ne!(first["applied"], "0.00");
+        assert_eq!(again["applied"], "0.00");
+        assert_eq!(again["first_applied"], first["applied"]);
+        assert_eq!(again["payment_id"], first["event_key"]);
         assert_eq!(again["invoice"], first["invoice"]);
         assert_eq!(first["event_key"], "payment:stripe:pi_1");
     }

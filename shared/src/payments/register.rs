@@ -16,6 +16,7 @@ use crate::store::{
     Answer, Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Update, Written,
 };
 use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -48,6 +49,25 @@ impl Answer for PaymentEvent {
     /// The first answer, as stored with the event.
     fn answer(&self) -> serde_json::Value {
         self.answer.clone()
+    }
+
+    /// A repeat applied nothing: `applied` is zero, `first_applied` what the first delivery
+    /// applied, `payment_id` the first delivery's payment (its event key), and `invoice` as it
+    /// is now when the repeat read it (see `Register::repeat`).
+    fn repeated(&self) -> serde_json::Value {
+        let mut answer = self.answer.clone();
+        if let serde_json::Value::Object(fields) = &mut answer {
+            fields.insert(
+                "applied".into(),
+                crate::money::display(Decimal::ZERO).into(),
+            );
+            fields.insert(
+                "first_applied".into(),
+                crate::money::display(self.applied).into(),
+            );
+            fields.insert("payment_id".into(), self.key().as_str().into());
+        }
+        answer
     }
 
     fn review(&self) -> bool {
@@ -169,8 +189,17 @@ impl<'a, C: Confirm> Register<'a, C> {
         })
     }
 
-    fn repeat(&self, item: &Item) -> Result<Registered, StoreError> {
-        let stored = PaymentEvent::from_item(item)?;
+    /// The stored event met again, answering with its invoice as it is now: the invoice was
+    /// read in the same consistent batch as the event (a repeat costs that one read).
+    fn repeat(&self, seen: &Seen, item: &Item) -> Result<Registered, StoreError> {
+        let mut stored = PaymentEvent::from_item(item)?;
+        let [invoice_at, ..] = self.slots();
+        if let Some(now) = invoice_at.and_then(|i| seen.get(i)) {
+            let same = stored.invoice_id.as_deref() == now.str_of("id").ok();
+            if let (true, serde_json::Value::Object(fields)) = (same, &mut stored.answer) {
+                fields.insert("invoice".into(), Invoice::from_item(now)?.to_json());
+            }
+        }
         let input = self.input;
         let given = |differs: bool, present: bool| present && differs;
         let mismatch = Mismatch::of(
@@ -221,7 +250,7 @@ impl<C: Confirm> Decision for Register<'_, C> {
 
     fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<PaymentEvent>, PaymentError> {
         if let Some(item) = seen.stored() {
-            return Ok(Plan::Done(self.repeat(item)?));
+            return Ok(Plan::Done(self.repeat(seen, item)?));
         }
         let input = self.input;
         let [invoice_at, related_at, link_at] = self.slots();

@@ -66,7 +66,10 @@ impl<T> Written<T> {
     where
         T: Answer,
     {
-        let mut answer = self.value().answer();
+        let mut answer = match self {
+            Self::New(v) => v.answer(),
+            Self::Repeat { stored: v } | Self::Conflict { stored: v, .. } => v.repeated(),
+        };
         if let Value::Object(fields) = &mut answer {
             fields.insert("duplicate".into(), Value::Bool(!self.is_new()));
         }
@@ -86,6 +89,11 @@ impl<T> Written<T> {
 /// event arrives again ([`Written::answer`] says which).
 pub trait Answer {
     fn answer(&self) -> Value;
+    /// The answer to a later arrival of the same event: the first answer, unless the event says
+    /// what this arrival did beside what the first did (a payment: `applied` zero).
+    fn repeated(&self) -> Value {
+        self.answer()
+    }
     /// Whether writing it also filed a review item.
     fn review(&self) -> bool {
         false
