@@ -96,24 +96,74 @@ async fn twenty_deliveries(
     hook: &IntegrationId,
     secret: &str,
 ) -> Vec<(u16, Value)> {
-    let body = json!({"type": "call.completed", "data": {"call_id": "c-20", "direction": "inbound",
-        "peer": "+380 44 123 45 67", "status": "busy", "duration": 0}})
-    .to_string();
-    let now = Utc::now().timestamp();
-    let path = format!("/hooks/{}/calls", hook.id);
+    let body = busy_call("c-20");
     let deliveries = (0..20).map(|i| {
-        let id = format!("msg_{i}");
-        let signature = standard::sign(secret, &id, now, body.as_bytes()).unwrap();
-        let at = now.to_string();
-        let headers = [
-            ("webhook-id", id.as_str()),
-            ("webhook-timestamp", at.as_str()),
-            ("webhook-signature", signature.as_str()),
-        ];
-        let req = post(&path, &headers, body.as_bytes().to_vec());
+        let req = signed(hook, secret, &format!("msg_{i}"), &body);
         async move { answer(app, req).await }
     });
     futures::future::join_all(deliveries).await
+}
+
+/// A generic sender's busy inbound call `call_id` from +380 44 123 45 67.
+fn busy_call(call_id: &str) -> String {
+    json!({"type": "call.completed", "data": {"call_id": call_id, "direction": "inbound",
+        "peer": "+380 44 123 45 67", "status": "busy", "duration": 0}})
+    .to_string()
+}
+
+/// `body` posted to `hook`'s call webhook, signed now under `webhook_id`.
+fn signed(
+    hook: &IntegrationId,
+    secret: &str,
+    webhook_id: &str,
+    body: &str,
+) -> lambda_http::Request {
+    let now = Utc::now().timestamp();
+    let signature = standard::sign(secret, webhook_id, now, body.as_bytes()).unwrap();
+    let at = now.to_string();
+    let headers = [
+        ("webhook-id", webhook_id),
+        ("webhook-timestamp", at.as_str()),
+        ("webhook-signature", signature.as_str()),
+    ];
+    post(
+        &format!("/hooks/{}/calls", hook.id),
+        &headers,
+        body.as_bytes().to_vec(),
+    )
+}
+
+#[tokio::test]
+async fn a_generic_senders_call_ids_are_its_own_and_lookalike_calls_are_two() {
+    let crm = Crm::new().await;
+    let app = call_webhook::app(crm.store().clone(), PUBLIC_URL);
+    let mut senders = Vec::new();
+    for _ in 0..2 {
+        let secret = standard::generate_secret();
+        let settings = CallSettings::Standard {
+            secret: secret.clone().into(),
+        };
+        senders.push((calls_integration(&crm, settings).await, secret));
+    }
+    // The same call id from two senders: two calls, each keyed within its integration.
+    let mut keys = Vec::new();
+    for (hook, secret) in &senders {
+        let (status, first) = answer(&app, signed(hook, secret, "w1", &busy_call("c-1"))).await;
+        assert_eq!(status, 201, "{first}");
+        keys.push(first["call"]["key"].as_str().unwrap().to_owned());
+        let (status, again) = answer(&app, signed(hook, secret, "w2", &busy_call("c-1"))).await;
+        assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
+    }
+    assert_eq!(keys[0], format!("call:{}:c-1:inbound", senders[0].0.id));
+    assert_ne!(keys[0], keys[1]);
+    // Another id, the same peer, status, duration and moment: another call, not a lookalike merged.
+    let (hook, secret) = &senders[0];
+    let (status, _) = answer(&app, signed(hook, secret, "w3", &busy_call("c-2"))).await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        (crm.count("call").await, crm.count("contact").await),
+        (3, 1)
+    );
 }
 
 #[tokio::test]
@@ -146,11 +196,11 @@ async fn a_call_posted_twenty_times_at_once_is_one_call_one_lead_and_one_missed_
         ),
         (1, 1, 1)
     );
-    its_consequences_are_one_missed_call_task(&crm).await;
+    its_consequences_are_one_missed_call_task(&crm, &hook).await;
 }
 
 /// The stored call through the fan-out and the workers, twice: one missed-call task.
-async fn its_consequences_are_one_missed_call_task(crm: &Crm) {
+async fn its_consequences_are_one_missed_call_task(crm: &Crm, hook: &IntegrationId) {
     let item = crm
         .table_snapshot()
         .await
@@ -176,7 +226,10 @@ async fn its_consequences_are_one_missed_call_task(crm: &Crm) {
     }
     let tasks = automation::tasks(crm.store(), &crm.org).await.unwrap();
     assert_eq!(tasks.len(), 1);
-    assert_eq!(tasks[0]["event_key"], "call:c-20:inbound");
+    assert_eq!(
+        tasks[0]["event_key"],
+        format!("call:{}:c-20:inbound", hook.id)
+    );
 }
 
 /// Olena, a member who owns the contact Olena; her contact's JSON.

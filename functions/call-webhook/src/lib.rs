@@ -3,6 +3,7 @@
 //! crate is only what is particular to calls: a verifier per provider (Twilio's over the public
 //! URL, Standard Webhooks), a parser per provider, and `calls::record` as the record step. Only a
 //! final status makes a call; the first report answers 201, every repeat 200 with the stored call.
+//! A generic sender's calls are keyed within its integration, Twilio's within the organisation.
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -69,7 +70,8 @@ impl Source for Calls {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Parsed<CallInput>, String> {
-        let posted = match Self::settings(integration).map(CallSettings::provider) {
+        let provider = Self::settings(integration).map(CallSettings::provider);
+        let posted = match provider {
             Some(CallProvider::Twilio) => providers::twilio(body)?,
             Some(CallProvider::Standard) => providers::standard(body)?,
             None => return Err("not a calls integration".into()),
@@ -80,7 +82,14 @@ impl Source for Calls {
         };
         let at = verified.at.unwrap_or(now);
         match fields.check(integration.org(), &integration.id.id, at) {
-            Ok(Checked::Call(call)) => Ok(Parsed::Event(call)),
+            // A generic sender's call ids are its own: keyed within the integration. Twilio's
+            // are the account's, like a softphone's: keyed within the organisation.
+            Ok(Checked::Call(mut call)) => {
+                if provider == Some(CallProvider::Standard) {
+                    call.scope = Some(integration.id.id.to_string());
+                }
+                Ok(Parsed::Event(call))
+            }
             Ok(Checked::Pending(status)) => Ok(Parsed::Ignored(status)),
             Err(e) => Err(e.to_string()),
         }

@@ -75,6 +75,7 @@ impl CallFields {
             duration: self.duration,
             at,
             source: source.to_owned(),
+            scope: None,
         }))
     }
 }

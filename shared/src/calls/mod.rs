@@ -1,4 +1,6 @@
-//! Calls: a final call result, stored once under `call:CALL_ID:DIRECTION`, linked to a contact by
+//! Calls: a final call result, stored once under `call:CALL_ID:DIRECTION` (a softphone's and a SIP
+//! provider's ids are the organisation's own; a generic signed sender's are unique only within its
+//! integration: `call:INTEGRATION:CALL_ID:DIRECTION`), linked to a contact by
 //! the peer's phone number (an unknown number becomes one lead). One consistent `BatchGetItem`
 //! reads the call's key and the peer's identity; a stored call is a duplicate answered from that
 //! read alone. Otherwise one transaction puts the call under `attribute_not_exists` (and, for an
@@ -69,18 +71,31 @@ pub struct CallInput {
     pub at: DateTime<Utc>,
     /// `softphone`, or the integration that posted it.
     pub source: String,
+    /// The integration whose ids these are, for a sender whose call ids are unique only within
+    /// it (a generic Standard Webhooks sender); `None` where they are the organisation's.
+    pub scope: Option<String>,
 }
 
 impl CallInput {
     pub fn key(&self) -> EventKey {
+        let scope = self
+            .scope
+            .as_ref()
+            .map(|s| format!("{s}:"))
+            .unwrap_or_default();
         EventKey::new(
             KIND,
-            &format!("{}:{}", self.call_id, tag_name(&self.direction)),
+            &format!("{scope}{}:{}", self.call_id, tag_name(&self.direction)),
         )
     }
 
     fn pk(&self) -> String {
-        call_pk(&self.org, &self.call_id, self.direction)
+        call_pk(
+            &self.org,
+            self.scope.as_deref(),
+            &self.call_id,
+            self.direction,
+        )
     }
 
     /// What the call says: the same key with another status or duration is another report.
@@ -99,9 +114,12 @@ impl CallInput {
     }
 }
 
-fn call_pk(org: &OrgId, call_id: &ExternalId, direction: Direction) -> String {
+fn call_pk(org: &OrgId, scope: Option<&str>, call_id: &ExternalId, direction: Direction) -> String {
+    let scope = scope
+        .map(|s| format!("{}#", crate::ids::key_part(s)))
+        .unwrap_or_default();
     org.pk(&format!(
-        "CALL#{}#{}",
+        "CALL#{scope}{}#{}",
         crate::ids::key_part(call_id.as_str()),
         tag_name(&direction)
     ))
@@ -135,6 +153,7 @@ impl Call {
             .str("contact_id", &self.contact_id)
             .opt_str("owner", self.owner.clone())
             .str("source", &i.source)
+            .opt_str("scope", i.scope.clone())
             .str("fingerprint", &self.fingerprint)
             .time("at", i.at)
             .list(
@@ -168,6 +187,7 @@ impl Call {
                 duration,
                 at: item.time_of("at")?,
                 source: item.str_of("source")?.to_owned(),
+                scope: item.opt_str("scope").map(str::to_owned),
             },
             contact_id: item.str_of("contact_id")?.to_owned(),
             owner: item.opt_str("owner").map(str::to_owned),
@@ -257,7 +277,33 @@ mod tests {
     }
 
     #[test]
+    fn a_scoped_call_is_keyed_within_its_integration() {
+        let Ok(Checked::Call(mut c)) = check(&fields("completed", "outbound")) else {
+            panic!("a call");
+        };
+        let org_wide = (c.key(), c.pk());
+        c.scope = Some("o0123456789ab_00ff".into());
+        assert_eq!(c.key().as_str(), "call:o0123456789ab_00ff:CA1:outbound");
+        assert_ne!(c.pk(), org_wide.1);
+        assert_ne!(c.key(), org_wide.0);
+    }
+
+    #[test]
     fn a_stored_call_reads_back_as_itself() {
+        let Ok(Checked::Call(input)) = check(&fields("no-answer", "inbound")) else {
+            panic!("a call");
+        };
+        let mut scoped = input.clone();
+        scoped.scope = Some("o0123456789ab_00ff".into());
+        for input in [input, scoped] {
+            let call = Call {
+                fingerprint: input.fingerprint(),
+                input,
+                contact_id: "ct_1".into(),
+                owner: None,
+            };
+            assert_eq!(Call::from_item(&call.to_item()).unwrap(), call);
+        }
         let Ok(Checked::Call(input)) = check(&fields("no-answer", "inbound")) else {
             panic!("a call");
         };
