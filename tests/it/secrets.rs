@@ -109,3 +109,131 @@ async fn an_integration_stored_with_a_secret_in_clear_is_refused_not_read_withou
         "{err}"
     );
 }
+
+/// A payment delivery signed with `secret` at `at`, under its own `webhook-id`.
+fn signed_at(
+    hook: &firmspace::ids::IntegrationId,
+    secret: &str,
+    webhook_id: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> lambda_http::Request {
+    let body = format!(
+        r#"{{"type":"payment.succeeded","data":{{"payment_id":"{webhook_id}","amount":"1.00","currency":"UAH"}}}}"#
+    );
+    let signature =
+        firmspace::signature::standard::sign(secret, webhook_id, at.timestamp(), body.as_bytes())
+            .unwrap();
+    let at = at.timestamp().to_string();
+    let headers = [
+        ("webhook-id", webhook_id),
+        ("webhook-timestamp", at.as_str()),
+        ("webhook-signature", signature.as_str()),
+    ];
+    crate::support::app::post(&format!("/hooks/{}/payments", hook.id), &headers, body)
+}
+
+#[tokio::test]
+async fn a_rotated_secret_verifies_at_once_and_the_previous_one_only_during_the_overlap() {
+    use crate::support::app::{deliver_at, Crm};
+    use firmspace::signature::standard::generate_secret;
+    use serde_json::json;
+    let crm = Crm::new().await;
+    let created = crm
+        .integration(json!({"kind": "payments", "provider": "standard"}))
+        .await;
+    let id = created["integration_id"].as_str().unwrap().to_owned();
+    let hook = firmspace::ids::IntegrationId::parse(&id).unwrap();
+    let first = created["secret"].as_str().unwrap().to_owned();
+    let app = payment_webhook::app(crm.store().clone());
+    let t = chrono::Utc::now();
+    assert_eq!(
+        deliver_at(&app, &signed_at(&hook, &first, "p1", t), t)
+            .await
+            .0,
+        200
+    );
+
+    let (second, path) = (generate_secret(), format!("/api/integrations/{id}/secrets"));
+    let rotate = |key: &str, secret: &str, overlap: Option<u32>| {
+        let body = json!({"secrets": {"secret": secret}, "overlap_hours": overlap});
+        let key = key.to_owned();
+        let path = path.clone();
+        let crm = &crm;
+        async move {
+            crm.call_with("POST", &path, &[("idempotency-key", &key)], body)
+                .await
+        }
+    };
+    let (status, rotated) = rotate("rot-1", &second, None).await;
+    assert_eq!(status, 200, "{rotated}");
+    assert_eq!(rotated["secrets"]["names"], json!(["secret"]));
+    assert!(!rotated.to_string().contains(&second), "never shown back");
+    // The same request again is the same rotation, not a second one; another body is refused.
+    assert_eq!(rotate("rot-1", &second, None).await, (200, rotated.clone()));
+    let (status, reused) = rotate("rot-1", &generate_secret(), None).await;
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (409, Some("idempotency_key_reused"))
+    );
+    let (status, named) = crm
+        .call_with(
+            "POST",
+            &path,
+            &[("idempotency-key", "rot-x")],
+            json!({"secrets": {"token": "t0k3n"}}),
+        )
+        .await;
+    assert_eq!(
+        (status, named["error"].as_str()),
+        (400, Some("invalid_secrets"))
+    );
+    let listed = crm.get(&format!("/api/integrations/{id}")).await;
+    assert_eq!(listed["secrets"], rotated["secrets"]);
+    let until = listed["secrets"]["previous_valid_until"].as_str().unwrap();
+    let until = firmspace::time::parse(until).unwrap();
+    assert_eq!((until - t).num_hours(), 24, "the default overlap");
+
+    // Within the overlap both verify, through the warm function's cache and a cold one alike.
+    let later = t + chrono::Duration::seconds(10);
+    for app in [&app, &payment_webhook::app(crm.store().clone())] {
+        for (n, secret) in [&second, &first].into_iter().enumerate() {
+            let req = signed_at(&hook, secret, &format!("p2{n}"), later);
+            assert_eq!(deliver_at(app, &req, later).await.0, 200, "secret {n}");
+        }
+    }
+    // After it, only the new one; the previous one is removed from the item.
+    let after = until + chrono::Duration::seconds(1);
+    let cold = payment_webhook::app(crm.store().clone());
+    let old = signed_at(&hook, &first, "p3", after);
+    assert_eq!(deliver_at(&cold, &old, after).await.0, 401);
+    let item = crm
+        .store()
+        .get(&integration_pk(&hook))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !item.contains_key("previous_sealed"),
+        "removed after the overlap"
+    );
+    let new = signed_at(&hook, &second, "p4", after);
+    assert_eq!(deliver_at(&cold, &new, after).await.0, 200);
+
+    // An overlap of 0 retires the previous secret at once.
+    let third = generate_secret();
+    assert_eq!(rotate("rot-2", &third, Some(0)).await.0, 200);
+    let now = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let cold = payment_webhook::app(crm.store().clone());
+    assert_eq!(
+        deliver_at(&cold, &signed_at(&hook, &second, "p5", now), now)
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        deliver_at(&cold, &signed_at(&hook, &third, "p6", now), now)
+            .await
+            .0,
+        200
+    );
+}

@@ -163,6 +163,8 @@ impl App {
         let store = &self.store;
         match op {
             OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
+            OrgOp::ReadIntegration => setup::read_integration(store, ctx, found.param("id")).await,
+            OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, found.param("id")).await,
             OrgOp::AddMember => setup::add_member(store, ctx).await,
             OrgOp::ListMembers => setup::list_members(store, ctx).await,
             OrgOp::CreateInvoice => invoices::create(store, ctx).await,

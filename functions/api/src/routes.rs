@@ -46,6 +46,8 @@ pub enum Op {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OrgOp {
     CreateIntegration,
+    ReadIntegration,
+    RotateSecrets,
     AddMember,
     ListMembers,
     CreateInvoice,
@@ -142,11 +144,14 @@ pub struct Route {
 }
 
 impl Route {
-    /// The scope an organisation key needs for this route: managing keys needs `ops`, a read
+    /// The scope an organisation key needs for this route: managing keys and rotating secrets
+    /// needs `ops`, a read
     /// `read`, anything else `write`. `None` for a route without an organisation key.
     pub fn scope(&self) -> Option<Scope> {
         match self.op {
-            Op::Org(OrgOp::CreateKey | OrgOp::ListKeys | OrgOp::RevokeKey) => Some(Scope::Ops),
+            Op::Org(
+                OrgOp::CreateKey | OrgOp::ListKeys | OrgOp::RevokeKey | OrgOp::RotateSecrets,
+            ) => Some(Scope::Ops),
             Op::Org(_) if self.method == Method::Get => Some(Scope::Read),
             Op::Org(_) => Some(Scope::Write),
             Op::OpenApi | Op::CreateOrg => None,

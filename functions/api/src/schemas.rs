@@ -360,3 +360,22 @@ pub struct ImportStarted {
     /// `running`, when not started.
     reason: Option<String>,
 }
+
+/// An integration as stored, without its secrets.
+#[derive(Serialize, ToSchema)]
+pub struct IntegrationInfo {
+    integration_id: String,
+    kind: IntegrationKind,
+    provider: Option<String>,
+    created_at: String,
+    secrets: SecretsInfo,
+}
+
+/// What the integration holds, never the values: the names, the last rotation, and until when
+/// the previous secrets still verify (absent when none are kept).
+#[derive(Serialize, ToSchema)]
+pub struct SecretsInfo {
+    names: Vec<String>,
+    rotated_at: Option<String>,
+    previous_valid_until: Option<String>,
+}

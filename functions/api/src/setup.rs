@@ -7,6 +7,7 @@ use firmspace::effects::targets;
 use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
+use firmspace::integrations::rotation::{self, RotateError, SecretsState};
 use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
 use firmspace::ledger::providers::{SmsProvider, SmsSettings};
 use firmspace::orgs::{self, Member};
@@ -344,6 +345,137 @@ pub(crate) fn stand_in_url(
 fn check_outbound_url(raw: &str, allow_loopback: bool, port: Option<u16>) -> Result<(), ApiError> {
     targets::check_url_on(raw, allow_loopback, port)
         .map_err(|why| ApiError::bad_request("invalid_url", why))
+}
+
+/// The organisation's integration `raw` read with its secrets left sealed, or 404.
+async fn sealed_integration(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    raw: &str,
+) -> Result<(Integration, firmspace::store::Item), ApiError> {
+    let id = IntegrationId::parse(raw)
+        .ok()
+        .filter(|id| id.org == ctx.org)
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    rotation::sealed(store, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("integration"))
+}
+
+/// `GET /api/integrations/{id}`: what it is and which secrets it holds, never their values.
+pub async fn read_integration(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    raw: &str,
+) -> Result<Response<Body>, ApiError> {
+    let (integration, item) = sealed_integration(store, ctx, raw).await?;
+    Ok(json_response(
+        200,
+        &json!({
+            "integration_id": integration.id.id,
+            "kind": integration.kind(),
+            "provider": firmspace::store::item::Read::opt_str(&item, "provider"),
+            "created_at": firmspace::time::format(integration.created_at),
+            "secrets": SecretsState::of(&integration, &item, ctx.now),
+        }),
+    ))
+}
+
+/// `POST /api/integrations/{id}/secrets`: every secret the integration holds, by name, and how
+/// long the previous ones still verify (`overlap_hours`, 0 to 168, default 24).
+#[derive(Deserialize, ToSchema)]
+pub struct NewSecrets {
+    /// The new values by the names the integration lists (`GET /api/integrations/{id}`:
+    /// `secrets.names`), each 1 to 256 visible ASCII characters; a Standard Webhooks `secret` is
+    /// `whsec_` and the base64 of 24 to 64 bytes.
+    #[schema(value_type = Object)]
+    secrets: std::collections::BTreeMap<String, String>,
+    overlap_hours: Option<u32>,
+}
+
+/// The longest overlap, in hours (`rotation::MAX_OVERLAP`).
+const OVERLAP_HOURS_MAX: u32 = 168;
+
+/// Rotates an integration's secrets once per `Idempotency-Key`: the same key again gets the
+/// stored answer (which names the secrets, never their values).
+pub async fn rotate_secrets(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    raw: &str,
+) -> Result<Response<Body>, ApiError> {
+    let key = firmspace::ops::requests::key_of(ctx.req)?;
+    let body: NewSecrets = parse_json(body_bytes(ctx.req))?;
+    let overlap = match body.overlap_hours {
+        None => rotation::DEFAULT_OVERLAP,
+        Some(h) if h <= OVERLAP_HOURS_MAX => chrono::Duration::hours(h.into()),
+        Some(_) => {
+            return Err(ApiError {
+                field: Some("overlap_hours"),
+                ..ApiError::bad_request("invalid_field", "overlap_hours is 0 to 168")
+            })
+        }
+    };
+    let (integration, _) = sealed_integration(store, ctx, raw).await?;
+    let mut new = std::collections::HashMap::new();
+    for (name, value) in &body.secrets {
+        fields::secret("secrets", value, SECRET_MAX)?;
+        rotated_secret_usable(&integration.settings, name, value)?;
+        new.insert(name.clone(), SecretString::from(value.clone()));
+    }
+    let route = format!("integrations/{}/secrets", integration.id.id);
+    let asked = firmspace::ops::requests::Request {
+        by: &ctx.key.id,
+        key: &key,
+        fingerprint: firmspace::ops::requests::fingerprint(&route, body_bytes(ctx.req)),
+    };
+    let id = integration.id.clone();
+    let (status, answer) = asked
+        .once(store, ctx.now, || async {
+            let state = rotation::rotate(store, &id, new, overlap, ctx.now)
+                .await
+                .map_err(refused)?;
+            Ok((200, json!({"integration_id": id.id, "secrets": state})))
+        })
+        .await?;
+    Ok(json_response(status, &answer))
+}
+
+fn refused(e: RotateError) -> ApiError {
+    match e {
+        RotateError::NotFound => ApiError::not_found("integration"),
+        RotateError::NothingToRotate => ApiError::new(
+            409,
+            "no_secrets",
+            "this integration holds no secret to rotate",
+        ),
+        RotateError::Names(_) => ApiError::bad_request("invalid_secrets", e.to_string()),
+        RotateError::Moved => ApiError::new(
+            409,
+            "rotation_in_progress",
+            "another rotation changed the secrets meanwhile; read the integration and ask again",
+        ),
+        RotateError::Store(e) => e.into(),
+    }
+}
+
+/// A new value for a Standard Webhooks or Stripe signing `secret` must be usable as one, as at
+/// creation; other secrets are the provider's tokens, taken as given.
+fn rotated_secret_usable(settings: &Settings, name: &str, value: &str) -> Result<(), ApiError> {
+    let stripe = matches!(settings, Settings::Payments(PaymentSettings::Stripe { .. }));
+    let standard = name == "secret" && !stripe;
+    let usable = match (stripe, standard) {
+        (true, _) => value.starts_with("whsec_") && value.len() >= 16,
+        (false, true) => value.starts_with("whsec_") && standard::Verifier::new(value).is_ok(),
+        (false, false) => true,
+    };
+    if usable {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_secret",
+            "secret must be whsec_ followed by the base64 of 24 to 64 bytes (standard) or whsec_ and at least 10 more characters (stripe)",
+        ))
+    }
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -8,10 +8,10 @@ use crate::views::admin_only;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::effects::runs::RunState;
-use firmspace::http::{body_bytes, header, json_response, parse_json, ApiError};
+use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ops::events::{replay, ReplayError};
 use firmspace::ops::ids;
-use firmspace::ops::requests::{Claimed, Request as Asked};
+use firmspace::ops::requests::{self, Request as Asked};
 use firmspace::ops::review::{outcome, NOTE_MAX};
 use firmspace::ops::runs::{self, Decided, Decision};
 use firmspace::review::{self, Resolved};
@@ -19,7 +19,6 @@ use firmspace::store::item::tag_name;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 /// Where each event kind's items are kept: the ids `replay` takes.
 const EVENT_ITEMS: [&str; 5] = ["PAYMENT#", "MESSAGE#", "CALL#", "BANKTX#", "SMS_EVENT#"];
@@ -123,24 +122,6 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
     }
 }
 
-/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters.
-fn key(req: &Request) -> Result<String, ApiError> {
-    let raw = header(req, "idempotency-key").ok_or_else(|| {
-        ApiError::bad_request(
-            "missing_idempotency_key",
-            "Idempotency-Key header is required",
-        )
-    })?;
-    let visible = !raw.is_empty() && raw.len() <= 255 && raw.bytes().all(|b| b.is_ascii_graphic());
-    if !visible {
-        return Err(ApiError::bad_request(
-            "invalid_idempotency_key",
-            "Idempotency-Key is 1 to 255 visible ASCII characters",
-        ));
-    }
-    Ok(raw.to_owned())
-}
-
 pub(crate) async fn dispatch(
     app: &App,
     who: &Who,
@@ -148,54 +129,17 @@ pub(crate) async fn dispatch(
     segments: &[&str],
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    let key = key(req)?;
+    let key = requests::key_of(req)?;
     let action = action(app, who, req, segments)?;
-    let mut digest = Sha256::new();
-    digest.update(segments.join("/"));
-    digest.update([0]);
-    digest.update(body_bytes(req));
     let by = who.by();
     let asked = Asked {
         by: &by,
         key: &key,
-        fingerprint: hex::encode(digest.finalize()),
+        fingerprint: requests::fingerprint(&segments.join("/"), body_bytes(req)),
     };
-    match asked.claim(&app.store, now).await? {
-        Claimed::Run => {}
-        Claimed::Done(status, answer) => return Ok(json_response(status, &answer)),
-        Claimed::Running => {
-            return Err(ApiError::new(
-                409,
-                "request_in_progress",
-                "a request with this Idempotency-Key is running; ask again in a moment",
-            ))
-        }
-        Claimed::Reused => {
-            return Err(ApiError::new(
-                409,
-                "idempotency_key_reused",
-                "this Idempotency-Key was used with another request",
-            ))
-        }
-    }
-    // A refusal is the answer too (a repeat gets it again); a failure a retry may get past
-    // gives the key up.
-    let (status, answer) = match run(app, &by, action, now).await {
-        Ok(done) => done,
-        Err(e) if e.status < 500 => {
-            let refused = e.into_response();
-            let body: Value = match refused.body() {
-                Body::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-                _ => Value::Null,
-            };
-            (refused.status().as_u16(), body)
-        }
-        Err(e) => {
-            asked.release(&app.store).await?;
-            return Err(e);
-        }
-    };
-    asked.finish(&app.store, status, &answer).await?;
+    let (status, answer) = asked
+        .once(&app.store, now, || run(app, &by, action, now))
+        .await?;
     Ok(json_response(status, &answer))
 }
 

@@ -7,6 +7,7 @@ pub mod bank;
 pub mod calls;
 pub mod messages;
 pub mod payments;
+pub mod rotation;
 pub mod sms;
 
 use self::bank::BankSettings;
@@ -230,6 +231,26 @@ pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration
     let Some(item) = store.get(&pk).await? else {
         return Ok(None);
     };
+    opened(store, id, &item).await.map(Some)
+}
+
+/// The integration with its secrets opened, and while a rotation's overlap lasts the settings
+/// it had before (a second `Decrypt`): what a webhook verifies a delivery with.
+pub async fn get_verifying(
+    store: &Store,
+    id: &IntegrationId,
+    now: DateTime<Utc>,
+) -> Result<Option<(Integration, Option<rotation::Previous>)>, StoreError> {
+    let Some(item) = store.get(&integration_pk(id)).await? else {
+        return Ok(None);
+    };
+    let integration = opened(store, id, &item).await?;
+    let previous = rotation::previous(store, id, &item, now).await?;
+    Ok(Some((integration, previous)))
+}
+
+async fn opened(store: &Store, id: &IntegrationId, item: &Item) -> Result<Integration, StoreError> {
+    let pk = integration_pk(id);
     let secrets = match item.get(SEALED) {
         Some(AttributeValue::B(sealed)) => store.vault()?.open(&pk, sealed.as_ref()).await?,
         // Stored before secrets were sealed: refused, never read as "no token" (which would
@@ -244,7 +265,7 @@ pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration
         }
         _ => HashMap::new(),
     };
-    Integration::from_item(id.clone(), &item, secrets).map(Some)
+    Integration::from_item(id.clone(), item, secrets)
 }
 
 /// The integration with its secrets left sealed (each reads as empty), with no KMS call: for a

@@ -3,11 +3,42 @@
 //! answer, a repeat while the first still runs is told so, and the same key with another
 //! request is refused. A claim whose request died is taken over after a minute.
 
+use crate::http::{header, ApiError};
 use crate::store::item::{n, s, Builder, Read};
 use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Duration, Utc};
+use lambda_http::Body;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::future::Future;
+
+/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters, or 400.
+pub fn key_of(req: &lambda_http::Request) -> Result<String, ApiError> {
+    let raw = header(req, "idempotency-key").ok_or_else(|| {
+        ApiError::bad_request(
+            "missing_idempotency_key",
+            "Idempotency-Key header is required",
+        )
+    })?;
+    let visible = !raw.is_empty() && raw.len() <= 255 && raw.bytes().all(|b| b.is_ascii_graphic());
+    if !visible {
+        return Err(ApiError::bad_request(
+            "invalid_idempotency_key",
+            "Idempotency-Key is 1 to 255 visible ASCII characters",
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
+/// What a request asked, for its claim: the route's segments and the body, digested.
+pub fn fingerprint(route: &str, body: &[u8]) -> String {
+    let mut digest = Sha256::new();
+    digest.update(route);
+    digest.update([0]);
+    digest.update(body);
+    hex::encode(digest.finalize())
+}
 
 /// How long a claim holds before a later request with the key may take it over.
 const HOLD_SECS: i64 = 60;
@@ -83,6 +114,57 @@ impl Request<'_> {
         } else {
             Claimed::Running
         })
+    }
+
+    /// Runs `run` once under this request's key: a repeat gets the stored status and answer, a
+    /// repeat while the first runs is 409 `request_in_progress`, the key with another request
+    /// 409 `idempotency_key_reused`. A refusal (4xx) is the answer too and is stored; a failure
+    /// a retry may get past (5xx) gives the key up.
+    pub async fn once<F, Fut>(
+        &self,
+        store: &Store,
+        now: DateTime<Utc>,
+        run: F,
+    ) -> Result<(u16, Value), ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(u16, Value), ApiError>>,
+    {
+        match self.claim(store, now).await? {
+            Claimed::Run => {}
+            Claimed::Done(status, answer) => return Ok((status, answer)),
+            Claimed::Running => {
+                return Err(ApiError::new(
+                    409,
+                    "request_in_progress",
+                    "a request with this Idempotency-Key is running; ask again in a moment",
+                ))
+            }
+            Claimed::Reused => {
+                return Err(ApiError::new(
+                    409,
+                    "idempotency_key_reused",
+                    "this Idempotency-Key was used with another request",
+                ))
+            }
+        }
+        let (status, answer) = match run().await {
+            Ok(done) => done,
+            Err(e) if e.status < 500 => {
+                let refused = e.into_response();
+                let body: Value = match refused.body() {
+                    Body::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+                    _ => Value::Null,
+                };
+                (refused.status().as_u16(), body)
+            }
+            Err(e) => {
+                self.release(store).await?;
+                return Err(e);
+            }
+        };
+        self.finish(store, status, &answer).await?;
+        Ok((status, answer))
     }
 
     /// Gives the key up after a failure a retry may get past (a 5xx): the next request with it

@@ -18,10 +18,15 @@ pub const MISSING_TTL: Duration = Duration::seconds(5);
 /// Entries kept before the cache starts over (a function serves a bounded set of integrations).
 const CAPACITY: usize = 10_000;
 
-/// One integration and its verifier (or why none could be built from its key).
+/// A verifier built from an integration's key, or why none could be.
+pub type Built<V> = Result<Arc<V>, SignatureError>;
+
+/// One integration and its verifier (or why none could be built from its key); during a
+/// rotation's overlap also the verifier of its previous secrets, and until when it holds.
 pub struct Entry<V> {
     pub integration: Arc<Integration>,
-    pub verifier: Result<Arc<V>, SignatureError>,
+    pub verifier: Built<V>,
+    pub previous: Option<(Built<V>, DateTime<Utc>)>,
     pub loaded_at: DateTime<Utc>,
 }
 
@@ -30,6 +35,7 @@ impl<V> Clone for Entry<V> {
         Self {
             integration: Arc::clone(&self.integration),
             verifier: self.verifier.clone(),
+            previous: self.previous.clone(),
             loaded_at: self.loaded_at,
         }
     }

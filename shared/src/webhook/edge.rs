@@ -1,10 +1,11 @@
 //! The generic webhook handler over one source: route, size limit, cached integration, verify,
 //! parse, record, answer, and the metrics of every delivery.
 
-use super::cache::{Cache, Cached, Entry};
+use super::cache::{Built, Cache, Cached, Entry};
 use super::{unparseable, Parsed, Source};
 use crate::http::{body_bytes, json_response, route_path, ApiError, MAX_BODY};
 use crate::ids::IntegrationId;
+use crate::integrations::rotation::Previous;
 use crate::integrations::{self, Integration};
 use crate::signature::{SignatureError, Verified, Verify};
 use crate::store::item::tag_name;
@@ -230,7 +231,11 @@ impl<S: Source> Edge<S> {
                 .refresh(&self.store, &entry.integration, now)
                 .await
             {
-                let candidate = self.entry(updated, now);
+                let previous = entry.previous.clone();
+                let candidate = Entry {
+                    previous,
+                    ..self.entry(updated, None, now)
+                };
                 if let Ok(v) = verify(&candidate, headers, body, now) {
                     self.cache.put(&id.id, Some(candidate.clone()), now);
                     return Ok((candidate, v));
@@ -246,9 +251,19 @@ impl<S: Source> Edge<S> {
         }
     }
 
-    fn entry(&self, integration: Integration, now: DateTime<Utc>) -> Entry<S::Verifier> {
+    fn entry(
+        &self,
+        integration: Integration,
+        previous: Option<Previous>,
+        now: DateTime<Utc>,
+    ) -> Entry<S::Verifier> {
+        let previous = previous.map(|p| {
+            let verifier = self.source.verifier(&p.integration(&integration));
+            (verifier.map(Arc::new), p.until)
+        });
         Entry {
             verifier: self.source.verifier(&integration).map(Arc::new),
+            previous,
             integration: Arc::new(integration),
             loaded_at: now,
         }
@@ -260,12 +275,14 @@ impl<S: Source> Edge<S> {
         now: DateTime<Utc>,
     ) -> Result<Entry<S::Verifier>, ApiError> {
         let found = match S::OPENS_SECRETS {
-            true => integrations::get(&self.store, id).await?,
-            false => integrations::get_sealed(&self.store, id).await?,
+            true => integrations::get_verifying(&self.store, id, now).await?,
+            false => integrations::get_sealed(&self.store, id)
+                .await?
+                .map(|i| (i, None)),
         };
         let found = found
-            .filter(|i| i.kind() == S::KIND && self.source.serves(i))
-            .map(|i| self.entry(i, now));
+            .filter(|(i, _)| i.kind() == S::KIND && self.source.serves(i))
+            .map(|(i, previous)| self.entry(i, previous, now));
         self.cache.put(&id.id, found.clone(), now);
         found.ok_or_else(|| ApiError::not_found("integration"))
     }
@@ -277,8 +294,14 @@ fn verify<V: Verify>(
     body: &[u8],
     now: DateTime<Utc>,
 ) -> Result<Verified, SignatureError> {
-    match &entry.verifier {
+    let with = |verifier: &Built<V>| match verifier {
         Ok(v) => v.verify(headers, body, now),
         Err(e) => Err(e.clone()),
+    };
+    let current = with(&entry.verifier);
+    match &entry.previous {
+        // A sender still on the previous secret, within the rotation's overlap.
+        Some((previous, until)) if current.is_err() && now < *until => with(previous).or(current),
+        _ => current,
     }
 }

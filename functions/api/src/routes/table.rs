@@ -9,7 +9,7 @@ use crate::consequences::{MarkRead, NewRule};
 use crate::invoices::{CreateInvoice, ManualPayment};
 use crate::openapi::doc;
 use crate::schemas as s;
-use crate::setup::{NewIntegration, NewMember, NewOrg};
+use crate::setup::{NewIntegration, NewMember, NewOrg, NewSecrets};
 use firmspace::calls::CallFields;
 
 const fn path(name: &'static str, doc: &'static str) -> Param {
@@ -68,6 +68,43 @@ pub static ROUTES: &[Route] = &[
              `invalid_public_key`, `missing_url`, `invalid_url`, `invalid_field` (a text over its \
              limit; the answer's `field` names it)",
         )],
+    },
+    Route {
+        method: Get,
+        path: "/api/integrations/{id}",
+        op: Op::Org(ReadIntegration),
+        summary: "An integration as stored: its kind, provider and the names of its secrets (never their values), the last rotation and until when the previous secrets verify",
+        params: &[path("id", "the integration's id")],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::IntegrationInfo>),
+        errors: &[(404, "`not_found`: no such integration in this organisation")],
+    },
+    Route {
+        method: Post,
+        path: "/api/integrations/{id}/secrets",
+        op: Op::Org(RotateSecrets),
+        summary: "Rotate an integration's secrets: the new ones verify at once, the previous ones \
+                  too until the overlap ends (default 24 h), then they are removed; \
+                  `Idempotency-Key`, `ops` scope",
+        params: &[path("id", "the integration's id")],
+        body: Some(doc::<NewSecrets>),
+        ok: &[(200, "rotated; the same key again gets the same answer")],
+        answer: One(doc::<s::IntegrationInfo>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `malformed`, `invalid_field` (`overlap_hours`: 0 to \
+                 168; `secrets`: 1 to 256 visible ASCII characters), `invalid_secrets` (not \
+                 exactly the names the integration holds), `invalid_secret`",
+            ),
+            (404, "`not_found`: no such integration in this organisation"),
+            (
+                409,
+                "`no_secrets`, `rotation_in_progress`, `request_in_progress`, \
+                 `idempotency_key_reused`",
+            ),
+        ],
     },
     Route {
         method: Post,

@@ -1,0 +1,180 @@
+//! Secret rotation: an integration's secrets replaced in one conditional update, the previous
+//! ones kept sealed beside them for an overlap during which both verify a delivery (a provider
+//! that still signs with the old secret is not refused while the new one is rolled out), and
+//! removed after it. The previous secrets are never opened outside the overlap.
+
+use super::{integration_pk, Integration, Settings, SEALED};
+use crate::ids::IntegrationId;
+use crate::store::item::{s, Read};
+use crate::store::{Cond, Item, Store, StoreError, Update};
+use crate::time;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, Duration, Utc};
+use secrecy::SecretString;
+use std::collections::HashMap;
+use thiserror::Error;
+
+/// How long the previous secrets verify when the request names no overlap.
+pub const DEFAULT_OVERLAP: Duration = Duration::hours(24);
+/// The longest overlap a rotation may ask for.
+pub const MAX_OVERLAP: Duration = Duration::days(7);
+
+const PREVIOUS_SEALED: &str = "previous_sealed";
+const PREVIOUS_UNTIL: &str = "previous_until";
+const ROTATED_AT: &str = "rotated_at";
+
+/// The settings an integration had before its last rotation, accepted until `until`.
+#[derive(Clone, Debug)]
+pub struct Previous {
+    pub settings: Settings,
+    pub until: DateTime<Utc>,
+}
+
+impl Previous {
+    /// The integration as it was before the rotation (its previous secrets).
+    pub fn integration(&self, current: &Integration) -> Integration {
+        Integration {
+            settings: self.settings.clone(),
+            ..current.clone()
+        }
+    }
+}
+
+/// What an integration's item says about its secrets, without opening them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SecretsState {
+    /// The names of the secrets it holds (`secret`, `token`, `auth_token`, ...).
+    pub names: Vec<&'static str>,
+    pub rotated_at: Option<String>,
+    /// Until when the previous secrets still verify; absent when none are kept.
+    pub previous_valid_until: Option<String>,
+}
+
+impl SecretsState {
+    pub fn of(integration: &Integration, item: &Item, now: DateTime<Utc>) -> Self {
+        Self {
+            names: integration.secrets().keys().copied().collect(),
+            rotated_at: item.opt_str(ROTATED_AT).map(str::to_owned),
+            previous_valid_until: previous_until(item)
+                .filter(|until| *until > now)
+                .map(time::format),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum RotateError {
+    #[error("no such integration")]
+    NotFound,
+    #[error("this integration holds no secret")]
+    NothingToRotate,
+    /// The request must name exactly the integration's secrets.
+    #[error("give every secret of this integration, and only those: {0}")]
+    Names(String),
+    /// Another rotation changed the secrets between the read and the write: nothing written.
+    #[error("the integration's secrets changed meanwhile")]
+    Moved,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The integration's clear item and the integration read from it with its secrets left sealed:
+/// what a function that may not open secrets (the api) knows of it.
+pub async fn sealed(
+    store: &Store,
+    id: &IntegrationId,
+) -> Result<Option<(Integration, Item)>, StoreError> {
+    let Some(item) = store.get(&integration_pk(id)).await? else {
+        return Ok(None);
+    };
+    let integration = Integration::from_item(id.clone(), &item, crate::vault::left_sealed())?;
+    Ok(Some((integration, item)))
+}
+
+/// Replaces `id`'s secrets with `new` (every one it holds, by name), keeping the current ones
+/// sealed as the previous until `now + overlap`. The current secrets are moved as sealed, never
+/// opened; the write is conditioned on them, so two rotations at once cannot lose one.
+pub async fn rotate(
+    store: &Store,
+    id: &IntegrationId,
+    new: HashMap<String, SecretString>,
+    overlap: Duration,
+    now: DateTime<Utc>,
+) -> Result<SecretsState, RotateError> {
+    let (current, item) = sealed(store, id).await?.ok_or(RotateError::NotFound)?;
+    let names: Vec<&'static str> = current.secrets().keys().copied().collect();
+    if names.is_empty() {
+        return Err(RotateError::NothingToRotate);
+    }
+    let mut given: Vec<&str> = new.keys().map(String::as_str).collect();
+    given.sort_unstable();
+    if given != names {
+        return Err(RotateError::Names(names.join(", ")));
+    }
+    let rotated = Integration::from_item(id.clone(), &item, new)?;
+    let pk = integration_pk(id);
+    let sealed_now = store
+        .vault()?
+        .seal(&pk, &rotated.secrets())
+        .await
+        .map_err(StoreError::from)?;
+    let old = item
+        .get(SEALED)
+        .cloned()
+        .ok_or_else(|| StoreError::Malformed {
+            pk: pk.clone(),
+            detail: "holds secrets but no sealed attribute".into(),
+        })?;
+    let until = now + overlap;
+    let update = Update::new()
+        .set(SEALED, AttributeValue::B(Blob::new(sealed_now)))
+        .set(PREVIOUS_SEALED, old.clone())
+        .set(PREVIOUS_UNTIL, s(time::format(until)))
+        .set(ROTATED_AT, s(time::format(now)))
+        .when(Cond::Equals(SEALED.into(), old));
+    if !store.update_if(&pk, &update).await? {
+        return Err(RotateError::Moved);
+    }
+    Ok(SecretsState {
+        names,
+        rotated_at: Some(time::format(now)),
+        previous_valid_until: (overlap > Duration::zero()).then(|| time::format(until)),
+    })
+}
+
+fn previous_until(item: &Item) -> Option<DateTime<Utc>> {
+    item.opt_str(PREVIOUS_UNTIL).and_then(time::parse)
+}
+
+/// The previous settings of a stored integration while its overlap lasts (one KMS `Decrypt`);
+/// after the overlap, none, and the kept secrets are removed (conditioned on the overlap read,
+/// so a rotation meanwhile is not undone).
+pub(super) async fn previous(
+    store: &Store,
+    id: &IntegrationId,
+    item: &Item,
+    now: DateTime<Utc>,
+) -> Result<Option<Previous>, StoreError> {
+    let (Some(AttributeValue::B(sealed)), Some(until)) =
+        (item.get(PREVIOUS_SEALED), previous_until(item))
+    else {
+        return Ok(None);
+    };
+    let pk = integration_pk(id);
+    if until <= now {
+        let remove = Update::new()
+            .remove(PREVIOUS_SEALED)
+            .remove(PREVIOUS_UNTIL)
+            .when(Cond::Equals(
+                PREVIOUS_UNTIL.into(),
+                s(item.str_of(PREVIOUS_UNTIL)?),
+            ));
+        store.update_if(&pk, &remove).await?;
+        tracing::info!("the previous secrets' overlap ended; removed");
+        return Ok(None);
+    }
+    let secrets = store.vault()?.open(&pk, sealed.as_ref()).await?;
+    let settings = Integration::from_item(id.clone(), item, secrets)?.settings;
+    Ok(Some(Previous { settings, until }))
+}
