@@ -8,6 +8,45 @@ use payment_webhook::app;
 use rust_decimal_macros::dec;
 
 #[tokio::test]
+async fn a_payment_delivered_again_eight_days_later_is_still_a_duplicate() {
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    let body = fixtures::standard_body("pay_late", inv.id.as_str(), Some("40.00"));
+    let (status, first) = deliver(&app, &standard_request(&hook, &body, NOW)).await;
+    assert_eq!((status, first["duplicate"].as_bool()), (200, Some(false)));
+    // A provider's retry schedule can run for days (Stripe's: three): re-signed now, the same
+    // payment id eight days on. The event's key has no expiry, so it is still the same payment.
+    let later = NOW + 8 * 86_400;
+    let req = fixtures::standard_request_with_id(&hook, &body, later, "msg_late");
+    let at = chrono::DateTime::from_timestamp(later, 0).unwrap();
+    let (status, again) = crate::support::app::deliver_at(&app, &req, at).await;
+    assert_eq!(
+        (
+            status,
+            again["duplicate"].as_bool(),
+            again["applied"].as_str()
+        ),
+        (200, Some(true), Some("0.00"))
+    );
+    assert_eq!(crm.count("payment_event").await, 1);
+    assert_eq!(crm.stored_invoice(inv.id.as_str()).await.paid, dec!(40));
+    let events: Vec<_> = crm
+        .table_snapshot()
+        .await
+        .into_iter()
+        .filter(|i| {
+            i.get("kind")
+                .and_then(|k| k.as_s().ok())
+                .is_some_and(|k| k == "payment_event")
+        })
+        .collect();
+    assert!(
+        !events[0].contains_key("expires_at"),
+        "an event key is never given to the table's TTL"
+    );
+}
+
+#[tokio::test]
 async fn a_signed_standard_webhook_books_once_and_repeats_are_duplicates() {
     let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let inv = crm.open_invoice(dec!(100), "UAH").await;

@@ -86,6 +86,79 @@ pub async fn check(env: &TestEnv, org: &OrgId, tx_id: &str, invoices: &[String])
     }
 }
 
+/// Stored rows through the fan-out and the match worker, each stream record delivered twice.
+async fn through_the_match_worker(env: &TestEnv, rows: &[&BankTx]) {
+    let (sqs, q, fanout) = fanout_app(env).await;
+    for tx in rows {
+        for seq in ["1", "2"] {
+            let item = env.store.get(&tx.pk()).await.unwrap().unwrap();
+            let out = fanout
+                .process(crate::consequences::stream_event(&item, seq), Utc::now())
+                .await;
+            assert!(out.batch_item_failures.is_empty());
+        }
+    }
+    let credits = receive(&sqs, &q.matching, 1).await;
+    assert_eq!(credits.len(), 2 * rows.len());
+    let worker = match_worker::app(env.store.clone(), 5);
+    assert!(worker
+        .process(event(&credits), Utc::now())
+        .await
+        .batch_item_failures
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_bank_credit_for_an_invoice_already_paid_by_card_is_left_to_a_person() {
+    use firmspace::ids::ExternalId;
+    use firmspace::payments::{PaymentInput, Source};
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let inv = fixtures::invoice(&env, &org, dec!(40), "UAH").await;
+    let card = PaymentInput {
+        org: org.clone(),
+        invoice_ref: Some(inv.id.as_str().to_owned()),
+        source: Source::Stripe,
+        external_id: ExternalId::parse("id", "pi_card").unwrap(),
+        amount: Some(dec!(40)),
+        currency: Some(Currency::parse("UAH").unwrap()),
+        at: Utc::now(),
+        actor: "stripe".into(),
+        reverses: None,
+        reversible: true,
+    };
+    register::register_payment(&env.store, &card).await.unwrap();
+    // The customer also transferred the money, naming the invoice.
+    let text = format!("Payment for {}", inv.number);
+    let transfer = row(&env, &org, "r-card", dec!(40), &text).await;
+    through_the_match_worker(&env, &[&transfer]).await;
+    assert_eq!(
+        paid(&env, &org, inv.id.as_str()).await,
+        dec!(40),
+        "paid once"
+    );
+    let stored = bank::get(&env.store, &org, &transfer.id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored.matched.is_none(), "the machine books nothing");
+    let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
+    let left: Vec<_> = review
+        .iter()
+        .filter(|r| r["reason"] == "unmatched_bank_row")
+        .collect();
+    assert_eq!(left.len(), 1, "one item for a person: {review:?}");
+    assert_eq!(
+        (
+            &left[0]["detail"]["invoice_numbers"],
+            &left[0]["detail"]["open_invoices"]
+        ),
+        (&serde_json::json!([inv.number]), &serde_json::json!([])),
+        "it names the paid invoice and that none is open"
+    );
+    check(&env, &org, &transfer.id(), &[inv.id.as_str().to_owned()]).await;
+}
+
 #[tokio::test]
 async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_for_a_person() {
     let env = TestEnv::new().await;
@@ -103,25 +176,7 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
     let debit = row(&env, &org, "r3", dec!(-7), &inv.number).await;
     assert!(debit.consequences().is_empty(), "a debit is not matched");
 
-    // Through the fan-out and the match worker, each message delivered twice.
-    let (sqs, q, fanout) = fanout_app(&env).await;
-    for tx in [&named, &nameless] {
-        for seq in ["1", "2"] {
-            let item = env.store.get(&tx.pk()).await.unwrap().unwrap();
-            let out = fanout
-                .process(crate::consequences::stream_event(&item, seq), Utc::now())
-                .await;
-            assert!(out.batch_item_failures.is_empty());
-        }
-    }
-    let credits = receive(&sqs, &q.matching, 1).await;
-    assert_eq!(credits.len(), 4);
-    let worker = match_worker::app(env.store.clone(), 5);
-    assert!(worker
-        .process(event(&credits), Utc::now())
-        .await
-        .batch_item_failures
-        .is_empty());
+    through_the_match_worker(&env, &[&named, &nameless]).await;
     assert_eq!(paid(&env, &org, inv.id.as_str()).await, dec!(40));
     let stored = bank::get(&env.store, &org, &named.id())
         .await

@@ -179,6 +179,31 @@ async fn two_messages_of_a_new_chat_make_one_conversation_listed_with_its_messag
 }
 
 #[tokio::test]
+async fn two_messages_alike_but_for_their_ids_are_two_messages() {
+    let s = Setup::new(Setup::telegram).await;
+    let date = Utc::now().timestamp() - 60;
+    let alike = |message_id: i64| {
+        let mut update: Value =
+            serde_json::from_str(&telegram_update(message_id, "hello", None)).unwrap();
+        update["message"]["date"] = date.into();
+        update.to_string()
+    };
+    // The same sender, chat, text and second; two message ids: a customer who wrote twice.
+    for id in [7, 8] {
+        let (status, answer) = s.answer(s.telegram_request(&alike(id))).await;
+        assert_eq!(
+            (status, answer["duplicate"].as_bool()),
+            (200, Some(false)),
+            "{answer}"
+        );
+    }
+    let (_, again) = s.answer(s.telegram_request(&alike(7))).await;
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(s.env.count("message").await, 2);
+    assert!(s.review_reasons().await.is_empty());
+}
+
+#[tokio::test]
 async fn a_wrong_token_is_refused_and_other_updates_are_ignored_with_nothing_written() {
     let s = Setup::new(Setup::telegram).await;
     let body = telegram_update(3, "hi", None);
