@@ -12,12 +12,13 @@ use firmspace::serve;
 use lambda_runtime::{service_fn, Error};
 
 /// Every function, by the name its `Handler` carries.
-const FUNCTIONS: [&str; 13] = [
+const FUNCTIONS: [&str; 14] = [
     "payment-webhook",
     "call-webhook",
     "message-webhook",
     "bank-webhook",
     "sms-webhook",
+    "lead-webhook",
     "api",
     "ops",
     "fanout",
@@ -69,6 +70,10 @@ async fn run(function: &'static str) -> Result<(), Error> {
         }
         "sms-webhook" => {
             let app = sms_webhook::from_env().await?;
+            serve::run(|req| app.handle(req)).await
+        }
+        "lead-webhook" => {
+            let app = lead_webhook::from_env().await?;
             serve::run(|req| app.handle(req)).await
         }
         "api" => {

@@ -27,10 +27,17 @@ pub enum Trigger {
     MessageReceived,
     #[serde(rename = "call.missed")]
     CallMissed,
+    #[serde(rename = "lead.created")]
+    LeadCreated,
 }
 
 impl Trigger {
-    pub const ALL: [Self; 3] = [Self::InvoicePaid, Self::MessageReceived, Self::CallMissed];
+    pub const ALL: [Self; 4] = [
+        Self::InvoicePaid,
+        Self::MessageReceived,
+        Self::CallMissed,
+        Self::LeadCreated,
+    ];
 }
 
 /// To `recipient`, or to every team member (one copy each, keyed `KEY#RECIPIENT`) when `None`.

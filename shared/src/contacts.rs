@@ -39,9 +39,40 @@ impl Identity {
         }
     }
 
+    /// An e-mail address, compared in lower case.
+    pub fn email(address: &str) -> Self {
+        Self {
+            channel: "email",
+            id: address.to_lowercase(),
+        }
+    }
+
     fn pk(&self, org: &OrgId) -> String {
         org.pk(&format!("IDENTITY#{}#{}", self.channel, key_part(&self.id)))
     }
+}
+
+/// The longest e-mail address (RFC 5321's path limit).
+pub const EMAIL_MAX: usize = 254;
+
+/// An e-mail address as a form gives it: one `@` between a local part and a domain with a dot,
+/// at most 254 bytes, no white space or control characters; trimmed.
+pub fn email(field: &'static str, raw: &str) -> Result<String, FieldError> {
+    let address = raw.trim();
+    let refused = || FieldError {
+        field,
+        reason: format!("must be an e-mail address (local@domain.tld, at most {EMAIL_MAX} bytes)"),
+    };
+    let (local, domain) = address.split_once('@').ok_or_else(refused)?;
+    let clean = !address.chars().any(|c| c.is_whitespace() || c.is_control());
+    let shaped = !local.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.');
+    (clean && shaped && address.len() <= EMAIL_MAX)
+        .then(|| address.to_owned())
+        .ok_or_else(refused)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +81,7 @@ pub struct Contact {
     pub id: LocalId,
     pub name: String,
     pub phones: Vec<String>,
+    pub emails: Vec<String>,
     /// The member who is told about this contact's calls and messages; the team when none.
     pub owner: Option<String>,
     pub source: ContactSource,
@@ -77,11 +109,13 @@ impl Contact {
             &format!("{}#{}", time::format(self.created_at), self.id),
         )
         .build();
-        if !self.phones.is_empty() {
-            item.insert(
-                "phones".into(),
-                aws_sdk_dynamodb::types::AttributeValue::Ss(self.phones.clone()),
-            );
+        for (name, values) in [("phones", &self.phones), ("emails", &self.emails)] {
+            if !values.is_empty() {
+                item.insert(
+                    name.into(),
+                    aws_sdk_dynamodb::types::AttributeValue::Ss(values.clone()),
+                );
+            }
         }
         item
     }
@@ -97,11 +131,8 @@ impl Contact {
             org: org.clone(),
             id,
             name: item.str_of("name")?.to_owned(),
-            phones: item
-                .get("phones")
-                .and_then(|v| v.as_ss().ok())
-                .cloned()
-                .unwrap_or_default(),
+            phones: strings(item, "phones"),
+            emails: strings(item, "emails"),
             owner: item.opt_str("owner").map(str::to_owned),
             source: item.tag_of("source")?,
             created_at: item.time_of("created_at")?,
@@ -113,11 +144,20 @@ impl Contact {
             "contact_id": self.id.as_str(),
             "name": self.name,
             "phones": self.phones,
+            "emails": self.emails,
             "owner": self.owner,
             "source": self.source,
             "created_at": time::format(self.created_at),
         })
     }
+}
+
+/// A string-set attribute, empty when absent.
+fn strings(item: &Item, name: &str) -> Vec<String> {
+    item.get(name)
+        .and_then(|v| v.as_ss().ok())
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// A phone number as E.164: `+`, then 8 to 15 digits, the first not 0. Spaces, dashes, dots and
@@ -184,6 +224,7 @@ pub async fn create(
         id: LocalId::generate("ct_"),
         name: new.name,
         phones: new.phone.iter().cloned().collect(),
+        emails: Vec::new(),
         owner: new.owner,
         source: new.source,
         created_at: now,
@@ -256,22 +297,39 @@ pub fn lead_steps(
     name: &str,
     now: DateTime<Utc>,
 ) -> (Known, Vec<Step>) {
+    lead_steps_for(org, std::slice::from_ref(identity), name, now)
+}
+
+/// `lead_steps` for a sender known by several identities (a form's e-mail and phone): each
+/// identity item, then the contact. With none, the contact alone.
+pub fn lead_steps_for(
+    org: &OrgId,
+    identities: &[Identity],
+    name: &str,
+    now: DateTime<Utc>,
+) -> (Known, Vec<Step>) {
+    let on = |channel: &str| -> Vec<String> {
+        identities
+            .iter()
+            .filter(|i| i.channel == channel)
+            .map(|i| i.id.clone())
+            .collect()
+    };
     let contact = Contact {
         org: org.clone(),
         id: LocalId::generate("ct_"),
         name: name.chars().take(fields::NAME_MAX).collect(),
-        phones: (identity.channel == "phone")
-            .then(|| identity.id.clone())
-            .into_iter()
-            .collect(),
+        phones: on("phone"),
+        emails: on("email"),
         owner: None,
         source: ContactSource::Lead,
         created_at: now,
     };
-    let steps = vec![
-        Step::PutNew(identity_item(org, identity, &contact)),
-        Step::PutNew(contact.to_item()),
-    ];
+    let mut steps: Vec<Step> = identities
+        .iter()
+        .map(|identity| Step::PutNew(identity_item(org, identity, &contact)))
+        .collect();
+    steps.push(Step::PutNew(contact.to_item()));
     (
         Known {
             contact_id: contact.id.as_str().to_owned(),

@@ -35,6 +35,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "calls",
             "bank",
             "ledger",
+            "deals",
+            "leads",
         ],
     ),
     ("effects", &["effects"]),

@@ -12,6 +12,7 @@ mod e2e;
 mod edge;
 mod hostile;
 mod keys;
+mod leads;
 mod ledger;
 mod messages;
 mod monobank;

@@ -7,6 +7,7 @@
 mod bank;
 mod calls;
 mod consequences;
+mod deals;
 mod invoices;
 mod keys;
 mod ledger;
@@ -163,6 +164,8 @@ impl App {
         let store = &self.store;
         match op {
             OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
+            OrgOp::ListDeals => deals::list(store, ctx).await,
+            OrgOp::MoveDeal => deals::move_stage(store, ctx, found.param("id")).await,
             OrgOp::ReadIntegration => setup::read_integration(store, ctx, found.param("id")).await,
             OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, found.param("id")).await,
             OrgOp::AddMember => setup::add_member(store, ctx).await,

@@ -4,6 +4,7 @@
 
 mod bank_webhook;
 mod calls_webhook;
+mod leads_webhook;
 mod messages_webhook;
 mod ops;
 mod sms_webhook;
@@ -66,6 +67,8 @@ pub fn document() -> OpenApi {
     paths = ops::paths(paths);
     let sms = sms_webhook::operation(&mut schemas);
     paths = paths.path(sms_webhook::PATH, PathItem::new(HttpMethod::Post, sms));
+    let leads = leads_webhook::operation(&mut schemas);
+    paths = paths.path(leads_webhook::PATH, PathItem::new(HttpMethod::Post, leads));
     let info = InfoBuilder::new()
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))

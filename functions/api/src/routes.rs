@@ -64,6 +64,8 @@ pub enum OrgOp {
     ListCalls,
     CreateContact,
     ListContacts,
+    ListDeals,
+    MoveDeal,
     ListConversations,
     UploadCsv,
     FileImport,

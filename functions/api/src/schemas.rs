@@ -221,6 +221,7 @@ pub struct Contact {
     contact_id: String,
     name: String,
     phones: Vec<String>,
+    emails: Vec<String>,
     owner: Option<String>,
     source: ContactSource,
     created_at: String,
@@ -378,4 +379,23 @@ pub struct SecretsInfo {
     names: Vec<String>,
     rotated_at: Option<String>,
     previous_valid_until: Option<String>,
+}
+
+/// A card on the board.
+#[derive(Serialize, ToSchema)]
+pub struct Deal {
+    #[schema(example = "dl_0123456789abcdef")]
+    deal_id: String,
+    /// The lead's name.
+    title: String,
+    contact_id: String,
+    stage: firmspace::deals::Stage,
+    /// The key of the event that made it (`lead:INTEGRATION_ID:SUBMISSION_ID`).
+    source: String,
+    created_at: String,
+    updated_at: String,
+    version: u64,
+    /// A move's answer only: whether it moved now, and from which stage.
+    moved: Option<bool>,
+    from: Option<firmspace::deals::Stage>,
 }

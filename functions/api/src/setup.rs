@@ -7,6 +7,7 @@ use firmspace::effects::targets;
 use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
+use firmspace::integrations::leads::{LeadProvider, LeadSettings};
 use firmspace::integrations::rotation::{self, RotateError, SecretsState};
 use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
 use firmspace::ledger::providers::{SmsProvider, SmsSettings};
@@ -48,7 +49,7 @@ pub struct NewIntegration {
     #[schema(value_type = firmspace::integrations::IntegrationKind)]
     kind: IntegrationKind,
     /// payments: `standard`, `stripe` or `monobank`; calls: `twilio` or `standard`; messages:
-    /// `telegram`, `whatsapp` or `standard`; sms: `standard`.
+    /// `telegram`, `whatsapp` or `standard`; sms and leads: `standard`.
     pub(crate) provider: Option<String>,
     /// `whsec_...`; generated when absent.
     secret: Option<String>,
@@ -223,6 +224,12 @@ fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
             "signature": "webhook-id (the event id), webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
             "secret": secret.expose_secret(),
         }),
+        Settings::Leads(LeadSettings::Standard { secret }) => json!({
+            "webhook_url": firmspace::integrations::leads::webhook_url(public_url, &integration.id),
+            "provider": LeadProvider::Standard,
+            "signature": "webhook-id, webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
+            "secret": secret.expose_secret(),
+        }),
         Settings::Bank(b) => crate::bank::describe(integration, b, public_url),
         Settings::Outbound(o) => json!({
             "url": o.url,
@@ -258,6 +265,7 @@ pub async fn create_integration(
                 Settings::Bank(crate::bank::settings(&body, settings.allows_loopback).await?)
             }
             IntegrationKind::Sms => Settings::Sms(sms_settings(&body)?),
+            IntegrationKind::Leads => Settings::Leads(lead_settings(&body)?),
         },
         created_at: ctx.now,
     };
@@ -292,6 +300,19 @@ fn sms_settings(body: &NewIntegration) -> Result<SmsSettings, ApiError> {
         None => Err(ApiError::bad_request(
             "invalid_provider",
             "an sms integration's provider is standard",
+        )),
+    }
+}
+
+/// A lead form: `standard` (our own contract), signed with a `whsec_` secret.
+fn lead_settings(body: &NewIntegration) -> Result<LeadSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<LeadProvider>) {
+        Some(LeadProvider::Standard) => Ok(LeadSettings::Standard {
+            secret: standard_secret(body)?,
+        }),
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a leads integration's provider is standard",
         )),
     }
 }

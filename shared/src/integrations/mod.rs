@@ -5,6 +5,7 @@
 
 pub mod bank;
 pub mod calls;
+pub mod leads;
 pub mod messages;
 pub mod payments;
 pub mod rotation;
@@ -12,6 +13,7 @@ pub mod sms;
 
 use self::bank::BankSettings;
 use self::calls::CallSettings;
+use self::leads::LeadSettings;
 use self::messages::{MessageProvider, MessageSettings};
 use self::payments::PaymentSettings;
 use self::sms::SmsSettings;
@@ -37,6 +39,7 @@ pub enum IntegrationKind {
     Messages,
     Bank,
     Sms,
+    Leads,
 }
 
 #[derive(Clone, Debug)]
@@ -47,6 +50,7 @@ pub enum Settings {
     Messages(MessageSettings),
     Bank(BankSettings),
     Sms(SmsSettings),
+    Leads(LeadSettings),
 }
 
 impl Settings {
@@ -105,6 +109,7 @@ provider!(BankSettings, Bank, |s| match s.provider() {
     bank::BankProvider::Csv => "csv",
 });
 provider!(SmsSettings, Sms, |_s| "sms");
+provider!(LeadSettings, Leads, |_s| "leads");
 
 #[derive(Clone, Debug)]
 pub struct Integration {
@@ -130,6 +135,7 @@ impl Integration {
             Settings::Messages(_) => IntegrationKind::Messages,
             Settings::Bank(_) => IntegrationKind::Bank,
             Settings::Sms(_) => IntegrationKind::Sms,
+            Settings::Leads(_) => IntegrationKind::Leads,
         }
     }
 
@@ -150,6 +156,7 @@ impl Integration {
             Settings::Messages(m) => m.write(builder),
             Settings::Bank(b) => b.write(builder, &self.id.id),
             Settings::Sms(s) => s.write(builder),
+            Settings::Leads(l) => l.write(builder),
         }
         .build()
     }
@@ -162,6 +169,7 @@ impl Integration {
             Settings::Messages(m) => m.secrets(),
             Settings::Bank(b) => b.secrets(),
             Settings::Sms(s) => s.secrets(),
+            Settings::Leads(l) => l.secrets(),
         }
     }
 
@@ -195,6 +203,7 @@ impl Integration {
             }
             IntegrationKind::Bank => Settings::Bank(BankSettings::read(item, &mut secrets)?),
             IntegrationKind::Sms => Settings::Sms(SmsSettings::read(item, &mut secrets)?),
+            IntegrationKind::Leads => Settings::Leads(LeadSettings::read(item, &mut secrets)?),
         };
         Ok(Self {
             id,

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook api ops fanout notify-worker activity-worker automation-worker match-worker bank-import";
+    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook lead-webhook api ops fanout notify-worker activity-worker automation-worker match-worker bank-import";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -273,6 +273,7 @@ fn event(name: &str) -> Value {
         "message-webhook" => message_event(),
         "bank-webhook" => bank_event(),
         "sms-webhook" => sms_event(),
+        "lead-webhook" => lead_event(),
         "api" => http_event(
             json!({"routeKey": "ANY /api/{proxy+}", "rawPath": "/api/invoices",
             "pathParameters": {"proxy": "invoices"},
@@ -347,6 +348,18 @@ fn sms_event() -> Value {
     http_event(json!({"routeKey": "POST /hooks/{integration_id}/sms",
         "rawPath": format!("/hooks/{id}/sms"), "pathParameters": {"integration_id": id},
         "headers": {"content-type": "application/json", "webhook-id": "evt_coldstart",
+            "webhook-timestamp": "1796205600", "webhook-signature": "v1,bm90IGEgcmVhbCBzaWduYXR1cmU="},
+        "body": body.to_string()}))
+}
+
+/// A website form's submission, as the lead webhook gets it.
+fn lead_event() -> Value {
+    let id = format!("{ORG}_0123456789abcdef");
+    let body = json!({"type": "lead.submitted", "data": {"submission_id": "s-1", "name": "Olena",
+        "email": "olena@example.com", "phone": "+380441234567", "message": "Call me"}});
+    http_event(json!({"routeKey": "POST /hooks/{integration_id}/leads",
+        "rawPath": format!("/hooks/{id}/leads"), "pathParameters": {"integration_id": id},
+        "headers": {"content-type": "application/json", "webhook-id": "msg_coldstart",
             "webhook-timestamp": "1796205600", "webhook-signature": "v1,bm90IGEgcmVhbCBzaWduYXR1cmU="},
         "body": body.to_string()}))
 }

@@ -67,8 +67,8 @@ fn every_dispatched_route_is_in_the_document_with_its_method() {
         .sum();
     assert_eq!(
         operations,
-        crate::routes::all().count() + 7 + super::ops::OPERATIONS,
-        "the table's routes and the webhooks (payments, calls, messages and bank with their GETs, sms)"
+        crate::routes::all().count() + 8 + super::ops::OPERATIONS,
+        "the table's routes and the webhooks (payments, calls, messages and bank with their GETs, sms, leads)"
     );
 }
 

@@ -6,6 +6,7 @@ use super::{In, Op, OrgOp::*, Param, Route};
 use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
+use crate::deals::NewStage;
 use crate::invoices::{CreateInvoice, ManualPayment};
 use crate::openapi::doc;
 use crate::schemas as s;
@@ -416,6 +417,61 @@ pub static ROUTES: &[Route] = &[
             (404, "`not_found`: no such bank integration in this organisation"),
             (409, "`not_a_monobank_integration`"),
             (503, "`imports_unavailable`: the request could not be queued; retry"),
+        ],
+    },
+    Route {
+        method: Get,
+        path: "/api/deals",
+        op: Op::Org(ListDeals),
+        summary: "The board: one stage's cards, newest first, a page at a time",
+        params: &[
+            Param {
+                name: "stage",
+                at: In::Query,
+                required: false,
+                doc: "`new` (default), `qualified`, `won` or `lost`",
+            },
+            Param {
+                name: "limit",
+                at: In::Query,
+                required: false,
+                doc: "1 to 200, default 50",
+            },
+            Param {
+                name: "cursor",
+                at: In::Query,
+                required: false,
+                doc: "the previous page's `cursor`",
+            },
+        ],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Deal>),
+        errors: &[(
+            400,
+            "`invalid_stage`, `invalid_limit`, `invalid_cursor` (not one this list gave)",
+        )],
+    },
+    Route {
+        method: Post,
+        path: "/api/deals/{id}/stage",
+        op: Op::Org(MoveDeal),
+        summary: "Move a card to another stage, once per `Idempotency-Key`",
+        params: &[path("id", "the deal's id (`dl_...`)")],
+        body: Some(doc::<NewStage>),
+        ok: &[(
+            200,
+            "moved (`moved: true`, `from`), or on that stage already (`moved: false`); the same \
+             key again gets the same answer",
+        )],
+        answer: One(doc::<s::Deal>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `malformed`, `invalid_stage`",
+            ),
+            (404, "`not_found`: no such deal in this organisation"),
+            (409, "`request_in_progress`, `idempotency_key_reused`"),
         ],
     },
     Route {

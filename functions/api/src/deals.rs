@@ -1,0 +1,72 @@
+//! The board: a stage's cards a page at a time, and a card moved once per `Idempotency-Key`.
+
+use crate::Ctx;
+use firmspace::deals::{self, Moved, Stage};
+use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::ids::LocalId;
+use firmspace::ops::requests;
+use firmspace::store::Store;
+use lambda_http::{Body, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+fn stage(raw: &str) -> Result<Stage, ApiError> {
+    Stage::parse(raw).ok_or_else(|| {
+        ApiError::bad_request("invalid_stage", "stage is new, qualified, won or lost")
+    })
+}
+
+/// `GET /api/deals?stage=new&limit=&cursor=`: newest first; `stage` defaults to `new`.
+pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let stage = stage(query(ctx.req, "stage").as_deref().unwrap_or("new"))?;
+    let limit = crate::paging::limit(ctx.req, 50, 200)?;
+    let cursor = query(ctx.req, "cursor");
+    let (cards, next) = deals::page(store, &ctx.org, stage, limit, cursor.as_deref())
+        .await
+        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
+    let items: Vec<Value> = cards.iter().map(deals::Deal::to_json).collect();
+    let mut answer = json!({ "items": items });
+    if let Some(next) = next {
+        answer["cursor"] = json!(next);
+    }
+    Ok(json_response(200, &answer))
+}
+
+/// `POST /api/deals/{id}/stage`.
+#[derive(Deserialize, ToSchema)]
+pub struct NewStage {
+    /// `new`, `qualified`, `won` or `lost`.
+    stage: String,
+}
+
+/// Moves a card: once per `Idempotency-Key` (the same key again gets the stored answer); a card
+/// on that stage already is answered with `moved: false`.
+pub async fn move_stage(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let key = requests::key_of(ctx.req)?;
+    let to = stage(&parse_json::<NewStage>(body_bytes(ctx.req))?.stage)?;
+    LocalId::parse("deal_id", id).map_err(|_| ApiError::not_found("deal"))?;
+    let asked = requests::Request {
+        by: &ctx.key.id,
+        key: &key,
+        fingerprint: requests::fingerprint(&format!("deals/{id}/stage"), body_bytes(ctx.req)),
+    };
+    let (status, answer) = asked
+        .once(store, ctx.now, || async {
+            let moved = deals::move_to(store, &ctx.org, id, to, ctx.now).await?;
+            let (deal, moved, from) = match moved.ok_or_else(|| ApiError::not_found("deal"))? {
+                Moved::Moved { deal, from } => (deal, true, Some(from)),
+                Moved::Already(deal) => (deal, false, None),
+            };
+            let mut answer = deal.to_json();
+            answer["moved"] = json!(moved);
+            answer["from"] = json!(from);
+            Ok((200, answer))
+        })
+        .await?;
+    Ok(json_response(status, &answer))
+}

@@ -1,0 +1,85 @@
+#![forbid(unsafe_code)]
+//! `POST /hooks/{integration_id}/leads`: a website form's (or a form service's) submissions on
+//! the shared edge. The Standard Webhooks signature and its 5-minute window are checked before
+//! the body is read; `leads::record` makes one contact and one deal card per submission, however
+//! often and under however many `webhook-id`s it comes. This crate is only what is particular to
+//! the form: its verifier and its parser. The first delivery answers 201, every repeat 200.
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use firmspace::config::Config;
+use firmspace::http::ApiError;
+use firmspace::integrations::leads::LeadSettings;
+use firmspace::integrations::{Integration, IntegrationKind};
+use firmspace::leads::{self, Lead, LeadInput, Posted};
+use firmspace::signature::{standard, SignatureError, Verified};
+use firmspace::store::Store;
+use firmspace::webhook::{Edge, Parsed, Recorded, Source};
+use secrecy::ExposeSecret;
+
+/// The lead webhook: the shared edge over the form source.
+pub type App = Edge<Leads>;
+
+pub fn app(store: Store) -> App {
+    Edge::new(Leads, store)
+}
+
+pub async fn from_env() -> anyhow::Result<App> {
+    let config = Config::from_env().context("loading configuration")?;
+    Ok(app(config.store().await))
+}
+
+pub struct Leads;
+
+impl Source for Leads {
+    const KIND: IntegrationKind = IntegrationKind::Leads;
+    type Settings = LeadSettings;
+    type Verifier = standard::Verifier;
+    type Event = LeadInput;
+    type Stored = Lead;
+
+    fn verifier(&self, integration: &Integration) -> Result<standard::Verifier, SignatureError> {
+        match Self::settings(integration) {
+            Some(LeadSettings::Standard { secret }) => {
+                standard::Verifier::new(secret.expose_secret())
+            }
+            None => Err(SignatureError::BadKey),
+        }
+    }
+
+    fn parse(
+        &self,
+        integration: &Integration,
+        verified: &Verified,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Parsed<LeadInput>, String> {
+        let webhook_id = verified.id.as_deref().ok_or("webhook-id is missing")?;
+        let at = verified.at.unwrap_or(now);
+        match leads::parse(integration.org(), &integration.id.id, webhook_id, body, at) {
+            Ok(Posted::Lead(input)) => Ok(Parsed::Event(*input)),
+            Ok(Posted::Ignored(kind)) => Ok(Parsed::Ignored(kind)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn record(
+        &self,
+        store: &Store,
+        _integration: &Integration,
+        input: LeadInput,
+        _now: DateTime<Utc>,
+    ) -> Result<Recorded<Lead>, ApiError> {
+        let written = leads::record(store, &input).await?;
+        Ok(Recorded::one(input.key(), written))
+    }
+
+    /// The first delivery of a submission creates its card.
+    fn status(&self, new: bool) -> u16 {
+        if new {
+            201
+        } else {
+            200
+        }
+    }
+}

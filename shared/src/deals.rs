@@ -1,0 +1,216 @@
+//! Deals: the cards of the board. A deal is made once, in the transaction of the event that
+//! creates it (a lead form's submission, `leads`), and a person moves it between stages. Each
+//! stage is a list (`DEALS#{stage}`, newest first); a move changes the card's stage and its list
+//! in one update conditioned on the version it read.
+
+use crate::ids::{LocalId, OrgId};
+use crate::store::item::{n, s, tag_name, Builder, Read};
+use crate::store::write::Rounds;
+use crate::store::{Cond, Item, Store, StoreError, Update};
+use crate::time;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The stored item's `kind`.
+pub const KIND: &str = "deal";
+
+/// Where a card stands on the board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    New,
+    Qualified,
+    Won,
+    Lost,
+}
+
+impl Stage {
+    pub const ALL: [Self; 4] = [Self::New, Self::Qualified, Self::Won, Self::Lost];
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        crate::store::item::parse_tag(raw)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deal {
+    pub org: OrgId,
+    pub id: LocalId,
+    pub title: String,
+    pub contact_id: String,
+    pub stage: Stage,
+    /// The key of the event that made it (`lead:INTEGRATION:SUBMISSION`).
+    pub source: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub version: u64,
+}
+
+pub fn deal_pk(org: &OrgId, id: &str) -> String {
+    org.pk(&format!("DEAL#{id}"))
+}
+
+fn stage_list(org: &OrgId, stage: Stage) -> String {
+    org.pk(&format!("DEALS#{}", tag_name(&stage)))
+}
+
+impl Deal {
+    pub fn pk(&self) -> String {
+        deal_pk(&self.org, self.id.as_str())
+    }
+
+    pub fn to_item(&self) -> Item {
+        Builder::new(&self.pk(), KIND, self.org.as_str())
+            .str("deal_id", self.id.as_str())
+            .str("title", &self.title)
+            .str("contact_id", &self.contact_id)
+            .tag("stage", &self.stage)
+            .str("source", &self.source)
+            .time("created_at", self.created_at)
+            .time("updated_at", self.updated_at)
+            .num("version", self.version)
+            .list(&stage_list(&self.org, self.stage), &self.position())
+            .build()
+    }
+
+    /// Its place on its stage's list: when it was made, then its id.
+    fn position(&self) -> String {
+        format!("{}#{}", time::format(self.created_at), self.id)
+    }
+
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let bad = |e: crate::ids::IdError| crate::store::item::malformed(item, &e.to_string());
+        Ok(Self {
+            org: OrgId::parse(item.str_of("org")?).map_err(bad)?,
+            id: LocalId::parse("deal_id", item.str_of("deal_id")?).map_err(bad)?,
+            title: item.str_of("title")?.to_owned(),
+            contact_id: item.str_of("contact_id")?.to_owned(),
+            stage: item.tag_of("stage")?,
+            source: item.str_of("source")?.to_owned(),
+            created_at: item.time_of("created_at")?,
+            updated_at: item.time_of("updated_at")?,
+            version: item.u64_of("version")?,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "deal_id": self.id.as_str(),
+            "title": self.title,
+            "contact_id": self.contact_id,
+            "stage": self.stage,
+            "source": self.source,
+            "created_at": time::format(self.created_at),
+            "updated_at": time::format(self.updated_at),
+            "version": self.version,
+        })
+    }
+}
+
+pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Deal>, StoreError> {
+    store
+        .get(&deal_pk(org, id))
+        .await?
+        .filter(|item| item.opt_str("kind") == Some(KIND))
+        .map(|item| Deal::from_item(&item))
+        .transpose()
+}
+
+/// A page of one stage's cards, newest first (the list is an index: a card moved a moment ago
+/// may show on its old stage's page for that moment).
+pub async fn page(
+    store: &Store,
+    org: &OrgId,
+    stage: Stage,
+    limit: i32,
+    cursor: Option<&str>,
+) -> Result<(Vec<Deal>, Option<String>), StoreError> {
+    let (items, next) = store
+        .page(&stage_list(org, stage), true, limit, cursor)
+        .await?;
+    let deals = items
+        .iter()
+        .map(Deal::from_item)
+        .collect::<Result<_, _>>()?;
+    Ok((deals, next))
+}
+
+/// How a move ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Moved {
+    /// Moved now, from `from`.
+    Moved { deal: Deal, from: Stage },
+    /// It stood on that stage already: nothing written.
+    Already(Deal),
+}
+
+/// Moves a card to `stage`: one update of its stage and list, conditioned on the version read;
+/// a card another move changed meanwhile is read again.
+pub async fn move_to(
+    store: &Store,
+    org: &OrgId,
+    id: &str,
+    stage: Stage,
+    now: DateTime<Utc>,
+) -> Result<Option<Moved>, StoreError> {
+    let mut rounds = Rounds::new();
+    while rounds.next().await {
+        let Some(deal) = get(store, org, id).await? else {
+            return Ok(None);
+        };
+        if deal.stage == stage {
+            return Ok(Some(Moved::Already(deal)));
+        }
+        let moved = Deal {
+            stage,
+            updated_at: now,
+            version: deal.version + 1,
+            ..deal.clone()
+        };
+        let update = Update::new()
+            .set("stage", s(tag_name(&stage)))
+            .set("gsi1pk", s(stage_list(org, stage)))
+            .set("updated_at", s(time::format(now)))
+            .set("version", n(moved.version))
+            .when(Cond::Equals("version".into(), n(deal.version)));
+        if store.update_if(&deal.pk(), &update).await? {
+            return Ok(Some(Moved::Moved {
+                deal: moved,
+                from: deal.stage,
+            }));
+        }
+    }
+    Err(StoreError::Contended {
+        pk: deal_pk(org, id),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deal_reads_back_as_itself_and_sits_on_its_stages_list() {
+        let at = chrono::DateTime::UNIX_EPOCH;
+        let deal = Deal {
+            org: OrgId::parse("o0123456789ab").unwrap(),
+            id: LocalId::parse("deal_id", "dl_1").unwrap(),
+            title: "Olena Koval".into(),
+            contact_id: "ct_1".into(),
+            stage: Stage::Qualified,
+            source: "lead:i:s1".into(),
+            created_at: at,
+            updated_at: at,
+            version: 2,
+        };
+        let item = deal.to_item();
+        assert_eq!(Deal::from_item(&item).unwrap(), deal);
+        assert_eq!(
+            item.str_of("gsi1pk").unwrap(),
+            stage_list(&deal.org, Stage::Qualified)
+        );
+        assert_eq!(Stage::parse("won"), Some(Stage::Won));
+        assert_eq!(Stage::parse("archived"), None);
+    }
+}
