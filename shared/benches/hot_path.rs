@@ -109,6 +109,7 @@ fn payment(c: &mut Criterion) {
         currency: Currency::parse("UAH").unwrap(),
         gross: Decimal::new(10000, 2),
         paid: Decimal::new(2500, 2),
+        credited: rust_decimal::Decimal::ZERO,
         status: InvoiceStatus::PartiallyPaid,
         version: 1,
         links: Links::default(),

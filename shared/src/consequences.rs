@@ -29,14 +29,17 @@ pub enum Trigger {
     CallMissed,
     #[serde(rename = "lead.created")]
     LeadCreated,
+    #[serde(rename = "credit_note.created")]
+    CreditNoteCreated,
 }
 
 impl Trigger {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::InvoicePaid,
         Self::MessageReceived,
         Self::CallMissed,
         Self::LeadCreated,
+        Self::CreditNoteCreated,
     ];
 }
 

@@ -8,6 +8,7 @@ mod automation;
 mod bank;
 mod calls;
 mod consequences;
+mod credit_notes;
 mod e2e;
 mod edge;
 mod hostile;

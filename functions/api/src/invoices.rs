@@ -28,6 +28,8 @@ pub struct CreateInvoice {
     contact_id: Option<String>,
     deal_id: Option<String>,
     company_id: Option<String>,
+    /// `open` (default: issued, takes payments) or `draft` (not issued yet; can be voided).
+    status: Option<String>,
 }
 
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
@@ -39,7 +41,16 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
         gross: parse_amount(&body.gross)
             .and_then(|gross| currency.check(gross))
             .map_err(|e| ApiError::bad_request("invalid_gross", e.to_string()))?,
-        status: InvoiceStatus::Open,
+        status: match body.status.as_deref() {
+            None | Some("open") => InvoiceStatus::Open,
+            Some("draft") => InvoiceStatus::Draft,
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_status",
+                    "status is open or draft",
+                ))
+            }
+        },
         links: links(&body)?,
     };
     let created = invoice::create(store, &ctx.org, new, ctx.now).await?;
@@ -78,8 +89,14 @@ pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Bod
         .iter()
         .map(|p| p.to_json())
         .collect();
+    let notes: Vec<Value> = firmspace::payments::credit::list_for_invoice(store, &ctx.org, id)
+        .await?
+        .iter()
+        .map(|n| n.to_json())
+        .collect();
     let mut body = found.to_json();
     body["payments"] = json!(payments);
+    body["credit_notes"] = json!(notes);
     Ok(json_response(200, &body))
 }
 

@@ -7,6 +7,7 @@
 mod bank;
 mod calls;
 mod consequences;
+mod credit_notes;
 mod deals;
 mod invoices;
 mod keys;
@@ -175,6 +176,8 @@ impl App {
             OrgOp::ReadInvoice => invoices::read(store, ctx, found.param("id")).await,
             OrgOp::PayInvoice => invoices::pay(store, ctx, found.param("id")).await,
             OrgOp::DuplicateInvoice => invoices::duplicate(store, ctx, found.param("id")).await,
+            OrgOp::CreditInvoice => credit_notes::create(store, ctx, found.param("id")).await,
+            OrgOp::VoidInvoice => credit_notes::void(store, ctx, found.param("id")).await,
             OrgOp::Notifications => consequences::notifications(store, ctx).await,
             OrgOp::MarkRead => consequences::mark_read(store, ctx).await,
             OrgOp::ActivityLog => {

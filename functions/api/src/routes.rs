@@ -55,6 +55,8 @@ pub enum OrgOp {
     ReadInvoice,
     PayInvoice,
     DuplicateInvoice,
+    CreditInvoice,
+    VoidInvoice,
     Notifications,
     MarkRead,
     ActivityLog,

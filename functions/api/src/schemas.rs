@@ -35,9 +35,12 @@ pub struct Invoice {
     #[schema(example = "100.00")]
     gross: String,
     paid: String,
+    /// What its credit notes took off the gross.
+    credited: String,
+    /// The gross less what is credited and what is paid.
     open: String,
     status: InvoiceStatus,
-    /// Moves with every payment applied.
+    /// Moves with every payment applied and every credit note.
     version: u64,
     owner: Option<String>,
     contact_id: Option<String>,
@@ -66,6 +69,52 @@ pub struct InvoiceDetail {
     #[serde(flatten)]
     invoice: Invoice,
     payments: Vec<PaymentLine>,
+    /// Oldest first.
+    credit_notes: Vec<CreditNote>,
+}
+
+/// A credit note line.
+#[derive(Serialize, ToSchema)]
+pub struct CreditNoteLine {
+    description: String,
+    amount: String,
+}
+
+/// A credit note: a document of its own, numbered from its own series.
+#[derive(Serialize, ToSchema)]
+pub struct CreditNote {
+    #[schema(example = "cn_0123456789abcdef")]
+    credit_note_id: String,
+    #[schema(example = "CN-00001")]
+    number: String,
+    invoice_id: String,
+    #[schema(example = "30.00")]
+    amount: String,
+    currency: String,
+    reason: String,
+    lines: Vec<CreditNoteLine>,
+    /// The part credited on what was already paid: a refund a person makes (`refund_due`).
+    refund_due: String,
+    /// The API key that issued it.
+    actor: String,
+    at: String,
+}
+
+/// The answer to a credit note: the note and the invoice as it left it.
+#[derive(Serialize, ToSchema)]
+pub struct CreditNoteIssued {
+    duplicate: bool,
+    #[serde(flatten)]
+    note: CreditNote,
+    invoice: Invoice,
+}
+
+/// A void invoice (`duplicate: true` when it was void already).
+#[derive(Serialize, ToSchema)]
+pub struct InvoiceVoided {
+    #[serde(flatten)]
+    invoice: Invoice,
+    duplicate: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -81,10 +130,14 @@ pub struct InvoiceCopy {
 pub struct PaymentAnswer {
     duplicate: bool,
     event_key: String,
-    /// What this payment applied to the invoice; a repeat gets the first answer again.
+    /// What this delivery applied to the invoice: `0.00` for a repeat.
     applied: String,
+    /// A repeat only: what the first delivery applied.
+    first_applied: Option<String>,
+    /// A repeat only: the first delivery's payment (its event key).
+    payment_id: Option<String>,
     outcome: Outcome,
-    /// The invoice after the payment; null when no invoice matched.
+    /// The invoice after the payment (a repeat: as it is now); null when no invoice matched.
     invoice: Option<Invoice>,
 }
 

@@ -14,6 +14,7 @@ pub const EVENT_KINDS: &[&str] = &[
     crate::bank::KIND,
     crate::bank::CONFIRMATION,
     crate::leads::KIND,
+    crate::payments::credit::KIND,
 ];
 
 /// The consequences of one newly stored item; items that are not events yield none.
@@ -22,6 +23,9 @@ pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
         Some(event::KIND) => Ok(PaymentEvent::from_item(item)?.consequences()),
         Some(crate::calls::KIND) => Ok(crate::calls::Call::from_item(item)?.consequences()),
         Some(crate::leads::KIND) => Ok(crate::leads::Lead::from_item(item)?.consequences()),
+        Some(crate::payments::credit::KIND) => {
+            Ok(crate::payments::credit::CreditNote::from_item(item)?.consequences())
+        }
         Some(crate::bank::KIND) => Ok(crate::bank::BankTx::from_item(item)?.consequences()),
         // A pushed credit the statement has shown: now its match.
         Some(crate::bank::CONFIRMATION) => {

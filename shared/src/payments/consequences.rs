@@ -2,7 +2,7 @@
 
 use super::event::{InvoiceAfter, PaymentEvent};
 use super::Outcome;
-use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
+use crate::consequences::{Consequence, Fired, Notification, Trigger};
 use crate::ids::EventKey;
 use crate::money;
 use crate::store::item::tag_name;
@@ -79,27 +79,10 @@ impl PaymentEvent {
 
     /// One line per linked contact, deal and company, keyed `invoice:SOURCE:EXTERNAL_ID`.
     fn activity_lines(&self, invoice: &InvoiceAfter, text: &str) -> Vec<Consequence> {
-        let links = &invoice.links;
-        [
-            (EntityKind::Contact, &links.contact_id),
-            (EntityKind::Deal, &links.deal_id),
-            (EntityKind::Company, &links.company_id),
-        ]
-        .into_iter()
-        .filter_map(|(entity_kind, id)| Some((entity_kind, id.clone()?)))
-        .map(|(entity_kind, entity_id)| {
-            ActivityLine {
-                org: self.org.clone(),
-                entity_kind,
-                entity_id,
-                key: format!("invoice:{}", self.told_as().id()),
-                kind: "payment".into(),
-                text: text.to_owned(),
-                at: self.at,
-            }
-            .into()
-        })
-        .collect()
+        let key = format!("invoice:{}", self.told_as().id());
+        invoice
+            .links
+            .activity(&self.org, &key, "payment", text, self.at)
     }
 
     /// `invoice.paid`, keyed by the invoice (`invoice:INVOICE_ID:paid`), not by the payment: an

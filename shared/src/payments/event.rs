@@ -227,6 +227,7 @@ pub(crate) mod tests {
             currency: Currency::parse("UAH").unwrap(),
             gross: if closed { dec!(40) } else { dec!(100) },
             paid: dec!(0),
+            credited: rust_decimal::Decimal::ZERO,
             status: InvoiceStatus::Open,
             version: 0,
             links: Links {

@@ -44,6 +44,8 @@ pub struct Invoice {
     pub currency: Currency,
     pub gross: Decimal,
     pub paid: Decimal,
+    /// What its credit notes took off the gross (never more than the gross).
+    pub credited: Decimal,
     pub status: InvoiceStatus,
     pub version: u64,
     pub links: Links,
@@ -64,8 +66,14 @@ pub fn invoice_pk(org: &OrgId, id: &str) -> String {
 }
 
 impl Invoice {
+    /// What is still to pay: the gross less its credit notes and its payments.
     pub fn open(&self) -> Decimal {
-        (self.gross - self.paid).max(Decimal::ZERO)
+        (self.net() - self.paid).max(Decimal::ZERO)
+    }
+
+    /// The gross less what its credit notes took off: what the customer owes in all.
+    pub fn net(&self) -> Decimal {
+        self.gross - self.credited
     }
 
     pub fn pk(&self) -> String {
@@ -79,6 +87,7 @@ impl Invoice {
             .str("currency", self.currency.as_str())
             .num("gross", self.gross)
             .num("paid", self.paid)
+            .num("credited", self.credited)
             .tag("status", &self.status)
             .num("version", self.version)
             .opt_str("owner", self.links.owner.clone())
@@ -105,6 +114,11 @@ impl Invoice {
             currency: Currency::parse(item.str_of("currency")?).map_err(|e| bad(&e.to_string()))?,
             gross: item.dec_of("gross")?,
             paid: item.dec_of("paid")?,
+            // Stored before credit notes: none.
+            credited: match item.get("credited") {
+                Some(_) => item.dec_of("credited")?,
+                None => Decimal::ZERO,
+            },
             status: item.tag_of("status")?,
             version: item.u64_of("version")?,
             links: Links {
@@ -124,6 +138,7 @@ impl Invoice {
             "currency": self.currency.as_str(),
             "gross": money::display(self.gross),
             "paid": money::display(self.paid),
+            "credited": money::display(self.credited),
             "open": money::display(self.open()),
             "status": self.status,
             "version": self.version,
@@ -203,9 +218,8 @@ impl Decision for Create<'_> {
     }
 
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Invoice>, StoreError> {
-        let (org, counter_pk) = (self.org, self.org.pk("COUNTER#invoice"));
-        let last = seen.get(0).map(|c| c.u64_of("n")).transpose()?;
-        let number = last.unwrap_or(0) + 1;
+        let org = self.org;
+        let (number, count) = take_number(org, &org.pk("COUNTER#invoice"), seen.get(0))?;
         let invoice = Invoice {
             org: org.clone(),
             id: self.id.clone(),
@@ -213,23 +227,11 @@ impl Decision for Create<'_> {
             currency: self.new.currency,
             gross: self.new.gross,
             paid: Decimal::ZERO,
+            credited: Decimal::ZERO,
             status: self.new.status,
             version: 0,
             links: self.new.links.clone(),
             created_at: now,
-        };
-        let count = match last {
-            None => Step::PutNew(
-                Builder::new(&counter_pk, "counter", org.as_str())
-                    .num("n", number)
-                    .build(),
-            ),
-            Some(last) => Step::Update {
-                pk: counter_pk,
-                update: Update::new()
-                    .set("n", n(number))
-                    .when(Cond::Equals("n".into(), n(last))),
-            },
         };
         let by_number = Builder::new(
             &number_pk(org, &invoice.number),
@@ -247,6 +249,67 @@ impl Decision for Create<'_> {
             steps,
             out: invoice,
         })
+    }
+}
+
+/// The next number of a gap-free series (invoices, credit notes) from its counter item as read
+/// (`None`: the series' first), and the step that takes it: written in the transaction that
+/// stores the document, conditioned on the number read, so a failed write uses up no number and
+/// two documents at once cannot take the same one.
+pub(crate) fn take_number(
+    org: &OrgId,
+    counter_pk: &str,
+    counter: Option<&Item>,
+) -> Result<(u64, Step), StoreError> {
+    let last = counter.map(|c| c.u64_of("n")).transpose()?;
+    let number = last.unwrap_or(0) + 1;
+    let step = match last {
+        None => Step::PutNew(
+            Builder::new(counter_pk, "counter", org.as_str())
+                .num("n", number)
+                .build(),
+        ),
+        Some(last) => Step::Update {
+            pk: counter_pk.to_owned(),
+            update: Update::new()
+                .set("n", n(number))
+                .when(Cond::Equals("n".into(), n(last))),
+        },
+    };
+    Ok((number, step))
+}
+
+impl Links {
+    /// One activity line per linked contact, deal and company, keyed `key`.
+    pub fn activity(
+        &self,
+        org: &OrgId,
+        key: &str,
+        kind: &str,
+        text: &str,
+        at: DateTime<Utc>,
+    ) -> Vec<crate::consequences::Consequence> {
+        use crate::consequences::{ActivityLine, EntityKind};
+        [
+            (EntityKind::Contact, &self.contact_id),
+            (EntityKind::Deal, &self.deal_id),
+            (EntityKind::Company, &self.company_id),
+        ]
+        .into_iter()
+        .filter_map(|(entity_kind, id)| Some((entity_kind, id.clone()?)))
+        .map(|(entity_kind, entity_id)| {
+            ActivityLine {
+                org: org.clone(),
+                entity_kind,
+                entity_id,
+                key: key.to_owned(),
+                kind: kind.into(),
+                text: text.to_owned(),
+                at,
+            }
+            .into()
+        })
+        .collect()
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod confirm;
 pub mod consequences;
+pub mod credit;
 pub mod event;
 pub mod invoice;
 pub mod providers;

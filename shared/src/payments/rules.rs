@@ -12,8 +12,10 @@ pub enum Outcome {
     Applied,
     /// More arrived than was open: the excess stays on the event as unapplied.
     Overpaid,
-    /// The invoice was already paid or void: stored, applied 0.
+    /// The invoice was already paid: stored, applied 0.
     InvoiceClosed,
+    /// The invoice was voided: it takes no payment; stored, applied 0, for a person.
+    InvoiceVoid,
     CurrencyMismatch,
     /// No invoice with that id: stored as unmatched.
     Unmatched,
@@ -46,6 +48,7 @@ impl Outcome {
             Self::Applied | Self::Reversed => None,
             Self::Overpaid => Some(Reason::Overpayment),
             Self::InvoiceClosed => Some(Reason::InvoiceClosed),
+            Self::InvoiceVoid => Some(Reason::InvoiceVoid),
             Self::CurrencyMismatch => Some(Reason::CurrencyMismatch),
             Self::Unmatched => Some(Reason::UnknownInvoice),
             Self::ReversalUnmatched => Some(Reason::ReversalWithoutPayment),
@@ -122,6 +125,9 @@ pub fn decide(invoice: Option<&Invoice>, input: &PaymentInput, related: Related)
     if related == Related::Reversal {
         return Decision::nothing(Outcome::ReversedBeforePayment, input.amount);
     }
+    if invoice.status == InvoiceStatus::Void {
+        return Decision::nothing(Outcome::InvoiceVoid, input.amount);
+    }
     if invoice.status.is_closed() {
         return Decision::nothing(Outcome::InvoiceClosed, input.amount);
     }
@@ -150,7 +156,7 @@ pub fn decide(invoice: Option<&Invoice>, input: &PaymentInput, related: Related)
         unapplied,
         change: Some(Change {
             paid,
-            status: status_for(paid, invoice.gross),
+            status: status_for(paid, invoice.net()),
         }),
     }
 }
@@ -168,7 +174,7 @@ fn decide_reversal(invoice: &Invoice, reversed_applied: Option<Decimal>) -> Deci
         unapplied: Decimal::ZERO,
         change: Some(Change {
             paid,
-            status: status_for(paid, invoice.gross),
+            status: status_for(paid, invoice.net()),
         }),
     }
 }

@@ -68,6 +68,8 @@ named! {
         UnparseableMessage => "unparseable_message",
         Overpayment => "overpayment",
         InvoiceClosed => "invoice_closed",
+        InvoiceVoid => "invoice_void",
+        RefundDue => "refund_due",
         CurrencyMismatch => "currency_mismatch",
         UnknownInvoice => "unknown_invoice",
         ReversalWithoutPayment => "reversal_without_payment",

@@ -104,6 +104,7 @@ pub(crate) async fn seed(
                 currency: firmspace::money::Currency::parse("UAH").expect("UAH"),
                 gross: rust_decimal::Decimal::new(1000, 2),
                 paid: rust_decimal::Decimal::ZERO,
+                credited: rust_decimal::Decimal::ZERO,
                 status: InvoiceStatus::Open,
                 version: 0,
                 links: Links::default(),

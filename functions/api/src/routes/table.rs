@@ -6,6 +6,7 @@ use super::{In, Op, OrgOp::*, Param, Route};
 use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
+use crate::credit_notes::NewNote;
 use crate::deals::NewStage;
 use crate::invoices::{CreateInvoice, ManualPayment};
 use crate::openapi::doc;
@@ -139,7 +140,7 @@ pub static ROUTES: &[Route] = &[
         method: Post,
         path: "/api/invoices",
         op: Op::Org(CreateInvoice),
-        summary: "Create an open invoice with the next number",
+        summary: "Create an invoice (open, or a draft) with the next number",
         params: &[],
         body: Some(doc::<CreateInvoice>),
         ok: CREATED,
@@ -149,7 +150,7 @@ pub static ROUTES: &[Route] = &[
             "`malformed`, `invalid_currency` (not ISO 4217 with minor units), `invalid_gross` \
              (not a positive amount below 10^10 with at most the currency's fraction digits), \
              `invalid_field` (a link over 128 characters or holding `#`, white space or a control \
-             character)",
+             character), `invalid_status` (not open or draft)",
         )],
     },
     Route {
@@ -167,7 +168,7 @@ pub static ROUTES: &[Route] = &[
         method: Get,
         path: "/api/invoices/{id}",
         op: Op::Org(ReadInvoice),
-        summary: "An invoice with its payments, oldest first",
+        summary: "An invoice with its payments and its credit notes, oldest first",
         params: INVOICE_ID,
         body: None,
         ok: OK,
@@ -217,6 +218,48 @@ pub static ROUTES: &[Route] = &[
         ok: CREATED,
         answer: One(doc::<s::InvoiceCopy>),
         errors: &[NO_INVOICE],
+    },
+    Route {
+        method: Post,
+        path: "/api/invoices/{id}/credit-notes",
+        op: Op::Org(CreditInvoice),
+        summary: "Issue a credit note (CN-00001, ...) on an invoice, once per `Idempotency-Key`",
+        params: INVOICE_ID,
+        body: Some(doc::<NewNote>),
+        ok: &[
+            (201, "issued"),
+            (200, "the same key and body again: the stored note (`duplicate: true`)"),
+        ],
+        answer: One(doc::<s::CreditNoteIssued>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                 `invalid_amount` (not a positive amount in the invoice's currency, or not the \
+                 lines' sum), `invalid_field` (`reason`, a line's `description`: 1-500 \
+                 characters; at most 100 `lines`)",
+            ),
+            NO_INVOICE,
+            (
+                409,
+                "`credit_exceeds_invoice` (more than is left to credit), `not_issued` (a draft \
+                 or void invoice), `idempotency_key_reused`",
+            ),
+        ],
+    },
+    Route {
+        method: Post,
+        path: "/api/invoices/{id}/void",
+        op: Op::Org(VoidInvoice),
+        summary: "Void a draft invoice: it takes no payment from now on (idempotent)",
+        params: INVOICE_ID,
+        body: None,
+        ok: &[(200, "void now, or void already (`duplicate: true`)")],
+        answer: One(doc::<s::InvoiceVoided>),
+        errors: &[
+            NO_INVOICE,
+            (409, "`not_draft`: an issued invoice is corrected by a credit note"),
+        ],
     },
     Route {
         method: Get,

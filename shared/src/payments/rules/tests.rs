@@ -16,6 +16,7 @@ fn invoice(gross: Decimal, paid: Decimal, status: InvoiceStatus) -> Invoice {
         currency: Currency::parse("UAH").unwrap(),
         gross,
         paid,
+        credited: rust_decimal::Decimal::ZERO,
         status,
         version: 3,
         links: Links::default(),
@@ -84,13 +85,13 @@ fn an_overpayment_keeps_the_excess_unapplied_for_review() {
 
 #[test]
 fn a_payment_for_a_closed_invoice_applies_nothing() {
-    for status in [InvoiceStatus::Paid, InvoiceStatus::Void] {
+    for (status, outcome) in [
+        (InvoiceStatus::Paid, Outcome::InvoiceClosed),
+        (InvoiceStatus::Void, Outcome::InvoiceVoid),
+    ] {
         let inv = invoice(dec!(100), dec!(100), status);
         let d = decide(Some(&inv), &payment("p5", Some(dec!(5))), Related::Nothing);
-        assert_eq!(
-            (d.outcome, d.applied, d.change),
-            (Outcome::InvoiceClosed, dec!(0), None)
-        );
+        assert_eq!((d.outcome, d.applied, d.change), (outcome, dec!(0), None));
         assert_eq!(d.unapplied, dec!(5));
     }
 }
@@ -241,4 +242,20 @@ proptest! {
         prop_assert_eq!(events.len(), distinct.len());
         prop_assert_eq!(inv.status, status_for(inv.paid, gross));
     }
+}
+
+#[test]
+fn a_credited_invoice_is_paid_by_what_the_credit_left_open() {
+    let mut inv = invoice(dec!(100), dec!(0), InvoiceStatus::Open);
+    inv.credited = dec!(30);
+    let d = decide(
+        Some(&inv),
+        &payment("p-net", Some(dec!(80))),
+        Related::Nothing,
+    );
+    assert_eq!(
+        (d.outcome, d.applied, d.unapplied),
+        (Outcome::Overpaid, dec!(70), dec!(10))
+    );
+    assert_eq!(d.change.map(|c| c.status), Some(InvoiceStatus::Paid));
 }
