@@ -208,6 +208,7 @@ impl App {
             OrgOp::Wallet => ledger::wallet(store, ctx).await,
             OrgOp::Ledger => ledger::ledger_json(store, ctx).await,
             OrgOp::LedgerCsv => ledger::ledger_csv(store, ctx).await,
+            OrgOp::RefundLine => ledger::refund(store, ctx, found.param("ledger_id")).await,
             OrgOp::Inbox => ledger::inbox(store, ctx).await,
             OrgOp::CreateKey => keys::create(store, ctx).await,
             OrgOp::ListKeys => keys::list(store, ctx).await,

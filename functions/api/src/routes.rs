@@ -81,6 +81,7 @@ pub enum OrgOp {
     Wallet,
     Ledger,
     LedgerCsv,
+    RefundLine,
     Inbox,
     CreateKey,
     ListKeys,

@@ -109,6 +109,11 @@ impl LedgerLine {
                 &ledger_list(&self.org),
                 &format!("{}#{}", time::format(self.at), self.ledger_id),
             )
+            // Found by its id for a correction (`correction::find`).
+            .index(
+                &super::correction::by_id(&self.org, &self.ledger_id),
+                "line",
+            )
             .build()
     }
 

@@ -9,6 +9,7 @@
 //! (conditioned on its version), and for an incoming SMS its conversation message.
 
 mod ack;
+pub mod correction;
 pub mod decide;
 pub mod export;
 pub mod inbox;

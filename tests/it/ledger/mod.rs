@@ -2,6 +2,7 @@
 //! sms-webhook, the wallet, top-ups, the export and the inbox through the api.
 
 mod api;
+mod corrections;
 mod edges;
 mod property;
 mod sms;

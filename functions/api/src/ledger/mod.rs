@@ -54,6 +54,54 @@ pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
     Ok(json_response(200, &written.answer()))
 }
 
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewRefund {
+    /// Why the line is given back: 1 to 500 characters.
+    #[schema(example = "charged twice by the carrier")]
+    reason: String,
+}
+
+/// `POST /api/ledger/{ledger_id}/refund`: a debit line given back once, whatever the request's
+/// key (the refund is keyed by the line); the request itself once per `Idempotency-Key`.
+pub async fn refund(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    ledger_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    use firmspace::ledger::correction::{self, RefundError};
+    use firmspace::ops::requests;
+    let key = requests::key_of(ctx.req)?;
+    let body: NewRefund = parse_json(body_bytes(ctx.req))?;
+    let reason = firmspace::fields::line("reason", &body.reason, 500)?.to_owned();
+    firmspace::fields::reference("ledger_id", ledger_id, firmspace::fields::REF_MAX)
+        .map_err(|_| ApiError::not_found("ledger line"))?;
+    let asked = requests::Request {
+        by: &ctx.key.id,
+        key: &key,
+        fingerprint: requests::fingerprint(
+            &format!("ledger/{ledger_id}/refund"),
+            body_bytes(ctx.req),
+        ),
+    };
+    let (status, answer) = asked
+        .once(store, ctx.now, || async {
+            let written =
+                correction::refund(store, &ctx.org, ledger_id, &reason, &ctx.key.id, ctx.now)
+                    .await
+                    .map_err(|e| match e {
+                        RefundError::Store(e) => e.into(),
+                        RefundError::NotFound => ApiError::not_found("ledger line"),
+                        RefundError::NotADebit(_) => {
+                            ApiError::new(409, "not_a_debit", e.to_string())
+                        }
+                    })?;
+            Ok((200, written.answer()))
+        })
+        .await?;
+    Ok(json_response(status, &answer))
+}
+
 /// `GET /api/wallet`.
 pub async fn wallet(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let wallet = wallet::get(store, &ctx.org).await?;

@@ -110,3 +110,20 @@ pub struct SmsAnswer {
     /// `status_conflict`.
     review: Option<Vec<String>>,
 }
+
+/// A debit line given back: the refund line, the line it refunds, and the wallet after it.
+#[derive(Serialize, ToSchema)]
+pub struct RefundAnswer {
+    /// True when the line was given back before (by a person, or by the message's failure).
+    duplicate: bool,
+    /// The refund line's id.
+    ledger_id: String,
+    /// The debit line it gives back.
+    refunds: String,
+    amount: String,
+    currency: String,
+    /// False when the debit never moved the balance (another currency): neither does its refund.
+    applied: bool,
+    reason: String,
+    wallet: Wallet,
+}

@@ -4,7 +4,7 @@ use super::Answer::{Csv, Items, One};
 use super::Method::{Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
 use crate::ledger::schemas as s;
-use crate::ledger::NewTopUp;
+use crate::ledger::{NewRefund, NewTopUp};
 use crate::openapi::doc;
 use firmspace::ledger::LedgerLine;
 
@@ -72,6 +72,46 @@ pub static ROUTES: &[Route] = &[
                 409,
                 "`idempotency_key_reused`: the key came with another amount or currency (a \
                  review item is filed)",
+            ),
+        ],
+    },
+    Route {
+        method: Post,
+        path: "/api/ledger/{ledger_id}/refund",
+        op: Op::Org(RefundLine),
+        summary: "Give a debit line back: one refund line per debit at most, the wallet moved once",
+        params: &[
+            Param {
+                name: "ledger_id",
+                at: In::Path,
+                required: true,
+                doc: "the debit line's `ledger_id`, as the export shows it",
+            },
+            Param {
+                name: "Idempotency-Key",
+                at: In::Header,
+                required: true,
+                doc: "the request's: the same key and body get the stored answer",
+            },
+        ],
+        body: Some(doc::<NewRefund>),
+        ok: &[(
+            200,
+            "given back now, or before (`duplicate: true`: by a request under any key, or by the \
+             message's failure)",
+        )],
+        answer: One(doc::<s::RefundAnswer>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                 `invalid_field` (`reason`: 1-500 characters)",
+            ),
+            (404, "`not_found`: no such ledger line in this organisation"),
+            (
+                409,
+                "`not_a_debit` (a top-up or a refund line), `request_in_progress`, \
+                 `idempotency_key_reused`",
             ),
         ],
     },

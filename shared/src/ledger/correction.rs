@@ -1,0 +1,188 @@
+//! Ledger corrections: a debit line given back by a person, once. The refund is keyed by the
+//! line it gives back: it is the message's refund line, the key a failure's refund takes too, so
+//! however often and under whatever request key it is asked, and whether a failure refunded the
+//! message first, one refund line gives the money back once. The wallet moves in the same
+//! transaction; the review items that name the debit (a negative balance, another currency) are
+//! resolved after it.
+
+use super::line::{ledger_id, message_line_pk, LedgerLine, LineKind};
+use super::wallet::{wallet_pk, Wallet};
+use crate::ids::{EventKey, OrgId};
+use crate::review::{review_item_pk, Reason};
+use crate::store::item::{s, Read};
+use crate::store::{Answer, Decision, Index, Item, Plan, Seen, Step, Store, StoreError, Written};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use thiserror::Error;
+
+/// The list (in the operator's index) that finds a line by its `ledger_id`.
+pub(super) fn by_id(org: &OrgId, ledger_id: &str) -> String {
+    org.pk(&format!("LEDGER_LINE#{ledger_id}"))
+}
+
+/// The line whose `ledger_id` the export shows, if there is one.
+pub async fn find(
+    store: &Store,
+    org: &OrgId,
+    ledger_id: &str,
+) -> Result<Option<LedgerLine>, StoreError> {
+    let (items, _) = store
+        .page_in(Index::States, &by_id(org, ledger_id), None, true, 1, None)
+        .await?;
+    items
+        .first()
+        .map(LedgerLine::from_item)
+        .transpose()
+        .map(|line| line.filter(|l| l.ledger_id == ledger_id))
+}
+
+#[derive(Debug, Error)]
+pub enum RefundError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no such ledger line")]
+    NotFound,
+    /// Only a message's debit is given back this way.
+    #[error("only a message's debit line is refunded; this line is a {0}")]
+    NotADebit(&'static str),
+}
+
+/// A debit's refund line, and the wallet after it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refunded {
+    pub line: LedgerLine,
+    pub refunds: String,
+    pub reason: String,
+    pub wallet: Value,
+}
+
+impl Answer for Refunded {
+    fn answer(&self) -> Value {
+        json!({
+            "ledger_id": self.line.ledger_id,
+            "refunds": self.refunds,
+            "amount": crate::money::display(self.line.amount),
+            "currency": self.line.currency.as_str(),
+            "applied": self.line.applied,
+            "reason": self.reason,
+            "wallet": self.wallet,
+        })
+    }
+}
+
+impl Refunded {
+    fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let wallet = item
+            .opt_str("wallet")
+            .and_then(|w| serde_json::from_str(w).ok())
+            .unwrap_or(Value::Null);
+        Ok(Self {
+            line: LedgerLine::from_item(item)?,
+            refunds: item.opt_str("refunds").unwrap_or_default().to_owned(),
+            reason: item.opt_str("reason").unwrap_or_default().to_owned(),
+            wallet,
+        })
+    }
+}
+
+/// Gives back the debit line `ledger_id` once, by `by`, for `reason`.
+pub async fn refund(
+    store: &Store,
+    org: &OrgId,
+    ledger_id: &str,
+    reason: &str,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<Written<Refunded>, RefundError> {
+    let debit = find(store, org, ledger_id)
+        .await?
+        .ok_or(RefundError::NotFound)?;
+    let (Some(integration), Some(message), Some(direction)) =
+        (&debit.integration_id, &debit.message_id, debit.direction)
+    else {
+        return Err(RefundError::NotADebit("top-up"));
+    };
+    if debit.kind != LineKind::Debit {
+        return Err(RefundError::NotADebit(match debit.kind {
+            LineKind::Refund => "refund",
+            _ => "top-up",
+        }));
+    }
+    let pk = message_line_pk(org, integration, message, direction, LineKind::Refund);
+    let mut refunding = Refunding {
+        org,
+        debit: &debit,
+        pk,
+        reason,
+        by,
+    };
+    let written = store.write(&mut refunding, now).await?;
+    // The matters the debit raised are settled by its refund (a repeat settles nothing new).
+    let sms = EventKey::new(
+        super::EVENT_KIND,
+        &format!("{integration}:{}", debit.event_id),
+    );
+    for flagged in [Reason::NegativeBalance, Reason::CurrencyMismatch] {
+        let item = review_item_pk(org, flagged, sms.as_str());
+        let note = format!("debit {ledger_id} refunded: {reason}");
+        crate::review::settle(store, org, &item, by, &note, now).await?;
+    }
+    Ok(written)
+}
+
+struct Refunding<'a> {
+    org: &'a OrgId,
+    debit: &'a LedgerLine,
+    pk: String,
+    reason: &'a str,
+    by: &'a str,
+}
+
+impl Decision for Refunding<'_> {
+    type Out = Refunded;
+    type Error = RefundError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![self.pk.clone(), wallet_pk(self.org)]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Refunded>, RefundError> {
+        if let Some(item) = seen.stored() {
+            // Given back already: by a person, or by the message's failure.
+            let stored = Refunded {
+                refunds: self.debit.ledger_id.clone(),
+                ..Refunded::from_item(item)?
+            };
+            return Ok(Plan::Done(Written::Repeat { stored }));
+        }
+        let (debit, wallet) = (self.debit, Wallet::from_item(seen.get(1))?);
+        // Money that never moved the balance (another currency) is not given back to it.
+        let applied = debit.applied && wallet.takes(debit.currency);
+        let next = applied.then(|| wallet.moved(debit.amount, debit.currency));
+        let line = LedgerLine {
+            ledger_id: ledger_id(&self.pk),
+            kind: LineKind::Refund,
+            event_id: format!("correction:{}", self.by),
+            at: now,
+            applied,
+            balance_after: next.map_or(wallet.balance, |w| w.balance),
+            ..debit.clone()
+        };
+        let shown = next.unwrap_or(wallet).to_json();
+        let mut item = line.to_item();
+        item.insert("refunds".into(), s(&debit.ledger_id));
+        item.insert("reason".into(), s(self.reason));
+        item.insert("wallet".into(), s(shown.to_string()));
+        let mut steps = vec![Step::PutNew(item)];
+        steps.extend(next.map(|next| wallet.step(self.org, &next)));
+        Ok(Plan::Write {
+            steps,
+            out: Refunded {
+                line,
+                refunds: debit.ledger_id.clone(),
+                reason: self.reason.to_owned(),
+                wallet: shown,
+            },
+        })
+    }
+}
