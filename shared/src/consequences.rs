@@ -101,6 +101,28 @@ pub struct Resend {
     pub at: DateTime<Utc>,
 }
 
+/// An assistant's `reply` tool call: the automation worker, which alone opens the channel's
+/// secret, sends `text` into the conversation once, as the run (`assistant`, `assistant:CALL_ID`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AssistedReply {
+    pub org: OrgId,
+    pub call_id: String,
+    pub conversation_id: String,
+    pub text: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+impl AssistedReply {
+    /// The run's rule: every assistant reply is a run of the one `assistant` rule.
+    pub const RULE: &'static str = "assistant";
+
+    /// The run's event: the tool call.
+    pub fn event_key(&self) -> EventKey {
+        EventKey::new("assistant", &self.call_id)
+    }
+}
+
 /// One consequence, as it travels through SQS: `{"type": "activity", ...}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -110,13 +132,16 @@ pub enum Consequence {
     Trigger(Fired),
     BankCredit(BankCredit),
     Resend(Resend),
+    Assisted(AssistedReply),
 }
 
-/// The automation queue's messages: a trigger's rules to run, or a person's resend.
+/// The automation queue's messages: a trigger's rules to run, a person's resend, or an
+/// assistant's reply.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Automated {
     Fired(Fired),
     Resend(Resend),
+    Assisted(AssistedReply),
 }
 
 impl TryFrom<Consequence> for Automated {
@@ -125,6 +150,7 @@ impl TryFrom<Consequence> for Automated {
         match c {
             Consequence::Trigger(fired) => Ok(Self::Fired(fired)),
             Consequence::Resend(resend) => Ok(Self::Resend(resend)),
+            Consequence::Assisted(reply) => Ok(Self::Assisted(reply)),
             other => Err(other),
         }
     }
@@ -135,6 +161,7 @@ impl From<Automated> for Consequence {
         match job {
             Automated::Fired(fired) => Self::Trigger(fired),
             Automated::Resend(resend) => Self::Resend(resend),
+            Automated::Assisted(reply) => Self::Assisted(reply),
         }
     }
 }
@@ -153,7 +180,7 @@ impl Consequence {
         match self {
             Self::Notification(_) => QueueKind::Notifications,
             Self::Activity(_) => QueueKind::Activity,
-            Self::Trigger(_) | Self::Resend(_) => QueueKind::Automation,
+            Self::Trigger(_) | Self::Resend(_) | Self::Assisted(_) => QueueKind::Automation,
             Self::BankCredit(_) => QueueKind::Matching,
         }
     }
@@ -165,6 +192,7 @@ impl Consequence {
             Self::Trigger(t) => &t.org,
             Self::BankCredit(c) => &c.org,
             Self::Resend(r) => &r.org,
+            Self::Assisted(a) => &a.org,
         }
     }
 
@@ -185,6 +213,7 @@ impl Consequence {
             ),
             Self::BankCredit(c) => format!("match:{}", c.tx_id),
             Self::Resend(r) => format!("resend:{}:{}", r.rule_id, r.event_key),
+            Self::Assisted(a) => format!("assistant:{}", a.call_id),
         }
     }
 }

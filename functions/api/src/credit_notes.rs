@@ -52,6 +52,19 @@ fn amount_of(field: &'static str, raw: &str) -> Result<rust_decimal::Decimal, Ap
 pub async fn create(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
     let key = crate::invoices::idempotency_key(ctx)?;
     let body: NewNote = parse_json(body_bytes(ctx.req))?;
+    let (status, answer) = issue_with(store, ctx, id, key, body).await?;
+    Ok(json_response(status, &answer))
+}
+
+/// Issues `body` on invoice `id` under `key` (an `Idempotency-Key` or an assistant's
+/// `call_id`): the status and the answer.
+pub(crate) async fn issue_with(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    id: &str,
+    key: firmspace::ids::ExternalId,
+    body: NewNote,
+) -> Result<(u16, serde_json::Value), ApiError> {
     let lines = body.lines.unwrap_or_default();
     if lines.len() > credit::LINES_MAX {
         return Err(ApiError {
@@ -99,7 +112,7 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
         return Err(refused);
     }
     let status = if issued.is_new() { 201 } else { 200 };
-    Ok(json_response(status, &issued.answer()))
+    Ok((status, issued.answer()))
 }
 
 fn refused(e: CreditError) -> ApiError {

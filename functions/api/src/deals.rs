@@ -52,6 +52,7 @@ pub async fn move_stage(
     LocalId::parse("deal_id", id).map_err(|_| ApiError::not_found("deal"))?;
     let asked = requests::Request {
         by: &ctx.key.id,
+        shared: None,
         key: &key,
         fingerprint: requests::fingerprint(&format!("deals/{id}/stage"), body_bytes(ctx.req)),
     };

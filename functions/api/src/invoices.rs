@@ -126,12 +126,35 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
             ))
         }
     };
-    let actor = fields::optional(body.actor.as_deref(), |r| {
-        fields::reference("actor", r, REF_MAX)
-    })?;
-    let amount = body
+    let asked = Asked {
+        source,
+        external_id,
+        amount: body.amount.as_deref(),
+        actor: body.actor.as_deref(),
+    };
+    Ok(json_response(200, &pay_with(store, ctx, id, asked).await?))
+}
+
+/// A payment a person or the assistant asks for, before it is checked.
+pub(crate) struct Asked<'a> {
+    pub source: Source,
+    /// Its identity: the request's `Idempotency-Key`, or the assistant's `call_id`.
+    pub external_id: ExternalId,
+    pub amount: Option<&'a str>,
+    /// For whom the key acted.
+    pub actor: Option<&'a str>,
+}
+
+/// Books `asked` on invoice `id` through `register_payment`: its answer.
+pub(crate) async fn pay_with(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    id: &str,
+    asked: Asked<'_>,
+) -> Result<Value, ApiError> {
+    let actor = fields::optional(asked.actor, |r| fields::reference("actor", r, REF_MAX))?;
+    let amount = asked
         .amount
-        .as_deref()
         .map(parse_amount)
         .transpose()
         .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
@@ -152,8 +175,8 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
             Some(user) => format!("{}/{user}", ctx.key.id),
             None => ctx.key.id.clone(),
         },
-        source,
-        external_id,
+        source: asked.source,
+        external_id: asked.external_id,
         amount,
         currency: Some(invoice.currency),
         at: ctx.now,
@@ -167,7 +190,7 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
     {
         return Err(refused);
     }
-    Ok(json_response(200, &registered.answer()))
+    Ok(registered.answer())
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.

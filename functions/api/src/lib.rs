@@ -4,6 +4,7 @@
 //! `GET /api/openapi.json` (the document of every route, from the table `routes` dispatches by)
 //! takes none.
 
+mod assistant;
 mod bank;
 mod calls;
 mod consequences;
@@ -50,6 +51,9 @@ pub struct Settings {
     /// Where CSV files of more than 5,000 rows wait for the import worker (the attachments
     /// bucket, `imports/`); without it such a file is 503.
     pub uploads: Option<firmspace::bank::files::Bucket>,
+    /// Where an assistant's replies go for the automation worker (`AUTOMATION_QUEUE_URL`, the
+    /// only queue the api publishes to); without it the `reply` tool is 503.
+    pub automation: Option<firmspace::effects::queue::Publisher>,
 }
 
 pub struct App {
@@ -94,6 +98,18 @@ impl App {
                 None => None,
             },
             reads_per_minute: firmspace::orgs::rate::limit_from_env(),
+            automation: match config::var("AUTOMATION_QUEUE_URL") {
+                Some(automation) => Some(firmspace::effects::queue::Publisher {
+                    sqs: firmspace::aws::sqs(config.endpoint_url.as_deref()).await,
+                    queues: firmspace::effects::queue::Queues {
+                        automation,
+                        notifications: String::new(),
+                        activity: String::new(),
+                        matching: String::new(),
+                    },
+                }),
+                None => None,
+            },
         };
         Ok(Self::new(config.store().await, settings))
     }
@@ -166,6 +182,8 @@ impl App {
         match op {
             OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
             OrgOp::ListDeals => deals::list(store, ctx).await,
+            OrgOp::AssistantTools => Ok(assistant::tools()),
+            OrgOp::AssistantCall => assistant::call(store, &self.settings, ctx).await,
             OrgOp::MoveDeal => deals::move_stage(store, ctx, found.param("id")).await,
             OrgOp::ReadIntegration => setup::read_integration(store, ctx, found.param("id")).await,
             OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, found.param("id")).await,

@@ -68,6 +68,8 @@ pub enum OrgOp {
     ListContacts,
     ListDeals,
     MoveDeal,
+    AssistantTools,
+    AssistantCall,
     ListConversations,
     UploadCsv,
     FileImport,

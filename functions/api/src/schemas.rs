@@ -452,3 +452,31 @@ pub struct Deal {
     moved: Option<bool>,
     from: Option<firmspace::deals::Stage>,
 }
+
+/// One tool an assistant may call.
+#[derive(Serialize, ToSchema)]
+pub struct AssistantTool {
+    #[schema(example = "register_payment")]
+    name: String,
+    description: String,
+    /// The input's JSON schema.
+    #[schema(value_type = Object)]
+    input_schema: serde_json::Value,
+}
+
+/// The tools: `reply`, `create_task`, `register_payment`, `create_credit_note`, `resolve_review`.
+#[derive(Serialize, ToSchema)]
+pub struct AssistantTools {
+    tools: Vec<AssistantTool>,
+}
+
+/// A tool call's result; a repeat of the `call_id` gets the stored one with `duplicate: true`.
+#[derive(Serialize, ToSchema)]
+pub struct AssistantCallAnswer {
+    call_id: String,
+    /// What the tool answers: the payment's answer, the credit note, `{"task_id", "created"}`,
+    /// `{"state": "sending"}` for a reply, the resolution.
+    #[schema(value_type = Object)]
+    result: serde_json::Value,
+    duplicate: bool,
+}

@@ -446,6 +446,7 @@ pub async fn rotate_secrets(
     let route = format!("integrations/{}/secrets", integration.id.id);
     let asked = firmspace::ops::requests::Request {
         by: &ctx.key.id,
+        shared: None,
         key: &key,
         fingerprint: firmspace::ops::requests::fingerprint(&route, body_bytes(ctx.req)),
     };

@@ -99,6 +99,7 @@ impl Worker for Automation {
         match job {
             Automated::Fired(fired) => self.fired(fired, now, deadline).await,
             Automated::Resend(resend) => self.resend(&resend, now, deadline).await,
+            Automated::Assisted(reply) => self.assisted(&reply, now, deadline).await,
         }
     }
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use firmspace::effects::automation::{self, Rule};
 use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, WorkError};
-use firmspace::effects::{Fired, Trigger};
+use firmspace::effects::{AssistedReply, Fired, Trigger};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::Settings;
 use firmspace::messages::providers::MessageSettings;
@@ -20,6 +20,37 @@ use serde_json::json;
 use std::time::Duration;
 
 impl Automation {
+    /// An assistant's `reply` tool call: a run of the `assistant` rule for the call, through the
+    /// same claim and send as a rule's reply, so a redelivered message sends nothing twice.
+    pub(super) async fn assisted(
+        &self,
+        call: &AssistedReply,
+        now: DateTime<Utc>,
+        deadline: std::time::Instant,
+    ) -> Result<Applied, WorkError> {
+        if std::time::Instant::now() + self.reply_budget() > deadline {
+            return Err(WorkError::transient(Transient(
+                "not enough time left in this invocation for the reply".into(),
+            )));
+        }
+        let rule = Rule {
+            org: call.org.clone(),
+            rule_id: AssistedReply::RULE.into(),
+            trigger: Trigger::MessageReceived,
+            action: automation::Action::Reply {
+                text: call.text.clone(),
+            },
+        };
+        let fired = Fired {
+            org: call.org.clone(),
+            trigger: Trigger::MessageReceived,
+            event_key: call.event_key(),
+            at: call.at,
+            context: json!({"conversation_id": call.conversation_id}),
+        };
+        self.reply(&rule, &call.text, &fired, now).await
+    }
+
     /// The longest one reply may take: the call and the store around it.
     pub(super) fn reply_budget(&self) -> Duration {
         self.apis.timeout + Duration::from_secs(2)

@@ -134,6 +134,7 @@ pub(crate) async fn dispatch(
     let by = who.by();
     let asked = Asked {
         by: &by,
+        shared: None,
         key: &key,
         fingerprint: requests::fingerprint(&segments.join("/"), body_bytes(req)),
     };

@@ -59,6 +59,9 @@ pub enum Claimed {
 /// One operator's key: who (`admin` or the organisation), the key, and what was asked.
 pub struct Request<'a> {
     pub by: &'a str,
+    /// Keys shared by every API key of this organisation (an assistant's `call_id`); `None`:
+    /// each API key's own.
+    pub shared: Option<&'a crate::ids::OrgId>,
     pub key: &'a str,
     /// The method, the path and the body: the same key with another is `Reused`.
     pub fingerprint: String,
@@ -68,6 +71,9 @@ impl Request<'_> {
     /// Under the organisation's key space, or the admin's own.
     fn pk(&self) -> String {
         let key = crate::ids::key_part(self.key);
+        if let Some(org) = self.shared {
+            return org.pk(&format!("REQUEST#{key}"));
+        }
         match self.by {
             // Every admin token (two during a rotation) is the one admin.
             admin if admin.starts_with("admin") => format!("ADMIN#OPS_REQUEST#{key}"),
@@ -130,9 +136,24 @@ impl Request<'_> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<(u16, Value), ApiError>>,
     {
+        let (status, answer, _) = self.once_telling(store, now, run).await?;
+        Ok((status, answer))
+    }
+
+    /// [`Request::once`], telling whether the answer is a repeat's (the stored one).
+    pub async fn once_telling<F, Fut>(
+        &self,
+        store: &Store,
+        now: DateTime<Utc>,
+        run: F,
+    ) -> Result<(u16, Value, bool), ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(u16, Value), ApiError>>,
+    {
         match self.claim(store, now).await? {
             Claimed::Run => {}
-            Claimed::Done(status, answer) => return Ok((status, answer)),
+            Claimed::Done(status, answer) => return Ok((status, answer, true)),
             Claimed::Running => {
                 return Err(ApiError::new(
                     409,
@@ -164,7 +185,7 @@ impl Request<'_> {
             }
         };
         self.finish(store, status, &answer).await?;
-        Ok((status, answer))
+        Ok((status, answer, false))
     }
 
     /// Gives the key up after a failure a retry may get past (a 5xx): the next request with it

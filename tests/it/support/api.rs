@@ -25,6 +25,7 @@ pub fn settings() -> api::Settings {
         allows_loopback: true,
         files: None,
         imports: None,
+        automation: None,
         reads_per_minute: 300,
         uploads: None,
     }

@@ -78,6 +78,7 @@ pub async fn refund(
         .map_err(|_| ApiError::not_found("ledger line"))?;
     let asked = requests::Request {
         by: &ctx.key.id,
+        shared: None,
         key: &key,
         fingerprint: requests::fingerprint(
             &format!("ledger/{ledger_id}/refund"),

@@ -225,6 +225,7 @@ async fn the_document_is_served_without_authentication() {
         imports: None,
         reads_per_minute: 300,
         uploads: None,
+        automation: None,
     };
     let app = crate::App::new(store, settings);
     let get = |path: &str| {

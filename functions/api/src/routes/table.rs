@@ -3,6 +3,7 @@
 use super::Answer::{Document, Items, One};
 use super::Method::{Delete, Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
+use crate::assistant::ToolCall;
 use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
@@ -460,6 +461,45 @@ pub static ROUTES: &[Route] = &[
             (404, "`not_found`: no such bank integration in this organisation"),
             (409, "`not_a_monobank_integration`"),
             (503, "`imports_unavailable`: the request could not be queued; retry"),
+        ],
+    },
+    Route {
+        method: Get,
+        path: "/api/assistant/tools",
+        op: Op::Org(AssistantTools),
+        summary: "The write actions an assistant may take, with JSON-schema inputs",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::AssistantTools>),
+        errors: &[],
+    },
+    Route {
+        method: Post,
+        path: "/api/assistant/calls",
+        op: Op::Org(AssistantCall),
+        summary: "Perform one tool call, once per (organisation, `call_id`)",
+        params: &[],
+        body: Some(doc::<ToolCall>),
+        ok: &[(
+            200,
+            "performed, or the stored result of this `call_id` (`duplicate: true`)",
+        )],
+        answer: One(doc::<s::AssistantCallAnswer>),
+        errors: &[
+            (
+                400,
+                "`malformed`, `unknown_tool`, `invalid_field` (`call_id`), `invalid_input` (not \
+                 the tool's input), and the tool's own 400s",
+            ),
+            (404, "`not_found`: the invoice, conversation or review item the input names"),
+            (
+                409,
+                "`idempotency_key_reused` (the `call_id` with another tool or input), \
+                 `request_in_progress`, and the tool's own 409s (`credit_exceeds_invoice`, \
+                 `reply_unsupported`, ...)",
+            ),
+            (503, "`replies_unavailable`: a reply could not be queued; retry"),
         ],
     },
     Route {

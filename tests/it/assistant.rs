@@ -1,0 +1,209 @@
+//! The assistant's tools are the product's tools: each write action through the route every
+//! agent framework can call, once per (organisation, `call_id`), retried or not.
+
+use crate::consequences::workers;
+use crate::messages::{telegram_update, Setup};
+use crate::support::api;
+use crate::support::app::Crm;
+use crate::support::queues::{self, event, receive};
+use chrono::Utc;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+async fn tool(crm: &Crm, name: &str, call_id: &str, input: Value) -> (u16, Value) {
+    let body = json!({"tool": name, "input": input, "call_id": call_id});
+    crm.call("POST", "/api/assistant/calls", body).await
+}
+
+#[tokio::test]
+async fn the_tools_are_listed_with_their_input_schemas() {
+    let crm = Crm::new().await;
+    let listed = crm.get("/api/assistant/tools").await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "reply",
+            "create_task",
+            "register_payment",
+            "create_credit_note",
+            "resolve_review"
+        ]
+    );
+    for t in listed["tools"].as_array().unwrap() {
+        assert_eq!(t["input_schema"]["type"], "object", "{t}");
+        assert!(!t["description"].as_str().unwrap().is_empty());
+    }
+    let (status, unknown) = tool(&crm, "delete_everything", "c-0", json!({})).await;
+    assert_eq!(
+        (status, unknown["error"].as_str()),
+        (400, Some("unknown_tool"))
+    );
+}
+
+#[tokio::test]
+async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
+    let crm = Crm::new().await;
+    let inv = crm
+        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
+        .await;
+    let id = inv["id"].as_str().unwrap();
+    // An agent framework that retries a tool call, five copies at once.
+    let pay = json!({"invoice_id": id, "amount": "40.00"});
+    let copies = (0..5).map(|_| tool(&crm, "register_payment", "toolu_pay", pay.clone()));
+    let answers = futures::future::join_all(copies).await;
+    // One performs it; a copy that comes while it runs is told to ask again (409), one after it
+    // gets the stored result.
+    let fresh: Vec<_> = answers
+        .iter()
+        .filter(|(s, a)| *s == 200 && a["duplicate"] == false)
+        .collect();
+    assert_eq!(fresh.len(), 1, "{answers:?}");
+    assert_eq!(fresh[0].1["result"]["applied"], "40.00");
+    let first = fresh[0].1["result"].clone();
+    assert!(answers
+        .iter()
+        .all(|(s, a)| (*s == 200 && a["result"] == first)
+            || (*s == 409 && a["error"] == "request_in_progress")));
+    let (status, retried) = tool(&crm, "register_payment", "toolu_pay", pay).await;
+    assert_eq!((status, retried["duplicate"].as_bool()), (200, Some(true)));
+    assert_eq!(retried["result"], first, "the stored result");
+    let stored = crm.get(&format!("/api/invoices/{id}")).await;
+    assert_eq!(
+        (
+            stored["paid"].as_str(),
+            stored["payments"].as_array().unwrap().len()
+        ),
+        (Some("40.00"), 1)
+    );
+    assert_eq!(stored["payments"][0]["source"], "assistant");
+    let (status, reused) = tool(
+        &crm,
+        "register_payment",
+        "toolu_pay",
+        json!({"invoice_id": id, "amount": "50.00"}),
+    )
+    .await;
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (409, Some("idempotency_key_reused"))
+    );
+
+    // A credit note and a task, each once.
+    for expected in [false, true] {
+        let (status, note) = tool(
+            &crm,
+            "create_credit_note",
+            "toolu_cn",
+            json!({"invoice_id": id, "amount": "10.00", "reason": "goodwill"}),
+        )
+        .await;
+        assert_eq!(
+            (status, note["duplicate"].as_bool()),
+            (200, Some(expected)),
+            "{note}"
+        );
+        assert_eq!(note["result"]["number"], "CN-00001");
+        let (status, task) = tool(
+            &crm,
+            "create_task",
+            "toolu_task",
+            json!({"title": "Call Olena back"}),
+        )
+        .await;
+        assert_eq!(
+            (
+                status,
+                task["duplicate"].as_bool(),
+                task["result"]["created"].as_bool()
+            ),
+            (200, Some(expected), Some(true)),
+            "{task}"
+        );
+    }
+    let tasks = firmspace::effects::automation::tasks(crm.store(), &crm.org)
+        .await
+        .unwrap();
+    assert_eq!(tasks.len(), 1);
+
+    // Overpaid by the assistant: the review item it raised is resolved through the tool.
+    let (_, over) = tool(
+        &crm,
+        "register_payment",
+        "toolu_over",
+        json!({"invoice_id": id, "amount": "70.00"}),
+    )
+    .await;
+    assert_eq!(over["result"]["outcome"], "overpaid", "{over}");
+    let key = over["result"]["event_key"].as_str().unwrap();
+    let resolve = json!({"reason": "overpayment", "key": key, "note": "refunded 20.00 by hand"});
+    let (status, resolved) = tool(&crm, "resolve_review", "toolu_resolve", resolve).await;
+    assert_eq!(
+        (status, resolved["result"]["state"].as_str()),
+        (200, Some("resolved")),
+        "{resolved}"
+    );
+    let review = crm.review().await;
+    assert!(
+        review.iter().all(|r| r["state"] == "resolved"),
+        "{review:?}"
+    );
+    let (status, _) = tool(
+        &crm,
+        "resolve_review",
+        "toolu_none",
+        json!({"reason": "overpayment", "key": "payment:nope", "note": "x"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_reply_tool_call_is_sent_once_through_the_channel_however_often_it_comes() {
+    let s = Setup::new(Setup::telegram).await;
+    let (status, first) = s
+        .answer(s.telegram_request(&telegram_update(21, "hello?", None)))
+        .await;
+    assert_eq!(status, 200, "{first}");
+    let conversation = first["conversation_id"].as_str().unwrap().to_owned();
+    let sqs = queues::client().await;
+    let q = queues::three_queues(&sqs).await;
+    let settings = ::api::Settings {
+        automation: Some(firmspace::effects::queue::Publisher {
+            sqs: sqs.clone(),
+            queues: q.clone(),
+        }),
+        ..api::settings()
+    };
+    let app = ::api::App::new(s.env.store.clone(), settings);
+    let body = json!({"tool": "reply", "call_id": "toolu_reply",
+        "input": {"conversation_id": conversation, "text": "We deliver on Fridays"}});
+    for expected in [false, true] {
+        let (status, answer) =
+            api::call(&app, "POST", "/api/assistant/calls", &s.key, body.clone()).await;
+        assert_eq!(
+            (status, answer["duplicate"].as_bool()),
+            (200, Some(expected)),
+            "{answer}"
+        );
+        assert_eq!(answer["result"]["state"], "sending");
+    }
+    let queued = receive(&sqs, &q.automation, 1).await;
+    assert_eq!(queued.len(), 1, "the repeat queued nothing");
+    // The worker gets the message three times (a redelivery, a timeout): one send.
+    let w = workers(&s.env, Duration::from_secs(2), 5);
+    for _ in 0..3 {
+        let out = w.automation.process(event(&queued), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    }
+    assert_eq!(s.stand_in.sends(), 1);
+    assert_eq!(
+        s.stand_in.sent()[0],
+        json!({"chat_id": "42", "text": "We deliver on Fridays"})
+    );
+}
