@@ -94,10 +94,16 @@ async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
         (409, Some("idempotency_key_reused"))
     );
 
+    a_credit_note_and_a_task_each_once(&crm, id).await;
+    a_review_item_is_resolved_through_the_tool(&crm, id).await;
+}
+
+/// A credit note and a task, each twice under one `call_id`: once each.
+async fn a_credit_note_and_a_task_each_once(crm: &Crm, id: &str) {
     // A credit note and a task, each once.
     for expected in [false, true] {
         let (status, note) = tool(
-            &crm,
+            crm,
             "create_credit_note",
             "toolu_cn",
             json!({"invoice_id": id, "amount": "10.00", "reason": "goodwill"}),
@@ -110,7 +116,7 @@ async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
         );
         assert_eq!(note["result"]["number"], "CN-00001");
         let (status, task) = tool(
-            &crm,
+            crm,
             "create_task",
             "toolu_task",
             json!({"title": "Call Olena back"}),
@@ -130,10 +136,13 @@ async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
         .await
         .unwrap();
     assert_eq!(tasks.len(), 1);
+}
 
+/// Overpaid by the assistant: the review item it raised is resolved through the tool.
+async fn a_review_item_is_resolved_through_the_tool(crm: &Crm, id: &str) {
     // Overpaid by the assistant: the review item it raised is resolved through the tool.
     let (_, over) = tool(
-        &crm,
+        crm,
         "register_payment",
         "toolu_over",
         json!({"invoice_id": id, "amount": "70.00"}),
@@ -142,7 +151,7 @@ async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
     assert_eq!(over["result"]["outcome"], "overpaid", "{over}");
     let key = over["result"]["event_key"].as_str().unwrap();
     let resolve = json!({"reason": "overpayment", "key": key, "note": "refunded 20.00 by hand"});
-    let (status, resolved) = tool(&crm, "resolve_review", "toolu_resolve", resolve).await;
+    let (status, resolved) = tool(crm, "resolve_review", "toolu_resolve", resolve).await;
     assert_eq!(
         (status, resolved["result"]["state"].as_str()),
         (200, Some("resolved")),
@@ -154,7 +163,7 @@ async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
         "{review:?}"
     );
     let (status, _) = tool(
-        &crm,
+        crm,
         "resolve_review",
         "toolu_none",
         json!({"reason": "overpayment", "key": "payment:nope", "note": "x"}),

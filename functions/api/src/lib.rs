@@ -178,29 +178,71 @@ impl App {
         found: &Found<'_>,
         ctx: &Ctx<'_>,
     ) -> Result<Response<Body>, ApiError> {
-        let store = &self.store;
-        match op {
-            OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
-            OrgOp::ListDeals => deals::list(store, ctx).await,
-            OrgOp::AssistantTools => Ok(assistant::tools()),
-            OrgOp::AssistantCall => assistant::call(store, &self.settings, ctx).await,
-            OrgOp::MoveDeal => deals::move_stage(store, ctx, found.param("id")).await,
-            OrgOp::ReadIntegration => setup::read_integration(store, ctx, found.param("id")).await,
-            OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, found.param("id")).await,
-            OrgOp::AddMember => setup::add_member(store, ctx).await,
-            OrgOp::ListMembers => setup::list_members(store, ctx).await,
+        match self.money(op, found, ctx).await {
+            Some(answer) => answer,
+            None => self.crm(op, found, ctx).await,
+        }
+    }
+
+    /// The routes that move or show money: invoices, credit notes, the ledger, the bank.
+    async fn money(
+        &self,
+        op: OrgOp,
+        found: &Found<'_>,
+        ctx: &Ctx<'_>,
+    ) -> Option<Result<Response<Body>, ApiError>> {
+        let (store, id) = (&self.store, found.param("id"));
+        Some(match op {
             OrgOp::CreateInvoice => invoices::create(store, ctx).await,
             OrgOp::ListInvoices => invoices::list(store, ctx).await,
-            OrgOp::ReadInvoice => invoices::read(store, ctx, found.param("id")).await,
-            OrgOp::PayInvoice => invoices::pay(store, ctx, found.param("id")).await,
-            OrgOp::DuplicateInvoice => invoices::duplicate(store, ctx, found.param("id")).await,
-            OrgOp::CreditInvoice => credit_notes::create(store, ctx, found.param("id")).await,
-            OrgOp::VoidInvoice => credit_notes::void(store, ctx, found.param("id")).await,
+            OrgOp::ReadInvoice => invoices::read(store, ctx, id).await,
+            OrgOp::PayInvoice => invoices::pay(store, ctx, id).await,
+            OrgOp::DuplicateInvoice => invoices::duplicate(store, ctx, id).await,
+            OrgOp::CreditInvoice => credit_notes::create(store, ctx, id).await,
+            OrgOp::VoidInvoice => credit_notes::void(store, ctx, id).await,
+            OrgOp::UploadCsv => bank::upload(store, &self.settings, ctx, id).await,
+            OrgOp::FileImport => bank::file_import(store, ctx, id).await,
+            OrgOp::StartImport => {
+                let imports = self.settings.imports.as_ref();
+                bank::start_import(store, imports, ctx, id).await
+            }
+            OrgOp::BankTransactions => bank::list(store, ctx).await,
+            OrgOp::MatchBankTx => bank::match_row(store, ctx, found.param("tx_id")).await,
+            OrgOp::UnmatchBankTx => bank::unmatch_row(store, ctx, found.param("tx_id")).await,
+            OrgOp::TopUp => ledger::top_up(store, ctx).await,
+            OrgOp::Wallet => ledger::wallet(store, ctx).await,
+            OrgOp::Ledger => ledger::ledger_json(store, ctx).await,
+            OrgOp::LedgerCsv => ledger::ledger_csv(store, ctx).await,
+            OrgOp::RefundLine => ledger::refund(store, ctx, found.param("ledger_id")).await,
+            OrgOp::Inbox => ledger::inbox(store, ctx).await,
+            _ => return None,
+        })
+    }
+
+    /// Everything else: the organisation, its people and records, messages, calls, the board,
+    /// automation, review, keys and the assistant.
+    async fn crm(
+        &self,
+        op: OrgOp,
+        found: &Found<'_>,
+        ctx: &Ctx<'_>,
+    ) -> Result<Response<Body>, ApiError> {
+        let (store, id) = (&self.store, found.param("id"));
+        match op {
+            OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
+            OrgOp::ReadIntegration => setup::read_integration(store, ctx, id).await,
+            OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, id).await,
+            OrgOp::AddMember => setup::add_member(store, ctx).await,
+            OrgOp::ListMembers => setup::list_members(store, ctx).await,
+            OrgOp::ListDeals => deals::list(store, ctx).await,
+            OrgOp::MoveDeal => deals::move_stage(store, ctx, id).await,
+            OrgOp::AssistantTools => Ok(assistant::tools()),
+            OrgOp::AssistantCall => assistant::call(store, &self.settings, ctx).await,
             OrgOp::Notifications => consequences::notifications(store, ctx).await,
             OrgOp::MarkRead => consequences::mark_read(store, ctx).await,
             OrgOp::ActivityLog => {
-                let (kind, id) = (found.param("kind"), found.param("entity_id"));
-                consequences::activity_log(store, ctx, kind, id).await
+                let (kind, entity) = (found.param("kind"), found.param("entity_id"));
+                consequences::activity_log(store, ctx, kind, entity).await
             }
             OrgOp::CreateRule => consequences::create_rule(store, ctx).await,
             OrgOp::Tasks => consequences::tasks(store, ctx).await,
@@ -209,25 +251,10 @@ impl App {
             OrgOp::CreateContact => calls::create_contact(store, ctx).await,
             OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
             OrgOp::ListConversations => messages::list(store, ctx).await,
-            OrgOp::UploadCsv => bank::upload(store, &self.settings, ctx, found.param("id")).await,
-            OrgOp::FileImport => bank::file_import(store, ctx, found.param("id")).await,
-            OrgOp::StartImport => {
-                let imports = self.settings.imports.as_ref();
-                bank::start_import(store, imports, ctx, found.param("id")).await
-            }
-            OrgOp::BankTransactions => bank::list(store, ctx).await,
-            OrgOp::MatchBankTx => bank::match_row(store, ctx, found.param("tx_id")).await,
-            OrgOp::UnmatchBankTx => bank::unmatch_row(store, ctx, found.param("tx_id")).await,
             OrgOp::ConversationMessages => {
                 let files = self.settings.files.as_ref();
-                messages::list_messages(store, files, ctx, found.param("id")).await
+                messages::list_messages(store, files, ctx, id).await
             }
-            OrgOp::TopUp => ledger::top_up(store, ctx).await,
-            OrgOp::Wallet => ledger::wallet(store, ctx).await,
-            OrgOp::Ledger => ledger::ledger_json(store, ctx).await,
-            OrgOp::LedgerCsv => ledger::ledger_csv(store, ctx).await,
-            OrgOp::RefundLine => ledger::refund(store, ctx, found.param("ledger_id")).await,
-            OrgOp::Inbox => ledger::inbox(store, ctx).await,
             OrgOp::CreateKey => keys::create(store, ctx).await,
             OrgOp::ListKeys => keys::list(store, ctx).await,
             OrgOp::RevokeKey => keys::revoke(store, ctx, found.param("key_id")).await,
@@ -235,6 +262,8 @@ impl App {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))
             }
+            // The money routes are `money`'s.
+            _ => Err(ApiError::not_found("route")),
         }
     }
 

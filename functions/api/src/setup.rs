@@ -177,27 +177,38 @@ fn outbound_target(
     })
 }
 
+/// Where a provider posts, how it signs, and the secret it signs with (shown once, at creation).
+fn webhook(
+    url: String,
+    provider: impl serde::Serialize,
+    signature: &str,
+    secret: Option<&SecretString>,
+) -> serde_json::Value {
+    json!({
+        "webhook_url": url,
+        "provider": provider,
+        "signature": signature,
+        "secret": secret.map(|s| s.expose_secret()),
+    })
+}
+
+const STANDARD_SIGNATURE: &str =
+    "webhook-id, webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)";
+
 /// What the answer tells the integrator about an integration.
 fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
-    let id = &integration.id.id;
+    let (id, hook) = (&integration.id.id, &integration.id);
     let mut answer = match &integration.settings {
         Settings::Payments(p) => {
             let (secret, signature) = match p {
-                PaymentSettings::Standard { secret } => (
-                    Some(secret),
-                    "webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)",
-                ),
+                PaymentSettings::Standard { secret } => (Some(secret), STANDARD_SIGNATURE),
                 PaymentSettings::Stripe { secret } => {
                     (Some(secret), "Stripe-Signature (t=..., v1=HMAC-SHA256)")
                 }
                 PaymentSettings::Monobank(_) => (None, "X-Sign (ECDSA P-256 over the raw body)"),
             };
-            json!({
-                "webhook_url": format!("{public_url}/hooks/{id}/payments"),
-                "provider": p.provider(),
-                "signature": signature,
-                "secret": secret.map(|s| s.expose_secret()),
-            })
+            let url = format!("{public_url}/hooks/{id}/payments");
+            webhook(url, p.provider(), signature, secret)
         }
         Settings::Calls(c) => {
             let (secret, signature) = match c {
@@ -205,31 +216,23 @@ fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
                     None,
                     "X-Twilio-Signature (HMAC-SHA1 of this URL and the sorted parameters)",
                 ),
-                CallSettings::Standard { secret } => (
-                    Some(secret),
-                    "webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)",
-                ),
+                CallSettings::Standard { secret } => (Some(secret), STANDARD_SIGNATURE),
             };
-            json!({
-                "webhook_url": webhook_url(public_url, &integration.id),
-                "provider": c.provider(),
-                "signature": signature,
-                "secret": secret.map(|s| s.expose_secret()),
-            })
+            webhook(webhook_url(public_url, hook), c.provider(), signature, secret)
         }
         Settings::Messages(m) => crate::messages::describe(integration, m, public_url),
-        Settings::Sms(SmsSettings::Standard { secret }) => json!({
-            "webhook_url": firmspace::ledger::providers::webhook_url(public_url, &integration.id),
-            "provider": SmsProvider::Standard,
-            "signature": "webhook-id (the event id), webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
-            "secret": secret.expose_secret(),
-        }),
-        Settings::Leads(LeadSettings::Standard { secret }) => json!({
-            "webhook_url": firmspace::integrations::leads::webhook_url(public_url, &integration.id),
-            "provider": LeadProvider::Standard,
-            "signature": "webhook-id, webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
-            "secret": secret.expose_secret(),
-        }),
+        Settings::Sms(SmsSettings::Standard { secret }) => webhook(
+            firmspace::ledger::providers::webhook_url(public_url, hook),
+            SmsProvider::Standard,
+            "webhook-id (the event id), webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
+            Some(secret),
+        ),
+        Settings::Leads(LeadSettings::Standard { secret }) => webhook(
+            firmspace::integrations::leads::webhook_url(public_url, hook),
+            LeadProvider::Standard,
+            STANDARD_SIGNATURE,
+            Some(secret),
+        ),
         Settings::Bank(b) => crate::bank::describe(integration, b, public_url),
         Settings::Outbound(o) => json!({
             "url": o.url,

@@ -365,24 +365,31 @@ impl Decision for Issue<'_> {
             fingerprint: new.fingerprint(),
             invoice: after.to_json(),
         };
-        let mut steps = vec![
-            Step::PutNew(note.to_item()),
-            count,
-            Step::Update {
-                pk: invoice.pk(),
-                update: Update::new()
-                    .set("credited", n(credited))
-                    .set("status", s(tag_name(&after.status)))
-                    .set("version", n(after.version))
-                    .set("updated_at", s(time::format(new.at)))
-                    .when(Cond::Equals("version".into(), n(invoice.version))),
-            },
-        ];
-        if !note.refund_due.is_zero() {
-            steps.push(Step::PutNew(refund_due(&note).to_item()));
-        }
+        let steps = steps(&note, count, &invoice, &after);
         Ok(Plan::Write { steps, out: note })
     }
+}
+
+/// The note, its number, the invoice moved from the version read, and a refund due if any:
+/// one transaction.
+fn steps(note: &CreditNote, count: Step, before: &Invoice, after: &Invoice) -> Vec<Step> {
+    let mut steps = vec![
+        Step::PutNew(note.to_item()),
+        count,
+        Step::Update {
+            pk: before.pk(),
+            update: Update::new()
+                .set("credited", n(after.credited))
+                .set("status", s(tag_name(&after.status)))
+                .set("version", n(after.version))
+                .set("updated_at", s(time::format(note.at)))
+                .when(Cond::Equals("version".into(), n(before.version))),
+        },
+    ];
+    if !note.refund_due.is_zero() {
+        steps.push(Step::PutNew(refund_due(note).to_item()));
+    }
+    steps
 }
 
 /// The money a person gives back: the part of a note credited on what was paid.
