@@ -119,18 +119,7 @@ fn signed(
     body: &str,
 ) -> lambda_http::Request {
     let now = Utc::now().timestamp();
-    let signature = standard::sign(secret, webhook_id, now, body.as_bytes()).unwrap();
-    let at = now.to_string();
-    let headers = [
-        ("webhook-id", webhook_id),
-        ("webhook-timestamp", at.as_str()),
-        ("webhook-signature", signature.as_str()),
-    ];
-    post(
-        &format!("/hooks/{}/calls", hook.id),
-        &headers,
-        body.as_bytes().to_vec(),
-    )
+    fixtures::signed_post(hook, "calls", secret, webhook_id, now, body)
 }
 
 #[tokio::test]

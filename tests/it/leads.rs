@@ -4,13 +4,12 @@
 //! lists the card and moves it once per key.
 
 use crate::consequences::{fanout_app, stream_event, workers};
-use crate::support::app::{post, Crm};
+use crate::support::app::Crm;
 use crate::support::queues::receive;
 use chrono::Utc;
 use firmspace::consequences::Trigger;
 use firmspace::effects::automation::{self, Action};
 use firmspace::ids::IntegrationId;
-use firmspace::signature::standard;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -43,18 +42,7 @@ fn signed(
     body: &str,
 ) -> lambda_http::Request {
     let now = Utc::now().timestamp();
-    let signature = standard::sign(secret, webhook_id, now, body.as_bytes()).unwrap();
-    let at = now.to_string();
-    let headers = [
-        ("webhook-id", webhook_id),
-        ("webhook-timestamp", at.as_str()),
-        ("webhook-signature", signature.as_str()),
-    ];
-    post(
-        &format!("/hooks/{}/leads", hook.id),
-        &headers,
-        body.as_bytes().to_vec(),
-    )
+    crate::support::fixtures::signed_post(hook, "leads", secret, webhook_id, now, body)
 }
 
 async fn answer(app: &lead_webhook::App, req: lambda_http::Request) -> (u16, Value) {

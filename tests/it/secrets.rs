@@ -120,16 +120,7 @@ fn signed_at(
     let body = format!(
         r#"{{"type":"payment.succeeded","data":{{"payment_id":"{webhook_id}","amount":"1.00","currency":"UAH"}}}}"#
     );
-    let signature =
-        firmspace::signature::standard::sign(secret, webhook_id, at.timestamp(), body.as_bytes())
-            .unwrap();
-    let at = at.timestamp().to_string();
-    let headers = [
-        ("webhook-id", webhook_id),
-        ("webhook-timestamp", at.as_str()),
-        ("webhook-signature", signature.as_str()),
-    ];
-    crate::support::app::post(&format!("/hooks/{}/payments", hook.id), &headers, body)
+    fixtures::signed_post(hook, "payments", secret, webhook_id, at.timestamp(), &body)
 }
 
 #[tokio::test]

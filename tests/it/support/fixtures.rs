@@ -127,6 +127,29 @@ pub fn stripe_body(evt: &str, intent: &str, cents: u32, invoice_id: &str) -> Str
 }
 
 /// A Standard Webhooks delivery signed at unix time `at`.
+/// `body` posted to `/hooks/{id}/{route}`, signed with `secret` under `webhook_id` at unix time
+/// `at` (Standard Webhooks): any source that takes them.
+pub fn signed_post(
+    hook: &IntegrationId,
+    route: &str,
+    secret: &str,
+    webhook_id: &str,
+    at: i64,
+    body: &str,
+) -> Request {
+    let signature = standard::sign(secret, webhook_id, at, body.as_bytes()).expect("signable");
+    request(
+        "POST",
+        &format!("/hooks/{}/{route}", hook.id),
+        &[
+            ("webhook-id", webhook_id),
+            ("webhook-timestamp", &at.to_string()),
+            ("webhook-signature", &signature),
+        ],
+        body.as_bytes().to_vec(),
+    )
+}
+
 pub fn standard_request(integration: &IntegrationId, body: &str, at: i64) -> Request {
     standard_request_with_id(integration, body, at, "msg_1")
 }
