@@ -70,6 +70,7 @@ async function signIn(key) {
   $("who").hidden = false;
   $("queues-card").hidden = !state.admin;
   $("dlq-card").hidden = !state.admin;
+  $("consumers-card").hidden = !state.admin;
   await refresh();
 }
 
@@ -231,6 +232,22 @@ async function renderDlq(current) {
       el("td", { class: "key" }, JSON.stringify(m.body)))));
 }
 
+async function renderConsumers(current) {
+  if (!state.admin) return;
+  const { body } = await api("consumers");
+  if (!current()) return;
+  const table = $("consumers");
+  if (!body.items.length) return empty(table, 4, "No workers to pause here.");
+  table.tBodies[0].replaceChildren(...body.items.map((c) => {
+    const verb = c.paused ? "resume" : "pause";
+    const button = el("button", { type: "button", class: c.paused ? "" : "second" }, c.paused ? "Resume" : "Pause");
+    button.addEventListener("click", () => act(button, `consumers/${c.name}/${verb}`, {}));
+    const last = c.action ? `${c.action} by ${c.by} · ${when(c.at)}` : "";
+    return el("tr", { "data-id": c.name }, el("td", {}, c.name),
+      el("td", { class: c.paused ? "alert" : "" }, c.paused ? "paused" : "running"), el("td", {}, last), el("td", {}, button));
+  }));
+}
+
 // Only the latest refresh draws: an older one that answers late (the organisation changed
 // meanwhile) is dropped.
 let generation = 0;
@@ -253,7 +270,7 @@ async function refresh() {
   } else {
     $("chart").replaceChildren(el("p", { class: "empty" }, "Choose an organisation to see its chart."));
   }
-  await Promise.all([renderReview(current), renderRuns(current), renderEvents(current), renderDlq(current)]);
+  await Promise.all([renderReview(current), renderRuns(current), renderEvents(current), renderDlq(current), renderConsumers(current)]);
   if (!current()) return;
   $("main").dataset.loaded = summary.body.at;
   $("main").dataset.org = state.org;

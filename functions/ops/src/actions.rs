@@ -1,4 +1,4 @@
-//! The operator's four actions, each once per `Idempotency-Key`: a repeat gets the stored
+//! The operator's actions, each once per `Idempotency-Key`: a repeat gets the stored
 //! answer, a repeat while the first runs gets 409 `request_in_progress`, the same key with
 //! another request 409 `idempotency_key_reused`. Each action is safe twice over besides: a
 //! redrive moves what is in the DLQ now, a replay's consequences are absorbed by their keys,
@@ -42,6 +42,11 @@ enum Action {
         org: firmspace::ids::OrgId,
         pk: String,
         decision: Decision,
+    },
+    /// A worker paused (its event source mapping disabled) or resumed.
+    Consumer {
+        name: String,
+        paused: bool,
     },
 }
 
@@ -103,6 +108,17 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
             let note = parse_json::<ResolveBody>(body)?.note;
             let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
             Ok(Action::Resolve { org, pk, note })
+        }
+        ["ops", "consumers", name, verb @ ("pause" | "resume")] => {
+            admin_only(who)?;
+            app.consumers
+                .as_ref()
+                .and_then(|c| c.find(name))
+                .ok_or_else(|| unknown("consumer"))?;
+            Ok(Action::Consumer {
+                name: (*name).to_owned(),
+                paused: *verb == "pause",
+            })
         }
         ["ops", "runs", id, "decide"] => {
             let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
@@ -178,6 +194,15 @@ async fn run(
             Err(ReplayError::NotFound) => return Err(unknown("event")),
             Err(e) => return Err(ApiError::internal(&e, true)),
         },
+        Action::Consumer { name, paused } => {
+            let consumers = app.consumers.as_ref().ok_or_else(|| unknown("consumer"))?;
+            let consumer = consumers.find(&name).ok_or_else(|| unknown("consumer"))?;
+            let state = consumers
+                .set(store, consumer, paused, by, now)
+                .await
+                .map_err(|e| ApiError::internal(&e, true))?;
+            (200, state)
+        }
         Action::Resolve { org, pk, note } => {
             let resolved = review::resolve(store, &org, &pk, by, &note, now).await?;
             let shown = outcome(&pk, by, &note, &resolved).ok_or_else(|| unknown("review item"))?;

@@ -14,6 +14,7 @@ use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
 use firmspace::http::{query, route_path, ApiError};
 use firmspace::ids::OrgId;
+use firmspace::ops::consumers::Consumers;
 use firmspace::ops::queues::Queues;
 use firmspace::orgs::{Key, Scope};
 use firmspace::store::Store;
@@ -27,6 +28,8 @@ pub struct App {
     publisher: Publisher,
     /// Reads a key or the admin token may make a minute (`READS_PER_MINUTE`).
     reads_per_minute: u64,
+    /// The workers the admin may pause (`WORKER_MAPPINGS`); none without it.
+    consumers: Option<Consumers>,
 }
 
 /// Who asks: the admin (by the token's public name, `admin:key_…`), or one organisation's key.
@@ -110,7 +113,14 @@ impl App {
             queues,
             publisher,
             reads_per_minute: firmspace::orgs::rate::READS_PER_MINUTE,
+            consumers: None,
         }
+    }
+
+    /// The same app pausing and resuming these workers.
+    pub fn with_consumers(mut self, consumers: Consumers) -> Self {
+        self.consumers = Some(consumers);
+        self
     }
 
     /// The same app with another read limit per key and minute.
@@ -119,12 +129,13 @@ impl App {
         self
     }
 
-    /// The queues' and DLQs' URLs (`{NAME}_QUEUE_URL`, `{NAME}_DLQ_URL`) and the admin token. A
-    /// person's resend goes to the automation queue: this function opens no secret.
+    /// The queues' and DLQs' URLs (`{NAME}_QUEUE_URL`, `{NAME}_DLQ_URL`), the admin token and the
+    /// workers' mappings (`WORKER_MAPPINGS`). A person's resend goes to the automation queue:
+    /// this function opens no secret.
     pub async fn from_env() -> Result<Self, ConfigError> {
         let config = Config::from_env()?;
         let sqs = firmspace::aws::sqs(config.endpoint_url.as_deref()).await;
-        Ok(Self::new(
+        let app = Self::new(
             config.store().await,
             AdminToken::from_env(&config).await?,
             Queues::from_env(sqs.clone())?,
@@ -133,7 +144,14 @@ impl App {
                 queues: Consequences::from_env()?,
             },
         )
-        .with_reads_per_minute(firmspace::orgs::rate::limit_from_env()))
+        .with_reads_per_minute(firmspace::orgs::rate::limit_from_env());
+        Ok(match firmspace::config::var("WORKER_MAPPINGS") {
+            Some(raw) => app.with_consumers(Consumers {
+                lambda: firmspace::aws::lambda(config.endpoint_url.as_deref()).await,
+                list: firmspace::ops::consumers::parse(&raw),
+            }),
+            None => app,
+        })
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
@@ -194,6 +212,7 @@ impl App {
             ("GET", ["ops", "runs"]) => Box::pin(views::runs(self, who, req)).await,
             ("GET", ["ops", "chart"]) => Box::pin(views::chart(self, who, req, now)).await,
             ("GET", ["ops", "dlq", queue]) => Box::pin(views::dlq(self, who, req, queue)).await,
+            ("GET", ["ops", "consumers"]) => Box::pin(views::consumers(self, who)).await,
             ("POST", ["ops", ..]) => {
                 Box::pin(actions::dispatch(self, who, req, segments, now)).await
             }

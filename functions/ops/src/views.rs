@@ -19,8 +19,9 @@ pub(crate) fn known(segments: &[&str]) -> bool {
         segments,
         [
             "ops",
-            "summary" | "orgs" | "events" | "review" | "runs" | "chart"
+            "summary" | "orgs" | "events" | "review" | "runs" | "chart" | "consumers"
         ] | ["ops", "dlq", _]
+            | ["ops", "consumers", _, _]
             | ["ops", "dlq", _, "redrive"]
             | ["ops", "events" | "review" | "runs", _, _]
     )
@@ -306,4 +307,18 @@ pub(crate) async fn dlq(
     answer.insert("items".into(), json!(items));
     answer.insert("cursor".into(), Value::Null);
     Ok(json_response(200, &Value::Object(answer)))
+}
+
+/// `GET /ops/consumers` (admin): each worker, whether it takes messages, and who paused or
+/// resumed it last, when.
+pub(crate) async fn consumers(app: &App, who: &Who) -> Result<Response<Body>, ApiError> {
+    admin_only(who)?;
+    let Some(consumers) = &app.consumers else {
+        return Ok(json_response(200, &json!({ "items": [] })));
+    };
+    let items = consumers
+        .states(&app.store)
+        .await
+        .map_err(|e| ApiError::internal(&e, true))?;
+    Ok(json_response(200, &json!({ "items": items })))
 }

@@ -9,6 +9,7 @@
 //! - every automation run under `ORG#{org}#RUNS#{state}`, moved with each state change.
 
 pub mod chart;
+pub mod consumers;
 pub mod events;
 pub mod ids;
 pub mod queues;

@@ -1,6 +1,7 @@
 //! The operator's view in-process against ministack: real queues with real DLQs, the workers,
 //! and the ops function's JSON routes as the page and a person call them.
 
+mod consumers;
 mod counters;
 mod decisions;
 mod redrive;
@@ -71,6 +72,14 @@ impl Ops {
             app,
             sqs,
             consequences,
+        }
+    }
+
+    /// The same, pausing and resuming these workers.
+    pub fn with_consumers(self, consumers: firmspace::ops::consumers::Consumers) -> Self {
+        Self {
+            app: self.app.with_consumers(consumers),
+            ..self
         }
     }
 

@@ -74,6 +74,12 @@ const ROUTES: &[Route] = &[
         answer: "{\"state\": \"resolved\", \"by\", \"at\", \"note\"}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/runs/{id}/decide", summary: "Decide a `needs_check` run: `{\"decision\": \"delivered\" | \"resend\"}`", params: &[ID, KEY],
         answer: "`delivered`: {\"state\": \"sent\"}; `resend`: 202 {\"state\": \"sending\"}, queued for the automation worker, which sends and settles it", errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Get, path: "/ops/consumers", summary: "The workers, whether each takes messages, and who paused or resumed it last (admin token)", params: &[],
+        answer: "{\"items\": [{\"name\", \"paused\", \"mapping_state\", \"action\": \"paused\" | \"resumed\" | null, \"by\", \"at\"}]}", errors: &[(403, "`forbidden`: an organisation's key")] },
+    Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/pause", summary: "Pause a worker: its SQS event source mapping disabled, its messages wait in the queue (admin token)", params: &[param("name", In::Path, true, "notify-worker, activity-worker, automation-worker, match-worker or bank-import"), KEY],
+        answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/resume", summary: "Resume a paused worker: its mapping enabled again, the waiting messages delivered (admin token)", params: &[param("name", In::Path, true, "the worker"), KEY],
+        answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
 ];
 
 fn operation(route: &Route) -> Operation {
