@@ -126,6 +126,7 @@ fn payment(c: &mut Criterion) {
         actor: "bench".into(),
         reverses: None,
         reversible: false,
+        via: None,
     };
     c.bench_function("decide_partial_payment", |b| {
         b.iter(|| {

@@ -74,6 +74,7 @@ pub(crate) async fn closing_payment_linked(
         actor: "test".into(),
         reverses: None,
         reversible: false,
+        via: None,
     };
     register_payment(&env.store, &input).await.unwrap();
     env.store

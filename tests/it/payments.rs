@@ -23,6 +23,7 @@ fn input(org: &OrgId, invoice_id: &str, key: &str, amount: Option<Decimal>) -> P
         actor: "test".into(),
         reverses: None,
         reversible: false,
+        via: None,
     }
 }
 

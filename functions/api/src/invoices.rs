@@ -182,6 +182,7 @@ pub(crate) async fn pay_with(
         at: ctx.now,
         reverses: None,
         reversible: false,
+        via: None,
     };
     let registered = register_payment(store, &input).await?;
     let key = input.event_key();

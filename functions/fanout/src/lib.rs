@@ -11,6 +11,7 @@ use firmspace::effects::derive;
 use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::operator_org;
 use firmspace::ids::OrgId;
+use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
 use firmspace::store::item::Read;
 use firmspace::store::{Item, Store, StoreError};
@@ -68,6 +69,19 @@ impl App {
             Ok(c) => c,
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
         };
+        // A paused integration's consequences wait for its resumption.
+        match hold::hold_if_paused(&self.store, &item, &pk, now).await {
+            Ok(Held::Yes) => {
+                metrics::counter!("consequences_held").increment(1);
+                tracing::info!(item = %pk, "held: its integration is paused");
+                return Ok(());
+            }
+            Ok(Held::No) => {}
+            Err(e) => {
+                tracing::error!(item = %pk, error.message = %e, "could not read the integration's pause");
+                return Err(());
+            }
+        }
         match self.publisher.publish(&consequences).await {
             Ok(published) => {
                 let sent = published.sent;

@@ -232,6 +232,20 @@ async function renderDlq(current) {
       el("td", { class: "key" }, JSON.stringify(m.body)))));
 }
 
+async function renderPaused(current) {
+  const table = $("paused");
+  if (state.admin && !state.org) return noOrg(table, 4);
+  const { body } = await api(scoped("integrations"));
+  if (!current()) return;
+  if (!body.items.length) return empty(table, 4, "No integration is paused.");
+  table.tBodies[0].replaceChildren(...body.items.map((i) => {
+    const resume = el("button", { type: "button" }, "Resume");
+    resume.addEventListener("click", () => act(resume, `integrations/${i.integration_id}/resume`, {}));
+    return el("tr", { "data-id": i.integration_id }, el("td", { class: "key" }, `${i.kind} ${i.provider || ""} ${i.integration_id}`),
+      el("td", {}, `${i.paused_by} · ${when(i.paused_at)}`), el("td", { class: i.held ? "alert" : "" }, i.held), el("td", {}, resume));
+  }));
+}
+
 async function renderConsumers(current) {
   if (!state.admin) return;
   const { body } = await api("consumers");
@@ -270,7 +284,7 @@ async function refresh() {
   } else {
     $("chart").replaceChildren(el("p", { class: "empty" }, "Choose an organisation to see its chart."));
   }
-  await Promise.all([renderReview(current), renderRuns(current), renderEvents(current), renderDlq(current), renderConsumers(current)]);
+  await Promise.all([renderReview(current), renderRuns(current), renderEvents(current), renderDlq(current), renderConsumers(current), renderPaused(current)]);
   if (!current()) return;
   $("main").dataset.loaded = summary.body.at;
   $("main").dataset.org = state.org;
@@ -284,6 +298,10 @@ function start() {
   $("org").addEventListener("change", () => { state.org = $("org").value; refresh(); });
   for (const id of ["review-state", "runs-state", "events-kind", "dlq-queue"]) $(id).addEventListener("change", () => refresh());
   $("redrive").addEventListener("click", (e) => act(e.target, `dlq/${$("dlq-queue").value}/redrive`, {}));
+  $("pause-integration").addEventListener("click", (e) => {
+    const id = $("pause-id").value.trim();
+    if (id) act(e.target, `integrations/${id}/pause`, {});
+  });
   if (state.key) signIn(state.key); else signOut();
 }
 

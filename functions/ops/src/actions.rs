@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use firmspace::effects::runs::RunState;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ops::events::{replay, ReplayError};
+use firmspace::ops::hold;
 use firmspace::ops::ids;
 use firmspace::ops::requests::{self, Request as Asked};
 use firmspace::ops::review::{outcome, NOTE_MAX};
@@ -46,6 +47,11 @@ enum Action {
     /// A worker paused (its event source mapping disabled) or resumed.
     Consumer {
         name: String,
+        paused: bool,
+    },
+    /// An integration's consequences held, or sent on.
+    Integration {
+        id: firmspace::ids::IntegrationId,
         paused: bool,
     },
 }
@@ -117,6 +123,16 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
                 .ok_or_else(|| unknown("consumer"))?;
             Ok(Action::Consumer {
                 name: (*name).to_owned(),
+                paused: *verb == "pause",
+            })
+        }
+        ["ops", "integrations", raw, verb @ ("pause" | "resume")] => {
+            let id = firmspace::ids::IntegrationId::parse(raw)
+                .ok()
+                .filter(|id| owner.is_none_or(|org| *org == id.org))
+                .ok_or_else(|| unknown("integration"))?;
+            Ok(Action::Integration {
+                id,
                 paused: *verb == "pause",
             })
         }
@@ -202,6 +218,27 @@ async fn run(
                 .await
                 .map_err(|e| ApiError::internal(&e, true))?;
             (200, state)
+        }
+        Action::Integration { id, paused } => {
+            let pk = firmspace::integrations::integration_pk(&id);
+            store
+                .get(&pk)
+                .await?
+                .ok_or_else(|| unknown("integration"))?;
+            if paused {
+                let now_paused = hold::pause(store, &id, by, now).await?;
+                (
+                    200,
+                    json!({"integration_id": id.id, "paused": true, "changed": now_paused}),
+                )
+            } else {
+                let mut resumed = hold::resume(store, &app.publisher, &id, by, now)
+                    .await
+                    .map_err(|e| ApiError::internal(&e, true))?;
+                resumed["integration_id"] = json!(id.id);
+                resumed["paused"] = json!(false);
+                (200, resumed)
+            }
         }
         Action::Resolve { org, pk, note } => {
             let resolved = review::resolve(store, &org, &pk, by, &note, now).await?;

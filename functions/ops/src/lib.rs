@@ -213,6 +213,7 @@ impl App {
             ("GET", ["ops", "chart"]) => Box::pin(views::chart(self, who, req, now)).await,
             ("GET", ["ops", "dlq", queue]) => Box::pin(views::dlq(self, who, req, queue)).await,
             ("GET", ["ops", "consumers"]) => Box::pin(views::consumers(self, who)).await,
+            ("GET", ["ops", "integrations"]) => Box::pin(views::integrations(self, who, req)).await,
             ("POST", ["ops", ..]) => {
                 Box::pin(actions::dispatch(self, who, req, segments, now)).await
             }

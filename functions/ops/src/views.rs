@@ -19,9 +19,16 @@ pub(crate) fn known(segments: &[&str]) -> bool {
         segments,
         [
             "ops",
-            "summary" | "orgs" | "events" | "review" | "runs" | "chart" | "consumers"
+            "summary"
+                | "orgs"
+                | "events"
+                | "review"
+                | "runs"
+                | "chart"
+                | "consumers"
+                | "integrations"
         ] | ["ops", "dlq", _]
-            | ["ops", "consumers", _, _]
+            | ["ops", "consumers" | "integrations", _, _]
             | ["ops", "dlq", _, "redrive"]
             | ["ops", "events" | "review" | "runs", _, _]
     )
@@ -320,5 +327,17 @@ pub(crate) async fn consumers(app: &App, who: &Who) -> Result<Response<Body>, Ap
         .states(&app.store)
         .await
         .map_err(|e| ApiError::internal(&e, true))?;
+    Ok(json_response(200, &json!({ "items": items })))
+}
+
+/// `GET /ops/integrations`: the organisation's paused integrations, who paused each and when,
+/// and how many events wait.
+pub(crate) async fn integrations(
+    app: &App,
+    who: &Who,
+    req: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let org = who.one(req)?;
+    let items = firmspace::ops::hold::paused_of(&app.store, &org).await?;
     Ok(json_response(200, &json!({ "items": items })))
 }

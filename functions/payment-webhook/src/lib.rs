@@ -122,6 +122,7 @@ impl Source for Payments {
             actor: format!("integration:{}", integration.id),
             reverses,
             reversible: provider == Provider::Monobank,
+            via: Some(integration.id.id.clone()),
         }))
     }
 

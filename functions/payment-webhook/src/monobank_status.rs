@@ -150,6 +150,7 @@ mod tests {
             actor: "test".into(),
             reverses: None,
             reversible: true,
+            via: None,
         }
     }
 

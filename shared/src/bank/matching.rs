@@ -199,6 +199,7 @@ pub(super) async fn apply(
         actor: actor.to_owned(),
         reverses: None,
         reversible: false,
+        via: None,
     };
     let ext_step = ext.clone();
     let step = move |event: &PaymentEvent| link(tx, Some((invoice_id, event.applied, &ext_step)));
@@ -269,6 +270,7 @@ async fn undo(
         actor: actor.to_owned(),
         reverses: Some(original),
         reversible: false,
+        via: None,
     };
     let step = |_: &PaymentEvent| link(tx, None);
     let registered = register_linked(store, &input, &linked(tx, step)).await?;

@@ -11,6 +11,7 @@
 pub mod chart;
 pub mod consumers;
 pub mod events;
+pub mod hold;
 pub mod ids;
 pub mod queues;
 pub mod requests;

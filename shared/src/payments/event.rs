@@ -49,6 +49,8 @@ pub struct PaymentEvent {
     pub invoice: Option<InvoiceAfter>,
     /// The first answer, returned again (with `"duplicate": true`) to every retry.
     pub answer: Value,
+    /// The integration it came through, if any.
+    pub via: Option<String>,
 }
 
 impl PaymentEvent {
@@ -85,6 +87,7 @@ impl PaymentEvent {
             fingerprint: input.fingerprint(),
             reverses: input.reverses.clone(),
             invoice,
+            via: input.via.clone(),
             answer: json!({
                 "duplicate": false,
                 "event_key": key.as_str(),
@@ -141,6 +144,7 @@ impl PaymentEvent {
             .str("fingerprint", &self.fingerprint)
             .str("answer", self.answer.to_string())
             .opt_str("reverses", self.reverses.as_ref().map(ExternalId::as_str))
+            .opt_str("integration_id", self.via.clone())
             .list(
                 &self.list_pk(),
                 &format!("{}#{}", time::format(self.at), self.key()),
@@ -207,6 +211,7 @@ impl PaymentEvent {
             reverses: external("reverses")?,
             invoice,
             answer: serde_json::from_str(item.str_of("answer")?).map_err(|_| bad("answer"))?,
+            via: item.opt_str("integration_id").map(str::to_owned),
         })
     }
 }
@@ -249,6 +254,7 @@ pub(crate) mod tests {
             actor: "test".into(),
             reverses: None,
             reversible: false,
+            via: None,
         };
         let decision = decide(Some(&invoice), &input, Related::Nothing);
         let change = decision.change.unwrap();

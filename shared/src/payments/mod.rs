@@ -96,6 +96,9 @@ pub struct PaymentInput {
     /// Whether this source also reverses payments (monobank): a payment then checks that its
     /// reversal has not come first, in the same transaction that books it.
     pub reversible: bool,
+    /// The integration it came through (a webhook's); `None` for the button, the assistant and
+    /// the bank. Not part of its identity: what a paused integration holds back.
+    pub via: Option<String>,
 }
 
 impl PaymentInput {

@@ -271,6 +271,19 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes the item at `pk` (nothing when there is none): for marks whose work is done (a
+    /// held event sent on), never for events.
+    pub async fn delete(&self, pk: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(pk)))
+            .send()
+            .await
+            .map_err(StoreError::sdk)?;
+        Ok(())
+    }
+
     /// Applies `update` to the item at `pk` if its condition holds; `Ok(false)` when it did not.
     pub async fn update_if(&self, pk: &str, update: &Update) -> Result<bool, StoreError> {
         let expr = update.expression();

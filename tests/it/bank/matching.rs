@@ -126,6 +126,7 @@ async fn a_bank_credit_for_an_invoice_already_paid_by_card_is_left_to_a_person()
         actor: "stripe".into(),
         reverses: None,
         reversible: true,
+        via: None,
     };
     register::register_payment(&env.store, &card).await.unwrap();
     // The customer also transferred the money, naming the invoice.

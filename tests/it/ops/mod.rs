@@ -4,6 +4,7 @@
 mod consumers;
 mod counters;
 mod decisions;
+mod pauses;
 mod redrive;
 mod replay;
 mod views;

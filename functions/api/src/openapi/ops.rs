@@ -80,6 +80,12 @@ const ROUTES: &[Route] = &[
         answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/resume", summary: "Resume a paused worker: its mapping enabled again, the waiting messages delivered (admin token)", params: &[param("name", In::Path, true, "the worker"), KEY],
         answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Get, path: "/ops/integrations", summary: "The organisation's paused integrations, who paused each and when, and how many events wait", params: &[ORG],
+        answer: "{\"items\": [{\"integration_id\", \"kind\", \"provider\", \"paused_at\", \"paused_by\", \"held\"}]}", errors: &[(400, "`missing_org`")] },
+    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/pause", summary: "Pause an integration: its deliveries are stored and answered as ever, their consequences wait", params: &[param("id", In::Path, true, "the integration's id"), KEY],
+        answer: "{\"integration_id\", \"paused\": true, \"changed\": false when it was paused already}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such integration of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/resume", summary: "Resume an integration: the pause lifted, then every held event's consequences sent", params: &[param("id", In::Path, true, "the integration's id"), KEY],
+        answer: "{\"integration_id\", \"paused\": false, \"resumed\", \"events\", \"sent\"}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
 ];
 
 fn operation(route: &Route) -> Operation {

@@ -169,6 +169,7 @@ fn invoice_and_payment_schemas_have_the_fields_the_code_answers_with() {
         actor: "u1".into(),
         reverses: None,
         reversible: false,
+        via: None,
     };
     let decision = decide(Some(&invoice), &input, Related::Nothing);
     let event = PaymentEvent::new(&input, &decision, Some(&invoice), Some(&invoice));

@@ -36,6 +36,7 @@ fn payment(key: &str, amount: Option<Decimal>) -> PaymentInput {
         actor: "test".into(),
         reverses: None,
         reversible: false,
+        via: None,
     }
 }
 
