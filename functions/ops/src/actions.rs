@@ -115,27 +115,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
             let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
             Ok(Action::Resolve { org, pk, note })
         }
-        ["ops", "consumers", name, verb @ ("pause" | "resume")] => {
-            admin_only(who)?;
-            app.consumers
-                .as_ref()
-                .and_then(|c| c.find(name))
-                .ok_or_else(|| unknown("consumer"))?;
-            Ok(Action::Consumer {
-                name: (*name).to_owned(),
-                paused: *verb == "pause",
-            })
-        }
-        ["ops", "integrations", raw, verb @ ("pause" | "resume")] => {
-            let id = firmspace::ids::IntegrationId::parse(raw)
-                .ok()
-                .filter(|id| owner.is_none_or(|org| *org == id.org))
-                .ok_or_else(|| unknown("integration"))?;
-            Ok(Action::Integration {
-                id,
-                paused: *verb == "pause",
-            })
-        }
+        ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(app, who, segments),
         ["ops", "runs", id, "decide"] => {
             let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
             let decision = match parse_json::<DecideBody>(body)?.decision.as_str() {
@@ -149,6 +129,33 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
                 }
             };
             Ok(Action::Decide { org, pk, decision })
+        }
+        _ => Err(ApiError::not_found("route")),
+    }
+}
+
+/// Pausing or resuming a worker (admin) or an integration (its organisation's key, or the admin).
+fn pausing(app: &App, who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
+    let paused = segments.last() == Some(&"pause");
+    match segments {
+        ["ops", "consumers", name, _] => {
+            admin_only(who)?;
+            app.consumers
+                .as_ref()
+                .and_then(|c| c.find(name))
+                .ok_or_else(|| unknown("consumer"))?;
+            Ok(Action::Consumer {
+                name: (*name).to_owned(),
+                paused,
+            })
+        }
+        ["ops", "integrations", raw, _] => {
+            let owner = who.owner();
+            let id = firmspace::ids::IntegrationId::parse(raw)
+                .ok()
+                .filter(|id| owner.is_none_or(|org| *org == id.org))
+                .ok_or_else(|| unknown("integration"))?;
+            Ok(Action::Integration { id, paused })
         }
         _ => Err(ApiError::not_found("route")),
     }
@@ -183,11 +190,8 @@ fn conflict(code: &str, detail: &str, outcome: Value) -> (u16, Value) {
     )
 }
 
-fn state_name(state: Option<RunState>) -> Value {
-    state.map_or(Value::Null, |s| json!(tag_name(&s)))
-}
-
-async fn run(
+/// A worker's or an integration's pause set or lifted.
+async fn pause_or_resume(
     app: &App,
     by: &str,
     action: Action,
@@ -195,21 +199,6 @@ async fn run(
 ) -> Result<(u16, Value), ApiError> {
     let store = &app.store;
     Ok(match action {
-        Action::Redrive { queue, ids } => {
-            let pair = app.queues.pair(&queue).ok_or_else(|| unknown("queue"))?;
-            // Within the gateway's 30 s: what is left is moved by the next redrive.
-            let (moved, more) = app
-                .queues
-                .redrive(pair, ids.as_deref(), std::time::Duration::from_secs(20))
-                .await
-                .map_err(|e| ApiError::internal(&e, true))?;
-            (200, json!({"moved": moved, "more": more}))
-        }
-        Action::Replay { pk } => match replay(store, &app.publisher, &pk).await {
-            Ok(sent) => (200, json!({"sent": sent})),
-            Err(ReplayError::NotFound) => return Err(unknown("event")),
-            Err(e) => return Err(ApiError::internal(&e, true)),
-        },
         Action::Consumer { name, paused } => {
             let consumers = app.consumers.as_ref().ok_or_else(|| unknown("consumer"))?;
             let consumer = consumers.find(&name).ok_or_else(|| unknown("consumer"))?;
@@ -239,6 +228,40 @@ async fn run(
                 resumed["paused"] = json!(false);
                 (200, resumed)
             }
+        }
+        _ => return Err(ApiError::not_found("route")),
+    })
+}
+
+fn state_name(state: Option<RunState>) -> Value {
+    state.map_or(Value::Null, |s| json!(tag_name(&s)))
+}
+
+async fn run(
+    app: &App,
+    by: &str,
+    action: Action,
+    now: DateTime<Utc>,
+) -> Result<(u16, Value), ApiError> {
+    let store = &app.store;
+    Ok(match action {
+        Action::Redrive { queue, ids } => {
+            let pair = app.queues.pair(&queue).ok_or_else(|| unknown("queue"))?;
+            // Within the gateway's 30 s: what is left is moved by the next redrive.
+            let (moved, more) = app
+                .queues
+                .redrive(pair, ids.as_deref(), std::time::Duration::from_secs(20))
+                .await
+                .map_err(|e| ApiError::internal(&e, true))?;
+            (200, json!({"moved": moved, "more": more}))
+        }
+        Action::Replay { pk } => match replay(store, &app.publisher, &pk).await {
+            Ok(sent) => (200, json!({"sent": sent})),
+            Err(ReplayError::NotFound) => return Err(unknown("event")),
+            Err(e) => return Err(ApiError::internal(&e, true)),
+        },
+        Action::Consumer { .. } | Action::Integration { .. } => {
+            return pause_or_resume(app, by, action, now).await
         }
         Action::Resolve { org, pk, note } => {
             let resolved = review::resolve(store, &org, &pk, by, &note, now).await?;
