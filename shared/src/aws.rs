@@ -52,6 +52,11 @@ pub async fn sqs(endpoint_url: Option<&str>) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(&sdk_config(endpoint_url).await)
 }
 
+/// Amazon Bedrock's runtime: the automation worker's `ai` action.
+pub async fn bedrock(endpoint_url: Option<&str>) -> aws_sdk_bedrockruntime::Client {
+    aws_sdk_bedrockruntime::Client::new(&sdk_config(endpoint_url).await)
+}
+
 /// The Lambda API: the operator's view pauses a worker by its event source mapping.
 pub async fn lambda(endpoint_url: Option<&str>) -> aws_sdk_lambda::Client {
     aws_sdk_lambda::Client::new(&sdk_config(endpoint_url).await)

@@ -6,6 +6,7 @@
 mod api;
 mod assistant;
 mod automation;
+mod automation_ai;
 mod bank;
 mod calls;
 mod consequences;

@@ -88,7 +88,7 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         ApiError::bad_request(
             "invalid_action",
             format!(
-                "action must be create_task {{title}}, send_message {{integration_id, text}} or reply {{text}}: {}",
+                "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
                 http::plain(&e.to_string())
             ),
         )
@@ -97,6 +97,28 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
         Action::SendMessage { text, .. } | Action::Reply { text } => {
             fields::text("text", text, TEXT_MAX).map(drop)?
+        }
+        Action::Ai {
+            model,
+            instructions,
+            tools,
+        } => {
+            fields::reference("model", model, 200)?;
+            fields::text("instructions", instructions, TEXT_MAX)?;
+            let unique: std::collections::HashSet<_> = tools.iter().collect();
+            if unique.len() != tools.len() {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    "an ai action names each tool at most once",
+                ));
+            }
+            let replies = tools.contains(&firmspace::effects::automation::AiTool::Reply);
+            if replies && trigger == Trigger::InvoicePaid {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    "the reply tool answers a conversation: its trigger is message.received or call.missed",
+                ));
+            }
         }
     }
     if matches!(action, Action::Reply { .. }) && trigger == Trigger::InvoicePaid {

@@ -211,6 +211,19 @@ pub enum Action {
         integration_id: String,
         text: String,
     },
+    /// Into the conversation the trigger came from (`message.received`, `call.missed`).
+    Reply {
+        text: String,
+    },
+    /// A model (Amazon Bedrock's Converse) decides, with `instructions` and some of the
+    /// product's tools (`reply`, `create_task`, `register_payment`); its answer is stored
+    /// before anything acts on it, and each tool call it makes is one effect of the run.
+    Ai {
+        #[schema(example = "anthropic.claude-3-5-haiku-20241022-v1:0")]
+        model: String,
+        instructions: String,
+        tools: Vec<String>,
+    },
 }
 
 #[derive(Serialize, ToSchema)]

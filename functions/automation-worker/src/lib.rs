@@ -31,6 +31,8 @@ pub struct Automation {
     /// Integrations with their secrets opened, kept for `TARGET_TTL` in the warm function: a
     /// send costs a KMS `Decrypt` only when it loads its integration.
     targets: Mutex<HashMap<String, (Instant, Integration)>>,
+    /// Amazon Bedrock, for the `ai` action; without it an `ai` run fails with the reason.
+    model: Option<aws_sdk_bedrockruntime::Client>,
 }
 
 /// How long a warm function keeps an opened outbound target.
@@ -43,7 +45,14 @@ impl Automation {
             outbound,
             apis,
             targets: Mutex::new(HashMap::new()),
+            model: None,
         }
+    }
+
+    /// The same worker asking this Bedrock client for `ai` runs.
+    pub fn with_model(mut self, model: aws_sdk_bedrockruntime::Client) -> Self {
+        self.model = Some(model);
+        self
     }
 }
 
@@ -54,6 +63,7 @@ pub type App = SqsApp<Automation>;
 #[error("{0}")]
 struct Transient(String);
 
+mod ai;
 mod reply;
 mod resend;
 mod send;
@@ -66,16 +76,35 @@ pub fn app(store: Store, outbound: Outbound, apis: Apis, max_receives: u32) -> A
     )
 }
 
+/// `app`, with a Bedrock client for the `ai` action.
+pub fn app_with_model(
+    store: Store,
+    outbound: Outbound,
+    apis: Apis,
+    model: aws_sdk_bedrockruntime::Client,
+    max_receives: u32,
+) -> App {
+    SqsApp::new(
+        Automation::new(store.clone(), outbound, apis).with_model(model),
+        store,
+        max_receives,
+    )
+}
+
 /// `OUTBOUND_TIMEOUT_MS` (default 5000) bounds each outgoing call; the messengers' APIs are
-/// configured as `Apis::from_env` says.
+/// configured as `Apis::from_env` says; the `ai` action asks Amazon Bedrock in the function's
+/// region (`AWS_ENDPOINT_URL` where one is set).
 pub async fn from_env() -> Result<App, ConfigError> {
+    let bedrock =
+        firmspace::aws::bedrock(firmspace::config::var("AWS_ENDPOINT_URL").as_deref()).await;
     SqsApp::from_env(|config, store| {
         let timeout = Duration::from_millis(parse_var("OUTBOUND_TIMEOUT_MS", 5000)?);
         Ok(Automation::new(
             store,
             Outbound::new(timeout, config.allows_loopback()),
             Apis::from_env(config.allows_loopback())?,
-        ))
+        )
+        .with_model(bedrock))
     })
     .await
 }
@@ -163,6 +192,15 @@ impl Automation {
                     )));
                 }
                 self.send(rule, integration_id, text, fired, now).await
+            }
+            Action::Ai { .. } => {
+                if Instant::now() + self.reply_budget() * 2 > deadline {
+                    return Err(WorkError::transient(Transient(
+                        "not enough time left in this invocation for the model and its tools"
+                            .into(),
+                    )));
+                }
+                self.ai(rule, fired, now).await
             }
             Action::Reply { text } => {
                 if Instant::now() + self.reply_budget() > deadline {

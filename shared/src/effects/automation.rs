@@ -28,6 +28,32 @@ pub enum Action {
     Reply {
         text: String,
     },
+    /// Asks `model` (Amazon Bedrock's Converse) what to do about the event, with `instructions`
+    /// and these of the product's tools; each tool call it makes is one effect of the run.
+    Ai {
+        model: String,
+        instructions: String,
+        tools: Vec<AiTool>,
+    },
+}
+
+/// The tools an AI step may be given: the assistant's own (`effects::tools`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AiTool {
+    Reply,
+    CreateTask,
+    RegisterPayment,
+}
+
+impl AiTool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Reply => "reply",
+            Self::CreateTask => "create_task",
+            Self::RegisterPayment => "register_payment",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -93,6 +93,7 @@ named! {
         ReplyRejected => "reply_rejected",
         UnknownIntegration => "unknown_integration",
         OutboundRejected => "outbound_rejected",
+        ModelRefused => "model_refused",
         NeedsCheck => "needs_check",
         UnpublishableConsequence => "unpublishable_consequence",
         MalformedEvent => "malformed_event",

@@ -84,6 +84,12 @@ impl Stack {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Where ministack's Bedrock forwards Converse (an OpenAI-compatible endpoint): a test's
+    /// stand-in model listens there; with nothing there, ministack answers with its own mock.
+    pub fn model_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port + 20)
+    }
+
     pub fn coords_file(&self) -> PathBuf {
         root().join(format!("target/{}-stack.json", self.stage))
     }
@@ -122,6 +128,8 @@ impl Stack {
             .env("GATEWAY_PORT", self.port.to_string())
             .env("IOT_MTLS_ENABLED", "0")
             .env("MINISTACK_REGION", REGION)
+            .env("MINISTACK_BEDROCK_PROXY_URL", self.model_url())
+            .env("MINISTACK_BEDROCK_PROXY_TIMEOUT_SECONDS", "5")
             .stdout(log.try_clone()?)
             .stderr(log)
             .stdin(Stdio::null());

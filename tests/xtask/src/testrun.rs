@@ -35,6 +35,7 @@ pub async fn test(extra: &[String]) -> Result<()> {
             .args(["test", "--workspace"])
             .args(extra)
             .env("FIRMSPACE_TEST_ENDPOINT", stack.endpoint())
+            .env("FIRMSPACE_TEST_MODEL_URL", stack.model_url())
             .env("FIRMSPACE_TEST_STACK", stack.coords_file());
         run(&mut cmd)
     }

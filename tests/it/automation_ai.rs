@@ -1,0 +1,163 @@
+//! The `ai` action acts once: the model (through ministack's Bedrock, which forwards Converse to
+//! a stand-in OpenAI-compatible model on loopback) is called once per run, each of its tool calls
+//! is one effect, however often the trigger is redelivered, and after a timeout that came when
+//! the reply was already sent.
+
+use crate::messages::{telegram_update, Setup};
+use crate::support::queues::event_of;
+use axum::extract::State;
+use axum::Router;
+use chrono::Utc;
+use firmspace::effects::automation::{self, Action, AiTool};
+use firmspace::effects::runs::{self, RunState};
+use firmspace::effects::{Consequence, Trigger};
+use firmspace::messages::Message;
+use firmspace::store::item::Read;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A model that answers every chat with a reply and a task; how often it was asked, and what.
+#[derive(Clone, Default)]
+struct Model {
+    calls: Arc<AtomicUsize>,
+    asked: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+async fn complete(State(model): State<Model>, body: axum::Json<Value>) -> axum::Json<Value> {
+    model.calls.fetch_add(1, Ordering::SeqCst);
+    model.asked.lock().unwrap().push(body.0);
+    axum::Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "stand-in",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "I will answer and make a task.",
+            "tool_calls": [
+                {"id": "call_reply", "type": "function", "function": {"name": "reply",
+                    "arguments": "{\"conversation_id\": \"elsewhere\", \"text\": \"Yes, we deliver on Fridays\"}"}},
+                {"id": "call_task", "type": "function", "function": {"name": "create_task",
+                    "arguments": "{\"title\": \"Confirm the Friday delivery\"}"}}]}}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}))
+}
+
+/// The stand-in model on the port ministack's Bedrock forwards to.
+async fn model() -> Model {
+    let url = std::env::var("FIRMSPACE_TEST_MODEL_URL")
+        .expect("FIRMSPACE_TEST_MODEL_URL: run `cargo xtask test`");
+    let addr = url.trim_start_matches("http://");
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("the model's port");
+    let model = Model::default();
+    let app = Router::new()
+        .route("/v1/chat/completions", axum::routing::post(complete))
+        .with_state(model.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    model
+}
+
+#[tokio::test]
+async fn an_ai_step_asks_the_model_once_and_each_tool_call_acts_once() {
+    let model = model().await;
+    let s = Setup::new(Setup::telegram).await;
+    let action = Action::Ai {
+        model: "anthropic.claude-3-5-haiku-20241022-v1:0".into(),
+        instructions: "Answer the customer briefly and make a task for the team.".into(),
+        tools: vec![AiTool::Reply, AiTool::CreateTask],
+    };
+    let rule = automation::create_rule(
+        &s.env.store,
+        &s.org,
+        Trigger::MessageReceived,
+        action,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let (status, _) = s
+        .answer(s.telegram_request(&telegram_update(31, "do you deliver on Fridays?", None)))
+        .await;
+    assert_eq!(status, 200);
+    let item = s.items_of("message").await.remove(0);
+    let fired = Message::from_item(&item)
+        .unwrap()
+        .consequences()
+        .into_iter()
+        .find(|c| matches!(c, Consequence::Trigger(_)))
+        .unwrap();
+    let Consequence::Trigger(trigger) = &fired else {
+        unreachable!()
+    };
+    let key = trigger.event_key.clone();
+    let body = serde_json::to_string(&fired).unwrap();
+    let bedrock = aws_sdk_bedrockruntime::Client::new(&crate::support::sdk_config().await);
+    let worker = automation_worker::app_with_model(
+        s.env.store.clone(),
+        firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
+        crate::support::channels::apis(true),
+        bedrock,
+        5,
+    );
+    // Delivered three times: the model once, one reply, one task.
+    for i in 0..3 {
+        let out = worker
+            .process(event_of(&format!("t{i}"), &body), Utc::now())
+            .await;
+        assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    }
+    assert_eq!(
+        model.calls.load(Ordering::SeqCst),
+        1,
+        "the model is asked once per run"
+    );
+    let asked = model.asked.lock().unwrap()[0].clone();
+    assert!(
+        asked.to_string().contains("do you deliver on Fridays?"),
+        "the conversation is its input"
+    );
+    assert_eq!(s.stand_in.sends(), 1);
+    assert_eq!(
+        s.stand_in.sent()[0],
+        json!({"chat_id": "42", "text": "Yes, we deliver on Fridays"})
+    );
+    assert_eq!(
+        automation::tasks(&s.env.store, &s.org).await.unwrap().len(),
+        1
+    );
+    let run = s
+        .env
+        .store
+        .get(&runs::run_pk(
+            &s.org,
+            &automation::run_key(&rule.rule_id, &key),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.opt_str("state"), Some("done"));
+    let tokens: Value = serde_json::from_str(run.opt_str("tokens").unwrap()).unwrap();
+    assert_eq!(tokens["total"], 150, "the tokens are kept on the run");
+
+    // A timeout after the reply was sent: the run left `sending` with its answer kept, its lease
+    // run out. The next delivery reads the kept answer: no second call, no second send.
+    let pk = runs::run_pk(&s.org, &automation::run_key(&rule.rule_id, &key));
+    let died = firmspace::store::Update::new()
+        .set("state", firmspace::store::item::s("sending"))
+        .set(
+            "lease_until",
+            firmspace::store::item::s("2000-01-01T00:00:00.000Z"),
+        );
+    assert!(s.env.store.update_if(&pk, &died).await.unwrap());
+    let out = worker.process(event_of("t-late", &body), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    assert_eq!(model.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(s.stand_in.sends(), 1);
+    assert_eq!(
+        automation::tasks(&s.env.store, &s.org).await.unwrap().len(),
+        1
+    );
+    let state = runs::run_state(&s.env.store, &s.org, &rule.rule_id, &key)
+        .await
+        .unwrap();
+    assert_eq!(state, Some(RunState::Done));
+}
