@@ -160,4 +160,95 @@ async fn an_ai_step_asks_the_model_once_and_each_tool_call_acts_once() {
         .await
         .unwrap();
     assert_eq!(state, Some(RunState::Done));
+    // The operator's list of runs shows what the model used.
+    let (done, _) = firmspace::ops::runs::page(&s.env.store, &s.org, "done", 50, None)
+        .await
+        .unwrap();
+    let shown = done
+        .iter()
+        .find(|r| r["rule_id"] == rule.rule_id.as_str() && r["event_key"] == key.as_str())
+        .expect("the ai run on the list");
+    assert_eq!(shown["tokens"]["total"], 150);
+}
+
+/// A Bedrock endpoint that answers every Converse with `status` and this error type.
+async fn refusing(status: u16, error_type: &'static str) -> aws_sdk_bedrockruntime::Client {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().fallback(move || async move {
+        let mut res = axum::response::IntoResponse::into_response(axum::Json(
+            json!({"message": "no such model for this account"}),
+        ));
+        *res.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+        res.headers_mut()
+            .insert("x-amzn-errortype", error_type.parse().unwrap());
+        res
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let config = crate::support::sdk_config().await;
+    let conf = aws_sdk_bedrockruntime::config::Builder::from(&config)
+        .endpoint_url(format!("http://{addr}"))
+        .build();
+    aws_sdk_bedrockruntime::Client::from_conf(conf)
+}
+
+#[tokio::test]
+async fn a_model_that_refuses_fails_the_run_with_its_reason_and_one_that_is_down_is_retried() {
+    let s = Setup::new(Setup::telegram).await;
+    let action = Action::Ai {
+        model: "no.such-model".into(),
+        instructions: "Answer.".into(),
+        tools: vec![AiTool::CreateTask],
+    };
+    let rule = automation::create_rule(
+        &s.env.store,
+        &s.org,
+        Trigger::MessageReceived,
+        action,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    s.answer(s.telegram_request(&telegram_update(41, "hello", None)))
+        .await;
+    let item = s.items_of("message").await.remove(0);
+    let fired = Message::from_item(&item)
+        .unwrap()
+        .consequences()
+        .into_iter()
+        .find(|c| matches!(c, Consequence::Trigger(_)))
+        .unwrap();
+    let Consequence::Trigger(trigger) = &fired else {
+        unreachable!()
+    };
+    let body = serde_json::to_string(&fired).unwrap();
+    let worker = |model| {
+        automation_worker::app_with_model(
+            s.env.store.clone(),
+            firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
+            crate::support::channels::apis(true),
+            model,
+            5,
+        )
+    };
+    // Down: the message comes back, the run may be tried again.
+    let down = worker(refusing(503, "ServiceUnavailableException").await);
+    let out = down.process(event_of("d1", &body), Utc::now()).await;
+    assert_eq!(out.batch_item_failures.len(), 1, "retried by the queue");
+    // Refused: the run ends failed with the reason, for a person; nothing acted.
+    let refused = worker(refusing(400, "ValidationException").await);
+    let out = refused.process(event_of("r1", &body), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    let state = runs::run_state(&s.env.store, &s.org, &rule.rule_id, &trigger.event_key)
+        .await
+        .unwrap();
+    assert_eq!(state, Some(RunState::Failed));
+    assert!(automation::tasks(&s.env.store, &s.org)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s
+        .review_reasons()
+        .await
+        .contains(&"model_refused".to_string()));
 }

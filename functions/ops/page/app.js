@@ -200,8 +200,9 @@ async function renderRuns(current) {
         cell.append(" ", resend);
       }
     }
+    const state = run.tokens ? `${run.state} · ${run.tokens.total} tokens` : run.state;
     return el("tr", { "data-id": run.id }, el("td", {}, when(run.updated_at)), el("td", { class: "key" }, run.key),
-      el("td", {}, run.attempts), el("td", {}, run.state), cell);
+      el("td", {}, run.attempts), el("td", {}, run.reason ? `${state} · ${run.reason}` : state), cell);
   }));
 }
 

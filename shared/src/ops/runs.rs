@@ -39,6 +39,9 @@ pub fn to_json(item: &Item) -> Value {
         "updated_at": item.opt_str("updated_at"),
         "resendable": item.opt_str("request").is_some(),
         "lease_until": item.opt_str("lease_until"),
+        // An `ai` run's: the tokens its model used, and why it failed.
+        "tokens": item.opt_str("tokens").and_then(|t| serde_json::from_str::<Value>(t).ok()),
+        "reason": item.opt_str("reason"),
     })
 }
 

@@ -61,7 +61,7 @@ const ROUTES: &[Route] = &[
     Route { method: HttpMethod::Get, path: "/ops/review", summary: "Review items by state, newest first", params: &[param("state", In::Query, false, "open (default) or resolved"), ORG, LIMIT, CURSOR],
         answer: "{\"items\": [{\"id\", \"reason\", \"key\", \"at\", \"state\", \"detail\", \"note\", \"resolved_by\", \"resolved_at\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
     Route { method: HttpMethod::Get, path: "/ops/runs", summary: "Automation runs by state, newest first", params: &[param("state", In::Query, false, "needs_check (default), failed, sending, not_sent, sent, done"), ORG, LIMIT, CURSOR],
-        answer: "{\"items\": [{\"id\", \"key\", \"rule_id\", \"event_key\", \"state\", \"attempts\", \"resendable\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`")] },
+        answer: "{\"items\": [{\"id\", \"key\", \"rule_id\", \"event_key\", \"state\", \"attempts\", \"resendable\", \"tokens\" (an ai run's), \"reason\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/chart", summary: "Stored events and duplicates per hour, the last 24 hours", params: &[ORG],
         answer: "{\"hours\": [{\"hour\", \"stored\": {kind: n}, \"duplicates\"}]}", errors: &[(400, "`missing_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/dlq/{queue}", summary: "A DLQ's messages, none consumed (admin token)", params: &[param("queue", In::Path, true, "notifications, activity, automation or matching"), LIMIT],
