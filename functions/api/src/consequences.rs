@@ -72,28 +72,14 @@ pub struct NewRule {
     action: serde_json::Value,
 }
 
-pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let body: NewRule = parse_json(body_bytes(ctx.req))?;
-    let trigger = parse_tag::<Trigger>(&body.trigger).ok_or_else(|| {
-        let names: Vec<String> = Trigger::ALL
-            .iter()
-            .map(firmspace::store::item::tag_name)
-            .collect();
-        ApiError::bad_request(
-            "invalid_trigger",
-            format!("trigger must be one of {}", names.join(", ")),
-        )
-    })?;
-    let action: Action = serde_json::from_value(body.action).map_err(|e| {
-        ApiError::bad_request(
-            "invalid_action",
-            format!(
-                "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
-                http::plain(&e.to_string())
-            ),
-        )
-    })?;
-    match &action {
+/// Every field of a rule's action within its limit, and fit for its trigger.
+async fn check_action(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    trigger: Trigger,
+    action: &Action,
+) -> Result<(), ApiError> {
+    match action {
         Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
         Action::SendMessage { text, .. } | Action::Reply { text } => {
             fields::text("text", text, TEXT_MAX).map(drop)?
@@ -127,7 +113,7 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
             "reply answers a conversation: its trigger is message.received or call.missed",
         ));
     }
-    if let Action::SendMessage { integration_id, .. } = &action {
+    if let Action::SendMessage { integration_id, .. } = action {
         // Only its kind: the api function may seal secrets but never open them.
         let kind = match integration_id.org == ctx.org {
             true => integrations::kind(store, integration_id).await?,
@@ -140,6 +126,31 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
             ));
         }
     }
+    Ok(())
+}
+
+pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let body: NewRule = parse_json(body_bytes(ctx.req))?;
+    let trigger = parse_tag::<Trigger>(&body.trigger).ok_or_else(|| {
+        let names: Vec<String> = Trigger::ALL
+            .iter()
+            .map(firmspace::store::item::tag_name)
+            .collect();
+        ApiError::bad_request(
+            "invalid_trigger",
+            format!("trigger must be one of {}", names.join(", ")),
+        )
+    })?;
+    let action: Action = serde_json::from_value(body.action).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_action",
+            format!(
+                "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
+                http::plain(&e.to_string())
+            ),
+        )
+    })?;
+    check_action(store, ctx, trigger, &action).await?;
     let rule = automation::create_rule(store, &ctx.org, trigger, action, ctx.now).await?;
     Ok(json_response(
         201,

@@ -14,14 +14,14 @@ use aws_sdk_bedrockruntime::types::{
 use aws_smithy_types::{Document, Number};
 use chrono::{DateTime, Utc};
 use firmspace::effects::automation::{self, Action, AiTool, Rule};
-use firmspace::effects::runs::{self, Claim, RunState};
+use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::Fired;
 use firmspace::ids::{EventKey, ExternalId};
 use firmspace::payments::{register_payment, PaymentInput, Source};
 use firmspace::review::Reason;
 use firmspace::store::item::{s, Read};
-use firmspace::store::{Cond, Update};
+use firmspace::store::{Cond, Store, StoreError, Update};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -106,6 +106,37 @@ fn value(doc: &Document) -> Value {
     }
 }
 
+/// An `ai` run held by this attempt.
+struct Run<'a> {
+    rule: &'a Rule,
+    key: &'a EventKey,
+    lease: Lease,
+    /// `{rule_id}:{event_key}`.
+    name: String,
+}
+
+impl Run<'_> {
+    fn pk(&self) -> String {
+        runs::run_pk(&self.rule.org, &self.name)
+    }
+
+    /// Writes `update` on the run while this attempt holds it: `false` when it no longer does.
+    async fn keep(&self, store: &Store, update: Update) -> Result<bool, StoreError> {
+        let held = update.when(Cond::Equals("lease".into(), s(self.lease.token())));
+        store.update_if(&self.pk(), &held).await
+    }
+
+    async fn settle(
+        &self,
+        store: &Store,
+        state: RunState,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let (org, rule) = (&self.rule.org, &self.rule.rule_id);
+        runs::set_state(store, org, rule, self.key, &self.lease, state, now).await
+    }
+}
+
 /// A tool call's own key within the run: a digest of the model's id for it.
 fn call_key(run: &str, call_id: &str) -> String {
     hex::encode(Sha256::digest(format!("{run}|{call_id}")))[..24].to_owned()
@@ -118,12 +149,7 @@ impl Automation {
         fired: &Fired,
         now: DateTime<Utc>,
     ) -> Result<Applied, WorkError> {
-        let Action::Ai {
-            model,
-            instructions,
-            tools,
-        } = &rule.action
-        else {
+        let Action::Ai { tools, .. } = &rule.action else {
             return Ok(Applied::default());
         };
         let hold = chrono::Duration::seconds(HOLD_SECS);
@@ -138,84 +164,77 @@ impl Automation {
             }
             Claim::Settled(_) => return Ok(Applied::default()),
         };
-        let run = automation::run_key(&rule.rule_id, key);
-        let pk = runs::run_pk(org, &run);
-        let stored = self.store.get(&pk).await?;
-        let answer = match stored.as_ref().and_then(|i| i.opt_str("answer")) {
-            // A retry: the stored answer, never a second call.
-            Some(raw) => Answer::from_json(&serde_json::from_str(raw).unwrap_or(Value::Null)),
-            None => {
-                let asked = self.ask(model, instructions, tools, fired).await;
-                let answer = match asked {
-                    Ok(answer) => answer,
-                    Err(Asked::Retry(why)) => {
-                        runs::set_state(
-                            &self.store,
-                            org,
-                            &rule.rule_id,
-                            key,
-                            &lease,
-                            RunState::NotSent,
-                            now,
-                        )
-                        .await?;
-                        return Err(WorkError::transient(Transient(why)));
-                    }
-                    Err(Asked::Refused(why)) => {
-                        let reason = Update::new()
-                            .set("reason", s(&why))
-                            .when(Cond::Equals("lease".into(), s(lease.token())));
-                        self.store.update_if(&pk, &reason).await?;
-                        runs::set_state(
-                            &self.store,
-                            org,
-                            &rule.rule_id,
-                            key,
-                            &lease,
-                            RunState::Failed,
-                            now,
-                        )
-                        .await?;
-                        return Err(WorkError::Permanent {
-                            reason: Reason::ModelRefused,
-                            detail: format!("the model {model} refused: {why}"),
-                        });
-                    }
-                };
-                // Stored before anything acts on it, while this attempt holds the run.
-                let keep = Update::new()
-                    .set("answer", s(answer.to_json().to_string()))
-                    .set("tokens", s(answer.tokens.to_string()))
-                    .when(Cond::Equals("lease".into(), s(lease.token())));
-                if !self.store.update_if(&pk, &keep).await? {
-                    return Err(WorkError::transient(Transient(
-                        "the ai run's lease ran out before its answer was kept".into(),
-                    )));
-                }
-                answer
-            }
+        let run = Run {
+            rule,
+            key,
+            lease,
+            name: automation::run_key(&rule.rule_id, key),
         };
+        let answer = self.answer_of(&run, fired, now).await?;
         let mut applied = Applied::default();
         for (id, name, input) in answer.calls.iter().take(TOOL_CALLS_MAX) {
-            let allowed = tools.iter().any(|t| t.name() == name);
-            if !allowed {
-                tracing::warn!(run = %run, tool = %name, "the model called a tool it was not given");
+            if !tools.iter().any(|t| t.name() == name) {
+                tracing::warn!(run = %run.name, tool = %name, "the model called a tool it was not given");
                 continue;
             }
-            applied = applied.and(self.act(rule, fired, &run, id, name, input, now).await?);
+            applied = applied.and(
+                self.act(rule, fired, &run.name, id, name, input, now)
+                    .await?,
+            );
         }
-        runs::set_state(
-            &self.store,
-            org,
-            &rule.rule_id,
-            key,
-            &lease,
-            RunState::Done,
-            now,
-        )
-        .await?;
-        tracing::info!(run = %run, calls = answer.calls.len(), tokens = %answer.tokens, "ai run done");
+        run.settle(&self.store, RunState::Done, now).await?;
+        tracing::info!(run = %run.name, calls = answer.calls.len(), tokens = %answer.tokens, "ai run done");
         Ok(applied)
+    }
+
+    /// The run's answer: the one stored on it (a retry never asks again), or the model's now,
+    /// stored before anything acts on it while this attempt holds the run. A model that cannot
+    /// answer now gives the run back (`not_sent`); one that refuses fails it with the reason.
+    async fn answer_of(
+        &self,
+        run: &Run<'_>,
+        fired: &Fired,
+        now: DateTime<Utc>,
+    ) -> Result<Answer, WorkError> {
+        let Action::Ai {
+            model,
+            instructions,
+            tools,
+        } = &run.rule.action
+        else {
+            return Err(WorkError::transient(Transient("not an ai run".into())));
+        };
+        let stored = self.store.get(&run.pk()).await?;
+        if let Some(raw) = stored.as_ref().and_then(|i| i.opt_str("answer")) {
+            return Ok(Answer::from_json(
+                &serde_json::from_str(raw).unwrap_or(Value::Null),
+            ));
+        }
+        let answer = match self.ask(model, instructions, tools, fired).await {
+            Ok(answer) => answer,
+            Err(Asked::Retry(why)) => {
+                run.settle(&self.store, RunState::NotSent, now).await?;
+                return Err(WorkError::transient(Transient(why)));
+            }
+            Err(Asked::Refused(why)) => {
+                run.keep(&self.store, Update::new().set("reason", s(&why)))
+                    .await?;
+                run.settle(&self.store, RunState::Failed, now).await?;
+                return Err(WorkError::Permanent {
+                    reason: Reason::ModelRefused,
+                    detail: format!("the model {model} refused: {why}"),
+                });
+            }
+        };
+        let kept = Update::new()
+            .set("answer", s(answer.to_json().to_string()))
+            .set("tokens", s(answer.tokens.to_string()));
+        if !run.keep(&self.store, kept).await? {
+            return Err(WorkError::transient(Transient(
+                "the ai run's lease ran out before its answer was kept".into(),
+            )));
+        }
+        Ok(answer)
     }
 
     /// One tool call, once: its effect keyed by (run, call).
@@ -248,38 +267,48 @@ impl Automation {
                         .await?;
                 Ok(Applied::one(created))
             }
-            _ => {
-                let Ok(external_id) = ExternalId::parse("ai", &format!("ai-{key}")) else {
-                    return Ok(Applied::default());
-                };
-                let amount = input["amount"]
-                    .as_str()
-                    .and_then(|a| firmspace::money::parse_amount(a).ok());
-                let payment = PaymentInput {
-                    org: rule.org.clone(),
-                    invoice_ref: Some(text("invoice_id")),
-                    source: Source::Assistant,
-                    external_id,
-                    amount,
-                    currency: None,
-                    at: now,
-                    actor: format!("ai:{}", rule.rule_id),
-                    reverses: None,
-                    reversible: false,
-                    via: None,
-                };
-                let booked = register_payment(&self.store, &payment)
-                    .await
-                    .map_err(|e| match e.is_retryable() {
-                        true => WorkError::transient(Transient(e.to_string())),
-                        false => WorkError::Permanent {
-                            reason: Reason::StoreRefused,
-                            detail: e.to_string(),
-                        },
-                    })?;
-                Ok(Applied::one(booked.is_new()))
-            }
+            _ => self.pay(rule, &key, input, now).await,
         }
+    }
+
+    /// A `register_payment` tool call: the one payment function, source `assistant`, its
+    /// external id derived from (run, call).
+    async fn pay(
+        &self,
+        rule: &Rule,
+        key: &str,
+        input: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<Applied, WorkError> {
+        let Ok(external_id) = ExternalId::parse("ai", &format!("ai-{key}")) else {
+            return Ok(Applied::default());
+        };
+        let payment = PaymentInput {
+            org: rule.org.clone(),
+            invoice_ref: input["invoice_id"].as_str().map(str::to_owned),
+            source: Source::Assistant,
+            external_id,
+            amount: input["amount"]
+                .as_str()
+                .and_then(|a| firmspace::money::parse_amount(a).ok()),
+            currency: None,
+            at: now,
+            actor: format!("ai:{}", rule.rule_id),
+            reverses: None,
+            reversible: false,
+            via: None,
+        };
+        let booked =
+            register_payment(&self.store, &payment)
+                .await
+                .map_err(|e| match e.is_retryable() {
+                    true => WorkError::transient(Transient(e.to_string())),
+                    false => WorkError::Permanent {
+                        reason: Reason::StoreRefused,
+                        detail: e.to_string(),
+                    },
+                })?;
+        Ok(Applied::one(booked.is_new()))
     }
 
     /// The model's answer for the event: Converse with the instructions, the event and its
@@ -299,18 +328,6 @@ impl Automation {
             .input(fired)
             .await
             .map_err(|e| Asked::Retry(e.to_string()))?;
-        let mut config = ToolConfiguration::builder();
-        for tool in tools {
-            let spec =
-                firmspace::effects::tools::find(tool.name()).expect("every ai tool is a tool");
-            let built = ToolSpecification::builder()
-                .name(spec.name)
-                .description(spec.description)
-                .input_schema(ToolInputSchema::Json(document(&(spec.input_schema)())))
-                .build()
-                .map_err(|e| Asked::Refused(e.to_string()))?;
-            config = config.tools(Tool::ToolSpec(built));
-        }
         let message = Message::builder()
             .role(ConversationRole::User)
             .content(ContentBlock::Text(input))
@@ -322,21 +339,53 @@ impl Automation {
             .system(SystemContentBlock::Text(instructions.to_owned()))
             .messages(message);
         if !tools.is_empty() {
-            call = call.tool_config(config.build().map_err(|e| Asked::Refused(e.to_string()))?);
+            call = call.tool_config(tool_config(tools)?);
         }
-        let out = call.send().await.map_err(|e| {
-            use aws_sdk_bedrockruntime::operation::converse::ConverseError as E;
-            let why = aws_sdk_bedrockruntime::error::DisplayErrorContext(&e).to_string();
-            match e.as_service_error() {
-                Some(E::ThrottlingException(_))
-                | Some(E::ServiceUnavailableException(_))
-                | Some(E::InternalServerException(_))
-                | Some(E::ModelNotReadyException(_))
-                | Some(E::ModelTimeoutException(_)) => Asked::Retry(why),
-                Some(_) => Asked::Refused(why),
-                None => Asked::Retry(why),
-            }
-        })?;
+        let out = call.send().await.map_err(asked)?;
+        Ok(Answer::of(&out))
+    }
+}
+
+/// The rule's tools as Converse takes them, with the schemas the assistant's tools have.
+fn tool_config(tools: &[AiTool]) -> Result<ToolConfiguration, Asked> {
+    let refused = |e: aws_sdk_bedrockruntime::error::BuildError| Asked::Refused(e.to_string());
+    let mut config = ToolConfiguration::builder();
+    for tool in tools {
+        let spec = firmspace::effects::tools::find(tool.name()).expect("every ai tool is a tool");
+        let built = ToolSpecification::builder()
+            .name(spec.name)
+            .description(spec.description)
+            .input_schema(ToolInputSchema::Json(document(&(spec.input_schema)())))
+            .build()
+            .map_err(refused)?;
+        config = config.tools(Tool::ToolSpec(built));
+    }
+    config.build().map_err(refused)
+}
+
+/// A failed Converse call: one a retry may get past (throttled, unavailable, timed out, not
+/// reached), or a refusal.
+fn asked(
+    e: aws_sdk_bedrockruntime::error::SdkError<
+        aws_sdk_bedrockruntime::operation::converse::ConverseError,
+    >,
+) -> Asked {
+    use aws_sdk_bedrockruntime::operation::converse::ConverseError as E;
+    let why = aws_sdk_bedrockruntime::error::DisplayErrorContext(&e).to_string();
+    match e.as_service_error() {
+        Some(E::ThrottlingException(_))
+        | Some(E::ServiceUnavailableException(_))
+        | Some(E::InternalServerException(_))
+        | Some(E::ModelNotReadyException(_))
+        | Some(E::ModelTimeoutException(_)) => Asked::Retry(why),
+        Some(_) => Asked::Refused(why),
+        None => Asked::Retry(why),
+    }
+}
+
+impl Answer {
+    /// What Converse answered: its text, its tool calls and the tokens it used.
+    fn of(out: &aws_sdk_bedrockruntime::operation::converse::ConverseOutput) -> Self {
         let mut answer = Answer {
             text: String::new(),
             calls: Vec::new(),
@@ -359,9 +408,11 @@ impl Automation {
                 }
             }
         }
-        Ok(answer)
+        answer
     }
+}
 
+impl Automation {
     /// The event and at most the latest 20 messages of its conversation, in at most 16 KB.
     async fn input(&self, fired: &Fired) -> Result<String, firmspace::store::StoreError> {
         let conversation = fired.context.get("conversation_id").and_then(Value::as_str);
