@@ -9,6 +9,7 @@ pub mod admin;
 pub mod aws;
 pub mod bank;
 pub mod calls;
+pub mod commands;
 pub mod config;
 pub mod consequences;
 pub mod contacts;

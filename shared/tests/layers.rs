@@ -40,7 +40,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("effects", &["effects"]),
-    ("edges", &["http", "webhook", "serve", "admin", "ops"]),
+    (
+        "edges",
+        &["http", "webhook", "serve", "admin", "ops", "commands"],
+    ),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

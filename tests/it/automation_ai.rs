@@ -8,7 +8,7 @@ use crate::support::queues::event_of;
 use axum::extract::State;
 use axum::Router;
 use chrono::Utc;
-use firmspace::effects::automation::{self, Action, AiTool};
+use firmspace::effects::automation::{self, Action, Tool};
 use firmspace::effects::runs::{self, RunState};
 use firmspace::effects::{Consequence, Trigger};
 use firmspace::messages::Message;
@@ -17,6 +17,18 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The model the local and test stages allow.
+pub const HAIKU: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
+
+/// The bounds of the test stage: the one model allowed.
+pub fn bounds() -> automation_worker::AiBounds {
+    automation_worker::AiBounds {
+        models: firmspace::commands::model::Models::parse(HAIKU),
+        runs_per_hour: 1000,
+        timeout: Duration::from_secs(20),
+    }
+}
 
 /// A model that answers every chat with a reply and a task; how often it was asked, and what.
 #[derive(Clone, Default)]
@@ -61,9 +73,10 @@ async fn an_ai_step_asks_the_model_once_and_each_tool_call_acts_once() {
     let model = model().await;
     let s = Setup::new(Setup::telegram).await;
     let action = Action::Ai {
-        model: "anthropic.claude-3-5-haiku-20241022-v1:0".into(),
+        model: HAIKU.into(),
         instructions: "Answer the customer briefly and make a task for the team.".into(),
-        tools: vec![AiTool::Reply, AiTool::CreateTask],
+        tools: vec![Tool::Reply, Tool::CreateTask],
+        max_tokens: None,
     };
     let rule = automation::create_rule(
         &s.env.store,
@@ -95,7 +108,7 @@ async fn an_ai_step_asks_the_model_once_and_each_tool_call_acts_once() {
         s.env.store.clone(),
         firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
         crate::support::channels::apis(true),
-        bedrock,
+        (bedrock, bounds()),
         5,
     );
     // Delivered three times: the model once, one reply, one task.
@@ -196,9 +209,10 @@ async fn refusing(status: u16, error_type: &'static str) -> aws_sdk_bedrockrunti
 async fn a_model_that_refuses_fails_the_run_with_its_reason_and_one_that_is_down_is_retried() {
     let s = Setup::new(Setup::telegram).await;
     let action = Action::Ai {
-        model: "no.such-model".into(),
+        model: HAIKU.into(),
         instructions: "Answer.".into(),
-        tools: vec![AiTool::CreateTask],
+        tools: vec![Tool::CreateTask],
+        max_tokens: None,
     };
     let rule = automation::create_rule(
         &s.env.store,
@@ -227,7 +241,7 @@ async fn a_model_that_refuses_fails_the_run_with_its_reason_and_one_that_is_down
             s.env.store.clone(),
             firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
             crate::support::channels::apis(true),
-            model,
+            (model, bounds()),
             5,
         )
     };

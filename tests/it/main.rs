@@ -9,6 +9,7 @@ mod automation;
 mod automation_ai;
 mod bank;
 mod calls;
+mod commands;
 mod consequences;
 mod credit_notes;
 mod e2e;

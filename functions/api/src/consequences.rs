@@ -1,6 +1,7 @@
 //! Reads and settings of the consequence workers: notifications, activity logs, rules, tasks.
 
 use crate::Ctx;
+use firmspace::commands::model::{Models, MAX_TOKENS_MAX};
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::{activity, notify, EntityKind, Trigger};
 use firmspace::fields::{self, FieldError, KEY_MAX, REF_MAX, TEXT_MAX, TITLE_MAX};
@@ -78,6 +79,7 @@ async fn check_action(
     ctx: &Ctx<'_>,
     trigger: Trigger,
     action: &Action,
+    models: &Models,
 ) -> Result<(), ApiError> {
     match action {
         Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
@@ -88,8 +90,26 @@ async fn check_action(
             model,
             instructions,
             tools,
+            max_tokens,
         } => {
-            fields::reference("model", model, 200)?;
+            if !models.allows(model) {
+                return Err(ApiError::bad_request(
+                    "model_not_allowed",
+                    format!("model is one of {}", models.list().join(", ")),
+                ));
+            }
+            if max_tokens.is_some_and(|m| !(1..=MAX_TOKENS_MAX).contains(&m)) {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    format!("max_tokens is 1 to {MAX_TOKENS_MAX}"),
+                ));
+            }
+            if let Some(tool) = tools.iter().find(|t| !t.for_model()) {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    format!("an ai step may not be given {}", tool.name()),
+                ));
+            }
             fields::text("instructions", instructions, TEXT_MAX)?;
             let unique: std::collections::HashSet<_> = tools.iter().collect();
             if unique.len() != tools.len() {
@@ -98,7 +118,7 @@ async fn check_action(
                     "an ai action names each tool at most once",
                 ));
             }
-            let replies = tools.contains(&firmspace::effects::automation::AiTool::Reply);
+            let replies = tools.contains(&firmspace::effects::automation::Tool::Reply);
             if replies && trigger == Trigger::InvoicePaid {
                 return Err(ApiError::bad_request(
                     "invalid_action",
@@ -129,7 +149,11 @@ async fn check_action(
     Ok(())
 }
 
-pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+pub async fn create_rule(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    models: &Models,
+) -> Result<Response<Body>, ApiError> {
     let body: NewRule = parse_json(body_bytes(ctx.req))?;
     let trigger = parse_tag::<Trigger>(&body.trigger).ok_or_else(|| {
         let names: Vec<String> = Trigger::ALL
@@ -150,11 +174,28 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
             ),
         )
     })?;
-    check_action(store, ctx, trigger, &action).await?;
-    let rule = automation::create_rule(store, &ctx.org, trigger, action, ctx.now).await?;
+    check_action(store, ctx, trigger, &action, models).await?;
+    let by = Some(ctx.key.id.as_str());
+    let rule = automation::create_rule_by(store, &ctx.org, (trigger, action), by, ctx.now).await?;
     Ok(json_response(
         201,
-        &json!({"rule_id": rule.rule_id, "trigger": rule.trigger, "action": rule.action}),
+        &json!({"rule_id": rule.rule_id, "trigger": rule.trigger, "action": rule.action,
+            "created_by": ctx.key.id}),
+    ))
+}
+
+/// `GET /api/rules`: every rule, with who made it.
+pub async fn rules(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let items = automation::list_rules(store, &ctx.org).await?;
+    Ok(json_response(200, &json!({ "items": items })))
+}
+
+/// `GET /api/rules/{rule_id}`.
+pub async fn rule(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
+    let rule = automation::read_rule(store, &ctx.org, id).await?;
+    Ok(json_response(
+        200,
+        &rule.ok_or_else(|| ApiError::not_found("rule"))?,
     ))
 }
 

@@ -1,9 +1,9 @@
 //! The board: a stage's cards a page at a time, and a card moved once per `Idempotency-Key`.
 
 use crate::Ctx;
-use firmspace::deals::{self, Moved, Stage};
+use firmspace::commands::{Command, RequestKey};
+use firmspace::deals::{self, Stage};
 use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
-use firmspace::ids::LocalId;
 use firmspace::ops::requests;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -48,26 +48,11 @@ pub async fn move_stage(
     id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let key = requests::key_of(ctx.req)?;
-    let to = stage(&parse_json::<NewStage>(body_bytes(ctx.req))?.stage)?;
-    LocalId::parse("deal_id", id).map_err(|_| ApiError::not_found("deal"))?;
-    let asked = requests::Request {
-        by: &ctx.key.id,
-        shared: None,
-        key: &key,
-        fingerprint: requests::fingerprint(&format!("deals/{id}/stage"), body_bytes(ctx.req)),
+    let stage = stage(&parse_json::<NewStage>(body_bytes(ctx.req))?.stage)?;
+    let command = Command::MoveDeal {
+        deal_id: id.to_owned(),
+        stage,
     };
-    let (status, answer) = asked
-        .once(store, ctx.now, || async {
-            let moved = deals::move_to(store, &ctx.org, id, to, ctx.now).await?;
-            let (deal, moved, from) = match moved.ok_or_else(|| ApiError::not_found("deal"))? {
-                Moved::Moved { deal, from } => (deal, true, Some(from)),
-                Moved::Already(deal) => (deal, false, None),
-            };
-            let mut answer = deal.to_json();
-            answer["moved"] = json!(moved);
-            answer["from"] = json!(from);
-            Ok((200, answer))
-        })
-        .await?;
-    Ok(json_response(status, &answer))
+    let done = ctx.perform(store, RequestKey::Header(key), command).await?;
+    Ok(json_response(done.status, &done.answer))
 }

@@ -1,16 +1,15 @@
 //! Invoices, their payments, the manual "paid" button and the assistant, and the duplicate button.
 
 use crate::Ctx;
+use firmspace::commands::{AmountText, Command, RequestKey};
 use firmspace::fields::{self, FieldError, REF_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::ExternalId;
 use firmspace::money::{parse_amount, Currency};
 use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::register::list_for_invoice;
-use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
-use firmspace::review::Kind;
+use firmspace::payments::{InvoiceStatus, NewInvoice, Source};
 use firmspace::store::Store;
-use firmspace::webhook::answer::key_reused;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -101,12 +100,14 @@ pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Bod
 }
 
 #[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ManualPayment {
     /// `manual` or `assistant`.
     #[schema(example = "manual")]
     source: String,
     /// Major units; without it the invoice's open amount.
-    amount: Option<String>,
+    #[schema(inline)]
+    amount: Option<AmountText>,
     /// Who pressed the button; defaults to the source.
     actor: Option<String>,
 }
@@ -114,7 +115,7 @@ pub struct ManualPayment {
 /// The manual "paid" button and the assistant: keyed by the request's `Idempotency-Key`. The same
 /// key and body get the stored answer; the same key with another body is a 409.
 pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let external_id = idempotency_key(ctx)?;
+    let key = idempotency_key(ctx)?;
     let body: ManualPayment = parse_json(body_bytes(ctx.req))?;
     let source = match body.source.as_str() {
         "manual" => Source::Manual,
@@ -126,72 +127,15 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
             ))
         }
     };
-    let asked = Asked {
+    let command = Command::RegisterPayment {
+        invoice_id: id.to_owned(),
         source,
-        external_id,
-        amount: body.amount.as_deref(),
-        actor: body.actor.as_deref(),
+        amount: body.amount,
+        actor: body.actor,
     };
-    Ok(json_response(200, &pay_with(store, ctx, id, asked).await?))
-}
-
-/// A payment a person or the assistant asks for, before it is checked.
-pub(crate) struct Asked<'a> {
-    pub source: Source,
-    /// Its identity: the request's `Idempotency-Key`, or the assistant's `call_id`.
-    pub external_id: ExternalId,
-    pub amount: Option<&'a str>,
-    /// For whom the key acted.
-    pub actor: Option<&'a str>,
-}
-
-/// Books `asked` on invoice `id` through `register_payment`: its answer.
-pub(crate) async fn pay_with(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    id: &str,
-    asked: Asked<'_>,
-) -> Result<Value, ApiError> {
-    let actor = fields::optional(asked.actor, |r| fields::reference("actor", r, REF_MAX))?;
-    let amount = asked
-        .amount
-        .map(parse_amount)
-        .transpose()
-        .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
-    let invoice = invoice::get(store, &ctx.org, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("invoice"))?;
-    if let Some(amount) = amount {
-        invoice
-            .currency
-            .check(amount)
-            .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
-    }
-    let input = PaymentInput {
-        org: ctx.org.clone(),
-        invoice_ref: Some(id.to_owned()),
-        // The key that asked is the actor; the body's `actor` only says for whom it acted.
-        actor: match actor {
-            Some(user) => format!("{}/{user}", ctx.key.id),
-            None => ctx.key.id.clone(),
-        },
-        source: asked.source,
-        external_id: asked.external_id,
-        amount,
-        currency: Some(invoice.currency),
-        at: ctx.now,
-        reverses: None,
-        reversible: false,
-        via: None,
-    };
-    let registered = register_payment(store, &input).await?;
-    let key = input.event_key();
-    if let Some(refused) =
-        key_reused(store, &ctx.org, Kind::Payment, &key, &registered, ctx.now).await?
-    {
-        return Err(refused);
-    }
-    Ok(registered.answer())
+    let key = RequestKey::Header(key.as_str().to_owned());
+    let done = ctx.perform(store, key, command).await?;
+    Ok(json_response(done.status, &done.answer))
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.

@@ -21,7 +21,9 @@ mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
+use firmspace::commands::{perform, Actor, Command, Done, Env, Replies, RequestKey};
 use firmspace::config::{self, Config, ConfigError};
+use firmspace::effects::AssistedReply;
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::orgs::{Key, Scope};
@@ -54,6 +56,8 @@ pub struct Settings {
     /// Where an assistant's replies go for the automation worker (`AUTOMATION_QUEUE_URL`, the
     /// only queue the api publishes to); without it the `reply` tool is 503.
     pub automation: Option<firmspace::effects::queue::Publisher>,
+    /// `AI_MODELS`: the models a rule's AI step may name.
+    pub ai_models: firmspace::commands::model::Models,
 }
 
 pub struct App {
@@ -68,6 +72,50 @@ pub(crate) struct Ctx<'a> {
     pub org: OrgId,
     /// The authenticated key: its public name (`orgs::key_id`) says who acts.
     pub key: Key,
+    /// Where a command's reply goes: the automation queue.
+    pub replies: Queued<'a>,
+}
+
+impl Ctx<'_> {
+    /// Performs `command` as this request's key, under `key`: every write this function
+    /// is asked for goes through here (`firmspace::commands`).
+    pub(crate) async fn perform(
+        &self,
+        store: &Store,
+        key: RequestKey,
+        command: Command,
+    ) -> Result<Done, ApiError> {
+        let env = Env {
+            store,
+            now: self.now,
+            replies: &self.replies,
+        };
+        let by = Actor::Key(self.key.clone());
+        perform(&env, &by, &key, command, http::body_bytes(self.req)).await
+    }
+}
+
+/// A reply asked for through the api: queued for the automation worker, which alone opens the
+/// channel's secret and sends it once as its run.
+pub(crate) struct Queued<'a>(Option<&'a firmspace::effects::queue::Publisher>);
+
+impl Replies for Queued<'_> {
+    async fn reply(&self, reply: AssistedReply) -> Result<serde_json::Value, ApiError> {
+        let unavailable = || {
+            ApiError::new(
+                503,
+                "replies_unavailable",
+                "the reply could not be queued; retry",
+            )
+        };
+        let publisher = self.0.ok_or_else(unavailable)?;
+        let message = firmspace::effects::Consequence::Assisted(reply);
+        let published = publisher.publish(std::slice::from_ref(&message)).await;
+        match published {
+            Ok(p) if p.sent == 1 => Ok(json!({"state": "sending"})),
+            _ => Err(unavailable()),
+        }
+    }
 }
 
 impl App {
@@ -98,6 +146,7 @@ impl App {
                 None => None,
             },
             reads_per_minute: firmspace::orgs::rate::limit_from_env(),
+            ai_models: firmspace::commands::model::Models::from_env(),
             automation: match config::var("AUTOMATION_QUEUE_URL") {
                 Some(automation) => Some(firmspace::effects::queue::Publisher {
                     sqs: firmspace::aws::sqs(config.endpoint_url.as_deref()).await,
@@ -152,7 +201,12 @@ impl App {
             }
             Op::Org(op) => {
                 let key = self.authenticate(req).await?;
-                if let Some(Err(lacks)) = found.route.scope().map(|s| key.may(s)) {
+                if let Some(lacks) = found
+                    .route
+                    .scopes()
+                    .into_iter()
+                    .find_map(|s| key.may(s).err())
+                {
                     return Err(forbidden(lacks));
                 }
                 let ctx = Ctx {
@@ -160,6 +214,7 @@ impl App {
                     now,
                     org: key.org.clone(),
                     key,
+                    replies: Queued(self.settings.automation.as_ref()),
                 };
                 let answer = self.dispatch(op, &found, &ctx).await?;
                 // A read is counted once it is answered: a refused request writes nothing,
@@ -237,15 +292,19 @@ impl App {
             OrgOp::ListDeals => deals::list(store, ctx).await,
             OrgOp::MoveDeal => deals::move_stage(store, ctx, id).await,
             OrgOp::AssistantTools => Ok(assistant::tools()),
-            OrgOp::AssistantCall => assistant::call(store, &self.settings, ctx).await,
+            OrgOp::AssistantCall => assistant::call(store, ctx).await,
             OrgOp::Notifications => consequences::notifications(store, ctx).await,
             OrgOp::MarkRead => consequences::mark_read(store, ctx).await,
             OrgOp::ActivityLog => {
                 let (kind, entity) = (found.param("kind"), found.param("entity_id"));
                 consequences::activity_log(store, ctx, kind, entity).await
             }
-            OrgOp::CreateRule => consequences::create_rule(store, ctx).await,
+            OrgOp::CreateRule => {
+                consequences::create_rule(store, ctx, &self.settings.ai_models).await
+            }
             OrgOp::Tasks => consequences::tasks(store, ctx).await,
+            OrgOp::ListRules => consequences::rules(store, ctx).await,
+            OrgOp::ReadRule => consequences::rule(store, ctx, found.param("rule_id")).await,
             OrgOp::CreateCall => calls::create(store, ctx).await,
             OrgOp::ListCalls => calls::list(store, ctx).await,
             OrgOp::CreateContact => calls::create_contact(store, ctx).await,

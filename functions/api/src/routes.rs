@@ -61,6 +61,8 @@ pub enum OrgOp {
     MarkRead,
     ActivityLog,
     CreateRule,
+    ListRules,
+    ReadRule,
     Tasks,
     CreateCall,
     ListCalls,
@@ -151,6 +153,16 @@ pub struct Route {
 }
 
 impl Route {
+    /// The scopes an organisation key needs for this route: setting an integration's secrets
+    /// needs `write` and `ops` (a key with either alone could sign its own "provider"
+    /// payments otherwise); every other route needs its `scope`.
+    pub fn scopes(&self) -> Vec<Scope> {
+        match self.op {
+            Op::Org(OrgOp::RotateSecrets) => vec![Scope::Write, Scope::Ops],
+            _ => self.scope().into_iter().collect(),
+        }
+    }
+
     /// The scope an organisation key needs for this route: managing keys and rotating secrets
     /// needs `ops`, a read
     /// `read`, anything else `write`. `None` for a route without an organisation key.

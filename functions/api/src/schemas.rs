@@ -231,6 +231,18 @@ pub struct RuleCreated {
     rule_id: String,
     trigger: Trigger,
     action: Action,
+    /// The key that made it (its id), or the admin's public name.
+    created_by: Option<String>,
+}
+
+/// A rule as listed: who made it and when.
+#[derive(Serialize, ToSchema)]
+pub struct Rule {
+    rule_id: String,
+    trigger: Trigger,
+    action: Action,
+    created_at: String,
+    created_by: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -272,7 +272,7 @@ pub async fn create_integration(
         },
         created_at: ctx.now,
     };
-    integrations::create(store, &integration).await?;
+    integrations::create_by(store, &integration, &ctx.key.id).await?;
     Ok(json_response(
         201,
         &describe(&integration, &settings.public_url),
@@ -400,6 +400,7 @@ pub async fn read_integration(
             "kind": integration.kind(),
             "provider": firmspace::store::item::Read::opt_str(&item, "provider"),
             "created_at": firmspace::time::format(integration.created_at),
+            "created_by": firmspace::store::item::Read::opt_str(&item, "created_by"),
             "secrets": SecretsState::of(&integration, &item, ctx.now),
         }),
     ))

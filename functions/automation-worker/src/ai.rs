@@ -1,31 +1,30 @@
-//! The `ai` action: a model (Amazon Bedrock's Converse) decides what to do about an event, and
-//! acts once however often its message comes. The run is claimed like any run (one attempt at
-//! a time, under a lease); the model's answer is stored on the run before anything acts on it,
-//! so a retry reads it and never asks the model again (its second answer could differ); each
-//! tool call is one effect keyed by (run, tool call): a reply is its own reply run (one send,
-//! never blind), a task's id is derived from it, a payment's external id too. Tokens are kept
-//! on the run.
+//! The `ai` action: a model decides what to do about an event, and acts once however often its
+//! message comes. The run is claimed like any run (one attempt at a time, under a lease); the
+//! bounds are checked before the model is asked (the conversation's reply cap, the
+//! organisation's hourly budget); the model's answer is stored on the run before anything acts
+//! on it, so a retry reads it and never asks again; each tool call is a command performed as
+//! `Actor::Model`, keyed by (run, tool call): a payment becomes a proposal for a person, a call
+//! that is refused is recorded as refused, and the run always settles with its calls' outcomes.
 
 use super::{Automation, Transient};
-use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, Message, SystemContentBlock, Tool, ToolConfiguration,
-    ToolInputSchema, ToolSpecification,
-};
-use aws_smithy_types::{Document, Number};
 use chrono::{DateTime, Utc};
-use firmspace::effects::automation::{self, Action, AiTool, Rule};
+use firmspace::commands::model::{self, Answer, Asked, Question};
+use firmspace::commands::{perform, Actor, Env, Input, Replies, RequestKey};
+use firmspace::effects::automation::{self, Action, Rule, Tool};
+use firmspace::effects::bounds;
 use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, WorkError};
-use firmspace::effects::Fired;
+use firmspace::effects::{AssistedReply, Fired};
+use firmspace::http::ApiError;
 use firmspace::ids::{EventKey, ExternalId};
-use firmspace::payments::{register_payment, PaymentInput, Source};
-use firmspace::review::Reason;
-use firmspace::store::item::{s, Read};
+use firmspace::review::{Kind, Reason, ReviewItem};
+use firmspace::store::item::s;
 use firmspace::store::{Cond, Store, StoreError, Update};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::time::{Duration, Instant};
 
-/// At most this many of the model's tool calls act in one run.
+/// At most this many of the model's tool calls act in one run; the rest are `ignored`.
 pub const TOOL_CALLS_MAX: usize = 5;
 /// The model's input: the event and at most this many of its conversation's latest messages,
 /// in at most `INPUT_MAX` bytes.
@@ -33,78 +32,6 @@ pub const MESSAGES_MAX: usize = 20;
 pub const INPUT_MAX: usize = 16 * 1024;
 /// How long one attempt holds the run: the model's call and the tools after it.
 const HOLD_SECS: i64 = 60;
-
-/// What the model answered, as stored on the run.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Answer {
-    pub text: String,
-    /// (tool call id, tool name, input).
-    pub calls: Vec<(String, String, Value)>,
-    pub tokens: Value,
-}
-
-impl Answer {
-    fn to_json(&self) -> Value {
-        let calls: Vec<Value> = self
-            .calls
-            .iter()
-            .map(|(id, name, input)| json!({"id": id, "name": name, "input": input}))
-            .collect();
-        json!({"text": self.text, "tool_calls": calls, "tokens": self.tokens})
-    }
-
-    fn from_json(stored: &Value) -> Self {
-        let calls = stored["tool_calls"]
-            .as_array()
-            .map(|calls| {
-                calls
-                    .iter()
-                    .map(|c| {
-                        let text = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
-                        (text("id"), text("name"), c["input"].clone())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Self {
-            text: stored["text"].as_str().unwrap_or_default().to_owned(),
-            calls,
-            tokens: stored["tokens"].clone(),
-        }
-    }
-}
-
-fn document(value: &Value) -> Document {
-    match value {
-        Value::Null => Document::Null,
-        Value::Bool(b) => Document::Bool(*b),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => Document::Number(Number::PosInt(u)),
-            (_, Some(i)) => Document::Number(Number::NegInt(i)),
-            _ => Document::Number(Number::Float(n.as_f64().unwrap_or_default())),
-        },
-        Value::String(s) => Document::String(s.clone()),
-        Value::Array(items) => Document::Array(items.iter().map(document).collect()),
-        Value::Object(map) => {
-            Document::Object(map.iter().map(|(k, v)| (k.clone(), document(v))).collect())
-        }
-    }
-}
-
-fn value(doc: &Document) -> Value {
-    match doc {
-        Document::Null => Value::Null,
-        Document::Bool(b) => json!(b),
-        Document::Number(Number::PosInt(u)) => json!(u),
-        Document::Number(Number::NegInt(i)) => json!(i),
-        Document::Number(Number::Float(f)) => json!(f),
-        Document::String(s) => json!(s),
-        Document::Array(items) => Value::Array(items.iter().map(value).collect()),
-        Document::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), value(v))).collect())
-        }
-    }
-}
 
 /// An `ai` run held by this attempt.
 struct Run<'a> {
@@ -142,16 +69,23 @@ fn call_key(run: &str, call_id: &str) -> String {
     hex::encode(Sha256::digest(format!("{run}|{call_id}")))[..24].to_owned()
 }
 
+/// One tool call's outcome, as `/ops/runs` lists it.
+fn outcome(id: &str, tool: &str, outcome: &str, error: Option<&str>) -> Value {
+    let mut shown = json!({"id": id, "tool": tool, "outcome": outcome});
+    if let Some(error) = error {
+        shown["error"] = json!(error);
+    }
+    shown
+}
+
 impl Automation {
     pub(super) async fn ai(
         &self,
         rule: &Rule,
         fired: &Fired,
         now: DateTime<Utc>,
+        deadline: Instant,
     ) -> Result<Applied, WorkError> {
-        let Action::Ai { tools, .. } = &rule.action else {
-            return Ok(Applied::default());
-        };
         let hold = chrono::Duration::seconds(HOLD_SECS);
         let (org, key) = (&rule.org, &fired.event_key);
         let claim = runs::claim(&self.store, org, &rule.rule_id, key, now, hold, None).await?;
@@ -170,47 +104,88 @@ impl Automation {
             lease,
             name: automation::run_key(&rule.rule_id, key),
         };
-        let answer = self.answer_of(&run, fired, now).await?;
+        let Some(answer) = self.answer_of(&run, fired, now, deadline).await? else {
+            return Ok(Applied::default());
+        };
         let mut applied = Applied::default();
-        for (id, name, input) in answer.calls.iter().take(TOOL_CALLS_MAX) {
-            if !tools.iter().any(|t| t.name() == name) {
-                tracing::warn!(run = %run.name, tool = %name, "the model called a tool it was not given");
+        let mut calls = Vec::new();
+        for (i, (id, name, input)) in answer.calls.iter().enumerate() {
+            if i >= TOOL_CALLS_MAX {
+                calls.push(outcome(id, name, "ignored", Some("more than 5 calls")));
                 continue;
             }
-            applied = applied.and(
-                self.act(rule, fired, &run.name, id, name, input, now)
-                    .await?,
-            );
+            let (shown, acted) = self.act(&run, fired, id, name, input, now).await?;
+            applied = applied.and(Applied::one(acted));
+            calls.push(shown);
         }
+        let kept = Update::new().set("calls", s(Value::Array(calls).to_string()));
+        run.keep(&self.store, kept).await?;
         run.settle(&self.store, RunState::Done, now).await?;
         tracing::info!(run = %run.name, calls = answer.calls.len(), tokens = %answer.tokens, "ai run done");
         Ok(applied)
     }
 
+    /// Why the run may not ask the model now, checked before it does: its conversation at
+    /// the reply cap (when the rule gives `reply`), or the organisation's hour spent.
+    async fn bound(
+        &self,
+        run: &Run<'_>,
+        fired: &Fired,
+        now: DateTime<Utc>,
+    ) -> Result<Option<&'static str>, WorkError> {
+        let Action::Ai { tools, .. } = &run.rule.action else {
+            return Ok(Some("not_ai"));
+        };
+        let conversation = fired.context.get("conversation_id").and_then(Value::as_str);
+        if let (true, Some(id)) = (tools.contains(&Tool::Reply), conversation) {
+            let org = &run.rule.org;
+            if bounds::replies_in_window(&self.store, org, id, now).await? >= bounds::REPLIES_MAX {
+                return Ok(Some("reply_cap"));
+            }
+        }
+        if !bounds::spend_ai_run(&self.store, &run.rule.org, self.ai.runs_per_hour, now).await? {
+            let hour = now.format("%Y-%m-%dT%H").to_string();
+            let item = ReviewItem {
+                org: run.rule.org.clone(),
+                kind: Kind::Automation,
+                reason: Reason::AiBudget,
+                key: hour,
+                at: now,
+                detail: json!({"runs_per_hour": self.ai.runs_per_hour, "rule_id": run.rule.rule_id}),
+            };
+            item.put(&self.store).await?;
+            return Ok(Some("ai_budget"));
+        }
+        Ok(None)
+    }
+
     /// The run's answer: the one stored on it (a retry never asks again), or the model's now,
-    /// stored before anything acts on it while this attempt holds the run. A model that cannot
-    /// answer now gives the run back (`not_sent`); one that refuses fails it with the reason.
+    /// stored before anything acts on it while this attempt holds the run. `None` when a bound
+    /// skipped the run. A model that cannot answer now gives the run back (`not_sent`); one
+    /// that refuses fails it with the reason.
     async fn answer_of(
         &self,
         run: &Run<'_>,
         fired: &Fired,
         now: DateTime<Utc>,
-    ) -> Result<Answer, WorkError> {
-        let Action::Ai {
-            model,
-            instructions,
-            tools,
-        } = &run.rule.action
-        else {
-            return Err(WorkError::transient(Transient("not an ai run".into())));
-        };
+        deadline: Instant,
+    ) -> Result<Option<Answer>, WorkError> {
         let stored = self.store.get(&run.pk()).await?;
-        if let Some(raw) = stored.as_ref().and_then(|i| i.opt_str("answer")) {
-            return Ok(Answer::from_json(
-                &serde_json::from_str(raw).unwrap_or(Value::Null),
-            ));
+        if let Some(raw) = stored
+            .as_ref()
+            .and_then(|i| firmspace::store::item::Read::opt_str(i, "answer"))
+        {
+            let stored = serde_json::from_str(raw).unwrap_or(Value::Null);
+            return Ok(Some(Answer::from_json(&stored)));
         }
-        let answer = match self.ask(model, instructions, tools, fired).await {
+        if let Some(why) = self.bound(run, fired, now).await? {
+            run.keep(&self.store, Update::new().set("reason", s(why)))
+                .await?;
+            run.settle(&self.store, RunState::Skipped, now).await?;
+            tracing::info!(run = %run.name, why, "ai run skipped");
+            return Ok(None);
+        }
+        let answer = match self.ask(run.rule, fired, deadline).await {
             Ok(answer) => answer,
             Err(Asked::Retry(why)) => {
                 run.settle(&self.store, RunState::NotSent, now).await?;
@@ -222,7 +197,7 @@ impl Automation {
                 run.settle(&self.store, RunState::Failed, now).await?;
                 return Err(WorkError::Permanent {
                     reason: Reason::ModelRefused,
-                    detail: format!("the model {model} refused: {why}"),
+                    detail: format!("the model refused: {why}"),
                 });
             }
         };
@@ -234,187 +209,124 @@ impl Automation {
                 "the ai run's lease ran out before its answer was kept".into(),
             )));
         }
-        Ok(answer)
+        Ok(Some(answer))
     }
 
-    /// One tool call, once: its effect keyed by (run, call).
-    #[allow(clippy::too_many_arguments)]
+    /// One tool call, performed as the model's command: its outcome, and whether it acted.
     async fn act(
         &self,
-        rule: &Rule,
+        run: &Run<'_>,
         fired: &Fired,
-        run: &str,
         call_id: &str,
         name: &str,
         input: &Value,
         now: DateTime<Utc>,
-    ) -> Result<Applied, WorkError> {
-        let key = call_key(run, call_id);
-        let event_key = EventKey::new("ai", &format!("{}:{key}", fired.event_key));
-        let text = |field: &str| input[field].as_str().unwrap_or_default().to_owned();
-        match name {
-            "reply" => {
-                // Into the trigger's own conversation, whatever the model named.
-                let reply = Fired {
-                    event_key,
-                    ..fired.clone()
-                };
-                self.reply(rule, &text("text"), &reply, now).await
-            }
-            "create_task" => {
-                let created =
-                    automation::create_task(&self.store, rule, &text("title"), &event_key, now)
-                        .await?;
-                Ok(Applied::one(created))
-            }
-            _ => self.pay(rule, &key, input, now).await,
-        }
-    }
-
-    /// A `register_payment` tool call: the one payment function, source `assistant`, its
-    /// external id derived from (run, call).
-    async fn pay(
-        &self,
-        rule: &Rule,
-        key: &str,
-        input: &Value,
-        now: DateTime<Utc>,
-    ) -> Result<Applied, WorkError> {
-        let Ok(external_id) = ExternalId::parse("ai", &format!("ai-{key}")) else {
-            return Ok(Applied::default());
+    ) -> Result<(Value, bool), WorkError> {
+        let rule = run.rule;
+        let Action::Ai { tools, .. } = &rule.action else {
+            return Ok((outcome(call_id, name, "ignored", None), false));
         };
-        let payment = PaymentInput {
+        let Some(tool) = Tool::parse(name).filter(|t| tools.contains(t)) else {
+            tracing::warn!(run = %run.name, tool = %name, "the model called a tool it was not given");
+            return Ok((
+                outcome(call_id, name, "ignored", Some("not a tool of this rule")),
+                false,
+            ));
+        };
+        let key = ExternalId::parse("call", &call_key(&run.name, call_id))
+            .map_err(|e| WorkError::transient(Transient(e.to_string())))?;
+        let by = Actor::Model {
             org: rule.org.clone(),
-            invoice_ref: input["invoice_id"].as_str().map(str::to_owned),
-            source: Source::Assistant,
-            external_id,
-            amount: input["amount"]
-                .as_str()
-                .and_then(|a| firmspace::money::parse_amount(a).ok()),
-            currency: None,
-            at: now,
-            actor: format!("ai:{}", rule.rule_id),
-            reverses: None,
-            reversible: false,
-            via: None,
+            rule_id: rule.rule_id.clone(),
+            event_key: fired.event_key.clone(),
         };
-        let booked =
-            register_payment(&self.store, &payment)
+        let json = input.to_string();
+        let replies = ModelReplies {
+            worker: self,
+            rule,
+            fired,
+            now,
+        };
+        let env = Env {
+            store: &self.store,
+            now,
+            replies: &replies,
+        };
+        let asked = Input {
+            tool,
+            json: &json,
+            org: &rule.org,
+        }
+        .command();
+        let done = match asked {
+            Ok(command) => {
+                perform(
+                    &env,
+                    &by,
+                    &RequestKey::ToolCall(key),
+                    command,
+                    json.as_bytes(),
+                )
                 .await
-                .map_err(|e| match e.is_retryable() {
-                    true => WorkError::transient(Transient(e.to_string())),
-                    false => WorkError::Permanent {
-                        reason: Reason::StoreRefused,
-                        detail: e.to_string(),
-                    },
-                })?;
-        Ok(Applied::one(booked.is_new()))
+            }
+            Err(refused) => Err(refused),
+        };
+        let proposed = tool == Tool::RegisterPayment;
+        Ok(match done {
+            Ok(done) if done.status < 400 => {
+                let shown = if proposed { "proposed" } else { "done" };
+                (outcome(call_id, name, shown, None), true)
+            }
+            Ok(done) => {
+                let code = done.answer["error"]
+                    .as_str()
+                    .unwrap_or("refused")
+                    .to_owned();
+                (outcome(call_id, name, "refused", Some(&code)), false)
+            }
+            Err(e) if e.status >= 500 => return Err(WorkError::transient(Transient(e.detail))),
+            Err(e) => (outcome(call_id, name, "refused", Some(e.code)), false),
+        })
     }
 
-    /// The model's answer for the event: Converse with the instructions, the event and its
-    /// conversation, and the tools the rule gives it.
-    async fn ask(
-        &self,
-        model: &str,
-        instructions: &str,
-        tools: &[AiTool],
-        fired: &Fired,
-    ) -> Result<Answer, Asked> {
-        let client = self
-            .model
-            .as_ref()
+    /// Asks the rule's model, within the allow-list, its token bound and the time left.
+    async fn ask(&self, rule: &Rule, fired: &Fired, deadline: Instant) -> Result<Answer, Asked> {
+        let Action::Ai {
+            model,
+            instructions,
+            tools,
+            max_tokens,
+        } = &rule.action
+        else {
+            return Err(Asked::Refused("not an ai run".into()));
+        };
+        let client = (self.model.as_ref())
             .ok_or_else(|| Asked::Refused("no model client is configured".into()))?;
+        if !self.ai.models.allows(model) {
+            return Err(Asked::Refused(format!(
+                "the model {model} is not on this deployment's allow-list"
+            )));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = left.saturating_sub(self.reply_budget() + Duration::from_secs(2));
         let input = self
             .input(fired)
             .await
             .map_err(|e| Asked::Retry(e.to_string()))?;
-        let message = Message::builder()
-            .role(ConversationRole::User)
-            .content(ContentBlock::Text(input))
-            .build()
-            .map_err(|e| Asked::Refused(e.to_string()))?;
-        let mut call = client
-            .converse()
-            .model_id(model)
-            .system(SystemContentBlock::Text(instructions.to_owned()))
-            .messages(message);
-        if !tools.is_empty() {
-            call = call.tool_config(tool_config(tools)?);
-        }
-        let out = call.send().await.map_err(asked)?;
-        Ok(Answer::of(&out))
-    }
-}
-
-/// The rule's tools as Converse takes them, with the schemas the assistant's tools have.
-fn tool_config(tools: &[AiTool]) -> Result<ToolConfiguration, Asked> {
-    let refused = |e: aws_sdk_bedrockruntime::error::BuildError| Asked::Refused(e.to_string());
-    let mut config = ToolConfiguration::builder();
-    for tool in tools {
-        let spec = firmspace::effects::tools::find(tool.name()).expect("every ai tool is a tool");
-        let built = ToolSpecification::builder()
-            .name(spec.name)
-            .description(spec.description)
-            .input_schema(ToolInputSchema::Json(document(&(spec.input_schema)())))
-            .build()
-            .map_err(refused)?;
-        config = config.tools(Tool::ToolSpec(built));
-    }
-    config.build().map_err(refused)
-}
-
-/// A failed Converse call: one a retry may get past (throttled, unavailable, timed out, not
-/// reached), or a refusal.
-fn asked(
-    e: aws_sdk_bedrockruntime::error::SdkError<
-        aws_sdk_bedrockruntime::operation::converse::ConverseError,
-    >,
-) -> Asked {
-    use aws_sdk_bedrockruntime::operation::converse::ConverseError as E;
-    let why = aws_sdk_bedrockruntime::error::DisplayErrorContext(&e).to_string();
-    match e.as_service_error() {
-        Some(E::ThrottlingException(_))
-        | Some(E::ServiceUnavailableException(_))
-        | Some(E::InternalServerException(_))
-        | Some(E::ModelNotReadyException(_))
-        | Some(E::ModelTimeoutException(_)) => Asked::Retry(why),
-        Some(_) => Asked::Refused(why),
-        None => Asked::Retry(why),
-    }
-}
-
-impl Answer {
-    /// What Converse answered: its text, its tool calls and the tokens it used.
-    fn of(out: &aws_sdk_bedrockruntime::operation::converse::ConverseOutput) -> Self {
-        let mut answer = Answer {
-            text: String::new(),
-            calls: Vec::new(),
-            tokens: out
-                .usage()
-                .map(|u| json!({"input": u.input_tokens(), "output": u.output_tokens(), "total": u.total_tokens()}))
-                .unwrap_or(Value::Null),
+        let question = Question {
+            model,
+            instructions,
+            tools,
+            input,
+            max_tokens: max_tokens.unwrap_or(model::MAX_TOKENS_DEFAULT),
+            timeout: timeout.min(self.ai.timeout),
         };
-        if let Some(aws_sdk_bedrockruntime::types::ConverseOutput::Message(message)) = out.output()
-        {
-            for block in message.content() {
-                match block {
-                    ContentBlock::Text(text) => answer.text.push_str(text),
-                    ContentBlock::ToolUse(call) => answer.calls.push((
-                        call.tool_use_id().to_owned(),
-                        call.name().to_owned(),
-                        value(call.input()),
-                    )),
-                    _ => {}
-                }
-            }
-        }
-        answer
+        model::ask(client, question).await
     }
-}
 
-impl Automation {
-    /// The event and at most the latest 20 messages of its conversation, in at most 16 KB.
-    async fn input(&self, fired: &Fired) -> Result<String, firmspace::store::StoreError> {
+    /// The event and at most the latest 20 messages of its conversation, in at most 16 KB, as
+    /// one JSON document: a customer's words only as string values in it.
+    async fn input(&self, fired: &Fired) -> Result<String, StoreError> {
         let conversation = fired.context.get("conversation_id").and_then(Value::as_str);
         let mut messages: Vec<Value> = match conversation {
             Some(id) => firmspace::messages::messages(&self.store, &fired.org, id)
@@ -439,8 +351,31 @@ impl Automation {
     }
 }
 
-/// Why the model gave no answer: a failure a retry may get past, or a refusal.
-pub(crate) enum Asked {
-    Retry(String),
-    Refused(String),
+/// A model's reply goes into its trigger's own conversation, whatever the model named, as
+/// the tool call's own reply run.
+struct ModelReplies<'a> {
+    worker: &'a Automation,
+    rule: &'a Rule,
+    fired: &'a Fired,
+    now: DateTime<Utc>,
+}
+
+impl Replies for ModelReplies<'_> {
+    async fn reply(&self, reply: AssistedReply) -> Result<Value, ApiError> {
+        let fired = Fired {
+            event_key: EventKey::new("ai", &format!("{}:{}", self.fired.event_key, reply.call_id)),
+            ..self.fired.clone()
+        };
+        match self
+            .worker
+            .reply(self.rule, &reply.text, &fired, self.now)
+            .await
+        {
+            Ok(_) => Ok(json!({"state": "sent"})),
+            Err(WorkError::Permanent { reason, detail }) => {
+                Err(ApiError::new(409, reason.name(), detail))
+            }
+            Err(e) => Err(ApiError::new(503, "reply_unavailable", e.to_string())),
+        }
+    }
 }

@@ -33,6 +33,30 @@ pub struct Automation {
     targets: Mutex<HashMap<String, (Instant, Integration)>>,
     /// Amazon Bedrock, for the `ai` action; without it an `ai` run fails with the reason.
     model: Option<aws_sdk_bedrockruntime::Client>,
+    /// The `ai` action's bounds.
+    ai: AiBounds,
+}
+
+/// What bounds the `ai` action in this deployment.
+#[derive(Clone, Debug)]
+pub struct AiBounds {
+    /// `AI_MODELS`: the models a rule may name (the functions' IAM allows exactly these).
+    pub models: firmspace::commands::model::Models,
+    /// `AI_RUNS_PER_HOUR` (default 200): AI runs an organisation may make an hour.
+    pub runs_per_hour: u64,
+    /// `AI_TIMEOUT_MS` (default 20000): the longest one model call may take (less when the
+    /// invocation has less time left).
+    pub timeout: Duration,
+}
+
+impl AiBounds {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Ok(Self {
+            models: firmspace::commands::model::Models::from_env(),
+            runs_per_hour: parse_var("AI_RUNS_PER_HOUR", 200)?,
+            timeout: Duration::from_millis(parse_var("AI_TIMEOUT_MS", 20_000)?),
+        })
+    }
 }
 
 /// How long a warm function keeps an opened outbound target.
@@ -46,12 +70,18 @@ impl Automation {
             apis,
             targets: Mutex::new(HashMap::new()),
             model: None,
+            ai: AiBounds {
+                models: firmspace::commands::model::Models::parse(""),
+                runs_per_hour: 200,
+                timeout: Duration::from_secs(20),
+            },
         }
     }
 
-    /// The same worker asking this Bedrock client for `ai` runs.
-    pub fn with_model(mut self, model: aws_sdk_bedrockruntime::Client) -> Self {
+    /// The same worker asking this Bedrock client for `ai` runs, within `bounds`.
+    pub fn with_model(mut self, model: aws_sdk_bedrockruntime::Client, bounds: AiBounds) -> Self {
         self.model = Some(model);
+        self.ai = bounds;
         self
     }
 }
@@ -81,11 +111,11 @@ pub fn app_with_model(
     store: Store,
     outbound: Outbound,
     apis: Apis,
-    model: aws_sdk_bedrockruntime::Client,
+    (model, bounds): (aws_sdk_bedrockruntime::Client, AiBounds),
     max_receives: u32,
 ) -> App {
     SqsApp::new(
-        Automation::new(store.clone(), outbound, apis).with_model(model),
+        Automation::new(store.clone(), outbound, apis).with_model(model, bounds),
         store,
         max_receives,
     )
@@ -104,7 +134,7 @@ pub async fn from_env() -> Result<App, ConfigError> {
             Outbound::new(timeout, config.allows_loopback()),
             Apis::from_env(config.allows_loopback())?,
         )
-        .with_model(bedrock))
+        .with_model(bedrock, AiBounds::from_env()?))
     })
     .await
 }
@@ -200,7 +230,7 @@ impl Automation {
                             .into(),
                     )));
                 }
-                self.ai(rule, fired, now).await
+                self.ai(rule, fired, now, deadline).await
             }
             Action::Reply { text } => {
                 if Instant::now() + self.reply_budget() > deadline {

@@ -6,6 +6,7 @@
 use super::{Automation, Transient};
 use chrono::{DateTime, Utc};
 use firmspace::effects::automation::{self, Rule};
+use firmspace::effects::bounds;
 use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::{AssistedReply, Fired, Trigger};
@@ -15,7 +16,8 @@ use firmspace::messages::providers::MessageSettings;
 use firmspace::messages::reply::{self, Replied};
 use firmspace::messages::{self, Conversation};
 use firmspace::review::Reason;
-use firmspace::store::{Step, Transacted};
+use firmspace::store::item::s;
+use firmspace::store::{Cond, Step, Transacted, Update};
 use serde_json::json;
 use std::time::Duration;
 
@@ -134,6 +136,12 @@ impl Automation {
                 Replied::Unclear("an earlier attempt's outcome is unknown".into()),
             ),
             Claim::Fresh(lease) | Claim::Retry(lease) => {
+                let run = automation::run_key(&rule.rule_id, &fired.event_key);
+                let org = &rule.org;
+                if !bounds::admit_reply(&self.store, org, &conversation.id, &run, now).await? {
+                    self.capped(rule, fired, &lease, now).await?;
+                    return Ok(Applied::one(false));
+                }
                 let replied = reply::send(&self.apis, &settings, &conversation, text).await;
                 (lease, replied)
             }
@@ -150,6 +158,35 @@ impl Automation {
         )
         .await?;
         Ok(Applied::one(true))
+    }
+
+    /// A reply over its conversation's cap: the run ends `skipped` (`reply_cap`), sending
+    /// nothing.
+    async fn capped(
+        &self,
+        rule: &Rule,
+        fired: &Fired,
+        lease: &Lease,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        let (org, key) = (&rule.org, &fired.event_key);
+        let pk = runs::run_pk(org, &automation::run_key(&rule.rule_id, key));
+        let why = Update::new()
+            .set("reason", s("reply_cap"))
+            .when(Cond::Exists);
+        self.store.update_if(&pk, &why).await?;
+        runs::set_state(
+            &self.store,
+            org,
+            &rule.rule_id,
+            key,
+            lease,
+            RunState::Skipped,
+            now,
+        )
+        .await?;
+        tracing::info!(run = %pk, "reply skipped: the conversation is at its cap");
+        Ok(())
     }
 
     /// A reply that cannot be sent on this channel: the run ends `failed`, and the rule is

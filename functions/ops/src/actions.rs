@@ -7,15 +7,15 @@
 use crate::views::admin_only;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
+use firmspace::commands::{perform, Actor, Command, Env, Replies, RequestKey};
 use firmspace::effects::runs::RunState;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ops::events::{replay, ReplayError};
 use firmspace::ops::hold;
 use firmspace::ops::ids;
 use firmspace::ops::requests::{self, Request as Asked};
-use firmspace::ops::review::{outcome, NOTE_MAX};
+use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::{self, Decided, Decision};
-use firmspace::review::{self, Resolved};
 use firmspace::store::item::tag_name;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
@@ -38,6 +38,7 @@ enum Action {
         org: firmspace::ids::OrgId,
         pk: String,
         note: String,
+        decision: Option<firmspace::commands::Decision>,
     },
     Decide {
         org: firmspace::ids::OrgId,
@@ -65,7 +66,9 @@ struct RedriveBody {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ResolveBody {
-    note: String,
+    note: Option<String>,
+    /// `apply` books what a `payment_proposed` item proposes; `dismiss` (or none) nothing.
+    decision: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -111,9 +114,27 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         ["ops", "review", id, "resolve"] => {
             let (org, pk) =
                 ids::decode(id, owner, &["REVIEW#"]).ok_or_else(|| unknown("review item"))?;
-            let note = parse_json::<ResolveBody>(body)?.note;
+            let body = parse_json::<ResolveBody>(body)?;
+            let decision = match body.decision.as_deref() {
+                None => None,
+                Some(raw) => Some(firmspace::store::item::parse_tag(raw).ok_or_else(|| {
+                    ApiError::bad_request("invalid_decision", "decision is apply or dismiss")
+                })?),
+            };
+            let note = match (body.note, decision) {
+                (Some(note), _) => note,
+                (None, Some(d)) => firmspace::store::item::tag_name(&d),
+                (None, None) => {
+                    return Err(ApiError::bad_request("invalid_field", "note is required"))
+                }
+            };
             let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
-            Ok(Action::Resolve { org, pk, note })
+            Ok(Action::Resolve {
+                org,
+                pk,
+                note,
+                decision,
+            })
         }
         ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(app, who, segments),
         ["ops", "runs", id, "decide"] => {
@@ -170,6 +191,9 @@ pub(crate) async fn dispatch(
 ) -> Result<Response<Body>, ApiError> {
     let key = requests::key_of(req)?;
     let action = action(app, who, req, segments)?;
+    if let Action::Resolve { .. } = action {
+        return resolve(app, who, req, key, action, now).await;
+    }
     let by = who.by();
     let asked = Asked {
         by: &by,
@@ -181,6 +205,58 @@ pub(crate) async fn dispatch(
         .once(&app.store, now, || run(app, &by, action, now))
         .await?;
     Ok(json_response(status, &answer))
+}
+
+/// A review item resolved, with a person's decision, by the command layer (which claims the
+/// key itself).
+async fn resolve(
+    app: &App,
+    who: &Who,
+    req: &Request,
+    key: String,
+    action: Action,
+    now: DateTime<Utc>,
+) -> Result<Response<Body>, ApiError> {
+    let Action::Resolve {
+        org,
+        pk,
+        note,
+        decision,
+    } = action
+    else {
+        return Err(unknown("route"));
+    };
+    let by = match who {
+        Who::Admin(name) => Actor::Admin {
+            name: name.clone(),
+            org,
+        },
+        Who::Org(key) => Actor::Key(key.clone()),
+    };
+    let env = Env {
+        store: &app.store,
+        now,
+        replies: &NoReplies,
+    };
+    let command = Command::ResolveReview { pk, note, decision };
+    let done = perform(
+        &env,
+        &by,
+        &RequestKey::Header(key),
+        command,
+        body_bytes(req),
+    )
+    .await?;
+    Ok(json_response(done.status, &done.answer))
+}
+
+/// The operator's actions send no replies.
+struct NoReplies;
+
+impl Replies for NoReplies {
+    async fn reply(&self, _: firmspace::effects::AssistedReply) -> Result<Value, ApiError> {
+        Err(ApiError::not_found("route"))
+    }
 }
 
 fn conflict(code: &str, detail: &str, outcome: Value) -> (u16, Value) {
@@ -263,14 +339,7 @@ async fn run(
         Action::Consumer { .. } | Action::Integration { .. } => {
             return pause_or_resume(app, by, action, now).await
         }
-        Action::Resolve { org, pk, note } => {
-            let resolved = review::resolve(store, &org, &pk, by, &note, now).await?;
-            let shown = outcome(&pk, by, &note, &resolved).ok_or_else(|| unknown("review item"))?;
-            match resolved {
-                Resolved::Now { .. } => (200, shown),
-                _ => conflict("not_open", "the review item was resolved before", shown),
-            }
-        }
+        Action::Resolve { .. } => return Err(unknown("route")),
         Action::Decide { org, pk, decision } => {
             let decided = runs::decide(store, &app.publisher, &org, &pk, decision, now)
                 .await

@@ -6,7 +6,7 @@ use super::runs::RunState;
 use super::Trigger;
 use crate::ids::{EventKey, IntegrationId, LocalId, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
-use crate::store::{Step, Store, StoreError, Transacted};
+use crate::store::{Item, Step, Store, StoreError, Transacted};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -33,26 +33,46 @@ pub enum Action {
     Ai {
         model: String,
         instructions: String,
-        tools: Vec<AiTool>,
+        tools: Vec<Tool>,
+        /// The bound on the answer's tokens (default 1024, at most 4096).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u32>,
     },
 }
 
-/// The tools an AI step may be given: the assistant's own (`effects::tools`).
+/// The product's write actions as tools a model or an assistant calls. A tool's name is its
+/// variant's serde name, written nowhere else; its input, schema and authority are
+/// `commands`'. A rule's AI step may be given those `for_model` allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AiTool {
+pub enum Tool {
     Reply,
     CreateTask,
     RegisterPayment,
+    CreateCreditNote,
+    ResolveReview,
 }
 
-impl AiTool {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Reply => "reply",
-            Self::CreateTask => "create_task",
-            Self::RegisterPayment => "register_payment",
-        }
+impl Tool {
+    pub const ALL: [Self; 5] = [
+        Self::Reply,
+        Self::CreateTask,
+        Self::RegisterPayment,
+        Self::CreateCreditNote,
+        Self::ResolveReview,
+    ];
+
+    pub fn name(self) -> String {
+        tag_name(&self)
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == raw)
+    }
+
+    /// What an AI step may be given: a reply, a task, and a payment it can only propose.
+    pub fn for_model(self) -> bool {
+        matches!(self, Self::Reply | Self::CreateTask | Self::RegisterPayment)
     }
 }
 
@@ -75,8 +95,24 @@ pub async fn create_rule(
     action: Action,
     now: DateTime<Utc>,
 ) -> Result<Rule, StoreError> {
+    create_rule_by(store, org, (trigger, action), None, now).await
+}
+
+fn rule_pk(org: &OrgId, rule_id: &str) -> String {
+    org.pk(&format!("RULE#{rule_id}"))
+}
+
+/// `create_rule`, recording who made it (a key's id, or the admin's public name).
+pub async fn create_rule_by(
+    store: &Store,
+    org: &OrgId,
+    (trigger, action): (Trigger, Action),
+    by: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Rule, StoreError> {
     let rule_id = LocalId::generate("rule_").as_str().to_owned();
-    let item = Builder::new(&org.pk(&format!("RULE#{rule_id}")), "rule", org.as_str())
+    let item = Builder::new(&rule_pk(org, &rule_id), "rule", org.as_str())
+        .opt_str("created_by", by)
         .str("rule_id", &rule_id)
         .tag("trigger", &trigger)
         .str(
@@ -96,6 +132,47 @@ pub async fn create_rule(
         trigger,
         action,
     })
+}
+
+/// A rule as `GET /api/rules` shows it.
+fn rule_json(item: &Item) -> Value {
+    let action = item
+        .opt_str("action")
+        .and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .unwrap_or(Value::Null);
+    json!({
+        "rule_id": item.opt_str("rule_id"),
+        "trigger": item.opt_str("trigger"),
+        "action": action,
+        "created_at": item.opt_str("created_at"),
+        "created_by": item.opt_str("created_by"),
+    })
+}
+
+/// Every rule of the organisation, by trigger, each oldest first.
+pub async fn list_rules(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
+    let mut rules = Vec::new();
+    for trigger in Trigger::ALL {
+        let items = store.list(&rules_list(org, trigger), false, 100).await?;
+        rules.extend(items.iter().map(rule_json));
+    }
+    Ok(rules)
+}
+
+/// One rule, or `None`.
+pub async fn read_rule(
+    store: &Store,
+    org: &OrgId,
+    rule_id: &str,
+) -> Result<Option<Value>, StoreError> {
+    if LocalId::parse("rule_id", rule_id).is_err() {
+        return Ok(None);
+    }
+    Ok(store
+        .get(&rule_pk(org, rule_id))
+        .await?
+        .as_ref()
+        .map(rule_json))
 }
 
 /// The organisation's rules for a trigger, oldest first.

@@ -7,12 +7,12 @@
 
 pub mod activity;
 pub mod automation;
+pub mod bounds;
 pub mod derive;
 pub mod job;
 pub mod notify;
 pub mod queue;
 pub mod runs;
-pub mod tools;
 pub mod worker;
 
 /// Automation's outbound calls and their guard, where every outbound call lives.

@@ -23,6 +23,8 @@ pub enum RunState {
     NeedsCheck,
     /// A run without an outgoing call (a task) that has happened.
     Done,
+    /// A run a bound stopped before it acted (`reason`: `reply_cap`, `ai_budget`).
+    Skipped,
 }
 
 /// The run's item key.

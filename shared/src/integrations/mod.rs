@@ -229,9 +229,25 @@ pub async fn create(store: &Store, integration: &Integration) -> Result<(), Stor
         .map(|_| ())
 }
 
-/// Replaces an integration's settings (a rotated secret or key); the id stays.
+/// Creates it as made by `by` (a key's id, or the admin's public name).
+pub async fn create_by(
+    store: &Store,
+    integration: &Integration,
+    by: &str,
+) -> Result<(), StoreError> {
+    let mut item = integration.to_item(store).await?;
+    item.insert("created_by".into(), crate::store::item::s(by));
+    store.put_new(item).await.map(|_| ())
+}
+
+/// Replaces an integration's settings (a rotated secret or key); the id and its creator stay.
 pub async fn replace(store: &Store, integration: &Integration) -> Result<(), StoreError> {
-    store.replace(integration.to_item(store).await?).await
+    let mut item = integration.to_item(store).await?;
+    let stored = store.get(&integration_pk(&integration.id)).await?;
+    if let Some(by) = stored.as_ref().and_then(|i| i.opt_str("created_by")) {
+        item.insert("created_by".into(), crate::store::item::s(by));
+    }
+    store.replace(item).await
 }
 
 /// The integration with its secrets opened (one KMS `Decrypt` when it has any).

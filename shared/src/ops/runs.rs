@@ -17,13 +17,14 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 /// The states runs are listed in.
-pub const STATES: [&str; 6] = [
+pub const STATES: [&str; 7] = [
     "needs_check",
     "failed",
     "sending",
     "not_sent",
     "sent",
     "done",
+    "skipped",
 ];
 
 pub fn to_json(item: &Item) -> Value {
@@ -42,6 +43,8 @@ pub fn to_json(item: &Item) -> Value {
         // An `ai` run's: the tokens its model used, and why it failed.
         "tokens": item.opt_str("tokens").and_then(|t| serde_json::from_str::<Value>(t).ok()),
         "reason": item.opt_str("reason"),
+        // An `ai` run's tool calls, each with its outcome.
+        "calls": item.opt_str("calls").and_then(|c| serde_json::from_str::<Value>(c).ok()),
     })
 }
 

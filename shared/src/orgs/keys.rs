@@ -114,6 +114,8 @@ pub struct KeyInfo {
     pub created_by: Option<String>,
     pub revoked_at: Option<String>,
     pub revoked_by: Option<String>,
+    /// Made before keys had scopes: it holds every scope until revoked.
+    pub legacy: bool,
 }
 
 fn hash(api_key: &str) -> String {
@@ -193,6 +195,9 @@ pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, S
     if found.opt_str("revoked_at").is_some() {
         return Ok(None);
     }
+    if found.opt_str("key_id").is_none() {
+        listed_as_legacy(store, &org, api_key, &found).await?;
+    }
     Ok(Some(Key {
         org,
         id: key_id(api_key),
@@ -200,7 +205,33 @@ pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, S
     }))
 }
 
-/// The organisation's keys, oldest first (a key made before keys were listed is not among them).
+/// A key made before keys had scopes and a list (it keeps every scope) put on the list when it
+/// is first used, marked `legacy`, so a person sees it and can revoke it.
+async fn listed_as_legacy(
+    store: &Store,
+    org: &OrgId,
+    api_key: &str,
+    found: &Item,
+) -> Result<(), StoreError> {
+    let id = key_id(api_key);
+    let created = found
+        .opt_str("created_at")
+        .map(str::to_owned)
+        .unwrap_or_else(|| crate::time::format(Utc::now()));
+    let update = Update::new()
+        .set("key_id", item::s(&id))
+        .set("name", item::s(found.opt_str("name").unwrap_or("legacy")))
+        .set("created_at", item::s(&created))
+        .set("legacy", item::s("true"))
+        .set("gsi1pk", item::s(list_pk(org)))
+        .set("gsi1sk", item::s(format!("{created}#{id}")))
+        .when(Cond::Lacks("key_id".into()));
+    store.update_if(&key_pk(org, api_key), &update).await?;
+    Ok(())
+}
+
+/// The organisation's keys, oldest first; a key made before keys were listed is among them
+/// from its first use on (`legacy`).
 pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<KeyInfo>, StoreError> {
     let items = store.list(&list_pk(org), false, KEYS_MAX as i32).await?;
     items.iter().map(info).collect()
@@ -237,6 +268,7 @@ fn info(item: &Item) -> Result<KeyInfo, StoreError> {
         created_by: item.opt_str("created_by").map(str::to_owned),
         revoked_at: item.opt_str("revoked_at").map(str::to_owned),
         revoked_by: item.opt_str("revoked_by").map(str::to_owned),
+        legacy: item.opt_str("legacy").is_some(),
     })
 }
 

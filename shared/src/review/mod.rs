@@ -139,6 +139,7 @@ pub fn item_json(item: &Item) -> Value {
         "note": item.opt_str("note"),
         "resolved_by": item.opt_str("resolved_by"),
         "resolved_at": item.opt_str("resolved_at"),
+        "decision": item.opt_str("decision"),
     })
 }
 
@@ -183,8 +184,23 @@ pub async fn settle(
     note: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    settle_deciding(store, org, pk, (by, note, None), now).await
+}
+
+/// `settle`, keeping a person's `decision` on what the item proposed with the resolution.
+pub async fn settle_deciding(
+    store: &Store,
+    org: &OrgId,
+    pk: &str,
+    (by, note, decision): (&str, &str, Option<&str>),
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
     let at = time::format(now);
-    let update = Update::new()
+    let mut update = Update::new();
+    if let Some(decision) = decision {
+        update = update.set("decision", s(decision));
+    }
+    let update = update
         .set("state", s("resolved"))
         .set("resolved_by", s(by))
         .set("resolved_at", s(&at))
@@ -224,7 +240,18 @@ pub async fn resolve(
     note: &str,
     now: DateTime<Utc>,
 ) -> Result<Resolved, StoreError> {
-    if settle(store, org, pk, by, note, now).await? {
+    resolve_deciding(store, org, pk, (by, note, None), now).await
+}
+
+/// `resolve`, keeping a person's `decision` with the resolution.
+pub async fn resolve_deciding(
+    store: &Store,
+    org: &OrgId,
+    pk: &str,
+    asked: (&str, &str, Option<&str>),
+    now: DateTime<Utc>,
+) -> Result<Resolved, StoreError> {
+    if settle_deciding(store, org, pk, asked, now).await? {
         return Ok(Resolved::Now {
             at: time::format(now),
         });

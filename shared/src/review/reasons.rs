@@ -94,6 +94,8 @@ named! {
         UnknownIntegration => "unknown_integration",
         OutboundRejected => "outbound_rejected",
         ModelRefused => "model_refused",
+        PaymentProposed => "payment_proposed",
+        AiBudget => "ai_budget",
         NeedsCheck => "needs_check",
         UnpublishableConsequence => "unpublishable_consequence",
         MalformedEvent => "malformed_event",

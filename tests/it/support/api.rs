@@ -26,6 +26,9 @@ pub fn settings() -> api::Settings {
         files: None,
         imports: None,
         automation: None,
+        ai_models: firmspace::commands::model::Models::parse(
+            "anthropic.claude-3-5-haiku-20241022-v1:0",
+        ),
         reads_per_minute: 300,
         uploads: None,
     }

@@ -69,38 +69,15 @@ pub async fn refund(
     ctx: &Ctx<'_>,
     ledger_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    use firmspace::ledger::correction::{self, RefundError};
-    use firmspace::ops::requests;
-    let key = requests::key_of(ctx.req)?;
+    let key = firmspace::ops::requests::key_of(ctx.req)?;
     let body: NewRefund = parse_json(body_bytes(ctx.req))?;
-    let reason = firmspace::fields::line("reason", &body.reason, 500)?.to_owned();
-    firmspace::fields::reference("ledger_id", ledger_id, firmspace::fields::REF_MAX)
-        .map_err(|_| ApiError::not_found("ledger line"))?;
-    let asked = requests::Request {
-        by: &ctx.key.id,
-        shared: None,
-        key: &key,
-        fingerprint: requests::fingerprint(
-            &format!("ledger/{ledger_id}/refund"),
-            body_bytes(ctx.req),
-        ),
+    let command = firmspace::commands::Command::RefundLedgerLine {
+        ledger_id: ledger_id.to_owned(),
+        reason: body.reason,
     };
-    let (status, answer) = asked
-        .once(store, ctx.now, || async {
-            let written =
-                correction::refund(store, &ctx.org, ledger_id, &reason, &ctx.key.id, ctx.now)
-                    .await
-                    .map_err(|e| match e {
-                        RefundError::Store(e) => e.into(),
-                        RefundError::NotFound => ApiError::not_found("ledger line"),
-                        RefundError::NotADebit(_) => {
-                            ApiError::new(409, "not_a_debit", e.to_string())
-                        }
-                    })?;
-            Ok((200, written.answer()))
-        })
-        .await?;
-    Ok(json_response(status, &answer))
+    let key = firmspace::commands::RequestKey::Header(key);
+    let done = ctx.perform(store, key, command).await?;
+    Ok(json_response(done.status, &done.answer))
 }
 
 /// `GET /api/wallet`.

@@ -227,6 +227,9 @@ async fn the_document_is_served_without_authentication() {
         reads_per_minute: 300,
         uploads: None,
         automation: None,
+        ai_models: firmspace::commands::model::Models::parse(
+            "anthropic.claude-3-5-haiku-20241022-v1:0",
+        ),
     };
     let app = crate::App::new(store, settings);
     let get = |path: &str| {

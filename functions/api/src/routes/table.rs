@@ -3,17 +3,17 @@
 use super::Answer::{Document, Items, One};
 use super::Method::{Delete, Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
-use crate::assistant::ToolCall;
 use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
-use crate::credit_notes::NewNote;
 use crate::deals::NewStage;
 use crate::invoices::{CreateInvoice, ManualPayment};
 use crate::openapi::doc;
 use crate::schemas as s;
 use crate::setup::{NewIntegration, NewMember, NewOrg, NewSecrets};
 use firmspace::calls::CallFields;
+use firmspace::commands::CreditInput as NewNote;
+use firmspace::commands::ToolCall;
 
 const fn path(name: &'static str, doc: &'static str) -> Param {
     Param {
@@ -318,10 +318,38 @@ pub static ROUTES: &[Route] = &[
         answer: One(doc::<s::RuleCreated>),
         errors: &[(
             400,
-            "`malformed`, `invalid_trigger`, `invalid_action`, `invalid_integration` \
+            "`malformed`, `invalid_trigger`, `invalid_action`, `model_not_allowed` (an ai \
+             step's model is not on the deployment's allow-list), `invalid_integration` \
              (send_message needs an outbound integration of this organisation), `invalid_field` \
              (`title`: 1-500 characters, `text`: 1-4000)",
         )],
+    },
+    Route {
+        method: Get,
+        path: "/api/rules",
+        op: Op::Org(ListRules),
+        summary: "Every automation rule, by trigger, with who made it (`created_by`)",
+        params: &[],
+        body: None,
+        ok: OK,
+        answer: Items(doc::<s::Rule>),
+        errors: &[],
+    },
+    Route {
+        method: Get,
+        path: "/api/rules/{rule_id}",
+        op: Op::Org(ReadRule),
+        summary: "One automation rule, with who made it (`created_by`)",
+        params: &[Param {
+            name: "rule_id",
+            at: In::Path,
+            required: true,
+            doc: "`rule_...`",
+        }],
+        body: None,
+        ok: OK,
+        answer: One(doc::<s::Rule>),
+        errors: &[(404, "`not_found`")],
     },
     Route {
         method: Get,

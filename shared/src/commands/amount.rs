@@ -1,0 +1,137 @@
+//! An amount as a command takes it: a decimal string (`"40.00"`) or a JSON number (`40`,
+//! `40.5`), read from its JSON text, never through a float. Anything else — a comma, a sign,
+//! zero, an exponent, a currency suffix, more decimals than the currency has — is refused
+//! with one code, `invalid_amount`, on every adapter.
+
+use crate::http::ApiError;
+use crate::money::{parse_amount, Currency};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// The JSON text of an `amount` field, kept as it came so that the command, not the JSON
+/// reader, decides what it means.
+#[derive(Clone, Debug)]
+pub struct AmountText(String);
+
+impl utoipa::PartialSchema for AmountText {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::String, Type::Number]))
+            .description(Some(
+                "Major units: a decimal string (\"40.00\") or a JSON number (40); positive, \
+                 no sign, comma or suffix, at most as many decimals as the currency has.",
+            ))
+            .examples([serde_json::json!("40.00")])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for AmountText {}
+
+impl<'de> Deserialize<'de> for AmountText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        Ok(Self(raw.get().to_owned()))
+    }
+}
+
+impl AmountText {
+    /// The JSON text of `value` (a tool call's input, already read by another parser).
+    pub fn of(value: &serde_json::Value) -> Self {
+        Self(value.to_string())
+    }
+
+    /// The amount in major units, positive, within the limits of `money`.
+    pub fn decimal(&self, field: &'static str) -> Result<Decimal, ApiError> {
+        let raw = self.0.trim();
+        let text = match raw.starts_with('"') {
+            true => serde_json::from_str::<String>(raw).map_err(|_| invalid(field))?,
+            // A JSON number: digits and at most one point (no sign, no exponent).
+            false => raw.to_owned(),
+        };
+        parse_amount(&text).map_err(|e| ApiError {
+            field: Some(field),
+            ..ApiError::bad_request("invalid_amount", format!("{field}: {e}"))
+        })
+    }
+
+    /// [`AmountText::decimal`], with no more decimals than `currency` has.
+    pub fn in_currency(
+        &self,
+        field: &'static str,
+        currency: Currency,
+    ) -> Result<Decimal, ApiError> {
+        currency.check(self.decimal(field)?).map_err(|e| ApiError {
+            field: Some(field),
+            ..ApiError::bad_request("invalid_amount", format!("{field}: {e}"))
+        })
+    }
+}
+
+fn invalid(field: &'static str) -> ApiError {
+    ApiError {
+        field: Some(field),
+        ..ApiError::bad_request(
+            "invalid_amount",
+            format!("{field} is a decimal string or a JSON number in major units"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<Decimal, &'static str> {
+        let text: AmountText = serde_json::from_str(json).expect("any JSON value is taken");
+        text.decimal("amount").map_err(|e| e.code)
+    }
+
+    #[test]
+    fn a_string_and_a_json_number_read_the_same_amount_exactly() {
+        let exact = |s: &str| s.parse::<Decimal>().unwrap();
+        assert_eq!(read("\"40.00\""), Ok(exact("40")));
+        assert_eq!(read("40"), Ok(exact("40")));
+        assert_eq!(read("40.10"), Ok(exact("40.1")));
+        assert_eq!(read("12345678.9012"), Ok(exact("12345678.9012")));
+    }
+
+    #[test]
+    fn a_comma_a_sign_zero_an_exponent_or_a_suffix_is_an_invalid_amount() {
+        for bad in [
+            "\"40,00\"",
+            "\"-40\"",
+            "-40",
+            "\"0\"",
+            "0",
+            "0.00",
+            "\"40 UAH\"",
+            "4e1",
+            "true",
+            "null",
+            "{}",
+            "[40]",
+            "\"\"",
+            "40.123456",
+        ] {
+            assert_eq!(read(bad), Err("invalid_amount"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn more_decimals_than_the_currency_has_is_refused() {
+        let text: AmountText = serde_json::from_str("\"40.001\"").unwrap();
+        let uah = Currency::parse("UAH").unwrap();
+        assert_eq!(
+            text.in_currency("amount", uah).unwrap_err().code,
+            "invalid_amount"
+        );
+        let bhd = Currency::parse("BHD").unwrap();
+        assert_eq!(
+            text.in_currency("amount", bhd).unwrap(),
+            "40.001".parse::<Decimal>().unwrap()
+        );
+    }
+}

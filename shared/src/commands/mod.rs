@@ -1,0 +1,310 @@
+//! The command side: every write a person's key, an assistant, the AI step or an operator asks
+//! for is one [`Command`], performed by [`perform`]: the caller's authority (from the [`Actor`]
+//! alone, never from the input's text), the request's key claimed, the typed input validated,
+//! then the write through the store's primitive. The REST routes, the assistant's calls, the AI
+//! step's tool calls and the operator's actions only translate their transport into
+//! `(Actor, RequestKey, Command)` and the [`Done`] back.
+//!
+//! A model never moves money: a payment a model asks for becomes a `payment_proposed` review
+//! item, and a person's `apply` on it books it ([`review`]).
+
+pub mod amount;
+mod crm;
+pub mod model;
+pub mod money;
+mod review;
+pub mod tools;
+
+pub use amount::AmountText;
+pub use money::CreditInput;
+pub use review::Decision;
+pub use tools::{Input, ToolCall};
+
+use crate::effects::automation::Tool;
+use crate::effects::AssistedReply;
+use crate::http::ApiError;
+use crate::ids::{EventKey, ExternalId, OrgId};
+use crate::ops::requests;
+use crate::orgs::{Key, Scope};
+use crate::payments::Source;
+use crate::store::Store;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::future::Future;
+
+/// Who asks. Authority is decided from this alone.
+#[derive(Clone, Debug)]
+pub enum Actor {
+    /// A person's or a program's API key, with its scopes.
+    Key(Key),
+    /// The deployment's operator (`admin:…`), acting on an organisation's items.
+    Admin { name: String, org: OrgId },
+    /// A rule's AI step: it may reply and make tasks; what moves money it only proposes.
+    Model {
+        org: OrgId,
+        rule_id: String,
+        event_key: EventKey,
+    },
+}
+
+impl Actor {
+    pub fn org(&self) -> &OrgId {
+        match self {
+            Self::Key(key) => &key.org,
+            Self::Admin { org, .. } | Self::Model { org, .. } => org,
+        }
+    }
+
+    /// Who acted, as records name them: the key's id, the admin's public name, `ai:RULE`.
+    pub fn id(&self) -> String {
+        match self {
+            Self::Key(key) => key.id.clone(),
+            Self::Admin { name, .. } => name.clone(),
+            Self::Model { rule_id, .. } => format!("ai:{rule_id}"),
+        }
+    }
+
+    /// 403 `forbidden` unless the actor holds every scope of `needs`.
+    fn may(&self, needs: &[Scope]) -> Result<(), ApiError> {
+        let lacks = match self {
+            Self::Key(key) => needs.iter().find_map(|s| key.may(*s).err()),
+            Self::Admin { .. } => None,
+            // A model's commands are limited by `Command::for_model`, not by scopes.
+            Self::Model { .. } => None,
+        };
+        match lacks {
+            None => Ok(()),
+            Some(scope) => Err(ApiError::new(
+                403,
+                "forbidden",
+                format!("this key lacks the `{}` scope", scope.name()),
+            )),
+        }
+    }
+}
+
+/// How a request names itself, and so how it is claimed.
+#[derive(Clone, Debug)]
+pub enum RequestKey {
+    /// A person's `Idempotency-Key`: each key's own.
+    Header(String),
+    /// An assistant's `call_id`: shared by every key of the organisation, kept with its answer.
+    Call(ExternalId),
+    /// One tool call of an AI run: a digest of (run, the model's call id).
+    ToolCall(ExternalId),
+    /// None: the command is idempotent by the state it moves (a void: draft to void).
+    State,
+}
+
+impl RequestKey {
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Header(id) => id,
+            Self::Call(id) | Self::ToolCall(id) => id.as_str(),
+            Self::State => "",
+        }
+    }
+
+    /// The key as the identity of the effect it asks for (a payment's external id).
+    fn identity(&self) -> Result<ExternalId, ApiError> {
+        ExternalId::parse("Idempotency-Key", self.id())
+            .map_err(|e| ApiError::bad_request("invalid_idempotency_key", e.to_string()))
+    }
+}
+
+/// Every write that can be asked for, typed once.
+#[derive(Debug)]
+pub enum Command {
+    /// A payment on an invoice (the "paid" button, the assistant): `amount` or the open rest.
+    RegisterPayment {
+        invoice_id: String,
+        source: Source,
+        amount: Option<AmountText>,
+        /// For whom the key acted.
+        actor: Option<String>,
+    },
+    /// A text into a Telegram or WhatsApp conversation, sent once by the automation worker.
+    Reply {
+        conversation_id: String,
+        text: String,
+    },
+    CreateTask {
+        title: String,
+    },
+    CreateCreditNote {
+        invoice_id: String,
+        note: money::CreditInput,
+    },
+    VoidInvoice {
+        invoice_id: String,
+    },
+    /// An open review item resolved, with a decision on what it proposed.
+    ResolveReview {
+        pk: String,
+        note: String,
+        decision: Option<Decision>,
+    },
+    MoveDeal {
+        deal_id: String,
+        stage: crate::deals::Stage,
+    },
+    RefundLedgerLine {
+        ledger_id: String,
+        reason: String,
+    },
+}
+
+impl Command {
+    /// The scopes a key needs for it.
+    fn requires(&self) -> &'static [Scope] {
+        match self {
+            Self::ResolveReview { .. } => &[Scope::Write, Scope::Ops],
+            _ => &[Scope::Write],
+        }
+    }
+
+    /// Whether a model may ask for it at all (a payment it may only propose).
+    fn for_model(&self) -> bool {
+        matches!(
+            self,
+            Self::Reply { .. } | Self::CreateTask { .. } | Self::RegisterPayment { .. }
+        )
+    }
+
+    /// Whether its effect is identified by the request's key itself (a payment's or a credit
+    /// note's identity, a task's run): then that effect's conditional write is the claim, and a
+    /// repeat is answered by it. Every other command is claimed by a request record.
+    fn claimed_by_effect(&self, key: &RequestKey) -> bool {
+        match key {
+            RequestKey::Call(_) => false,
+            RequestKey::ToolCall(_) | RequestKey::State => true,
+            RequestKey::Header(_) => matches!(
+                self,
+                Self::RegisterPayment { .. }
+                    | Self::CreateCreditNote { .. }
+                    | Self::VoidInvoice { .. }
+            ),
+        }
+    }
+}
+
+/// How a reply leaves: the api queues it for the automation worker, the worker sends it.
+pub trait Replies {
+    fn reply(&self, reply: AssistedReply) -> impl Future<Output = Result<Value, ApiError>> + Send;
+}
+
+/// What a command needs besides its input.
+pub struct Env<'a, R> {
+    pub store: &'a Store,
+    pub now: DateTime<Utc>,
+    pub replies: &'a R,
+}
+
+/// A command's answer: its status and body, and whether it was a repeat's stored answer.
+#[derive(Debug)]
+pub struct Done {
+    pub status: u16,
+    pub answer: Value,
+    pub repeat: bool,
+}
+
+/// The one way in: authority, the request's key, validation, then the write.
+pub async fn perform<R: Replies>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    key: &RequestKey,
+    command: Command,
+    fingerprint: &[u8],
+) -> Result<Done, ApiError> {
+    by.may(command.requires())?;
+    if matches!(by, Actor::Model { .. }) && !command.for_model() {
+        return Err(ApiError::new(
+            403,
+            "forbidden",
+            "an AI step may reply, make a task and propose a payment; nothing else",
+        ));
+    }
+    if command.claimed_by_effect(key) {
+        let (status, answer) = run(env, by, key, command).await?;
+        return Ok(Done {
+            status,
+            answer,
+            repeat: false,
+        });
+    }
+    let who = by.id();
+    let asked = requests::Request {
+        by: &who,
+        shared: matches!(key, RequestKey::Call(_)).then(|| by.org()),
+        key: key.id(),
+        fingerprint: requests::fingerprint(&command.name(), fingerprint),
+    };
+    let (status, answer, repeat) = asked
+        .once_telling(env.store, env.now, || run(env, by, key, command))
+        .await?;
+    Ok(Done {
+        status,
+        answer,
+        repeat,
+    })
+}
+
+impl Command {
+    /// Its name in a request record's fingerprint: a tool's own name, else the variant's.
+    fn name(&self) -> String {
+        let tool = match self {
+            Self::RegisterPayment { .. } => Tool::RegisterPayment,
+            Self::Reply { .. } => Tool::Reply,
+            Self::CreateTask { .. } => Tool::CreateTask,
+            Self::CreateCreditNote { .. } => Tool::CreateCreditNote,
+            Self::ResolveReview { .. } => Tool::ResolveReview,
+            Self::VoidInvoice { .. } => return "void_invoice".into(),
+            Self::MoveDeal { .. } => return "move_deal".into(),
+            Self::RefundLedgerLine { .. } => return "refund_ledger_line".into(),
+        };
+        tool.name()
+    }
+}
+
+async fn run<R: Replies>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    key: &RequestKey,
+    command: Command,
+) -> Result<(u16, Value), ApiError> {
+    match command {
+        Command::RegisterPayment {
+            invoice_id,
+            source,
+            amount,
+            actor,
+        } => match by {
+            Actor::Model { .. } => money::propose(env, by, key, &invoice_id, amount.as_ref()).await,
+            _ => {
+                let asked = money::Asked {
+                    source,
+                    external_id: key.identity()?,
+                    amount: amount.as_ref(),
+                    actor: actor.as_deref(),
+                };
+                Ok((200, money::pay(env, by, &invoice_id, asked).await?))
+            }
+        },
+        Command::CreateCreditNote { invoice_id, note } => {
+            money::credit(env, by, key, &invoice_id, note).await
+        }
+        Command::VoidInvoice { invoice_id } => money::void(env, by, &invoice_id).await,
+        Command::ResolveReview { pk, note, decision } => {
+            review::resolve(env, by, &pk, &note, decision).await
+        }
+        Command::Reply {
+            conversation_id,
+            text,
+        } => crm::reply(env, by, key, &conversation_id, &text).await,
+        Command::CreateTask { title } => crm::task(env, by, key, &title).await,
+        Command::MoveDeal { deal_id, stage } => crm::move_deal(env, by, &deal_id, stage).await,
+        Command::RefundLedgerLine { ledger_id, reason } => {
+            crm::refund_line(env, by, &ledger_id, &reason).await
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! What bounds automation whoever asks: at most [`REPLIES_MAX`] automated replies per
+//! conversation in any rolling [`REPLY_WINDOW`] (a rule's reply, the AI step's, the
+//! assistant's: two bots answering each other stop), and a budget of AI runs per organisation
+//! and hour. Each is one item changed by a conditional write, exact under concurrency.
+
+use crate::ids::OrgId;
+use crate::store::item::{n, s, Read};
+use crate::store::{Cond, Store, StoreError, Update};
+use crate::time;
+use chrono::{DateTime, Duration, Utc};
+
+/// Automated replies a conversation takes in any rolling window.
+pub const REPLIES_MAX: usize = 5;
+pub const REPLY_WINDOW: Duration = Duration::minutes(60);
+
+fn cap_pk(org: &OrgId, conversation_id: &str) -> String {
+    org.pk(&format!(
+        "REPLY_CAP#{}",
+        crate::ids::key_part(conversation_id)
+    ))
+}
+
+/// The replies kept on the cap item that are still within the window: `(at, run)`.
+fn within(stored: Option<&str>, now: DateTime<Utc>) -> Vec<(String, String)> {
+    let since = time::format(now - REPLY_WINDOW);
+    stored
+        .unwrap_or_default()
+        .split('\n')
+        .filter_map(|line| line.split_once('|'))
+        .filter(|(at, _)| *at >= since.as_str())
+        .map(|(at, run)| (at.to_owned(), run.to_owned()))
+        .collect()
+}
+
+/// How many automated replies `conversation_id` took in the window before `now`.
+pub async fn replies_in_window(
+    store: &Store,
+    org: &OrgId,
+    conversation_id: &str,
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let item = store.get(&cap_pk(org, conversation_id)).await?;
+    Ok(within(item.as_ref().and_then(|i| i.opt_str("sent")), now).len())
+}
+
+/// Takes a place for `run`'s reply in `conversation_id`'s window: `true` when it may send
+/// (a place taken now, or by this run before), `false` at the cap.
+pub async fn admit_reply(
+    store: &Store,
+    org: &OrgId,
+    conversation_id: &str,
+    run: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let pk = cap_pk(org, conversation_id);
+    for _ in 0..8 {
+        let item = store.get(&pk).await?;
+        let version = item.as_ref().and_then(|i| i.u64_of("version").ok());
+        let mut sent = within(item.as_ref().and_then(|i| i.opt_str("sent")), now);
+        if sent.iter().any(|(_, r)| r == run) {
+            return Ok(true);
+        }
+        if sent.len() >= REPLIES_MAX {
+            return Ok(false);
+        }
+        sent.push((time::format(now), run.to_owned()));
+        let lines: Vec<String> = sent.iter().map(|(at, r)| format!("{at}|{r}")).collect();
+        let update = Update::new()
+            .set("kind", s("reply_cap"))
+            .set("org", s(org.as_str()))
+            .set("sent", s(lines.join("\n")))
+            .set("version", n(version.unwrap_or(0) + 1))
+            .when(match version {
+                Some(v) => Cond::Equals("version".into(), n(v)),
+                None => Cond::Missing,
+            });
+        if store.update_if(&pk, &update).await? {
+            return Ok(true);
+        }
+    }
+    Err(StoreError::Contended { pk })
+}
+
+/// Counts one AI run against the organisation's budget for the hour of `now`: `false` when
+/// the hour's `per_hour` runs are spent.
+pub async fn spend_ai_run(
+    store: &Store,
+    org: &OrgId,
+    per_hour: u64,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let hour = now.format("%Y-%m-%dT%H").to_string();
+    let update = Update::new()
+        .set("kind", s("ai_budget"))
+        .set("org", s(org.as_str()))
+        .add("runs", n(1))
+        .set("expires_at", n((now + Duration::days(2)).timestamp()))
+        .when(Cond::Any(vec![
+            Cond::Missing,
+            Cond::Before("runs".into(), n(per_hour)),
+        ]));
+    store
+        .update_if(&org.pk(&format!("AI_BUDGET#{hour}")), &update)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_replies_within_the_window_count() {
+        let now = time::parse("2026-12-06T12:00:00.000Z").unwrap();
+        let stored = "2026-12-06T10:59:00.000Z|old\n2026-12-06T11:30:00.000Z|new";
+        let kept = within(Some(stored), now);
+        assert_eq!(
+            kept,
+            vec![("2026-12-06T11:30:00.000Z".into(), "new".into())]
+        );
+    }
+}
