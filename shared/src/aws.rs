@@ -65,11 +65,45 @@ pub async fn lambda(endpoint_url: Option<&str>) -> aws_sdk_lambda::Client {
 /// An SDK interceptor that records the operation name of every DynamoDB request sent (retries
 /// included): tests assert round trips with it, `cargo xtask bench` counts them per event.
 #[derive(Clone, Debug, Default)]
-pub struct CallLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+pub struct CallLog(
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The IAM actions the requests needed (a transaction's, by its items' kinds).
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+);
+
+/// The IAM actions one DynamoDB request needs: its operation's, or for a transaction each of its
+/// items' (`Put` → `dynamodb:PutItem`, `ConditionCheck` → `dynamodb:ConditionCheckItem`, ...).
+fn actions(operation: &str, body: Option<&[u8]>) -> Vec<String> {
+    let items = |key: &str| -> Vec<String> {
+        let parsed: serde_json::Value = body
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or_default();
+        let mut kinds: Vec<String> = parsed[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| item.as_object()?.keys().next().cloned())
+            .map(|kind| format!("dynamodb:{kind}Item"))
+            .collect();
+        kinds.dedup();
+        kinds
+    };
+    match operation {
+        "TransactWriteItems" | "TransactGetItems" => items("TransactItems"),
+        op if op.starts_with("S3 ") => Vec::new(),
+        op => vec![format!("dynamodb:{op}")],
+    }
+}
 
 impl CallLog {
     pub fn clear(&self) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.1.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Every IAM action the requests since the last `clear` needed (`dynamodb:GetItem`, ...).
+    pub fn actions(&self) -> std::collections::BTreeSet<String> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Operation names since the last `clear`, in order.
@@ -147,6 +181,11 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         // DynamoDB names its operation in `x-amz-target`; S3 (REST) is told by its method.
         let target = operation(context.request());
+        let needed = actions(&target, context.request().body().bytes());
+        self.1
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(needed);
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -125,8 +125,8 @@ impl Chat {
         )
     }
 
-    /// A customer's message through the webhook, and its trigger through the worker `times`.
-    async fn message(&self, id: i64, text: &str, times: usize) -> firmspace::ids::EventKey {
+    /// A customer's message through the webhook: its trigger's key and the queue message.
+    async fn post(&self, id: i64, text: &str) -> (firmspace::ids::EventKey, String) {
         let (status, _) = self
             .s
             .answer(self.s.telegram_request(&telegram_update(id, text, None)))
@@ -146,15 +146,28 @@ impl Chat {
         let Consequence::Trigger(trigger) = &fired else {
             unreachable!()
         };
-        let body = serde_json::to_string(&fired).unwrap();
+        (
+            trigger.event_key.clone(),
+            serde_json::to_string(&fired).unwrap(),
+        )
+    }
+
+    /// The trigger's message through the worker `times`.
+    async fn process(&self, body: &str, times: usize) {
         for i in 0..times {
             let out = self
                 .worker
-                .process(event_of(&format!("m{id}-{i}"), &body), Utc::now())
+                .process(event_of(&format!("m-{i}"), body), Utc::now())
                 .await;
             assert!(out.batch_item_failures.is_empty(), "{out:?}");
         }
-        trigger.event_key.clone()
+    }
+
+    /// A customer's message through the webhook, and its trigger through the worker `times`.
+    async fn message(&self, id: i64, text: &str, times: usize) -> firmspace::ids::EventKey {
+        let (key, body) = self.post(id, text).await;
+        self.process(&body, times).await;
+        key
     }
 
     async fn paid(&self) -> String {
@@ -186,8 +199,22 @@ impl Chat {
     }
 }
 
+/// The text of the message that fired the run: the conversation's latest.
+fn latest(input: &str) -> String {
+    let input: Value = serde_json::from_str(input).unwrap_or(Value::Null);
+    let conversation = input["conversation"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    conversation
+        .last()
+        .and_then(|m| m["text"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn injection(input: &str, invoice: &str) -> Vec<Value> {
-    if input.contains("SYSTEM") {
+    if latest(input).contains("SYSTEM") {
         vec![
             pay(invoice, Value::Null),
             pay(invoice, json!(40)),
@@ -677,4 +704,127 @@ async fn a_key_from_before_scopes_is_listed_as_legacy_and_can_be_revoked() {
         .call_as(&legacy, "GET", "/api/invoices", Value::Null)
         .await;
     assert_eq!(status, 401, "revoked");
+}
+
+/// The DynamoDB actions the template's policies give a function (its resource's block).
+fn allowed(function: &str) -> std::collections::BTreeSet<String> {
+    let template = include_str!("../../infra/template.yaml");
+    let head = format!("  {function}:");
+    let lines: Vec<&str> = template.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == head)
+        .expect("the function in the template");
+    let top =
+        |l: &&str| l.starts_with("  ") && !l.starts_with("   ") && l.trim_end().ends_with(':');
+    let end = lines[start + 1..]
+        .iter()
+        .position(top)
+        .map_or(lines.len(), |i| start + 1 + i);
+    let block = lines[start..end].join("\n");
+    block
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == ':'))
+        .filter(|w| w.starts_with("dynamodb:") && w.len() > "dynamodb:".len())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn assert_allowed(function: &str, used: std::collections::BTreeSet<String>) {
+    assert!(!used.is_empty(), "{function} made no request");
+    let allowed = allowed(function);
+    let missing: Vec<&String> = used.difference(&allowed).collect();
+    assert!(
+        missing.is_empty(),
+        "{function} needs {missing:?}; its policy gives {allowed:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_dynamodb_action_the_automation_worker_and_ops_make_is_in_their_policies() {
+    let tools = vec![Tool::Reply, Tool::CreateTask, Tool::RegisterPayment];
+    let script = |_: &str, invoice: &str| {
+        vec![
+            pay(invoice, json!("40.00")),
+            json!({"name": "reply", "input": {"conversation_id": "x", "text": "Thanks"}}),
+            json!({"name": "create_task", "input": {"title": "Check the cash"}}),
+        ]
+    };
+    let (chat, _model) = Chat::new(tools, script).await;
+    let (_, body) = chat.post(1, "I paid in cash").await;
+    // A missed call from the same person, with a rule that answers it in their chat.
+    let fired: Value = serde_json::from_str(&body).unwrap();
+    let missed = json!({"type": "trigger", "org": chat.s.org.as_str(), "trigger": "call.missed",
+        "event_key": "call:CA-iam:inbound", "at": fired["at"],
+        "context": {"contact_id": fired["context"]["contact_id"]}});
+    let answer = Action::Reply {
+        text: "Sorry we missed you".into(),
+    };
+    automation::create_rule(
+        &chat.s.env.store,
+        &chat.s.org,
+        Trigger::CallMissed,
+        answer,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    chat.s.env.calls.clear();
+    chat.process(&body, 2).await;
+    chat.process(&missed.to_string(), 1).await;
+    assert_eq!(
+        chat.s.stand_in.sends(),
+        2,
+        "the model's reply and the missed call's"
+    );
+    assert_allowed("AutomationWorkerFunction", chat.s.env.calls.actions());
+    let ops = ops_app(&chat, crate::support::queues::client().await);
+    let open = open_ids(&ops, &chat.s.key).await;
+    chat.s.env.calls.clear();
+    let (status, applied) = resolve(
+        &ops,
+        ADMIN,
+        &open[0].0,
+        "iam-1",
+        json!({"decision": "apply"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{applied}");
+    assert_allowed("OpsFunction", chat.s.env.calls.actions());
+}
+
+#[tokio::test]
+async fn every_dynamodb_action_the_api_makes_for_commands_is_in_its_policy() {
+    let crm = crate::support::app::Crm::new().await;
+    let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
+    let id = invoice.id.as_str();
+    crm.env.calls.clear();
+    assert_eq!(
+        crm.pay(
+            id,
+            "iam-pay",
+            json!({"source": "manual", "amount": "10.00"})
+        )
+        .await
+        .0,
+        200
+    );
+    let credit = json!({"reason": "returned", "amount": "5.00"});
+    let headers = [("idempotency-key", "iam-credit")];
+    assert_eq!(
+        crm.call_with(
+            "POST",
+            &format!("/api/invoices/{id}/credit-notes"),
+            &headers,
+            credit
+        )
+        .await
+        .0,
+        201
+    );
+    let call =
+        json!({"tool": "create_task", "call_id": "iam-task", "input": {"title": "Call back"}});
+    assert_eq!(assistant(&crm, &crm.key, call).await.0, 200);
+    let rule = json!({"trigger": "message.received", "action": {"type": "ai", "model": HAIKU, "instructions": "Help.", "tools": ["reply"]}});
+    crm.expect_status("POST", "/api/rules", rule, 201).await;
+    assert_allowed("ApiFunction", crm.env.calls.actions());
 }
