@@ -89,9 +89,15 @@ impl Ctx<'_> {
             store,
             now: self.now,
             replies: &self.replies,
+            publisher: None,
         };
         let by = Actor::Key(self.key.clone());
-        perform(&env, &by, &key, command, http::body_bytes(self.req)).await
+        let asked = [
+            http::route_path(self.req).as_bytes(),
+            b"\0",
+            http::body_bytes(self.req),
+        ];
+        perform(&env, &by, &key, command, &asked.concat()).await
     }
 }
 

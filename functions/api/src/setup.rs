@@ -2,13 +2,14 @@
 
 use crate::Ctx;
 use firmspace::calls::providers::{webhook_url, CallProvider, CallSettings};
+use firmspace::commands::{Command, RequestKey, Rotation};
 use firmspace::effects::outbound::OutboundTarget;
 use firmspace::effects::targets;
 use firmspace::fields::{self, NAME_MAX, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::leads::{LeadProvider, LeadSettings};
-use firmspace::integrations::rotation::{self, RotateError, SecretsState};
+use firmspace::integrations::rotation::{self, SecretsState};
 use firmspace::integrations::{self, Integration, IntegrationKind, Settings};
 use firmspace::ledger::providers::{SmsProvider, SmsSettings};
 use firmspace::orgs::{self, Member};
@@ -441,47 +442,18 @@ pub async fn rotate_secrets(
         }
     };
     let (integration, _) = sealed_integration(store, ctx, raw).await?;
-    let mut new = std::collections::HashMap::new();
+    let mut secrets = std::collections::HashMap::new();
     for (name, value) in &body.secrets {
         fields::secret("secrets", value, SECRET_MAX)?;
         rotated_secret_usable(&integration.settings, name, value)?;
-        new.insert(name.clone(), SecretString::from(value.clone()));
+        secrets.insert(name.clone(), SecretString::from(value.clone()));
     }
-    let route = format!("integrations/{}/secrets", integration.id.id);
-    let asked = firmspace::ops::requests::Request {
-        by: &ctx.key.id,
-        shared: None,
-        key: &key,
-        fingerprint: firmspace::ops::requests::fingerprint(&route, body_bytes(ctx.req)),
+    let command = Command::RotateSecrets {
+        id: integration.id,
+        rotation: Rotation { secrets, overlap },
     };
-    let id = integration.id.clone();
-    let (status, answer) = asked
-        .once(store, ctx.now, || async {
-            let state = rotation::rotate(store, &id, new, overlap, ctx.now)
-                .await
-                .map_err(refused)?;
-            Ok((200, json!({"integration_id": id.id, "secrets": state})))
-        })
-        .await?;
-    Ok(json_response(status, &answer))
-}
-
-fn refused(e: RotateError) -> ApiError {
-    match e {
-        RotateError::NotFound => ApiError::not_found("integration"),
-        RotateError::NothingToRotate => ApiError::new(
-            409,
-            "no_secrets",
-            "this integration holds no secret to rotate",
-        ),
-        RotateError::Names(_) => ApiError::bad_request("invalid_secrets", e.to_string()),
-        RotateError::Moved => ApiError::new(
-            409,
-            "rotation_in_progress",
-            "another rotation changed the secrets meanwhile; read the integration and ask again",
-        ),
-        RotateError::Store(e) => e.into(),
-    }
+    let done = ctx.perform(store, RequestKey::Header(key), command).await?;
+    Ok(json_response(done.status, &done.answer))
 }
 
 /// A new value for a Standard Webhooks or Stripe signing `secret` must be usable as one, as at

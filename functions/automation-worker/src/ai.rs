@@ -251,6 +251,7 @@ impl Automation {
             store: &self.store,
             now,
             replies: &replies,
+            publisher: None,
         };
         let asked = Input {
             tool,

@@ -169,13 +169,24 @@ async function renderReview(current) {
   if (!body.items.length) return empty(table, 5, "Nothing here.");
   table.tBodies[0].replaceChildren(...body.items.map((item) => {
     const cell = el("td");
-    if (item.state === "open") {
+    if (item.state === "open" && item.reason === "payment_proposed") {
+      // A model's proposal: a person books it (Apply) or not (Dismiss).
+      const d = item.detail || {};
+      const note = el("input", { placeholder: "note", class: "note" });
+      const apply = el("button", { type: "button", class: "apply" }, `Apply ${d.amount} ${d.currency}`);
+      const dismiss = el("button", { type: "button", class: "dismiss" }, "Dismiss");
+      const decide = (button, decision) => act(button, `review/${item.id}/resolve`, { note: note.value || decision, decision });
+      apply.addEventListener("click", () => decide(apply, "apply"));
+      dismiss.addEventListener("click", () => decide(dismiss, "dismiss"));
+      cell.append(`${d.invoice_number || d.invoice_id}: `, note, " ", apply, " ", dismiss);
+    } else if (item.state === "open") {
       const note = el("input", { placeholder: "note", class: "note" });
       const button = el("button", { type: "button", class: "resolve" }, "Resolve");
       button.addEventListener("click", () => act(button, `review/${item.id}/resolve`, { note: note.value || "resolved" }));
       cell.append(note, " ", button);
     } else {
-      cell.append(`${item.resolved_by} · ${when(item.resolved_at)} · ${item.note || ""}`);
+      const decided = item.decision ? `${item.decision} · ` : "";
+      cell.append(`${decided}${item.resolved_by} · ${when(item.resolved_at)} · ${item.note || ""}`);
     }
     return el("tr", { "data-id": item.id }, el("td", {}, when(item.at)), el("td", {}, item.reason),
       el("td", { class: "key" }, item.key), el("td", {}, item.state), cell);

@@ -8,15 +8,12 @@ use crate::views::admin_only;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::{perform, Actor, Command, Env, Replies, RequestKey};
-use firmspace::effects::runs::RunState;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ops::events::{replay, ReplayError};
-use firmspace::ops::hold;
 use firmspace::ops::ids;
 use firmspace::ops::requests::{self, Request as Asked};
 use firmspace::ops::review::NOTE_MAX;
-use firmspace::ops::runs::{self, Decided, Decision};
-use firmspace::store::item::tag_name;
+use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -191,8 +188,8 @@ pub(crate) async fn dispatch(
 ) -> Result<Response<Body>, ApiError> {
     let key = requests::key_of(req)?;
     let action = action(app, who, req, segments)?;
-    if let Action::Resolve { .. } = action {
-        return resolve(app, who, req, key, action, now).await;
+    if let Some((org, command)) = action_command(&action) {
+        return perform_as(app, who, req, key, (org, command), now).await;
     }
     let by = who.by();
     let asked = Asked {
@@ -207,25 +204,49 @@ pub(crate) async fn dispatch(
     Ok(json_response(status, &answer))
 }
 
-/// A review item resolved, with a person's decision, by the command layer (which claims the
-/// key itself).
-async fn resolve(
+/// The actions on an organisation's records are commands (`firmspace::commands`), which claim
+/// the key themselves: the organisation they act in, and the command.
+fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, Command)> {
+    Some(match action {
+        Action::Resolve {
+            org,
+            pk,
+            note,
+            decision,
+        } => (
+            org.clone(),
+            Command::ResolveReview {
+                pk: pk.clone(),
+                note: note.clone(),
+                decision: *decision,
+            },
+        ),
+        Action::Decide { org, pk, decision } => (
+            org.clone(),
+            Command::DecideRun {
+                pk: pk.clone(),
+                decision: *decision,
+            },
+        ),
+        Action::Integration { id, paused } => (
+            id.org.clone(),
+            Command::PauseIntegration {
+                id: id.clone(),
+                paused: *paused,
+            },
+        ),
+        _ => return None,
+    })
+}
+
+async fn perform_as(
     app: &App,
     who: &Who,
     req: &Request,
     key: String,
-    action: Action,
+    (org, command): (firmspace::ids::OrgId, Command),
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    let Action::Resolve {
-        org,
-        pk,
-        note,
-        decision,
-    } = action
-    else {
-        return Err(unknown("route"));
-    };
     let by = match who {
         Who::Admin(name) => Actor::Admin {
             name: name.clone(),
@@ -237,16 +258,15 @@ async fn resolve(
         store: &app.store,
         now,
         replies: &NoReplies,
+        publisher: Some(&app.publisher),
     };
-    let command = Command::ResolveReview { pk, note, decision };
-    let done = perform(
-        &env,
-        &by,
-        &RequestKey::Header(key),
-        command,
+    let asked = [
+        firmspace::http::route_path(req).as_bytes(),
+        b"\0",
         body_bytes(req),
-    )
-    .await?;
+    ]
+    .concat();
+    let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
     Ok(json_response(done.status, &done.answer))
 }
 
@@ -259,60 +279,24 @@ impl Replies for NoReplies {
     }
 }
 
-fn conflict(code: &str, detail: &str, outcome: Value) -> (u16, Value) {
-    (
-        409,
-        json!({"error": code, "detail": detail, "outcome": outcome}),
-    )
-}
-
-/// A worker's or an integration's pause set or lifted.
-async fn pause_or_resume(
+/// A worker paused (its event source mapping disabled) or resumed: the deployment's, not an
+/// organisation's, so an operator's action rather than a command.
+async fn pause_consumer(
     app: &App,
     by: &str,
-    action: Action,
+    (name, paused): (String, bool),
     now: DateTime<Utc>,
 ) -> Result<(u16, Value), ApiError> {
-    let store = &app.store;
-    Ok(match action {
-        Action::Consumer { name, paused } => {
-            let consumers = app.consumers.as_ref().ok_or_else(|| unknown("consumer"))?;
-            let consumer = consumers.find(&name).ok_or_else(|| unknown("consumer"))?;
-            let state = consumers
-                .set(store, consumer, paused, by, now)
-                .await
-                .map_err(|e| ApiError::internal(&e, true))?;
-            (200, state)
-        }
-        Action::Integration { id, paused } => {
-            let pk = firmspace::integrations::integration_pk(&id);
-            store
-                .get(&pk)
-                .await?
-                .ok_or_else(|| unknown("integration"))?;
-            if paused {
-                let now_paused = hold::pause(store, &id, by, now).await?;
-                (
-                    200,
-                    json!({"integration_id": id.id, "paused": true, "changed": now_paused}),
-                )
-            } else {
-                let mut resumed = hold::resume(store, &app.publisher, &id, by, now)
-                    .await
-                    .map_err(|e| ApiError::internal(&e, true))?;
-                resumed["integration_id"] = json!(id.id);
-                resumed["paused"] = json!(false);
-                (200, resumed)
-            }
-        }
-        _ => return Err(ApiError::not_found("route")),
-    })
+    let consumers = app.consumers.as_ref().ok_or_else(|| unknown("consumer"))?;
+    let consumer = consumers.find(&name).ok_or_else(|| unknown("consumer"))?;
+    let state = consumers
+        .set(&app.store, consumer, paused, by, now)
+        .await
+        .map_err(|e| ApiError::internal(&e, true))?;
+    Ok((200, state))
 }
 
-fn state_name(state: Option<RunState>) -> Value {
-    state.map_or(Value::Null, |s| json!(tag_name(&s)))
-}
-
+/// The deployment's actions: a DLQ redriven, an event's consequences replayed, a worker paused.
 async fn run(
     app: &App,
     by: &str,
@@ -336,32 +320,12 @@ async fn run(
             Err(ReplayError::NotFound) => return Err(unknown("event")),
             Err(e) => return Err(ApiError::internal(&e, true)),
         },
-        Action::Consumer { .. } | Action::Integration { .. } => {
-            return pause_or_resume(app, by, action, now).await
+        Action::Consumer { name, paused } => {
+            return pause_consumer(app, by, (name, paused), now).await
         }
-        Action::Resolve { .. } => return Err(unknown("route")),
-        Action::Decide { org, pk, decision } => {
-            let decided = runs::decide(store, &app.publisher, &org, &pk, decision, now)
-                .await
-                .map_err(|e| match e {
-                    runs::DecideError::Store(e) => ApiError::from(e),
-                    unqueued => ApiError::internal(&unqueued, true),
-                })?;
-            match decided {
-                Decided::Now(state) => (200, json!({"state": tag_name(&state)})),
-                Decided::Queued => (202, json!({"state": "sending"})),
-                Decided::Already(state) => conflict(
-                    "not_needs_check",
-                    "the run was decided before",
-                    json!({"state": state_name(state)}),
-                ),
-                Decided::NotFound => return Err(unknown("run")),
-                Decided::NotResendable => conflict(
-                    "not_resendable",
-                    "this run's request was not kept (a reply, or a run from before); settle it as delivered after checking",
-                    json!({"state": "needs_check"}),
-                ),
-            }
+        // Commands, performed by `perform_as`.
+        Action::Resolve { .. } | Action::Decide { .. } | Action::Integration { .. } => {
+            return Err(unknown("route"))
         }
     })
 }

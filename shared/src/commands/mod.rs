@@ -12,11 +12,13 @@ pub mod amount;
 mod crm;
 pub mod model;
 pub mod money;
+mod operate;
 mod review;
 pub mod tools;
 
 pub use amount::AmountText;
 pub use money::CreditInput;
+pub use operate::Rotation;
 pub use review::Decision;
 pub use tools::{Input, ToolCall};
 
@@ -152,13 +154,29 @@ pub enum Command {
         ledger_id: String,
         reason: String,
     },
+    /// A person's decision on a run that needs a check.
+    DecideRun {
+        pk: String,
+        decision: crate::ops::runs::Decision,
+    },
+    /// An integration's consequences held, or sent on.
+    PauseIntegration {
+        id: crate::ids::IntegrationId,
+        paused: bool,
+    },
+    /// Every secret of an integration replaced.
+    RotateSecrets {
+        id: crate::ids::IntegrationId,
+        rotation: Rotation,
+    },
 }
 
 impl Command {
     /// The scopes a key needs for it.
     fn requires(&self) -> &'static [Scope] {
         match self {
-            Self::ResolveReview { .. } => &[Scope::Write, Scope::Ops],
+            Self::ResolveReview { .. } | Self::RotateSecrets { .. } => &[Scope::Write, Scope::Ops],
+            Self::DecideRun { .. } | Self::PauseIntegration { .. } => &[Scope::Ops],
             _ => &[Scope::Write],
         }
     }
@@ -198,6 +216,9 @@ pub struct Env<'a, R> {
     pub store: &'a Store,
     pub now: DateTime<Utc>,
     pub replies: &'a R,
+    /// Where consequences go (a person's resend, a resumed integration's held events); only
+    /// the operator's function has it.
+    pub publisher: Option<&'a crate::effects::queue::Publisher>,
 }
 
 /// A command's answer: its status and body, and whether it was a repeat's stored answer.
@@ -261,6 +282,9 @@ impl Command {
             Self::VoidInvoice { .. } => return "void_invoice".into(),
             Self::MoveDeal { .. } => return "move_deal".into(),
             Self::RefundLedgerLine { .. } => return "refund_ledger_line".into(),
+            Self::DecideRun { .. } => return "decide_run".into(),
+            Self::PauseIntegration { .. } => return "pause_integration".into(),
+            Self::RotateSecrets { .. } => return "rotate_secrets".into(),
         };
         tool.name()
     }
@@ -306,5 +330,8 @@ async fn run<R: Replies>(
         Command::RefundLedgerLine { ledger_id, reason } => {
             crm::refund_line(env, by, &ledger_id, &reason).await
         }
+        Command::DecideRun { pk, decision } => operate::decide(env, by, &pk, decision).await,
+        Command::PauseIntegration { id, paused } => operate::pause(env, by, &id, paused).await,
+        Command::RotateSecrets { id, rotation } => operate::rotate(env, &id, rotation).await,
     }
 }

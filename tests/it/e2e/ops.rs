@@ -157,6 +157,59 @@ async fn resolve_on_the_page(stack: &super::Stack, page: &Session, org: &str, it
     );
 }
 
+/// A model's proposal (a `payment_proposed` item, put into the deployed table as the AI step
+/// files it) applied on the page: the invoice is paid through the one payment function.
+async fn apply_on_the_page(stack: &super::Stack, page: &Session, key: &str, org: &str) {
+    let twenty = json!({"currency": "UAH", "gross": "20.00"});
+    let (_, invoice) = stack
+        .api(reqwest::Method::POST, "/api/invoices", key, twenty)
+        .await;
+    let coords: Value = serde_json::from_str(
+        &std::fs::read_to_string(std::env::var("FIRMSPACE_TEST_STACK").unwrap()).unwrap(),
+    )
+    .unwrap();
+    let client = aws_sdk_dynamodb::Client::new(&crate::support::sdk_config().await);
+    let store = firmspace::store::Store::new(client, coords["table"].as_str().unwrap());
+    let org_id = firmspace::ids::OrgId::parse(org).unwrap();
+    let proposal = firmspace::review::ReviewItem {
+        org: org_id,
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::PaymentProposed,
+        key: "rule_e2e:call_1".into(),
+        at: chrono::Utc::now(),
+        detail: json!({"invoice_id": invoice["id"], "invoice_number": invoice["number"],
+            "amount": "20.00", "currency": "UAH", "rule_id": "rule_e2e", "event_key": "message:e2e:1"}),
+    };
+    assert!(proposal.put(&store).await.unwrap());
+    let id = firmspace::ops::ids::encode(&proposal.pk());
+    let row = format!("#review tr[data-id='{id}']");
+    page.click(&page.find("#refresh").await).await;
+    page.until(&format!(
+        "return !!document.querySelector(\"{row} button.apply\")"
+    ))
+    .await;
+    assert!(
+        page.run(&format!(
+            "return !!document.querySelector(\"{row} button.dismiss\")"
+        ))
+        .await
+            == json!(true)
+    );
+    page.click(&page.find(&format!("{row} button.apply")).await)
+        .await;
+    page.until(&format!("return !document.querySelector(\"{row}\")"))
+        .await;
+    let path = format!("/api/invoices/{}", invoice["id"].as_str().unwrap());
+    let (_, paid) = stack
+        .api(reqwest::Method::GET, &path, key, Value::Null)
+        .await;
+    assert_eq!(
+        (paid["paid"].as_str(), paid["status"].as_str()),
+        (Some("20.00"), Some("paid")),
+        "{paid}"
+    );
+}
+
 /// The automation queue's dead letters redriven from the page; a screenshot of the page before.
 async fn redrive_on_the_page(stack: &super::Stack, page: &Session, letter_id: &str) -> Vec<u8> {
     page.click(&page.find("#dlq-queue option[value='automation']").await)
@@ -227,6 +280,7 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
     .await;
     the_numbers_are_the_apis(&stack, &page, &org).await;
     resolve_on_the_page(&stack, &page, &org, item_id).await;
+    apply_on_the_page(&stack, &page, &org_hook.0, &org).await;
     let shot = redrive_on_the_page(&stack, &page, letter["id"].as_str().unwrap()).await;
     page.close().await;
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ops-page.png");

@@ -62,10 +62,11 @@ fn payments(c: &mut Cases, invoice: &str, jpy_invoice: &str) {
             json!({"source": "manual", "amount": "99999999999"}),
         ),
         (
-            "amount as number",
+            // A JSON number is an amount read from its text (`40`); one with an exponent is not.
+            "amount as an exponent",
             &pay,
             Some("k5"),
-            json!({"source": "manual", "amount": 5}),
+            json!({"source": "manual", "amount": 5e-3}),
         ),
         (
             "1 MiB actor",
