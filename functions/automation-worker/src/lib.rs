@@ -38,26 +38,7 @@ pub struct Automation {
 }
 
 /// What bounds the `ai` action in this deployment.
-#[derive(Clone, Debug)]
-pub struct AiBounds {
-    /// `AI_MODELS`: the models a rule may name (the functions' IAM allows exactly these).
-    pub models: firmspace::commands::model::Models,
-    /// `AI_RUNS_PER_HOUR` (default 200): AI runs an organisation may make an hour.
-    pub runs_per_hour: u64,
-    /// `AI_TIMEOUT_MS` (default 20000): the longest one model call may take (less when the
-    /// invocation has less time left).
-    pub timeout: Duration,
-}
-
-impl AiBounds {
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Ok(Self {
-            models: firmspace::commands::model::Models::from_env(),
-            runs_per_hour: parse_var("AI_RUNS_PER_HOUR", 200)?,
-            timeout: Duration::from_millis(parse_var("AI_TIMEOUT_MS", 20_000)?),
-        })
-    }
-}
+pub use firmspace::commands::model::Bounds as AiBounds;
 
 /// How long a warm function keeps an opened outbound target.
 const TARGET_TTL: Duration = Duration::from_secs(60);
@@ -70,11 +51,7 @@ impl Automation {
             apis,
             targets: Mutex::new(HashMap::new()),
             model: None,
-            ai: AiBounds {
-                models: firmspace::commands::model::Models::parse(""),
-                runs_per_hour: 200,
-                timeout: Duration::from_secs(20),
-            },
+            ai: AiBounds::default(),
         }
     }
 
@@ -204,11 +181,16 @@ impl Automation {
         now: DateTime<Utc>,
         deadline: Instant,
     ) -> Result<Applied, WorkError> {
+        let in_time = |budget: Duration, what: &str| match Instant::now() + budget > deadline {
+            true => Err(WorkError::transient(Transient(format!(
+                "not enough time left in this invocation for {what}"
+            )))),
+            false => Ok(()),
+        };
         match &rule.action {
             Action::CreateTask { title } => {
-                let created =
-                    automation::create_task(&self.store, rule, title, &fired.event_key, now)
-                        .await?;
+                let key = &fired.event_key;
+                let created = automation::create_task(&self.store, rule, title, key, now).await?;
                 tracing::info!(rule = %rule.rule_id, created, "task run");
                 Ok(Applied::one(created))
             }
@@ -216,28 +198,15 @@ impl Automation {
                 integration_id,
                 text,
             } => {
-                if Instant::now() + self.budget() > deadline {
-                    return Err(WorkError::transient(Transient(
-                        "not enough time left in this invocation for the call and its check".into(),
-                    )));
-                }
+                in_time(self.budget(), "the call and its check")?;
                 self.send(rule, integration_id, text, fired, now).await
             }
             Action::Ai { .. } => {
-                if Instant::now() + self.reply_budget() * 2 > deadline {
-                    return Err(WorkError::transient(Transient(
-                        "not enough time left in this invocation for the model and its tools"
-                            .into(),
-                    )));
-                }
+                in_time(self.reply_budget() * 2, "the model and its tools")?;
                 self.ai(rule, fired, now, deadline).await
             }
             Action::Reply { text } => {
-                if Instant::now() + self.reply_budget() > deadline {
-                    return Err(WorkError::transient(Transient(
-                        "not enough time left in this invocation for the reply".into(),
-                    )));
-                }
+                in_time(self.reply_budget(), "the reply")?;
                 self.reply(rule, text, fired, now).await
             }
         }
@@ -257,23 +226,13 @@ impl Automation {
         rule: &Rule,
         run_key: &str,
         why: &str,
-        detail: serde_json::Value,
+        mut detail: serde_json::Value,
         now: DateTime<Utc>,
     ) -> Result<(), WorkError> {
         tracing::warn!(%run_key, %why, "outgoing call in an unknown state; not sent again");
-        let mut detail = detail;
         detail["why"] = json!(why);
-        ReviewItem {
-            org: rule.org.clone(),
-            kind: Kind::Automation,
-            reason: Reason::NeedsCheck,
-            key: run_key.to_owned(),
-            at: now,
-            detail,
-        }
-        .put(&self.store)
-        .await?;
-        Ok(())
+        self.file(rule, (Reason::NeedsCheck, run_key.to_owned()), detail, now)
+            .await
     }
 
     /// One rule that cannot succeed: a review item for a person, the other rules go on.
@@ -286,16 +245,30 @@ impl Automation {
         now: DateTime<Utc>,
     ) -> Result<(), WorkError> {
         tracing::warn!(rule = %rule.rule_id, %reason, %detail, "rule failed; parked for review");
-        ReviewItem {
-            org: rule.org.clone(),
-            kind: Kind::Automation,
+        let key = automation::run_key(&rule.rule_id, &fired.event_key);
+        let detail = json!({"error": detail, "rule_id": rule.rule_id});
+        self.file(rule, (reason, key), detail, now).await
+    }
+
+    /// One review item of the rule's organisation, once per (reason, key).
+    async fn file(
+        &self,
+        rule: &Rule,
+        (reason, key): (Reason, String),
+        detail: serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkError> {
+        let org = rule.org.clone();
+        let kind = Kind::Automation;
+        let item = ReviewItem {
+            org,
+            kind,
             reason,
-            key: automation::run_key(&rule.rule_id, &fired.event_key),
+            key,
             at: now,
-            detail: json!({"error": detail, "rule_id": rule.rule_id}),
-        }
-        .put(&self.store)
-        .await?;
+            detail,
+        };
+        item.put(&self.store).await?;
         Ok(())
     }
 }

@@ -6,9 +6,9 @@
 use super::{Automation, Transient};
 use chrono::{DateTime, Utc};
 use firmspace::effects::automation::{self, Rule};
-use firmspace::effects::bounds;
 use firmspace::effects::runs::{self, Claim, Lease, RunState};
 use firmspace::effects::worker::{Applied, WorkError};
+use firmspace::effects::{bounds, replies};
 use firmspace::effects::{AssistedReply, Fired, Trigger};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::Settings;
@@ -17,7 +17,7 @@ use firmspace::messages::reply::{self, Replied};
 use firmspace::messages::{self, Conversation};
 use firmspace::review::Reason;
 use firmspace::store::item::s;
-use firmspace::store::{Cond, Step, Transacted, Update};
+use firmspace::store::{Cond, Update};
 use serde_json::json;
 use std::time::Duration;
 
@@ -35,21 +35,7 @@ impl Automation {
                 "not enough time left in this invocation for the reply".into(),
             )));
         }
-        let rule = Rule {
-            org: call.org.clone(),
-            rule_id: AssistedReply::RULE.into(),
-            trigger: Trigger::MessageReceived,
-            action: automation::Action::Reply {
-                text: call.text.clone(),
-            },
-        };
-        let fired = Fired {
-            org: call.org.clone(),
-            trigger: Trigger::MessageReceived,
-            event_key: call.event_key(),
-            at: call.at,
-            context: json!({"conversation_id": call.conversation_id}),
-        };
+        let (rule, fired) = automation::assisted_run(call);
         self.reply(&rule, &call.text, &fired, now).await
     }
 
@@ -229,47 +215,6 @@ impl Automation {
         }
     }
 
-    /// The reply as an outgoing message and its run's move to `sent`, in one transaction: a
-    /// sent reply is never left unrecorded by a failure between the two. Whoever took the run
-    /// over meanwhile, the reply is stored once and the run becomes `sent`.
-    #[allow(clippy::too_many_arguments)]
-    async fn record_reply(
-        &self,
-        rule: &Rule,
-        fired: &Fired,
-        lease: &Lease,
-        conversation: &Conversation,
-        id: &str,
-        text: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(), WorkError> {
-        let event_key = &fired.event_key;
-        let early = messages::early_status(&self.store, conversation, id).await?;
-        let message = messages::outgoing(conversation, id, text, early, now);
-        let steps = vec![
-            Step::PutNew(message.to_item()),
-            runs::settle_step(
-                &rule.org,
-                &rule.rule_id,
-                event_key,
-                lease,
-                RunState::Sent,
-                now,
-            ),
-        ];
-        let done = match self.store.transact(steps).await? {
-            Transacted::Done => true,
-            // Stored before, or the lease was lost: each half on its own, both idempotent.
-            Transacted::Refused { .. } | Transacted::Contended => false,
-        };
-        if !done {
-            messages::record_outgoing(&self.store, &message).await?;
-            runs::delivered(&self.store, &rule.org, &rule.rule_id, event_key, now).await?;
-        }
-        messages::touch(&self.store, conversation, now).await?;
-        Ok(())
-    }
-
     #[allow(clippy::too_many_arguments)]
     async fn settle_reply(
         &self,
@@ -297,8 +242,8 @@ impl Automation {
         };
         match replied {
             Replied::Sent(id) => {
-                self.record_reply(rule, fired, lease, conversation, &id, text, now)
-                    .await?;
+                let run = (rule, fired, lease);
+                replies::record(&self.store, run, (conversation, &id, text), now).await?;
                 tracing::info!(%run_key, message = %id, "reply sent");
                 Ok(())
             }

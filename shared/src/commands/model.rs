@@ -210,6 +210,40 @@ fn asked(
     }
 }
 
+/// What bounds the AI step in a deployment.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    /// `AI_MODELS`: the models a rule may name (the functions' IAM allows exactly these).
+    pub models: Models,
+    /// `AI_RUNS_PER_HOUR` (default 200): AI runs an organisation may make an hour.
+    pub runs_per_hour: u64,
+    /// `AI_TIMEOUT_MS` (default 20000): the longest one model call may take (less when the
+    /// invocation has less time left).
+    pub timeout: Duration,
+}
+
+impl Default for Bounds {
+    /// No model allowed, 200 runs an hour, 20 s a call.
+    fn default() -> Self {
+        Self {
+            models: Models::parse(""),
+            runs_per_hour: 200,
+            timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+impl Bounds {
+    pub fn from_env() -> Result<Self, crate::config::ConfigError> {
+        use crate::config::parse_var;
+        Ok(Self {
+            models: Models::from_env(),
+            runs_per_hour: parse_var("AI_RUNS_PER_HOUR", 200)?,
+            timeout: Duration::from_millis(parse_var("AI_TIMEOUT_MS", 20_000)?),
+        })
+    }
+}
+
 /// The deployment's allow-list of models (`AI_MODELS`, comma-separated): a rule names one of
 /// them, and the functions' IAM allows exactly them.
 #[derive(Clone, Debug)]

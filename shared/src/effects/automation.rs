@@ -76,6 +76,27 @@ impl Tool {
     }
 }
 
+/// An assistant's `reply` call as a run of the one `assistant` rule: the rule and the event it
+/// runs for (the call, in the conversation it names).
+pub fn assisted_run(call: &super::AssistedReply) -> (Rule, super::Fired) {
+    let rule = Rule {
+        org: call.org.clone(),
+        rule_id: super::AssistedReply::RULE.into(),
+        trigger: Trigger::MessageReceived,
+        action: Action::Reply {
+            text: call.text.clone(),
+        },
+    };
+    let fired = super::Fired {
+        org: call.org.clone(),
+        trigger: Trigger::MessageReceived,
+        event_key: call.event_key(),
+        at: call.at,
+        context: json!({"conversation_id": call.conversation_id}),
+    };
+    (rule, fired)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     pub org: OrgId,

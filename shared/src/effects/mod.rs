@@ -12,6 +12,7 @@ pub mod derive;
 pub mod job;
 pub mod notify;
 pub mod queue;
+pub mod replies;
 pub mod runs;
 pub mod worker;
 
