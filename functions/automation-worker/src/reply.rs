@@ -16,8 +16,6 @@ use firmspace::messages::providers::MessageSettings;
 use firmspace::messages::reply::{self, Replied};
 use firmspace::messages::{self, Conversation};
 use firmspace::review::Reason;
-use firmspace::store::item::s;
-use firmspace::store::{Cond, Update};
 use serde_json::json;
 use std::time::Duration;
 
@@ -125,7 +123,9 @@ impl Automation {
                 let run = automation::run_key(&rule.rule_id, &fired.event_key);
                 let org = &rule.org;
                 if !bounds::admit_reply(&self.store, org, &conversation.id, &run, now).await? {
-                    self.capped(rule, fired, &lease, now).await?;
+                    let of = (org, rule.rule_id.as_str(), &fired.event_key);
+                    runs::skip(&self.store, of, &lease, "reply_cap", now).await?;
+                    tracing::info!(%run, "reply skipped: the conversation is at its cap");
                     return Ok(Applied::one(false));
                 }
                 let replied = reply::send(&self.apis, &settings, &conversation, text).await;
@@ -146,35 +146,6 @@ impl Automation {
         Ok(Applied::one(true))
     }
 
-    /// A reply over its conversation's cap: the run ends `skipped` (`reply_cap`), sending
-    /// nothing.
-    async fn capped(
-        &self,
-        rule: &Rule,
-        fired: &Fired,
-        lease: &Lease,
-        now: DateTime<Utc>,
-    ) -> Result<(), WorkError> {
-        let (org, key) = (&rule.org, &fired.event_key);
-        let pk = runs::run_pk(org, &automation::run_key(&rule.rule_id, key));
-        let why = Update::new()
-            .set("reason", s("reply_cap"))
-            .when(Cond::Exists);
-        self.store.update_if(&pk, &why).await?;
-        runs::set_state(
-            &self.store,
-            org,
-            &rule.rule_id,
-            key,
-            lease,
-            RunState::Skipped,
-            now,
-        )
-        .await?;
-        tracing::info!(run = %pk, "reply skipped: the conversation is at its cap");
-        Ok(())
-    }
-
     /// A reply that cannot be sent on this channel: the run ends `failed`, and the rule is
     /// parked with a `reply_unsupported` review item.
     async fn unsupported(
@@ -183,36 +154,18 @@ impl Automation {
         fired: &Fired,
         now: DateTime<Utc>,
     ) -> Result<Applied, WorkError> {
+        let (org, key) = (&rule.org, &fired.event_key);
         let hold = chrono::Duration::seconds(5);
-        let claim = runs::claim(
-            &self.store,
-            &rule.org,
-            &rule.rule_id,
-            &fired.event_key,
-            now,
-            hold,
-            None,
-        )
-        .await?;
-        match claim {
-            Claim::Fresh(lease) | Claim::Retry(lease) | Claim::Unclear(lease) => {
-                let set = runs::set_state(
-                    &self.store,
-                    &rule.org,
-                    &rule.rule_id,
-                    &fired.event_key,
-                    &lease,
-                    RunState::Failed,
-                    now,
-                );
-                set.await?;
-                Err(WorkError::permanent(
-                    Reason::ReplyUnsupported,
-                    "no Telegram or WhatsApp conversation to reply in (the generic channel cannot reply)",
-                ))
-            }
-            Claim::Busy | Claim::Settled(_) => Ok(Applied::one(false)),
-        }
+        let claim = runs::claim(&self.store, org, &rule.rule_id, key, now, hold, None).await?;
+        let (Claim::Fresh(lease) | Claim::Retry(lease) | Claim::Unclear(lease)) = claim else {
+            return Ok(Applied::one(false));
+        };
+        let failed = RunState::Failed;
+        runs::set_state(&self.store, org, &rule.rule_id, key, &lease, failed, now).await?;
+        Err(WorkError::permanent(
+            Reason::ReplyUnsupported,
+            "no Telegram or WhatsApp conversation to reply in (the generic channel cannot reply)",
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -229,17 +182,8 @@ impl Automation {
     ) -> Result<(), WorkError> {
         let event_key = &fired.event_key;
         let run_key = automation::run_key(&rule.rule_id, event_key);
-        let settle = |state| {
-            runs::set_state(
-                &self.store,
-                &rule.org,
-                &rule.rule_id,
-                event_key,
-                lease,
-                state,
-                now,
-            )
-        };
+        let (store, org, rule_id) = (&self.store, &rule.org, rule.rule_id.as_str());
+        let settle = |state| runs::set_state(store, org, rule_id, event_key, lease, state, now);
         match replied {
             Replied::Sent(id) => {
                 let run = (rule, fired, lease);

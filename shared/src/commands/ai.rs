@@ -193,9 +193,8 @@ impl<R: Replies> Step<'_, R> {
             return Ok(Some(Answer::from_json(&stored)));
         }
         if let Some(why) = self.bound(run, fired, now).await? {
-            run.keep(self.store, Update::new().set("reason", s(why)))
-                .await?;
-            run.settle(self.store, RunState::Skipped, now).await?;
+            let of = (&run.rule.org, run.rule.rule_id.as_str(), run.key);
+            runs::skip(self.store, of, &run.lease, why, now).await?;
             tracing::info!(run = %run.name, why, "ai run skipped");
             return Ok(None);
         }

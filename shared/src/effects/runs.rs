@@ -308,6 +308,32 @@ pub async fn set_state(
     Ok(settled)
 }
 
+/// Settles the run this lease holds as `skipped`, keeping why (`reply_cap`, `ai_budget`): a
+/// bound stopped it before it acted.
+pub async fn skip(
+    store: &Store,
+    (org, rule_id, event_key): (&OrgId, &str, &EventKey),
+    lease: &Lease,
+    why: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let pk = run_pk(org, &run_key(rule_id, event_key));
+    let held = Cond::Equals("lease".into(), s(lease.token()));
+    store
+        .update_if(&pk, &Update::new().set("reason", s(why)).when(held))
+        .await?;
+    set_state(
+        store,
+        org,
+        rule_id,
+        event_key,
+        lease,
+        RunState::Skipped,
+        now,
+    )
+    .await
+}
+
 /// A delivery confirmed after this attempt lost its lease: the run becomes `sent` from
 /// `sending`, `not_sent` or `needs_check` (whoever holds it), so it is never sent again and a
 /// check already asked for is answered.
