@@ -4,50 +4,25 @@ use crate::Ctx;
 use firmspace::bank::csv::{self, FILE_MAX};
 use firmspace::bank::files;
 use firmspace::bank::import::Request;
-use firmspace::bank::matching::{self, MatchError};
-use firmspace::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
+use firmspace::bank::providers::BankProvider;
 use firmspace::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
 use firmspace::bank::{self, Arrival, BankTx};
-use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
+use firmspace::commands::{Command, RequestKey};
 use firmspace::http::{body_bytes, json_response, query, ApiError};
 use firmspace::ids::IntegrationId;
-use firmspace::ids::LocalId;
-use firmspace::integrations::{self, Integration};
-use firmspace::money;
-use firmspace::payments::Invoice;
+use firmspace::integrations::{self};
 use firmspace::review::Kind;
-use firmspace::store::item::parse_tag;
 use firmspace::store::item::Read;
 use firmspace::store::Item;
 use firmspace::store::Store;
 use firmspace::webhook::answer::tell;
 use lambda_http::{Body, Response};
-use secrecy::SecretString;
 use serde_json::{json, Value};
 
 #[derive(serde::Deserialize, utoipa::ToSchema)]
 pub struct MatchBody {
     /// The invoice to pay with the row (`inv_...`), open and in the row's currency.
     invoice_id: String,
-}
-
-fn match_error(e: MatchError) -> ApiError {
-    match e {
-        MatchError::NoRow => ApiError::not_found("bank row"),
-        MatchError::NoInvoice => ApiError::not_found("invoice"),
-        MatchError::NotACredit => ApiError::new(
-            409,
-            "not_a_credit",
-            "the row is a debit: only credits pay invoices",
-        ),
-        MatchError::CurrencyMismatch { .. } => {
-            ApiError::new(409, "currency_mismatch", e.to_string())
-        }
-        MatchError::NotMatched => ApiError::new(409, "not_matched", "the row is not matched"),
-        MatchError::Contended => ApiError::new(503, "contended", "the row kept changing; retry"),
-        MatchError::Payment(p) => p.into(),
-        MatchError::Store(s) => s.into(),
-    }
 }
 
 /// `POST /api/bank/transactions/{tx_id}/match`.
@@ -57,20 +32,12 @@ pub async fn match_row(
     tx_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let body: MatchBody = firmspace::http::parse_json(body_bytes(ctx.req))?;
-    LocalId::parse("invoice_id", &body.invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
-    let actor = "manual";
-    let matched = matching::match_row(store, &ctx.org, tx_id, &body.invoice_id, actor, ctx.now)
-        .await
-        .map_err(match_error)?;
-    Ok(json_response(
-        200,
-        &json!({
-            "duplicate": matched.duplicate,
-            "applied": money::display(matched.applied),
-            "invoice": matched.invoice.as_ref().map(Invoice::to_json),
-            "previous_invoice": matched.previous.as_ref().map(Invoice::to_json),
-        }),
-    ))
+    let command = Command::MatchBankRow {
+        tx_id: tx_id.to_owned(),
+        invoice_id: Some(body.invoice_id),
+    };
+    let done = ctx.perform(store, RequestKey::State, command).await?;
+    Ok(json_response(done.status, &done.answer))
 }
 
 /// `DELETE /api/bank/transactions/{tx_id}/match`.
@@ -79,104 +46,12 @@ pub async fn unmatch_row(
     ctx: &Ctx<'_>,
     tx_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let unmatched = matching::unmatch_row(store, &ctx.org, tx_id, "manual", ctx.now)
-        .await
-        .map_err(match_error)?;
-    Ok(json_response(
-        200,
-        &json!({
-            "reverted": money::display(unmatched.reverted),
-            "invoice": unmatched.invoice.as_ref().map(Invoice::to_json),
-        }),
-    ))
-}
-
-/// A bank integration's settings from the fields of `POST /api/integrations`: monobank with its
-/// `token` and `account` (default `0`), or `csv` with a `name`.
-pub async fn settings(
-    body: &crate::setup::NewIntegration,
-    allows_loopback: bool,
-) -> Result<BankSettings, ApiError> {
-    match body.provider.as_deref().and_then(parse_tag::<BankProvider>) {
-        Some(BankProvider::Monobank) => {
-            let token = body.token.as_deref().ok_or_else(|| {
-                ApiError::bad_request(
-                    "missing_field",
-                    "monobank needs token (the personal X-Token)",
-                )
-            })?;
-            let account = body.account.as_deref().unwrap_or("0");
-            fields::reference("account", account, fields::REF_MAX)?;
-            let api_url = crate::setup::stand_in_url(body, allows_loopback)?;
-            let token = SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned());
-            // `0` is monobank's name for the default account in a statement call; a push names
-            // the real id. Resolved once, here, so every later comparison is exact.
-            let account = match account {
-                "0" => default_account(&token, api_url.as_deref(), allows_loopback).await?,
-                named => named.to_owned(),
-            };
-            Ok(BankSettings::Monobank {
-                token,
-                account,
-                api_url,
-            })
-        }
-        Some(BankProvider::Csv) => {
-            let name = body.name.as_deref().unwrap_or("CSV import");
-            Ok(BankSettings::Csv {
-                name: fields::line("name", name, NAME_MAX)?.to_owned(),
-            })
-        }
-        None => Err(ApiError::bad_request(
-            "invalid_provider",
-            "a bank integration's provider is monobank or csv",
-        )),
-    }
-}
-
-/// The client's default account (the first monobank lists), asked with the token.
-async fn default_account(
-    token: &SecretString,
-    api_url: Option<&str>,
-    allows_loopback: bool,
-) -> Result<String, ApiError> {
-    use firmspace::bank::monobank::{accounts, AccountsError, API};
-    let http = firmspace::egress::guarded(allows_loopback);
-    let base = api_url.unwrap_or(API);
-    match accounts(&http, base, token, std::time::Duration::from_secs(5)).await {
-        Ok(ids) => Ok(ids.into_iter().next().unwrap_or_default()),
-        Err(AccountsError::Refused(status)) => Err(ApiError::bad_request(
-            "invalid_token",
-            format!("monobank refused the token ({status}) when asked for its accounts"),
-        )),
-        Err(AccountsError::Unreadable(why)) => Err(ApiError::bad_request("no_account", why)),
-        Err(AccountsError::Unavailable(why)) => {
-            tracing::warn!(%why, "monobank's accounts could not be read");
-            Err(ApiError::new(
-                503,
-                "unavailable",
-                "monobank could not be asked for the token's accounts now (it allows one call a minute); retry later, or name the account",
-            ))
-        }
-    }
-}
-
-/// What the integrator is told: monobank's webhook URL (its id is the secret), or where to
-/// upload files.
-pub fn describe(integration: &Integration, b: &BankSettings, public_url: &str) -> Value {
-    match b {
-        BankSettings::Monobank { account, .. } => json!({
-            "provider": b.provider(),
-            "account": account,
-            "webhook_url": webhook_url(public_url, &integration.id),
-            "signature": "none: the webhook URL is the secret (128 random bits); keep it private",
-        }),
-        BankSettings::Csv { name } => json!({
-            "provider": b.provider(),
-            "name": name,
-            "upload_url": upload_url(public_url, &integration.id),
-        }),
-    }
+    let command = Command::MatchBankRow {
+        tx_id: tx_id.to_owned(),
+        invoice_id: None,
+    };
+    let done = ctx.perform(store, RequestKey::State, command).await?;
+    Ok(json_response(done.status, &done.answer))
 }
 
 /// The organisation's bank integration `raw` as stored, its secrets left sealed (the api may

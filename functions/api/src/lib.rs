@@ -74,6 +74,8 @@ pub(crate) struct Ctx<'a> {
     pub key: Key,
     /// Where a command's reply goes: the automation queue.
     pub replies: Queued<'a>,
+    /// The public base URL integrations are told, and what the stage allows.
+    pub site: firmspace::commands::setup::Site,
 }
 
 impl Ctx<'_> {
@@ -90,6 +92,7 @@ impl Ctx<'_> {
             now: self.now,
             replies: &self.replies,
             publisher: None,
+            site: Some(&self.site),
         };
         let by = Actor::Key(self.key.clone());
         let asked = [
@@ -221,6 +224,11 @@ impl App {
                     org: key.org.clone(),
                     key,
                     replies: Queued(self.settings.automation.as_ref()),
+                    site: firmspace::commands::setup::Site {
+                        public_url: self.settings.public_url.clone(),
+                        allows_loopback: self.settings.allows_loopback,
+                        models: self.settings.ai_models.clone(),
+                    },
                 };
                 let answer = self.dispatch(op, &found, &ctx).await?;
                 // A read is counted once it is answered: a refused request writes nothing,
@@ -290,7 +298,7 @@ impl App {
     ) -> Result<Response<Body>, ApiError> {
         let (store, id) = (&self.store, found.param("id"));
         match op {
-            OrgOp::CreateIntegration => setup::create_integration(store, &self.settings, ctx).await,
+            OrgOp::CreateIntegration => setup::create_integration(store, ctx).await,
             OrgOp::ReadIntegration => setup::read_integration(store, ctx, id).await,
             OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, id).await,
             OrgOp::AddMember => setup::add_member(store, ctx).await,
@@ -305,9 +313,7 @@ impl App {
                 let (kind, entity) = (found.param("kind"), found.param("entity_id"));
                 consequences::activity_log(store, ctx, kind, entity).await
             }
-            OrgOp::CreateRule => {
-                consequences::create_rule(store, ctx, &self.settings.ai_models).await
-            }
+            OrgOp::CreateRule => consequences::create_rule(store, ctx).await,
             OrgOp::Tasks => consequences::tasks(store, ctx).await,
             OrgOp::ListRules => consequences::rules(store, ctx).await,
             OrgOp::ReadRule => consequences::rule(store, ctx, found.param("rule_id")).await,

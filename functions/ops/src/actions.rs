@@ -259,6 +259,7 @@ async fn perform_as(
         now,
         replies: &NoReplies,
         publisher: Some(&app.publisher),
+        site: None,
     };
     let asked = [
         firmspace::http::route_path(req).as_bytes(),

@@ -259,6 +259,7 @@ impl<R: Replies> Step<'_, R> {
             now,
             replies: self.replies,
             publisher: None,
+            site: None,
         };
         let asked = Input {
             tool,

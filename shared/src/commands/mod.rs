@@ -14,7 +14,9 @@ mod crm;
 pub mod model;
 pub mod money;
 mod operate;
+mod records;
 mod review;
+pub mod setup;
 pub mod tools;
 
 pub use amount::AmountText;
@@ -97,6 +99,8 @@ pub enum RequestKey {
     ToolCall(ExternalId),
     /// None: the command is idempotent by the state it moves (a void: draft to void).
     State,
+    /// None: every request is a new one (another integration is another integration).
+    New,
 }
 
 impl RequestKey {
@@ -104,7 +108,7 @@ impl RequestKey {
         match self {
             Self::Header(id) => id,
             Self::Call(id) | Self::ToolCall(id) => id.as_str(),
-            Self::State => "",
+            Self::State | Self::New => "",
         }
     }
 
@@ -165,6 +169,44 @@ pub enum Command {
         id: crate::ids::IntegrationId,
         paused: bool,
     },
+    CreateInvoice(money::CreateInvoice),
+    /// A copy on purpose: a new draft with the next number.
+    DuplicateInvoice {
+        invoice_id: String,
+    },
+    /// A bank row matched to an invoice, or (`None`) its match undone.
+    MatchBankRow {
+        tx_id: String,
+        invoice_id: Option<String>,
+    },
+    /// Money onto the prepaid wallet.
+    TopUp {
+        amount: String,
+        currency: String,
+    },
+    /// An automation rule: on a trigger, a task, a message, a reply or an AI step.
+    CreateRule {
+        trigger: String,
+        action: Value,
+    },
+    /// Another API key, granting at most the asking key's scopes.
+    CreateKey {
+        name: String,
+        scopes: Vec<String>,
+    },
+    RevokeKey {
+        key_id: String,
+    },
+    AddMember {
+        user_id: String,
+        name: String,
+    },
+    /// A notification marked read.
+    MarkRead {
+        key: String,
+    },
+    /// A new integration (a provider's webhook, an outbound target, a bank's statement).
+    CreateIntegration(Box<setup::NewIntegration>),
     /// Every secret of an integration replaced.
     RotateSecrets {
         id: crate::ids::IntegrationId,
@@ -177,6 +219,7 @@ impl Command {
     fn requires(&self) -> &'static [Scope] {
         match self {
             Self::ResolveReview { .. } | Self::RotateSecrets { .. } => &[Scope::Write, Scope::Ops],
+            Self::CreateKey { .. } | Self::RevokeKey { .. } => &[Scope::Ops],
             Self::DecideRun { .. } | Self::PauseIntegration { .. } => &[Scope::Ops],
             _ => &[Scope::Write],
         }
@@ -196,12 +239,13 @@ impl Command {
     fn claimed_by_effect(&self, key: &RequestKey) -> bool {
         match key {
             RequestKey::Call(_) => false,
-            RequestKey::ToolCall(_) | RequestKey::State => true,
+            RequestKey::ToolCall(_) | RequestKey::State | RequestKey::New => true,
             RequestKey::Header(_) => matches!(
                 self,
                 Self::RegisterPayment { .. }
                     | Self::CreateCreditNote { .. }
                     | Self::VoidInvoice { .. }
+                    | Self::TopUp { .. }
             ),
         }
     }
@@ -220,6 +264,8 @@ pub struct Env<'a, R> {
     /// Where consequences go (a person's resend, a resumed integration's held events); only
     /// the operator's function has it.
     pub publisher: Option<&'a crate::effects::queue::Publisher>,
+    /// The public base URL and what the stage allows (the api's: integrations are made there).
+    pub site: Option<&'a setup::Site>,
 }
 
 /// A command's answer: its status and body, and whether it was a repeat's stored answer.
@@ -286,6 +332,16 @@ impl Command {
             Self::DecideRun { .. } => return "decide_run".into(),
             Self::PauseIntegration { .. } => return "pause_integration".into(),
             Self::RotateSecrets { .. } => return "rotate_secrets".into(),
+            Self::CreateIntegration(_) => return "create_integration".into(),
+            Self::CreateRule { .. } => return "create_rule".into(),
+            Self::CreateInvoice(_) => return "create_invoice".into(),
+            Self::DuplicateInvoice { .. } => return "duplicate_invoice".into(),
+            Self::MatchBankRow { .. } => return "match_bank_row".into(),
+            Self::TopUp { .. } => return "top_up".into(),
+            Self::CreateKey { .. } => return "create_key".into(),
+            Self::RevokeKey { .. } => return "revoke_key".into(),
+            Self::AddMember { .. } => return "add_member".into(),
+            Self::MarkRead { .. } => return "mark_read".into(),
         };
         tool.name()
     }
@@ -334,5 +390,25 @@ async fn run<R: Replies>(
         Command::DecideRun { pk, decision } => operate::decide(env, by, &pk, decision).await,
         Command::PauseIntegration { id, paused } => operate::pause(env, by, &id, paused).await,
         Command::RotateSecrets { id, rotation } => operate::rotate(env, &id, rotation).await,
+        Command::CreateIntegration(new) => setup::create(env, by, &new).await,
+        Command::CreateInvoice(new) => money::create_invoice(env, by, &new).await,
+        Command::DuplicateInvoice { invoice_id } => {
+            money::duplicate_invoice(env, by, &invoice_id).await
+        }
+        Command::MatchBankRow { tx_id, invoice_id } => {
+            money::match_row(env, by, &tx_id, invoice_id.as_deref()).await
+        }
+        Command::TopUp { amount, currency } => {
+            money::top_up(env, by, key, (&amount, &currency)).await
+        }
+        Command::CreateRule { trigger, action } => {
+            records::create_rule(env, by, (&trigger, action)).await
+        }
+        Command::CreateKey { name, scopes } => records::create_key(env, by, (&name, &scopes)).await,
+        Command::RevokeKey { key_id } => records::revoke_key(env, by, &key_id).await,
+        Command::AddMember { user_id, name } => {
+            records::add_member(env, by, (&user_id, &name)).await
+        }
+        Command::MarkRead { key } => records::mark_read(env, by, &key).await,
     }
 }

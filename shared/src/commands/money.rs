@@ -3,12 +3,16 @@
 
 use super::amount::AmountText;
 use super::{Actor, Env, RequestKey};
+use crate::bank::matching::MatchError;
+use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
 use crate::http::ApiError;
 use crate::ids::{ExternalId, LocalId};
-use crate::money::display;
+use crate::money::{display, parse_amount, Currency};
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError, Voided};
+use crate::payments::invoice::Links;
 use crate::payments::{invoice, register_payment, PaymentInput, Source};
+use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
 use crate::webhook::answer::key_reused;
 use serde::Deserialize;
@@ -234,4 +238,179 @@ pub(super) async fn void<R>(
     let mut answer = invoice.to_json();
     answer["duplicate"] = json!(again);
     Ok((200, answer))
+}
+
+/// Amounts are strings in major units; the links are optional.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateInvoice {
+    #[schema(example = "UAH")]
+    currency: String,
+    #[schema(example = "100.00")]
+    gross: String,
+    /// The member notified of its payments; without one, the whole team is.
+    owner: Option<String>,
+    contact_id: Option<String>,
+    deal_id: Option<String>,
+    company_id: Option<String>,
+    /// `open` (default: issued, takes payments) or `draft` (not issued yet; can be voided).
+    status: Option<String>,
+}
+
+/// A new invoice, numbered from the organisation's series: 201 and the invoice.
+pub(super) async fn create_invoice<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    body: &CreateInvoice,
+) -> Result<(u16, Value), ApiError> {
+    let currency = Currency::parse(&body.currency)
+        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
+    let new = NewInvoice {
+        currency,
+        gross: parse_amount(&body.gross)
+            .and_then(|gross| currency.check(gross))
+            .map_err(|e| ApiError::bad_request("invalid_gross", e.to_string()))?,
+        status: match body.status.as_deref() {
+            None | Some("open") => InvoiceStatus::Open,
+            Some("draft") => InvoiceStatus::Draft,
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_status",
+                    "status is open or draft",
+                ))
+            }
+        },
+        links: links(body)?,
+    };
+    let created = invoice::create(env.store, by.org(), new, env.now).await?;
+    Ok((201, created.to_json()))
+}
+
+/// The records an invoice links to: references, each within `REF_MAX` and without `#`.
+fn links(body: &CreateInvoice) -> Result<Links, FieldError> {
+    let link = |field: &'static str, raw: &Option<String>| {
+        fields::optional(raw.as_deref(), |r| fields::reference(field, r, REF_MAX))
+    };
+    Ok(Links {
+        owner: link("owner", &body.owner)?,
+        contact_id: link("contact_id", &body.contact_id)?,
+        deal_id: link("deal_id", &body.deal_id)?,
+        company_id: link("company_id", &body.company_id)?,
+    })
+}
+
+/// A copy on purpose: a new draft with a new number, never a retry.
+pub(super) async fn duplicate_invoice<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    id: &str,
+) -> Result<(u16, Value), ApiError> {
+    let original = invoice::get(env.store, by.org(), id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    let copy = invoice::create(
+        env.store,
+        by.org(),
+        NewInvoice {
+            currency: original.currency,
+            gross: original.gross,
+            status: InvoiceStatus::Draft,
+            links: original.links.clone(),
+        },
+        env.now,
+    )
+    .await?;
+    let mut body = copy.to_json();
+    body["duplicate_of"] = json!(original.id.as_str());
+    Ok((201, body))
+}
+fn match_error(e: MatchError) -> ApiError {
+    match e {
+        MatchError::NoRow => ApiError::not_found("bank row"),
+        MatchError::NoInvoice => ApiError::not_found("invoice"),
+        MatchError::NotACredit => ApiError::new(
+            409,
+            "not_a_credit",
+            "the row is a debit: only credits pay invoices",
+        ),
+        MatchError::CurrencyMismatch { .. } => {
+            ApiError::new(409, "currency_mismatch", e.to_string())
+        }
+        MatchError::NotMatched => ApiError::new(409, "not_matched", "the row is not matched"),
+        MatchError::Contended => ApiError::new(503, "contended", "the row kept changing; retry"),
+        MatchError::Payment(p) => p.into(),
+        MatchError::Store(s) => s.into(),
+    }
+}
+
+/// A bank row matched to an invoice (`invoice_id`), or its match undone (`None`): the row's
+/// payment booked or reverted once through the bank's one match function.
+pub(super) async fn match_row<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    tx_id: &str,
+    invoice_id: Option<&str>,
+) -> Result<(u16, Value), ApiError> {
+    use crate::bank::matching;
+    let (org, actor) = (by.org(), "manual");
+    let Some(invoice_id) = invoice_id else {
+        let unmatched = matching::unmatch_row(env.store, org, tx_id, actor, env.now)
+            .await
+            .map_err(match_error)?;
+        let invoice = unmatched
+            .invoice
+            .as_ref()
+            .map(crate::payments::Invoice::to_json);
+        return Ok((
+            200,
+            json!({"reverted": display(unmatched.reverted), "invoice": invoice}),
+        ));
+    };
+    LocalId::parse("invoice_id", invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
+    let matched = matching::match_row(env.store, org, tx_id, invoice_id, actor, env.now)
+        .await
+        .map_err(match_error)?;
+    let shown =
+        |i: &Option<crate::payments::Invoice>| i.as_ref().map(crate::payments::Invoice::to_json);
+    Ok((
+        200,
+        json!({"duplicate": matched.duplicate, "applied": display(matched.applied),
+            "invoice": shown(&matched.invoice), "previous_invoice": shown(&matched.previous)}),
+    ))
+}
+
+/// A top-up of the prepaid wallet, once per request key.
+pub(super) async fn top_up<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    key: &RequestKey,
+    (amount, currency): (&str, &str),
+) -> Result<(u16, Value), ApiError> {
+    use crate::ledger::{self, Price, TOPUP_MAX};
+    let key = key.identity()?;
+    let currency = Currency::parse(currency)
+        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
+    let amount = crate::money::parse_amount(amount)
+        .and_then(|a| currency.check(a))
+        .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
+    if amount > rust_decimal::Decimal::from(TOPUP_MAX) {
+        return Err(ApiError::bad_request(
+            "invalid_amount",
+            format!("a top-up is at most {TOPUP_MAX}"),
+        ));
+    }
+    let written = ledger::top_up(
+        env.store,
+        by.org(),
+        &key,
+        Price { amount, currency },
+        env.now,
+    )
+    .await?;
+    let event = crate::ids::EventKey::new("topup", key.as_str());
+    if let Some(refused) =
+        key_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?
+    {
+        return Err(refused);
+    }
+    Ok((200, written.answer()))
 }

@@ -6,14 +6,9 @@ use crate::paging;
 use crate::Ctx;
 use chrono::{DateTime, Utc};
 use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
-use firmspace::ids::EventKey;
-use firmspace::ledger::{self, export, inbox, wallet, LedgerLine, Price, TOPUP_MAX};
-use firmspace::money::{parse_amount, Currency};
-use firmspace::review::Kind;
+use firmspace::ledger::{export, inbox, wallet, LedgerLine};
 use firmspace::store::Store;
-use firmspace::webhook::answer::key_reused;
 use lambda_http::{Body, Response};
-use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -32,26 +27,13 @@ pub struct NewTopUp {
 pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let key = crate::invoices::idempotency_key(ctx)?;
     let body: NewTopUp = parse_json(body_bytes(ctx.req))?;
-    let currency = Currency::parse(&body.currency)
-        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
-    let amount = parse_amount(&body.amount)
-        .and_then(|a| currency.check(a))
-        .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
-    if amount > Decimal::from(TOPUP_MAX) {
-        return Err(ApiError::bad_request(
-            "invalid_amount",
-            format!("a top-up is at most {TOPUP_MAX}"),
-        ));
-    }
-    let written =
-        ledger::top_up(store, &ctx.org, &key, Price { amount, currency }, ctx.now).await?;
-    let event = EventKey::new("topup", key.as_str());
-    if let Some(refused) =
-        key_reused(store, &ctx.org, Kind::Wallet, &event, &written, ctx.now).await?
-    {
-        return Err(refused);
-    }
-    Ok(json_response(200, &written.answer()))
+    let command = firmspace::commands::Command::TopUp {
+        amount: body.amount,
+        currency: body.currency,
+    };
+    let key = firmspace::commands::RequestKey::Header(key.as_str().to_owned());
+    let done = ctx.perform(store, key, command).await?;
+    Ok(json_response(done.status, &done.answer))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -7,11 +7,13 @@ use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::deals::NewStage;
-use crate::invoices::{CreateInvoice, ManualPayment};
+use crate::invoices::ManualPayment;
 use crate::openapi::doc;
 use crate::schemas as s;
-use crate::setup::{NewIntegration, NewMember, NewOrg, NewSecrets};
+use crate::setup::{NewMember, NewOrg, NewSecrets};
 use firmspace::calls::CallFields;
+use firmspace::commands::money::CreateInvoice;
+use firmspace::commands::setup::NewIntegration;
 use firmspace::commands::CreditInput as NewNote;
 use firmspace::commands::ToolCall;
 

@@ -1,0 +1,224 @@
+//! The commands that make and change an organisation's own records: rules, keys, members,
+//! contacts, a softphone's call, a top-up of the prepaid wallet, a notification read.
+
+use super::{Actor, Env};
+use crate::commands::model::{Models, MAX_TOKENS_MAX};
+use crate::effects::automation::{self, Action};
+use crate::effects::{notify, Trigger};
+use crate::fields::{self, FieldError, KEY_MAX, TEXT_MAX, TITLE_MAX};
+use crate::http::{self, ApiError};
+use crate::integrations::{self, IntegrationKind};
+use crate::orgs::keys::{self, Scope, Scopes};
+use crate::store::item::parse_tag;
+use crate::store::Store;
+use secrecy::ExposeSecret;
+use serde_json::{json, Value};
+
+/// Every field of a rule's action within its limit, and fit for its trigger.
+async fn check_action(
+    store: &Store,
+    by: &Actor,
+    (trigger, action): (Trigger, &Action),
+    models: &Models,
+) -> Result<(), ApiError> {
+    match action {
+        Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
+        Action::SendMessage { text, .. } | Action::Reply { text } => {
+            fields::text("text", text, TEXT_MAX).map(drop)?
+        }
+        Action::Ai {
+            model,
+            instructions,
+            tools,
+            max_tokens,
+        } => {
+            if !models.allows(model) {
+                return Err(ApiError::bad_request(
+                    "model_not_allowed",
+                    format!("model is one of {}", models.list().join(", ")),
+                ));
+            }
+            if max_tokens.is_some_and(|m| !(1..=MAX_TOKENS_MAX).contains(&m)) {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    format!("max_tokens is 1 to {MAX_TOKENS_MAX}"),
+                ));
+            }
+            if let Some(tool) = tools.iter().find(|t| !t.for_model()) {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    format!("an ai step may not be given {}", tool.name()),
+                ));
+            }
+            fields::text("instructions", instructions, TEXT_MAX)?;
+            let unique: std::collections::HashSet<_> = tools.iter().collect();
+            if unique.len() != tools.len() {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    "an ai action names each tool at most once",
+                ));
+            }
+            let replies = tools.contains(&crate::effects::automation::Tool::Reply);
+            if replies && trigger == Trigger::InvoicePaid {
+                return Err(ApiError::bad_request(
+                    "invalid_action",
+                    "the reply tool answers a conversation: its trigger is message.received or call.missed",
+                ));
+            }
+        }
+    }
+    if matches!(action, Action::Reply { .. }) && trigger == Trigger::InvoicePaid {
+        return Err(ApiError::bad_request(
+            "invalid_action",
+            "reply answers a conversation: its trigger is message.received or call.missed",
+        ));
+    }
+    if let Action::SendMessage { integration_id, .. } = action {
+        // Only its kind: the api function may seal secrets but never open them.
+        let kind = match integration_id.org == *by.org() {
+            true => integrations::kind(store, integration_id).await?,
+            false => None,
+        };
+        if kind != Some(IntegrationKind::Outbound) {
+            return Err(ApiError::bad_request(
+                "invalid_integration",
+                "send_message needs an outbound integration of this organisation",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A rule: `trigger` and `action` read, the action checked for its trigger, recorded with who
+/// made it.
+pub(super) async fn create_rule<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    (trigger, action): (&str, Value),
+) -> Result<(u16, Value), ApiError> {
+    let trigger = parse_tag::<Trigger>(trigger).ok_or_else(|| {
+        let names: Vec<String> = Trigger::ALL
+            .iter()
+            .map(crate::store::item::tag_name)
+            .collect();
+        ApiError::bad_request(
+            "invalid_trigger",
+            format!("trigger must be one of {}", names.join(", ")),
+        )
+    })?;
+    let action: Action = serde_json::from_value(action).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_action",
+            format!(
+                "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
+                http::plain(&e.to_string())
+            ),
+        )
+    })?;
+    let models = env
+        .site
+        .map(|s| &s.models)
+        .ok_or_else(|| ApiError::not_found("route"))?;
+    check_action(env.store, by, (trigger, &action), models).await?;
+    let who = by.id();
+    let made = (trigger, action);
+    let rule = automation::create_rule_by(env.store, by.org(), made, Some(&who), env.now).await?;
+    Ok((
+        201,
+        json!({"rule_id": rule.rule_id, "trigger": rule.trigger, "action": rule.action, "created_by": who}),
+    ))
+}
+
+/// Another key of the organisation, granting at most the scopes of the key that asks.
+pub(super) async fn create_key<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    (name, scopes): (&str, &[String]),
+) -> Result<(u16, Value), ApiError> {
+    let name = fields::line("name", name, keys::NAME_MAX)?;
+    let parsed = scopes
+        .iter()
+        .map(|s| Scope::parse(s))
+        .collect::<Option<Vec<_>>>()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_scopes",
+                "scopes is a non-empty list of read, write and ops",
+            )
+        })?;
+    let scopes = Scopes::of(&parsed);
+    let covered = match by {
+        Actor::Key(key) => key.scopes.covers(scopes),
+        Actor::Admin { .. } => true,
+        Actor::Model { .. } => false,
+    };
+    if !covered {
+        let detail = "a key grants only scopes the key that makes it has";
+        return Err(ApiError::new(403, "forbidden", detail));
+    }
+    let made = keys::create(env.store, by.org(), name, scopes, &by.id(), env.now).await?;
+    let Some((info, api_key)) = made else {
+        let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
+        return Err(ApiError::new(409, "too_many_keys", detail));
+    };
+    Ok((
+        201,
+        json!({"key_id": info.key_id, "api_key": api_key.expose_secret(), "scopes": info.scopes,
+            "name": info.name, "created_at": info.created_at}),
+    ))
+}
+
+pub(super) async fn revoke_key<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    key_id: &str,
+) -> Result<(u16, Value), ApiError> {
+    let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("key"))?;
+    Ok((200, serde_json::to_value(info).unwrap_or_default()))
+}
+
+/// A member of the team, once per `user_id`.
+pub(super) async fn add_member<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    (user_id, name): (&str, &str),
+) -> Result<(u16, Value), ApiError> {
+    crate::ids::LocalId::parse("user_id", user_id)
+        .map_err(|e| ApiError::bad_request("invalid_user_id", e.to_string()))?;
+    let member = crate::orgs::Member {
+        user_id: user_id.to_owned(),
+        name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
+    };
+    let added = crate::orgs::add_member(env.store, by.org(), &member, env.now).await?;
+    Ok((
+        if added { 201 } else { 200 },
+        json!({"user_id": member.user_id, "name": member.name, "duplicate": !added}),
+    ))
+}
+
+/// A notification marked read.
+pub(super) async fn mark_read<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    key: &str,
+) -> Result<(u16, Value), ApiError> {
+    // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
+    // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
+    const MAX: usize = 4 * KEY_MAX;
+    fields::line("key", key, MAX)?;
+    if key.len() > MAX {
+        let reason = format!("must be at most {MAX} bytes");
+        return Err(FieldError {
+            field: "key",
+            reason,
+        }
+        .into());
+    }
+    match notify::mark_read(env.store, by.org(), key).await? {
+        true => Ok((200, json!({"key": key, "read": true}))),
+        false => Err(ApiError::not_found("notification")),
+    }
+}

@@ -1,0 +1,99 @@
+//! A bank integration's settings (monobank's token asked for its accounts) and what its
+//! integrator is told.
+
+use super::NewIntegration;
+use crate::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
+use crate::fields::{self, NAME_MAX, SECRET_MAX};
+use crate::http::ApiError;
+use crate::integrations::Integration;
+use crate::store::item::parse_tag;
+use secrecy::SecretString;
+use serde_json::{json, Value};
+
+/// A bank integration's settings from the fields of `POST /api/integrations`: monobank with its
+/// `token` and `account` (default `0`), or `csv` with a `name`.
+pub async fn settings(
+    body: &NewIntegration,
+    allows_loopback: bool,
+) -> Result<BankSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<BankProvider>) {
+        Some(BankProvider::Monobank) => {
+            let token = body.token.as_deref().ok_or_else(|| {
+                ApiError::bad_request(
+                    "missing_field",
+                    "monobank needs token (the personal X-Token)",
+                )
+            })?;
+            let account = body.account.as_deref().unwrap_or("0");
+            fields::reference("account", account, fields::REF_MAX)?;
+            let api_url = super::stand_in_url(body, allows_loopback)?;
+            let token = SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned());
+            // `0` is monobank's name for the default account in a statement call; a push names
+            // the real id. Resolved once, here, so every later comparison is exact.
+            let account = match account {
+                "0" => default_account(&token, api_url.as_deref(), allows_loopback).await?,
+                named => named.to_owned(),
+            };
+            Ok(BankSettings::Monobank {
+                token,
+                account,
+                api_url,
+            })
+        }
+        Some(BankProvider::Csv) => {
+            let name = body.name.as_deref().unwrap_or("CSV import");
+            Ok(BankSettings::Csv {
+                name: fields::line("name", name, NAME_MAX)?.to_owned(),
+            })
+        }
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a bank integration's provider is monobank or csv",
+        )),
+    }
+}
+
+/// The client's default account (the first monobank lists), asked with the token.
+async fn default_account(
+    token: &SecretString,
+    api_url: Option<&str>,
+    allows_loopback: bool,
+) -> Result<String, ApiError> {
+    use crate::bank::monobank::{accounts, AccountsError, API};
+    let http = crate::egress::guarded(allows_loopback);
+    let base = api_url.unwrap_or(API);
+    match accounts(&http, base, token, std::time::Duration::from_secs(5)).await {
+        Ok(ids) => Ok(ids.into_iter().next().unwrap_or_default()),
+        Err(AccountsError::Refused(status)) => Err(ApiError::bad_request(
+            "invalid_token",
+            format!("monobank refused the token ({status}) when asked for its accounts"),
+        )),
+        Err(AccountsError::Unreadable(why)) => Err(ApiError::bad_request("no_account", why)),
+        Err(AccountsError::Unavailable(why)) => {
+            tracing::warn!(%why, "monobank's accounts could not be read");
+            Err(ApiError::new(
+                503,
+                "unavailable",
+                "monobank could not be asked for the token's accounts now (it allows one call a minute); retry later, or name the account",
+            ))
+        }
+    }
+}
+
+/// What the integrator is told: monobank's webhook URL (its id is the secret), or where to
+/// upload files.
+pub fn describe(integration: &Integration, b: &BankSettings, public_url: &str) -> Value {
+    match b {
+        BankSettings::Monobank { account, .. } => json!({
+            "provider": b.provider(),
+            "account": account,
+            "webhook_url": webhook_url(public_url, &integration.id),
+            "signature": "none: the webhook URL is the secret (128 random bits); keep it private",
+        }),
+        BankSettings::Csv { name } => json!({
+            "provider": b.provider(),
+            "name": name,
+            "upload_url": upload_url(public_url, &integration.id),
+        }),
+    }
+}

@@ -1,0 +1,81 @@
+//! A messenger integration's settings and what its integrator is told.
+
+use super::NewIntegration;
+use crate::fields::{self, SECRET_MAX};
+use crate::http::ApiError;
+use crate::integrations::Integration;
+use crate::messages::providers::{webhook_url, MessageProvider, MessageSettings};
+use crate::signature::{standard, telegram};
+use crate::store::item::parse_tag;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{json, Value};
+
+/// A messenger's settings from the fields of `POST /api/integrations`: Telegram with its
+/// `bot_token`, WhatsApp with `app_secret` and `access_token`, or the generic sender; the
+/// tokens Telegram and Meta are told (`secret_token`, `verify_token`) and the generic secret are
+/// generated. `api_url` only where the stage allows a loopback stand-in.
+pub fn settings(body: &NewIntegration, allows_loopback: bool) -> Result<MessageSettings, ApiError> {
+    let need = |value: &Option<String>, field: &'static str, provider: &str| {
+        let value = value.as_deref().ok_or_else(|| {
+            ApiError::bad_request("missing_field", format!("{provider} needs {field}"))
+        })?;
+        Ok::<_, ApiError>(SecretString::from(
+            fields::secret(field, value, SECRET_MAX)?.to_owned(),
+        ))
+    };
+    let api_url = super::stand_in_url(body, allows_loopback)?;
+    match body
+        .provider
+        .as_deref()
+        .and_then(parse_tag::<MessageProvider>)
+    {
+        Some(MessageProvider::Telegram) => Ok(MessageSettings::Telegram {
+            bot_token: need(&body.bot_token, "bot_token", "telegram")?,
+            secret_token: SecretString::from(telegram::generate_token()),
+            api_url,
+        }),
+        Some(MessageProvider::Whatsapp) => Ok(MessageSettings::Whatsapp {
+            app_secret: need(&body.app_secret, "app_secret", "whatsapp")?,
+            access_token: need(&body.access_token, "access_token", "whatsapp")?,
+            verify_token: SecretString::from(telegram::generate_token()),
+            api_url,
+        }),
+        Some(MessageProvider::Standard) if api_url.is_some() => Err(ApiError::bad_request(
+            "invalid_url",
+            "the generic channel has no API to point elsewhere",
+        )),
+        Some(MessageProvider::Standard) => Ok(MessageSettings::Standard {
+            secret: SecretString::from(standard::generate_secret()),
+        }),
+        Some(MessageProvider::Sms) | None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a messages integration's provider is telegram, whatsapp or standard",
+        )),
+    }
+}
+
+/// What the integrator is told: where to point the messenger, and the token it sends back.
+pub fn describe(integration: &Integration, m: &MessageSettings, public_url: &str) -> Value {
+    let mut out = json!({
+        "webhook_url": webhook_url(public_url, &integration.id),
+        "provider": m.provider(),
+    });
+    match m {
+        MessageSettings::Telegram { secret_token, .. } => {
+            out["secret_token"] = json!(secret_token.expose_secret());
+            out["signature"] =
+                json!("X-Telegram-Bot-Api-Secret-Token (set it with setWebhook's secret_token)");
+        }
+        MessageSettings::Whatsapp { verify_token, .. } => {
+            out["verify_token"] = json!(verify_token.expose_secret());
+            out["signature"] =
+                json!("X-Hub-Signature-256 (HMAC-SHA256 of the body with the app secret)");
+        }
+        MessageSettings::Standard { secret } => {
+            out["secret"] = json!(secret.expose_secret());
+            out["signature"] =
+                json!("webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)");
+        }
+    }
+    out
+}

@@ -1,0 +1,369 @@
+//! `POST /api/integrations` as a command: a new integration's settings read from its fields
+//! (each provider's secrets checked or generated, sealed when stored), recorded with who made
+//! it, and described to the integrator once (where the provider posts, how it signs).
+
+mod bank;
+mod channels;
+
+use super::{Actor, Env};
+use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
+use crate::effects::outbound::OutboundTarget;
+use crate::effects::targets;
+use crate::fields::{self, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
+use crate::http::ApiError;
+use crate::ids::IntegrationId;
+use crate::integrations::leads::{LeadProvider, LeadSettings};
+use crate::integrations::{self, Integration, IntegrationKind, Settings};
+use crate::ledger::providers::{SmsProvider, SmsSettings};
+use crate::payments::providers::monobank::Merchant;
+use crate::payments::providers::{PaymentSettings, Provider};
+use crate::signature::{monobank, standard};
+use crate::store::item::parse_tag;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+/// What the api's deployment tells integrators and allows: the public base URL webhook URLs
+/// are built on, and whether loopback stand-ins of providers' APIs are taken (local and test
+/// stages only).
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub public_url: String,
+    pub allows_loopback: bool,
+    /// The models a rule's AI step may name (`AI_MODELS`).
+    pub models: super::model::Models,
+}
+
+/// Makes the integration `new` asks for, as `by`: 201 and what the integrator is told.
+pub(super) async fn create<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    new: &NewIntegration,
+) -> Result<(u16, Value), ApiError> {
+    let site = env.site.ok_or_else(|| ApiError::not_found("route"))?;
+    check_lengths(new)?;
+    let loopback = site.allows_loopback;
+    let settings = match new.kind {
+        IntegrationKind::Payments => Settings::Payments(payment_settings(new)?),
+        IntegrationKind::Outbound => Settings::Outbound(outbound_target(new, loopback)?),
+        IntegrationKind::Calls => Settings::Calls(call_settings(new)?),
+        IntegrationKind::Messages => Settings::Messages(channels::settings(new, loopback)?),
+        IntegrationKind::Bank => Settings::Bank(bank::settings(new, loopback).await?),
+        IntegrationKind::Sms => Settings::Sms(sms_settings(new)?),
+        IntegrationKind::Leads => Settings::Leads(lead_settings(new)?),
+    };
+    let integration = Integration {
+        id: IntegrationId::generate(by.org()),
+        settings,
+        created_at: env.now,
+    };
+    integrations::create_by(env.store, &integration, &by.id()).await?;
+    Ok((201, describe(&integration, &site.public_url)))
+}
+
+/// `payments` takes `provider` (and `secret`, or monobank's `public_key` and `token`);
+/// `outbound` takes `url` and `status_url`.
+#[derive(Deserialize, ToSchema)]
+pub struct NewIntegration {
+    #[schema(value_type = crate::integrations::IntegrationKind)]
+    pub kind: IntegrationKind,
+    /// payments: `standard`, `stripe` or `monobank`; calls: `twilio` or `standard`; messages:
+    /// `telegram`, `whatsapp` or `standard`; sms and leads: `standard`.
+    pub provider: Option<String>,
+    /// `whsec_...`; generated when absent.
+    secret: Option<String>,
+    /// monobank: the merchant's key, base64 PEM.
+    public_key: Option<String>,
+    /// https to a public host.
+    url: Option<String>,
+    /// `https://.../status/{key}`: 2xx delivered, 404 not delivered.
+    status_url: Option<String>,
+    /// outbound: a port other than 443 and 80 that `url` and `status_url` use (named on
+    /// purpose; any other port is refused).
+    port: Option<u16>,
+    /// monobank X-Token: payments, to fetch a rotated key; bank, the personal API's token.
+    pub token: Option<String>,
+    /// calls, Twilio: the account's auth token, which signs every callback.
+    auth_token: Option<String>,
+    /// messages, Telegram: the bot's token (reads files, sends replies).
+    pub bot_token: Option<String>,
+    /// messages, WhatsApp: the app secret, which signs every delivery.
+    pub app_secret: Option<String>,
+    /// messages, WhatsApp: the access token (reads media, sends replies).
+    pub access_token: Option<String>,
+    /// messages (Telegram, WhatsApp) and bank (monobank): another API base URL; local and test
+    /// stages only.
+    pub api_url: Option<String>,
+    /// bank, monobank: the statement's account (`0`, the default, when absent).
+    pub account: Option<String>,
+    /// bank, csv: what the file import is called.
+    pub name: Option<String>,
+}
+
+/// Its kind and provider only: the other fields are secrets.
+impl std::fmt::Debug for NewIntegration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewIntegration")
+            .field("kind", &self.kind)
+            .field("provider", &self.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every text of a new integration within its limit, before anything else is looked at.
+fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
+    let checks: [(&'static str, &Option<String>, usize); 11] = [
+        ("account", &body.account, REF_MAX),
+        ("bot_token", &body.bot_token, SECRET_MAX),
+        ("app_secret", &body.app_secret, SECRET_MAX),
+        ("access_token", &body.access_token, SECRET_MAX),
+        ("api_url", &body.api_url, URL_MAX),
+        ("secret", &body.secret, SECRET_MAX),
+        ("token", &body.token, SECRET_MAX),
+        ("auth_token", &body.auth_token, SECRET_MAX),
+        ("public_key", &body.public_key, PUBLIC_KEY_MAX),
+        ("url", &body.url, URL_MAX),
+        ("status_url", &body.status_url, URL_MAX),
+    ];
+    for (field, value, max) in checks {
+        if let Some(value) = value {
+            fields::secret(field, value, max)?;
+        }
+    }
+    Ok(())
+}
+
+fn payment_settings(body: &NewIntegration) -> Result<PaymentSettings, ApiError> {
+    let provider = body
+        .provider
+        .as_deref()
+        .and_then(parse_tag::<Provider>)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_provider",
+                "provider must be standard, stripe or monobank",
+            )
+        })?;
+    let secret = || {
+        let secret = body
+            .secret
+            .clone()
+            .unwrap_or_else(standard::generate_secret);
+        let usable = match provider {
+            Provider::Standard => standard::Verifier::new(&secret).is_ok(),
+            _ => secret.len() >= 16,
+        };
+        if !secret.starts_with("whsec_") || !usable {
+            return Err(ApiError::bad_request(
+                "invalid_secret",
+                "secret must be whsec_ followed by the base64 of 24 to 64 bytes (standard) or whsec_ and at least 10 more characters (stripe)",
+            ));
+        }
+        Ok(SecretString::from(secret))
+    };
+    Ok(match provider {
+        Provider::Standard => PaymentSettings::Standard { secret: secret()? },
+        Provider::Stripe => PaymentSettings::Stripe { secret: secret()? },
+        Provider::Monobank => {
+            let key = body.public_key.clone().ok_or_else(|| {
+                ApiError::bad_request(
+                    "missing_public_key",
+                    "monobank needs public_key (base64 PEM from /api/merchant/pubkey)",
+                )
+            })?;
+            monobank::Verifier::new(&key).map_err(|_| {
+                ApiError::bad_request(
+                    "invalid_public_key",
+                    "public_key is not a base64 PEM P-256 key",
+                )
+            })?;
+            PaymentSettings::Monobank(Merchant {
+                public_key: key,
+                token: body.token.clone().map(SecretString::from),
+                key_fetched_at: None,
+            })
+        }
+    })
+}
+
+fn outbound_target(
+    body: &NewIntegration,
+    allow_loopback: bool,
+) -> Result<OutboundTarget, ApiError> {
+    let url = body
+        .url
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("missing_url", "outbound integrations need url"))?;
+    check_outbound_url(&url, allow_loopback, body.port)?;
+    if let Some(status_url) = &body.status_url {
+        check_outbound_url(status_url, allow_loopback, body.port)?;
+    }
+    Ok(OutboundTarget {
+        url,
+        status_url: body.status_url.clone(),
+        secret: SecretString::from(standard::generate_secret()),
+        port: body.port,
+    })
+}
+
+/// Where a provider posts, how it signs, and the secret it signs with (shown once, at creation).
+fn webhook(
+    url: String,
+    provider: impl serde::Serialize,
+    signature: &str,
+    secret: Option<&SecretString>,
+) -> serde_json::Value {
+    json!({
+        "webhook_url": url,
+        "provider": provider,
+        "signature": signature,
+        "secret": secret.map(|s| s.expose_secret()),
+    })
+}
+
+const STANDARD_SIGNATURE: &str =
+    "webhook-id, webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)";
+
+/// What the answer tells the integrator about an integration.
+pub fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
+    let (id, hook) = (&integration.id.id, &integration.id);
+    let mut answer = match &integration.settings {
+        Settings::Payments(p) => {
+            let (secret, signature) = match p {
+                PaymentSettings::Standard { secret } => (Some(secret), STANDARD_SIGNATURE),
+                PaymentSettings::Stripe { secret } => {
+                    (Some(secret), "Stripe-Signature (t=..., v1=HMAC-SHA256)")
+                }
+                PaymentSettings::Monobank(_) => (None, "X-Sign (ECDSA P-256 over the raw body)"),
+            };
+            let url = format!("{public_url}/hooks/{id}/payments");
+            webhook(url, p.provider(), signature, secret)
+        }
+        Settings::Calls(c) => {
+            let (secret, signature) = match c {
+                CallSettings::Twilio { .. } => (
+                    None,
+                    "X-Twilio-Signature (HMAC-SHA1 of this URL and the sorted parameters)",
+                ),
+                CallSettings::Standard { secret } => (Some(secret), STANDARD_SIGNATURE),
+            };
+            webhook(webhook_url(public_url, hook), c.provider(), signature, secret)
+        }
+        Settings::Messages(m) => channels::describe(integration, m, public_url),
+        Settings::Sms(SmsSettings::Standard { secret }) => webhook(
+            crate::ledger::providers::webhook_url(public_url, hook),
+            SmsProvider::Standard,
+            "webhook-id (the event id), webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)",
+            Some(secret),
+        ),
+        Settings::Leads(LeadSettings::Standard { secret }) => webhook(
+            crate::integrations::leads::webhook_url(public_url, hook),
+            LeadProvider::Standard,
+            STANDARD_SIGNATURE,
+            Some(secret),
+        ),
+        Settings::Bank(b) => bank::describe(integration, b, public_url),
+        Settings::Outbound(o) => json!({
+            "url": o.url,
+            "status_url": o.status_url,
+            "signature": "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers",
+            "secret": o.secret.expose_secret(),
+        }),
+    };
+    answer["integration_id"] = json!(id);
+    answer["kind"] = json!(integration.kind());
+    answer
+}
+
+/// A `whsec_` secret as given (base64 of 24 to 64 bytes), or a new one.
+fn standard_secret(body: &NewIntegration) -> Result<SecretString, ApiError> {
+    let secret = body
+        .secret
+        .clone()
+        .unwrap_or_else(standard::generate_secret);
+    if !secret.starts_with("whsec_") || standard::Verifier::new(&secret).is_err() {
+        return Err(ApiError::bad_request(
+            "invalid_secret",
+            "secret must be whsec_ followed by the base64 of 24 to 64 bytes",
+        ));
+    }
+    Ok(SecretString::from(secret))
+}
+
+/// An SMS carrier: `standard` (our own contract), signed with a `whsec_` secret.
+fn sms_settings(body: &NewIntegration) -> Result<SmsSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<SmsProvider>) {
+        Some(SmsProvider::Standard) => Ok(SmsSettings::Standard {
+            secret: standard_secret(body)?,
+        }),
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "an sms integration's provider is standard",
+        )),
+    }
+}
+
+/// A lead form: `standard` (our own contract), signed with a `whsec_` secret.
+fn lead_settings(body: &NewIntegration) -> Result<LeadSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<LeadProvider>) {
+        Some(LeadProvider::Standard) => Ok(LeadSettings::Standard {
+            secret: standard_secret(body)?,
+        }),
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a leads integration's provider is standard",
+        )),
+    }
+}
+
+/// `twilio` with the account's `auth_token`, or `standard` with a `whsec_` secret (generated
+/// when absent).
+fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
+    match body.provider.as_deref().and_then(parse_tag::<CallProvider>) {
+        Some(CallProvider::Twilio) => {
+            let token = body.auth_token.clone().ok_or_else(|| {
+                ApiError::bad_request(
+                    "missing_auth_token",
+                    "twilio needs the account's auth_token",
+                )
+            })?;
+            Ok(CallSettings::Twilio {
+                auth_token: SecretString::from(token),
+            })
+        }
+        Some(CallProvider::Standard) => Ok(CallSettings::Standard {
+            secret: standard_secret(body)?,
+        }),
+        None => Err(ApiError::bad_request(
+            "invalid_provider",
+            "a calls integration's provider is twilio or standard",
+        )),
+    }
+}
+
+/// An integration's own `api_url` (a loopback stand-in for a provider's API): taken only where the
+/// stage allows loopback, refused elsewhere.
+pub(super) fn stand_in_url(
+    body: &NewIntegration,
+    allows_loopback: bool,
+) -> Result<Option<String>, ApiError> {
+    match &body.api_url {
+        Some(url) if allows_loopback => {
+            check_outbound_url(url, true, None)?;
+            Ok(Some(url.clone()))
+        }
+        Some(_) => Err(ApiError::bad_request(
+            "invalid_url",
+            "api_url is taken on the local and test stages only",
+        )),
+        None => Ok(None),
+    }
+}
+
+/// An outbound URL must be https to a public host on port 443 or 80 (or the `port` the
+/// integration names); loopback http only where the stage allows it.
+fn check_outbound_url(raw: &str, allow_loopback: bool, port: Option<u16>) -> Result<(), ApiError> {
+    targets::check_url_on(raw, allow_loopback, port)
+        .map_err(|why| ApiError::bad_request("invalid_url", why))
+}
