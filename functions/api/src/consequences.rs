@@ -66,8 +66,7 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         trigger: body.trigger,
         action: body.action,
     };
-    let done = ctx.perform(store, RequestKey::New, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::New, command).await
 }
 
 /// `GET /api/rules`: every rule, with who made it.

@@ -3,7 +3,7 @@
 
 use crate::Ctx;
 use firmspace::commands::{Command, CreditInput, RequestKey};
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 
@@ -17,8 +17,7 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
         note,
     };
     let key = RequestKey::Header(key.as_str().to_owned());
-    let done = ctx.perform(store, key, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, key, command).await
 }
 
 /// Voids a draft invoice; a void one again gets the same answer (`duplicate: true`).
@@ -26,6 +25,5 @@ pub async fn void(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Bod
     let command = Command::VoidInvoice {
         invoice_id: id.to_owned(),
     };
-    let done = ctx.perform(store, RequestKey::State, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::State, command).await
 }

@@ -53,6 +53,5 @@ pub async fn move_stage(
         deal_id: id.to_owned(),
         stage,
     };
-    let done = ctx.perform(store, RequestKey::Header(key), command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::Header(key), command).await
 }

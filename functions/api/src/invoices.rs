@@ -87,8 +87,7 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
         actor: body.actor,
     };
     let key = RequestKey::Header(key.as_str().to_owned());
-    let done = ctx.perform(store, key, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, key, command).await
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.
@@ -111,6 +110,5 @@ pub async fn duplicate(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Respons
     let command = Command::DuplicateInvoice {
         invoice_id: id.to_owned(),
     };
-    let done = ctx.perform(store, RequestKey::New, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::New, command).await
 }

@@ -38,8 +38,7 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
         name: body.name,
         scopes: body.scopes,
     };
-    let done = ctx.perform(store, RequestKey::New, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::New, command).await
 }
 
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
@@ -55,6 +54,5 @@ pub async fn revoke(
     let command = Command::RevokeKey {
         key_id: key_id.to_owned(),
     };
-    let done = ctx.perform(store, RequestKey::State, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::State, command).await
 }

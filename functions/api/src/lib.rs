@@ -21,9 +21,8 @@ mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
-use firmspace::commands::{perform, Actor, Command, Done, Env, Replies, RequestKey};
+use firmspace::commands::{perform, Actor, Command, Done, Env, Queued, RequestKey};
 use firmspace::config::{self, Config, ConfigError};
-use firmspace::effects::AssistedReply;
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::orgs::{Key, Scope};
@@ -76,6 +75,8 @@ pub(crate) struct Ctx<'a> {
     pub replies: Queued<'a>,
     /// The public base URL integrations are told, and what the stage allows.
     pub site: firmspace::commands::setup::Site,
+    /// Large files' bucket and the import queue.
+    pub imports: firmspace::commands::statements::Imports<'a>,
 }
 
 impl Ctx<'_> {
@@ -93,6 +94,7 @@ impl Ctx<'_> {
             replies: &self.replies,
             publisher: None,
             site: Some(&self.site),
+            imports: self.imports,
         };
         let by = Actor::Key(self.key.clone());
         let asked = [
@@ -102,28 +104,16 @@ impl Ctx<'_> {
         ];
         perform(&env, &by, &key, command, &asked.concat()).await
     }
-}
 
-/// A reply asked for through the api: queued for the automation worker, which alone opens the
-/// channel's secret and sends it once as its run.
-pub(crate) struct Queued<'a>(Option<&'a firmspace::effects::queue::Publisher>);
-
-impl Replies for Queued<'_> {
-    async fn reply(&self, reply: AssistedReply) -> Result<serde_json::Value, ApiError> {
-        let unavailable = || {
-            ApiError::new(
-                503,
-                "replies_unavailable",
-                "the reply could not be queued; retry",
-            )
-        };
-        let publisher = self.0.ok_or_else(unavailable)?;
-        let message = firmspace::effects::Consequence::Assisted(reply);
-        let published = publisher.publish(std::slice::from_ref(&message)).await;
-        match published {
-            Ok(p) if p.sent == 1 => Ok(json!({"state": "sending"})),
-            _ => Err(unavailable()),
-        }
+    /// `perform`, answered as it was done.
+    pub(crate) async fn answer(
+        &self,
+        store: &Store,
+        key: RequestKey,
+        command: Command,
+    ) -> Result<Response<Body>, ApiError> {
+        let done = self.perform(store, key, command).await?;
+        Ok(json_response(done.status, &done.answer))
     }
 }
 
@@ -216,7 +206,7 @@ impl App {
                     .into_iter()
                     .find_map(|s| key.may(s).err())
                 {
-                    return Err(forbidden(lacks));
+                    return Err(firmspace::commands::forbidden(lacks));
                 }
                 let ctx = Ctx {
                     req,
@@ -228,6 +218,10 @@ impl App {
                         public_url: self.settings.public_url.clone(),
                         allows_loopback: self.settings.allows_loopback,
                         models: self.settings.ai_models.clone(),
+                    },
+                    imports: firmspace::commands::statements::Imports {
+                        uploads: self.settings.uploads.as_ref(),
+                        requests: self.settings.imports.as_ref(),
                     },
                 };
                 let answer = self.dispatch(op, &found, &ctx).await?;
@@ -269,12 +263,9 @@ impl App {
             OrgOp::DuplicateInvoice => invoices::duplicate(store, ctx, id).await,
             OrgOp::CreditInvoice => credit_notes::create(store, ctx, id).await,
             OrgOp::VoidInvoice => credit_notes::void(store, ctx, id).await,
-            OrgOp::UploadCsv => bank::upload(store, &self.settings, ctx, id).await,
+            OrgOp::UploadCsv => bank::upload(store, ctx, id).await,
             OrgOp::FileImport => bank::file_import(store, ctx, id).await,
-            OrgOp::StartImport => {
-                let imports = self.settings.imports.as_ref();
-                bank::start_import(store, imports, ctx, id).await
-            }
+            OrgOp::StartImport => bank::start_import(store, ctx, id).await,
             OrgOp::BankTransactions => bank::list(store, ctx).await,
             OrgOp::MatchBankTx => bank::match_row(store, ctx, found.param("tx_id")).await,
             OrgOp::UnmatchBankTx => bank::unmatch_row(store, ctx, found.param("tx_id")).await,
@@ -397,15 +388,6 @@ fn decoded_segments(req: &Request) -> Vec<String> {
         .skip(1)
         .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect()
-}
-
-/// 403 `forbidden`: the key lacks the scope the route needs.
-fn forbidden(lacks: Scope) -> ApiError {
-    ApiError::new(
-        403,
-        "forbidden",
-        format!("this key lacks the `{}` scope", lacks.name()),
-    )
 }
 
 /// A request outside `/api` that reached us through the gateway's `$default` route: a webhook

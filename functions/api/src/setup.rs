@@ -40,8 +40,7 @@ pub async fn create_org(
 pub async fn create_integration(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let new: NewIntegration = parse_json(body_bytes(ctx.req))?;
     let command = Command::CreateIntegration(Box::new(new));
-    let done = ctx.perform(store, RequestKey::New, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::New, command).await
 }
 
 /// The organisation's integration `raw` read with its secrets left sealed, or 404.
@@ -124,8 +123,7 @@ pub async fn rotate_secrets(
         id: integration.id,
         rotation: Rotation { secrets, overlap },
     };
-    let done = ctx.perform(store, RequestKey::Header(key), command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::Header(key), command).await
 }
 
 /// A new value for a Standard Webhooks or Stripe signing `secret` must be usable as one, as at
@@ -160,8 +158,7 @@ pub async fn add_member(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, 
         user_id: body.user_id,
         name: body.name,
     };
-    let done = ctx.perform(store, RequestKey::State, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, RequestKey::State, command).await
 }
 
 pub async fn list_members(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {

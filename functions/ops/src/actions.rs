@@ -7,7 +7,7 @@
 use crate::views::admin_only;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
-use firmspace::commands::{perform, Actor, Command, Env, Replies, RequestKey};
+use firmspace::commands::{perform, Actor, Command, Env, Queued, RequestKey};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::ops::events::{replay, ReplayError};
 use firmspace::ops::ids;
@@ -257,9 +257,10 @@ async fn perform_as(
     let env = Env {
         store: &app.store,
         now,
-        replies: &NoReplies,
+        replies: &Queued(None),
         publisher: Some(&app.publisher),
         site: None,
+        imports: Default::default(),
     };
     let asked = [
         firmspace::http::route_path(req).as_bytes(),
@@ -269,15 +270,6 @@ async fn perform_as(
     .concat();
     let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
     Ok(json_response(done.status, &done.answer))
-}
-
-/// The operator's actions send no replies.
-struct NoReplies;
-
-impl Replies for NoReplies {
-    async fn reply(&self, _: firmspace::effects::AssistedReply) -> Result<Value, ApiError> {
-        Err(ApiError::not_found("route"))
-    }
 }
 
 /// A worker paused (its event source mapping disabled) or resumed: the deployment's, not an

@@ -260,6 +260,7 @@ impl<R: Replies> Step<'_, R> {
             replies: self.replies,
             publisher: None,
             site: None,
+            imports: Default::default(),
         };
         let asked = Input {
             tool,

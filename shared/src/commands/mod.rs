@@ -17,6 +17,7 @@ mod operate;
 mod records;
 mod review;
 pub mod setup;
+pub mod statements;
 pub mod tools;
 
 pub use amount::AmountText;
@@ -77,14 +78,7 @@ impl Actor {
             // A model's commands are limited by `Command::for_model`, not by scopes.
             Self::Model { .. } => None,
         };
-        match lacks {
-            None => Ok(()),
-            Some(scope) => Err(ApiError::new(
-                403,
-                "forbidden",
-                format!("this key lacks the `{}` scope", scope.name()),
-            )),
-        }
+        lacks.map_or(Ok(()), |scope| Err(forbidden(scope)))
     }
 }
 
@@ -179,6 +173,23 @@ pub enum Command {
         tx_id: String,
         invoice_id: Option<String>,
     },
+    /// A bank's CSV file, uploaded to its csv integration.
+    UploadStatement {
+        integration_id: String,
+        file: Vec<u8>,
+    },
+    /// A monobank integration's statement imported now.
+    StartImport {
+        integration_id: String,
+    },
+    /// The softphone's report of a call.
+    RecordCall(Box<crate::calls::CallFields>),
+    /// A contact made by hand.
+    CreateContact {
+        name: String,
+        phone: Option<String>,
+        owner: Option<String>,
+    },
     /// Money onto the prepaid wallet.
     TopUp {
         amount: String,
@@ -251,9 +262,34 @@ impl Command {
     }
 }
 
+/// 403 `forbidden`: the key lacks `scope`.
+pub fn forbidden(scope: Scope) -> ApiError {
+    let detail = format!("this key lacks the `{}` scope", scope.name());
+    ApiError::new(403, "forbidden", detail)
+}
+
 /// How a reply leaves: the api queues it for the automation worker, the worker sends it.
 pub trait Replies {
     fn reply(&self, reply: AssistedReply) -> impl Future<Output = Result<Value, ApiError>> + Send;
+}
+
+/// A reply queued for the automation worker, which alone opens the channel's secret and sends
+/// it once as its run; without a queue (the operator's function) it is 503.
+pub struct Queued<'a>(pub Option<&'a crate::effects::queue::Publisher>);
+
+impl Replies for Queued<'_> {
+    async fn reply(&self, reply: AssistedReply) -> Result<Value, ApiError> {
+        let unavailable = || {
+            let detail = "the reply could not be queued; retry";
+            ApiError::new(503, "replies_unavailable", detail)
+        };
+        let publisher = self.0.ok_or_else(unavailable)?;
+        let message = crate::effects::Consequence::Assisted(reply);
+        match publisher.publish(std::slice::from_ref(&message)).await {
+            Ok(p) if p.sent == 1 => Ok(serde_json::json!({"state": "sending"})),
+            _ => Err(unavailable()),
+        }
+    }
 }
 
 /// What a command needs besides its input.
@@ -266,6 +302,8 @@ pub struct Env<'a, R> {
     pub publisher: Option<&'a crate::effects::queue::Publisher>,
     /// The public base URL and what the stage allows (the api's: integrations are made there).
     pub site: Option<&'a setup::Site>,
+    /// Large files' bucket and the import queue (the api's).
+    pub imports: statements::Imports<'a>,
 }
 
 /// A command's answer: its status and body, and whether it was a repeat's stored answer.
@@ -338,6 +376,10 @@ impl Command {
             Self::DuplicateInvoice { .. } => return "duplicate_invoice".into(),
             Self::MatchBankRow { .. } => return "match_bank_row".into(),
             Self::TopUp { .. } => return "top_up".into(),
+            Self::RecordCall(_) => return "record_call".into(),
+            Self::UploadStatement { .. } => return "upload_statement".into(),
+            Self::StartImport { .. } => return "start_import".into(),
+            Self::CreateContact { .. } => return "create_contact".into(),
             Self::CreateKey { .. } => return "create_key".into(),
             Self::RevokeKey { .. } => return "revoke_key".into(),
             Self::AddMember { .. } => return "add_member".into(),
@@ -400,6 +442,18 @@ async fn run<R: Replies>(
         }
         Command::TopUp { amount, currency } => {
             money::top_up(env, by, key, (&amount, &currency)).await
+        }
+        Command::RecordCall(call) => records::record_call(env, by, &call).await,
+        Command::UploadStatement {
+            integration_id,
+            file,
+        } => statements::upload(env, by, &integration_id, &file).await,
+        Command::StartImport { integration_id } => {
+            statements::start_import(env, by, &integration_id).await
+        }
+        Command::CreateContact { name, phone, owner } => {
+            let asked = (name.as_str(), phone.as_deref(), owner.as_deref());
+            records::create_contact(env, by, asked).await
         }
         Command::CreateRule { trigger, action } => {
             records::create_rule(env, by, (&trigger, action)).await

@@ -222,3 +222,55 @@ pub(super) async fn mark_read<R>(
         false => Err(ApiError::not_found("notification")),
     }
 }
+
+/// The softphone's report of a call, stored once under `call:CALL_ID:DIRECTION`: 201 the
+/// first time, 200 with `duplicate: true` and the stored call after.
+pub(super) async fn record_call<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    call: &crate::calls::CallFields,
+) -> Result<(u16, Value), ApiError> {
+    use crate::calls::{self, Checked};
+    use crate::webhook::answer::{tell, Recorded};
+    let input = match call.check(by.org(), "softphone", env.now)? {
+        Checked::Call(input) => input,
+        Checked::Pending(status) => {
+            return Ok((200, json!({"status": "ignored", "call_status": status})))
+        }
+    };
+    let written = calls::record(env.store, &input).await?;
+    let status = if written.is_new() { 201 } else { 200 };
+    let recorded = Recorded::one(input.key(), written);
+    let kind = crate::review::Kind::Call;
+    let told = tell(env.store, by.org(), kind, &recorded, json!({}), env.now).await?;
+    Ok((status, told.answer))
+}
+
+/// A contact made by hand; a phone that already belongs to a contact is a 409 naming it.
+pub(super) async fn create_contact<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    (name, phone, owner): (&str, Option<&str>, Option<&str>),
+) -> Result<(u16, Value), ApiError> {
+    use crate::contacts::{self, Created, NewContact};
+    let new = NewContact::manual(name, phone, owner)?;
+    // The owner is told about this contact's missed calls: it must be someone who reads them.
+    if let Some(owner) = &new.owner {
+        if !crate::orgs::is_member(env.store, by.org(), owner).await? {
+            let reason = "is not a member of this organisation (POST /api/members first)".into();
+            return Err(FieldError {
+                field: "owner",
+                reason,
+            }
+            .into());
+        }
+    }
+    match contacts::create(env.store, by.org(), new, env.now).await? {
+        Created::New(contact) => Ok((201, contact.to_json())),
+        Created::Taken(contact_id) => Err(ApiError::new(
+            409,
+            "phone_in_use",
+            format!("the phone belongs to contact {contact_id}"),
+        )),
+    }
+}

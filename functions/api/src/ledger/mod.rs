@@ -32,8 +32,7 @@ pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
         currency: body.currency,
     };
     let key = firmspace::commands::RequestKey::Header(key.as_str().to_owned());
-    let done = ctx.perform(store, key, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, key, command).await
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -58,8 +57,7 @@ pub async fn refund(
         reason: body.reason,
     };
     let key = firmspace::commands::RequestKey::Header(key);
-    let done = ctx.perform(store, key, command).await?;
-    Ok(json_response(done.status, &done.answer))
+    ctx.answer(store, key, command).await
 }
 
 /// `GET /api/wallet`.

@@ -1,0 +1,182 @@
+//! A bank's statements asked for by a person: a CSV file uploaded (checked whole, then every
+//! row stored once; a large file kept for the import worker), a monobank import started now.
+
+use super::{Actor, Env};
+use crate::bank::csv::{self, FILE_MAX};
+use crate::bank::files;
+use crate::bank::import::Request;
+use crate::bank::providers::BankProvider;
+use crate::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
+use crate::bank::{self, Arrival, BankTx};
+use crate::http::ApiError;
+use crate::ids::{IntegrationId, OrgId};
+use crate::integrations;
+use crate::review::Kind;
+use crate::store::item::Read;
+use crate::store::{Item, Store};
+use crate::webhook::answer::tell;
+use serde_json::{json, Value};
+
+/// Where statements go beyond the table: large files' bucket and the import worker's queue
+/// (the api's; without them a large file or an import now is 503).
+#[derive(Clone, Copy, Default)]
+pub struct Imports<'a> {
+    pub uploads: Option<&'a files::Bucket>,
+    pub requests: Option<&'a crate::bank::import::Requests>,
+}
+
+/// The organisation's bank integration `raw` as stored, its secrets left sealed (the api may
+/// seal secrets but never open them), or 404.
+pub async fn bank_integration(
+    store: &Store,
+    org: &OrgId,
+    raw: &str,
+) -> Result<(IntegrationId, BankProvider, Item), ApiError> {
+    let id = IntegrationId::parse(raw)
+        .ok()
+        .filter(|id| id.org == *org)
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    let item = integrations::clear_item(store, &id)
+        .await?
+        .filter(|item| item.opt_str("integration_kind") == Some("bank"))
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    let provider = item.tag_of::<BankProvider>("provider")?;
+    Ok((id, provider, item))
+}
+
+/// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
+/// nothing written), then every row stored once.
+pub(super) async fn upload<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    id: &str,
+    bytes: &[u8],
+) -> Result<(u16, Value), ApiError> {
+    let (store, org, now) = (env.store, by.org(), env.now);
+    if bytes.len() > FILE_MAX {
+        return Err(ApiError::new(
+            413,
+            "payload_too_large",
+            "a CSV file is at most 5 MiB",
+        ));
+    }
+    let (integration, provider, _) = bank_integration(store, org, id).await?;
+    if provider != BankProvider::Csv {
+        return Err(ApiError::new(
+            409,
+            "not_a_csv_integration",
+            "files are uploaded to a csv bank integration",
+        ));
+    }
+    let rows = match csv::parse(bytes) {
+        Ok(rows) => rows,
+        Err(errors) => {
+            let body = json!({
+                "error": "invalid_csv",
+                "detail": format!("{} line(s) refused; nothing was imported", errors.len()),
+                "rows": errors,
+            });
+            return Ok((400, body));
+        }
+    };
+    if rows.len() > files::ROWS_AT_ONCE {
+        return large(env, org, &integration.id, (bytes, rows.len())).await;
+    }
+    let txs: Vec<BankTx> = rows
+        .into_iter()
+        .map(|row| BankTx::new(org, &integration.id, "csv", row, Arrival::Csv, now))
+        .collect();
+    let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
+    let context = json!({"integration_id": integration.id});
+    let recorded = crate::webhook::Recorded {
+        batch: Some(json!({
+            "rows": txs.len(),
+            "imported": rows.imported(),
+            "duplicates": rows.duplicates(),
+            "conflicts": rows.conflicts(),
+        })),
+        events: rows.written,
+        stored_more: false,
+        review_more: false,
+    };
+    let told = tell(store, org, Kind::Bank, &recorded, context, now).await?;
+    Ok((200, told.answer))
+}
+
+/// A checked file of more than 5,000 rows: kept in the bucket and stored by the import worker;
+/// 202 with the import and where to follow it. The same file again is the same import.
+async fn large<R>(
+    env: &Env<'_, R>,
+    org: &OrgId,
+    integration: &str,
+    file: (&[u8], usize),
+) -> Result<(u16, Value), ApiError> {
+    let unavailable = |why: &str| {
+        tracing::warn!(%why, "a large file could not be taken");
+        ApiError::new(
+            503,
+            "imports_unavailable",
+            "a file of more than 5000 rows is stored by the import worker, which cannot take it now; retry",
+        )
+    };
+    let (Some(bucket), Some(queue)) = (env.imports.uploads, env.imports.requests) else {
+        return Err(unavailable("no bucket or import queue is configured"));
+    };
+    let (import, new) = files::start(env.store, bucket, org, integration, file, env.now)
+        .await
+        .map_err(|e| match e {
+            files::FileError::Store(e) => e.into(),
+            files::FileError::Bucket(why) => unavailable(&why),
+        })?;
+    if new || import.state() == "queued" {
+        let request = Request::File {
+            org: org.clone(),
+            import_id: import.id.clone(),
+        };
+        queue
+            .send(&request)
+            .await
+            .map_err(|why| unavailable(&why))?;
+    }
+    let mut answer = import.to_json();
+    answer["duplicate"] = json!(!new);
+    answer["status_url"] = json!(format!("/api/imports/{}", import.id));
+    Ok((202, answer))
+}
+
+/// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
+/// `{"started": false, "reason": "running"}` while a run holds the statement window.
+pub(super) async fn start_import<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    id: &str,
+) -> Result<(u16, Value), ApiError> {
+    let store = env.store;
+    let (integration, provider, item) = bank_integration(store, by.org(), id).await?;
+    if provider != BankProvider::Monobank {
+        return Err(ApiError::new(
+            409,
+            "not_a_monobank_integration",
+            "statements are imported for a monobank bank integration",
+        ));
+    }
+    let digest = item.str_of("token_digest")?;
+    if crate::bank::import::is_running(store, digest, env.now).await? {
+        return Ok((202, json!({"started": false, "reason": "running"})));
+    }
+    let imports = env.imports.requests.ok_or_else(|| {
+        ApiError::new(503, "imports_unavailable", "no import queue is configured")
+    })?;
+    let request = Request::Statement {
+        integration_id: integration.clone(),
+    };
+    imports.send(&request).await.map_err(|why| {
+        tracing::warn!(%why, "import request not queued");
+        ApiError::new(
+            503,
+            "imports_unavailable",
+            "the import could not be queued; retry",
+        )
+    })?;
+    Ok((202, json!({"started": true})))
+}
