@@ -21,7 +21,8 @@ mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
-use firmspace::commands::{perform, Actor, Command, Done, Env, Queued, RequestKey};
+use firmspace::commands::{perform, setup::Site, statements::Imports};
+use firmspace::commands::{Actor, Command, Done, Env, Queued, RequestKey};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
@@ -62,6 +63,7 @@ pub struct Settings {
 pub struct App {
     store: Store,
     settings: Settings,
+    site: Site,
 }
 
 /// One request, authenticated: who asks and when.
@@ -74,9 +76,9 @@ pub(crate) struct Ctx<'a> {
     /// Where a command's reply goes: the automation queue.
     pub replies: Queued<'a>,
     /// The public base URL integrations are told, and what the stage allows.
-    pub site: firmspace::commands::setup::Site,
+    pub site: &'a Site,
     /// Large files' bucket and the import queue.
-    pub imports: firmspace::commands::statements::Imports<'a>,
+    pub imports: Imports<'a>,
 }
 
 impl Ctx<'_> {
@@ -93,7 +95,7 @@ impl Ctx<'_> {
             now: self.now,
             replies: &self.replies,
             publisher: None,
-            site: Some(&self.site),
+            site: Some(self.site),
             imports: self.imports,
         };
         let by = Actor::Key(self.key.clone());
@@ -119,7 +121,16 @@ impl Ctx<'_> {
 
 impl App {
     pub fn new(store: Store, settings: Settings) -> Self {
-        Self { store, settings }
+        let site = Site {
+            public_url: settings.public_url.clone(),
+            allows_loopback: settings.allows_loopback,
+            models: settings.ai_models.clone(),
+        };
+        Self {
+            store,
+            settings,
+            site,
+        }
     }
 
     pub async fn from_env() -> Result<Self, ConfigError> {
@@ -198,41 +209,42 @@ impl App {
                 self.require_admin(req).await?;
                 setup::create_org(&self.store, req, now).await
             }
-            Op::Org(op) => {
-                let key = self.authenticate(req).await?;
-                if let Some(lacks) = found
-                    .route
-                    .scopes()
-                    .into_iter()
-                    .find_map(|s| key.may(s).err())
-                {
-                    return Err(firmspace::commands::forbidden(lacks));
-                }
-                let ctx = Ctx {
-                    req,
-                    now,
-                    org: key.org.clone(),
-                    key,
-                    replies: Queued(self.settings.automation.as_ref()),
-                    site: firmspace::commands::setup::Site {
-                        public_url: self.settings.public_url.clone(),
-                        allows_loopback: self.settings.allows_loopback,
-                        models: self.settings.ai_models.clone(),
-                    },
-                    imports: firmspace::commands::statements::Imports {
-                        uploads: self.settings.uploads.as_ref(),
-                        requests: self.settings.imports.as_ref(),
-                    },
-                };
-                let answer = self.dispatch(op, &found, &ctx).await?;
-                // A read is counted once it is answered: a refused request writes nothing,
-                // and a key over its limit gets 429 instead of the answer.
-                if found.route.scope() == Some(Scope::Read) {
-                    self.count_read(&ctx.key, now).await?;
-                }
-                Ok(answer)
-            }
+            Op::Org(op) => self.as_key(req, now, &found, op).await,
         }
+    }
+
+    /// A route behind an organisation key: its scopes, then the route with the key's context; a
+    /// read is counted once answered (a refused one writes nothing; over the limit it is 429).
+    async fn as_key(
+        &self,
+        req: &Request,
+        now: DateTime<Utc>,
+        found: &Found<'_>,
+        op: OrgOp,
+    ) -> Result<Response<Body>, ApiError> {
+        let key = self.authenticate(req).await?;
+        let scopes = found.route.scopes();
+        if let Some(lacks) = scopes.into_iter().find_map(|s| key.may(s).err()) {
+            return Err(firmspace::commands::forbidden(lacks));
+        }
+        let (uploads, requests) = (
+            self.settings.uploads.as_ref(),
+            self.settings.imports.as_ref(),
+        );
+        let ctx = Ctx {
+            req,
+            now,
+            org: key.org.clone(),
+            key,
+            replies: Queued(self.settings.automation.as_ref()),
+            site: &self.site,
+            imports: Imports { uploads, requests },
+        };
+        let answer = self.dispatch(op, found, &ctx).await?;
+        if found.route.scope() == Some(Scope::Read) {
+            self.count_read(&ctx.key, now).await?;
+        }
+        Ok(answer)
     }
 
     async fn dispatch(

@@ -226,22 +226,13 @@ pub enum Action {
     },
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct RuleCreated {
-    rule_id: String,
-    trigger: Trigger,
-    action: Action,
-    /// The key that made it (its id), or the admin's public name.
-    created_by: Option<String>,
-}
-
-/// A rule as listed: who made it and when.
+/// A rule: who made it (the key's id, or the admin's public name) and when (as listed).
 #[derive(Serialize, ToSchema)]
 pub struct Rule {
     rule_id: String,
     trigger: Trigger,
     action: Action,
-    created_at: String,
+    created_at: Option<String>,
     created_by: Option<String>,
 }
 

@@ -94,17 +94,8 @@ impl Automation {
             return self.unsupported(rule, fired, now).await;
         };
         let hold = chrono::Duration::from_std(self.reply_budget()).expect("a budget of seconds");
-        let taken_at = Utc::now().max(now);
-        let claim = runs::claim(
-            &self.store,
-            &rule.org,
-            &rule.rule_id,
-            &fired.event_key,
-            taken_at,
-            hold,
-            None,
-        )
-        .await?;
+        let (org, key, at) = (&rule.org, &fired.event_key, Utc::now().max(now));
+        let claim = runs::claim(&self.store, org, &rule.rule_id, key, at, hold, None).await?;
         let (lease, replied) = match claim {
             Claim::Settled(state) => {
                 tracing::info!(rule = %rule.rule_id, ?state, "reply already settled");
@@ -120,10 +111,9 @@ impl Automation {
                 Replied::Unclear("an earlier attempt's outcome is unknown".into()),
             ),
             Claim::Fresh(lease) | Claim::Retry(lease) => {
-                let run = automation::run_key(&rule.rule_id, &fired.event_key);
-                let org = &rule.org;
+                let run = automation::run_key(&rule.rule_id, key);
                 if !bounds::admit_reply(&self.store, org, &conversation.id, &run, now).await? {
-                    let of = (org, rule.rule_id.as_str(), &fired.event_key);
+                    let of = (org, rule.rule_id.as_str(), key);
                     runs::skip(&self.store, of, &lease, "reply_cap", now).await?;
                     tracing::info!(%run, "reply skipped: the conversation is at its cap");
                     return Ok(Applied::one(false));

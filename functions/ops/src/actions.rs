@@ -111,21 +111,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         ["ops", "review", id, "resolve"] => {
             let (org, pk) =
                 ids::decode(id, owner, &["REVIEW#"]).ok_or_else(|| unknown("review item"))?;
-            let body = parse_json::<ResolveBody>(body)?;
-            let decision = match body.decision.as_deref() {
-                None => None,
-                Some(raw) => Some(firmspace::store::item::parse_tag(raw).ok_or_else(|| {
-                    ApiError::bad_request("invalid_decision", "decision is apply or dismiss")
-                })?),
-            };
-            let note = match (body.note, decision) {
-                (Some(note), _) => note,
-                (None, Some(d)) => firmspace::store::item::tag_name(&d),
-                (None, None) => {
-                    return Err(ApiError::bad_request("invalid_field", "note is required"))
-                }
-            };
-            let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
+            let (note, decision) = resolution(body)?;
             Ok(Action::Resolve {
                 org,
                 pk,
@@ -150,6 +136,24 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         }
         _ => Err(ApiError::not_found("route")),
     }
+}
+
+/// A resolution's note and decision: `apply` or `dismiss`, the note defaulting to it.
+fn resolution(body: &[u8]) -> Result<(String, Option<firmspace::commands::Decision>), ApiError> {
+    let body = parse_json::<ResolveBody>(body)?;
+    let decision = match body.decision.as_deref() {
+        None => None,
+        Some(raw) => Some(firmspace::store::item::parse_tag(raw).ok_or_else(|| {
+            ApiError::bad_request("invalid_decision", "decision is apply or dismiss")
+        })?),
+    };
+    let note = match (body.note, decision) {
+        (Some(note), _) => note,
+        (None, Some(d)) => firmspace::store::item::tag_name(&d),
+        (None, None) => return Err(ApiError::bad_request("invalid_field", "note is required")),
+    };
+    let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
+    Ok((note, decision))
 }
 
 /// Pausing or resuming a worker (admin) or an integration (its organisation's key, or the admin).

@@ -84,6 +84,27 @@ fn call_key(run: &str, call_id: &str) -> String {
     hex::encode(Sha256::digest(format!("{run}|{call_id}")))[..24].to_owned()
 }
 
+/// What a performed tool call came to: its outcome and whether it acted; a failure a retry may
+/// get past brings the message back.
+fn settled(
+    call_id: &str,
+    (name, proposes): (&str, bool),
+    done: Result<super::Done, crate::http::ApiError>,
+) -> Result<(Value, bool), WorkError> {
+    Ok(match done {
+        Ok(done) if done.status < 400 => {
+            let shown = if proposes { "proposed" } else { "done" };
+            (outcome(call_id, name, shown, None), true)
+        }
+        Ok(done) => {
+            let code = done.answer["error"].as_str().unwrap_or("refused");
+            (outcome(call_id, name, "refused", Some(code)), false)
+        }
+        Err(e) if e.status >= 500 => return Err(WorkError::transient(Transient(e.detail))),
+        Err(e) => (outcome(call_id, name, "refused", Some(e.code)), false),
+    })
+}
+
 /// One tool call's outcome, as `/ops/runs` lists it.
 fn outcome(id: &str, tool: &str, outcome: &str, error: Option<&str>) -> Value {
     let mut shown = json!({"id": id, "tool": tool, "outcome": outcome});
@@ -268,35 +289,12 @@ impl<R: Replies> Step<'_, R> {
             org: &rule.org,
         }
         .command();
+        let key = RequestKey::ToolCall(key);
         let done = match asked {
-            Ok(command) => {
-                perform(
-                    &env,
-                    &by,
-                    &RequestKey::ToolCall(key),
-                    command,
-                    json.as_bytes(),
-                )
-                .await
-            }
+            Ok(command) => perform(&env, &by, &key, command, json.as_bytes()).await,
             Err(refused) => Err(refused),
         };
-        let proposed = tool == Tool::RegisterPayment;
-        Ok(match done {
-            Ok(done) if done.status < 400 => {
-                let shown = if proposed { "proposed" } else { "done" };
-                (outcome(call_id, name, shown, None), true)
-            }
-            Ok(done) => {
-                let code = done.answer["error"]
-                    .as_str()
-                    .unwrap_or("refused")
-                    .to_owned();
-                (outcome(call_id, name, "refused", Some(&code)), false)
-            }
-            Err(e) if e.status >= 500 => return Err(WorkError::transient(Transient(e.detail))),
-            Err(e) => (outcome(call_id, name, "refused", Some(e.code)), false),
-        })
+        settled(call_id, (name, tool == Tool::RegisterPayment), done)
     }
 
     /// Asks the rule's model, within the allow-list, its token bound and the time left.

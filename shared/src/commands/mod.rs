@@ -417,9 +417,31 @@ async fn run<R: Replies>(
             money::credit(env, by, key, &invoice_id, note).await
         }
         Command::VoidInvoice { invoice_id } => money::void(env, by, &invoice_id).await,
+        Command::CreateInvoice(new) => money::create_invoice(env, by, &new).await,
+        Command::DuplicateInvoice { invoice_id } => {
+            money::duplicate_invoice(env, by, &invoice_id).await
+        }
+        Command::MatchBankRow { tx_id, invoice_id } => {
+            money::match_row(env, by, &tx_id, invoice_id.as_deref()).await
+        }
+        Command::TopUp { amount, currency } => {
+            money::top_up(env, by, key, (&amount, &currency)).await
+        }
         Command::ResolveReview { pk, note, decision } => {
             review::resolve(env, by, &pk, &note, decision).await
         }
+        other => run_records(env, by, key, other).await,
+    }
+}
+
+/// The commands that move no money: replies, tasks, the organisation's records, operations.
+async fn run_records<R: Replies>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    key: &RequestKey,
+    command: Command,
+) -> Result<(u16, Value), ApiError> {
+    match command {
         Command::Reply {
             conversation_id,
             text,
@@ -433,16 +455,6 @@ async fn run<R: Replies>(
         Command::PauseIntegration { id, paused } => operate::pause(env, by, &id, paused).await,
         Command::RotateSecrets { id, rotation } => operate::rotate(env, &id, rotation).await,
         Command::CreateIntegration(new) => setup::create(env, by, &new).await,
-        Command::CreateInvoice(new) => money::create_invoice(env, by, &new).await,
-        Command::DuplicateInvoice { invoice_id } => {
-            money::duplicate_invoice(env, by, &invoice_id).await
-        }
-        Command::MatchBankRow { tx_id, invoice_id } => {
-            money::match_row(env, by, &tx_id, invoice_id.as_deref()).await
-        }
-        Command::TopUp { amount, currency } => {
-            money::top_up(env, by, key, (&amount, &currency)).await
-        }
         Command::RecordCall(call) => records::record_call(env, by, &call).await,
         Command::UploadStatement {
             integration_id,
@@ -464,5 +476,7 @@ async fn run<R: Replies>(
             records::add_member(env, by, (&user_id, &name)).await
         }
         Command::MarkRead { key } => records::mark_read(env, by, &key).await,
+        // The money commands are `run`'s.
+        _ => Err(ApiError::not_found("route")),
     }
 }

@@ -26,46 +26,7 @@ async fn check_action(
         Action::SendMessage { text, .. } | Action::Reply { text } => {
             fields::text("text", text, TEXT_MAX).map(drop)?
         }
-        Action::Ai {
-            model,
-            instructions,
-            tools,
-            max_tokens,
-        } => {
-            if !models.allows(model) {
-                return Err(ApiError::bad_request(
-                    "model_not_allowed",
-                    format!("model is one of {}", models.list().join(", ")),
-                ));
-            }
-            if max_tokens.is_some_and(|m| !(1..=MAX_TOKENS_MAX).contains(&m)) {
-                return Err(ApiError::bad_request(
-                    "invalid_action",
-                    format!("max_tokens is 1 to {MAX_TOKENS_MAX}"),
-                ));
-            }
-            if let Some(tool) = tools.iter().find(|t| !t.for_model()) {
-                return Err(ApiError::bad_request(
-                    "invalid_action",
-                    format!("an ai step may not be given {}", tool.name()),
-                ));
-            }
-            fields::text("instructions", instructions, TEXT_MAX)?;
-            let unique: std::collections::HashSet<_> = tools.iter().collect();
-            if unique.len() != tools.len() {
-                return Err(ApiError::bad_request(
-                    "invalid_action",
-                    "an ai action names each tool at most once",
-                ));
-            }
-            let replies = tools.contains(&crate::effects::automation::Tool::Reply);
-            if replies && trigger == Trigger::InvoicePaid {
-                return Err(ApiError::bad_request(
-                    "invalid_action",
-                    "the reply tool answers a conversation: its trigger is message.received or call.missed",
-                ));
-            }
-        }
+        Action::Ai { .. } => check_ai(trigger, action, models)?,
     }
     if matches!(action, Action::Reply { .. }) && trigger == Trigger::InvoicePaid {
         return Err(ApiError::bad_request(
@@ -85,6 +46,44 @@ async fn check_action(
                 "send_message needs an outbound integration of this organisation",
             ));
         }
+    }
+    Ok(())
+}
+
+/// An AI step's model on the allow-list, its bound and instructions within their limits, and
+/// only tools a model may be given, each once (`reply` only for a conversation's triggers).
+fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), ApiError> {
+    let Action::Ai {
+        model,
+        instructions,
+        tools,
+        max_tokens,
+    } = action
+    else {
+        return Ok(());
+    };
+    let invalid = |detail: String| Err(ApiError::bad_request("invalid_action", detail));
+    if !models.allows(model) {
+        let detail = format!("model is one of {}", models.list().join(", "));
+        return Err(ApiError::bad_request("model_not_allowed", detail));
+    }
+    if max_tokens.is_some_and(|m| !(1..=MAX_TOKENS_MAX).contains(&m)) {
+        return invalid(format!("max_tokens is 1 to {MAX_TOKENS_MAX}"));
+    }
+    if let Some(tool) = tools.iter().find(|t| !t.for_model()) {
+        return invalid(format!("an ai step may not be given {}", tool.name()));
+    }
+    fields::text("instructions", instructions, TEXT_MAX)?;
+    let unique: std::collections::HashSet<_> = tools.iter().collect();
+    if unique.len() != tools.len() {
+        return invalid("an ai action names each tool at most once".into());
+    }
+    let replies = tools.contains(&crate::effects::automation::Tool::Reply);
+    if replies && trigger == Trigger::InvoicePaid {
+        return invalid(
+            "the reply tool answers a conversation: its trigger is message.received or call.missed"
+                .into(),
+        );
     }
     Ok(())
 }

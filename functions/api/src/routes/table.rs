@@ -317,7 +317,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewRule>),
         ok: CREATED,
-        answer: One(doc::<s::RuleCreated>),
+        answer: One(doc::<s::Rule>),
         errors: &[(
             400,
             "`malformed`, `invalid_trigger`, `invalid_action`, `model_not_allowed` (an ai \
