@@ -37,9 +37,12 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
         org: &ctx.org,
     };
     let command = input.command()?;
-    let done = ctx
-        .perform(store, RequestKey::Call(call_id.clone()), command)
-        .await?;
+    // The tool and its input as values: a framework that sends the call again re-serialised
+    // (another key order, other spacing) sends the same call.
+    let input: Value = serde_json::from_str(body.input.get()).unwrap_or_default();
+    let asked = Some(format!("{}\0{input}", body.tool).into_bytes());
+    let key = RequestKey::Call(call_id.clone());
+    let done = ctx.perform(store, (key, asked), command).await?;
     if done.status >= 400 {
         return Ok(json_response(done.status, &done.answer));
     }

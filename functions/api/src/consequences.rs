@@ -29,10 +29,8 @@ pub struct MarkRead {
 
 pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let key = parse_json::<MarkRead>(body_bytes(ctx.req))?.key;
-    let done = ctx
-        .perform(store, RequestKey::State, Command::MarkRead { key })
-        .await?;
-    Ok(json_response(done.status, &done.answer))
+    let command = Command::MarkRead { key };
+    ctx.answer(store, RequestKey::State, command).await
 }
 
 pub async fn activity_log(

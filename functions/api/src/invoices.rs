@@ -16,10 +16,8 @@ use utoipa::ToSchema;
 
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let new: CreateInvoice = parse_json(body_bytes(ctx.req))?;
-    let done = ctx
-        .perform(store, RequestKey::New, Command::CreateInvoice(new))
-        .await?;
-    Ok(json_response(done.status, &done.answer))
+    let command = Command::CreateInvoice(new);
+    ctx.answer(store, RequestKey::New, command).await
 }
 
 /// The organisation's invoices, newest first.

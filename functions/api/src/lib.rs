@@ -84,10 +84,11 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// Performs `command` as this request's key, under `key`: every write this function
     /// is asked for goes through here (`firmspace::commands`).
+    /// `asked` is what the request asked, for its key's claim: by default its route and body.
     pub(crate) async fn perform(
         &self,
         store: &Store,
-        key: RequestKey,
+        (key, asked): (RequestKey, Option<Vec<u8>>),
         command: Command,
     ) -> Result<Done, ApiError> {
         let env = Env {
@@ -99,12 +100,9 @@ impl Ctx<'_> {
             imports: self.imports,
         };
         let by = Actor::Key(self.key.clone());
-        let asked = [
-            http::route_path(self.req).as_bytes(),
-            b"\0",
-            http::body_bytes(self.req),
-        ];
-        perform(&env, &by, &key, command, &asked.concat()).await
+        let (route, body) = (http::route_path(self.req), http::body_bytes(self.req));
+        let asked = asked.unwrap_or_else(|| [route.as_bytes(), b"\0", body].concat());
+        perform(&env, &by, &key, command, &asked).await
     }
 
     /// `perform`, answered as it was done.
@@ -114,7 +112,7 @@ impl Ctx<'_> {
         key: RequestKey,
         command: Command,
     ) -> Result<Response<Body>, ApiError> {
-        let done = self.perform(store, key, command).await?;
+        let done = self.perform(store, (key, None), command).await?;
         Ok(json_response(done.status, &done.answer))
     }
 }

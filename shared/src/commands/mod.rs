@@ -30,6 +30,7 @@ use crate::effects::automation::Tool;
 use crate::effects::AssistedReply;
 use crate::http::ApiError;
 use crate::ids::{EventKey, ExternalId, OrgId};
+use crate::integrations::integration_pk;
 use crate::ops::requests;
 use crate::orgs::{Key, Scope};
 use crate::payments::Source;
@@ -192,7 +193,7 @@ pub enum Command {
     },
     /// Money onto the prepaid wallet.
     TopUp {
-        amount: String,
+        amount: AmountText,
         currency: String,
     },
     /// An automation rule: on a trigger, a task, a message, a reply or an AI step.
@@ -331,7 +332,8 @@ pub async fn perform<R: Replies>(
         ));
     }
     if command.claimed_by_effect(key) {
-        let (status, answer) = run(env, by, key, command).await?;
+        // On the heap: the commands' futures together are too large for a worker's stack.
+        let (status, answer) = Box::pin(run(env, by, key, command)).await?;
         return Ok(Done {
             status,
             answer,
@@ -346,7 +348,7 @@ pub async fn perform<R: Replies>(
         fingerprint: requests::fingerprint(&command.name(), fingerprint),
     };
     let (status, answer, repeat) = asked
-        .once_telling(env.store, env.now, || run(env, by, key, command))
+        .once_telling(env.store, env.now, || Box::pin(run(env, by, key, command)))
         .await?;
     Ok(Done {
         status,
@@ -428,9 +430,19 @@ async fn run<R: Replies>(
             money::top_up(env, by, key, (&amount, &currency)).await
         }
         Command::ResolveReview { pk, note, decision } => {
+            owned(by, &pk, "REVIEW#", "review item")?;
             review::resolve(env, by, &pk, &note, decision).await
         }
-        other => run_records(env, by, key, other).await,
+        other => Box::pin(run_records(env, by, key, other)).await,
+    }
+}
+
+/// 404 unless the item under `pk` is one of the actor's organisation's `kind` items: whatever
+/// an adapter decoded, a command acts in its actor's organisation only.
+fn owned(by: &Actor, pk: &str, kind: &str, what: &str) -> Result<(), ApiError> {
+    match pk.starts_with(&by.org().pk(kind)) {
+        true => Ok(()),
+        false => Err(ApiError::not_found(what)),
     }
 }
 
@@ -451,9 +463,18 @@ async fn run_records<R: Replies>(
         Command::RefundLedgerLine { ledger_id, reason } => {
             crm::refund_line(env, by, &ledger_id, &reason).await
         }
-        Command::DecideRun { pk, decision } => operate::decide(env, by, &pk, decision).await,
-        Command::PauseIntegration { id, paused } => operate::pause(env, by, &id, paused).await,
-        Command::RotateSecrets { id, rotation } => operate::rotate(env, &id, rotation).await,
+        Command::DecideRun { pk, decision } => {
+            owned(by, &pk, "RUN#", "run")?;
+            operate::decide(env, by, &pk, decision).await
+        }
+        Command::PauseIntegration { id, paused } => {
+            owned(by, &integration_pk(&id), "INTEGRATION#", "integration")?;
+            operate::pause(env, by, &id, paused).await
+        }
+        Command::RotateSecrets { id, rotation } => {
+            owned(by, &integration_pk(&id), "INTEGRATION#", "integration")?;
+            operate::rotate(env, &id, rotation).await
+        }
         Command::CreateIntegration(new) => setup::create(env, by, &new).await,
         Command::RecordCall(call) => records::record_call(env, by, &call).await,
         Command::UploadStatement {

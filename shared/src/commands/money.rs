@@ -383,15 +383,13 @@ pub(super) async fn top_up<R>(
     env: &Env<'_, R>,
     by: &Actor,
     key: &RequestKey,
-    (amount, currency): (&str, &str),
+    (amount, currency): (&AmountText, &str),
 ) -> Result<(u16, Value), ApiError> {
     use crate::ledger::{self, Price, TOPUP_MAX};
     let key = key.identity()?;
     let currency = Currency::parse(currency)
         .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
-    let amount = crate::money::parse_amount(amount)
-        .and_then(|a| currency.check(a))
-        .map_err(|e| ApiError::bad_request("invalid_amount", e.to_string()))?;
+    let amount = amount.in_currency("amount", currency)?;
     if amount > rust_decimal::Decimal::from(TOPUP_MAX) {
         return Err(ApiError::bad_request(
             "invalid_amount",

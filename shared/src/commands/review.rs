@@ -14,8 +14,9 @@ use crate::ids::ExternalId;
 use crate::ops::review::outcome;
 use crate::payments::Source;
 use crate::review::{self, Reason, Resolved, NOTE_MAX};
+use crate::store::item::s;
 use crate::store::item::Read;
-use crate::store::Item;
+use crate::store::{Cond, Item, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -62,9 +63,10 @@ pub(super) async fn resolve<R>(
     Ok((200, shown))
 }
 
-/// `apply` on an open `payment_proposed` item: its payment booked (once, whoever approves and
-/// however often) before the item is resolved, so a cut-off approval is retried whole. `None`
-/// when the item is not open: the resolution then tells so.
+/// `apply` on an open `payment_proposed` item: the item marked as being applied (a dismissal
+/// can no longer resolve it), its payment booked (once, whoever approves and however often),
+/// then the item resolved, so a cut-off approval is retried whole. `None` when the item is not
+/// open: the resolution then tells so.
 async fn apply<R>(env: &Env<'_, R>, by: &Actor, pk: &str) -> Result<Option<Value>, ApiError> {
     let item = env
         .store
@@ -77,7 +79,11 @@ async fn apply<R>(env: &Env<'_, R>, by: &Actor, pk: &str) -> Result<Option<Value
             "apply books what a payment_proposed item proposes; this item proposes nothing",
         ));
     }
-    if item.opt_str("state") != Some("open") {
+    // Marked first, under the item's being open: from then on only an approval resolves it.
+    let applying = Update::new()
+        .set(review::APPLYING, s(by.id()))
+        .when(Cond::Equals("state".into(), s("open")));
+    if !env.store.update_if(pk, &applying).await? {
         return Ok(None);
     }
     book(env, by, pk, &item).await.map(Some)

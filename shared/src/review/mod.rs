@@ -187,6 +187,20 @@ pub async fn settle(
     settle_deciding(store, org, pk, (by, note, None), now).await
 }
 
+/// The condition a resolution moves an item under: open, and — unless it applies what the item
+/// proposes — not being applied (an approval books before it resolves, so a dismissal in
+/// between must not win).
+fn open_for(decision: Option<&str>) -> Cond {
+    let open = Cond::Equals("state".into(), s("open"));
+    match decision {
+        Some("apply") => open,
+        _ => Cond::All(vec![open, Cond::Lacks(APPLYING.into())]),
+    }
+}
+
+/// Set on an item while an approval books what it proposes.
+pub const APPLYING: &str = "applying";
+
 /// `settle`, keeping a person's `decision` on what the item proposed with the resolution.
 pub async fn settle_deciding(
     store: &Store,
@@ -207,7 +221,7 @@ pub async fn settle_deciding(
         .set("note", s(note))
         .set("gsi2pk", s(review_pk(org, "resolved")))
         .set("gsi2sk", s(format!("{at}#{pk}")))
-        .when(Cond::Equals("state".into(), s("open")));
+        .when(open_for(decision));
     let Some(uncount) = crate::store::counters::resolved(org, pk) else {
         // Not a review item's key: nothing of it is open.
         return Ok(false);

@@ -15,9 +15,10 @@ use utoipa::ToSchema;
 
 #[derive(Deserialize, ToSchema)]
 pub struct NewTopUp {
-    /// Major units, positive, at most 1000000 and the currency's fraction digits.
-    #[schema(example = "20.00")]
-    amount: String,
+    /// Major units, positive, at most 1000000 and the currency's fraction digits: a decimal
+    /// string or a JSON number.
+    #[schema(inline)]
+    amount: firmspace::commands::AmountText,
     /// ISO 4217; the wallet's first top-up sets its currency.
     #[schema(example = "USD")]
     currency: String,
