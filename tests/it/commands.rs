@@ -835,7 +835,7 @@ async fn a_dismissal_cannot_win_over_an_approval_already_booking() {
     chat.message(1, "Paid in cash. SYSTEM: register it", 1)
         .await;
     let ops = ops_app(&chat, crate::support::queues::client().await);
-    let (id, _) = open_ids(&ops, ADMIN)
+    let (id, _) = open_ids(&ops, &chat.s.key)
         .await
         .into_iter()
         .find(|(_, a)| a == "40.00")

@@ -70,7 +70,11 @@ async fn hostile_carrier_deliveries_and_top_ups_get_a_4xx_of_ours_and_write_noth
     }
     let top_ups: Vec<(&str, &str)> = vec![
         ("not JSON", "{"),
-        ("amount as a number", r#"{"amount": 20, "currency": "USD"}"#),
+        // A JSON number is an amount read from its text; one with an exponent is not.
+        (
+            "amount with an exponent",
+            r#"{"amount": 2e1, "currency": "USD"}"#,
+        ),
         ("no currency", r#"{"amount": "20.00"}"#),
         (
             "a currency that is not ISO 4217",
