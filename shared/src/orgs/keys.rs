@@ -196,7 +196,7 @@ pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, S
         return Ok(None);
     }
     if found.opt_str("key_id").is_none() {
-        listed_as_legacy(store, &org, api_key, &found).await?;
+        listed_as_legacy(store, &found).await?;
     }
     Ok(Some(Key {
         org,
@@ -205,15 +205,25 @@ pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, S
     }))
 }
 
-/// A key made before keys had scopes and a list (it keeps every scope) put on the list when it
-/// is first used, marked `legacy`, so a person sees it and can revoke it.
-async fn listed_as_legacy(
-    store: &Store,
-    org: &OrgId,
-    api_key: &str,
-    found: &Item,
-) -> Result<(), StoreError> {
-    let id = key_id(api_key);
+/// A key made before keys had scopes and a list (it keeps every scope) put on its organisation's
+/// list, marked `legacy`, so a person sees it and can revoke it: from its stored item alone (the
+/// item is stored under the key's digest, which its public id is derived from). `false` when it
+/// was listed before.
+async fn listed_as_legacy(store: &Store, found: &Item) -> Result<bool, StoreError> {
+    let pk = found.str_of("pk")?;
+    let malformed = |detail: &str| StoreError::Malformed {
+        pk: pk.to_owned(),
+        detail: detail.to_owned(),
+    };
+    let org = OrgId::parse(found.str_of("org")?).map_err(|_| malformed("no organisation"))?;
+    let digest = pk
+        .rsplit_once("APIKEY#")
+        .map(|(_, d)| d)
+        .unwrap_or_default();
+    let id = format!(
+        "key_{}",
+        digest.get(..16).ok_or_else(|| malformed("no digest"))?
+    );
     let created = found
         .opt_str("created_at")
         .map(str::to_owned)
@@ -223,11 +233,27 @@ async fn listed_as_legacy(
         .set("name", item::s(found.opt_str("name").unwrap_or("legacy")))
         .set("created_at", item::s(&created))
         .set("legacy", item::s("true"))
-        .set("gsi1pk", item::s(list_pk(org)))
+        .set("gsi1pk", item::s(list_pk(&org)))
         .set("gsi1sk", item::s(format!("{created}#{id}")))
         .when(Cond::Lacks("key_id".into()));
-    store.update_if(&key_pk(org, api_key), &update).await?;
-    Ok(())
+    store.update_if(pk, &update).await
+}
+
+/// Every key made before keys were listed, put on its organisation's list (`legacy`): the
+/// one-off migration `cargo xtask migrate-keys` runs. A key used since was listed on that use
+/// already. How many it listed now.
+pub async fn list_legacy(store: &Store) -> Result<usize, StoreError> {
+    let (mut listed, mut start) = (0, None);
+    loop {
+        let (items, next) = store.scan_kind("api_key", start).await?;
+        for found in items.iter().filter(|i| i.opt_str("key_id").is_none()) {
+            listed += usize::from(listed_as_legacy(store, found).await?);
+        }
+        match next {
+            Some(next) => start = Some(next),
+            None => return Ok(listed),
+        }
+    }
 }
 
 /// The organisation's keys, oldest first; a key made before keys were listed is among them

@@ -216,6 +216,29 @@ impl Store {
 
     /// Every item in the table (a consistent scan): for tests and operator tools, never on a
     /// request path.
+    /// One page of a consistent scan for the items of `kind`, and where the next starts: for a
+    /// one-off migration run by an operator, never on a request's path.
+    pub async fn scan_kind(
+        &self,
+        kind: &str,
+        start: Option<Item>,
+    ) -> Result<(Vec<Item>, Option<Item>), StoreError> {
+        let out = Box::pin(
+            self.client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .filter_expression("#k = :k")
+                .expression_attribute_names("#k", "kind")
+                .expression_attribute_values(":k", AttributeValue::S(kind.to_owned()))
+                .set_exclusive_start_key(start)
+                .send(),
+        )
+        .await
+        .map_err(StoreError::sdk)?;
+        Ok((out.items.unwrap_or_default(), out.last_evaluated_key))
+    }
+
     pub async fn scan_all(&self) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start = None;

@@ -15,6 +15,7 @@ mod coldstart;
 mod coords;
 mod demo;
 mod load;
+mod migrate;
 mod peer;
 mod send;
 mod stack;
@@ -55,12 +56,13 @@ async fn main() -> Result<()> {
         Some("coldstart") => coldstart::run(&args[1..]).await,
         Some("send") => send::run(&args[1..]).await,
         Some("load") => load::run(&args[1..]).await,
+        Some("migrate-keys") => migrate::keys(&args[1..]).await,
         Some("bench") => throughput::optimised(),
         Some("bench-run") => throughput::run().await,
         Some("bench-bank") => bank_bench::optimised(),
         Some("bench-bank-run") => bank_bench::run().await,
         _ => bail!(
-            "usage: cargo xtask up | demo | send PROVIDER | load [RATE [SECONDS]] | bench | bench-bank | latency | coldstart | down | test [-- cargo test args]"
+            "usage: cargo xtask up | demo | send PROVIDER | load [RATE [SECONDS]] | bench | bench-bank | latency | coldstart | migrate-keys [--table NAME] | down | test [-- cargo test args]"
         ),
     }
 }
