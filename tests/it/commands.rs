@@ -890,3 +890,47 @@ async fn a_dismissal_cannot_win_over_an_approval_already_booking() {
         "the approval, retried, books once"
     );
 }
+
+#[tokio::test]
+async fn over_its_hourly_budget_an_ai_run_is_skipped_with_one_review_item() {
+    let task =
+        |_: &str, _: &str| vec![json!({"name": "create_task", "input": {"title": "Call back"}})];
+    let (chat, model) = Chat::new(vec![Tool::CreateTask], task).await;
+    let tight = automation_worker::AiBounds {
+        runs_per_hour: 1,
+        ..bounds()
+    };
+    let worker = automation_worker::app_with_model(
+        chat.s.env.store.clone(),
+        firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
+        crate::support::channels::apis(true),
+        (model.client.clone(), tight),
+        5,
+    );
+    for i in 0..3 {
+        let (_, body) = chat.post(30 + i, &format!("budget {i}")).await;
+        let out = worker
+            .process(event_of(&format!("b{i}"), &body), Utc::now())
+            .await;
+        assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    }
+    assert_eq!(
+        model.asked.lock().unwrap().len(),
+        1,
+        "one model call in the hour"
+    );
+    let store = &chat.s.env.store;
+    let (skipped, _) = firmspace::ops::runs::page(store, &chat.s.org, "skipped", 50, None)
+        .await
+        .unwrap();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(skipped.iter().all(|r| r["reason"] == "ai_budget"));
+    let items = firmspace::review::list(store, &chat.s.org, 200)
+        .await
+        .unwrap();
+    assert_eq!(
+        items.iter().filter(|i| i["reason"] == "ai_budget").count(),
+        1,
+        "one a hour"
+    );
+}

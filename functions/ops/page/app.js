@@ -211,6 +211,9 @@ async function renderRuns(current) {
         cell.append(" ", resend);
       }
     }
+    // An AI run's tool calls, each with its outcome (a payment is only ever proposed).
+    const calls = (run.calls || []).map((c) => `${c.tool}: ${c.outcome}${c.error ? ` (${c.error})` : ""}`);
+    if (calls.length) cell.append(calls.join(", "));
     const state = run.tokens ? `${run.state} · ${run.tokens.total} tokens` : run.state;
     return el("tr", { "data-id": run.id }, el("td", {}, when(run.updated_at)), el("td", { class: "key" }, run.key),
       el("td", {}, run.attempts), el("td", {}, run.reason ? `${state} · ${run.reason}` : state), cell);
