@@ -32,7 +32,13 @@ fn every_worker_queue_keeps_its_messages_14_days_and_alarms_on_their_age() {
             "{queue} keeps its messages 14 days"
         );
         let alarm = resource(&format!("{queue}AgeAlarm"));
-        assert!(alarm.contains("MetricName: ApproximateAgeOfOldestMessage"), "{alarm}");
-        assert!(alarm.contains(&format!("!GetAtt {queue}.QueueName")), "{alarm}");
+        assert!(
+            alarm.contains("MetricName: ApproximateAgeOfOldestMessage"),
+            "{alarm}"
+        );
+        assert!(
+            alarm.contains(&format!("!GetAtt {queue}.QueueName")),
+            "{alarm}"
+        );
     }
 }

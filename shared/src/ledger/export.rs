@@ -97,11 +97,11 @@ mod tests {
         let rows: Vec<&str> = text.lines().collect();
         assert_eq!(
             rows[0],
-            "ledger_id,event_id,message_id,inbox_id,kind,amount,currency,at"
+            "ledger_id,event_id,message_id,inbox_id,kind,amount,currency,at,refunds"
         );
         assert_eq!(
             rows[1],
-            "led_1,msg_1,m1,inb_1,debit,0.05,USD,2026-12-03T10:00:00.000Z"
+            "led_1,msg_1,m1,inb_1,debit,0.05,USD,2026-12-03T10:00:00.000Z,"
         );
         assert_eq!(rows[2].split(',').nth(2), Some("\"m"), "a comma is quoted");
         assert_eq!(rows.len(), 3);

@@ -150,8 +150,8 @@ impl LedgerLine {
         }
     }
 
-    /// The export's columns, in order.
-    pub const COLUMNS: [&'static str; 8] = [
+    /// The export's columns, in order (`refunds` last: added after finance read the others).
+    pub const COLUMNS: [&'static str; 9] = [
         "ledger_id",
         "event_id",
         "message_id",
@@ -160,7 +160,31 @@ impl LedgerLine {
         "amount",
         "currency",
         "at",
+        "refunds",
     ];
+
+    /// A refund's: the ledger id of the debit it gives back, its message's debit line (the id
+    /// is derived from that line's key, so it needs no read).
+    pub fn refunds(&self) -> Option<String> {
+        match (
+            self.kind,
+            &self.integration_id,
+            &self.message_id,
+            self.direction,
+        ) {
+            (LineKind::Refund, Some(integration), Some(message), Some(direction)) => {
+                let debit = LineKind::Debit;
+                Some(ledger_id(&message_line_pk(
+                    &self.org,
+                    integration,
+                    message,
+                    direction,
+                    debit,
+                )))
+            }
+            _ => None,
+        }
+    }
 
     /// The line as the export shows it: the [`Self::COLUMNS`], then what else finance may ask.
     pub fn to_json(&self) -> Value {
@@ -177,6 +201,7 @@ impl LedgerLine {
             "direction": self.direction,
             "applied": self.applied,
             "balance_after": display(self.balance_after),
+            "refunds": self.refunds(),
         })
     }
 }

@@ -126,7 +126,8 @@ async fn csv_export(c: &Carrier, window: &str) -> Vec<HashMap<String, String>> {
             "kind",
             "amount",
             "currency",
-            "at"
+            "at",
+            "refunds"
         ]
     );
     rows
@@ -174,6 +175,12 @@ async fn the_export_holds_one_debit_and_one_inbox_line_per_event_id() {
         ),
         (1, "evt_fail", "SM0")
     );
+    let given_back = debits.iter().find(|d| d["message_id"] == "SM0").unwrap();
+    assert_eq!(
+        refunds[0]["refunds"], given_back["ledger_id"],
+        "a refund line names the debit it gives back"
+    );
+    assert!(debits.iter().all(|d| d["refunds"].is_empty()));
     assert_eq!(rows.iter().filter(|r| r["kind"] == "topup").count(), 1);
     each_debit_is_one_inbox_line(&c, &debits).await;
     the_json_export_agrees(&c, &rows, started, &window).await;

@@ -43,6 +43,8 @@ pub struct LedgerItem {
     /// False for a line in another currency than the wallet's (`currency_mismatch`).
     applied: bool,
     balance_after: String,
+    /// A refund's: the ledger id of the debit it gives back.
+    refunds: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
