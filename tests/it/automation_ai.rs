@@ -30,6 +30,35 @@ pub fn bounds() -> automation_worker::AiBounds {
     }
 }
 
+/// An `ai` rule on `message.received`: the allowed model with `instructions` and `tools`.
+pub async fn ai_rule(s: &Setup, instructions: &str, tools: Vec<Tool>) -> automation::Rule {
+    let action = Action::Ai {
+        model: HAIKU.into(),
+        instructions: instructions.into(),
+        tools,
+        max_tokens: None,
+    };
+    let trigger = Trigger::MessageReceived;
+    automation::create_rule(&s.env.store, &s.org, trigger, action, Utc::now())
+        .await
+        .unwrap()
+}
+
+/// The automation worker over the setup's table, asking `model` within `bounds`.
+pub fn worker(
+    s: &Setup,
+    model: aws_sdk_bedrockruntime::Client,
+    bounds: automation_worker::AiBounds,
+) -> automation_worker::App {
+    automation_worker::app_with_model(
+        s.env.store.clone(),
+        firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
+        crate::support::channels::apis(true),
+        (model, bounds),
+        5,
+    )
+}
+
 /// A model that answers every chat with a reply and a task; how often it was asked, and what.
 #[derive(Clone, Default)]
 struct Model {
@@ -72,21 +101,8 @@ async fn model() -> Model {
 async fn an_ai_step_asks_the_model_once_and_each_tool_call_acts_once() {
     let model = model().await;
     let s = Setup::new(Setup::telegram).await;
-    let action = Action::Ai {
-        model: HAIKU.into(),
-        instructions: "Answer the customer briefly and make a task for the team.".into(),
-        tools: vec![Tool::Reply, Tool::CreateTask],
-        max_tokens: None,
-    };
-    let rule = automation::create_rule(
-        &s.env.store,
-        &s.org,
-        Trigger::MessageReceived,
-        action,
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let instructions = "Answer the customer briefly and make a task for the team.";
+    let rule = ai_rule(&s, instructions, vec![Tool::Reply, Tool::CreateTask]).await;
     let (status, _) = s
         .answer(s.telegram_request(&telegram_update(31, "do you deliver on Fridays?", None)))
         .await;
@@ -104,13 +120,7 @@ async fn an_ai_step_asks_the_model_once_and_each_tool_call_acts_once() {
     let key = trigger.event_key.clone();
     let body = serde_json::to_string(&fired).unwrap();
     let bedrock = aws_sdk_bedrockruntime::Client::new(&crate::support::sdk_config().await);
-    let worker = automation_worker::app_with_model(
-        s.env.store.clone(),
-        firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
-        crate::support::channels::apis(true),
-        (bedrock, bounds()),
-        5,
-    );
+    let worker = worker(&s, bedrock, bounds());
     // Delivered three times: the model once, one reply, one task.
     for i in 0..3 {
         let out = worker
@@ -208,21 +218,7 @@ async fn refusing(status: u16, error_type: &'static str) -> aws_sdk_bedrockrunti
 #[tokio::test]
 async fn a_model_that_refuses_fails_the_run_with_its_reason_and_one_that_is_down_is_retried() {
     let s = Setup::new(Setup::telegram).await;
-    let action = Action::Ai {
-        model: HAIKU.into(),
-        instructions: "Answer.".into(),
-        tools: vec![Tool::CreateTask],
-        max_tokens: None,
-    };
-    let rule = automation::create_rule(
-        &s.env.store,
-        &s.org,
-        Trigger::MessageReceived,
-        action,
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let rule = ai_rule(&s, "Answer.", vec![Tool::CreateTask]).await;
     s.answer(s.telegram_request(&telegram_update(41, "hello", None)))
         .await;
     let item = s.items_of("message").await.remove(0);
@@ -236,15 +232,7 @@ async fn a_model_that_refuses_fails_the_run_with_its_reason_and_one_that_is_down
         unreachable!()
     };
     let body = serde_json::to_string(&fired).unwrap();
-    let worker = |model| {
-        automation_worker::app_with_model(
-            s.env.store.clone(),
-            firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
-            crate::support::channels::apis(true),
-            (model, bounds()),
-            5,
-        )
-    };
+    let worker = |model| worker(&s, model, bounds());
     // Down: the message comes back, the run may be tried again.
     let down = worker(refusing(503, "ServiceUnavailableException").await);
     let out = down.process(event_of("d1", &body), Utc::now()).await;

@@ -2,7 +2,7 @@
 //! Converse endpoint on loopback (the real Bedrock client, scripted answers); the operator's
 //! approvals and the assistant's calls through their functions in-process.
 
-use crate::automation_ai::{bounds, HAIKU};
+use crate::automation_ai::{ai_rule, bounds, worker, HAIKU};
 use crate::messages::{telegram_update, Setup};
 use crate::support::api::ADMIN;
 use crate::support::queues::event_of;
@@ -18,7 +18,6 @@ use firmspace::payments::{InvoiceStatus, NewInvoice};
 use firmspace::store::item::Read;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 type Script = Arc<dyn Fn(&str) -> Vec<Value> + Send + Sync>;
 
@@ -92,28 +91,8 @@ impl Chat {
             .unwrap();
         let id = invoice.id.as_str().to_owned();
         let model = model(Arc::new(move |input: &str| script(input, &id))).await;
-        let action = Action::Ai {
-            model: HAIKU.into(),
-            instructions: "Help the customer.".into(),
-            tools,
-            max_tokens: None,
-        };
-        let rule = automation::create_rule(
-            &s.env.store,
-            &s.org,
-            Trigger::MessageReceived,
-            action,
-            Utc::now(),
-        )
-        .await
-        .unwrap();
-        let worker = automation_worker::app_with_model(
-            s.env.store.clone(),
-            firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
-            crate::support::channels::apis(true),
-            (model.client.clone(), bounds()),
-            5,
-        );
+        let rule = ai_rule(&s, "Help the customer.", tools).await;
+        let worker = worker(&s, model.client.clone(), bounds());
         (
             Self {
                 s,
@@ -900,13 +879,7 @@ async fn over_its_hourly_budget_an_ai_run_is_skipped_with_one_review_item() {
         runs_per_hour: 1,
         ..bounds()
     };
-    let worker = automation_worker::app_with_model(
-        chat.s.env.store.clone(),
-        firmspace::effects::outbound::Outbound::new(Duration::from_secs(2), true),
-        crate::support::channels::apis(true),
-        (model.client.clone(), tight),
-        5,
-    );
+    let worker = worker(&chat.s, model.client.clone(), tight);
     for i in 0..3 {
         let (_, body) = chat.post(30 + i, &format!("budget {i}")).await;
         let out = worker

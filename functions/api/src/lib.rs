@@ -82,8 +82,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Performs `command` as this request's key, under `key`: every write this function
-    /// is asked for goes through here (`firmspace::commands`).
+    /// Performs `command` as this request's key, under `key` (every write goes through here);
     /// `asked` is what the request asked, for its key's claim: by default its route and body.
     pub(crate) async fn perform(
         &self,
@@ -99,10 +98,10 @@ impl Ctx<'_> {
             site: Some(self.site),
             imports: self.imports,
         };
-        let by = Actor::Key(self.key.clone());
-        let (route, body) = (http::route_path(self.req), http::body_bytes(self.req));
-        let asked = asked.unwrap_or_else(|| [route.as_bytes(), b"\0", body].concat());
-        perform(&env, &by, &key, command, &asked).await
+        let (req, by) = (self.req, Actor::Key(self.key.clone()));
+        let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];
+        let parts = asked.as_deref().map_or(route.to_vec(), |a| vec![a]);
+        perform(&env, &by, &key, command, &parts).await
     }
 
     /// `perform`, answered as it was done.

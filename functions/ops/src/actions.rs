@@ -266,12 +266,7 @@ async fn perform_as(
         site: None,
         imports: Default::default(),
     };
-    let asked = [
-        firmspace::http::route_path(req).as_bytes(),
-        b"\0",
-        body_bytes(req),
-    ]
-    .concat();
+    let asked = [firmspace::http::route_path(req).as_bytes(), body_bytes(req)];
     let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
     Ok(json_response(done.status, &done.answer))
 }

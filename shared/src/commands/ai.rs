@@ -169,11 +169,10 @@ impl<R: Replies> Step<'_, R> {
         fired: &Fired,
         now: DateTime<Utc>,
     ) -> Result<Option<&'static str>, WorkError> {
-        let Action::Ai { tools, .. } = &run.rule.action else {
-            return Ok(Some("not_ai"));
-        };
+        let replies =
+            matches!(&run.rule.action, Action::Ai { tools, .. } if tools.contains(&Tool::Reply));
         let conversation = fired.context.get("conversation_id").and_then(Value::as_str);
-        if let (true, Some(id)) = (tools.contains(&Tool::Reply), conversation) {
+        if let (true, Some(id)) = (replies, conversation) {
             let org = &run.rule.org;
             if bounds::replies_in_window(self.store, org, id, now).await? >= bounds::REPLIES_MAX {
                 return Ok(Some("reply_cap"));
@@ -291,7 +290,7 @@ impl<R: Replies> Step<'_, R> {
         .command();
         let key = RequestKey::ToolCall(key);
         let done = match asked {
-            Ok(command) => perform(&env, &by, &key, command, json.as_bytes()).await,
+            Ok(command) => perform(&env, &by, &key, command, &[json.as_bytes()]).await,
             Err(refused) => Err(refused),
         };
         settled(call_id, (name, tool == Tool::RegisterPayment), done)

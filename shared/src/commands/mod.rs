@@ -321,7 +321,7 @@ pub async fn perform<R: Replies>(
     by: &Actor,
     key: &RequestKey,
     command: Command,
-    fingerprint: &[u8],
+    asked: &[&[u8]],
 ) -> Result<Done, ApiError> {
     by.may(command.requires())?;
     if matches!(by, Actor::Model { .. }) && !command.for_model() {
@@ -345,7 +345,7 @@ pub async fn perform<R: Replies>(
         by: &who,
         shared: matches!(key, RequestKey::Call(_)).then(|| by.org()),
         key: key.id(),
-        fingerprint: requests::fingerprint(&command.name(), fingerprint),
+        fingerprint: fingerprint(&command.name(), asked),
     };
     let (status, answer, repeat) = asked
         .once_telling(env.store, env.now, || Box::pin(run(env, by, key, command)))
@@ -355,6 +355,19 @@ pub async fn perform<R: Replies>(
         answer,
         repeat,
     })
+}
+
+/// What a request asked, digested for its record's claim: the command's name and the parts the
+/// adapter names (a route and a body; a tool and its input), read only when a record claims it.
+fn fingerprint(name: &str, parts: &[&[u8]]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    digest.update(name);
+    for part in parts {
+        digest.update([0]);
+        digest.update(part);
+    }
+    hex::encode(digest.finalize())
 }
 
 impl Command {

@@ -123,7 +123,8 @@ pub fn input_schema(tool: Tool) -> Value {
 
 /// A tool as `GET /api/assistant/tools` lists it.
 pub fn to_json(tool: Tool) -> Value {
-    json!({"name": tool.name(), "description": description(tool), "input_schema": input_schema(tool)})
+    let (name, description, input_schema) = describe(tool);
+    json!({"name": name, "description": description, "input_schema": input_schema})
 }
 
 pub fn describe(tool: Tool) -> (String, &'static str, Value) {
