@@ -82,7 +82,7 @@ async fn run(function: &'static str) -> Result<(), Error> {
         }
         "ops" => {
             let app = ops::App::from_env().await?;
-            serve::run(|req| app.handle(req)).await
+            serve::run_scheduled(|req| app.handle(req), || app.gauges()).await
         }
         "fanout" => {
             let app = fanout::App::from_env().await?;

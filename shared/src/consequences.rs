@@ -196,6 +196,16 @@ impl Consequence {
         }
     }
 
+    /// Whether the operator's view tracks it: it leaves an item when it happens (a
+    /// notification's copies, an activity line, a trigger's handled mark), so an event that
+    /// implies one waits until it is there (`effects::waiting`).
+    pub fn is_tracked(&self) -> bool {
+        matches!(
+            self,
+            Self::Notification(_) | Self::Activity(_) | Self::Trigger(_)
+        )
+    }
+
     /// The consequence's own key, for logs and review items.
     pub fn key(&self) -> String {
         match self {
@@ -216,6 +226,16 @@ impl Consequence {
             Self::Assisted(a) => format!("assistant:{}", a.call_id),
         }
     }
+}
+
+/// The `waits` attribute of an event item whose consequences are `consequences`, carried by
+/// the item at `source`: set when any of them is tracked, so the event is put with its waiting
+/// mark (`store::counters`).
+pub fn waits(consequences: &[Consequence], source: &str) -> Option<String> {
+    consequences
+        .iter()
+        .any(Consequence::is_tracked)
+        .then(|| source.to_owned())
 }
 
 macro_rules! job {

@@ -162,6 +162,10 @@ impl Lead {
     pub fn to_item(&self) -> Item {
         let i = &self.input;
         Builder::new(&i.pk(), KIND, i.org.as_str())
+            .opt_str(
+                "waits",
+                crate::consequences::waits(&self.consequences(), &i.pk()),
+            )
             .str("key", self.key().as_str())
             .str("integration_id", &i.integration)
             .str("submission_id", i.submission_id.as_str())
@@ -177,6 +181,10 @@ impl Lead {
             .list(
                 &i.org.pk("LEADS"),
                 &format!("{}#{}", time::format(i.at), self.key()),
+            )
+            .index(
+                &crate::store::lists::events_pk(&i.org, crate::store::lists::EventKind::Lead),
+                &crate::store::lists::event_position(i.at, self.key().as_str()),
             )
             .build()
     }

@@ -28,6 +28,37 @@ where
     .await
 }
 
+/// [`run`] for a function a schedule invokes too: an EventBridge event (`source:
+/// aws.events`) runs `scheduled` and answers nothing; every other event is a request.
+pub async fn run_scheduled<H, F, S, G>(
+    handler: H,
+    scheduled: S,
+) -> Result<(), lambda_runtime::Error>
+where
+    H: Fn(Request) -> F,
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+    S: Fn() -> G,
+    G: Future<Output = ()>,
+{
+    let (handler, scheduled) = (&handler, &scheduled);
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<Value>| async move {
+            if is_scheduled(&event.payload) {
+                scheduled().await;
+                return Ok::<_, Infallible>(Value::Null);
+            }
+            let response = answer(event.payload, handler).await;
+            Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+        },
+    ))
+    .await
+}
+
+/// Whether an event is the schedule's (EventBridge), not a request.
+pub fn is_scheduled(event: &Value) -> bool {
+    event.get("source").and_then(Value::as_str) == Some("aws.events")
+}
+
 /// One invocation: the event read as an HTTP request and answered, or a 400.
 pub async fn answer<H, F>(event: Value, handler: H) -> ApiGatewayV2httpResponse
 where

@@ -42,3 +42,43 @@ fn every_worker_queue_keeps_its_messages_14_days_and_alarms_on_their_age() {
         );
     }
 }
+
+#[test]
+fn a_schedule_emits_the_figures_every_5_minutes_and_an_alarm_reads_the_oldest_waiting_event() {
+    let ops = resource("OpsFunction");
+    let schedule = ops
+        .split("Gauges:")
+        .nth(1)
+        .expect("the ops function's schedule");
+    assert!(schedule.contains("Type: Schedule"), "{ops}");
+    assert!(schedule.contains("rate(5 minutes)"), "{ops}");
+    let alarm = resource("OldestWaitingAlarm");
+    for line in [
+        "MetricName: oldest_waiting_seconds",
+        "Value: ops",
+        "Threshold: 900",
+        "ComparisonOperator: GreaterThanThreshold",
+    ] {
+        assert!(alarm.contains(line), "{line}: {alarm}");
+    }
+}
+
+#[test]
+fn a_worker_may_delete_waiting_marks_only() {
+    for worker in [
+        "NotifyWorkerFunction",
+        "ActivityWorkerFunction",
+        "AutomationWorkerFunction",
+    ] {
+        let policy = resource(worker);
+        let delete = policy
+            .split("Action: [dynamodb:DeleteItem]")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{worker} deletes waiting marks"));
+        let keys = delete.split("LeadingKeys:").nth(1).expect("limited by key");
+        assert!(
+            keys.trim_start().starts_with(r#"["ORG#*#WAITING"]"#),
+            "{worker}: {keys}"
+        );
+    }
+}

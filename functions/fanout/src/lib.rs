@@ -82,7 +82,7 @@ impl App {
                 return Err(());
             }
         }
-        match self.publisher.publish(&consequences).await {
+        match self.publisher.publish_from(Some(&pk), &consequences).await {
             Ok(published) => {
                 let sent = published.sent;
                 metrics::counter!("consequences_published").increment(sent as u64);

@@ -48,10 +48,6 @@ impl Who {
         }
     }
 
-    pub(crate) fn is_admin(&self) -> bool {
-        matches!(self, Self::Admin(_))
-    }
-
     /// 403 `forbidden` unless the caller may do what `scope` covers (the admin may do all).
     pub(crate) fn may(&self, scope: Scope) -> Result<(), ApiError> {
         match self {
@@ -152,6 +148,16 @@ impl App {
             }),
             None => app,
         })
+    }
+
+    /// The schedule's turn: the deployment's figures as gauges (a bounded read).
+    pub async fn gauges(&self) {
+        let now = Utc::now();
+        match views::figures(&self.store, None, now).await {
+            Ok(figures) => views::gauges(&figures, now),
+            Err(e) => tracing::error!(error.message = %e, "the figures could not be read"),
+        }
+        firmspace::telemetry::flush_metrics();
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {

@@ -5,10 +5,9 @@ use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::http::{json_response, query, ApiError};
 use firmspace::ids::OrgId;
-use firmspace::ops::events::{self, Counts};
-use firmspace::ops::{chart, review, runs, runs_pk, EventKind};
-use firmspace::store::{Index, StoreError};
-use futures::{StreamExt, TryStreamExt};
+use firmspace::ops::events::{self, Counts, Filter, FilterError};
+use firmspace::ops::{chart, review, runs, EventKind};
+use firmspace::store::{counters, StoreError};
 use lambda_http::{Body, Request, Response};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -59,59 +58,44 @@ fn listed(items: Vec<Value>, next: Option<String>) -> Response<Body> {
     json_response(200, &json!({"items": items, "cursor": next}))
 }
 
-/// The organisations a summary adds up: the one asked about, or (the admin without `org=`)
-/// every organisation.
-async fn orgs_of(app: &App, who: &Who, req: &Request) -> Result<Vec<OrgId>, ApiError> {
-    if let Some(org) = who.scope(req)? {
-        return Ok(vec![org]);
-    }
-    let mut all = Vec::new();
-    let mut cursor = None;
-    loop {
-        let (page, next) = firmspace::orgs::page(&app.store, 200, cursor.as_deref()).await?;
-        all.extend(page.into_iter().map(|(org, _)| org));
-        match next {
-            Some(next) => cursor = Some(next),
-            None => return Ok(all),
-        }
-    }
-}
-
-/// Organisations a summary reads at the same time.
-const ORGS_AT_ONCE: usize = 8;
-
-/// One organisation's figures.
-struct OrgFigures {
-    kinds: Vec<(EventKind, Counts)>,
-    reasons: BTreeMap<String, u64>,
+/// The figures of one organisation or (`None`) of the deployment: one read of the counters
+/// (two for the deployment's) and one query of one item per kind for the oldest waiting event,
+/// whatever the number of events or organisations.
+pub(crate) struct Figures {
+    kinds: BTreeMap<&'static str, Counts>,
+    open: u64,
+    by_reason: BTreeMap<String, u64>,
     needs_check: u64,
     failed: u64,
+    orgs: u64,
 }
 
-async fn org_figures(
+pub(crate) async fn figures(
     store: &firmspace::store::Store,
-    org: &OrgId,
+    org: Option<&OrgId>,
     now: DateTime<Utc>,
-) -> Result<OrgFigures, StoreError> {
-    // A week of counters and the open review items: one read, whatever the volume.
-    let counted = firmspace::store::counters::read(store, org, now, 7).await?;
+) -> Result<Figures, StoreError> {
+    let counted = match org {
+        Some(org) => counters::read(store, org, now, 7).await?,
+        None => counters::read_all(store, now, 7).await?,
+    };
     let counted = &counted;
-    let per_kind = futures::future::try_join_all(EventKind::ALL.map(|kind| async move {
+    let kinds = futures::future::try_join_all(EventKind::ALL.map(|kind| async move {
         events::counts(store, org, kind, counted, now)
             .await
-            .map(|c| (kind, c))
-    }));
-    let (checking, failing) = (runs_pk(org, "needs_check"), runs_pk(org, "failed"));
-    let (kinds, needs_check, failed) = futures::try_join!(
-        per_kind,
-        store.count_in(Index::States, &checking, None),
-        store.count_in(Index::States, &failing, None),
-    )?;
-    Ok(OrgFigures {
-        kinds,
-        reasons: counted.open.clone(),
-        needs_check,
-        failed,
+            .map(|c| (kind.name(), c))
+    }))
+    .await?;
+    Ok(Figures {
+        kinds: kinds.into_iter().collect(),
+        open: counted.open.values().sum(),
+        by_reason: counted.open.clone(),
+        needs_check: counted.runs("needs_check"),
+        failed: counted.runs("failed"),
+        orgs: match org {
+            Some(_) => 1,
+            None => counted.tally_of("orgs"),
+        },
     })
 }
 
@@ -122,31 +106,8 @@ pub(crate) async fn summary(
     req: &Request,
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    let orgs = orgs_of(app, who, req).await?;
-    let mut kinds: BTreeMap<&str, Counts> = EventKind::ALL
-        .iter()
-        .map(|k| (k.name(), Counts::default()))
-        .collect();
-    let mut open = 0u64;
-    let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut needs_check, mut failed) = (0u64, 0u64);
-    // Organisations side by side, a few at a time: each is a handful of key-range queries.
-    let figures: Vec<OrgFigures> = futures::stream::iter(orgs.iter())
-        .map(|org| org_figures(&app.store, org, now))
-        .buffer_unordered(ORGS_AT_ONCE)
-        .try_collect()
-        .await?;
-    for f in figures {
-        for (kind, counts) in f.kinds {
-            *kinds.entry(kind.name()).or_default() += counts;
-        }
-        for (reason, n) in f.reasons {
-            open += n;
-            *by_reason.entry(reason).or_default() += n;
-        }
-        needs_check += f.needs_check;
-        failed += f.failed;
-    }
+    let org = who.scope(req)?;
+    let f = figures(&app.store, org.as_ref(), now).await?;
     let queues = match who {
         Who::Admin(_) => Some(
             app.queues
@@ -156,33 +117,40 @@ pub(crate) async fn summary(
         ),
         Who::Org(_) => None,
     };
-    if who.is_admin() && query(req, "org").is_none() {
-        gauges(&kinds, open, needs_check, failed);
-    }
     Ok(json_response(
         200,
         &json!({
-            "events": kinds,
+            "events": f.kinds,
             "queues": queues,
-            "review": {"open": open, "by_reason": by_reason},
-            "runs": {"needs_check": needs_check, "failed": failed},
-            "orgs": orgs.len(),
+            "review": {"open": f.open, "by_reason": f.by_reason},
+            "runs": {"needs_check": f.needs_check, "failed": f.failed},
+            "orgs": f.orgs,
             "at": firmspace::time::format(now),
         }),
     ))
 }
 
-/// The deployment's figures as CloudWatch metrics (EMF, flushed with the answer): what the
-/// dashboard shows beside the edges' `deliveries`.
-fn gauges(kinds: &BTreeMap<&str, Counts>, open: u64, needs_check: u64, failed: u64) {
-    for (kind, c) in kinds {
+/// The deployment's figures as CloudWatch metrics (EMF): what the dashboard shows beside the
+/// edges' `deliveries`, and what the alarm on the oldest waiting event reads. The schedule
+/// emits them every 5 minutes.
+pub(crate) fn gauges(f: &Figures, now: DateTime<Utc>) {
+    let mut oldest = 0f64;
+    for (kind, c) in &f.kinds {
         let kind = kind.to_string();
+        let age = c
+            .oldest_waiting_at
+            .as_deref()
+            .and_then(firmspace::time::parse)
+            .map_or(0.0, |at| (now - at).num_seconds().max(0) as f64);
+        oldest = oldest.max(age);
         metrics::gauge!("events_today", "kind" => kind.clone()).set(c.today as f64);
-        metrics::gauge!("events_waiting", "kind" => kind).set(c.waiting as f64);
+        metrics::gauge!("events_waiting", "kind" => kind.clone()).set(c.waiting as f64);
+        metrics::gauge!("events_oldest_waiting_seconds", "kind" => kind).set(age);
     }
-    metrics::gauge!("review_open").set(open as f64);
-    metrics::gauge!("runs_needs_check").set(needs_check as f64);
-    metrics::gauge!("runs_failed").set(failed as f64);
+    metrics::gauge!("oldest_waiting_seconds").set(oldest);
+    metrics::gauge!("review_open").set(f.open as f64);
+    metrics::gauge!("runs_needs_check").set(f.needs_check as f64);
+    metrics::gauge!("runs_failed").set(f.failed as f64);
 }
 
 /// `GET /ops/orgs`: the organisations the caller may look at (the admin's picker).
@@ -201,7 +169,7 @@ pub(crate) async fn orgs(app: &App, who: &Who, req: &Request) -> Result<Response
     Ok(listed(items, next))
 }
 
-/// `GET /ops/events?kind=payment`.
+/// `GET /ops/events?kind=payment[&from&to&q]`.
 pub(crate) async fn events(
     app: &App,
     who: &Who,
@@ -213,13 +181,28 @@ pub(crate) async fn events(
         .ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_kind",
-                "kind is payment, message, call, bank_row or sms",
+                "kind is payment, message, call, bank_row, sms, lead or credit_note",
             )
         })?;
+    let (from, to, q) = (query(req, "from"), query(req, "to"), query(req, "q"));
+    let filter = Filter::parse(from.as_deref(), to.as_deref(), q.as_deref()).map_err(|e| {
+        let code = match e {
+            FilterError::Window => "invalid_window",
+            FilterError::Query => "invalid_q",
+        };
+        ApiError::bad_request(code, e.to_string())
+    })?;
     let cursor = query(req, "cursor");
-    let (items, next) = events::page(&app.store, &org, kind, limit(req)?, cursor.as_deref())
-        .await
-        .map_err(|e| read_error(e, cursor.as_deref()))?;
+    let (items, next) = events::page(
+        &app.store,
+        &org,
+        kind,
+        &filter,
+        limit(req)?,
+        cursor.as_deref(),
+    )
+    .await
+    .map_err(|e| read_error(e, cursor.as_deref()))?;
     Ok(listed(items, next))
 }
 

@@ -14,6 +14,7 @@ pub mod notify;
 pub mod queue;
 pub mod replies;
 pub mod runs;
+pub mod waiting;
 pub mod worker;
 
 /// Automation's outbound calls and their guard, where every outbound call lives.

@@ -72,6 +72,17 @@ impl Publisher {
     /// so the stream record is retried (a resend is harmless: every worker writes with a
     /// conditional key).
     pub async fn publish(&self, consequences: &[Consequence]) -> Result<Published, QueueError> {
+        self.publish_from(None, consequences).await
+    }
+
+    /// [`Publisher::publish`] of a stored event's consequences: each message names `source`,
+    /// the item that carries them, so the worker that applies the last one settles the event's
+    /// waiting mark (`effects::waiting`).
+    pub async fn publish_from(
+        &self,
+        source: Option<&str>,
+        consequences: &[Consequence],
+    ) -> Result<Published, QueueError> {
         let mut published = Published::default();
         for kind in [
             QueueKind::Notifications,
@@ -81,7 +92,7 @@ impl Publisher {
         ] {
             let mut bodies = Vec::new();
             for c in consequences.iter().filter(|c| c.queue() == kind) {
-                let body = serde_json::to_string(c).expect("consequences serialize");
+                let body = body(source, c);
                 if body.len() > MAX_BYTES {
                     published.refused.push(Refused {
                         key: c.key(),
@@ -149,6 +160,27 @@ impl Publisher {
         }
         Ok(())
     }
+}
+
+/// A message's body: the consequence, and the item it came from when there is one.
+fn body(source: Option<&str>, c: &Consequence) -> String {
+    let mut value = serde_json::to_value(c).expect("consequences serialize");
+    if let (Some(source), Some(fields)) = (source, value.as_object_mut()) {
+        fields.insert(SOURCE.into(), source.into());
+    }
+    value.to_string()
+}
+
+/// The field of a message body that names the item whose consequence it is.
+pub const SOURCE: &str = "source";
+
+/// The item a message body names as its consequence's source, if any.
+pub fn source_of(body: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        source: Option<String>,
+    }
+    serde_json::from_str::<Named>(body).ok()?.source
 }
 
 /// Consecutive runs of at most ten bodies and `MAX_BYTES` together.

@@ -5,7 +5,7 @@
 use super::automation::run_key;
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{n, s, tag_name, Builder, Read};
-use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
+use crate::store::{Cond, Item, PutNew, Step, Store, StoreError, Transacted, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,51 @@ pub(crate) fn moved_to(
             s(crate::store::lists::runs_pk(org, &tag_name(&state))),
         )
         .set("gsi2sk", s(format!("{}#{run_key}", time::format(now))))
+}
+
+/// Applies `update` (a `moved_to` held to the run being in `from`) and, in the same
+/// transaction, the organisation's tally of runs that need a person (`counters::run_moved`):
+/// `Ok(false)` when the condition did not hold.
+async fn move_run(
+    store: &Store,
+    (org, pk): (&OrgId, &str),
+    update: Update,
+    from: RunState,
+    to: RunState,
+) -> Result<bool, StoreError> {
+    let tally = crate::store::counters::run_moved(org, pk, &tag_name(&from), &tag_name(&to));
+    if tally.is_empty() {
+        return store.update_if(pk, &update).await;
+    }
+    let mut steps = vec![Step::Update {
+        pk: pk.to_owned(),
+        update,
+    }];
+    steps.extend(tally);
+    match store.transact_counted(steps).await? {
+        Transacted::Done => Ok(true),
+        Transacted::Refused { .. } => Ok(false),
+        Transacted::Contended => Err(StoreError::Contended { pk: pk.to_owned() }),
+    }
+}
+
+/// The states a person may decide a run from, each with its condition: `needs_check`, or
+/// `sending` under a lease that ran out (an attempt, a person's resend among them, that died
+/// before it could settle). Tried one at a time, so each move knows the state it leaves.
+fn undecided(now: DateTime<Utc>) -> [(RunState, Cond); 2] {
+    [
+        (
+            RunState::NeedsCheck,
+            Cond::Equals("state".into(), s(tag_name(&RunState::NeedsCheck))),
+        ),
+        (
+            RunState::Sending,
+            Cond::All(vec![
+                Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
+                Cond::AbsentOrBefore("lease_until".into(), s(time::format(now))),
+            ]),
+        ),
+    ]
 }
 
 /// One attempt's hold on a run: while it lasts, only its holder may send or settle the run.
@@ -179,7 +224,8 @@ fn settle(org: &OrgId, key: &str, lease: &Lease, state: RunState, now: DateTime<
 }
 
 /// Settling the run as one step of a transaction that also writes what the run produced (a
-/// reply stored with its run's move to `sent`): both or neither.
+/// reply stored with its run's move to `sent`): both or neither. Only for a state no tally
+/// counts (`sent`, `done`): a move into one that does goes through `set_state`.
 pub fn settle_step(
     org: &OrgId,
     rule_id: &str,
@@ -193,18 +239,6 @@ pub fn settle_step(
         pk: run_pk(org, &key),
         update: settle(org, &key, lease, state, now),
     }
-}
-
-/// A run a person may decide: `needs_check`, or `sending` under a lease that ran out (an attempt,
-/// a person's resend among them, that died before it could settle).
-fn undecided(now: DateTime<Utc>) -> Cond {
-    Cond::Any(vec![
-        Cond::Equals("state".into(), s(tag_name(&RunState::NeedsCheck))),
-        Cond::All(vec![
-            Cond::Equals("state".into(), s(tag_name(&RunState::Sending))),
-            Cond::AbsentOrBefore("lease_until".into(), s(time::format(now))),
-        ]),
-    ])
 }
 
 /// Whether a stored run is one a person may decide now (see `undecided`).
@@ -230,13 +264,16 @@ pub async fn take_checked(
 ) -> Result<Result<Lease, Option<RunState>>, StoreError> {
     let lease = Lease::new();
     let key = run_key(rule_id, event_key);
-    let update = Update::new()
-        .set("lease", s(&lease.token))
-        .set("lease_until", s(time::format(now + hold)))
-        .add("attempts", n(1));
-    let update = moved_to(update, org, &key, RunState::Sending, now).when(undecided(now));
-    if store.update_if(&run_pk(org, &key), &update).await? {
-        return Ok(Ok(lease));
+    let pk = run_pk(org, &key);
+    for (from, held) in undecided(now) {
+        let update = Update::new()
+            .set("lease", s(&lease.token))
+            .set("lease_until", s(time::format(now + hold)))
+            .add("attempts", n(1));
+        let update = moved_to(update, org, &key, RunState::Sending, now).when(held);
+        if move_run(store, (org, &pk), update, from, RunState::Sending).await? {
+            return Ok(Ok(lease));
+        }
     }
     Ok(Err(run_state(store, org, rule_id, event_key).await?))
 }
@@ -279,9 +316,12 @@ pub async fn settle_checked(
     now: DateTime<Utc>,
 ) -> Result<Result<RunState, Option<RunState>>, StoreError> {
     let key = run_key(rule_id, event_key);
-    let update = moved_to(Update::new(), org, &key, RunState::Sent, now).when(undecided(now));
-    if store.update_if(&run_pk(org, &key), &update).await? {
-        return Ok(Ok(RunState::Sent));
+    let pk = run_pk(org, &key);
+    for (from, held) in undecided(now) {
+        let update = moved_to(Update::new(), org, &key, RunState::Sent, now).when(held);
+        if move_run(store, (org, &pk), update, from, RunState::Sent).await? {
+            return Ok(Ok(RunState::Sent));
+        }
     }
     Ok(Err(run_state(store, org, rule_id, event_key).await?))
 }
@@ -299,9 +339,8 @@ pub async fn set_state(
 ) -> Result<bool, StoreError> {
     let key = run_key(rule_id, event_key);
     let pk = run_pk(org, &key);
-    let settled = store
-        .update_if(&pk, &settle(org, &key, lease, state, now))
-        .await?;
+    let update = settle(org, &key, lease, state, now);
+    let settled = move_run(store, (org, &pk), update, RunState::Sending, state).await?;
     if !settled {
         tracing::warn!(run = %pk, ?state, "the run is no longer held by this attempt; its state is kept");
     }
@@ -349,7 +388,7 @@ pub async fn delivered(
     for from in [RunState::Sending, RunState::NotSent, RunState::NeedsCheck] {
         let update = moved_to(Update::new(), org, &key, RunState::Sent, now)
             .when(Cond::Equals("state".into(), s(tag_name(&from))));
-        if store.update_if(&pk, &update).await? {
+        if move_run(store, (org, &pk), update, from, RunState::Sent).await? {
             return Ok(true);
         }
     }

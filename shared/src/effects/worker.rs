@@ -219,9 +219,29 @@ impl<W: Worker> SqsApp<W> {
                 metrics::counter!("effects", "worker" => W::NAME, "result" => "absorbed")
                     .increment(applied.absorbed as u64);
                 tracing::info!(key = %key, written = applied.written, absorbed = applied.absorbed, "applied");
-                Ok(())
+                self.settle(msg, (&org, key), now).await
             }
             Err(err) => self.failed(msg, &org, key, err, now).await,
+        }
+    }
+
+    /// After a consequence happened (or was found done): the event it came from stops waiting
+    /// if it was its last. A failure here is retried with the message, which is absorbed then.
+    async fn settle(
+        &self,
+        msg: &SqsMessage,
+        (org, key): (&OrgId, String),
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        let Some(source) = msg.body.as_deref().and_then(super::queue::source_of) else {
+            return Ok(());
+        };
+        match super::waiting::settle(&self.store, &source).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let err = WorkError::transient(e);
+                self.failed(msg, org, key, err, now).await
+            }
         }
     }
 

@@ -65,6 +65,17 @@ impl Ack {
         .str("message_id", &e.message_id)
         .tag("type", &e.kind)
         .str("fingerprint", &e.fingerprint)
+        // What the carrier priced it at, for the operator's row.
+        .opt_str(
+            "price",
+            e.price.as_ref().map(|p| {
+                format!(
+                    "{} {}",
+                    crate::money::display(p.amount),
+                    p.currency.as_str()
+                )
+            }),
+        )
         .str("answer", self.answer.to_string())
         .str("outcome", self.outcome)
         .time("at", e.at)

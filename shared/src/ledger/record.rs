@@ -17,7 +17,7 @@ use crate::integrations::Integration;
 use crate::messages::providers::MessageProvider;
 use crate::messages::{Incoming, Placement, Sender};
 use crate::review::{Kind, ReviewItem};
-use crate::store::item::{n, s, tag_name};
+use crate::store::item::{n, s, tag_name, Read};
 use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
 use chrono::{DateTime, Utc};
 
@@ -141,6 +141,7 @@ impl Decision for RecordSms<'_> {
                 Vec::new(),
                 now,
             )?;
+            waits_on_message(&mut steps, &placed)?;
             steps.extend(placed);
         }
         let out = Acked {
@@ -153,6 +154,27 @@ impl Decision for RecordSms<'_> {
             false => Write::Acknowledge { steps, out },
         })
     }
+}
+
+/// An incoming SMS's consequences are its conversation message's: the acknowledgement (step 0,
+/// the SMS event the operator counts) waits on the message placed with it.
+fn waits_on_message(steps: &mut [Step], placed: &[Step]) -> Result<(), crate::store::StoreError> {
+    let message = placed.iter().find_map(|step| match step {
+        Step::PutNew(item) if item.opt_str("kind") == Some(crate::messages::KIND) => Some(item),
+        _ => None,
+    });
+    let Some(message) = message else {
+        return Ok(());
+    };
+    let consequences = crate::messages::Message::from_item(message)?.consequences();
+    let source = message.str_of("pk")?;
+    if let (Some(waits), Some(Step::PutNew(ack))) = (
+        crate::consequences::waits(&consequences, source),
+        steps.first_mut(),
+    ) {
+        ack.insert("waits".into(), crate::store::item::s(waits));
+    }
+    Ok(())
 }
 
 /// The acknowledgement first (a refusal of step 0 is a repeat), then the lines, the inbox

@@ -85,10 +85,18 @@ impl Message {
         let builder = match (self.direction, self.provider) {
             // An incoming SMS is counted once, as an SMS event.
             (Direction::Inbound, MessageProvider::Sms) => builder,
-            (Direction::Inbound, _) => builder.index(
-                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::Message),
-                &crate::store::lists::event_position(self.at, self.key().as_str()),
-            ),
+            (Direction::Inbound, _) => builder
+                .index(
+                    &crate::store::lists::events_pk(
+                        &self.org,
+                        crate::store::lists::EventKind::Message,
+                    ),
+                    &crate::store::lists::event_position(self.at, self.key().as_str()),
+                )
+                .opt_str(
+                    "waits",
+                    crate::consequences::waits(&self.consequences(), &self.pk()),
+                ),
             (Direction::Outbound, _) => builder,
         };
         builder

@@ -1,28 +1,29 @@
-//! Stored events as the operator sees them: how many of a kind came today and this week (from the
-//! organisation's counters), the latest ones with each consequence they imply
-//! and whether it happened (derived from the event item as the fan-out derives it, then read by
-//! key in one batch), and a replay that sends them again.
+//! Stored events as the operator sees them: how many of a kind came today and this week and how
+//! many wait for their consequences (all from the counters, `store::counters`), the oldest that
+//! waits (one read of the kind's waiting marks), a list with each event's summary and
+//! consequences, filtered by time and text, and the replays that send what is missing.
 
 use super::{events_pk, ids, EventKind};
 use crate::effects::queue::{Publisher, QueueError};
-use crate::effects::{activity, automation, derive, notify, Consequence};
+use crate::effects::waiting::{self, State};
+use crate::effects::{derive, Consequence};
 use crate::ids::OrgId;
-use crate::store::counters::Counted;
-use crate::store::item::Read;
-use crate::store::{Index, Item, Store, StoreError};
+use crate::money;
+use crate::store::counters::{self, Counted};
+use crate::store::item::{s, Read};
+use crate::store::{Cond, Index, Item, Store, StoreError, Update};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
+use std::time::Instant;
 
-/// How many of an organisation's latest events of a kind `waiting` looks at.
-pub const WAITING_WINDOW: i32 = 100;
-
-/// One kind's figures: stored today (UTC) and in the last 7 days, and how many of the latest
-/// [`WAITING_WINDOW`] still miss a consequence.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+/// One kind's figures: stored today (UTC) and in the last 7 days, how many still miss a
+/// consequence, and when the oldest of those was listed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
     pub today: u64,
     pub week: u64,
     pub waiting: u64,
+    pub oldest_waiting_at: Option<String>,
 }
 
 impl std::ops::AddAssign for Counts {
@@ -30,14 +31,19 @@ impl std::ops::AddAssign for Counts {
         self.today += other.today;
         self.week += other.week;
         self.waiting += other.waiting;
+        self.oldest_waiting_at = match (self.oldest_waiting_at.take(), other.oldest_waiting_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
-/// One kind's figures: today's and the week's from the organisation's counters
-/// (`store::counters`, read once for every kind), `waiting` from its latest events.
+/// One kind's figures, of an organisation or (`None`) of the deployment: today's, the week's
+/// and what waits from the counters (read once for every kind), the oldest waiting event from
+/// one query of one item.
 pub async fn counts(
     store: &Store,
-    org: &OrgId,
+    org: Option<&OrgId>,
     kind: EventKind,
     counted: &Counted,
     now: DateTime<Utc>,
@@ -47,139 +53,150 @@ pub async fn counts(
         .and_hms_opt(0, 0, 0)
         .expect("midnight")
         .and_utc();
-    let list = events_pk(org, kind);
-    let latest = store
-        .page_in(Index::States, &list, None, true, WAITING_WINDOW, None)
-        .await?;
-    let states = consequence_states(store, org, &latest.0).await?;
-    let waiting = states
-        .iter()
-        .filter(|cs| cs.iter().any(|c| !c.done))
-        .count() as u64;
+    let (index, list) = match org {
+        Some(org) => (Index::States, counters::waiting_list(org, kind)),
+        None => (Index::Lists, counters::waiting_all(kind)),
+    };
+    let (oldest, _) = store.page_in(index, &list, None, false, 1, None).await?;
+    let oldest_waiting_at = oldest
+        .first()
+        .and_then(|mark| mark.opt_str(index.sk()))
+        .and_then(|position| position.split_once('#'))
+        .map(|(at, _)| at.to_owned());
     Ok(Counts {
         today: counted.since(kind, midnight),
         week: counted.since(kind, midnight - Duration::days(6)),
-        waiting,
+        waiting: counted.waiting(kind),
+        oldest_waiting_at,
     })
 }
 
-/// One consequence an event implies, and whether it happened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct State {
-    pub kind: &'static str,
-    pub key: String,
-    pub done: bool,
-}
-
-impl State {
-    pub fn to_json(&self) -> Value {
-        json!({"kind": self.kind, "key": self.key, "state": if self.done { "done" } else { "missing" }})
-    }
-}
-
-/// The items a consequence leaves when it happened: (kind, shown key, item keys). A team
-/// notification is one copy per member of `team`.
-fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<String>)> {
-    match c {
-        Consequence::Notification(n) => {
-            let copies = notify::copies(n, team);
-            Some((
-                "notification",
-                n.key.to_string(),
-                copies.into_iter().map(|(pk, _)| pk).collect(),
-            ))
+/// What a person recognises an event by, from its stored item.
+pub fn summary(kind: EventKind, item: &Item) -> String {
+    let text = |name: &str| item.opt_str(name).unwrap_or_default();
+    let amount = |name: &str| item.opt_dec(name).map(money::display).unwrap_or_default();
+    match kind {
+        EventKind::Payment => {
+            let paid = item.opt_dec("applied").unwrap_or_default()
+                + item.opt_dec("unapplied").unwrap_or_default();
+            let invoice = item
+                .opt_str("invoice_number")
+                .filter(|n| !n.is_empty())
+                .unwrap_or("no invoice");
+            format!("{invoice} · {} {}", money::display(paid), text("currency"))
         }
-        Consequence::Activity(a) => Some(("activity", c.key(), vec![activity::entry_pk(a)])),
-        Consequence::Trigger(f) => Some(("rule_run", c.key(), vec![automation::handled_pk(f)])),
-        // A bank credit's match shows on the row itself; a resend is no event's consequence.
-        Consequence::BankCredit(_) | Consequence::Resend(_) | Consequence::Assisted(_) => None,
+        EventKind::Message => {
+            let body = text("text");
+            let mut shown: String = body.chars().take(80).collect();
+            if body.chars().count() > 80 {
+                shown.push('…');
+            }
+            format!("{}: {shown}", text("sender_name"))
+        }
+        EventKind::Call => {
+            let answered = match item.bool_of("missed") {
+                true => "missed",
+                false => "answered",
+            };
+            format!("{} · {} · {answered}", text("peer"), text("direction"))
+        }
+        EventKind::BankRow => {
+            let counterparty = item.opt_str("counterparty").unwrap_or("no counterparty");
+            format!("{} {} · {counterparty}", amount("amount"), text("currency"))
+        }
+        EventKind::Sms => {
+            let price = item.opt_str("price").unwrap_or("unpriced");
+            format!("{} · {price}", text("message_id"))
+        }
+        EventKind::Lead => {
+            let via = item.opt_str("source").unwrap_or("a form");
+            format!("{} · {via}", text("name"))
+        }
+        EventKind::CreditNote => {
+            format!(
+                "{} · {} {}",
+                text("number"),
+                amount("amount"),
+                text("currency")
+            )
+        }
     }
 }
 
-/// The item whose consequences an event's are: an incoming SMS's are its conversation message's
-/// (the stream derives them from it); every other event's are its own.
-fn carried_message(e: &Item) -> Option<String> {
-    let received = e.opt_str("kind") == Some(crate::ledger::ACK_KIND)
-        && e.opt_str("type") == Some("sms.received");
-    if !received {
-        return None;
-    }
-    let org = OrgId::parse(e.opt_str("org")?).ok()?;
-    Some(crate::messages::message_pk(
-        &org,
-        e.opt_str("integration_id")?,
-        e.opt_str("message_id")?,
-    ))
+/// The longest `q` a list takes.
+pub const QUERY_MAX: usize = 200;
+/// The most events one filtered page reads looking for matches of `q`; the page may end with
+/// fewer items than asked and a cursor to go on.
+pub const SCAN_MAX: usize = 1000;
+/// The longest window a bulk replay takes.
+pub const WINDOW_MAX: Duration = Duration::days(7);
+
+/// A list's filters: events listed at `from` (inclusive) to `to` (exclusive), and `q`, a
+/// case-insensitive piece of the key or the summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub q: Option<String>,
 }
 
-/// The item each event carries (`carried_message`), read in one batch.
-async fn carriers(store: &Store, events: &[Item]) -> Result<Vec<Option<Item>>, StoreError> {
-    let wanted: Vec<Option<String>> = events.iter().map(carried_message).collect();
-    let pks: Vec<String> = wanted.iter().flatten().cloned().collect();
-    if pks.is_empty() {
-        return Ok(vec![None; events.len()]);
-    }
-    let found = store.get_many(&pks).await?;
-    let mut found = found.into_iter();
-    Ok(wanted
-        .iter()
-        .map(|w| w.as_ref().and_then(|_| found.next().flatten()))
-        .collect())
+/// Why filters were refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error("from and to are RFC 3339 times, from before to")]
+    Window,
+    #[error("q is 1 to 200 characters")]
+    Query,
 }
 
-/// Each event's consequences and whether each happened: one read of the team, one batch of
-/// reads for every item the consequences leave.
-pub async fn consequence_states(
-    store: &Store,
-    org: &OrgId,
-    events: &[Item],
-) -> Result<Vec<Vec<State>>, StoreError> {
-    let carriers = carriers(store, events).await?;
-    let derived: Vec<Vec<Consequence>> = events
-        .iter()
-        .zip(&carriers)
-        .map(|(e, carrier)| derive::consequences(carrier.as_ref().unwrap_or(e)).unwrap_or_default())
-        .collect();
-    let team_needed = derived
-        .iter()
-        .flatten()
-        .any(|c| matches!(c, Consequence::Notification(n) if n.recipient.is_none()));
-    let team: Vec<String> = match team_needed {
-        true => crate::orgs::members(store, org)
-            .await?
-            .into_iter()
-            .map(|m| m.user_id)
-            .collect(),
-        false => Vec::new(),
-    };
-    let marked: Vec<Vec<(&str, String, Vec<String>)>> = derived
-        .iter()
-        .map(|cs| cs.iter().filter_map(|c| marks(c, &team)).collect())
-        .collect();
-    let pks: Vec<String> = marked
-        .iter()
-        .flatten()
-        .flat_map(|(_, _, pks)| pks.iter().cloned())
-        .collect();
-    let found = store.get_many(&pks).await?;
-    let present: std::collections::HashSet<&String> = pks
-        .iter()
-        .zip(&found)
-        .filter(|(_, f)| f.is_some())
-        .map(|(pk, _)| pk)
-        .collect();
-    Ok(marked
-        .into_iter()
-        .map(|cs| {
-            cs.into_iter()
-                .map(|(kind, key, pks)| State {
-                    kind,
-                    key,
-                    done: pks.iter().all(|pk| present.contains(pk)),
-                })
-                .collect()
-        })
-        .collect())
+impl Filter {
+    /// Reads the filters as they came (each absent, or its raw text).
+    pub fn parse(
+        from: Option<&str>,
+        to: Option<&str>,
+        q: Option<&str>,
+    ) -> Result<Self, FilterError> {
+        let time = |raw: Option<&str>| match raw {
+            None => Ok(None),
+            Some(raw) => crate::time::parse(raw).map(Some).ok_or(FilterError::Window),
+        };
+        let (from, to) = (time(from)?, time(to)?);
+        if let (Some(from), Some(to)) = (from, to) {
+            if from >= to {
+                return Err(FilterError::Window);
+            }
+        }
+        let q = match q {
+            None => None,
+            Some(q) if (1..=QUERY_MAX).contains(&q.chars().count()) => Some(q.to_lowercase()),
+            Some(_) => return Err(FilterError::Query),
+        };
+        Ok(Self { from, to, q })
+    }
+
+    /// The positions the window spans: a stored time sorts before its `#key`, so `from`'s
+    /// own events are in and `to`'s are out.
+    fn range(&self) -> Option<(String, String)> {
+        if self.from.is_none() && self.to.is_none() {
+            return None;
+        }
+        let low = self.from.map(crate::time::format).unwrap_or_default();
+        let high = self
+            .to
+            .map(crate::time::format)
+            .unwrap_or_else(|| "9999".into());
+        Some((low, high))
+    }
+
+    fn matches(&self, kind: EventKind, item: &Item) -> bool {
+        let Some(q) = &self.q else { return true };
+        let key = item
+            .opt_str("gsi2sk")
+            .and_then(|p| p.split_once('#'))
+            .map(|(_, key)| key)
+            .unwrap_or_default();
+        key.to_lowercase().contains(q) || summary(kind, item).to_lowercase().contains(q)
+    }
 }
 
 /// An event as the list shows it.
@@ -192,30 +209,73 @@ fn to_json(kind: EventKind, item: &Item, states: &[State]) -> Value {
         "key": key,
         "kind": kind.name(),
         "at": at,
+        "summary": summary(kind, item),
         "outcome": item.opt_str("outcome").unwrap_or("stored"),
         "consequences": states.iter().map(State::to_json).collect::<Vec<_>>(),
     })
 }
 
-/// A page of an organisation's events of a kind, newest first, with their consequences.
+/// A page of an organisation's events of a kind, newest first, each with its consequences:
+/// within the filter's window, and (with `q`) only those that match, read [`SCAN_MAX`] at most.
 pub async fn page(
     store: &Store,
     org: &OrgId,
     kind: EventKind,
+    filter: &Filter,
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    let (items, next) = store
-        .page_in(
-            Index::States,
-            &events_pk(org, kind),
-            None,
-            true,
-            limit,
-            cursor,
-        )
-        .await?;
-    let states = consequence_states(store, org, &items).await?;
+    let list = events_pk(org, kind);
+    let range = filter.range();
+    let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+    let (mut items, mut next) = (Vec::new(), cursor.map(str::to_owned));
+    let mut read = 0;
+    loop {
+        let chunk = match filter.q {
+            None => limit,
+            Some(_) => 200,
+        };
+        let (page, after) = store
+            .page_in(Index::States, &list, range, true, chunk, next.as_deref())
+            .await?;
+        read += page.len();
+        next = after;
+        for item in page {
+            if !filter.matches(kind, &item) {
+                continue;
+            }
+            items.push(item);
+            if items.len() == limit as usize {
+                break;
+            }
+        }
+        if items.len() == limit as usize {
+            // Cut short: go on after the last item shown (the rest of this read is read again).
+            if filter.q.is_some() {
+                next = items.last().map(|i| Store::cursor_after(Index::States, i));
+            }
+            break;
+        }
+        if next.is_none() || read >= SCAN_MAX {
+            break;
+        }
+    }
+    // A page that showed the list's last item has nothing after it.
+    if items.len() == limit as usize && filter.q.is_some() {
+        let (rest, _) = match &next {
+            Some(after) => {
+                store
+                    .page_in(Index::States, &list, range, true, 1, Some(after))
+                    .await?
+            }
+            None => (Vec::new(), None),
+        };
+        if rest.is_empty() {
+            next = None;
+        }
+    }
+    let carriers = waiting::carriers(store, &items).await?;
+    let states = waiting::states(store, org, &carriers).await?;
     let listed = items
         .iter()
         .zip(&states)
@@ -238,11 +298,179 @@ pub enum ReplayError {
 /// Derives the stored event's consequences again and sends them all: what already happened is
 /// absorbed by its key, what was missing happens now. Returns how many were sent.
 pub async fn replay(store: &Store, publisher: &Publisher, pk: &str) -> Result<usize, ReplayError> {
-    let mut item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
+    let item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
     // An incoming SMS's consequences are its conversation message's: replay those.
-    if let Some(message) = carried_message(&item) {
-        item = store.get(&message).await?.ok_or(ReplayError::NotFound)?;
+    let carrier = match waiting::carried_message(&item) {
+        Some(message) => store.get(&message).await?.ok_or(ReplayError::NotFound)?,
+        None => item,
+    };
+    let source = carrier.str_of("pk")?.to_owned();
+    let consequences = derive::consequences(&carrier)?;
+    Ok(publisher
+        .publish_from(Some(&source), &consequences)
+        .await?
+        .sent)
+}
+
+/// A bulk replay's window: one kind's events listed at `from` to `to` (exclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub kind: EventKind,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+impl Window {
+    fn range(&self) -> (String, String) {
+        (crate::time::format(self.from), crate::time::format(self.to))
     }
-    let consequences = derive::consequences(&item)?;
-    Ok(publisher.publish(&consequences).await?.sent)
+}
+
+/// What a dry run found: the window's events, and the consequences of them not done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    pub events: u64,
+    pub missing: u64,
+}
+
+/// How long one bulk replay call works before it answers `more` with a cursor.
+pub const REPLAY_CALL: std::time::Duration = std::time::Duration::from_secs(15);
+/// How long a consequence a bulk replay sent is left to its worker before another bulk replay
+/// may send it again: a worker applies it within seconds, or it ends in the DLQ with its
+/// review item well inside this.
+pub const REPLAY_HOLD: Duration = Duration::minutes(15);
+
+/// The waiting events of the window, a page at a time, each with its missing consequences.
+async fn waiting_page(
+    store: &Store,
+    org: &OrgId,
+    window: &Window,
+    cursor: Option<&str>,
+) -> Result<(Vec<(Item, Vec<Consequence>)>, Option<String>), StoreError> {
+    let (low, high) = window.range();
+    let (marks, next) = store
+        .page_in(
+            Index::States,
+            &counters::waiting_list(org, window.kind),
+            Some((&low, &high)),
+            false,
+            50,
+            cursor,
+        )
+        .await?;
+    let marks: Vec<Item> = marks
+        .into_iter()
+        .filter(|m| m.opt_str("source").is_some())
+        .collect();
+    let sources: Vec<String> = marks
+        .iter()
+        .map(|m| m.opt_str("source").unwrap_or_default().to_owned())
+        .collect();
+    let found = match sources.is_empty() {
+        true => Vec::new(),
+        false => store.get_many(&sources).await?,
+    };
+    // A mark whose carrier is gone has nothing to send.
+    let (marks, carriers): (Vec<Item>, Vec<Item>) = marks
+        .into_iter()
+        .zip(found)
+        .filter_map(|(mark, carrier)| Some((mark, carrier?)))
+        .unzip();
+    let states = waiting::states(store, org, &carriers).await?;
+    let mut out = Vec::new();
+    for ((mark, carrier), states) in marks.into_iter().zip(&carriers).zip(states) {
+        let missing: Vec<String> = states
+            .into_iter()
+            .filter(|s| !s.done)
+            .map(|s| s.key)
+            .collect();
+        let consequences = derive::consequences(carrier)?
+            .into_iter()
+            .filter(|c| missing.contains(&shown_key(c)))
+            .collect();
+        out.push((mark, consequences));
+    }
+    Ok((out, next))
+}
+
+/// A consequence's key as its state shows it.
+fn shown_key(c: &Consequence) -> String {
+    match c {
+        Consequence::Notification(n) => n.key.to_string(),
+        other => other.key(),
+    }
+}
+
+/// A dry run of a bulk replay: the window's events (one count query) and the consequences of
+/// its waiting ones that are not done; nothing is sent.
+pub async fn dry_run(store: &Store, org: &OrgId, window: &Window) -> Result<Found, StoreError> {
+    let (low, high) = window.range();
+    let events = store
+        .count_in(
+            Index::States,
+            &events_pk(org, window.kind),
+            Some((&low, &high)),
+        )
+        .await?;
+    let (mut missing, mut cursor) = (0, None::<String>);
+    loop {
+        let (page, next) = waiting_page(store, org, window, cursor.as_deref()).await?;
+        missing += page.iter().map(|(_, cs)| cs.len() as u64).sum::<u64>();
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(Found { events, missing }),
+        }
+    }
+}
+
+/// What one bulk replay call did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Waiting events whose missing consequences this call sent.
+    pub events: u64,
+    pub sent: u64,
+    /// Where the next call goes on (`None`: the window is done).
+    pub cursor: Option<String>,
+}
+
+/// Sends the missing consequences of the window's waiting events, each once: a waiting mark is
+/// taken for [`REPLAY_HOLD`] by a conditional write before its consequences are sent, so a
+/// second replay meanwhile (or this one's repeat) sends nothing for it. Stops after
+/// [`REPLAY_CALL`] with a cursor.
+pub async fn replay_window(
+    store: &Store,
+    publisher: &Publisher,
+    (org, window): (&OrgId, &Window),
+    cursor: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Replayed, ReplayError> {
+    let started = Instant::now();
+    let mut done = Replayed::default();
+    let mut cursor = cursor.map(str::to_owned);
+    loop {
+        let (page, next) = waiting_page(store, org, window, cursor.as_deref()).await?;
+        for (mark, consequences) in page {
+            if consequences.is_empty() {
+                continue;
+            }
+            let take = Update::new()
+                .set("replayed_at", s(crate::time::format(now)))
+                .when(Cond::AbsentOrBefore(
+                    "replayed_at".into(),
+                    s(crate::time::format(now - REPLAY_HOLD)),
+                ));
+            if !store.update_if(mark.str_of("pk")?, &take).await? {
+                continue;
+            }
+            let source = mark.str_of("source")?;
+            let published = publisher.publish_from(Some(source), &consequences).await?;
+            done.events += 1;
+            done.sent += published.sent as u64;
+        }
+        cursor = next;
+        if cursor.is_none() || started.elapsed() >= REPLAY_CALL {
+            done.cursor = cursor;
+            return Ok(done);
+        }
+    }
 }

@@ -106,6 +106,10 @@ impl CreditNote {
             .org
             .pk(&format!("CREDIT_NOTE#{}", key_part(self.key.as_str())));
         Builder::new(&pk, KIND, self.org.as_str())
+            .opt_str(
+                "waits",
+                crate::consequences::waits(&self.consequences(), &pk),
+            )
             .str("credit_note_id", self.id.as_str())
             .str("number", &self.number)
             .str("idempotency_key", self.key.as_str())
@@ -130,6 +134,13 @@ impl CreditNote {
             .list(
                 &list_pk(&self.org, &self.invoice_id),
                 &format!("{}#{}", time::format(self.at), self.number),
+            )
+            .index(
+                &crate::store::lists::events_pk(
+                    &self.org,
+                    crate::store::lists::EventKind::CreditNote,
+                ),
+                &crate::store::lists::event_position(self.at, self.event_key().as_str()),
             )
             .build()
     }

@@ -226,13 +226,11 @@ pub async fn settle_deciding(
         // Not a review item's key: nothing of it is open.
         return Ok(false);
     };
-    let steps = vec![
-        Step::Update {
-            pk: pk.to_owned(),
-            update,
-        },
-        uncount,
-    ];
+    let mut steps = vec![Step::Update {
+        pk: pk.to_owned(),
+        update,
+    }];
+    steps.extend(uncount);
     let mut rounds = Rounds::new();
     while rounds.next().await {
         match store.transact(steps.clone()).await? {

@@ -1,12 +1,19 @@
 //! Counters the operator's figures read instead of the lists they count, so a summary or a
-//! week's chart is a handful of reads whatever an organisation's volume.
+//! week's chart is a handful of reads whatever an organisation's volume, and the admin's
+//! summary of every organisation as many.
 //!
 //! They are kept where the counted thing is written: every transaction that puts an event on
-//! its kind's list (`lists::events_pk`) or a review item on the open list adds one to a counter
-//! in the same transaction (`with_counts`), and a resolution takes one off in its own
-//! transaction (`resolved`). Nothing counted is written without its count, so the counters stay
-//! exact. Each counter is spread over [`SHARDS`] items by the counted item's key, so concurrent
-//! events of one organisation seldom meet on one item.
+//! its kind's list (`lists::events_pk`), a review item on the open list or a run in a state
+//! that needs a person adds one to a counter in the same transaction (`with_counts`); a
+//! resolution (`resolved`) and a run's move (`run_moved`) take one off in their own. Nothing
+//! counted is written without its count, so the counters stay exact. Each counter is kept
+//! twice, for the organisation and for the deployment ([`Scope`]), each spread over shards by
+//! the counted item's key, so concurrent events seldom meet on one item.
+//!
+//! What waits is kept the same way: an event whose consequences are tracked (its item `waits`
+//! on the item that carries them) is put with a waiting mark and one more on its kind's
+//! `waiting_{kind}` tally; the mark's deletion, conditional on the mark being there, takes it
+//! off in the same transaction (`settled`), whoever settles it and however often.
 //!
 //! Duplicates are not counted here: a duplicate writes nothing (see `ops::chart`).
 
@@ -17,109 +24,290 @@ use crate::ids::OrgId;
 use chrono::{DateTime, Duration, DurationRound, NaiveDate, Timelike, Utc};
 use std::collections::{BTreeMap, HashMap};
 
-/// Items each counter is spread over.
+/// Items each counter of an organisation is spread over.
 pub const SHARDS: u64 = 8;
+/// Items each of the deployment's counters is spread over: every organisation writes them.
+pub const ALL_SHARDS: u64 = 16;
 
-fn shard(pk: &str) -> u64 {
+fn hash(pk: &str) -> u64 {
     // FNV-1a: the same key always lands on the same shard.
-    let hash = pk.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+    pk.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    hash % SHARDS
+    })
 }
 
-/// One day's stored events of an organisation, one shard: `{kind}_{HH}` per kind and hour.
-fn day_pk(org: &str, day: NaiveDate, shard: u64) -> String {
-    format!("ORG#{org}#COUNTS#{day}#{shard}")
+/// Whose counters: one organisation's, or the deployment's (every organisation's added up, so
+/// the admin's summary reads as many items for a thousand organisations as for one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    Org(&'a str),
+    All,
 }
 
-/// An organisation's open review items, one shard: a number per reason.
-fn open_pk(org: &str, shard: u64) -> String {
-    format!("ORG#{org}#OPEN#{shard}")
+impl Scope<'_> {
+    fn prefix(self) -> String {
+        match self {
+            Self::Org(org) => format!("ORG#{org}"),
+            Self::All => "ALL".into(),
+        }
+    }
+
+    fn shards(self) -> u64 {
+        match self {
+            Self::Org(_) => SHARDS,
+            Self::All => ALL_SHARDS,
+        }
+    }
+
+    fn shard_of(self, pk: &str) -> u64 {
+        hash(pk) % self.shards()
+    }
+}
+
+/// One day's stored events, one shard: `{kind}_{HH}` per kind and hour.
+fn day_pk(scope: Scope, day: NaiveDate, shard: u64) -> String {
+    format!("{}#COUNTS#{day}#{shard}", scope.prefix())
+}
+
+/// Open review items, one shard: a number per reason.
+fn open_pk(scope: Scope, shard: u64) -> String {
+    format!("{}#OPEN#{shard}", scope.prefix())
+}
+
+/// What is in a state now, one shard: `waiting_{kind}` (events whose consequences have not all
+/// happened), `runs_{state}` (runs that need a person), `orgs` (the deployment's only).
+fn tally_pk(scope: Scope, shard: u64) -> String {
+    format!("{}#TALLY#{shard}", scope.prefix())
 }
 
 fn hour_attr(kind: &str, hour: u32) -> String {
     format!("{kind}_{hour:02}")
 }
 
-/// What a put adds to the counters: its counter item, attribute and organisation.
-fn counted(item: &Item) -> Option<(String, String, String)> {
-    let list = item.opt_str("gsi2pk")?;
+/// The run states a tally counts: those that need a person.
+pub const TALLIED_RUNS: [&str; 2] = ["needs_check", "failed"];
+
+/// The waiting mark of the item whose consequences an event's are (`source`: the event's own
+/// item, or an incoming SMS's conversation message): there while any of them has not happened.
+pub fn waiting_pk(source: &str) -> String {
+    format!("{source}#WAITING")
+}
+
+/// An organisation's waiting marks of a kind, oldest first by the event's listed time.
+pub fn waiting_list(org: &OrgId, kind: EventKind) -> String {
+    org.pk(&format!("WAITING#{}", kind.name()))
+}
+
+/// The deployment's waiting marks of a kind (on the first index).
+pub fn waiting_all(kind: EventKind) -> String {
+    format!("WAITING#{}", kind.name())
+}
+
+/// One change to a counter: which counter, attribute, and by how much.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Change {
+    /// An event of `kind` stored in this hour.
+    Stored {
+        at: DateTime<Utc>,
+        kind: String,
+    },
+    Open {
+        reason: String,
+    },
+    Tally {
+        attr: String,
+    },
+    /// The deployment's only (an organisation's tally of itself is pointless).
+    Orgs,
+}
+
+/// The waiting mark an event put implies: when the item `waits` on a source's consequences.
+fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
+    let source = item.opt_str("waits")?;
+    let org_id = OrgId::parse(org).ok()?;
+    let kind = EventKind::parse(kind)?;
+    Some(
+        super::item::Builder::new(&waiting_pk(source), "waiting", org)
+            .str("event_kind", kind.name())
+            .str("event", item.opt_str("pk")?)
+            .str("source", source)
+            .list(&waiting_all(kind), position)
+            .index(&waiting_list(&org_id, kind), position)
+            .build(),
+    )
+}
+
+/// What a put adds: its changes (each by the put's key, for the shard), its organisation, and
+/// the items that come with it (an event's waiting mark).
+fn counted(item: &Item) -> Option<(Vec<Change>, String, Vec<Item>)> {
     let pk = item.opt_str("pk")?;
+    if item.opt_str("kind") == Some("org") && pk.ends_with("#ORG") {
+        return Some((vec![Change::Orgs], item.opt_str("org")?.to_owned(), vec![]));
+    }
+    let list = item.opt_str("gsi2pk")?;
     let rest = list.strip_prefix("ORG#")?;
     let (org, list) = rest.split_once('#')?;
     if let Some(kind) = list.strip_prefix("EVENTS#") {
-        let at = item.opt_str("gsi2sk")?.split_once('#')?.0;
-        let at = crate::time::parse(at)?;
-        let counter = day_pk(org, at.date_naive(), shard(pk));
-        return Some((counter, hour_attr(kind, at.hour()), org.to_owned()));
+        let position = item.opt_str("gsi2sk")?;
+        let at = crate::time::parse(position.split_once('#')?.0)?;
+        let stored = Change::Stored {
+            at,
+            kind: kind.to_owned(),
+        };
+        return Some(match marker(item, org, kind, position) {
+            Some(mark) => (
+                vec![
+                    stored,
+                    Change::Tally {
+                        attr: format!("waiting_{kind}"),
+                    },
+                ],
+                org.to_owned(),
+                vec![mark],
+            ),
+            None => (vec![stored], org.to_owned(), vec![]),
+        });
     }
     if list == "REVIEW#open" {
-        let reason = item.opt_str("reason")?;
-        return Some((open_pk(org, shard(pk)), reason.to_owned(), org.to_owned()));
+        let reason = item.opt_str("reason")?.to_owned();
+        return Some((vec![Change::Open { reason }], org.to_owned(), vec![]));
     }
-    None
+    let state = list.strip_prefix("RUNS#")?;
+    TALLIED_RUNS.contains(&state).then(|| {
+        let attr = format!("runs_{state}");
+        (vec![Change::Tally { attr }], org.to_owned(), vec![])
+    })
 }
 
-/// Adds to `counts` what these changes make: one update per counter item (a transaction may
-/// touch an item once).
-fn updates(changes: impl IntoIterator<Item = (String, String, String, i64)>) -> Vec<Step> {
-    let mut by_item: BTreeMap<String, (String, BTreeMap<String, i64>)> = BTreeMap::new();
-    for (pk, attr, org, delta) in changes {
-        let entry = by_item.entry(pk).or_insert_with(|| (org, BTreeMap::new()));
-        *entry.1.entry(attr).or_default() += delta;
+/// The counter updates these changes make, in both scopes: one update per counter item (a
+/// transaction may touch an item once).
+fn updates(changes: &[(String, String, Change, i64)]) -> Vec<Step> {
+    let mut by_item: BTreeMap<String, (Option<String>, BTreeMap<String, i64>)> = BTreeMap::new();
+    for (key, org, change, delta) in changes {
+        let scopes: &[Scope] = match change {
+            Change::Orgs => &[Scope::All],
+            _ => &[Scope::Org(org), Scope::All],
+        };
+        for scope in scopes {
+            let shard = scope.shard_of(key);
+            let (pk, attr) = match change {
+                Change::Stored { at, kind } => (
+                    day_pk(*scope, at.date_naive(), shard),
+                    hour_attr(kind, at.hour()),
+                ),
+                Change::Open { reason } => (open_pk(*scope, shard), reason.clone()),
+                Change::Tally { attr } => (tally_pk(*scope, shard), attr.clone()),
+                Change::Orgs => (tally_pk(*scope, shard), "orgs".into()),
+            };
+            let owner = match scope {
+                Scope::Org(org) => Some((*org).to_owned()),
+                Scope::All => None,
+            };
+            let entry = by_item
+                .entry(pk)
+                .or_insert_with(|| (owner, BTreeMap::new()));
+            *entry.1.entry(attr).or_default() += delta;
+        }
     }
     by_item
         .into_iter()
         .map(|(pk, (org, attrs))| {
-            let update = attrs.into_iter().fold(
-                Update::new().set("kind", s("counter")).set("org", s(org)),
-                |u, (attr, delta)| u.add(&attr, n(delta)),
-            );
+            let mut update = Update::new().set("kind", s("counter"));
+            if let Some(org) = org {
+                update = update.set("org", s(org));
+            }
+            let update = attrs
+                .into_iter()
+                .fold(update, |u, (attr, delta)| u.add(&attr, n(delta)));
             Step::Update { pk, update }
         })
         .collect()
 }
 
-/// The steps and, after them, the counter updates the puts among them imply; `None` when
-/// nothing they put is counted.
+/// The steps and, after them, the counter updates (and waiting marks) the puts among them
+/// imply; `None` when nothing they put is counted.
 pub fn with_counts(steps: &[Step]) -> Option<Vec<Step>> {
-    let changes: Vec<_> = steps
-        .iter()
-        .filter_map(|step| match step {
-            Step::PutNew(item) => counted(item),
-            _ => None,
-        })
-        .map(|(pk, attr, org)| (pk, attr, org, 1))
-        .collect();
+    let mut changes = Vec::new();
+    let mut marks = Vec::new();
+    for step in steps {
+        let Step::PutNew(item) = step else { continue };
+        let Some((made, org, with)) = counted(item) else {
+            continue;
+        };
+        let key = item.opt_str("pk").unwrap_or_default().to_owned();
+        changes.extend(made.into_iter().map(|c| (key.clone(), org.clone(), c, 1)));
+        marks.extend(with.into_iter().map(Step::PutNew));
+    }
     if changes.is_empty() {
         return None;
     }
     let mut all = steps.to_vec();
-    all.extend(updates(changes));
+    all.extend(marks);
+    all.extend(updates(&changes));
     Some(all)
 }
 
-/// The counter step of a resolution: the review item at `item_pk` (`ORG#o#REVIEW#reason#key`)
+/// The counter steps of a resolution: the review item at `item_pk` (`ORG#o#REVIEW#reason#key`)
 /// leaves the open list.
-pub fn resolved(org: &OrgId, item_pk: &str) -> Option<Step> {
+pub fn resolved(org: &OrgId, item_pk: &str) -> Option<Vec<Step>> {
     let reason = item_pk.strip_prefix(&org.pk("REVIEW#"))?.split_once('#')?.0;
-    let change = (
-        open_pk(org.as_str(), shard(item_pk)),
-        reason.to_owned(),
-        org.to_string(),
-        -1,
-    );
-    updates([change]).pop()
+    let open = Change::Open {
+        reason: reason.to_owned(),
+    };
+    Some(updates(&[(item_pk.to_owned(), org.to_string(), open, -1)]))
 }
 
-/// An organisation's counters over some days.
+/// The counter steps of a run's move from one state to another (by state name): none when
+/// neither is tallied.
+pub fn run_moved(org: &OrgId, run_pk: &str, from: &str, to: &str) -> Vec<Step> {
+    let change = |state: &str, delta| {
+        TALLIED_RUNS.contains(&state).then(|| {
+            let attr = format!("runs_{state}");
+            (
+                run_pk.to_owned(),
+                org.to_string(),
+                Change::Tally { attr },
+                delta,
+            )
+        })
+    };
+    let changes: Vec<_> = [change(from, -1), change(to, 1)]
+        .into_iter()
+        .flatten()
+        .collect();
+    match from == to {
+        true => Vec::new(),
+        false => updates(&changes),
+    }
+}
+
+/// The steps that end a waiting mark: delete it while it is there, and take its event off the
+/// tally in the same transaction, so however many workers settle it, it is taken off once.
+pub fn settled(mark: &Item) -> Option<Vec<Step>> {
+    let pk = mark.opt_str("pk")?;
+    let org = mark.opt_str("org")?;
+    let kind = mark.opt_str("event_kind")?;
+    let attr = format!("waiting_{kind}");
+    let change = (
+        mark.opt_str("event")?.to_owned(),
+        org.to_owned(),
+        Change::Tally { attr },
+        -1,
+    );
+    let mut steps = vec![Step::Delete(pk.to_owned())];
+    steps.extend(updates(&[change]));
+    Some(steps)
+}
+
+/// Counters over some days, of an organisation or of the deployment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counted {
     /// Stored events per (hour, kind).
     pub events: HashMap<(DateTime<Utc>, EventKind), u64>,
     /// Open review items per reason.
     pub open: BTreeMap<String, u64>,
+    /// What is in a state now: `waiting_{kind}`, `runs_{state}`, `orgs`.
+    pub tally: BTreeMap<String, u64>,
 }
 
 impl Counted {
@@ -136,41 +324,87 @@ impl Counted {
     pub fn at(&self, kind: EventKind, hour: DateTime<Utc>) -> u64 {
         self.events.get(&(hour, kind)).copied().unwrap_or(0)
     }
+
+    /// Events of `kind` whose consequences have not all happened.
+    pub fn waiting(&self, kind: EventKind) -> u64 {
+        self.tally_of(&format!("waiting_{}", kind.name()))
+    }
+
+    /// Runs in `state` (one of [`TALLIED_RUNS`]).
+    pub fn runs(&self, state: &str) -> u64 {
+        self.tally_of(&format!("runs_{state}"))
+    }
+
+    pub fn tally_of(&self, attr: &str) -> u64 {
+        self.tally.get(attr).copied().unwrap_or(0)
+    }
 }
 
-/// The counters of `org` for the `days` up to and including `until`'s, and its open review
-/// items: one `BatchGetItem` (`days` × 8 + 8 items) for a week.
+/// The counters of `org` for the `days` up to and including `until`'s, its open review items
+/// and its tally: one `BatchGetItem` (`days` × 8 + 16 items) for a week.
 pub async fn read(
     store: &Store,
     org: &OrgId,
     until: DateTime<Utc>,
     days: i64,
 ) -> Result<Counted, StoreError> {
+    read_scope(store, Scope::Org(org.as_str()), until, days).await
+}
+
+/// The deployment's counters, as [`read`]: two `BatchGetItem`s for a week, whatever the number
+/// of organisations.
+pub async fn read_all(
+    store: &Store,
+    until: DateTime<Utc>,
+    days: i64,
+) -> Result<Counted, StoreError> {
+    read_scope(store, Scope::All, until, days).await
+}
+
+async fn read_scope(
+    store: &Store,
+    scope: Scope<'_>,
+    until: DateTime<Utc>,
+    days: i64,
+) -> Result<Counted, StoreError> {
     let last = until.date_naive();
     let dates: Vec<NaiveDate> = (0..days).map(|back| last - Duration::days(back)).collect();
+    let shards = 0..scope.shards();
     let mut pks: Vec<String> = dates
         .iter()
-        .flat_map(|d| (0..SHARDS).map(move |s| day_pk(org.as_str(), *d, s)))
+        .flat_map(|d| shards.clone().map(move |s| day_pk(scope, *d, s)))
         .collect();
-    pks.extend((0..SHARDS).map(|s| open_pk(org.as_str(), s)));
-    let mut counted = Counted::default();
+    pks.extend(shards.clone().map(|s| open_pk(scope, s)));
+    pks.extend(shards.map(|s| tally_pk(scope, s)));
+    // Summed signed, shard by shard, and only then held at zero.
+    let mut open: BTreeMap<String, i64> = BTreeMap::new();
+    let mut tally: BTreeMap<String, i64> = BTreeMap::new();
+    let mut events: HashMap<(DateTime<Utc>, EventKind), i64> = HashMap::new();
     for item in store.get_many(&pks).await?.into_iter().flatten() {
         let pk = item.str_of("pk")?;
-        let is_open = pk.contains("#OPEN#");
         for (attr, value) in &item {
             let Some(number) = value.as_n().ok().and_then(|v| v.parse::<i64>().ok()) else {
                 continue;
             };
-            let number = number.max(0) as u64;
-            if is_open {
-                *counted.open.entry(attr.clone()).or_default() += number;
+            if pk.contains("#OPEN#") {
+                *open.entry(attr.clone()).or_default() += number;
+            } else if pk.contains("#TALLY#") {
+                *tally.entry(attr.clone()).or_default() += number;
             } else if let Some(key) = hour_of(pk, attr) {
-                *counted.events.entry(key).or_default() += number;
+                *events.entry(key).or_default() += number;
             }
         }
     }
-    counted.open.retain(|_, n| *n > 0);
-    Ok(counted)
+    let held = |n: i64| n.max(0) as u64;
+    Ok(Counted {
+        events: events.into_iter().map(|(k, v)| (k, held(v))).collect(),
+        open: open
+            .into_iter()
+            .map(|(k, v)| (k, held(v)))
+            .filter(|(_, n)| *n > 0)
+            .collect(),
+        tally: tally.into_iter().map(|(k, v)| (k, held(v))).collect(),
+    })
 }
 
 /// `payment_17` on the counter of 2026-12-03: (2026-12-03T17:00Z, payment).
@@ -191,6 +425,10 @@ mod tests {
     use super::*;
     use crate::store::item::Builder;
 
+    fn shard(pk: &str) -> u64 {
+        hash(pk) % SHARDS
+    }
+
     fn event(org: &OrgId, key: &str, at: &str) -> Step {
         let item = Builder::new(
             &org.pk(&format!("PAYMENT#{key}")),
@@ -207,8 +445,15 @@ mod tests {
         let org = OrgId::generate();
         let steps = vec![event(&org, "p1", "2026-12-03T17:59:59Z")];
         let all = with_counts(&steps).expect("counted");
-        assert_eq!(all.len(), 2);
-        let Step::Update { pk, update } = &all[1] else {
+        assert_eq!(
+            all.len(),
+            3,
+            "the organisation's counter and the deployment's"
+        );
+        assert!(
+            matches!(&all[1], Step::Update { pk, .. } if pk.starts_with("ALL#COUNTS#2026-12-03#"))
+        );
+        let Step::Update { pk, update } = &all[2] else {
             panic!("{all:?}")
         };
         assert!(pk.starts_with(&org.pk("COUNTS#2026-12-03#")), "{pk}");
@@ -241,7 +486,11 @@ mod tests {
             event(&org, &b, "2026-12-03T17:30:00Z"),
         ];
         let all = with_counts(&steps).unwrap();
-        assert_eq!(all.len(), 3, "{all:?}");
+        let org_counters = all
+            .iter()
+            .filter(|s| s.pk().is_some_and(|pk| pk.starts_with(&org.pk("COUNTS#"))))
+            .count();
+        assert_eq!(org_counters, 1, "{all:?}");
     }
 
     #[test]
@@ -255,20 +504,96 @@ mod tests {
     fn a_resolution_takes_one_off_its_reasons_shard() {
         let org = OrgId::generate();
         let pk = org.pk("REVIEW#unmatched_bank_row#tx1");
+        let steps = resolved(&org, &pk).unwrap();
         let Some(Step::Update {
             pk: counter,
             update,
-        }) = resolved(&org, &pk)
+        }) = steps
+            .into_iter()
+            .find(|s| s.pk().is_some_and(|p| p.starts_with("ORG#")))
         else {
             panic!()
         };
-        assert_eq!(counter, open_pk(org.as_str(), shard(&pk)));
+        assert_eq!(counter, open_pk(Scope::Org(org.as_str()), shard(&pk)));
         assert_eq!(
             update,
             Update::new()
                 .set("kind", s("counter"))
                 .set("org", s(org.as_str()))
                 .add("unmatched_bank_row", n(-1))
+        );
+    }
+
+    #[test]
+    fn an_event_that_waits_is_put_with_its_mark_and_one_more_waiting_in_both_scopes() {
+        let org = OrgId::generate();
+        let Step::PutNew(mut item) = event(&org, "p1", "2026-12-03T17:00:00Z") else {
+            panic!()
+        };
+        let pk = item.opt_str("pk").unwrap().to_owned();
+        item.insert("waits".into(), s(&pk));
+        let all = with_counts(&[Step::PutNew(item)]).unwrap();
+        let mark = all
+            .iter()
+            .find_map(|step| match step {
+                Step::PutNew(i) if i.opt_str("kind") == Some("waiting") => Some(i.clone()),
+                _ => None,
+            })
+            .expect("a waiting mark");
+        assert_eq!(mark.opt_str("pk"), Some(waiting_pk(&pk).as_str()));
+        assert_eq!(
+            mark.opt_str("gsi2pk"),
+            Some(waiting_list(&org, EventKind::Payment).as_str())
+        );
+        assert_eq!(mark.opt_str("gsi1pk"), Some("WAITING#payment"));
+        let tallies: Vec<&str> = all
+            .iter()
+            .filter_map(Step::pk)
+            .filter(|pk| pk.contains("#TALLY#"))
+            .collect();
+        assert_eq!(tallies.len(), 2, "{tallies:?}");
+        // Settling it deletes the mark and takes one off the same two tallies.
+        let steps = settled(&mark).unwrap();
+        assert!(matches!(&steps[0], Step::Delete(d) if *d == waiting_pk(&pk)));
+        let mut settled_tallies: Vec<&str> = steps[1..].iter().filter_map(Step::pk).collect();
+        let mut put_tallies = tallies.clone();
+        settled_tallies.sort();
+        put_tallies.sort();
+        assert_eq!(settled_tallies, put_tallies);
+    }
+
+    #[test]
+    fn a_runs_move_counts_only_the_states_that_need_a_person() {
+        let org = OrgId::generate();
+        let pk = org.pk("RUN#r1:k");
+        assert!(run_moved(&org, &pk, "sending", "sent").is_empty());
+        assert!(run_moved(&org, &pk, "needs_check", "needs_check").is_empty());
+        let into = run_moved(&org, &pk, "sending", "needs_check");
+        assert_eq!(
+            into.len(),
+            2,
+            "the organisation's tally and the deployment's"
+        );
+        let Step::Update { update, .. } = &into[0] else {
+            panic!()
+        };
+        assert_eq!(
+            update,
+            &Update::new()
+                .set("kind", s("counter"))
+                .add("runs_needs_check", n(1))
+        );
+        let across = run_moved(&org, &pk, "needs_check", "failed");
+        let Some(Step::Update { update, .. }) = across.last() else {
+            panic!()
+        };
+        assert_eq!(
+            update,
+            &Update::new()
+                .set("kind", s("counter"))
+                .set("org", s(org.as_str()))
+                .add("runs_failed", n(1))
+                .add("runs_needs_check", n(-1))
         );
     }
 

@@ -16,15 +16,19 @@ pub enum EventKind {
     Call,
     BankRow,
     Sms,
+    Lead,
+    CreditNote,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 7] = [
         Self::Payment,
         Self::Message,
         Self::Call,
         Self::BankRow,
         Self::Sms,
+        Self::Lead,
+        Self::CreditNote,
     ];
 
     pub fn name(self) -> &'static str {
@@ -34,6 +38,8 @@ impl EventKind {
             Self::Call => "call",
             Self::BankRow => "bank_row",
             Self::Sms => "sms",
+            Self::Lead => "lead",
+            Self::CreditNote => "credit_note",
         }
     }
 

@@ -163,6 +163,12 @@ impl Store {
         Ok((items, next))
     }
 
+    /// The cursor that goes on after `item` on its list: for a page a caller cut short (a
+    /// filtered list that found enough before the end of what it read).
+    pub fn cursor_after(index: Index, item: &Item) -> String {
+        encode_cursor(index, item)
+    }
+
     /// How many items a list holds (between `range`, when given): a `Select=COUNT` query,
     /// page by page, reading keys and no attributes.
     pub async fn count_in(

@@ -17,6 +17,8 @@ pub enum Step {
     Absent(String),
     /// Hold the transaction to what was read: the item is (still) there.
     Present(String),
+    /// Delete the item, only while it is there (a mark whose work is done, taken once).
+    Delete(String),
 }
 
 impl Step {
@@ -27,7 +29,9 @@ impl Step {
                 Some(aws_sdk_dynamodb::types::AttributeValue::S(pk)) => Some(pk),
                 _ => None,
             },
-            Self::Update { pk, .. } | Self::Absent(pk) | Self::Present(pk) => Some(pk),
+            Self::Update { pk, .. } | Self::Absent(pk) | Self::Present(pk) | Self::Delete(pk) => {
+                Some(pk)
+            }
         }
     }
 }
@@ -81,10 +85,7 @@ impl Store {
     /// counter item for a moment, so a contended one is sent again, in the write's rounds. Only
     /// the counters are shared; every other step holds to what was read, so sending the same
     /// steps again decides the same or is refused.
-    pub(super) async fn transact_counted(
-        &self,
-        steps: Vec<Step>,
-    ) -> Result<Transacted, StoreError> {
+    pub async fn transact_counted(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
         let mut rounds = super::write::Rounds::new();
         while rounds.next().await {
             match self.send(steps.clone()).await? {
@@ -156,6 +157,14 @@ impl Store {
             Step::Update { pk, update } => builder.update(update.transact_step(&self.table, &pk)),
             Step::Absent(pk) => builder.condition_check(check(pk, "attribute_not_exists(pk)")),
             Step::Present(pk) => builder.condition_check(check(pk, "attribute_exists(pk)")),
+            Step::Delete(pk) => builder.delete(
+                aws_sdk_dynamodb::types::Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(Self::key(&pk)))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .expect("table, key and condition are set"),
+            ),
         }
         .build()
     }

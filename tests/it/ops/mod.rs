@@ -8,6 +8,7 @@ mod pauses;
 mod redrive;
 mod replay;
 mod views;
+mod waiting;
 
 use crate::consequences::Workers;
 use crate::support::api::{self as api_support, ADMIN};

@@ -88,9 +88,11 @@ async fn a_replay_absorbs_what_happened_and_brings_back_exactly_the_lost_notific
         states(&lost).contains(&("notification".into(), "missing".into())),
         "{lost}"
     );
+    // The event stopped waiting when its last consequence happened: an item deleted by hand
+    // afterwards shows on the list (which reads the items), not in the figure.
     assert_eq!(
         o.get(&format!("/ops/summary?org={org}"), ADMIN).await.1["events"]["payment"]["waiting"],
-        1
+        0
     );
     let (_, replayed) = admin_post(&o, &replay, "replay-2").await;
     assert_eq!(replayed["sent"], 3);

@@ -364,7 +364,8 @@ async fn settle(
             .filter(|i| i.opt_str("gsi2pk").is_some_and(|l| l.contains("#EVENTS#")))
             .cloned()
             .collect();
-        let states = firmspace::ops::events::consequence_states(&store, &org, &events).await?;
+        let carriers = firmspace::effects::waiting::carriers(&store, &events).await?;
+        let states = firmspace::effects::waiting::states(&store, &org, &carriers).await?;
         let missing = states.iter().flatten().filter(|c| !c.done).count();
         if missing == 0 || Instant::now() > deadline {
             break (items, states);

@@ -56,7 +56,7 @@ const ROUTES: &[Route] = &[
         answer: "{\"events\": {\"payment\": {\"today\", \"week\", \"waiting\"}, ...}, \"queues\": {...} | null, \"review\": {\"open\", \"by_reason\"}, \"runs\": {\"needs_check\", \"failed\"}}", errors: &[(400, "`invalid_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/orgs", summary: "The organisations the caller may look at", params: &[LIMIT, CURSOR],
         answer: "{\"items\": [{\"id\", \"name\"}], \"cursor\"}", errors: &[] },
-    Route { method: HttpMethod::Get, path: "/ops/events", summary: "Recent events of a kind with their consequences, newest first", params: &[param("kind", In::Query, true, "payment, message, call, bank_row or sms"), ORG, LIMIT, CURSOR],
+    Route { method: HttpMethod::Get, path: "/ops/events", summary: "Recent events of a kind with their consequences, newest first", params: &[param("kind", In::Query, true, "payment, message, call, bank_row, sms, lead or credit_note"), ORG, LIMIT, CURSOR],
         answer: "{\"items\": [{\"id\", \"key\", \"kind\", \"at\", \"outcome\", \"consequences\": [{\"kind\", \"key\", \"state\": \"done\" | \"missing\"}]}], \"cursor\"}", errors: &[(400, "`invalid_kind`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
     Route { method: HttpMethod::Get, path: "/ops/review", summary: "Review items by state, newest first", params: &[param("state", In::Query, false, "open (default) or resolved"), ORG, LIMIT, CURSOR],
         answer: "{\"items\": [{\"id\", \"reason\", \"key\", \"at\", \"state\", \"detail\", \"note\", \"resolved_by\", \"resolved_at\", \"decision\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },

@@ -1,0 +1,175 @@
+//! What an event waits for: each consequence it implies, whether it happened (read from the
+//! item the consequence leaves when it happens), and the settling of the event's waiting mark
+//! once every one has.
+//!
+//! Exact under at-least-once delivery and concurrency: the mark and its tally are written in
+//! the event's own transaction (`store::counters::with_counts`); every worker, after applying
+//! a consequence (or finding it applied), reads the marks of all the event's consequences
+//! strongly consistently and, when all are there, deletes the waiting mark on the condition
+//! that it is there, with the tally's decrement in the same transaction. Of two workers that
+//! finish the last two consequences at once, at least one reads the other's mark (each writes
+//! before it reads), and the conditional delete lets only one take the event off the tally.
+
+use super::{activity, automation, derive, notify, Consequence};
+use crate::ids::OrgId;
+use crate::store::counters;
+use crate::store::item::Read;
+use crate::store::{Item, Store, StoreError, Transacted};
+use serde_json::{json, Value};
+
+/// One consequence an event implies, and whether it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    pub kind: &'static str,
+    pub key: String,
+    pub done: bool,
+}
+
+impl State {
+    pub fn to_json(&self) -> Value {
+        json!({"kind": self.kind, "key": self.key, "state": if self.done { "done" } else { "missing" }})
+    }
+}
+
+/// The items a consequence leaves when it happened: (kind, shown key, item keys). A team
+/// notification is one copy per member of `team`. Only tracked consequences leave any.
+fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<String>)> {
+    match c {
+        Consequence::Notification(n) => {
+            let copies = notify::copies(n, team);
+            Some((
+                "notification",
+                n.key.to_string(),
+                copies.into_iter().map(|(pk, _)| pk).collect(),
+            ))
+        }
+        Consequence::Activity(a) => Some(("activity", c.key(), vec![activity::entry_pk(a)])),
+        Consequence::Trigger(f) => Some(("rule_run", c.key(), vec![automation::handled_pk(f)])),
+        // A bank credit's match shows on the row itself; a resend is no event's consequence.
+        Consequence::BankCredit(_) | Consequence::Resend(_) | Consequence::Assisted(_) => None,
+    }
+}
+
+/// The item whose consequences an event's are, when it is not the event's own: an incoming
+/// SMS's are its conversation message's (the stream derives them from it).
+pub fn carried_message(e: &Item) -> Option<String> {
+    let received = e.opt_str("kind") == Some(crate::ledger::ACK_KIND)
+        && e.opt_str("type") == Some("sms.received");
+    if !received {
+        return None;
+    }
+    let org = OrgId::parse(e.opt_str("org")?).ok()?;
+    Some(crate::messages::message_pk(
+        &org,
+        e.opt_str("integration_id")?,
+        e.opt_str("message_id")?,
+    ))
+}
+
+/// The items that carry each event's consequences (`carried_message`, or the event itself),
+/// the carried ones read in one batch.
+pub async fn carriers(store: &Store, events: &[Item]) -> Result<Vec<Item>, StoreError> {
+    let wanted: Vec<Option<String>> = events.iter().map(carried_message).collect();
+    let pks: Vec<String> = wanted.iter().flatten().cloned().collect();
+    let mut found = match pks.is_empty() {
+        true => Vec::new(),
+        false => store.get_many(&pks).await?,
+    }
+    .into_iter();
+    Ok(events
+        .iter()
+        .zip(&wanted)
+        .map(|(e, w)| match w {
+            Some(_) => found.next().flatten().unwrap_or_else(|| e.clone()),
+            None => e.clone(),
+        })
+        .collect())
+}
+
+/// Each carrier's consequences and whether each happened: one read of the team (when a
+/// consequence goes to it), one batch of strongly consistent reads of every item they leave.
+pub async fn states(
+    store: &Store,
+    org: &OrgId,
+    carriers: &[Item],
+) -> Result<Vec<Vec<State>>, StoreError> {
+    let derived: Vec<Vec<Consequence>> = carriers
+        .iter()
+        .map(|e| derive::consequences(e).unwrap_or_default())
+        .collect();
+    let team_needed = derived
+        .iter()
+        .flatten()
+        .any(|c| matches!(c, Consequence::Notification(n) if n.recipient.is_none()));
+    let team: Vec<String> = match team_needed {
+        true => crate::orgs::members(store, org)
+            .await?
+            .into_iter()
+            .map(|m| m.user_id)
+            .collect(),
+        false => Vec::new(),
+    };
+    let marked: Vec<Vec<(&str, String, Vec<String>)>> = derived
+        .iter()
+        .map(|cs| cs.iter().filter_map(|c| marks(c, &team)).collect())
+        .collect();
+    let pks: Vec<String> = marked
+        .iter()
+        .flatten()
+        .flat_map(|(_, _, pks)| pks.iter().cloned())
+        .collect();
+    let found = match pks.is_empty() {
+        true => Vec::new(),
+        false => store.get_many(&pks).await?,
+    };
+    let present: std::collections::HashSet<&String> = pks
+        .iter()
+        .zip(&found)
+        .filter(|(_, f)| f.is_some())
+        .map(|(pk, _)| pk)
+        .collect();
+    Ok(marked
+        .into_iter()
+        .map(|cs| {
+            cs.into_iter()
+                .map(|(kind, key, pks)| State {
+                    kind,
+                    key,
+                    done: pks.iter().all(|pk| present.contains(pk)),
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// Settles the waiting mark of the event whose consequences `source` carries, if every one of
+/// them has happened: `true` when this call took the event off the tally. Called by the worker
+/// loop after each consequence it applied (or found applied); nothing when no mark waits.
+pub async fn settle(store: &Store, source: &str) -> Result<bool, StoreError> {
+    let Some(mark) = store.get(&counters::waiting_pk(source)).await? else {
+        return Ok(false);
+    };
+    let Some(carrier) = store.get(source).await? else {
+        return Ok(false);
+    };
+    let org = OrgId::parse(mark.str_of("org")?)
+        .map_err(|e| crate::store::item::malformed(&mark, &e.to_string()))?;
+    let done = states(store, &org, std::slice::from_ref(&carrier))
+        .await?
+        .iter()
+        .flatten()
+        .all(|s| s.done);
+    let Some(steps) = counters::settled(&mark).filter(|_| done) else {
+        return Ok(false);
+    };
+    Ok(match store.transact_counted(steps).await? {
+        Transacted::Done => true,
+        // Settled by another worker meanwhile.
+        Transacted::Refused { .. } => false,
+        Transacted::Contended => {
+            return Err(StoreError::Contended {
+                pk: counters::waiting_pk(source),
+            })
+        }
+    })
+}

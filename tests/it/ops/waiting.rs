@@ -1,0 +1,160 @@
+//! What waits, exactly and at any volume: 150 events held by a paused integration are 150
+//! waiting (the oldest named), and after the resumption and the consequences the figure is
+//! back where it was; the summary reads as many items at 1,000 events as at 10.
+
+use super::{admin_post, drain, org_with_team, Ops};
+use crate::consequences::{stream_event, workers};
+use crate::support::api::ADMIN;
+use crate::support::fixtures::signed_post;
+use chrono::Utc;
+use firmspace::calls::providers::CallSettings;
+use firmspace::effects::queue::Publisher;
+use firmspace::ids::{IntegrationId, OrgId};
+use firmspace::integrations::{self, Integration, Settings};
+use firmspace::signature::standard;
+use firmspace::store::item::Read;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// A call integration of `org` and its secret.
+async fn calls_hook(o: &Ops, org: &OrgId) -> (IntegrationId, String) {
+    let secret = standard::generate_secret();
+    let hook = IntegrationId::generate(org);
+    let integration = Integration {
+        id: hook.clone(),
+        settings: Settings::Calls(CallSettings::Standard {
+            secret: secret.clone().into(),
+        }),
+        created_at: Utc::now(),
+    };
+    integrations::create(&o.env.store, &integration)
+        .await
+        .unwrap();
+    (hook, secret)
+}
+
+/// `n` missed calls (`{prefix}-0` ...) delivered to the webhook, eight at a time.
+async fn missed_calls(o: &Ops, (hook, secret): (&IntegrationId, &str), prefix: &str, n: usize) {
+    let calls = call_webhook::app(o.env.store.clone(), "https://hooks.test");
+    let calls = &calls;
+    futures::stream::iter(0..n)
+        .map(|i| async move {
+            let call_id = format!("{prefix}-{i}");
+            let body = json!({"type": "call.completed", "data": {"call_id": call_id,
+                "direction": "inbound", "peer": "+380441234567", "status": "no-answer",
+                "duration": 0}})
+            .to_string();
+            let now = Utc::now().timestamp();
+            let req = signed_post(hook, "calls", secret, &format!("w-{call_id}"), now, &body);
+            let res = calls.respond(&req, Utc::now()).await.unwrap();
+            assert_eq!(res.status(), 201);
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+fn calls_of(summary: &Value) -> &Value {
+    &summary["events"]["call"]
+}
+
+#[tokio::test]
+async fn a_pause_of_150_events_is_150_waiting_and_after_the_resumption_none() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = calls_hook(&o, &org).await;
+    let summary = format!("/ops/summary?org={org}");
+    let (_, before) = o.get(&summary, ADMIN).await;
+    assert_eq!(calls_of(&before)["waiting"], 0, "{before}");
+    assert_eq!(calls_of(&before)["oldest_waiting_at"], Value::Null);
+    let pause = format!("/ops/integrations/{}/pause", hook.0.id);
+    assert_eq!(admin_post(&o, &pause, "pause-150").await.0, 200);
+
+    missed_calls(&o, (&hook.0, &hook.1), "held", 150).await;
+    let items = o.env.items_of("call").await;
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    for (i, item) in items.iter().enumerate() {
+        let out = fanout
+            .process(stream_event(item, &i.to_string()), Utc::now())
+            .await;
+        assert!(out.batch_item_failures.is_empty());
+    }
+    let oldest = items
+        .iter()
+        .filter_map(|i| i.opt_str("gsi2sk"))
+        .map(|position| position.split_once('#').unwrap().0.to_owned())
+        .min()
+        .unwrap();
+    let (_, held) = o.get(&summary, ADMIN).await;
+    assert_eq!(calls_of(&held)["waiting"], 150, "{held}");
+    assert_eq!(calls_of(&held)["oldest_waiting_at"], json!(oldest));
+    // The admin's summary of the deployment (this table holds one organisation) agrees.
+    let (_, all) = o.get("/ops/summary", ADMIN).await;
+    assert_eq!(calls_of(&all)["waiting"], 150, "{all}");
+    assert_eq!(calls_of(&all)["today"], 150, "{all}");
+
+    // Resumed: 150 events' 450 consequences, each applied once; nothing waits then.
+    let resume = format!("/ops/integrations/{}/resume", hook.0.id);
+    let (status, resumed) = admin_post(&o, &resume, "resume-150").await;
+    assert_eq!((status, resumed["events"].as_u64()), (200, Some(150)));
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    for _ in 0..200 {
+        Box::pin(drain(&o, &w)).await;
+        let (_, now) = o.get(&summary, ADMIN).await;
+        if calls_of(&now)["waiting"] == 0 {
+            break;
+        }
+    }
+    let (_, after) = o.get(&summary, ADMIN).await;
+    assert_eq!(calls_of(&after)["waiting"], 0, "{after}");
+    assert_eq!(calls_of(&after)["oldest_waiting_at"], Value::Null);
+    let (_, all) = o.get("/ops/summary", ADMIN).await;
+    assert_eq!(calls_of(&all)["waiting"], 0, "{all}");
+    let notes = firmspace::effects::notify::list(&o.env.store, &org, "u1")
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 150, "one notification per missed call");
+}
+
+/// The DynamoDB calls one summary makes.
+async fn summary_calls(o: &Ops, path: &str) -> (Vec<String>, Value) {
+    o.env.calls.clear();
+    let (status, summary) = o.get(path, ADMIN).await;
+    assert_eq!(status, 200, "{summary}");
+    (o.env.calls.take(), summary)
+}
+
+#[tokio::test]
+async fn the_summary_reads_as_much_at_1000_events_as_at_10() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = calls_hook(&o, &org).await;
+    let one = format!("/ops/summary?org={org}");
+    missed_calls(&o, (&hook.0, &hook.1), "a", 10).await;
+    let (at_10, summary) = summary_calls(&o, &one).await;
+    assert_eq!(calls_of(&summary)["waiting"], 10, "{summary}");
+    let (all_at_10, _) = summary_calls(&o, "/ops/summary").await;
+
+    missed_calls(&o, (&hook.0, &hook.1), "b", 990).await;
+    let (at_1000, summary) = summary_calls(&o, &one).await;
+    assert_eq!(calls_of(&summary)["today"], 1000, "{summary}");
+    assert_eq!(calls_of(&summary)["waiting"], 1000, "{summary}");
+    let (all_at_1000, all) = summary_calls(&o, "/ops/summary").await;
+    assert_eq!(calls_of(&all)["waiting"], 1000, "{all}");
+    println!(
+        "summary DynamoDB calls: one organisation {} at 10 events, {} at 1,000; the deployment {} and {}",
+        at_10.len(),
+        at_1000.len(),
+        all_at_10.len(),
+        all_at_1000.len()
+    );
+    assert_eq!(at_10, at_1000, "the same calls whatever the volume");
+    assert_eq!(all_at_10, all_at_1000);
+}
