@@ -9,17 +9,29 @@ use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::{perform, Actor, Command, Env, Queued, RequestKey};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
-use firmspace::ops::events::{replay, ReplayError};
+use firmspace::ops::events::{
+    dry_run as dry_run_of, replay, replay_window as replay_window_of, ReplayError, Window,
+    WINDOW_MAX,
+};
 use firmspace::ops::ids;
 use firmspace::ops::requests::{self, Request as Asked};
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
+use firmspace::ops::EventKind;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Where each event kind's items are kept: the ids `replay` takes.
-const EVENT_ITEMS: [&str; 5] = ["PAYMENT#", "MESSAGE#", "CALL#", "BANKTX#", "SMS_EVENT#"];
+const EVENT_ITEMS: [&str; 7] = [
+    "PAYMENT#",
+    "MESSAGE#",
+    "CALL#",
+    "BANKTX#",
+    "SMS_EVENT#",
+    "LEAD#",
+    "CREDIT_NOTE#",
+];
 
 /// One action, checked: everything it needs was read from the request before the key is
 /// claimed, so a refused request claims nothing.
@@ -30,6 +42,13 @@ enum Action {
     },
     Replay {
         pk: String,
+    },
+    /// The missing consequences of a kind's events in a window, sent (or counted: `dry_run`).
+    ReplayWindow {
+        org: firmspace::ids::OrgId,
+        window: Window,
+        dry_run: bool,
+        cursor: Option<String>,
     },
     Resolve {
         org: firmspace::ids::OrgId,
@@ -70,6 +89,17 @@ struct ResolveBody {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct WindowBody {
+    kind: String,
+    from: String,
+    to: String,
+    #[serde(default)]
+    dry_run: bool,
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct DecideBody {
     decision: String,
 }
@@ -104,6 +134,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
                 ids,
             })
         }
+        ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
             let (_, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
             Ok(Action::Replay { pk })
@@ -136,6 +167,47 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         }
         _ => Err(ApiError::not_found("route")),
     }
+}
+
+/// A bulk replay's window: a kind, `from` before `to`, at most 7 days.
+fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
+    let org = who.one(req)?;
+    let asked = parse_json::<WindowBody>(body)?;
+    let kind = EventKind::parse(&asked.kind).ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_kind",
+            "kind is payment, message, call, bank_row, sms, lead or credit_note",
+        )
+    })?;
+    let bad = || {
+        ApiError::bad_request(
+            "invalid_window",
+            "from and to are RFC 3339 times, from before to",
+        )
+    };
+    let from = firmspace::time::parse(&asked.from).ok_or_else(bad)?;
+    let to = firmspace::time::parse(&asked.to).ok_or_else(bad)?;
+    if from >= to {
+        return Err(bad());
+    }
+    if to - from > WINDOW_MAX {
+        return Err(ApiError::bad_request(
+            "window_too_long",
+            "a replay's window is at most 7 days",
+        ));
+    }
+    if asked.cursor.as_ref().is_some_and(|c| c.len() > 4096) {
+        return Err(ApiError::bad_request(
+            "invalid_cursor",
+            "cursor is not one this replay gave",
+        ));
+    }
+    Ok(Action::ReplayWindow {
+        org,
+        window: Window { kind, from, to },
+        dry_run: asked.dry_run,
+        cursor: asked.cursor,
+    })
 }
 
 /// A resolution's note and decision: `apply` or `dismiss`, the note defaulting to it.
@@ -288,6 +360,41 @@ async fn pause_consumer(
     Ok((200, state))
 }
 
+/// `POST /ops/events/replay`: a dry run counts, a replay sends what is missing, each once, for
+/// 15 s at most a call (`more` with a `cursor` to go on).
+async fn replay_window(
+    app: &App,
+    (org, window): (&firmspace::ids::OrgId, &Window),
+    dry_run: bool,
+    cursor: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(u16, Value), ApiError> {
+    let refused = |e: firmspace::store::StoreError| match e {
+        firmspace::store::StoreError::Malformed { .. } if cursor.is_some() => {
+            ApiError::bad_request("invalid_cursor", "cursor is not one this replay gave")
+        }
+        other => other.into(),
+    };
+    if dry_run {
+        let found = dry_run_of(&app.store, org, window).await.map_err(refused)?;
+        return Ok((
+            200,
+            json!({"events": found.events, "missing": found.missing, "dry_run": true}),
+        ));
+    }
+    let done = replay_window_of(&app.store, &app.publisher, (org, window), cursor, now)
+        .await
+        .map_err(|e| match e {
+            ReplayError::Store(e) => refused(e),
+            other => ApiError::internal(&other, true),
+        })?;
+    Ok((
+        200,
+        json!({"events": done.events, "sent": done.sent, "more": done.cursor.is_some(),
+               "cursor": done.cursor}),
+    ))
+}
+
 /// The deployment's actions: a DLQ redriven, an event's consequences replayed, a worker paused.
 async fn run(
     app: &App,
@@ -312,6 +419,12 @@ async fn run(
             Err(ReplayError::NotFound) => return Err(unknown("event")),
             Err(e) => return Err(ApiError::internal(&e, true)),
         },
+        Action::ReplayWindow {
+            org,
+            window,
+            dry_run,
+            cursor,
+        } => return replay_window(app, (&org, &window), dry_run, cursor.as_deref(), now).await,
         Action::Consumer { name, paused } => {
             return pause_consumer(app, by, (name, paused), now).await
         }

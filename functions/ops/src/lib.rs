@@ -224,7 +224,8 @@ impl App {
                 Box::pin(actions::dispatch(self, who, req, segments, now)).await
             }
             (_, ["ops", ..]) if views::known(segments) => {
-                Err(ApiError::method_not_allowed(if segments.len() == 4 {
+                let acts = segments.len() == 4 || segments == ["ops", "events", "replay"];
+                Err(ApiError::method_not_allowed(if acts {
                     &["POST"]
                 } else {
                     &["GET"]

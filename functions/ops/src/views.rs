@@ -29,6 +29,7 @@ pub(crate) fn known(segments: &[&str]) -> bool {
         ] | ["ops", "dlq", _]
             | ["ops", "consumers" | "integrations", _, _]
             | ["ops", "dlq", _, "redrive"]
+            | ["ops", "events", "replay"]
             | ["ops", "events" | "review" | "runs", _, _]
     )
 }

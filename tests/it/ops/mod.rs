@@ -7,6 +7,7 @@ mod decisions;
 mod pauses;
 mod redrive;
 mod replay;
+mod rows;
 mod views;
 mod waiting;
 

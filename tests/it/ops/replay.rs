@@ -189,3 +189,71 @@ async fn a_replayed_incoming_sms_sends_its_messages_consequences_again() {
         "its message's, sent again"
     );
 }
+
+#[tokio::test]
+async fn a_bulk_replay_counts_first_then_sends_each_missing_consequence_once() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = super::waiting::calls_hook(&o, &org).await;
+    // Five missed calls stored; the stream never carried them (nothing was published).
+    super::waiting::missed_calls(&o, (&hook.0, &hook.1), "lost", 5).await;
+    let from = (Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let to = (Utc::now() + chrono::Duration::minutes(1)).to_rfc3339();
+    let path = format!("/ops/events/replay?org={org}");
+    let window =
+        |dry_run: bool| json!({"kind": "call", "from": from, "to": to, "dry_run": dry_run});
+    let (status, counted) = o.post(&path, ADMIN, "bulk-dry", &window(true)).await;
+    assert_eq!(
+        (status, counted),
+        (200, json!({"events": 5, "missing": 15, "dry_run": true}))
+    );
+    let q = &o.consequences;
+    for url in [&q.notifications, &q.activity, &q.automation] {
+        assert!(
+            crate::support::queues::receive(&o.sqs, url, 0)
+                .await
+                .is_empty(),
+            "a dry run sends nothing"
+        );
+    }
+    // Refused: a window over 7 days, one without `to`, one backwards.
+    let long =
+        json!({"kind": "call", "from": "2026-11-01T00:00:00Z", "to": "2026-11-09T00:00:00Z"});
+    let (status, refused) = o.post(&path, ADMIN, "bulk-long", &long).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("window_too_long"))
+    );
+    let open = json!({"kind": "call", "from": from});
+    assert_eq!(o.post(&path, ADMIN, "bulk-open", &open).await.0, 400);
+    let backwards = json!({"kind": "call", "from": to, "to": from});
+    let (status, refused) = o.post(&path, ADMIN, "bulk-back", &backwards).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_window"))
+    );
+
+    // Sent: the fifteen missing, once; a second replay under a new key sends none.
+    let (status, sent) = o.post(&path, ADMIN, "bulk-1", &window(false)).await;
+    assert_eq!(
+        (status, sent),
+        (
+            200,
+            json!({"events": 5, "sent": 15, "more": false, "cursor": null})
+        )
+    );
+    let (_, again) = o.post(&path, ADMIN, "bulk-2", &window(false)).await;
+    assert_eq!(again["sent"], 0, "{again}");
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    for _ in 0..5 {
+        Box::pin(drain(&o, &w)).await;
+    }
+    let notes = firmspace::effects::notify::list(&o.env.store, &org, "u1")
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 5, "one notification per missed call");
+    let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(summary["events"]["call"]["waiting"], 0, "{summary}");
+    let (_, after) = o.post(&path, ADMIN, "bulk-dry-2", &window(true)).await;
+    assert_eq!(after, json!({"events": 5, "missing": 0, "dry_run": true}));
+}

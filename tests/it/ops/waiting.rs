@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// A call integration of `org` and its secret.
-async fn calls_hook(o: &Ops, org: &OrgId) -> (IntegrationId, String) {
+pub(super) async fn calls_hook(o: &Ops, org: &OrgId) -> (IntegrationId, String) {
     let secret = standard::generate_secret();
     let hook = IntegrationId::generate(org);
     let integration = Integration {
@@ -35,7 +35,12 @@ async fn calls_hook(o: &Ops, org: &OrgId) -> (IntegrationId, String) {
 }
 
 /// `n` missed calls (`{prefix}-0` ...) delivered to the webhook, eight at a time.
-async fn missed_calls(o: &Ops, (hook, secret): (&IntegrationId, &str), prefix: &str, n: usize) {
+pub(super) async fn missed_calls(
+    o: &Ops,
+    (hook, secret): (&IntegrationId, &str),
+    prefix: &str,
+    n: usize,
+) {
     let calls = call_webhook::app(o.env.store.clone(), "https://hooks.test");
     let calls = &calls;
     futures::stream::iter(0..n)
