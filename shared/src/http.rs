@@ -134,6 +134,7 @@ impl From<crate::ledger::LedgerError> for ApiError {
             LedgerError::CurrencyMismatch { .. } => {
                 Self::bad_request("currency_mismatch", e.to_string())
             }
+            LedgerError::NotHeld => Self::new(409, "not_held", e.to_string()),
         }
     }
 }

@@ -81,7 +81,8 @@ function figure(value, level) {
 
 function renderSummary(s) {
   const rows = Object.entries(s.events).map(([kind, c]) =>
-    el("tr", { "data-kind": kind }, el("td", {}, kind), figure(c.today), figure(c.week), figure(c.waiting, "warn")));
+    el("tr", { "data-kind": kind }, el("td", {}, kind), figure(c.today), figure(c.week), figure(c.waiting, "warn"),
+      el("td", { class: c.oldest_waiting_at ? "warn" : "zero" }, c.oldest_waiting_at ? when(c.oldest_waiting_at) : "—")));
   $("events-summary").tBodies[0].replaceChildren(...rows);
   $("review-open").textContent = s.review.open;
   $("review-open").className = s.review.open > 0 ? "alert" : "";
@@ -220,20 +221,81 @@ async function renderRuns(current) {
   }));
 }
 
-async function renderEvents(current) {
+// The events list's filters as the API takes them: from and to in UTC (the inputs are read as
+// UTC), and the text to find.
+function eventFilters() {
+  const utc = (id) => ($(id).value ? new Date($(id).value + "Z").toISOString() : "");
+  return { from: utc("events-from"), to: utc("events-to"), q: $("events-q").value.trim() };
+}
+
+function eventsPath(cursor) {
+  const f = eventFilters();
+  let path = `events?kind=${$("events-kind").value}&limit=20`;
+  for (const name of ["from", "to", "q"]) if (f[name]) path += `&${name}=${encodeURIComponent(f[name])}`;
+  if (cursor) path += `&cursor=${encodeURIComponent(cursor)}`;
+  return scoped(path);
+}
+
+function eventRow(event) {
+  const badges = el("td");
+  for (const c of event.consequences) badges.append(el("span", { class: `badge ${c.state}`, title: c.key }, `${c.kind} ${c.state}`));
+  const replay = el("button", { type: "button", class: "second" }, "Replay");
+  replay.addEventListener("click", () => act(replay, `events/${event.id}/replay`, {}));
+  return el("tr", { "data-id": event.id }, el("td", {}, when(event.at)), el("td", { class: "key" }, event.key),
+    el("td", { class: "summary" }, event.summary), el("td", {}, event.outcome), badges, el("td", {}, replay));
+}
+
+async function renderEvents(current, cursor) {
   const table = $("events");
-  if (state.admin && !state.org) return noOrg(table, 5);
-  const { body } = await api(scoped(`events?kind=${$("events-kind").value}&limit=20`));
+  $("events-more").hidden = true;
+  if (state.admin && !state.org) return noOrg(table, 6);
+  const { status, body } = await api(eventsPath(cursor));
   if (!current()) return;
-  if (!body.items.length) return empty(table, 5, "No events of this kind yet.");
-  table.tBodies[0].replaceChildren(...body.items.map((event) => {
-    const badges = el("td");
-    for (const c of event.consequences) badges.append(el("span", { class: `badge ${c.state}`, title: c.key }, `${c.kind} ${c.state}`));
-    const replay = el("button", { type: "button", class: "second" }, "Replay");
-    replay.addEventListener("click", () => act(replay, `events/${event.id}/replay`, {}));
-    return el("tr", { "data-id": event.id }, el("td", {}, when(event.at)), el("td", { class: "key" }, event.key),
-      el("td", {}, event.outcome), badges, el("td", {}, replay));
-  }));
+  if (status !== 200) return empty(table, 6, `${body.error}: ${body.detail}`);
+  const rows = body.items.map(eventRow);
+  if (cursor) table.tBodies[0].append(...rows);
+  else if (!rows.length) empty(table, 6, "No events of this kind here.");
+  else table.tBodies[0].replaceChildren(...rows);
+  state.eventsCursor = body.cursor;
+  $("events-more").hidden = !body.cursor;
+}
+
+// A bulk replay: the dry run's count first, then the person confirms; each call sends for
+// 15 s at most and the next goes on from its cursor.
+async function bulkReplay() {
+  const f = eventFilters();
+  if (!f.from || !f.to) { $("last-action").textContent = "events replay: set from and to first"; return; }
+  const window = { kind: $("events-kind").value, from: f.from, to: f.to };
+  const { status, body } = await api(scoped("events/replay"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "Idempotency-Key": newKey() },
+    body: JSON.stringify({ ...window, dry_run: true }),
+  });
+  if (status !== 200) { $("last-action").textContent = `events replay: ${body.error}: ${body.detail}`; return; }
+  $("bulk-count").textContent = `${body.events} events in this window, ${body.missing} consequences missing.`;
+  $("bulk-go").disabled = body.missing === 0;
+  $("bulk-confirm").hidden = false;
+  state.bulk = window;
+}
+
+async function bulkGo() {
+  $("bulk-go").disabled = true;
+  let sent = 0, events = 0, cursor = null;
+  try {
+    do {
+      const { status, body } = await api(scoped("events/replay"), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Idempotency-Key": newKey() },
+        body: JSON.stringify(cursor ? { ...state.bulk, cursor } : state.bulk),
+      });
+      if (status !== 200) { $("last-action").textContent = `events replay: ${body.error}: ${body.detail}`; return; }
+      sent += body.sent; events += body.events; cursor = body.cursor;
+    } while (cursor);
+    $("last-action").textContent = `events replay: ${JSON.stringify({ events, sent })}`;
+  } finally {
+    $("bulk-confirm").hidden = true;
+    await refresh();
+  }
 }
 
 async function renderDlq(current) {
@@ -255,7 +317,7 @@ async function renderPaused(current) {
   if (!body.items.length) return empty(table, 4, "No integration is paused.");
   table.tBodies[0].replaceChildren(...body.items.map((i) => {
     const resume = el("button", { type: "button" }, "Resume");
-    resume.addEventListener("click", () => act(resume, `integrations/${i.integration_id}/resume`, {}));
+    resume.addEventListener("click", () => act(resume, scoped(`integrations/${i.integration_id}/resume`), {}));
     return el("tr", { "data-id": i.integration_id }, el("td", { class: "key" }, `${i.kind} ${i.provider || ""} ${i.integration_id}`),
       el("td", {}, `${i.paused_by} · ${when(i.paused_at)}`), el("td", { class: i.held ? "alert" : "" }, i.held), el("td", {}, resume));
   }));
@@ -313,6 +375,11 @@ function start() {
   $("org").addEventListener("change", () => { state.org = $("org").value; refresh(); });
   for (const id of ["review-state", "runs-state", "events-kind", "dlq-queue"]) $(id).addEventListener("change", () => refresh());
   $("redrive").addEventListener("click", (e) => act(e.target, `dlq/${$("dlq-queue").value}/redrive`, {}));
+  $("events-filter").addEventListener("submit", (e) => { e.preventDefault(); refresh(); });
+  $("events-more").addEventListener("click", () => renderEvents(() => true, state.eventsCursor));
+  $("bulk-replay").addEventListener("click", () => bulkReplay());
+  $("bulk-go").addEventListener("click", () => bulkGo());
+  $("bulk-cancel").addEventListener("click", () => { $("bulk-confirm").hidden = true; });
   $("pause-integration").addEventListener("click", (e) => {
     const id = $("pause-id").value.trim();
     if (id) act(e.target, `integrations/${id}/pause`, {});

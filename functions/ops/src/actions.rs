@@ -33,6 +33,13 @@ const EVENT_ITEMS: [&str; 7] = [
     "CREDIT_NOTE#",
 ];
 
+/// An integration as a request names it: by its id, or (resuming) by the digest the paused
+/// list shows, found in the organisation's paused list when the action runs.
+enum IntegrationRef {
+    Id(firmspace::ids::IntegrationId),
+    Digest(String),
+}
+
 /// One action, checked: everything it needs was read from the request before the key is
 /// claimed, so a refused request claims nothing.
 enum Action {
@@ -68,7 +75,7 @@ enum Action {
     },
     /// An integration's consequences held, or sent on.
     Integration {
-        id: firmspace::ids::IntegrationId,
+        id: IntegrationRef,
         paused: bool,
     },
 }
@@ -248,6 +255,13 @@ fn pausing(app: &App, who: &Who, segments: &[&str]) -> Result<Action, ApiError> 
             let id = firmspace::ids::IntegrationId::parse(raw)
                 .ok()
                 .filter(|id| owner.is_none_or(|org| *org == id.org))
+                .map(IntegrationRef::Id)
+                .or_else(|| {
+                    // A paused integration as its list names it (resumption only).
+                    let digest = (!paused && raw.starts_with("int_") && raw.len() <= 40)
+                        .then(|| (*raw).to_owned())?;
+                    Some(IntegrationRef::Digest(digest))
+                })
                 .ok_or_else(|| unknown("integration"))?;
             Ok(Action::Integration { id, paused })
         }
@@ -263,7 +277,20 @@ pub(crate) async fn dispatch(
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let key = requests::key_of(req)?;
-    let action = action(app, who, req, segments)?;
+    let mut action = action(app, who, req, segments)?;
+    if let Action::Integration {
+        id: IntegrationRef::Digest(digest),
+        ..
+    } = &action
+    {
+        let org = who.one(req)?;
+        let found = firmspace::ops::hold::paused_by_digest(&app.store, &org, digest)
+            .await?
+            .ok_or_else(|| unknown("integration"))?;
+        if let Action::Integration { id, .. } = &mut action {
+            *id = IntegrationRef::Id(found);
+        }
+    }
     if let Some((org, command)) = action_command(&action) {
         return perform_as(app, who, req, key, (org, command), now).await;
     }
@@ -304,7 +331,10 @@ fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, Command)> {
                 decision: *decision,
             },
         ),
-        Action::Integration { id, paused } => (
+        Action::Integration {
+            id: IntegrationRef::Id(id),
+            paused,
+        } => (
             id.org.clone(),
             Command::PauseIntegration {
                 id: id.clone(),

@@ -10,7 +10,7 @@ pub mod matching;
 pub mod monobank;
 pub mod providers;
 mod record;
-mod requests;
+pub mod requests;
 
 pub use record::{confirm, get, list, store_row, store_rows, Rows, Stored, CONFIRMATION};
 

@@ -90,8 +90,13 @@ pub(super) async fn pause<R>(
     }
     let mut resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
         .await
-        .map_err(|e| ApiError::internal(&e, true))?;
-    resumed["integration_id"] = json!(id.id);
+        .map_err(|e| match e {
+            hold::ResumeError::Unsettled(_) => ApiError::new(503, "held_not_listed", e.to_string()),
+            hold::ResumeError::Gone => ApiError::not_found("integration"),
+            other => ApiError::internal(&other, true),
+        })?;
+    // By its digest, as the paused list names it: a monobank integration's id is a credential.
+    resumed["integration_id"] = json!(id.digest());
     resumed["paused"] = json!(false);
     Ok((200, resumed))
 }

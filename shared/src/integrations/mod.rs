@@ -7,6 +7,7 @@ pub mod bank;
 pub mod calls;
 pub mod leads;
 pub mod messages;
+pub mod pause;
 pub mod payments;
 pub mod rotation;
 pub mod sms;

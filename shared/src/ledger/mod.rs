@@ -12,6 +12,7 @@ mod ack;
 pub mod correction;
 pub mod decide;
 pub mod export;
+pub mod held;
 pub mod inbox;
 pub mod line;
 pub mod parse;
@@ -23,7 +24,7 @@ pub mod wallet;
 pub use decide::{decide, Plan, Seen};
 pub use inbox::{InboxLine, InboxStatus};
 pub use line::{LedgerLine, LineKind};
-pub use record::{record, Ack, Acked, Recorded, ACK_KIND};
+pub use record::{record, release, Ack, Acked, Recorded, ACK_KIND, HELD};
 pub use topup::{top_up, TopUp};
 pub use wallet::Wallet;
 
@@ -114,13 +115,16 @@ pub enum LedgerError {
     Store(#[from] StoreError),
     #[error("the wallet is in {wallet}, not {given}")]
     CurrencyMismatch { wallet: Currency, given: Currency },
+    /// A release of an event that was never held (no acknowledgement is stored).
+    #[error("the event was never held")]
+    NotHeld,
 }
 
 impl LedgerError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store(e) => e.is_retryable(),
-            Self::CurrencyMismatch { .. } => false,
+            Self::CurrencyMismatch { .. } | Self::NotHeld => false,
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::review::{Kind, ReviewItem};
 use crate::store::item::{n, s, tag_name, Read};
 use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
 use chrono::{DateTime, Utc};
+use serde_json::json;
 
 /// The keys one event reads, in order.
 struct Keys {
@@ -28,6 +29,8 @@ struct Keys {
     debit: String,
     refund: String,
     inbox: String,
+    /// The integration's item, read with the rest: a paused one holds the event.
+    integration: String,
     placement: Option<(Placement, Incoming)>,
 }
 
@@ -49,6 +52,7 @@ impl Keys {
             debit: message_line_pk(org, i, m, d, LineKind::Debit),
             refund: message_line_pk(org, i, m, d, LineKind::Refund),
             inbox: inbox_pk(org, i, m, d),
+            integration: crate::integrations::integration_pk(&integration.id),
             placement,
         }
     }
@@ -60,6 +64,7 @@ impl Keys {
             self.debit.clone(),
             self.refund.clone(),
             self.inbox.clone(),
+            self.integration.clone(),
         ];
         if let Some((p, _)) = &self.placement {
             pks.extend([p.conversation_pk.clone(), p.identity_pk.clone()]);
@@ -100,6 +105,24 @@ pub async fn record(
         integration,
         event,
         keys: Keys::of(integration, event),
+        release: false,
+    };
+    store.write(&mut decision, now).await
+}
+
+/// Decides an event a paused integration held (`record` stored it as `held`), now that it
+/// resumed: as if it came now, once (a second release finds it decided and gets its answer).
+pub async fn release(
+    store: &Store,
+    integration: &Integration,
+    event: &SmsEvent,
+    now: DateTime<Utc>,
+) -> Result<Recorded, LedgerError> {
+    let mut decision = RecordSms {
+        integration,
+        event,
+        keys: Keys::of(integration, event),
+        release: true,
     };
     store.write(&mut decision, now).await
 }
@@ -108,6 +131,8 @@ struct RecordSms<'a> {
     integration: &'a Integration,
     event: &'a SmsEvent,
     keys: Keys,
+    /// Deciding a held event: its stored `held` acknowledgement is updated, not a repeat.
+    release: bool,
 }
 
 impl Decision for RecordSms<'_> {
@@ -120,8 +145,29 @@ impl Decision for RecordSms<'_> {
 
     fn decide(&self, found: &StoreSeen, now: DateTime<Utc>) -> Result<Write<Acked>, LedgerError> {
         let (event, org) = (self.event, self.integration.org());
-        if let Some(item) = found.stored() {
-            return Ok(Write::Done(replayed(item, event)?));
+        let held = found
+            .stored()
+            .map(|ack| ack.opt_str("outcome") == Some(HELD));
+        match (found.stored(), held, self.release) {
+            // Released before (or never held): what it answered.
+            (Some(ack), Some(false), _) | (Some(ack), _, false) => {
+                return Ok(Write::Done(replayed(ack, event)?))
+            }
+            (None, _, true) => return Err(LedgerError::NotHeld),
+            _ => {}
+        }
+        let paused = found
+            .get(5)
+            .and_then(crate::integrations::pause::paused_since)
+            .filter(|_| !self.release);
+        if let Some(since) = paused {
+            return Ok(hold(
+                self.integration,
+                event,
+                Wallet::from_item(found.get(1))?,
+                since,
+                now,
+            ));
         }
         let seen = Seen {
             wallet: Wallet::from_item(found.get(1))?,
@@ -136,13 +182,16 @@ impl Decision for RecordSms<'_> {
                 self.integration,
                 MessageProvider::Sms,
                 incoming,
-                found.get(5).cloned(),
                 found.get(6).cloned(),
+                found.get(7).cloned(),
                 Vec::new(),
                 now,
             )?;
             waits_on_message(&mut steps, &placed)?;
             steps.extend(placed);
+        }
+        if self.release {
+            decided_now(&mut steps, &plan.answer);
         }
         let out = Acked {
             answer: plan.answer,
@@ -154,6 +203,76 @@ impl Decision for RecordSms<'_> {
             false => Write::Acknowledge { steps, out },
         })
     }
+}
+
+/// The outcome of an acknowledgement stored while its integration was paused.
+pub const HELD: &str = "held";
+
+/// A paused integration's event: its acknowledgement stored as `held` (waiting, with what would
+/// carry its consequences: an incoming SMS's message, or itself), one mark to send it on in
+/// event order, and the answer: the wallet unchanged, no ledger line.
+fn hold(
+    integration: &Integration,
+    event: &SmsEvent,
+    wallet: Wallet,
+    since: &str,
+    now: DateTime<Utc>,
+) -> Write<Acked> {
+    let org = integration.org();
+    let answer = json!({
+        "ack": event.event_id, "duplicate": false, "held": true, "ledger_id": null,
+        "balance": wallet.shown_balance(), "message_id": event.message_id, "type": event.kind,
+    });
+    let ack = Ack {
+        org: org.clone(),
+        event: event.clone(),
+        answer: answer.clone(),
+        outcome: HELD,
+    };
+    let mut item = ack.to_item();
+    let pk = item.str_of("pk").unwrap_or_default().to_owned();
+    let carrier = match event.kind {
+        SmsType::Received => {
+            crate::messages::message_pk(org, &event.integration_id, &event.message_id)
+        }
+        _ => pk.clone(),
+    };
+    item.insert("waits".into(), s(carrier));
+    let mark = crate::integrations::pause::held_mark(&integration.id, &pk, event.at, now)
+        .str("sms_event", super::held::to_json(event))
+        .build();
+    let mut steps = vec![Step::PutNew(item)];
+    steps.extend(crate::integrations::pause::hold_steps(
+        &integration.id,
+        since,
+        mark,
+        now,
+    ));
+    Write::Write {
+        steps,
+        out: Acked {
+            answer,
+            review: false,
+            fingerprint: event.fingerprint.clone(),
+        },
+    }
+}
+
+/// A released event's acknowledgement: the stored `held` one takes the answer and outcome now
+/// decided, only while it is still `held` (a second release meanwhile is refused and reads).
+fn decided_now(steps: &mut [Step], answer: &serde_json::Value) {
+    let Some(Step::PutNew(ack)) = steps.first() else {
+        return;
+    };
+    let pk = ack.opt_str("pk").unwrap_or_default().to_owned();
+    let outcome = ack.opt_str("outcome").unwrap_or("stored").to_owned();
+    steps[0] = Step::Update {
+        pk,
+        update: Update::new()
+            .set("answer", s(answer.to_string()))
+            .set("outcome", s(outcome))
+            .when(Cond::Equals("outcome".into(), s(HELD))),
+    };
 }
 
 /// An incoming SMS's consequences are its conversation message's: the acknowledgement (step 0,

@@ -7,14 +7,13 @@
 use crate::effects::queue::{Publisher, QueueError};
 use crate::ids::{IntegrationId, OrgId};
 use crate::integrations::integration_pk;
-use crate::store::item::{s, Builder, Read};
-use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
+use crate::store::item::{s, Read};
+use crate::store::{Cond, Index, Item, Store, StoreError, Transacted, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-const PAUSED_AT: &str = "paused_at";
-const PAUSED_BY: &str = "paused_by";
+use crate::integrations::pause::{self, HELD, PAUSED_AT, PAUSED_BY};
 
 /// The integration an event item came through, if a webhook's: what a pause holds back.
 pub fn integration_of(item: &Item) -> Option<IntegrationId> {
@@ -33,14 +32,10 @@ pub fn integration_of(item: &Item) -> Option<IntegrationId> {
     })
 }
 
-fn held_list(id: &IntegrationId) -> String {
-    id.org.pk(&format!("HELD#{}", id.id))
-}
-
 /// The pause an integration's item shows: when, and by whom.
 pub fn paused(item: &Item) -> Option<(String, String)> {
     Some((
-        item.opt_str(PAUSED_AT)?.to_owned(),
+        pause::paused_since(item)?.to_owned(),
         item.opt_str(PAUSED_BY).unwrap_or_default().to_owned(),
     ))
 }
@@ -73,22 +68,8 @@ pub async fn hold_if_paused(
         let Some((since, _)) = paused(&integration) else {
             return Ok(Held::No);
         };
-        let mark = Builder::new(&id.org.pk(&format!("HELD#{pk}")), "held", id.org.as_str())
-            .str("event_pk", pk)
-            .str("integration_id", &id.id)
-            .time("at", now)
-            .list(&held_list(&id), &format!("{}#{pk}", time::format(now)))
-            .build();
-        let still = Update::new()
-            .set("held_at", s(time::format(now)))
-            .when(Cond::Equals(PAUSED_AT.into(), s(&since)));
-        let steps = vec![
-            Step::Update {
-                pk: integration_pk(&id),
-                update: still,
-            },
-            Step::PutNew(mark),
-        ];
+        let mark = pause::held_mark(&id, pk, now, now).build();
+        let steps = pause::hold_steps(&id, &since, mark, now);
         match store.transact(steps).await? {
             Transacted::Done => return Ok(Held::Yes),
             // Held before (the stream's retry of this record).
@@ -113,39 +94,70 @@ pub async fn pause(
     let update = Update::new()
         .set(PAUSED_AT, s(&at))
         .set(PAUSED_BY, s(by))
-        // On the organisation's list of paused integrations, for the page.
-        .set("gsi1pk", s(paused_list(&id.org)))
-        .set("gsi1sk", s(format!("{at}#{}", id.id)))
+        // On the organisation's list of paused integrations, for the page: on the second
+        // index, so a bank integration stays on the import list (the first).
+        .set("gsi2pk", s(pause::paused_list(&id.org)))
+        .set("gsi2sk", s(format!("{at}#{}", id.id)))
         .when(Cond::All(vec![Cond::Exists, Cond::Lacks(PAUSED_AT.into())]));
     store.update_if(&integration_pk(id), &update).await
 }
 
-fn paused_list(org: &OrgId) -> String {
-    org.pk("INTEGRATIONS#paused")
-}
-
 /// The organisation's paused integrations, longest paused first: `{"integration_id", "kind",
-/// "paused_at", "paused_by", "held"}` (`held`: events waiting, up to 1000 counted).
+/// "paused_at", "paused_by", "resuming", "held"}`. An integration is named by its digest (a monobank
+/// integration's id is its webhook's credential); `held` is the count its item keeps.
 pub async fn paused_of(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
-    let items = store.list(&paused_list(org), false, 200).await?;
+    let (items, _) = store
+        .page_in(
+            Index::States,
+            &pause::paused_list(org),
+            None,
+            false,
+            200,
+            None,
+        )
+        .await?;
     let mut out = Vec::new();
     for item in &items {
-        let id = IntegrationId {
-            org: org.clone(),
-            id: item.str_of("id")?.to_owned(),
-        };
-        let held = store.list(&held_list(&id), false, 1000).await?.len();
-        let (at, by) = paused(item).unwrap_or_default();
+        let digest = crate::ids::integration_digest(item.str_of("id")?);
+        let pause = paused(item);
         out.push(json!({
-            "integration_id": id.id,
+            "integration_id": digest,
             "kind": item.opt_str("integration_kind"),
             "provider": item.opt_str("provider"),
-            "paused_at": at,
-            "paused_by": by,
-            "held": held,
+            "paused_at": pause.as_ref().map(|(at, _)| at),
+            "paused_by": pause.as_ref().map(|(_, by)| by),
+            // Resumed, with events still to send on (a resumption cut short): resume again.
+            "resuming": pause.is_none(),
+            "held": held_of(item).max(0),
         }));
     }
     Ok(out)
+}
+
+/// The paused integration of `org` whose digest is `digest`, if any.
+pub async fn paused_by_digest(
+    store: &Store,
+    org: &OrgId,
+    digest: &str,
+) -> Result<Option<IntegrationId>, StoreError> {
+    let (items, _) = store
+        .page_in(
+            Index::States,
+            &pause::paused_list(org),
+            None,
+            false,
+            200,
+            None,
+        )
+        .await?;
+    Ok(items
+        .iter()
+        .filter_map(|i| i.opt_str("id"))
+        .find(|id| crate::ids::integration_digest(id) == digest)
+        .map(|id| IntegrationId {
+            org: org.clone(),
+            id: id.to_owned(),
+        }))
 }
 
 /// How a resumption ended.
@@ -157,10 +169,34 @@ pub enum ResumeError {
     Queue(#[from] QueueError),
     #[error(transparent)]
     Derive(#[from] crate::ops::events::ReplayError),
+    #[error(transparent)]
+    Ledger(#[from] crate::ledger::LedgerError),
+    /// Marks the integration counts that the index has not shown within [`INDEX_WAIT`]: a
+    /// resumption again sends them.
+    #[error("{0} held events are not listed yet; resume again")]
+    Unsettled(u64),
+    #[error("the integration is gone")]
+    Gone,
 }
 
-/// Lifts the pause (if any), then sends every held event's consequences and drops its mark:
-/// `{"resumed", "sent"}`. Run again after a failure, it sends what is still held.
+/// The marks an integration's item counts (a count may dip below zero for marks from before
+/// it was kept).
+fn held_of(item: &Item) -> i64 {
+    item.get(HELD)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// How long a resumption waits for the index to show a mark its item counts (one written a
+/// moment before the pause was lifted) before it answers that some remain.
+pub const INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Lifts the pause (if any), then sends every held event on and drops its mark: a held SMS is
+/// decided now (the wallet moves now, once), any other event's consequences are sent. Marks
+/// are read from the index pass after pass until the integration's own count says none is
+/// left, so a mark written a moment before the lift, which the index may not show yet, is sent
+/// too. `{"resumed", "events", "sent"}`; run again after a failure, it sends what is still held.
 pub async fn resume(
     store: &Store,
     publisher: &Publisher,
@@ -168,32 +204,82 @@ pub async fn resume(
     by: &str,
     now: DateTime<Utc>,
 ) -> Result<Value, ResumeError> {
+    // Off the paused list only once nothing is held: a resumption cut short stays listed, so
+    // a person can resume it again from the list.
     let lift = Update::new()
         .remove(PAUSED_AT)
         .remove(PAUSED_BY)
-        .remove("gsi1pk")
-        .remove("gsi1sk")
         .set("resumed_at", s(time::format(now)))
         .set("resumed_by", s(by))
         // Only a paused one (a stored time sorts before "9999"; a missing one does not).
         .when(Cond::Before(PAUSED_AT.into(), s("9999")));
     let resumed = store.update_if(&integration_pk(id), &lift).await?;
-    let (mut sent, mut events, mut cursor) = (0, 0, None::<String>);
+    let started = std::time::Instant::now();
+    let (mut sent, mut events) = (0, 0);
     loop {
-        let (marks, next) = store
-            .page(&held_list(id), false, 100, cursor.as_deref())
-            .await?;
-        for mark in &marks {
-            let event = mark.str_of("event_pk")?;
-            sent += crate::ops::events::replay(store, publisher, event).await?;
-            events += 1;
-            store.delete(mark.str_of("pk")?).await?;
+        let mut cursor = None::<String>;
+        loop {
+            let (marks, next) = store
+                .page(&pause::held_list(id), false, 100, cursor.as_deref())
+                .await?;
+            for mark in &marks {
+                let pk = mark.str_of("pk")?;
+                // The index may still show a mark a pass before this one dropped.
+                if store.get(pk).await?.is_none() {
+                    continue;
+                }
+                sent += send_on(store, publisher, id, mark, now).await?;
+                if store.transact(pause::release_steps(id, pk)).await? == Transacted::Done {
+                    events += 1;
+                }
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
         }
-        match next {
-            Some(next) => cursor = Some(next),
-            None => break,
+        let left = match store.get(&integration_pk(id)).await? {
+            Some(item) => held_of(&item),
+            None => 0,
+        };
+        if left <= 0 {
+            let unlisted = Update::new()
+                .set("held_at", s(time::format(now)))
+                .remove("gsi2pk")
+                .remove("gsi2sk")
+                .when(Cond::Lacks(PAUSED_AT.into()));
+            store.update_if(&integration_pk(id), &unlisted).await?;
+            break;
         }
+        if started.elapsed() > INDEX_WAIT {
+            return Err(ResumeError::Unsettled(left as u64));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     tracing::info!(integration = %id.digest(), events, sent, "integration resumed");
     Ok(json!({"resumed": resumed, "events": events, "sent": sent}))
+}
+
+/// One held event sent on: a held SMS decided (its wallet moved, its waiting mark settled
+/// unless a message it placed carries its consequences), any other event's consequences
+/// published. How many consequences were published.
+async fn send_on(
+    store: &Store,
+    publisher: &Publisher,
+    id: &IntegrationId,
+    mark: &Item,
+    now: DateTime<Utc>,
+) -> Result<usize, ResumeError> {
+    let event = mark.str_of("event_pk")?;
+    let Some(raw) = mark.opt_str("sms_event") else {
+        return Ok(crate::ops::events::replay(store, publisher, event).await?);
+    };
+    let sms = crate::ledger::held::from_json(raw)
+        .ok_or_else(|| crate::store::item::malformed(mark, "sms_event"))?;
+    let integration = crate::integrations::get_sealed(store, id)
+        .await?
+        .ok_or(ResumeError::Gone)?;
+    crate::ledger::release(store, &integration, &sms, now).await?;
+    crate::effects::waiting::settle(store, event).await?;
+    Ok(0)
 }

@@ -50,6 +50,27 @@ impl Stack {
         (status, res.json().await.unwrap_or(Value::Null))
     }
 
+    /// `POST path` with `token` and this `Idempotency-Key`: the status and the JSON body.
+    pub async fn api_with_key(
+        &self,
+        path: &str,
+        token: &str,
+        key: &str,
+        body: Value,
+    ) -> (u16, Value) {
+        let res = self
+            .http
+            .post(format!("{}{path}", self.api_url))
+            .bearer_auth(token)
+            .header("idempotency-key", key)
+            .json(&body)
+            .send()
+            .await
+            .expect("API reachable");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
     /// `GET path` with `token`: the JSON body, whatever the status.
     pub async fn get(&self, path: &str, token: &str) -> Value {
         self.api(reqwest::Method::GET, path, token, Value::Null)

@@ -115,8 +115,12 @@ async fn the_numbers_are_the_apis(stack: &super::Stack, page: &Session, org: &st
     let payment = &summary["events"]["payment"];
     let numbers = ["today", "week", "waiting"].map(|n| payment[n].to_string());
     assert_eq!(
-        cells,
-        json!(["payment", numbers[0], numbers[1], numbers[2]]),
+        cells.as_array().map(|c| &c[..4]),
+        Some(
+            &json!(["payment", numbers[0], numbers[1], numbers[2]])
+                .as_array()
+                .unwrap()[..]
+        ),
         "{summary}"
     );
     assert_eq!(
@@ -124,6 +128,57 @@ async fn the_numbers_are_the_apis(stack: &super::Stack, page: &Session, org: &st
         summary["review"]["open"].to_string()
     );
     assert!(payment["today"].as_u64().unwrap() >= 1);
+}
+
+/// The events list filtered on the page by a provider's payment id, then a window's bulk replay
+/// counted first: the confirmation shows the API's dry run, and cancelling sends nothing.
+async fn filter_and_count_a_replay(stack: &super::Stack, page: &Session, org: &str) {
+    page.click(&page.find("#events-kind option[value='payment']").await)
+        .await;
+    page.type_into(&page.find("#events-q").await, "pay_ops_unknown")
+        .await;
+    page.click(&page.find("#events-filter button").await).await;
+    page.until("return document.querySelectorAll('#events tbody tr[data-id]').length === 1")
+        .await;
+    let key = page
+        .run("return document.querySelector('#events tbody tr[data-id] td.key').textContent")
+        .await;
+    assert!(key.as_str().unwrap().ends_with("pay_ops_unknown"), "{key}");
+    // The last hour, as the inputs take it (UTC, to the second).
+    let now = chrono::Utc::now();
+    let local = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let (from, to) = (
+        now - chrono::Duration::hours(1),
+        now + chrono::Duration::minutes(1),
+    );
+    page.run(&format!(
+        "document.getElementById('events-from').value = '{}'; document.getElementById('events-to').value = '{}'; document.getElementById('events-q').value = '';",
+        local(from),
+        local(to)
+    ))
+    .await;
+    let window = json!({"kind": "payment", "dry_run": true,
+        "from": format!("{}.000Z", local(from)), "to": format!("{}.000Z", local(to))});
+    let (status, counted) = stack
+        .api_with_key(
+            &format!("/ops/events/replay?org={org}"),
+            &stack.admin_token,
+            "e2e-dry-run",
+            window,
+        )
+        .await;
+    assert_eq!(status, 200, "{counted}");
+    page.click(&page.find("#bulk-replay").await).await;
+    page.until("return !document.getElementById('bulk-confirm').hidden")
+        .await;
+    let shown = page.text(&page.find("#bulk-count").await).await;
+    assert!(
+        shown.starts_with(&format!("{} events in this window", counted["events"])),
+        "{shown} / {counted}"
+    );
+    page.click(&page.find("#bulk-cancel").await).await;
+    page.until("return document.getElementById('bulk-confirm').hidden")
+        .await;
 }
 
 /// The review item resolved on the page, with a note, as the admin.
@@ -279,6 +334,7 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
     ))
     .await;
     the_numbers_are_the_apis(&stack, &page, &org).await;
+    filter_and_count_a_replay(&stack, &page, &org).await;
     resolve_on_the_page(&stack, &page, &org, item_id).await;
     apply_on_the_page(&stack, &page, &org_hook.0, &org).await;
     let shot = redrive_on_the_page(&stack, &page, letter["id"].as_str().unwrap()).await;
