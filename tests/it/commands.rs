@@ -420,11 +420,11 @@ async fn a_person_applies_a_proposal_once_however_many_approve_and_dismiss_books
     assert_eq!(status, 200, "{dismissed}");
     assert!(dismissed.get("payment").is_none());
     assert_eq!(chat.paid().await, "40.00");
-    // Apply on another reason is refused.
+    // Apply on a reason that neither proposes nor kept money is refused.
     let other = firmspace::review::ReviewItem {
         org: chat.s.org.clone(),
         kind: firmspace::review::Kind::Payment,
-        reason: firmspace::review::Reason::Overpayment,
+        reason: firmspace::review::Reason::ReversalWithoutPayment,
         key: "payment:x:1".into(),
         at: Utc::now(),
         detail: json!({}),
@@ -837,7 +837,7 @@ async fn a_dismissal_cannot_win_over_an_approval_already_booking() {
     );
     let mark = firmspace::store::Update::new().set(
         firmspace::review::APPLYING,
-        firmspace::store::item::s("key_cut_off"),
+        firmspace::store::item::s("apply"),
     );
     assert!(chat.s.env.store.update_if(&item_pk, &mark).await.unwrap());
     let (status, refused) = resolve(

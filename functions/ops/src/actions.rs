@@ -62,6 +62,7 @@ enum Action {
         pk: String,
         note: String,
         decision: Option<firmspace::commands::Decision>,
+        named: firmspace::commands::Named,
     },
     Decide {
         org: firmspace::ids::OrgId,
@@ -90,8 +91,13 @@ struct RedriveBody {
 #[serde(deny_unknown_fields)]
 struct ResolveBody {
     note: Option<String>,
-    /// `apply` books what a `payment_proposed` item proposes; `dismiss` (or none) nothing.
+    /// `apply` books what a `payment_proposed` item proposes or puts money a payment kept on
+    /// `invoice_id`; `same_money` reverses the item's payment (the same money as `as`);
+    /// `dismiss` (or none) nothing.
     decision: Option<String>,
+    invoice_id: Option<String>,
+    #[serde(rename = "as")]
+    same_as: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -149,12 +155,13 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         ["ops", "review", id, "resolve"] => {
             let (org, pk) =
                 ids::decode(id, owner, &["REVIEW#"]).ok_or_else(|| unknown("review item"))?;
-            let (note, decision) = resolution(body)?;
+            let (note, decision, named) = resolution(body)?;
             Ok(Action::Resolve {
                 org,
                 pk,
                 note,
                 decision,
+                named,
             })
         }
         ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(app, who, segments),
@@ -217,13 +224,26 @@ fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
     })
 }
 
-/// A resolution's note and decision: `apply` or `dismiss`, the note defaulting to it.
-fn resolution(body: &[u8]) -> Result<(String, Option<firmspace::commands::Decision>), ApiError> {
+/// A resolution's note, decision and what the decision names, the note defaulting to the
+/// decision.
+fn resolution(
+    body: &[u8],
+) -> Result<
+    (
+        String,
+        Option<firmspace::commands::Decision>,
+        firmspace::commands::Named,
+    ),
+    ApiError,
+> {
     let body = parse_json::<ResolveBody>(body)?;
     let decision = match body.decision.as_deref() {
         None => None,
         Some(raw) => Some(firmspace::store::item::parse_tag(raw).ok_or_else(|| {
-            ApiError::bad_request("invalid_decision", "decision is apply or dismiss")
+            ApiError::bad_request(
+                "invalid_decision",
+                "decision is apply, same_money or dismiss",
+            )
         })?),
     };
     let note = match (body.note, decision) {
@@ -232,7 +252,11 @@ fn resolution(body: &[u8]) -> Result<(String, Option<firmspace::commands::Decisi
         (None, None) => return Err(ApiError::bad_request("invalid_field", "note is required")),
     };
     let note = firmspace::fields::text("note", note.trim(), NOTE_MAX)?.to_owned();
-    Ok((note, decision))
+    let named = firmspace::commands::Named {
+        invoice_id: body.invoice_id,
+        same_as: body.same_as,
+    };
+    Ok((note, decision, named))
 }
 
 /// Pausing or resuming a worker (admin) or an integration (its organisation's key, or the admin).
@@ -316,12 +340,14 @@ fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, Command)> {
             pk,
             note,
             decision,
+            named,
         } => (
             org.clone(),
             Command::ResolveReview {
                 pk: pk.clone(),
                 note: note.clone(),
                 decision: *decision,
+                named: named.clone(),
             },
         ),
         Action::Decide { org, pk, decision } => (

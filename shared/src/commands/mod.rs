@@ -23,7 +23,7 @@ pub mod tools;
 pub use amount::AmountText;
 pub use money::CreditInput;
 pub use operate::Rotation;
-pub use review::Decision;
+pub use review::{Decision, Named};
 pub use tools::{Input, ToolCall};
 
 use crate::effects::automation::Tool;
@@ -145,6 +145,9 @@ pub enum Command {
         pk: String,
         note: String,
         decision: Option<Decision>,
+        /// What the decision names: the invoice (`apply` of kept money), the same payment
+        /// (`same_money`).
+        named: review::Named,
     },
     MoveDeal {
         deal_id: String,
@@ -442,9 +445,14 @@ async fn run<R: Replies>(
         Command::TopUp { amount, currency } => {
             money::top_up(env, by, key, (&amount, &currency)).await
         }
-        Command::ResolveReview { pk, note, decision } => {
+        Command::ResolveReview {
+            pk,
+            note,
+            decision,
+            named,
+        } => {
             owned(by, &pk, "REVIEW#", "review item")?;
-            review::resolve(env, by, &pk, &note, decision).await
+            review::resolve(env, by, &pk, &note, (decision, &named)).await
         }
         other => Box::pin(run_records(env, by, key, other)).await,
     }

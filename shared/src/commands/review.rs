@@ -1,6 +1,9 @@
-//! A review item resolved by a person, with a decision on what it proposed: `apply` books a
-//! model's `payment_proposed` once, through the one payment function, as the approving key;
-//! `dismiss` (or no decision) books nothing. The resolution is the claim: it is one
+//! A review item resolved by a person, with a decision on what it proposed or kept: `apply`
+//! books a model's `payment_proposed` once, or puts money a payment kept (`unknown_invoice`,
+//! `invoice_closed`, `currency_mismatch`, an `overpayment`'s excess) on the invoice a person
+//! names, through the one payment function, as the approving key; `same_money` books one
+//! reversal of a payment a person says is the same money as another; `dismiss` (or no
+//! decision) books nothing. The resolution is the claim: it is one
 //! conditional move out of `open`, so of two approvals one resolves and books, the other is
 //! told it was resolved before; a retry of the approval that resolved (its payment cut off)
 //! books the same payment, whose identity is derived from the item.
@@ -16,7 +19,7 @@ use crate::payments::Source;
 use crate::review::{self, Reason, Resolved, NOTE_MAX};
 use crate::store::item::s;
 use crate::store::item::Read;
-use crate::store::{Cond, Item, Update};
+use crate::store::{Item, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -26,23 +29,47 @@ use utoipa::ToSchema;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
-    /// Book what it proposes (a `payment_proposed` item's payment).
+    /// Book what it proposes (a `payment_proposed` item's payment), or put the money a payment
+    /// kept on `invoice_id`.
     Apply,
     /// Book nothing.
     Dismiss,
+    /// The item's payment is the same money as the payment `as` names: one reversal of it.
+    SameMoney,
 }
+
+/// What a decision names beside itself: the invoice kept money goes on, the payment a second
+/// one is the same money as.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Named {
+    pub invoice_id: Option<String>,
+    pub same_as: Option<String>,
+}
+
+/// The reasons of a payment that kept money a person may put on an invoice.
+const KEPT: [Reason; 4] = [
+    Reason::UnknownInvoice,
+    Reason::InvoiceClosed,
+    Reason::CurrencyMismatch,
+    Reason::Overpayment,
+];
 
 pub(super) async fn resolve<R>(
     env: &Env<'_, R>,
     by: &Actor,
     pk: &str,
     note: &str,
-    decision: Option<Decision>,
+    (decision, named): (Option<Decision>, &Named),
 ) -> Result<(u16, Value), ApiError> {
     let note = fields::text("note", note.trim(), NOTE_MAX)?;
     let who = by.id();
-    let payment = match decision {
-        Some(Decision::Apply) => apply(env, by, pk).await?,
+    let booked = match decision {
+        Some(Decision::Apply) => apply(env, by, pk, named.invoice_id.as_deref())
+            .await?
+            .map(|p| ("payment", p)),
+        Some(Decision::SameMoney) => same_money(env, by, pk, named.same_as.as_deref())
+            .await?
+            .map(|r| ("reversal", r)),
         _ => None,
     };
     let named = decision.map(|d| crate::store::item::tag_name(&d));
@@ -57,55 +84,201 @@ pub(super) async fn resolve<R>(
             json!({"error": "not_open", "detail": detail, "outcome": shown}),
         ));
     }
-    if let Some(payment) = payment {
-        shown["payment"] = payment;
+    if let Some((name, booked)) = booked {
+        shown[name] = booked;
     }
     Ok((200, shown))
 }
 
-/// `apply` on an open `payment_proposed` item: the item marked as being applied (a dismissal
-/// can no longer resolve it), its payment booked (once, whoever approves and however often),
-/// then the item resolved, so a cut-off approval is retried whole. `None` when the item is not
-/// open: the resolution then tells so.
-async fn apply<R>(env: &Env<'_, R>, by: &Actor, pk: &str) -> Result<Option<Value>, ApiError> {
-    let item = env
-        .store
-        .get(pk)
-        .await?
-        .ok_or_else(|| ApiError::not_found("review item"))?;
-    if item.opt_str("reason") != Some(Reason::PaymentProposed.name()) {
-        return Err(ApiError::bad_request(
-            "invalid_decision",
-            "apply books what a payment_proposed item proposes; this item proposes nothing",
-        ));
-    }
-    // Marked first, under the item's being open: from then on only an approval resolves it.
-    let applying = Update::new()
-        .set(review::APPLYING, s(by.id()))
-        .when(Cond::Equals("state".into(), s("open")));
-    if !env.store.update_if(pk, &applying).await? {
+/// `apply` on an open item that proposes or kept money: the item marked as being applied (a
+/// dismissal can no longer resolve it), its payment booked (once, whoever approves and however
+/// often), then the item resolved, so a cut-off approval is retried whole. `None` when the item
+/// is not open: the resolution then tells so.
+async fn apply<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    pk: &str,
+    invoice_id: Option<&str>,
+) -> Result<Option<Value>, ApiError> {
+    let item = read(env, pk).await?;
+    let detail = detail_of(&item);
+    let reason = item.opt_str("reason").and_then(Reason::parse);
+    let target = match reason {
+        Some(Reason::PaymentProposed) => Target {
+            invoice_id: detail["invoice_id"].as_str().unwrap_or_default().to_owned(),
+            amount: AmountText::of(&detail["amount"]),
+            source: Source::Assistant,
+        },
+        Some(kept) if KEPT.contains(&kept) => kept_on(env, by, &detail, invoice_id).await?,
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_decision",
+                "apply books a payment_proposed item's payment or money a payment kept \
+                 (unknown_invoice, invoice_closed, currency_mismatch, overpayment)",
+            ))
+        }
+    };
+    if !mark_applying(env, pk, Decision::Apply).await? {
         return Ok(None);
     }
-    book(env, by, pk, &item).await.map(Some)
+    book(env, by, pk, target).await.map(Some)
 }
 
-/// The proposed payment, booked as the approving actor: source `assistant`, its external id
-/// derived from the item.
-async fn book<R>(env: &Env<'_, R>, by: &Actor, pk: &str, item: &Item) -> Result<Value, ApiError> {
-    let detail: Value = item
-        .opt_str("detail")
+/// The open review item at `pk`, or 404.
+async fn read<R>(env: &Env<'_, R>, pk: &str) -> Result<Item, ApiError> {
+    env.store
+        .get(pk)
+        .await?
+        .ok_or_else(|| ApiError::not_found("review item"))
+}
+
+fn detail_of(item: &Item) -> Value {
+    item.opt_str("detail")
         .and_then(|d| serde_json::from_str(d).ok())
-        .unwrap_or(Value::Null);
-    let invoice_id = detail["invoice_id"].as_str().unwrap_or_default().to_owned();
-    let amount = AmountText::of(&detail["amount"]);
+        .unwrap_or(Value::Null)
+}
+
+/// Marked under the item's being open and not claimed by another decision: from then on only
+/// this decision resolves it (a dismissal, or `same_money` against an `apply`, is refused).
+async fn mark_applying<R>(
+    env: &Env<'_, R>,
+    pk: &str,
+    decision: Decision,
+) -> Result<bool, ApiError> {
+    let name = crate::store::item::tag_name(&decision);
+    let applying = Update::new()
+        .set(review::APPLYING, s(&name))
+        .when(review::open_for(Some(&name)));
+    Ok(env.store.update_if(pk, &applying).await?)
+}
+
+/// Where money goes, how much, and from whom.
+struct Target {
+    invoice_id: String,
+    amount: AmountText,
+    source: Source,
+}
+
+/// The money a payment kept (`unapplied`), on the invoice a person names: in its currency only.
+async fn kept_on<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    detail: &Value,
+    invoice_id: Option<&str>,
+) -> Result<Target, ApiError> {
+    let invoice_id = invoice_id.ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_field",
+            "invoice_id names the invoice the kept money goes on",
+        )
+    })?;
+    let invoice_id = fields::reference("invoice_id", invoice_id, fields::REF_MAX)?;
+    let invoice = crate::payments::invoice::get(env.store, by.org(), invoice_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("invoice"))?;
+    if let Some(kept) = detail["currency"].as_str() {
+        if kept != invoice.currency.as_str() {
+            return Err(ApiError::bad_request(
+                "currency_mismatch",
+                format!(
+                    "the kept money is in {kept}, the invoice in {}",
+                    invoice.currency.as_str()
+                ),
+            ));
+        }
+    }
+    Ok(Target {
+        invoice_id: invoice_id.to_owned(),
+        amount: AmountText::of(&detail["unapplied"]),
+        source: Source::Manual,
+    })
+}
+
+/// The external id a decision on the item at `pk` books under: the same for every approval.
+fn decided_id(pk: &str) -> Result<ExternalId, ApiError> {
     let digest = hex::encode(Sha256::digest(pk.as_bytes()));
-    let external_id = ExternalId::parse("review", &format!("review-{}", &digest[..32]))
-        .map_err(|e| ApiError::bad_request("invalid_decision", e.to_string()))?;
+    ExternalId::parse("review", &format!("review-{}", &digest[..32]))
+        .map_err(|e| ApiError::bad_request("invalid_decision", e.to_string()))
+}
+
+/// A payment's source and external id from its event key (`payment:SOURCE:EXTERNAL_ID`).
+fn payment_of(key: &str) -> Option<(Source, ExternalId)> {
+    let (source, external) = key.strip_prefix("payment:")?.split_once(':')?;
+    Some((
+        Source::parse(source)?,
+        ExternalId::parse("external_id", external).ok()?,
+    ))
+}
+
+/// `same_money` on an open item about a payment: the payment `as` names must be another stored
+/// payment of the organisation; one reversal of the item's payment, keyed by the item, takes
+/// back what it applied.
+async fn same_money<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    pk: &str,
+    same_as: Option<&str>,
+) -> Result<Option<Value>, ApiError> {
+    let item = read(env, pk).await?;
+    let key = item.opt_str("key").unwrap_or_default();
+    let Some((source, external_id)) = payment_of(key) else {
+        return Err(ApiError::bad_request(
+            "invalid_decision",
+            "same_money reverses the payment a review item is about; this item is about none",
+        ));
+    };
+    let other = same_as.ok_or_else(|| {
+        ApiError::bad_request("invalid_field", "as names the payment's event key")
+    })?;
+    let other = fields::reference("as", other, fields::KEY_MAX * 2)?;
+    let (other_source, other_id) = payment_of(other).ok_or_else(|| {
+        ApiError::bad_request("invalid_field", "as is a payment's event key (payment:…)")
+    })?;
+    if other == key {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            "as names another payment than the item's",
+        ));
+    }
+    let org = by.org();
+    let stored = crate::payments::payment_pk(org, &other_source, &other_id);
+    env.store
+        .get(&stored)
+        .await?
+        .ok_or_else(|| ApiError::not_found("payment"))?;
+    if !mark_applying(env, pk, Decision::SameMoney).await? {
+        return Ok(None);
+    }
+    let input = crate::payments::PaymentInput {
+        org: org.clone(),
+        invoice_ref: None,
+        source,
+        external_id: decided_id(pk)?,
+        amount: None,
+        currency: None,
+        at: env.now,
+        actor: by.id(),
+        reverses: Some(external_id),
+        reversible: false,
+        via: None,
+    };
+    let input = crate::payments::register::on_its_payments_invoice(env.store, input).await?;
+    let registered = crate::payments::register_payment(env.store, &input).await?;
+    Ok(Some(registered.answer()))
+}
+
+/// The payment decided on, booked as the approving actor, its external id derived from the item.
+async fn book<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    pk: &str,
+    target: Target,
+) -> Result<Value, ApiError> {
     let asked = Asked {
-        source: Source::Assistant,
-        external_id,
-        amount: Some(&amount),
+        source: target.source,
+        external_id: decided_id(pk)?,
+        amount: Some(&target.amount),
         actor: None,
     };
-    pay(env, by, &invoice_id, asked).await
+    pay(env, by, &target.invoice_id, asked).await
 }

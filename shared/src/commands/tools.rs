@@ -77,6 +77,13 @@ pub struct ResolveInput {
     note: String,
     #[schema(inline)]
     decision: Option<Decision>,
+    /// `apply` of money a payment kept: the invoice it goes on.
+    #[schema(max_length = 128)]
+    invoice_id: Option<String>,
+    /// `same_money`: the event key of the payment the item's payment is the same money as.
+    #[serde(rename = "as")]
+    #[schema(max_length = 510)]
+    same_as: Option<String>,
 }
 
 /// What each tool does, as the assistant and the model are told.
@@ -218,6 +225,10 @@ impl Input<'_> {
                     pk: review_item_pk(self.org, reason, key),
                     note: input.note,
                     decision: input.decision,
+                    named: super::review::Named {
+                        invoice_id: input.invoice_id,
+                        same_as: input.same_as,
+                    },
                 }
             }
         })

@@ -187,18 +187,22 @@ pub async fn settle(
     settle_deciding(store, org, pk, (by, note, None), now).await
 }
 
-/// The condition a resolution moves an item under: open, and — unless it applies what the item
-/// proposes — not being applied (an approval books before it resolves, so a dismissal in
-/// between must not win).
-fn open_for(decision: Option<&str>) -> Cond {
+/// The condition a resolution moves an item under: open, and either not being applied or
+/// being applied by this very decision (an approval books before it resolves, so a dismissal or
+/// another decision in between must not win).
+pub fn open_for(decision: Option<&str>) -> Cond {
     let open = Cond::Equals("state".into(), s("open"));
+    let unclaimed = Cond::Lacks(APPLYING.into());
     match decision {
-        Some("apply") => open,
-        _ => Cond::All(vec![open, Cond::Lacks(APPLYING.into())]),
+        Some(d) if d != "dismiss" => Cond::All(vec![
+            open,
+            Cond::Any(vec![unclaimed, Cond::Equals(APPLYING.into(), s(d))]),
+        ]),
+        _ => Cond::All(vec![open, unclaimed]),
     }
 }
 
-/// Set on an item while an approval books what it proposes.
+/// Set on an item (to the decision's name) while an approval books what it decides.
 pub const APPLYING: &str = "applying";
 
 /// `settle`, keeping a person's `decision` on what the item proposed with the resolution.

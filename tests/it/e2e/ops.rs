@@ -163,7 +163,7 @@ async fn filter_and_count_a_replay(stack: &super::Stack, page: &Session, org: &s
         .api_with_key(
             &format!("/ops/events/replay?org={org}"),
             &stack.admin_token,
-            "e2e-dry-run",
+            &format!("e2e-dry-run-{}", now.timestamp_millis()),
             window,
         )
         .await;

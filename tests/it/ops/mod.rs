@@ -4,6 +4,7 @@
 mod consumers;
 mod counters;
 mod decisions;
+mod kept;
 mod pauses;
 mod redrive;
 mod replay;

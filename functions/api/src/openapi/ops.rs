@@ -1,6 +1,5 @@
-//! `/ops/...`, served by the ops function: the operator's view and page, described here so one
-//! document covers every route. Every route takes `Authorization: Bearer <organisation API key
-//! or admin token>`; each `POST` an `Idempotency-Key`.
+//! `/ops/...`, served by the ops function, described here so one document covers every route.
+//! Every route takes `Authorization: Bearer <API key or admin token>`; each `POST` an `Idempotency-Key`.
 
 use super::{error, parameter, JSON, SERVER};
 use crate::routes::{In, Param};
@@ -53,11 +52,13 @@ const ROUTES: &[Route] = &[
     Route { method: HttpMethod::Get, path: "/ops", summary: "The operator's page (HTML; its script and style beside it)", params: &[],
         answer: "text/html: sign in with a key, see the summary, lists and chart, and act", errors: &[] },
     Route { method: HttpMethod::Get, path: "/ops/summary", summary: "Events stored today and in 7 days and waiting, per kind; queues (admin); open review items; runs to check", params: &[ORG],
-        answer: "{\"events\": {\"payment\": {\"today\", \"week\", \"waiting\"}, ...}, \"queues\": {...} | null, \"review\": {\"open\", \"by_reason\"}, \"runs\": {\"needs_check\", \"failed\"}}", errors: &[(400, "`invalid_org`")] },
+        answer: "{\"events\": {\"payment\" | \"message\" | \"call\" | \"bank_row\" | \"sms\" | \"lead\" | \"credit_note\": {\"today\", \"week\", \"waiting\" (exact, held ones included), \"oldest_waiting_at\"}}, \"queues\": {...} | null, \"review\": {\"open\", \"by_reason\"}, \"runs\": {\"needs_check\", \"failed\"}}", errors: &[(400, "`invalid_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/orgs", summary: "The organisations the caller may look at", params: &[LIMIT, CURSOR],
         answer: "{\"items\": [{\"id\", \"name\"}], \"cursor\"}", errors: &[] },
-    Route { method: HttpMethod::Get, path: "/ops/events", summary: "Recent events of a kind with their consequences, newest first", params: &[param("kind", In::Query, true, "payment, message, call, bank_row, sms, lead or credit_note"), ORG, LIMIT, CURSOR],
-        answer: "{\"items\": [{\"id\", \"key\", \"kind\", \"at\", \"outcome\", \"consequences\": [{\"kind\", \"key\", \"state\": \"done\" | \"missing\"}]}], \"cursor\"}", errors: &[(400, "`invalid_kind`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
+    Route { method: HttpMethod::Get, path: "/ops/events", summary: "Events of a kind with a summary and their consequences, newest first; `from` (inclusive) and `to` (exclusive) are RFC 3339 times on the listed `at`, `q` (1-200 characters) a case-insensitive piece of the key or the summary", params: &[param("kind", In::Query, true, "payment, message, call, bank_row, sms, lead or credit_note"), param("from", In::Query, false, "RFC 3339, inclusive"), param("to", In::Query, false, "RFC 3339, exclusive"), param("q", In::Query, false, "text to find"), ORG, LIMIT, CURSOR],
+        answer: "{\"items\": [{\"id\", \"key\", \"kind\", \"at\", \"summary\", \"outcome\", \"consequences\": [{\"kind\", \"key\", \"state\": \"done\" | \"missing\"}]}], \"cursor\"} (filtered with `q`: a page may hold fewer than `limit` while `cursor` is not null)", errors: &[(400, "`invalid_kind`, `invalid_window`, `invalid_q`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
+    Route { method: HttpMethod::Post, path: "/ops/events/replay", summary: "A kind's events in a window `{\"kind\", \"from\", \"to\", \"dry_run\"?, \"cursor\"?}` (at most 7 days): counted (`dry_run`), or their missing consequences sent, each once, 15 s a call", params: &[ORG, KEY],
+        answer: "dry run: {\"events\", \"missing\", \"dry_run\": true}; otherwise {\"events\", \"sent\", \"more\", \"cursor\"}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_kind`, `invalid_window`, `window_too_long`, `invalid_cursor`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/review", summary: "Review items by state, newest first", params: &[param("state", In::Query, false, "open (default) or resolved"), ORG, LIMIT, CURSOR],
         answer: "{\"items\": [{\"id\", \"reason\", \"key\", \"at\", \"state\", \"detail\", \"note\", \"resolved_by\", \"resolved_at\", \"decision\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
     Route { method: HttpMethod::Get, path: "/ops/runs", summary: "Automation runs by state, newest first", params: &[param("state", In::Query, false, "needs_check (default), failed, sending, not_sent, sent, done, skipped"), ORG, LIMIT, CURSOR],
@@ -70,8 +71,8 @@ const ROUTES: &[Route] = &[
         answer: "{\"moved\": N}", errors: &[(400, "`missing_idempotency_key`, `invalid_ids`, `malformed`"), (403, "`forbidden`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/events/{id}/replay", summary: "Derive a stored event's consequences again and send them; what happened is absorbed by its key", params: &[ID, KEY],
         answer: "{\"sent\": N}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such event of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
-    Route { method: HttpMethod::Post, path: "/ops/review/{id}/resolve", summary: "Resolve an open review item with `{\"note\", \"decision\"?}` (note 1-2000 characters; decision `apply` books a `payment_proposed` item's payment once, `dismiss` books nothing; a key needs `write` and `ops`)", params: &[ID, KEY],
-        answer: "{\"id\", \"state\": \"resolved\", \"by\", \"at\", \"note\", \"payment\"?}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`, `invalid_decision`"), (403, "`forbidden`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/review/{id}/resolve", summary: "Resolve an open review item with `{\"note\", \"decision\"?, \"invoice_id\"?, \"as\"?}` (note 1-2000 characters; `apply` books a `payment_proposed` item's payment once, or puts money a payment kept (unknown_invoice, invoice_closed, currency_mismatch, an overpayment's excess) on `invoice_id` once; `same_money` books one reversal of the item's payment, the same money as the payment `as` names; `dismiss` books nothing; a key needs `write` and `ops`)", params: &[ID, KEY],
+        answer: "{\"id\", \"state\": \"resolved\", \"by\", \"at\", \"note\", \"payment\"? | \"reversal\"?}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`, `invalid_decision`, `currency_mismatch`"), (403, "`forbidden`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/runs/{id}/decide", summary: "Decide a `needs_check` run: `{\"decision\": \"delivered\" | \"resend\"}`", params: &[ID, KEY],
         answer: "`delivered`: {\"state\": \"sent\"}; `resend`: 202 {\"state\": \"sending\"}, queued for the automation worker, which sends and settles it", errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/consumers", summary: "The workers, whether each takes messages, and who paused or resumed it last (admin token)", params: &[],
@@ -81,11 +82,11 @@ const ROUTES: &[Route] = &[
     Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/resume", summary: "Resume a paused worker: its mapping enabled again, the waiting messages delivered (admin token)", params: &[param("name", In::Path, true, "the worker"), KEY],
         answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/integrations", summary: "The organisation's paused integrations, who paused each and when, and how many events wait", params: &[ORG],
-        answer: "{\"items\": [{\"integration_id\", \"kind\", \"provider\", \"paused_at\", \"paused_by\", \"held\"}]}", errors: &[(400, "`missing_org`")] },
+        answer: "{\"items\": [{\"integration_id\": its digest, \"kind\", \"provider\", \"paused_at\", \"paused_by\", \"resuming\", \"held\"}]}", errors: &[(400, "`missing_org`")] },
     Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/pause", summary: "Pause an integration: its deliveries are stored and answered as ever, their consequences wait", params: &[param("id", In::Path, true, "the integration's id"), KEY],
         answer: "{\"integration_id\", \"paused\": true, \"changed\": false when it was paused already}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such integration of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
-    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/resume", summary: "Resume an integration: the pause lifted, then every held event's consequences sent", params: &[param("id", In::Path, true, "the integration's id"), KEY],
-        answer: "{\"integration_id\", \"paused\": false, \"resumed\", \"events\", \"sent\"}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/resume", summary: "Resume an integration: the pause lifted, then every held event sent on once (a held SMS decided in event order)", params: &[param("id", In::Path, true, "the integration's id or the digest its list shows"), ORG, KEY],
+        answer: "{\"integration_id\": its digest, \"paused\": false, \"resumed\", \"events\", \"sent\"}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`"), (409, "`request_in_progress`, `idempotency_key_reused`"), (503, "`held_not_listed`: resume again")] },
 ];
 
 fn operation(route: &Route) -> Operation {

@@ -1,0 +1,164 @@
+//! A person's decision on money a payment kept applies once: a payment for an unknown invoice
+//! put on the invoice a person names (ten clicks at once: one payment), an overpayment's excess
+//! on another invoice, and a second payment the person says is the same money as the first
+//! reversed once.
+
+use super::{org_by_key, Ops};
+use crate::support::fixtures;
+use chrono::Utc;
+use firmspace::ids::{IntegrationId, OrgId};
+use firmspace::payments::providers::Provider;
+use futures::future::join_all;
+use rust_decimal_macros::dec;
+use serde_json::{json, Value};
+
+/// A payment of `amount` UAH for `invoice` (`pay_id` its provider id), through the webhook.
+async fn pay(o: &Ops, hook: &IntegrationId, invoice: &str, pay_id: &str, amount: &str) {
+    let app = payment_webhook::app(o.env.store.clone());
+    let body = fixtures::standard_body(pay_id, invoice, Some(amount));
+    let req = fixtures::standard_request_with_id(
+        hook,
+        &body,
+        Utc::now().timestamp(),
+        &format!("m-{pay_id}"),
+    );
+    assert_eq!(app.handle(req).await.unwrap().status(), 200);
+}
+
+/// The open review item of `reason`: its id and key.
+async fn open_item(o: &Ops, key: &str, reason: &str) -> (String, String) {
+    let (_, open) = o.get("/ops/review?state=open&limit=200", key).await;
+    let item = open["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["reason"] == reason)
+        .unwrap_or_else(|| panic!("no open {reason}: {open}"))
+        .clone();
+    (
+        item["id"].as_str().unwrap().to_owned(),
+        item["key"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn paid(o: &Ops, org: &OrgId, invoice: &str) -> String {
+    let found = firmspace::payments::invoice::get(&o.env.store, org, invoice)
+        .await
+        .unwrap()
+        .unwrap();
+    firmspace::money::display(found.paid)
+}
+
+fn resolve(id: &str) -> String {
+    format!("/ops/review/{id}/resolve")
+}
+
+#[tokio::test]
+async fn money_kept_for_review_goes_on_the_invoice_a_person_names_once() {
+    let o = Ops::new().await;
+    let (key, org) = org_by_key(&o).await;
+    let hook = fixtures::integration(&o.env, &org, Provider::Standard).await;
+    let target = fixtures::invoice(&o.env, &org, dec!(100), "UAH").await;
+    let dollars = fixtures::invoice(&o.env, &org, dec!(100), "USD").await;
+    let target_id = target.id.as_str().to_owned();
+
+    // 40.00 for an invoice that does not exist: kept, unknown_invoice.
+    pay(&o, &hook, "inv_0000000000000000", "pi_lost", "40.00").await;
+    let (id, _) = open_item(&o, &key, "unknown_invoice").await;
+    let (status, refused) = o
+        .post(&resolve(&id), &key, "k-none", &json!({"decision": "apply"}))
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_field"))
+    );
+    let wrong = json!({"decision": "apply", "invoice_id": dollars.id.as_str()});
+    let (status, refused) = o.post(&resolve(&id), &key, "k-usd", &wrong).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("currency_mismatch")),
+        "{refused}"
+    );
+    // Ten clicks at once, each its own request: one payment of 40.00, the item resolved.
+    let body = json!({"decision": "apply", "invoice_id": target_id});
+    let clicks = join_all((0..10).map(|i| {
+        let (path, body) = (resolve(&id), body.clone());
+        let key = key.clone();
+        let o = &o;
+        async move { o.post(&path, &key, &format!("click-{i}"), &body).await }
+    }))
+    .await;
+    assert!(
+        clicks.iter().all(|(s, _)| [200, 409].contains(s)),
+        "{clicks:?}"
+    );
+    assert!(
+        clicks
+            .iter()
+            .any(|(s, a)| *s == 200 && a["payment"].is_object()),
+        "{clicks:?}"
+    );
+    assert_eq!(paid(&o, &org, &target_id).await, "40.00");
+    let (_, resolved) = o.get("/ops/review?state=resolved", &key).await;
+    assert_eq!(resolved["items"][0]["decision"], "apply", "{resolved}");
+
+    // An overpayment: 15.00 on a 10.00 invoice; its 5.00 excess goes on the target.
+    let small = fixtures::invoice(&o.env, &org, dec!(10), "UAH").await;
+    pay(&o, &hook, small.id.as_str(), "pi_over", "15.00").await;
+    let (over, _) = open_item(&o, &key, "overpayment").await;
+    let (status, answer) = o.post(&resolve(&over), &key, "k-over", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(paid(&o, &org, &target_id).await, "45.00");
+    assert_eq!(paid(&o, &org, small.id.as_str()).await, "10.00");
+}
+
+#[tokio::test]
+async fn a_second_payment_said_to_be_the_same_money_is_reversed_once() {
+    let o = Ops::new().await;
+    let (key, org) = org_by_key(&o).await;
+    let hook = fixtures::integration(&o.env, &org, Provider::Standard).await;
+    let invoice = fixtures::invoice(&o.env, &org, dec!(100), "UAH").await;
+    let id = invoice.id.as_str();
+    pay(&o, &hook, id, "pi_first", "60.00").await;
+    // The customer's bank sent it twice: 40.00 applied, 20.00 kept as an overpayment.
+    pay(&o, &hook, id, "pi_again", "60.00").await;
+    assert_eq!(paid(&o, &org, id).await, "100.00");
+    let (item, item_key) = open_item(&o, &key, "overpayment").await;
+    let first = item_key.replace("pi_again", "pi_first");
+    let itself = json!({"decision": "same_money", "as": item_key});
+    let (status, refused) = o.post(&resolve(&item), &key, "s-self", &itself).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_field"))
+    );
+    let unknown = json!({"decision": "same_money", "as": item_key.replace("pi_again", "pi_none")});
+    assert_eq!(
+        o.post(&resolve(&item), &key, "s-none", &unknown).await.0,
+        404
+    );
+
+    let same = json!({"decision": "same_money", "as": first});
+    let path = resolve(&item);
+    let (a, b) = tokio::join!(
+        o.post(&path, &key, "s-1", &same),
+        o.post(&path, &key, "s-2", &same),
+    );
+    let answers: Vec<&Value> = [&a, &b].iter().map(|(_, v)| v).collect();
+    assert!(
+        [a.0, b.0].contains(&200) && [a.0, b.0].iter().all(|s| [200, 409].contains(s)),
+        "{answers:?}"
+    );
+    assert_eq!(
+        paid(&o, &org, id).await,
+        "60.00",
+        "the second payment's 40.00 taken back"
+    );
+    let reversals = o
+        .env
+        .items_of("payment_event")
+        .await
+        .into_iter()
+        .filter(|i| i.get("reverses").is_some())
+        .count();
+    assert_eq!(reversals, 1, "one keyed reversal");
+}
