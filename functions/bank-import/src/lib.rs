@@ -224,12 +224,20 @@ impl App {
     /// fails the run (the schedule tries again; a request sent twice meets its lease).
     async fn scheduled(&self, now: DateTime<Utc>) -> Result<Value, lambda_runtime::Error> {
         let store = &self.requests.worker.store;
+        // A person paused the import worker: its queue takes nothing more until it resumes (the
+        // overdue are still counted, so the alarm tells how long it has been).
+        let paused = firmspace::ops::consumers::is_paused(store, "bank-import").await?;
+        if paused {
+            tracing::info!("the import worker is paused: nothing queued");
+        }
         let (mut queued, mut overdue, mut cursor) = (0, Vec::new(), None);
         loop {
             let (page, next) = import::scheduled(store, cursor.as_deref()).await?;
             let ids: Vec<IntegrationId> = page.iter().map(|(id, _)| id.clone()).collect();
-            self.requests.worker.fan_out.send_all(&ids).await?;
-            queued += ids.len();
+            if !paused {
+                self.requests.worker.fan_out.send_all(&ids).await?;
+                queued += ids.len();
+            }
             overdue.extend(import::overdue(store, &page, self.period, now).await?);
             match next {
                 Some(next) => cursor = Some(next),
@@ -240,6 +248,6 @@ impl App {
             tracing::warn!(integration = %id.digest(), "statement not imported within two periods");
         }
         metrics::gauge!("imports_overdue").set(overdue.len() as f64);
-        Ok(json!({ "queued": queued, "overdue": overdue.len() }))
+        Ok(json!({ "queued": queued, "overdue": overdue.len(), "worker_paused": paused }))
     }
 }

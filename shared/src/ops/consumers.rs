@@ -106,17 +106,36 @@ impl Consumers {
             .map_err(|e| {
                 ConsumerError::Lambda(aws_sdk_lambda::error::DisplayErrorContext(&e).to_string())
             })?;
-        let action = if paused { "paused" } else { "resumed" };
-        let record = Builder::new(&record_pk(&consumer.name), "consumer", "admin")
-            .str("name", &consumer.name)
-            .str("action", action)
-            .str("by", by)
-            .str("at", time::format(now))
-            .build();
-        store.replace(record).await?;
-        tracing::info!(consumer = %consumer.name, action, "consumer {action} by a person");
+        record(store, &consumer.name, paused, by, now).await?;
         self.state(store, consumer).await
     }
+}
+
+/// Keeps who paused or resumed the worker `name`, and when, beside its mapping.
+pub async fn record(
+    store: &Store,
+    name: &str,
+    paused: bool,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<(), crate::store::StoreError> {
+    let action = if paused { "paused" } else { "resumed" };
+    let record = Builder::new(&record_pk(name), "consumer", "admin")
+        .str("name", name)
+        .str("action", action)
+        .str("by", by)
+        .str("at", time::format(now))
+        .build();
+    store.replace(record).await?;
+    tracing::info!(consumer = %name, action, "consumer {action} by a person");
+    Ok(())
+}
+
+/// Whether a person paused the worker `name` last (and has not resumed it since): what a
+/// schedule that feeds it reads before it queues work the worker would not take.
+pub async fn is_paused(store: &Store, name: &str) -> Result<bool, crate::store::StoreError> {
+    let record = store.get(&record_pk(name)).await?;
+    Ok(record.and_then(|r| r.opt_str("action").map(|a| a == "paused")) == Some(true))
 }
 
 #[cfg(test)]

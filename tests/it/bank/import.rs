@@ -389,6 +389,29 @@ async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue()
         "the schedule imported nothing itself: it queued each once"
     );
     assert_eq!(env.count("bank_tx").await, 0);
+
+    // A person paused the import worker: the schedule queues nothing, still counts the overdue.
+    firmspace::ops::consumers::record(&env.store, "bank-import", true, "admin:test", Utc::now())
+        .await
+        .unwrap();
+    let out = function.process(&schedule).await.unwrap();
+    assert_eq!(
+        (
+            out["queued"].as_u64(),
+            out["overdue"].as_u64(),
+            out["worker_paused"].as_bool()
+        ),
+        (Some(0), Some(1), Some(true)),
+        "{out}"
+    );
+    assert!(crate::support::queues::receive(&sqs, &queue_url, 1)
+        .await
+        .is_empty());
+    firmspace::ops::consumers::record(&env.store, "bank-import", false, "admin:test", Utc::now())
+        .await
+        .unwrap();
+    let out = function.process(&schedule).await.unwrap();
+    assert_eq!(out["queued"], 3, "resumed: queued again");
 }
 
 #[tokio::test]
