@@ -242,3 +242,73 @@ async fn a_credit_notes_consequences_happen_once() {
         1
     );
 }
+
+/// A payment (or, with `reverses`, a reversal of one) of `amount` UAH on `invoice`, booked.
+async fn booked(crm: &Crm, invoice: &str, key: &str, amount: &str, reverses: Option<&str>) {
+    use firmspace::ids::ExternalId;
+    let input = firmspace::payments::PaymentInput {
+        org: crm.org.clone(),
+        invoice_ref: Some(invoice.to_owned()),
+        source: firmspace::payments::Source::Manual,
+        external_id: ExternalId::parse("id", key).unwrap(),
+        amount: Some(amount.parse().unwrap()),
+        currency: Some(firmspace::money::Currency::parse("UAH").unwrap()),
+        at: Utc::now(),
+        actor: "test".into(),
+        reverses: reverses.map(|r| ExternalId::parse("id", r).unwrap()),
+        reversible: false,
+        via: None,
+    };
+    firmspace::payments::register_payment(crm.store(), &input)
+        .await
+        .unwrap();
+}
+
+/// The organisation's `refund_due` item: its state, its `refund_due`, who resolved it and why.
+async fn refund_item(crm: &Crm) -> (String, Value, Value, Value) {
+    let items = crm.review().await;
+    let item = items
+        .iter()
+        .find(|i| i["reason"] == "refund_due")
+        .expect("a refund_due item");
+    (
+        item["state"].as_str().unwrap().to_owned(),
+        item["detail"]["refund_due"].clone(),
+        item["resolved_by"].clone(),
+        item["note"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_chargeback_that_gives_the_money_back_settles_the_refund_a_person_would_make() {
+    let crm = Crm::new().await;
+    let id = hundred(&crm).await;
+    booked(&crm, &id, "p1", "20.00", None).await;
+    booked(&crm, &id, "p2", "80.00", None).await;
+    // Paid in full, then credited 50.00: 50.00 to give back, for a person.
+    let returned = json!({"amount": "50.00", "reason": "returned goods"});
+    let (status, note) = credit(&crm, &id, "cn-back", returned).await;
+    assert_eq!(
+        (status, note["refund_due"].as_str()),
+        (201, Some("50.00")),
+        "{note}"
+    );
+    assert_eq!(refund_item(&crm).await.1, "50.00");
+
+    // The bank takes 20.00 back: the refund asks for 30.00 now.
+    booked(&crm, &id, "p1-back", "20.00", Some("p1")).await;
+    let (state, due, _, _) = refund_item(&crm).await;
+    assert_eq!((state.as_str(), due), ("open", json!("30.00")));
+
+    // And the other 80.00: more than the refund, which is settled by the system.
+    booked(&crm, &id, "p2-back", "80.00", Some("p2")).await;
+    let (state, _, by, why) = refund_item(&crm).await;
+    assert_eq!(
+        (state.as_str(), by, why),
+        ("resolved", json!("system"), json!("reversed"))
+    );
+    let open = firmspace::review::open_by_reason(crm.store(), &crm.org)
+        .await
+        .unwrap();
+    assert_eq!(open.get("refund_due"), None, "{open:?}");
+}

@@ -421,6 +421,82 @@ fn refund_due(note: &CreditNote) -> ReviewItem {
     }
 }
 
+/// The open `refund_due` items of an invoice's credit notes, oldest first: what a reversal of
+/// its payments may settle (`refunds_reversed`).
+pub async fn open_refunds(
+    store: &Store,
+    org: &OrgId,
+    invoice_id: &str,
+) -> Result<Vec<Item>, StoreError> {
+    let notes = list_for_invoice(store, org, invoice_id).await?;
+    let pks: Vec<String> = notes
+        .iter()
+        .filter(|n| !n.refund_due.is_zero())
+        .map(|n| refund_due(n).pk())
+        .collect();
+    if pks.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(store
+        .get_many(&pks)
+        .await?
+        .into_iter()
+        .flatten()
+        .filter(|i| {
+            i.opt_str("state") == Some("open") && i.opt_str(crate::review::APPLYING).is_none()
+        })
+        .collect())
+}
+
+/// What a reversal that took back `taken_back` does to the open refunds: the customer got that
+/// money back from their bank, so a refund it covers is resolved by `system` with the note
+/// `reversed`, and the first it does not cover asks for less (`detail.refund_due` lowered).
+/// Each step holds to the item as it was read (open, its detail unchanged), in the reversal's
+/// own transaction.
+pub fn refunds_reversed(
+    org: &OrgId,
+    refunds: &[Item],
+    taken_back: Decimal,
+    now: DateTime<Utc>,
+) -> Vec<Step> {
+    let mut left = taken_back;
+    let (mut steps, mut resolved) = (Vec::new(), Vec::new());
+    for item in refunds {
+        let (Some(pk), Some(raw)) = (item.opt_str("pk"), item.opt_str("detail")) else {
+            continue;
+        };
+        let mut detail: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+        let due = detail["refund_due"]
+            .as_str()
+            .and_then(|d| d.parse::<Decimal>().ok())
+            .unwrap_or_default();
+        if left <= Decimal::ZERO || due <= Decimal::ZERO {
+            break;
+        }
+        let held = Cond::All(vec![
+            Cond::Equals("state".into(), s("open")),
+            Cond::Lacks(crate::review::APPLYING.into()),
+            Cond::Equals("detail".into(), s(raw)),
+        ]);
+        let update = if left >= due {
+            resolved.push(pk);
+            crate::review::resolution(org, pk, ("system", "reversed", None), now).when(held)
+        } else {
+            detail["refund_due"] = json!(money::display(due - left));
+            Update::new()
+                .set("detail", s(detail.to_string()))
+                .when(held)
+        };
+        left -= due.min(left);
+        steps.push(Step::Update {
+            pk: pk.to_owned(),
+            update,
+        });
+    }
+    steps.extend(crate::store::counters::resolved_many(org, &resolved));
+    steps
+}
+
 /// An invoice's credit notes, oldest first.
 pub async fn list_for_invoice(
     store: &Store,

@@ -106,7 +106,7 @@ pub async fn register_confirmed(
     input: &PaymentInput,
     confirm: &impl Confirm,
 ) -> Result<Registered, PaymentError> {
-    register(store, Register::new(input, confirm, None)).await
+    register(store, Register::new(input, confirm, None).reading(store)).await
 }
 
 /// `register_payment` with one more step in its transaction, made from the event it stores: the
@@ -118,7 +118,11 @@ pub async fn register_linked(
     input: &PaymentInput,
     link: &Link<'_>,
 ) -> Result<Registered, PaymentError> {
-    register(store, Register::new(input, &Trusted, Some(link))).await
+    register(
+        store,
+        Register::new(input, &Trusted, Some(link)).reading(store),
+    )
+    .await
 }
 
 /// The item a payment is linked to, and the step that links it.
@@ -155,6 +159,10 @@ struct Register<'a, C: Confirm> {
     link: Option<&'a Link<'a>>,
     confirmation: Option<Confirmation>,
     invoice_pk: Option<String>,
+    /// Where a reversal reads its invoice's open refunds before each decision.
+    store: Option<&'a Store>,
+    /// The invoice's open `refund_due` items, read for a new reversal (`credit::open_refunds`).
+    refunds: Vec<Item>,
 }
 
 impl<'a, C: Confirm> Register<'a, C> {
@@ -170,6 +178,15 @@ impl<'a, C: Confirm> Register<'a, C> {
             link,
             confirmation: None,
             invoice_pk,
+            store: None,
+            refunds: Vec::new(),
+        }
+    }
+
+    fn reading(self, store: &'a Store) -> Self {
+        Self {
+            store: Some(store),
+            ..self
         }
     }
 
@@ -245,6 +262,13 @@ impl<C: Confirm> Decision for Register<'_, C> {
         if new && self.input.reverses.is_none() && self.confirmation.is_none() {
             self.confirmation = Some(self.confirm.confirm(self.input).await);
         }
+        // Read again before every decision: one a person resolved meanwhile refuses the write.
+        let invoice = self.input.invoice_ref.as_deref();
+        if let (true, Some(_), Some(store), Some(id)) =
+            (new, &self.input.reverses, self.store, invoice)
+        {
+            self.refunds = super::credit::open_refunds(store, &self.input.org, id).await?;
+        }
         Ok(())
     }
 
@@ -290,6 +314,16 @@ impl<C: Confirm> Decision for Register<'_, C> {
         let event = PaymentEvent::new(input, &decision, before.as_ref(), after.as_ref());
         let mut steps = steps(input, &event, &decision, before.as_ref(), related);
         steps.extend(self.link.map(|l| (l.step)(&event)));
+        if event.outcome == super::Outcome::Reversed {
+            let taken_back = -decision.applied;
+            let org = &input.org;
+            steps.extend(super::credit::refunds_reversed(
+                org,
+                &self.refunds,
+                taken_back,
+                input.at,
+            ));
+        }
         Ok(Plan::Write { steps, out: event })
     }
 }

@@ -205,6 +205,28 @@ pub fn open_for(decision: Option<&str>) -> Cond {
 /// Set on an item (to the decision's name) while an approval books what it decides.
 pub const APPLYING: &str = "applying";
 
+/// The update that resolves the item at `pk` (without its condition): resolved by `by` with
+/// `note` (and the `decision`), moved to the resolved list.
+pub fn resolution(
+    org: &OrgId,
+    pk: &str,
+    (by, note, decision): (&str, &str, Option<&str>),
+    now: DateTime<Utc>,
+) -> Update {
+    let at = time::format(now);
+    let mut update = Update::new();
+    if let Some(decision) = decision {
+        update = update.set("decision", s(decision));
+    }
+    update
+        .set("state", s("resolved"))
+        .set("resolved_by", s(by))
+        .set("resolved_at", s(&at))
+        .set("note", s(note))
+        .set("gsi2pk", s(review_pk(org, "resolved")))
+        .set("gsi2sk", s(format!("{at}#{pk}")))
+}
+
 /// `settle`, keeping a person's `decision` on what the item proposed with the resolution.
 pub async fn settle_deciding(
     store: &Store,
@@ -213,19 +235,7 @@ pub async fn settle_deciding(
     (by, note, decision): (&str, &str, Option<&str>),
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let at = time::format(now);
-    let mut update = Update::new();
-    if let Some(decision) = decision {
-        update = update.set("decision", s(decision));
-    }
-    let update = update
-        .set("state", s("resolved"))
-        .set("resolved_by", s(by))
-        .set("resolved_at", s(&at))
-        .set("note", s(note))
-        .set("gsi2pk", s(review_pk(org, "resolved")))
-        .set("gsi2sk", s(format!("{at}#{pk}")))
-        .when(open_for(decision));
+    let update = resolution(org, pk, (by, note, decision), now).when(open_for(decision));
     let Some(uncount) = crate::store::counters::resolved(org, pk) else {
         // Not a review item's key: nothing of it is open.
         return Ok(false);

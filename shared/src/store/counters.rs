@@ -257,6 +257,21 @@ pub fn resolved(org: &OrgId, item_pk: &str) -> Option<Vec<Step>> {
     Some(updates(&[(item_pk.to_owned(), org.to_string(), open, -1)]))
 }
 
+/// The counter steps of several resolutions in one transaction: one update per counter item.
+pub fn resolved_many(org: &OrgId, item_pks: &[&str]) -> Vec<Step> {
+    let changes: Vec<_> = item_pks
+        .iter()
+        .filter_map(|pk| {
+            let reason = pk.strip_prefix(&org.pk("REVIEW#"))?.split_once('#')?.0;
+            let open = Change::Open {
+                reason: reason.to_owned(),
+            };
+            Some(((*pk).to_owned(), org.to_string(), open, -1))
+        })
+        .collect();
+    updates(&changes)
+}
+
 /// The counter steps of a run's move from one state to another (by state name): none when
 /// neither is tallied.
 pub fn run_moved(org: &OrgId, run_pk: &str, from: &str, to: &str) -> Vec<Step> {
