@@ -82,3 +82,23 @@ fn a_worker_may_delete_waiting_marks_only() {
         );
     }
 }
+
+#[test]
+fn the_ops_function_hands_a_recovery_to_the_import_function_and_opens_no_secret() {
+    let ops = resource("OpsFunction");
+    assert!(
+        ops.contains("RECOVERY_FUNCTION: !Ref BankImportFunction"),
+        "{ops}"
+    );
+    let invoke = ops
+        .split("Action: [lambda:InvokeFunction]")
+        .nth(1)
+        .expect("may invoke");
+    assert!(
+        invoke
+            .trim_start()
+            .starts_with("Resource: !GetAtt BankImportFunction.Arn"),
+        "{invoke}"
+    );
+    assert!(!ops.contains("kms:Decrypt]"), "no kms:Decrypt");
+}

@@ -127,9 +127,10 @@ pub async fn rotate_secrets(
 }
 
 /// A new value for a Standard Webhooks or Stripe signing `secret` must be usable as one, as at
-/// creation; other secrets are the provider's tokens, taken as given.
+/// creation (a Stripe `api_key` is checked by the command); other secrets are taken as given.
 fn rotated_secret_usable(settings: &Settings, name: &str, value: &str) -> Result<(), ApiError> {
-    let stripe = matches!(settings, Settings::Payments(PaymentSettings::Stripe { .. }));
+    let stripe =
+        matches!(settings, Settings::Payments(PaymentSettings::Stripe { .. })) && name == "secret";
     let standard = name == "secret" && !stripe;
     let usable = match (stripe, standard) {
         (true, _) => value.starts_with("whsec_") && value.len() >= 16,

@@ -38,6 +38,9 @@ pub struct Importer {
     bucket: Option<Bucket>,
 }
 
+/// How long a recovery asks its provider: inside the ops function's wait for the answer.
+const RECOVERY_BUDGET: Duration = Duration::from_secs(20);
+
 /// How long a file's steps run in one invocation before the rest goes back on the queue.
 const FILE_BUDGET: Duration = Duration::from_secs(30);
 
@@ -207,6 +210,20 @@ impl App {
     }
 
     pub async fn process(&self, event: &Value) -> Result<Value, lambda_runtime::Error> {
+        // The ops function's recovery of a window (this function opens the provider's key).
+        if let Some(ask) = firmspace::ops::recover::Ask::of(event) {
+            let worker = &self.requests.worker;
+            let deadline = Instant::now() + RECOVERY_BUDGET;
+            let answer = firmspace::ops::recover::run(
+                &worker.store,
+                (&worker.apis, &worker.limits),
+                &ask,
+                Utc::now(),
+                deadline,
+            )
+            .await?;
+            return Ok(answer);
+        }
         if event.get("Records").is_some() {
             let batch = serde_json::from_value(event.clone())?;
             let deadline = Instant::now() + Duration::from_secs(50);

@@ -79,6 +79,8 @@ enum Action {
         id: IntegrationRef,
         paused: bool,
     },
+    /// What a provider sent in a window, asked of the provider and booked once.
+    Recover(firmspace::ops::recover::Ask),
 }
 
 #[derive(Deserialize)]
@@ -109,6 +111,16 @@ struct WindowBody {
     #[serde(default)]
     dry_run: bool,
     cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecoverBody {
+    from: String,
+    to: String,
+    /// A monobank statement read page by page: where the next page ends (as the last answer
+    /// gave it).
+    cursor: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -165,6 +177,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
             })
         }
         ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(app, who, segments),
+        ["ops", "integrations", raw, "recover"] => recovering(who, raw, body),
         ["ops", "runs", id, "decide"] => {
             let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
             let decision = match parse_json::<DecideBody>(body)?.decision.as_str() {
@@ -257,6 +270,39 @@ fn resolution(
         same_as: body.same_as,
     };
     Ok((note, decision, named))
+}
+
+/// A recovery's integration (the caller's own) and window: both ends RFC 3339, `from` before
+/// `to`, at most 31 days.
+fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
+    let id = firmspace::ids::IntegrationId::parse(raw)
+        .ok()
+        .filter(|id| who.owner().is_none_or(|org| *org == id.org))
+        .ok_or_else(|| unknown("integration"))?;
+    let asked = parse_json::<RecoverBody>(body)?;
+    let bad = || {
+        ApiError::bad_request(
+            "invalid_window",
+            "from and to are RFC 3339 times, from before to",
+        )
+    };
+    let from = firmspace::time::parse(&asked.from).ok_or_else(bad)?;
+    let to = firmspace::time::parse(&asked.to).ok_or_else(bad)?;
+    if from >= to {
+        return Err(bad());
+    }
+    if to - from > firmspace::ops::recover::WINDOW_MAX {
+        return Err(ApiError::bad_request(
+            "window_too_long",
+            "a recovery's window is at most 31 days",
+        ));
+    }
+    Ok(Action::Recover(firmspace::ops::recover::Ask {
+        integration_id: id.to_string(),
+        from,
+        to,
+        cursor: asked.cursor,
+    }))
 }
 
 /// Pausing or resuming a worker (admin) or an integration (its organisation's key, or the admin).
@@ -483,6 +529,21 @@ async fn run(
         } => return replay_window(app, (&org, &window), dry_run, cursor.as_deref(), now).await,
         Action::Consumer { name, paused } => {
             return pause_consumer(app, by, (name, paused), now).await
+        }
+        Action::Recover(ask) => {
+            let recovery = app.recovery.as_ref().ok_or_else(|| {
+                ApiError::new(
+                    503,
+                    "unavailable",
+                    "no recovery is set up for this deployment",
+                )
+            })?;
+            let (status, answer) = recovery.ask(&ask).await;
+            let digest = firmspace::ids::IntegrationId::parse(&ask.integration_id)
+                .map(|id| id.digest())
+                .unwrap_or_default();
+            tracing::info!(integration = %digest, status, "recovery asked");
+            (status, answer)
         }
         // Commands, performed by `perform_as`.
         Action::Resolve { .. } | Action::Decide { .. } | Action::Integration { .. } => {

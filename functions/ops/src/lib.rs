@@ -30,6 +30,9 @@ pub struct App {
     reads_per_minute: u64,
     /// The workers the admin may pause (`WORKER_MAPPINGS`); none without it.
     consumers: Option<Consumers>,
+    /// Where a recovery from a provider is handed (`RECOVERY_FUNCTION`): the function that
+    /// opens the provider's key. None without it.
+    recovery: Option<firmspace::ops::recover::Recovery>,
 }
 
 /// Who asks: the admin (by the token's public name, `admin:key_…`), or one organisation's key.
@@ -110,12 +113,19 @@ impl App {
             publisher,
             reads_per_minute: firmspace::orgs::rate::READS_PER_MINUTE,
             consumers: None,
+            recovery: None,
         }
     }
 
     /// The same app pausing and resuming these workers.
     pub fn with_consumers(mut self, consumers: Consumers) -> Self {
         self.consumers = Some(consumers);
+        self
+    }
+
+    /// The same app handing recoveries to `recovery`.
+    pub fn with_recovery(mut self, recovery: firmspace::ops::recover::Recovery) -> Self {
+        self.recovery = Some(recovery);
         self
     }
 
@@ -141,6 +151,13 @@ impl App {
             },
         )
         .with_reads_per_minute(firmspace::orgs::rate::limit_from_env());
+        let app = match firmspace::config::var("RECOVERY_FUNCTION") {
+            Some(function) => app.with_recovery(firmspace::ops::recover::Recovery::Lambda {
+                lambda: firmspace::aws::lambda(config.endpoint_url.as_deref()).await,
+                function,
+            }),
+            None => app,
+        };
         Ok(match firmspace::config::var("WORKER_MAPPINGS") {
             Some(raw) => app.with_consumers(Consumers {
                 lambda: firmspace::aws::lambda(config.endpoint_url.as_deref()).await,

@@ -15,8 +15,7 @@ use firmspace::payments::providers::{
     self, monobank, standard, stripe, PaymentSettings, Provider, WebhookEvent,
 };
 use firmspace::payments::{
-    on_its_payments_invoice, register_confirmed, register_payment, reversal_id, PaymentEvent,
-    PaymentInput, Source as PaymentSource,
+    on_its_payments_invoice, register_confirmed, register_payment, PaymentEvent, PaymentInput,
 };
 use firmspace::signature::{self, AnyVerifier, SignatureError, Verified};
 
@@ -68,7 +67,7 @@ impl Source for Payments {
                 PaymentSettings::Standard { secret } => {
                     Box::new(signature::standard::Verifier::new(secret.expose_secret())?)
                 }
-                PaymentSettings::Stripe { secret } => {
+                PaymentSettings::Stripe { secret, .. } => {
                     Box::new(signature::stripe::Verifier::new(secret.expose_secret())?)
                 }
                 PaymentSettings::Monobank(merchant) => {
@@ -88,42 +87,18 @@ impl Source for Payments {
         let provider = Self::settings(integration)
             .map(PaymentSettings::provider)
             .ok_or("not a payments integration")?;
-        let (source, event) = match provider {
-            Provider::Standard => (
-                PaymentSource::Integration(integration.id.clone()),
-                standard::parse(body, verified.id.as_deref(), verified.at),
-            ),
-            Provider::Stripe => (PaymentSource::Stripe, stripe::parse(body)),
-            Provider::Monobank => (PaymentSource::Monobank, monobank::parse(body)),
+        let event = match provider {
+            Provider::Standard => standard::parse(body, verified.id.as_deref(), verified.at),
+            Provider::Stripe => stripe::parse(body),
+            Provider::Monobank => monobank::parse(body),
         };
-        let (paid, reverses) = match event.map_err(|e| e.to_string())? {
-            WebhookEvent::Ignored(status) => return Ok(Parsed::Ignored(status)),
-            WebhookEvent::Paid(paid) => (paid, None),
-            WebhookEvent::Reversed(paid) => {
-                let original = paid.external_id.clone();
-                let key = reversal_id(&original);
-                (
-                    providers::Paid {
-                        external_id: key,
-                        ..paid
-                    },
-                    Some(original),
-                )
-            }
-        };
-        Ok(Parsed::Event(PaymentInput {
-            org: integration.org().clone(),
-            invoice_ref: paid.invoice_ref,
-            source,
-            external_id: paid.external_id,
-            amount: paid.amount,
-            currency: paid.currency,
-            at: paid.at.unwrap_or(now),
-            actor: format!("integration:{}", integration.id),
-            reverses,
-            reversible: provider == Provider::Monobank,
-            via: Some(integration.id.id.clone()),
-        }))
+        Ok(match event.map_err(|e| e.to_string())? {
+            WebhookEvent::Ignored(status) => Parsed::Ignored(status),
+            event => match providers::input_of(integration, provider, event, now) {
+                Some(input) => Parsed::Event(input),
+                None => Parsed::Ignored("not booked".into()),
+            },
+        })
     }
 
     async fn record(

@@ -107,6 +107,9 @@ pub(super) async fn rotate<R>(
     id: &IntegrationId,
     rotation: Rotation,
 ) -> Result<(u16, Value), ApiError> {
+    if let Some(key) = rotation.secrets.get("api_key") {
+        super::setup::stripe_key(secrecy::ExposeSecret::expose_secret(key))?;
+    }
     let state = rotation::rotate(env.store, id, rotation.secrets, rotation.overlap, env.now)
         .await
         .map_err(refused)?;

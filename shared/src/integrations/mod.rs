@@ -216,6 +216,9 @@ impl Integration {
 
 /// The attribute holding an integration's sealed secrets.
 const SEALED: &str = "sealed";
+/// Secrets set on their own later (a Stripe API key), sealed apart from the rest: opened with
+/// them, and winning over a value of the same name.
+const SEALED_APART: &str = "sealed_apart";
 /// Where secrets were kept in clear before they were sealed.
 const CLEAR: [&str; 5] = ["secret", "token", "auth_token", "bot_token", "app_secret"];
 
@@ -291,6 +294,10 @@ async fn opened(store: &Store, id: &IntegrationId, item: &Item) -> Result<Integr
         }
         _ => HashMap::new(),
     };
+    let mut secrets = secrets;
+    if let Some(AttributeValue::B(apart)) = item.get(SEALED_APART) {
+        secrets.extend(store.vault()?.open(&pk, apart.as_ref()).await?);
+    }
     Integration::from_item(id.clone(), item, secrets)
 }
 

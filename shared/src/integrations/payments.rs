@@ -15,6 +15,9 @@ pub enum Provider {
     Monobank,
 }
 
+/// Whether a Stripe integration holds an API key (the key itself is sealed).
+pub const HOLDS_API_KEY: &str = "holds_api_key";
+
 /// A payments integration's own fields, per provider.
 #[derive(Clone, Debug)]
 pub enum PaymentSettings {
@@ -22,9 +25,13 @@ pub enum PaymentSettings {
     Standard {
         secret: SecretString,
     },
-    /// Stripe: the endpoint's `whsec_` signing secret, used as-is.
+    /// Stripe: the endpoint's `whsec_` signing secret, used as-is; and, to recover what Stripe
+    /// sent while we were down (its events list), an API key (`sk_…` or a restricted `rk_…`)
+    /// and, on the local and test stages, another API base URL.
     Stripe {
         secret: SecretString,
+        api_key: Option<SecretString>,
+        api_url: Option<String>,
     },
     Monobank(Merchant),
 }
@@ -42,7 +49,12 @@ impl PaymentSettings {
     pub(crate) fn write(&self, builder: Builder) -> Builder {
         let builder = builder.tag("provider", &self.provider());
         match self {
-            Self::Standard { .. } | Self::Stripe { .. } => builder,
+            Self::Standard { .. } => builder,
+            Self::Stripe {
+                api_key, api_url, ..
+            } => builder
+                .opt_str("api_url", api_url.as_deref())
+                .bool(HOLDS_API_KEY, api_key.is_some()),
             Self::Monobank(merchant) => merchant.write(builder),
         }
     }
@@ -50,8 +62,13 @@ impl PaymentSettings {
     /// The fields sealed with KMS: the signing secret, monobank's token.
     pub(crate) fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
         match self {
-            Self::Standard { secret } | Self::Stripe { secret } => {
-                BTreeMap::from([("secret", secret)])
+            Self::Standard { secret } => BTreeMap::from([("secret", secret)]),
+            Self::Stripe {
+                secret, api_key, ..
+            } => {
+                let mut secrets = BTreeMap::from([("secret", secret)]);
+                secrets.extend(api_key.iter().map(|k| ("api_key", k)));
+                secrets
             }
             Self::Monobank(merchant) => merchant.token.iter().map(|t| ("token", t)).collect(),
         }
@@ -61,10 +78,19 @@ impl PaymentSettings {
         item: &Item,
         secrets: &mut HashMap<String, SecretString>,
     ) -> Result<Self, StoreError> {
-        let mut secret = || crate::vault::take_secret(secrets, "secret");
         Ok(match item.tag_of::<Provider>("provider")? {
-            Provider::Standard => Self::Standard { secret: secret()? },
-            Provider::Stripe => Self::Stripe { secret: secret()? },
+            Provider::Standard => Self::Standard {
+                secret: crate::vault::take_secret(secrets, "secret")?,
+            },
+            Provider::Stripe => Self::Stripe {
+                secret: crate::vault::take_secret(secrets, "secret")?,
+                // Marked in clear, so a function that leaves the secrets sealed knows it is there.
+                api_key: match item.bool_of(HOLDS_API_KEY) {
+                    true => Some(crate::vault::take_secret(secrets, "api_key")?),
+                    false => None,
+                },
+                api_url: item.opt_str("api_url").map(str::to_owned),
+            },
             Provider::Monobank => Self::Monobank(Merchant::read(item, secrets)?),
         })
     }

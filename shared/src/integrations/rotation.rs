@@ -109,6 +109,13 @@ pub async fn rotate(
     }
     let mut given: Vec<&str> = new.keys().map(String::as_str).collect();
     given.sort_unstable();
+    let stripe = matches!(
+        current.settings,
+        Settings::Payments(super::payments::PaymentSettings::Stripe { .. })
+    );
+    if stripe && given == ["api_key"] {
+        return set_api_key(store, id, &new["api_key"], now).await;
+    }
     if given != names {
         return Err(RotateError::Names(names.join(", ")));
     }
@@ -132,6 +139,8 @@ pub async fn rotate(
         .set(PREVIOUS_SEALED, old.clone())
         .set(PREVIOUS_UNTIL, s(time::format(until)))
         .set(ROTATED_AT, s(time::format(now)))
+        // Every secret is in the new blob now: one set apart before would win over it.
+        .remove(super::SEALED_APART)
         .when(Cond::Equals(SEALED.into(), old));
     if !store.update_if(&pk, &update).await? {
         return Err(RotateError::Moved);
@@ -140,6 +149,37 @@ pub async fn rotate(
         names,
         rotated_at: Some(time::format(now)),
         previous_valid_until: (overlap > Duration::zero()).then(|| time::format(until)),
+    })
+}
+
+/// A Stripe integration's API key set (or replaced) on its own, its signing secret kept as it
+/// is: sealed apart (`SEALED_APART`), never opened here. The key verifies nothing, so there is
+/// no overlap.
+async fn set_api_key(
+    store: &Store,
+    id: &IntegrationId,
+    key: &SecretString,
+    now: DateTime<Utc>,
+) -> Result<SecretsState, RotateError> {
+    let pk = integration_pk(id);
+    let apart = std::collections::BTreeMap::from([("api_key", key)]);
+    let sealed = store
+        .vault()?
+        .seal(&pk, &apart)
+        .await
+        .map_err(StoreError::from)?;
+    let update = Update::new()
+        .set(super::SEALED_APART, AttributeValue::B(Blob::new(sealed)))
+        .set(super::payments::HOLDS_API_KEY, AttributeValue::Bool(true))
+        .set(ROTATED_AT, s(time::format(now)))
+        .when(Cond::Exists);
+    if !store.update_if(&pk, &update).await? {
+        return Err(RotateError::NotFound);
+    }
+    Ok(SecretsState {
+        names: vec!["api_key", "secret"],
+        rotated_at: Some(time::format(now)),
+        previous_valid_until: None,
     })
 }
 

@@ -14,6 +14,7 @@ pub mod events;
 pub mod hold;
 pub mod ids;
 pub mod queues;
+pub mod recover;
 pub mod requests;
 pub mod review;
 pub mod runs;

@@ -7,6 +7,7 @@ pub mod credit;
 pub mod event;
 pub mod invoice;
 pub mod providers;
+pub mod recover;
 pub mod register;
 pub mod rules;
 

@@ -6,6 +6,7 @@ mod counters;
 mod decisions;
 mod kept;
 mod pauses;
+mod recover;
 mod redrive;
 mod replay;
 mod rows;

@@ -61,6 +61,8 @@ pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> Inte
         },
         Provider::Stripe => PaymentSettings::Stripe {
             secret: SecretString::from(STRIPE_SECRET),
+            api_key: None,
+            api_url: None,
         },
         Provider::Monobank => PaymentSettings::Monobank(Merchant {
             public_key: monobank_public_key_b64(),

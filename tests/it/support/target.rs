@@ -182,3 +182,115 @@ pub async fn spawn_monobank_with(
         status_hits,
     }
 }
+
+/// A stand-in for Stripe's events list: `GET /v1/events` to `Authorization: Bearer {key}`
+/// answers the `events` created in `created[gte]`..`created[lte]` whose type is among
+/// `types[]`, newest first, two a page (`starting_after` the last id of the page before).
+pub struct StripeApi {
+    pub addr: SocketAddr,
+    /// Each call's query, as it came.
+    pub calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl StripeApi {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+pub async fn spawn_stripe(key: &'static str, mut events: Vec<serde_json::Value>) -> StripeApi {
+    events.sort_by_key(|e| std::cmp::Reverse(e["created"].as_i64()));
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let app = Router::new().route(
+        "/v1/events",
+        get(move |headers: HeaderMap, uri: axum::http::Uri| {
+            let (events, seen) = (events.clone(), seen.clone());
+            async move {
+                let query = uri.query().unwrap_or_default().to_owned();
+                seen.lock().expect("not poisoned").push(query.clone());
+                let bearer = format!("Bearer {key}");
+                if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&bearer) {
+                    let refused = serde_json::json!({"error": {"type": "invalid_request_error"}});
+                    return (StatusCode::UNAUTHORIZED, axum::Json(refused));
+                }
+                let pairs: Vec<(String, String)> = url_pairs(&query);
+                let one = |name: &str| {
+                    pairs
+                        .iter()
+                        .find(|(k, _)| k == name)
+                        .map(|(_, v)| v.clone())
+                };
+                let number = |name: &str| one(name).and_then(|v| v.parse::<i64>().ok());
+                let types: Vec<&String> = pairs
+                    .iter()
+                    .filter(|(k, _)| k == "types[]")
+                    .map(|(_, v)| v)
+                    .collect();
+                let listed: Vec<&serde_json::Value> = events
+                    .iter()
+                    .filter(|e| {
+                        number("created[gte]").is_none_or(|t| e["created"].as_i64() >= Some(t))
+                    })
+                    .filter(|e| {
+                        number("created[lte]").is_none_or(|t| e["created"].as_i64() <= Some(t))
+                    })
+                    .filter(|e| types.is_empty() || types.iter().any(|t| e["type"] == t.as_str()))
+                    .collect();
+                let start = match one("starting_after") {
+                    Some(after) => listed
+                        .iter()
+                        .position(|e| e["id"] == after.as_str())
+                        .map_or(0, |i| i + 1),
+                    None => 0,
+                };
+                let page: Vec<_> = listed
+                    .iter()
+                    .skip(start)
+                    .take(2)
+                    .cloned()
+                    .cloned()
+                    .collect();
+                let more = start + page.len() < listed.len();
+                let body = serde_json::json!({"object": "list", "data": page, "has_more": more});
+                (StatusCode::OK, axum::Json(body))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("bound");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    StripeApi { addr, calls }
+}
+
+/// A query string's pairs, percent-decoded.
+fn url_pairs(query: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        let mut out = Vec::new();
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' && i + 3 <= bytes.len() {
+                if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}

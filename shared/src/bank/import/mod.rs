@@ -378,6 +378,60 @@ async fn lease(
         .then_some(true))
 }
 
+/// One page of a recovery: what monobank's statement held in a window, stored as the import
+/// stores it. `next`: where the next page of the window ends, when this one was full; `busy`:
+/// the statement was called less than a minute ago (monobank's limit), nothing was read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WindowRead {
+    pub rows: usize,
+    pub imported: usize,
+    pub next: Option<i64>,
+    pub busy: bool,
+    /// Why the statement could not be read (429, 5xx, unreachable, unreadable).
+    pub stopped: Option<String>,
+}
+
+/// Reads one page of the statement in `[from, to]`, newest first from `page_to`, under the
+/// import's lease, and stores its rows once (a row that arrived is a repeat): the recovery of
+/// a window the webhook may have missed. The import's cursor does not move.
+pub async fn window_page(
+    store: &Store,
+    apis: &Apis,
+    integration: &Integration,
+    limits: &Limits,
+    (from, to, page_to): (i64, i64, i64),
+    mut now: DateTime<Utc>,
+) -> Result<WindowRead, ImportError> {
+    let statement = Statement::of(apis, integration)?;
+    if lease(store, integration, limits, true, &mut now).await? != Some(true) {
+        return Ok(WindowRead {
+            busy: true,
+            ..WindowRead::default()
+        });
+    }
+    let window = Window { from, to, page_to };
+    let (items, page) = match statement.page(apis, window).await {
+        Ok(read) => read,
+        Err(why) => {
+            return Ok(WindowRead {
+                stopped: Some(why),
+                ..WindowRead::default()
+            })
+        }
+    };
+    let (rows, imported) = store_page(store, integration, statement.account, items, now).await?;
+    let next = Cursor::default()
+        .after(window, page)
+        .window
+        .map(|w| w.page_to);
+    Ok(WindowRead {
+        rows,
+        imported,
+        next,
+        ..WindowRead::default()
+    })
+}
+
 /// One run for one integration at `now`: reads from the cursor, page by page, as far as the
 /// lease and `limits` allow.
 pub async fn run(

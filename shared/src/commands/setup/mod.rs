@@ -45,7 +45,7 @@ pub(super) async fn create<R>(
     check_lengths(new)?;
     let loopback = site.allows_loopback;
     let settings = match new.kind {
-        IntegrationKind::Payments => Settings::Payments(payment_settings(new)?),
+        IntegrationKind::Payments => Settings::Payments(payment_settings(new, loopback)?),
         IntegrationKind::Outbound => Settings::Outbound(outbound_target(new, loopback)?),
         IntegrationKind::Calls => Settings::Calls(call_settings(new)?),
         IntegrationKind::Messages => Settings::Messages(channels::settings(new, loopback)?),
@@ -92,9 +92,12 @@ pub struct NewIntegration {
     pub app_secret: Option<String>,
     /// messages, WhatsApp: the access token (reads media, sends replies).
     pub access_token: Option<String>,
-    /// messages (Telegram, WhatsApp) and bank (monobank): another API base URL; local and test
-    /// stages only.
+    /// messages (Telegram, WhatsApp), bank (monobank) and payments (Stripe): another API base
+    /// URL; local and test stages only (400 elsewhere).
     pub api_url: Option<String>,
+    /// payments, Stripe: an API key (`sk_…` or `rk_…`) that reads its events list, so what
+    /// Stripe sent while we were down can be recovered. Sealed like every secret.
+    pub api_key: Option<String>,
     /// bank, monobank: the statement's account (`0`, the default, when absent).
     pub account: Option<String>,
     /// bank, csv: what the file import is called.
@@ -113,8 +116,9 @@ impl std::fmt::Debug for NewIntegration {
 
 /// Every text of a new integration within its limit, before anything else is looked at.
 fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
-    let checks: [(&'static str, &Option<String>, usize); 11] = [
+    let checks: [(&'static str, &Option<String>, usize); 12] = [
         ("account", &body.account, REF_MAX),
+        ("api_key", &body.api_key, SECRET_MAX),
         ("bot_token", &body.bot_token, SECRET_MAX),
         ("app_secret", &body.app_secret, SECRET_MAX),
         ("access_token", &body.access_token, SECRET_MAX),
@@ -134,7 +138,23 @@ fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn payment_settings(body: &NewIntegration) -> Result<PaymentSettings, ApiError> {
+/// A Stripe API key: a secret (`sk_…`) or restricted (`rk_…`) key, which reads its events.
+pub fn stripe_key(raw: &str) -> Result<SecretString, ApiError> {
+    let shaped = (raw.starts_with("sk_") || raw.starts_with("rk_"))
+        && (10..=SECRET_MAX).contains(&raw.len());
+    match shaped {
+        true => Ok(SecretString::from(raw.to_owned())),
+        false => Err(ApiError::bad_request(
+            "invalid_api_key",
+            "api_key is a Stripe secret (sk_…) or restricted (rk_…) key",
+        )),
+    }
+}
+
+fn payment_settings(
+    body: &NewIntegration,
+    allows_loopback: bool,
+) -> Result<PaymentSettings, ApiError> {
     let provider = body
         .provider
         .as_deref()
@@ -162,9 +182,19 @@ fn payment_settings(body: &NewIntegration) -> Result<PaymentSettings, ApiError> 
         }
         Ok(SecretString::from(secret))
     };
+    if provider != Provider::Stripe && (body.api_url.is_some() || body.api_key.is_some()) {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            "api_url and api_key are a Stripe integration's (its events list)",
+        ));
+    }
     Ok(match provider {
         Provider::Standard => PaymentSettings::Standard { secret: secret()? },
-        Provider::Stripe => PaymentSettings::Stripe { secret: secret()? },
+        Provider::Stripe => PaymentSettings::Stripe {
+            secret: secret()?,
+            api_key: body.api_key.as_deref().map(stripe_key).transpose()?,
+            api_url: stand_in_url(body, allows_loopback)?,
+        },
         Provider::Monobank => {
             let key = body.public_key.clone().ok_or_else(|| {
                 ApiError::bad_request(
@@ -232,7 +262,7 @@ pub fn describe(integration: &Integration, public_url: &str) -> serde_json::Valu
         Settings::Payments(p) => {
             let (secret, signature) = match p {
                 PaymentSettings::Standard { secret } => (Some(secret), STANDARD_SIGNATURE),
-                PaymentSettings::Stripe { secret } => {
+                PaymentSettings::Stripe { secret, .. } => {
                     (Some(secret), "Stripe-Signature (t=..., v1=HMAC-SHA256)")
                 }
                 PaymentSettings::Monobank(_) => (None, "X-Sign (ECDSA P-256 over the raw body)"),

@@ -52,6 +52,50 @@ pub enum WebhookEvent {
     Reversed(Paid),
 }
 
+/// The payment (or, keyed `{original}:reversal`, the reversal) a webhook event of
+/// `integration` books, as its webhook books it, whether it arrived there or was recovered from
+/// the provider afterwards: `None` for an event it acknowledges and does not book.
+pub fn input_of(
+    integration: &crate::integrations::Integration,
+    provider: Provider,
+    event: WebhookEvent,
+    now: DateTime<Utc>,
+) -> Option<super::PaymentInput> {
+    let source = match provider {
+        Provider::Standard => super::Source::Integration(integration.id.clone()),
+        Provider::Stripe => super::Source::Stripe,
+        Provider::Monobank => super::Source::Monobank,
+    };
+    let (paid, reverses) = match event {
+        WebhookEvent::Ignored(_) => return None,
+        WebhookEvent::Paid(paid) => (paid, None),
+        WebhookEvent::Reversed(paid) => {
+            let original = paid.external_id.clone();
+            let key = super::reversal_id(&original);
+            (
+                Paid {
+                    external_id: key,
+                    ..paid
+                },
+                Some(original),
+            )
+        }
+    };
+    Some(super::PaymentInput {
+        org: integration.org().clone(),
+        invoice_ref: paid.invoice_ref,
+        source,
+        external_id: paid.external_id,
+        amount: paid.amount,
+        currency: paid.currency,
+        at: paid.at.unwrap_or(now),
+        actor: format!("integration:{}", integration.id),
+        reverses,
+        reversible: provider == Provider::Monobank,
+        via: Some(integration.id.id.clone()),
+    })
+}
+
 fn json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ParseError> {
     serde_json::from_slice(body).map_err(|e| ParseError::Json(e.to_string()))
 }

@@ -1,0 +1,184 @@
+//! Recovering what a provider sent while we were down: a person asks (`POST
+//! /ops/integrations/{id}/recover`), the ops function, which opens no secret, hands the ask to
+//! the import function (which opens the provider's key and calls providers anyway), and that
+//! one asks the provider: a Stripe integration's events list through the webhook's own path, a
+//! monobank bank integration's statement for the window. The ask and the answer travel as JSON.
+
+use crate::bank::import::{self, Limits};
+use crate::egress::Apis;
+use crate::ids::IntegrationId;
+use crate::integrations::bank::BankSettings;
+use crate::integrations::{self, Settings};
+use crate::payments::recover::{self, RecoverError};
+use crate::store::Store;
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+/// The longest window one recovery asks for: monobank's statement range, a month.
+pub const WINDOW_MAX: Duration = Duration::days(31);
+
+/// One recovery asked for: an integration, a window, and (a monobank statement read page by
+/// page) where the next page ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ask {
+    pub integration_id: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub cursor: Option<i64>,
+}
+
+impl Ask {
+    /// The event the import function takes it as.
+    pub fn event(&self) -> Value {
+        json!({ "recover": self })
+    }
+
+    /// The ask an event carries, if it is one.
+    pub fn of(event: &Value) -> Option<Self> {
+        serde_json::from_value(event.get("recover")?.clone()).ok()
+    }
+}
+
+/// The answer as it travels back: its HTTP status and body.
+pub fn answer(status: u16, body: Value) -> Value {
+    json!({"status": status, "answer": body})
+}
+
+fn refused(status: u16, error: &str, detail: impl Into<String>) -> Value {
+    answer(status, json!({"error": error, "detail": detail.into()}))
+}
+
+/// Runs one recovery in the function that opens secrets, within `deadline`: the answer.
+pub async fn run(
+    store: &Store,
+    (apis, limits): (&Apis, &Limits),
+    ask: &Ask,
+    now: DateTime<Utc>,
+    deadline: Instant,
+) -> Result<Value, crate::store::StoreError> {
+    let Ok(id) = IntegrationId::parse(&ask.integration_id) else {
+        return Ok(refused(404, "not_found", "integration not found"));
+    };
+    let Some(integration) = integrations::get(store, &id).await? else {
+        return Ok(refused(404, "not_found", "integration not found"));
+    };
+    let window = (ask.from, ask.to);
+    Ok(match &integration.settings {
+        Settings::Bank(BankSettings::Monobank { .. }) => {
+            let page_to = ask.cursor.unwrap_or(ask.to.timestamp());
+            let range = (ask.from.timestamp(), ask.to.timestamp(), page_to);
+            let read = import::window_page(store, apis, &integration, limits, range, now)
+                .await
+                .map_err(|e| match e {
+                    import::ImportError::Store(e) => e,
+                    other => crate::store::StoreError::Malformed {
+                        pk: integration.pk(),
+                        detail: other.to_string(),
+                    },
+                })?;
+            statement_answer(&read)
+        }
+        _ => {
+            let target = (&integration, apis.allow_loopback);
+            match recover::stripe(store, &apis.http, target, window, deadline).await {
+                Ok(done) => answer(200, json!(done)),
+                Err(RecoverError::NoApiKey) => refused(
+                    409,
+                    "no_api_key",
+                    "this Stripe integration holds no api_key: set one (POST .../secrets)",
+                ),
+                Err(RecoverError::NotRecoverable) => refused(
+                    400,
+                    "not_recoverable",
+                    RecoverError::NotRecoverable.to_string(),
+                ),
+                Err(RecoverError::Provider(why)) => refused(503, "provider_unavailable", why),
+                Err(RecoverError::Payment(e)) if e.is_retryable() => {
+                    refused(503, "unavailable", "temporarily unavailable; retry later")
+                }
+                Err(RecoverError::Payment(e)) => refused(500, "internal", e.to_string()),
+            }
+        }
+    })
+}
+
+/// A statement page's answer: its rows as listed, the new ones, and where the next page ends.
+fn statement_answer(read: &import::WindowRead) -> Value {
+    if read.busy {
+        return refused(
+            503,
+            "statement_busy",
+            "monobank's statement was read less than a minute ago: recover again in a minute",
+        );
+    }
+    if let Some(why) = &read.stopped {
+        return refused(503, "provider_unavailable", why.clone());
+    }
+    answer(
+        200,
+        json!({
+            "asked": read.rows, "new": read.imported,
+            "duplicates": read.rows.saturating_sub(read.imported), "ignored": 0,
+            "more": read.next.is_some(), "cursor": read.next,
+        }),
+    )
+}
+
+/// Where the ops function hands a recovery: the import function, invoked and waited for (the
+/// cloud), or its entry point in the same process (tests and local runs).
+pub enum Recovery {
+    Lambda {
+        lambda: aws_sdk_lambda::Client,
+        function: String,
+    },
+    Local(Box<dyn Fn(Value) -> futures::future::BoxFuture<'static, Value> + Send + Sync>),
+}
+
+impl Recovery {
+    /// The recovery's answer: its status and body (503 when the import function cannot answer).
+    pub async fn ask(&self, ask: &Ask) -> (u16, Value) {
+        let answered = match self {
+            Self::Local(run) => Ok(run(ask.event()).await),
+            Self::Lambda { lambda, function } => invoke(lambda, function, &ask.event()).await,
+        };
+        match answered {
+            Ok(v) => match (v["status"].as_u64(), v.get("answer")) {
+                (Some(status), Some(body)) => (status as u16, body.clone()),
+                _ => unavailable("the import function's answer is not one"),
+            },
+            Err(why) => unavailable(&why),
+        }
+    }
+}
+
+fn unavailable(why: &str) -> (u16, Value) {
+    tracing::error!(why, "the recovery did not answer");
+    (
+        503,
+        json!({"error": "unavailable", "detail": "the recovery did not answer; retry later"}),
+    )
+}
+
+async fn invoke(
+    lambda: &aws_sdk_lambda::Client,
+    function: &str,
+    event: &Value,
+) -> Result<Value, String> {
+    let out = lambda
+        .invoke()
+        .function_name(function)
+        .payload(aws_sdk_lambda::primitives::Blob::new(event.to_string()))
+        .send()
+        .await
+        .map_err(|e| aws_sdk_lambda::error::DisplayErrorContext(&e).to_string())?;
+    if let Some(error) = out.function_error() {
+        return Err(format!("the import function failed: {error}"));
+    }
+    let payload = out
+        .payload()
+        .map(|p| p.as_ref().to_vec())
+        .unwrap_or_default();
+    serde_json::from_slice(&payload).map_err(|e| e.to_string())
+}
