@@ -133,32 +133,35 @@ fn unknown(what: &str) -> ApiError {
     ApiError::not_found(what)
 }
 
+/// A redrive (the admin's): a queue of ours, and all its dead letters or 1 to 1000 named.
+fn redrive(app: &App, who: &Who, queue: &str, body: &[u8]) -> Result<Action, ApiError> {
+    admin_only(who)?;
+    app.queues.pair(queue).ok_or_else(|| unknown("queue"))?;
+    let ids = match body.is_empty() {
+        true => None,
+        false => parse_json::<RedriveBody>(body)?.ids,
+    };
+    if ids
+        .as_ref()
+        .is_some_and(|ids| ids.is_empty() || ids.len() > 1000)
+    {
+        return Err(ApiError::bad_request(
+            "invalid_ids",
+            "ids names 1 to 1000 messages",
+        ));
+    }
+    Ok(Action::Redrive {
+        queue: queue.to_owned(),
+        ids,
+    })
+}
+
 /// The request's action, or why it is refused.
 fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiError> {
     let body = body_bytes(req);
     let owner = who.owner();
     match segments {
-        ["ops", "dlq", queue, "redrive"] => {
-            admin_only(who)?;
-            app.queues.pair(queue).ok_or_else(|| unknown("queue"))?;
-            let ids = match body.is_empty() {
-                true => None,
-                false => parse_json::<RedriveBody>(body)?.ids,
-            };
-            if ids
-                .as_ref()
-                .is_some_and(|ids| ids.is_empty() || ids.len() > 1000)
-            {
-                return Err(ApiError::bad_request(
-                    "invalid_ids",
-                    "ids names 1 to 1000 messages",
-                ));
-            }
-            Ok(Action::Redrive {
-                queue: (*queue).to_owned(),
-                ids,
-            })
-        }
+        ["ops", "dlq", queue, "redrive"] => redrive(app, who, queue, body),
         ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
             let (_, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;

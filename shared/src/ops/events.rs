@@ -226,54 +226,16 @@ pub async fn page(
     cursor: Option<&str>,
 ) -> Result<(Vec<Value>, Option<String>), StoreError> {
     let list = events_pk(org, kind);
-    let range = filter.range();
-    let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-    let (mut items, mut next) = (Vec::new(), cursor.map(str::to_owned));
-    let mut read = 0;
-    loop {
-        let chunk = match filter.q {
-            None => limit,
-            Some(_) => 200,
-        };
-        let (page, after) = store
-            .page_in(Index::States, &list, range, true, chunk, next.as_deref())
-            .await?;
-        read += page.len();
-        next = after;
-        for item in page {
-            if !filter.matches(kind, &item) {
-                continue;
-            }
-            items.push(item);
-            if items.len() == limit as usize {
-                break;
-            }
+    let (items, next) = match filter.q {
+        None => {
+            let range = filter.range();
+            let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+            store
+                .page_in(Index::States, &list, range, true, limit, cursor)
+                .await?
         }
-        if items.len() == limit as usize {
-            // Cut short: go on after the last item shown (the rest of this read is read again).
-            if filter.q.is_some() {
-                next = items.last().map(|i| Store::cursor_after(Index::States, i));
-            }
-            break;
-        }
-        if next.is_none() || read >= SCAN_MAX {
-            break;
-        }
-    }
-    // A page that showed the list's last item has nothing after it.
-    if items.len() == limit as usize && filter.q.is_some() {
-        let (rest, _) = match &next {
-            Some(after) => {
-                store
-                    .page_in(Index::States, &list, range, true, 1, Some(after))
-                    .await?
-            }
-            None => (Vec::new(), None),
-        };
-        if rest.is_empty() {
-            next = None;
-        }
-    }
+        Some(_) => matching(store, (&list, kind), filter, limit as usize, cursor).await?,
+    };
     let carriers = waiting::carriers(store, &items).await?;
     let states = waiting::states(store, org, &carriers).await?;
     let listed = items
@@ -282,6 +244,52 @@ pub async fn page(
         .map(|(item, s)| to_json(kind, item, s))
         .collect();
     Ok((listed, next))
+}
+
+/// The events of `list` that match the filter's `q`, up to `limit`, reading at most
+/// [`SCAN_MAX`]: a page cut short goes on after its last item shown, and one that showed the
+/// list's last item has no cursor.
+async fn matching(
+    store: &Store,
+    (list, kind): (&str, EventKind),
+    filter: &Filter,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<(Vec<Item>, Option<String>), StoreError> {
+    let range = filter.range();
+    let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+    let (mut items, mut next, mut read) = (Vec::new(), cursor.map(str::to_owned), 0);
+    loop {
+        let (page, after) = store
+            .page_in(Index::States, list, range, true, 200, next.as_deref())
+            .await?;
+        read += page.len();
+        next = after;
+        let room = limit - items.len();
+        items.extend(
+            page.into_iter()
+                .filter(|i| filter.matches(kind, i))
+                .take(room),
+        );
+        if items.len() == limit {
+            next = items.last().map(|i| Store::cursor_after(Index::States, i));
+            break;
+        }
+        if next.is_none() || read >= SCAN_MAX {
+            return Ok((items, next));
+        }
+    }
+    // Nothing after the last item shown: no cursor.
+    let rest = match &next {
+        Some(after) => {
+            store
+                .page_in(Index::States, list, range, true, 1, Some(after))
+                .await?
+                .0
+        }
+        None => Vec::new(),
+    };
+    Ok((items, next.filter(|_| !rest.is_empty())))
 }
 
 /// Why a replay did not happen.

@@ -217,27 +217,8 @@ pub async fn resume(
     let started = std::time::Instant::now();
     let (mut sent, mut events) = (0, 0);
     loop {
-        let mut cursor = None::<String>;
-        loop {
-            let (marks, next) = store
-                .page(&pause::held_list(id), false, 100, cursor.as_deref())
-                .await?;
-            for mark in &marks {
-                let pk = mark.str_of("pk")?;
-                // The index may still show a mark a pass before this one dropped.
-                if store.get(pk).await?.is_none() {
-                    continue;
-                }
-                sent += send_on(store, publisher, id, mark, now).await?;
-                if store.transact(pause::release_steps(id, pk)).await? == Transacted::Done {
-                    events += 1;
-                }
-            }
-            match next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
+        let (passed, published) = send_listed(store, publisher, id, now).await?;
+        (events, sent) = (events + passed, sent + published);
         let left = match store.get(&integration_pk(id)).await? {
             Some(item) => held_of(&item),
             None => 0,
@@ -258,6 +239,37 @@ pub async fn resume(
     }
     tracing::info!(integration = %id.digest(), events, sent, "integration resumed");
     Ok(json!({"resumed": resumed, "events": events, "sent": sent}))
+}
+
+/// One pass over the held marks the index lists, oldest first: each still there sent on and
+/// dropped. How many events this pass dropped, and how many consequences it published.
+async fn send_listed(
+    store: &Store,
+    publisher: &Publisher,
+    id: &IntegrationId,
+    now: DateTime<Utc>,
+) -> Result<(usize, usize), ResumeError> {
+    let (mut events, mut sent, mut cursor) = (0, 0, None::<String>);
+    loop {
+        let (marks, next) = store
+            .page(&pause::held_list(id), false, 100, cursor.as_deref())
+            .await?;
+        for mark in &marks {
+            let pk = mark.str_of("pk")?;
+            // The index may still show a mark a pass before this one dropped.
+            if store.get(pk).await?.is_none() {
+                continue;
+            }
+            sent += send_on(store, publisher, id, mark, now).await?;
+            if store.transact(pause::release_steps(id, pk)).await? == Transacted::Done {
+                events += 1;
+            }
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok((events, sent)),
+        }
+    }
 }
 
 /// One held event sent on: a held SMS decided (its wallet moved, its waiting mark settled

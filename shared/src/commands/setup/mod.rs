@@ -151,6 +151,25 @@ pub fn stripe_key(raw: &str) -> Result<SecretString, ApiError> {
     }
 }
 
+/// A payments integration's signing secret as given (or generated), usable as its provider's.
+fn signing_secret(body: &NewIntegration, provider: Provider) -> Result<SecretString, ApiError> {
+    let secret = body
+        .secret
+        .clone()
+        .unwrap_or_else(standard::generate_secret);
+    let usable = match provider {
+        Provider::Standard => standard::Verifier::new(&secret).is_ok(),
+        _ => secret.len() >= 16,
+    };
+    if !secret.starts_with("whsec_") || !usable {
+        return Err(ApiError::bad_request(
+            "invalid_secret",
+            "secret must be whsec_ followed by the base64 of 24 to 64 bytes (standard) or whsec_ and at least 10 more characters (stripe)",
+        ));
+    }
+    Ok(SecretString::from(secret))
+}
+
 fn payment_settings(
     body: &NewIntegration,
     allows_loopback: bool,
@@ -165,23 +184,7 @@ fn payment_settings(
                 "provider must be standard, stripe or monobank",
             )
         })?;
-    let secret = || {
-        let secret = body
-            .secret
-            .clone()
-            .unwrap_or_else(standard::generate_secret);
-        let usable = match provider {
-            Provider::Standard => standard::Verifier::new(&secret).is_ok(),
-            _ => secret.len() >= 16,
-        };
-        if !secret.starts_with("whsec_") || !usable {
-            return Err(ApiError::bad_request(
-                "invalid_secret",
-                "secret must be whsec_ followed by the base64 of 24 to 64 bytes (standard) or whsec_ and at least 10 more characters (stripe)",
-            ));
-        }
-        Ok(SecretString::from(secret))
-    };
+    let secret = || signing_secret(body, provider);
     if provider != Provider::Stripe && (body.api_url.is_some() || body.api_key.is_some()) {
         return Err(ApiError::bad_request(
             "invalid_field",
