@@ -228,14 +228,16 @@ impl Consequence {
     }
 }
 
-/// The `waits` attribute of an event item whose consequences are `consequences`, carried by
-/// the item at `source`: set when any of them is tracked, so the event is put with its waiting
-/// mark (`store::counters`).
-pub fn waits(consequences: &[Consequence], source: &str) -> Option<String> {
-    consequences
+/// What an event item whose consequences are `consequences`, carried by the item at `source`,
+/// waits on: the source and the keys of its tracked consequences, when there are any (the
+/// event is then put with its waiting mark, `store::counters`).
+pub fn waits(consequences: &[Consequence], source: &str) -> Option<(String, Vec<String>)> {
+    let on: Vec<String> = consequences
         .iter()
-        .any(Consequence::is_tracked)
-        .then(|| source.to_owned())
+        .filter(|c| c.is_tracked())
+        .map(Consequence::key)
+        .collect();
+    (!on.is_empty()).then(|| (source.to_owned(), on))
 }
 
 macro_rules! job {

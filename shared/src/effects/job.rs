@@ -18,6 +18,11 @@ pub trait Job: Sized + Send {
     fn read(body: &str) -> Result<Self, Unread>;
     /// The organisation and key, for logs and review items.
     fn about(&self) -> (OrgId, String);
+
+    /// Whether its event waits on it (`effects::waiting`): a tracked consequence.
+    fn tracked(&self) -> bool {
+        false
+    }
 }
 
 /// A consequence's job: read as a consequence, taken only when it is this queue's kind.
@@ -34,6 +39,10 @@ macro_rules! consequence_job {
             fn about(&self) -> (OrgId, String) {
                 let consequence = Consequence::from(self.clone());
                 (consequence.org().clone(), consequence.key())
+            }
+
+            fn tracked(&self) -> bool {
+                Consequence::from(self.clone()).is_tracked()
             }
         }
     )*};

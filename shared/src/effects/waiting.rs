@@ -1,20 +1,23 @@
 //! What an event waits for: each consequence it implies, whether it happened (read from the
-//! item the consequence leaves when it happens), and the settling of the event's waiting mark
-//! once every one has.
+//! item the consequence leaves when it happens: the operator's list), and the settling of the
+//! event's waiting mark as its consequences happen.
 //!
-//! Exact under at-least-once delivery and concurrency: the mark and its tally are written in
-//! the event's own transaction (`store::counters::with_counts`); every worker, after applying
-//! a consequence (or finding it applied), reads the marks of all the event's consequences
-//! strongly consistently and, when all are there, deletes the waiting mark on the condition
-//! that it is there, with the tally's decrement in the same transaction. Of two workers that
-//! finish the last two consequences at once, at least one reads the other's mark (each writes
-//! before it reads), and the conditional delete lets only one take the event off the tally.
+//! Exact under at-least-once delivery and concurrency: the mark, holding the keys of the
+//! event's tracked consequences (`pending`), and its tally are written in the event's own
+//! transaction (`store::counters::with_counts`). Every worker, after applying a consequence (or
+//! finding it applied: a key shared by several events is settled for each), takes its key out
+//! of the set in one conditional update (held to the key being in it, so a redelivery takes
+//! nothing twice) that answers the set as it is after; the one that leaves it empty deletes the
+//! mark on the condition that it is there, with the tally's decrement in the same
+//! transaction. A worker cut off between the two finds, on its redelivery, the key already
+//! out: it deletes a mark whose set is empty. One update per consequence, one transaction per
+//! event.
 
 use super::{activity, automation, derive, notify, Consequence};
 use crate::ids::OrgId;
 use crate::store::counters;
-use crate::store::item::Read;
-use crate::store::{Item, Store, StoreError, Transacted};
+use crate::store::item::{s, Read};
+use crate::store::{Cond, Item, Store, StoreError, Transacted, Update};
 use serde_json::{json, Value};
 
 /// One consequence an event implies, and whether it happened.
@@ -142,24 +145,41 @@ pub async fn states(
         .collect())
 }
 
-/// Settles the waiting mark of the event whose consequences `source` carries, if every one of
-/// them has happened: `true` when this call took the event off the tally. Called by the worker
-/// loop after each consequence it applied (or found applied); nothing when no mark waits.
-pub async fn settle(store: &Store, source: &str) -> Result<bool, StoreError> {
-    let Some(mark) = store.get(&counters::waiting_pk(source)).await? else {
-        return Ok(false);
+/// After the consequence `key` of the event whose consequences `source` carries happened (or
+/// was found done): its key taken out of the event's waiting mark, and the mark settled when
+/// none is left. `true` when this call took the event off the tally; nothing when no mark waits.
+pub async fn settle(store: &Store, source: &str, key: &str) -> Result<bool, StoreError> {
+    let pk = counters::waiting_pk(source);
+    let take = Update::new()
+        .take_from_set(counters::PENDING, vec![key.to_owned()])
+        .when(Cond::Contains(counters::PENDING.into(), s(key)));
+    let mark = match store.update_returning(&pk, &take).await? {
+        Some(after) => after,
+        // Not in the set: taken before (a redelivery), or no mark waits. A mark left with an
+        // empty set (its last taker cut off) is settled now.
+        None => match store.get(&pk).await? {
+            Some(mark) => mark,
+            None => return Ok(false),
+        },
     };
-    let Some(carrier) = store.get(source).await? else {
+    settle_empty(store, &mark).await
+}
+
+/// Settles a mark whose event waits on nothing more (a held SMS decided, whose consequences
+/// no message carries): `true` when this call took the event off the tally.
+pub async fn settle_held(store: &Store, source: &str) -> Result<bool, StoreError> {
+    match store.get(&counters::waiting_pk(source)).await? {
+        Some(mark) => settle_empty(store, &mark).await,
+        None => Ok(false),
+    }
+}
+
+/// Deletes `mark` and takes one off its kind's tally, if its set of pending keys is empty.
+async fn settle_empty(store: &Store, mark: &Item) -> Result<bool, StoreError> {
+    if mark.contains_key(counters::PENDING) {
         return Ok(false);
-    };
-    let org = OrgId::parse(mark.str_of("org")?)
-        .map_err(|e| crate::store::item::malformed(&mark, &e.to_string()))?;
-    let done = states(store, &org, std::slice::from_ref(&carrier))
-        .await?
-        .iter()
-        .flatten()
-        .all(|s| s.done);
-    let Some(steps) = counters::settled(&mark).filter(|_| done) else {
+    }
+    let Some(steps) = counters::settled(mark) else {
         return Ok(false);
     };
     Ok(match store.transact_counted(steps).await? {
@@ -168,7 +188,7 @@ pub async fn settle(store: &Store, source: &str) -> Result<bool, StoreError> {
         Transacted::Refused { .. } => false,
         Transacted::Contended => {
             return Err(StoreError::Contended {
-                pk: counters::waiting_pk(source),
+                pk: mark.opt_str("pk").unwrap_or_default().to_owned(),
             })
         }
     })

@@ -206,6 +206,7 @@ impl<W: Worker> SqsApp<W> {
             }
         };
         let (org, key) = job.about();
+        let tracked = job.tracked();
         let span = tracing::info_span!("job", worker = W::NAME, key = %key);
         match self
             .worker
@@ -219,7 +220,10 @@ impl<W: Worker> SqsApp<W> {
                 metrics::counter!("effects", "worker" => W::NAME, "result" => "absorbed")
                     .increment(applied.absorbed as u64);
                 tracing::info!(key = %key, written = applied.written, absorbed = applied.absorbed, "applied");
-                self.settle(msg, (&org, key), now).await
+                match tracked {
+                    true => self.settle(msg, (&org, key), now).await,
+                    false => Ok(()),
+                }
             }
             Err(err) => self.failed(msg, &org, key, err, now).await,
         }
@@ -236,7 +240,7 @@ impl<W: Worker> SqsApp<W> {
         let Some(source) = msg.body.as_deref().and_then(super::queue::source_of) else {
             return Ok(());
         };
-        match super::waiting::settle(&self.store, &source).await {
+        match super::waiting::settle(&self.store, &source, &key).await {
             Ok(_) => Ok(()),
             Err(e) => {
                 let err = WorkError::transient(e);

@@ -19,6 +19,7 @@ use crate::messages::{Incoming, Placement, Sender};
 use crate::review::{Kind, ReviewItem};
 use crate::store::item::{n, s, tag_name, Read};
 use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
+use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -187,7 +188,9 @@ impl Decision for RecordSms<'_> {
                 Vec::new(),
                 now,
             )?;
-            waits_on_message(&mut steps, &placed)?;
+            if let Some(waits) = message_waits(&placed)? {
+                wait_on(&mut steps, waits, self.release);
+            }
             steps.extend(placed);
         }
         if self.release {
@@ -275,25 +278,41 @@ fn decided_now(steps: &mut [Step], answer: &serde_json::Value) {
     };
 }
 
-/// An incoming SMS's consequences are its conversation message's: the acknowledgement (step 0,
-/// the SMS event the operator counts) waits on the message placed with it.
-fn waits_on_message(steps: &mut [Step], placed: &[Step]) -> Result<(), crate::store::StoreError> {
+/// An incoming SMS's consequences are its conversation message's: what the acknowledgement (the
+/// SMS event the operator counts) waits on, from the message placed with it.
+fn message_waits(
+    placed: &[Step],
+) -> Result<Option<(String, Vec<String>)>, crate::store::StoreError> {
     let message = placed.iter().find_map(|step| match step {
         Step::PutNew(item) if item.opt_str("kind") == Some(crate::messages::KIND) => Some(item),
         _ => None,
     });
     let Some(message) = message else {
-        return Ok(());
+        return Ok(None);
     };
     let consequences = crate::messages::Message::from_item(message)?.consequences();
-    let source = message.str_of("pk")?;
-    if let (Some(waits), Some(Step::PutNew(ack))) = (
-        crate::consequences::waits(&consequences, source),
-        steps.first_mut(),
-    ) {
-        ack.insert("waits".into(), crate::store::item::s(waits));
+    Ok(crate::consequences::waits(
+        &consequences,
+        message.str_of("pk")?,
+    ))
+}
+
+/// Puts what the acknowledgement waits on: on the new acknowledgement, or (a held event decided
+/// now) on the waiting mark put when it was held, before the message was placed.
+fn wait_on(steps: &mut Vec<Step>, (source, on): (String, Vec<String>), release: bool) {
+    match (release, steps.first_mut()) {
+        (false, Some(Step::PutNew(ack))) => {
+            ack.insert("waits".into(), s(source));
+            ack.insert("waits_on".into(), AttributeValue::Ss(on));
+        }
+        (true, _) => steps.push(Step::Update {
+            pk: crate::store::counters::waiting_pk(&source),
+            update: Update::new()
+                .set(crate::store::counters::PENDING, AttributeValue::Ss(on))
+                .when(Cond::Exists),
+        }),
+        _ => {}
     }
-    Ok(())
 }
 
 /// The acknowledgement first (a refusal of step 0 is a repeat), then the lines, the inbox

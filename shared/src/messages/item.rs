@@ -93,10 +93,7 @@ impl Message {
                     ),
                     &crate::store::lists::event_position(self.at, self.key().as_str()),
                 )
-                .opt_str(
-                    "waits",
-                    crate::consequences::waits(&self.consequences(), &self.pk()),
-                ),
+                .waits(crate::consequences::waits(&self.consequences(), &self.pk())),
             (Direction::Outbound, _) => builder,
         };
         builder

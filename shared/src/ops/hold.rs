@@ -292,6 +292,6 @@ async fn send_on(
         .await?
         .ok_or(ResumeError::Gone)?;
     crate::ledger::release(store, &integration, &sms, now).await?;
-    crate::effects::waiting::settle(store, event).await?;
+    crate::effects::waiting::settle_held(store, event).await?;
     Ok(0)
 }

@@ -130,10 +130,7 @@ impl PaymentEvent {
 
     pub fn to_item(&self) -> Item {
         let builder = Builder::new(&self.pk(), KIND, self.org.as_str())
-            .opt_str(
-                "waits",
-                crate::consequences::waits(&self.consequences(), &self.pk()),
-            )
+            .waits(crate::consequences::waits(&self.consequences(), &self.pk()))
             .str("event_key", self.key().as_str())
             .str("source", self.source.to_string())
             .str("external_id", self.external_id.as_str())

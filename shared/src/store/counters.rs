@@ -93,6 +93,9 @@ pub fn waiting_pk(source: &str) -> String {
     format!("{source}#WAITING")
 }
 
+/// The set on a waiting mark of the keys of the consequences still to happen.
+pub const PENDING: &str = "pending";
+
 /// An organisation's waiting marks of a kind, oldest first by the event's listed time.
 pub fn waiting_list(org: &OrgId, kind: EventKind) -> String {
     org.pk(&format!("WAITING#{}", kind.name()))
@@ -126,15 +129,19 @@ fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
     let source = item.opt_str("waits")?;
     let org_id = OrgId::parse(org).ok()?;
     let kind = EventKind::parse(kind)?;
-    Some(
-        super::item::Builder::new(&waiting_pk(source), "waiting", org)
-            .str("event_kind", kind.name())
-            .str("event", item.opt_str("pk")?)
-            .str("source", source)
-            .list(&waiting_all(kind), position)
-            .index(&waiting_list(&org_id, kind), position)
-            .build(),
-    )
+    let mut mark = super::item::Builder::new(&waiting_pk(source), "waiting", org)
+        .str("event_kind", kind.name())
+        .str("event", item.opt_str("pk")?)
+        .str("source", source)
+        .list(&waiting_all(kind), position)
+        .index(&waiting_list(&org_id, kind), position)
+        .build();
+    // The keys of the consequences still to happen, each taken out once by the worker that
+    // applies it (`effects::waiting::settle`).
+    if let Some(on) = item.get("waits_on") {
+        mark.insert(PENDING.into(), on.clone());
+    }
+    Some(mark)
 }
 
 /// What a put adds: its changes (each by the put's key, for the shard), its organisation, and
@@ -439,6 +446,7 @@ fn hour_of(pk: &str, attr: &str) -> Option<(DateTime<Utc>, EventKind)> {
 mod tests {
     use super::*;
     use crate::store::item::Builder;
+    use aws_sdk_dynamodb::types::AttributeValue;
 
     fn shard(pk: &str) -> u64 {
         hash(pk) % SHARDS
@@ -547,6 +555,11 @@ mod tests {
         };
         let pk = item.opt_str("pk").unwrap().to_owned();
         item.insert("waits".into(), s(&pk));
+        let on = vec![
+            "activity:contact:c1:k".to_owned(),
+            "notification:k".to_owned(),
+        ];
+        item.insert("waits_on".into(), AttributeValue::Ss(on.clone()));
         let all = with_counts(&[Step::PutNew(item)]).unwrap();
         let mark = all
             .iter()
@@ -561,6 +574,7 @@ mod tests {
             Some(waiting_list(&org, EventKind::Payment).as_str())
         );
         assert_eq!(mark.opt_str("gsi1pk"), Some("WAITING#payment"));
+        assert_eq!(mark.get(PENDING), Some(&AttributeValue::Ss(on)));
         let tallies: Vec<&str> = all
             .iter()
             .filter_map(Step::pk)

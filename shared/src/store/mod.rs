@@ -284,6 +284,39 @@ impl Store {
         Ok(())
     }
 
+    /// `update_if`, answering the item as it is after the update; `None` when the condition did
+    /// not hold.
+    pub async fn update_returning(
+        &self,
+        pk: &str,
+        update: &Update,
+    ) -> Result<Option<Item>, StoreError> {
+        let expr = update.expression();
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(pk)))
+            .update_expression(expr.update)
+            .set_condition_expression(expr.condition)
+            .set_expression_attribute_names(Some(expr.names))
+            .set_expression_attribute_values(Some(expr.values))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(StoreError::sdk(err)),
+        }
+    }
+
     /// Applies `update` to the item at `pk` if its condition holds; `Ok(false)` when it did not.
     pub async fn update_if(&self, pk: &str, update: &Update) -> Result<bool, StoreError> {
         let expr = update.expression();

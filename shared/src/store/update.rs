@@ -23,6 +23,8 @@ pub enum Cond {
     Lacks(String),
     /// The attribute sorts before this value (a missing attribute does not).
     Before(String, AttributeValue),
+    /// The set attribute holds this member.
+    Contains(String, AttributeValue),
     /// Every one of these.
     All(Vec<Cond>),
     /// At least one of these.
@@ -63,6 +65,10 @@ impl Cond {
                 let i = bind(name, value);
                 Some(format!("#c{i} < :c{i}"))
             }
+            Cond::Contains(name, value) => {
+                let i = bind(name, value);
+                Some(format!("contains(#c{i}, :c{i})"))
+            }
             Cond::All(all) | Cond::Any(all) => {
                 let joint = if matches!(self, Cond::All(_)) {
                     " AND "
@@ -84,6 +90,8 @@ impl Cond {
 pub struct Update {
     set: Vec<(String, AttributeValue)>,
     add: Vec<(String, AttributeValue)>,
+    /// Members taken out of a set (`DELETE`).
+    take: Vec<(String, AttributeValue)>,
     remove: Vec<String>,
     cond: Cond,
 }
@@ -106,6 +114,7 @@ impl Update {
         Self {
             set: Vec::new(),
             add: Vec::new(),
+            take: Vec::new(),
             remove: Vec::new(),
             cond: Cond::Always,
         }
@@ -119,6 +128,13 @@ impl Update {
     /// Adds to a number (or creates it).
     pub fn add(mut self, name: &str, value: AttributeValue) -> Self {
         self.add.push((name.to_owned(), value));
+        self
+    }
+
+    /// Takes these members out of a string set (a set left empty is removed).
+    pub fn take_from_set(mut self, name: &str, members: Vec<String>) -> Self {
+        self.take
+            .push((name.to_owned(), AttributeValue::Ss(members)));
         self
     }
 
@@ -150,6 +166,7 @@ impl Update {
         };
         let set = clause("SET", &self.set, " = ");
         let add = clause("ADD", &self.add, " ");
+        let take = clause("DELETE", &self.take, " ");
         let removed: Vec<String> = self
             .remove
             .iter()
@@ -160,7 +177,7 @@ impl Update {
             })
             .collect();
         let remove = (!removed.is_empty()).then(|| format!("REMOVE {}", removed.join(", ")));
-        let update = [set, add, remove]
+        let update = [set, add, take, remove]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()

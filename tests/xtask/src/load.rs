@@ -345,6 +345,18 @@ async fn items_of(coords: &Coordinates, org: &str) -> Result<Vec<firmspace::stor
         .collect())
 }
 
+/// Every kind's events still waiting, by the organisation's counters.
+async fn waiting_counted(
+    store: &firmspace::store::Store,
+    org: &firmspace::ids::OrgId,
+) -> Result<u64> {
+    let counted = firmspace::store::counters::read(store, org, chrono::Utc::now(), 0).await?;
+    Ok(firmspace::ops::EventKind::ALL
+        .iter()
+        .map(|kind| counted.waiting(*kind))
+        .sum())
+}
+
 /// Waits (up to two minutes) until every stored event's consequences are there, then counts
 /// per kind the events stored against those sent and the consequences against those the events
 /// imply. How many are off (missing or extra).
@@ -357,6 +369,7 @@ async fn settle(
     let sdk = crate::throughput::sdk_config(&coords.aws_endpoint_url).await;
     let store = firmspace::store::Store::new(aws_sdk_dynamodb::Client::new(&sdk), &coords.table);
     let deadline = Instant::now() + Duration::from_secs(120);
+    let off_by_waiting;
     let (items, states) = loop {
         let items = items_of(coords, &target.org).await?;
         let events: Vec<_> = items
@@ -367,12 +380,16 @@ async fn settle(
         let carriers = firmspace::effects::waiting::carriers(&store, &events).await?;
         let states = firmspace::effects::waiting::states(&store, &org, &carriers).await?;
         let missing = states.iter().flatten().filter(|c| !c.done).count();
-        if missing == 0 || Instant::now() > deadline {
+        // The waiting counters, settled by the workers after the last consequence of each event.
+        let waiting = waiting_counted(&store, &org).await?;
+        if (missing == 0 && waiting == 0) || Instant::now() > deadline {
+            println!("events still waiting by the counters: {waiting}");
+            off_by_waiting = waiting;
             break (items, states);
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     };
-    let mut off = 0u64;
+    let mut off = off_by_waiting;
     println!(
         "{:<9} {:>7} {:>7} {:>8} {:>6}",
         "kind", "sent", "stored", "missing", "extra"
