@@ -109,7 +109,9 @@ async fn apply<R>(
             amount: AmountText::of(&detail["amount"]),
             source: Source::Assistant,
         },
-        Some(kept) if KEPT.contains(&kept) => kept_on(env, by, &detail, invoice_id).await?,
+        Some(kept) if KEPT.contains(&kept) && item.opt_str("review_kind") == Some("payment") => {
+            kept_on(env, by, &detail, invoice_id).await?
+        }
         _ => {
             return Err(ApiError::bad_request(
                 "invalid_decision",
@@ -187,9 +189,19 @@ async fn kept_on<R>(
             ));
         }
     }
+    let kept = detail["unapplied"]
+        .as_str()
+        .and_then(|a| a.parse::<rust_decimal::Decimal>().ok())
+        .filter(|a| *a > rust_decimal::Decimal::ZERO)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "nothing_kept",
+                "the payment kept no amount to apply (its provider named none): dismiss it",
+            )
+        })?;
     Ok(Target {
         invoice_id: invoice_id.to_owned(),
-        amount: AmountText::of(&detail["unapplied"]),
+        amount: AmountText::of(&serde_json::json!(crate::money::display(kept))),
         source: Source::Manual,
     })
 }
@@ -246,14 +258,28 @@ async fn same_money<R>(
         .get(&stored)
         .await?
         .ok_or_else(|| ApiError::not_found("payment"))?;
+    // Only money the payment put on an invoice can be taken back.
+    let own = crate::payments::payment_pk(org, &source, &external_id);
+    let applied = match env.store.get(&own).await? {
+        Some(event) => crate::payments::PaymentEvent::from_item(&event)?.applied,
+        None => return Err(ApiError::not_found("payment")),
+    };
+    if applied <= rust_decimal::Decimal::ZERO {
+        return Err(ApiError::bad_request(
+            "nothing_to_reverse",
+            "the item's payment put nothing on an invoice: dismiss it",
+        ));
+    }
     if !mark_applying(env, pk, Decision::SameMoney).await? {
         return Ok(None);
     }
+    // Under the key the provider's own reversal of it would take: whichever comes second is
+    // that reversal again, so the money goes back once.
     let input = crate::payments::PaymentInput {
         org: org.clone(),
         invoice_ref: None,
+        external_id: crate::payments::reversal_id(&external_id),
         source,
-        external_id: decided_id(pk)?,
         amount: None,
         currency: None,
         at: env.now,

@@ -85,8 +85,9 @@ impl PaymentSettings {
             Provider::Stripe => Self::Stripe {
                 secret: crate::vault::take_secret(secrets, "secret")?,
                 // Marked in clear, so a function that leaves the secrets sealed knows it is there.
+                // Secrets sealed before the key was set (a rotation's previous ones) hold none.
                 api_key: match item.bool_of(HOLDS_API_KEY) {
-                    true => Some(crate::vault::take_secret(secrets, "api_key")?),
+                    true => crate::vault::take_secret(secrets, "api_key").ok(),
                     false => None,
                 },
                 api_url: item.opt_str("api_url").map(str::to_owned),

@@ -234,13 +234,8 @@ fn hold(
     };
     let mut item = ack.to_item();
     let pk = item.str_of("pk").unwrap_or_default().to_owned();
-    let carrier = match event.kind {
-        SmsType::Received => {
-            crate::messages::message_pk(org, &event.integration_id, &event.message_id)
-        }
-        _ => pk.clone(),
-    };
-    item.insert("waits".into(), s(carrier));
+    // It waits on its own decision (an incoming one's message is placed only then).
+    item.insert("waits".into(), s(&pk));
     let mark = crate::integrations::pause::held_mark(&integration.id, &pk, event.at, now)
         .str("sms_event", super::held::to_json(event))
         .build();
@@ -297,21 +292,21 @@ fn message_waits(
     ))
 }
 
-/// Puts what the acknowledgement waits on: on the new acknowledgement, or (a held event decided
-/// now) on the waiting mark put when it was held, before the message was placed.
+/// Puts what the acknowledgement waits on: on the new acknowledgement; or, for a held event
+/// decided now, its waiting mark (put when it was held, on itself) moves to the message placed
+/// now, with the keys of the message's consequences (the event still waits: the tally stays).
 fn wait_on(steps: &mut Vec<Step>, (source, on): (String, Vec<String>), release: bool) {
-    match (release, steps.first_mut()) {
-        (false, Some(Step::PutNew(ack))) => {
-            ack.insert("waits".into(), s(source));
-            ack.insert("waits_on".into(), AttributeValue::Ss(on));
-        }
-        (true, _) => steps.push(Step::Update {
-            pk: crate::store::counters::waiting_pk(&source),
-            update: Update::new()
-                .set(crate::store::counters::PENDING, AttributeValue::Ss(on))
-                .when(Cond::Exists),
-        }),
-        _ => {}
+    let Some(Step::PutNew(ack)) = steps.first_mut() else {
+        return;
+    };
+    ack.insert("waits".into(), s(&source));
+    ack.insert("waits_on".into(), AttributeValue::Ss(on));
+    if !release {
+        return;
+    }
+    let held = crate::store::counters::waiting_pk(ack.opt_str("pk").unwrap_or_default());
+    if let Some(mark) = crate::store::counters::waiting_mark(ack) {
+        steps.extend([Step::Delete(held), Step::PutNew(mark)]);
     }
 }
 

@@ -82,6 +82,12 @@ pub async fn run(
         }
         _ => {
             let target = (&integration, apis.allow_loopback);
+            // A call that ran out of time goes on from the last event it booked.
+            let to = ask
+                .cursor
+                .and_then(crate::time::from_unix)
+                .unwrap_or(ask.to);
+            let window = (window.0, to.min(ask.to));
             match recover::stripe(store, &apis.http, target, window, deadline).await {
                 Ok(done) => answer(200, json!(done)),
                 Err(RecoverError::NoApiKey) => refused(

@@ -35,9 +35,11 @@ pub struct Recovered {
     pub duplicates: u64,
     /// Of a type (or a shape) the webhook does not book.
     pub ignored: u64,
-    /// The time ran out before the list's end: recover the window again (what is stored now is
-    /// a duplicate then).
+    /// The time ran out before the list's end: recover the window again with `cursor`.
     pub more: bool,
+    /// With `more`: the creation time (unix seconds) of the last event booked; the next call
+    /// asks up to it (an event of that second seen again is a duplicate).
+    pub cursor: Option<i64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,9 +89,11 @@ pub async fn stripe(
     let (key, base) = stripe_of(integration, allow_loopback)?;
     let mut recovered = Recovered::default();
     let mut after: Option<String> = None;
+    let mut last_created: Option<i64> = None;
     loop {
         if Instant::now() + CALL_TIMEOUT > deadline {
             recovered.more = true;
+            recovered.cursor = last_created;
             return Ok(recovered);
         }
         let mut query = vec![
@@ -122,6 +126,7 @@ pub async fn stripe(
         let events = page["data"].as_array().cloned().unwrap_or_default();
         for event in &events {
             book(store, integration, event, &mut recovered).await?;
+            last_created = event["created"].as_i64().or(last_created);
         }
         after = events
             .last()

@@ -144,6 +144,14 @@ fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
     Some(mark)
 }
 
+/// The waiting mark of an event item (on its kind's list, marked `waits`), as its put would
+/// make it: for a held event decided later, whose consequences another item carries.
+pub fn waiting_mark(item: &Item) -> Option<Item> {
+    let list = item.opt_str("gsi2pk")?;
+    let (org, kind) = list.strip_prefix("ORG#")?.split_once("#EVENTS#")?;
+    marker(item, org, kind, item.opt_str("gsi2sk")?)
+}
+
 /// What a put adds: its changes (each by the put's key, for the shard), its organisation, and
 /// the items that come with it (an event's waiting mark).
 fn counted(item: &Item) -> Option<(Vec<Change>, String, Vec<Item>)> {

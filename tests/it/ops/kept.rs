@@ -79,6 +79,31 @@ async fn money_kept_for_review_goes_on_the_invoice_a_person_names_once() {
         (400, Some("currency_mismatch")),
         "{refused}"
     );
+    // A payment that named no amount kept none: nothing to apply, and it can still be dismissed.
+    let empty = firmspace::review::ReviewItem {
+        org: org.clone(),
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::InvoiceClosed,
+        key: "payment:stripe:pi_no_amount".into(),
+        at: Utc::now(),
+        detail: json!({"invoice_id": target_id, "unapplied": "0.00", "currency": "UAH"}),
+    };
+    assert!(empty.put(&o.env.store).await.unwrap());
+    let (empty_id, _) = open_item(&o, &key, "invoice_closed").await;
+    let apply = json!({"decision": "apply", "invoice_id": target_id});
+    let (status, refused) = o.post(&resolve(&empty_id), &key, "k-empty", &apply).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("nothing_kept"))
+    );
+    let dismiss = json!({"decision": "dismiss"});
+    assert_eq!(
+        o.post(&resolve(&empty_id), &key, "k-dismiss", &dismiss)
+            .await
+            .0,
+        200
+    );
+
     // Ten clicks at once, each its own request: one payment of 40.00, the item resolved.
     let body = json!({"decision": "apply", "invoice_id": target_id});
     let clicks = join_all((0..10).map(|i| {
@@ -125,6 +150,19 @@ async fn a_second_payment_said_to_be_the_same_money_is_reversed_once() {
     assert_eq!(paid(&o, &org, id).await, "100.00");
     let (item, item_key) = open_item(&o, &key, "overpayment").await;
     let first = item_key.replace("pi_again", "pi_first");
+    // A payment kept whole (its invoice closed) put nothing on it: nothing to take back.
+    pay(&o, &hook, id, "pi_late", "5.00").await;
+    let (late, late_key) = open_item(&o, &key, "invoice_closed").await;
+    let same_as_first =
+        json!({"decision": "same_money", "as": late_key.replace("pi_late", "pi_first")});
+    let (status, refused) = o
+        .post(&resolve(&late), &key, "s-late", &same_as_first)
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("nothing_to_reverse")),
+        "{refused}"
+    );
     let itself = json!({"decision": "same_money", "as": item_key});
     let (status, refused) = o.post(&resolve(&item), &key, "s-self", &itself).await;
     assert_eq!(

@@ -135,6 +135,9 @@ async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resum
 /// wallet: the key, the integration id and its secret.
 async fn sms_with_wallet(o: &Ops) -> (String, String, String) {
     let (key, _) = super::org_by_key(o).await;
+    let member = json!({"user_id": "u1", "name": "Olena"});
+    let (status, _) = crate::support::api::call(&o.api, "POST", "/api/members", &key, member).await;
+    assert_eq!(status, 201);
     let made = crate::support::api::call(
         &o.api,
         "POST",
@@ -199,6 +202,9 @@ async fn a_paused_sms_integration_holds_its_debits_and_decides_them_in_event_ord
         ("e2", event("delivered", "SM1", None), t0 + 1),
         ("e3", event("sent", "SM2", Some("0.10")), t0 + 2),
         ("e4", event("failed", "SM2", None), t0 + 3),
+        // An incoming SMS, and the carrier's re-push of it under another event id.
+        ("e5", event("received", "SM3", None), t0 + 4),
+        ("e6", event("received", "SM3", None), t0 + 5),
     ];
     for (event_id, body, at) in &reports {
         let res = hook.handle(deliver(event_id, body, *at)).await.unwrap();
@@ -226,7 +232,7 @@ async fn a_paused_sms_integration_holds_its_debits_and_decides_them_in_event_ord
     );
     assert_eq!(o.env.count("ledger_line").await, 1, "the top-up only");
     let (_, summary) = o.get("/ops/summary", &key).await;
-    assert_eq!(summary["events"]["sms"]["waiting"], 4, "{summary}");
+    assert_eq!(summary["events"]["sms"]["waiting"], 6, "{summary}");
     let (_, listed) = o.get("/ops/integrations", &key).await;
     let digest = listed["items"][0]["integration_id"]
         .as_str()
@@ -239,7 +245,7 @@ async fn a_paused_sms_integration_holds_its_debits_and_decides_them_in_event_ord
     let (status, resumed) = o.post(&resume, &key, "resume-sms", &json!({})).await;
     assert_eq!(
         (status, resumed["events"].as_u64()),
-        (200, Some(4)),
+        (200, Some(6)),
         "{resumed}"
     );
     let (_, wallet) =
@@ -267,10 +273,31 @@ async fn a_paused_sms_integration_holds_its_debits_and_decides_them_in_event_ord
         statuses,
         [
             ("SM1".into(), "delivered".into()),
-            ("SM2".into(), "failed".into())
+            ("SM2".into(), "failed".into()),
+            ("SM3".into(), "received".into())
         ]
         .into()
     );
+    // The incoming SMS still waits for its message's consequences; once they happen, nothing.
+    let (_, summary) = o.get("/ops/summary", &key).await;
+    assert_eq!(summary["events"]["sms"]["waiting"], 1, "{summary}");
+    let messages = o.env.items_of("message").await;
+    assert_eq!(messages.len(), 1, "one message for the SMS and its re-push");
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    let out = fanout
+        .process(stream_event(&messages[0], "1"), Utc::now())
+        .await;
+    assert!(out.batch_item_failures.is_empty());
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    for _ in 0..3 {
+        Box::pin(drain(&o, &w)).await;
+    }
     let (_, summary) = o.get("/ops/summary", &key).await;
     assert_eq!(summary["events"]["sms"]["waiting"], 0, "{summary}");
     // A repeat after the resumption gets what was decided; nothing moves again.

@@ -110,8 +110,21 @@ async fn what_stripe_sent_while_we_were_down_is_booked_once_through_the_webhooks
         (409, Some("no_api_key")),
         "{refused}"
     );
-    // The key set on its own: the signing secret is kept (a delivery still verifies).
+    // The signing secret rotated (the previous one verifies a day more), then the key set on
+    // its own: the signing secrets are kept, and a delivery signed with the previous verifies.
     let auth = format!("Bearer {key}");
+    let rotate = [
+        ("authorization", auth.as_str()),
+        ("idempotency-key", "rotate"),
+    ];
+    let secrets = format!("/api/integrations/{id}/secrets");
+    let new_secret = json!({"secrets": {"secret": "whsec_stripe_test_secret_0002"}});
+    assert_eq!(
+        call_with(&o.api, "POST", &secrets, &rotate, new_secret)
+            .await
+            .0,
+        200
+    );
     let headers = [
         ("authorization", auth.as_str()),
         ("idempotency-key", "set-key"),
