@@ -222,6 +222,34 @@ fn payment_of(key: &str) -> Option<(Source, ExternalId)> {
     ))
 }
 
+/// The payment `as` names: another stored payment of the organisation than the item's (`key`).
+async fn another_payment<R>(
+    env: &Env<'_, R>,
+    org: &crate::ids::OrgId,
+    key: &str,
+    same_as: Option<&str>,
+) -> Result<(), ApiError> {
+    let other = same_as.ok_or_else(|| {
+        ApiError::bad_request("invalid_field", "as names the payment's event key")
+    })?;
+    let other = fields::reference("as", other, fields::KEY_MAX * 2)?;
+    let (other_source, other_id) = payment_of(other).ok_or_else(|| {
+        ApiError::bad_request("invalid_field", "as is a payment's event key (payment:…)")
+    })?;
+    if other == key {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            "as names another payment than the item's",
+        ));
+    }
+    let stored = crate::payments::payment_pk(org, &other_source, &other_id);
+    env.store
+        .get(&stored)
+        .await?
+        .ok_or_else(|| ApiError::not_found("payment"))?;
+    Ok(())
+}
+
 /// `same_money` on an open item about a payment: the payment `as` names must be another stored
 /// payment of the organisation; one reversal of the item's payment, keyed by the item, takes
 /// back what it applied.
@@ -239,25 +267,8 @@ async fn same_money<R>(
             "same_money reverses the payment a review item is about; this item is about none",
         ));
     };
-    let other = same_as.ok_or_else(|| {
-        ApiError::bad_request("invalid_field", "as names the payment's event key")
-    })?;
-    let other = fields::reference("as", other, fields::KEY_MAX * 2)?;
-    let (other_source, other_id) = payment_of(other).ok_or_else(|| {
-        ApiError::bad_request("invalid_field", "as is a payment's event key (payment:…)")
-    })?;
-    if other == key {
-        return Err(ApiError::bad_request(
-            "invalid_field",
-            "as names another payment than the item's",
-        ));
-    }
     let org = by.org();
-    let stored = crate::payments::payment_pk(org, &other_source, &other_id);
-    env.store
-        .get(&stored)
-        .await?
-        .ok_or_else(|| ApiError::not_found("payment"))?;
+    another_payment(env, org, key, same_as).await?;
     // Only money the payment put on an invoice can be taken back.
     let own = crate::payments::payment_pk(org, &source, &external_id);
     let applied = match env.store.get(&own).await? {

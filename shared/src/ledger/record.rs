@@ -136,6 +136,23 @@ struct RecordSms<'a> {
     release: bool,
 }
 
+impl RecordSms<'_> {
+    /// A stored acknowledgement's answer, unless it is a held one this call releases.
+    fn decided_before(&self, found: &StoreSeen) -> Result<Option<Write<Acked>>, LedgerError> {
+        let held = found
+            .stored()
+            .map(|ack| ack.opt_str("outcome") == Some(HELD));
+        match (found.stored(), held, self.release) {
+            // Released before (or never held): what it answered.
+            (Some(ack), Some(false), _) | (Some(ack), _, false) => {
+                Ok(Some(Write::Done(replayed(ack, self.event)?)))
+            }
+            (None, _, true) => Err(LedgerError::NotHeld),
+            _ => Ok(None),
+        }
+    }
+}
+
 impl Decision for RecordSms<'_> {
     type Out = Acked;
     type Error = LedgerError;
@@ -146,16 +163,8 @@ impl Decision for RecordSms<'_> {
 
     fn decide(&self, found: &StoreSeen, now: DateTime<Utc>) -> Result<Write<Acked>, LedgerError> {
         let (event, org) = (self.event, self.integration.org());
-        let held = found
-            .stored()
-            .map(|ack| ack.opt_str("outcome") == Some(HELD));
-        match (found.stored(), held, self.release) {
-            // Released before (or never held): what it answered.
-            (Some(ack), Some(false), _) | (Some(ack), _, false) => {
-                return Ok(Write::Done(replayed(ack, event)?))
-            }
-            (None, _, true) => return Err(LedgerError::NotHeld),
-            _ => {}
+        if let Some(done) = self.decided_before(found)? {
+            return Ok(done);
         }
         let paused = found
             .get(5)
