@@ -25,9 +25,15 @@ async fn team(env: &TestEnv, org: &OrgId, size: usize) {
             user_id: format!("u{i}"),
             name: format!("Colleague {i}"),
         };
-        orgs::add_member(&env.store, org, &member, Utc::now())
-            .await
-            .unwrap();
+        orgs::add_member(
+            &env.store,
+            org,
+            &member,
+            firmspace::orgs::MEMBERS_MAX,
+            Utc::now(),
+        )
+        .await
+        .unwrap();
     }
 }
 

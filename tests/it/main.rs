@@ -24,5 +24,6 @@ mod ops;
 mod payments;
 mod secrets;
 mod support;
+mod team;
 mod webhook;
 mod write;

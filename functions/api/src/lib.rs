@@ -118,11 +118,8 @@ impl Ctx<'_> {
 
 impl App {
     pub fn new(store: Store, settings: Settings) -> Self {
-        let site = Site {
-            public_url: settings.public_url.clone(),
-            allows_loopback: settings.allows_loopback,
-            models: settings.ai_models.clone(),
-        };
+        let (url, models) = (&settings.public_url, settings.ai_models.clone());
+        let site = Site::new(url, settings.allows_loopback, models);
         Self {
             store,
             settings,

@@ -191,10 +191,24 @@ pub(super) async fn add_member<R>(
         user_id: user_id.to_owned(),
         name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
     };
-    let added = crate::orgs::add_member(env.store, by.org(), &member, env.now).await?;
+    let max = env
+        .site
+        .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
+    let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await?;
+    let status = match added {
+        crate::orgs::Added::New => 201,
+        crate::orgs::Added::Duplicate => 200,
+        crate::orgs::Added::LimitReached => {
+            return Err(ApiError::new(
+                409,
+                "limit_reached",
+                format!("an organisation holds at most {max} members"),
+            ))
+        }
+    };
     Ok((
-        if added { 201 } else { 200 },
-        json!({"user_id": member.user_id, "name": member.name, "duplicate": !added}),
+        status,
+        json!({"user_id": member.user_id, "name": member.name, "duplicate": status == 200}),
     ))
 }
 

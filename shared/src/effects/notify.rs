@@ -7,7 +7,7 @@ use super::Notification;
 use crate::ids::{key_part, OrgId};
 use crate::orgs;
 use crate::store::item::{b, Builder, Read};
-use crate::store::{Cond, Item, Store, StoreError, Update};
+use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
 use crate::time;
 use serde_json::{json, Value};
 
@@ -63,11 +63,43 @@ pub async fn deliver(store: &Store, n: &Notification) -> Result<Option<Applied>,
         return Ok(None);
     }
     let mut applied = Applied::default();
-    for (recipient, key) in &targets {
-        let created = store.put_new(item(n, key, recipient)).await?.created();
-        applied = applied.and(Applied::one(created));
+    for chunk in targets.chunks(COPIES_AT_ONCE) {
+        applied = applied.and(deliver_chunk(store, n, chunk).await?);
     }
     Ok(Some(applied))
+}
+
+/// Copies a transaction puts at once: a team of 1,000 is 10 reads and 10 transactions.
+const COPIES_AT_ONCE: usize = 100;
+
+/// One chunk of copies: the ones there read in one batch, the rest put in one transaction, each
+/// under its own conditional key. A copy put meanwhile by a redelivery refuses the transaction:
+/// the chunk is read and decided again.
+async fn deliver_chunk(
+    store: &Store,
+    n: &Notification,
+    targets: &[(String, String)],
+) -> Result<Applied, StoreError> {
+    let pks: Vec<String> = targets.iter().map(|(_, key)| pk(&n.org, key)).collect();
+    let mut rounds = crate::store::write::Rounds::new();
+    while rounds.next().await {
+        let found = store.get_many(&pks).await?;
+        let missing: Vec<Step> = targets
+            .iter()
+            .zip(&found)
+            .filter(|(_, there)| there.is_none())
+            .map(|((recipient, key), _)| Step::PutNew(item(n, key, recipient)))
+            .collect();
+        let written = missing.len();
+        let absorbed = targets.len() - written;
+        if written > 0 && store.commit(missing).await? != Transacted::Done {
+            continue;
+        }
+        return Ok(Applied { written, absorbed });
+    }
+    Err(StoreError::Contended {
+        pk: pks.first().cloned().unwrap_or_default(),
+    })
 }
 
 pub fn to_json(item: &Item) -> Value {

@@ -82,6 +82,9 @@ pub trait Worker: Send + Sync {
     /// What the worker's review items are about; its name in logs and metrics.
     const KIND: Kind;
     const NAME: &'static str = Self::KIND.name();
+    /// The time one message may take: a batch stops taking messages when less is left, and
+    /// reports the rest as failed (they come back; nothing is done twice).
+    const NEEDS: Duration = Duration::from_secs(3);
 
     fn apply(
         &self,
@@ -178,7 +181,10 @@ impl<W: Worker> SqsApp<W> {
     ) -> SqsBatchResponse {
         let mut response = SqsBatchResponse::default();
         for msg in event.records {
-            if let Err(()) = self.one(&msg, now, deadline).await {
+            // Too little time left for one more: it (and the rest) comes back, untouched, rather
+            // than the invocation timing out and every message coming back, done or not.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left < W::NEEDS || self.one(&msg, now, deadline).await.is_err() {
                 let mut failure = BatchItemFailure::default();
                 failure.item_identifier = msg.message_id.clone().unwrap_or_default();
                 response.batch_item_failures.push(failure);

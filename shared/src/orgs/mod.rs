@@ -1,8 +1,8 @@
 //! Organisations, their API keys (`keys`: stored hashed, with scopes) and team members.
 
 use crate::ids::OrgId;
-use crate::store::item::{Builder, Read};
-use crate::store::{Step, Store, StoreError, Transacted};
+use crate::store::item::{n, s, Builder, Read};
+use crate::store::{Cond, Step, Store, StoreError, Transacted, Update};
 use chrono::{DateTime, Utc};
 use keys::Scopes;
 use secrecy::SecretString;
@@ -67,8 +67,9 @@ pub async fn add_member(
     store: &Store,
     org: &OrgId,
     member: &Member,
+    max: u64,
     now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
+) -> Result<Added, StoreError> {
     let item = Builder::new(
         &org.pk(&format!("MEMBER#{}", member.user_id)),
         "member",
@@ -79,8 +80,50 @@ pub async fn add_member(
     .time("created_at", now)
     .list(&org.pk("MEMBERS"), &member.user_id)
     .build();
-    Ok(store.put_new(item).await?.created())
+    // Counted in the same transaction, held under the cap: two at once cannot pass it.
+    let counted = Update::new()
+        .set("kind", s("member_count"))
+        .set("org", s(org.as_str()))
+        .add("count", n(1))
+        .when(Cond::Any(vec![
+            Cond::Missing,
+            Cond::Before("count".into(), n(max)),
+        ]));
+    let steps = vec![
+        Step::PutNew(item),
+        Step::Update {
+            pk: org.pk("MEMBER_COUNT"),
+            update: counted,
+        },
+    ];
+    let mut rounds = crate::store::write::Rounds::new();
+    while rounds.next().await {
+        return match store.transact(steps.clone()).await? {
+            Transacted::Done => Ok(Added::New),
+            // The user is a member already (the first refusal DynamoDB names is the lowest).
+            Transacted::Refused { step: 0, .. } => Ok(Added::Duplicate),
+            Transacted::Refused { .. } => Ok(Added::LimitReached),
+            Transacted::Contended => continue,
+        };
+    }
+    Err(StoreError::Contended {
+        pk: org.pk("MEMBER_COUNT"),
+    })
 }
+
+/// How adding a member ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Added {
+    New,
+    /// The `user_id` is a member already.
+    Duplicate,
+    /// The organisation holds its cap of members (`MEMBERS_MAX`).
+    LimitReached,
+}
+
+/// The most members an organisation holds, unless `MEMBERS_MAX` says otherwise: what a team
+/// notification writes a copy for, within one worker's invocation.
+pub const MEMBERS_MAX: u64 = 1000;
 
 /// Whether `user_id` is a member of the organisation.
 pub async fn is_member(store: &Store, org: &OrgId, user_id: &str) -> Result<bool, StoreError> {

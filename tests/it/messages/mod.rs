@@ -63,9 +63,15 @@ impl Setup {
                 user_id: user_id.into(),
                 name: name.into(),
             };
-            orgs::add_member(&env.store, &org, &member, Utc::now())
-                .await
-                .unwrap();
+            orgs::add_member(
+                &env.store,
+                &org,
+                &member,
+                firmspace::orgs::MEMBERS_MAX,
+                Utc::now(),
+            )
+            .await
+            .unwrap();
         }
         let stand_in = channels::spawn(send_delay).await;
         let hook = IntegrationId::generate(&org);

@@ -165,9 +165,15 @@ pub(super) async fn org_with_team(o: &Ops) -> OrgId {
         user_id: "u1".into(),
         name: "Olena".into(),
     };
-    orgs::add_member(&o.env.store, &org, &member, Utc::now())
-        .await
-        .unwrap();
+    orgs::add_member(
+        &o.env.store,
+        &org,
+        &member,
+        firmspace::orgs::MEMBERS_MAX,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     org
 }
 

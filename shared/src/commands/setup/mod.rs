@@ -33,6 +33,21 @@ pub struct Site {
     pub allows_loopback: bool,
     /// The models a rule's AI step may name (`AI_MODELS`).
     pub models: super::model::Models,
+    /// The most members an organisation holds (`MEMBERS_MAX`, default 1,000).
+    pub members_max: u64,
+}
+
+impl Site {
+    /// The site as the stage sets it; `MEMBERS_MAX` read from the environment.
+    pub fn new(public_url: &str, allows_loopback: bool, models: super::model::Models) -> Self {
+        Self {
+            public_url: public_url.to_owned(),
+            allows_loopback,
+            models,
+            members_max: crate::config::parse_var("MEMBERS_MAX", crate::orgs::MEMBERS_MAX)
+                .unwrap_or(crate::orgs::MEMBERS_MAX),
+        }
+    }
 }
 
 /// Makes the integration `new` asks for, as `by`: 201 and what the integrator is told.
