@@ -40,7 +40,7 @@ impl ApiError {
             ..Self::new(
                 429,
                 "rate_limited",
-                format!("this key reads at most {limit} times a minute; retry in {retry_after} s"),
+                format!("at most {limit} requests a minute here; retry in {retry_after} s"),
             )
         }
     }

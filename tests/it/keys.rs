@@ -143,7 +143,7 @@ async fn the_operator_view_needs_read_to_look_and_ops_to_act() {
 async fn a_key_over_its_reads_a_minute_gets_429_and_another_key_reads_on() {
     let env = crate::support::TestEnv::new().await;
     let mut settings = api_support::settings();
-    settings.reads_per_minute = 3;
+    settings.limits.reads = 3;
     let app = ::api::App::new(env.store.clone(), settings);
     let (first, second) = (
         api_support::new_org(&app).await,
@@ -187,4 +187,85 @@ async fn a_key_over_its_reads_a_minute_gets_429_and_another_key_reads_on() {
     let body = json!({"gross": "10.00", "currency": "EUR"});
     let (status, _) = api_support::call(&app, "POST", "/api/invoices", &first, body).await;
     assert_eq!(status, 201, "writes are not read-limited");
+}
+
+#[tokio::test]
+async fn a_key_over_its_writes_a_minute_gets_429_before_the_write_and_reads_on() {
+    let env = crate::support::TestEnv::new().await;
+    let mut settings = api_support::settings();
+    settings.limits.writes = 2;
+    let app = ::api::App::new(env.store.clone(), settings);
+    let key = api_support::new_org(&app).await;
+    let now = chrono::Utc::now();
+    let contact = |n: usize| {
+        let body = json!({"name": format!("Contact {n}")})
+            .to_string()
+            .into_bytes();
+        let req = crate::support::request(
+            "POST",
+            "/api/contacts",
+            &[
+                ("authorization", &format!("Bearer {key}")),
+                ("content-type", "application/json"),
+            ],
+            body,
+        );
+        let app = &app;
+        async move {
+            let res = app
+                .respond(&req, now)
+                .await
+                .unwrap_or_else(|e| e.into_response());
+            (
+                res.status().as_u16(),
+                res.headers().contains_key("retry-after"),
+            )
+        }
+    };
+    assert_eq!(contact(1).await.0, 201);
+    assert_eq!(contact(2).await.0, 201);
+    assert_eq!(contact(3).await, (429, true), "refused before the write");
+    assert_eq!(env.count("contact").await, 2, "the third was never written");
+    let req = crate::support::request(
+        "GET",
+        "/api/contacts",
+        &[("authorization", &format!("Bearer {key}"))],
+        Vec::new(),
+    );
+    let res = app.respond(&req, now).await.unwrap();
+    assert_eq!(res.status(), 200, "reads have their own budget");
+}
+
+#[tokio::test]
+async fn junk_at_one_integration_spends_its_budget_only() {
+    use crate::support::fixtures;
+    use firmspace::payments::providers::Provider;
+    let env = crate::support::TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let (a, b) = (
+        fixtures::integration(&env, &org, Provider::Standard).await,
+        fixtures::integration(&env, &org, Provider::Standard).await,
+    );
+    let inv = fixtures::invoice(&env, &org, rust_decimal_macros::dec!(100), "UAH").await;
+    let app = payment_webhook::app(env.store.clone()).with_deliveries_per_minute(3);
+    let junk = |hook: &firmspace::ids::IntegrationId| {
+        crate::support::request(
+            "POST",
+            &format!("/hooks/{hook}/payments"),
+            &[("content-type", "application/json")],
+            b"{}".to_vec(),
+        )
+    };
+    let now = chrono::Utc::now();
+    for _ in 0..3 {
+        let res = app.respond(&junk(&a), now).await.unwrap_err();
+        assert_eq!(res.status, 401, "unsigned: refused, and counted");
+    }
+    let over = app.respond(&junk(&a), now).await.unwrap_err();
+    assert_eq!((over.status, over.retry_after.is_some()), (429, true));
+    // B's deliveries go on: A's junk spent A's budget only.
+    let body = fixtures::standard_body("pay_b", inv.id.as_str(), Some("1.00"));
+    let signed = fixtures::standard_request_with_id(&b, &body, now.timestamp(), "msg_b");
+    assert_eq!(app.respond(&signed, now).await.unwrap().status(), 200);
+    assert_eq!(env.count("payment_event").await, 1);
 }

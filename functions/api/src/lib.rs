@@ -48,8 +48,8 @@ pub struct Settings {
     pub files: Option<firmspace::messages::media::Files>,
     /// Where "import now" requests go (`IMPORT_QUEUE_URL`); without it the route answers 503.
     pub imports: Option<firmspace::bank::import::Requests>,
-    /// Reads a key may make a minute (`READS_PER_MINUTE`, default 300); over it, 429.
-    pub reads_per_minute: u64,
+    /// Requests a key may make a minute (`READS_PER_MINUTE`, 300; `WRITES_PER_MINUTE`, 120).
+    pub limits: firmspace::orgs::rate::Limits,
     /// Where CSV files of more than 5,000 rows wait for the import worker (the attachments
     /// bucket, `imports/`); without it such a file is 503.
     pub uploads: Option<firmspace::bank::files::Bucket>,
@@ -149,7 +149,7 @@ impl App {
                 }),
                 None => None,
             },
-            reads_per_minute: firmspace::orgs::rate::limit_from_env(),
+            limits: firmspace::orgs::rate::Limits::from_env(),
             ai_models: firmspace::commands::model::Models::from_env(),
             automation: match config::var("AUTOMATION_QUEUE_URL") {
                 Some(automation) => Some(firmspace::effects::queue::Publisher {
@@ -234,11 +234,15 @@ impl App {
             site: &self.site,
             imports: Imports { uploads, requests },
         };
-        let answer = self.dispatch(op, found, &ctx).await?;
-        if found.route.scope() == Some(Scope::Read) {
-            self.count_read(&ctx.key, now).await?;
-        }
-        Ok(answer)
+        // Counted before the work: a key over its limit gets 429 and costs nothing more.
+        let reads = found.route.scope() == Some(Scope::Read);
+        let by = (Some(&ctx.key.org), ctx.key.id.as_str());
+        (self
+            .settings
+            .limits
+            .count(&self.store, by, reads, now)
+            .await?)?;
+        self.dispatch(op, found, &ctx).await
     }
 
     async fn dispatch(
@@ -344,17 +348,6 @@ impl App {
                 "unauthorized",
                 "admin token required",
             ))
-        }
-    }
-
-    /// One read of `key` this minute, or 429 over its limit.
-    async fn count_read(&self, key: &Key, now: DateTime<Utc>) -> Result<(), ApiError> {
-        let limit = self.settings.reads_per_minute;
-        match firmspace::orgs::rate::read(&self.store, Some(&key.org), &key.id, limit, now).await? {
-            firmspace::orgs::rate::Read::Allowed => Ok(()),
-            firmspace::orgs::rate::Read::Limited { retry_after } => {
-                Err(ApiError::rate_limited(limit, retry_after))
-            }
         }
     }
 

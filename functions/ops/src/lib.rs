@@ -26,8 +26,9 @@ pub struct App {
     admin_token: AdminToken,
     queues: Queues,
     publisher: Publisher,
-    /// Reads a key or the admin token may make a minute (`READS_PER_MINUTE`).
-    reads_per_minute: u64,
+    /// Reads and writes a key or the admin token may make a minute (`READS_PER_MINUTE`,
+    /// `WRITES_PER_MINUTE`), counted before the work.
+    limits: firmspace::orgs::rate::Limits,
     /// The workers the admin may pause (`WORKER_MAPPINGS`); none without it.
     consumers: Option<Consumers>,
     /// Where a recovery from a provider is handed (`RECOVERY_FUNCTION`): the function that
@@ -111,7 +112,7 @@ impl App {
             admin_token,
             queues,
             publisher,
-            reads_per_minute: firmspace::orgs::rate::READS_PER_MINUTE,
+            limits: firmspace::orgs::rate::Limits::default(),
             consumers: None,
             recovery: None,
         }
@@ -129,9 +130,9 @@ impl App {
         self
     }
 
-    /// The same app with another read limit per key and minute.
-    pub fn with_reads_per_minute(mut self, limit: u64) -> Self {
-        self.reads_per_minute = limit;
+    /// The same app with other limits per key and minute.
+    pub fn with_limits(mut self, limits: firmspace::orgs::rate::Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -150,7 +151,7 @@ impl App {
                 queues: Consequences::from_env()?,
             },
         )
-        .with_reads_per_minute(firmspace::orgs::rate::limit_from_env());
+        .with_limits(firmspace::orgs::rate::Limits::from_env());
         let app = match firmspace::config::var("RECOVERY_FUNCTION") {
             Some(function) => app.with_recovery(firmspace::ops::recover::Recovery::Lambda {
                 lambda: firmspace::aws::lambda(config.endpoint_url.as_deref()).await,
@@ -209,13 +210,14 @@ impl App {
             "GET" => Scope::Read,
             _ => Scope::Ops,
         })?;
-        let answer = self.route(&who, req, &segments, now).await?;
-        // A read is counted once it is answered: a refused request writes nothing, and a key
-        // over its limit gets 429 instead of the answer.
-        if method == "GET" {
-            self.count_read(&who, now).await?;
-        }
-        Ok(answer)
+        // Counted before the work: a key (or the admin token) over its limit gets 429 and costs
+        // nothing more.
+        let by = (who.owner(), format!("ops:{}", who.by()));
+        let counted = self
+            .limits
+            .count(&self.store, (by.0, &by.1), method == "GET", now);
+        (counted.await?)?;
+        self.route(&who, req, &segments, now).await
     }
 
     async fn route(
@@ -249,17 +251,6 @@ impl App {
                 }))
             }
             _ => Err(ApiError::not_found("route")),
-        }
-    }
-
-    /// One read of `who` this minute, or 429 over the limit.
-    async fn count_read(&self, who: &Who, now: DateTime<Utc>) -> Result<(), ApiError> {
-        use firmspace::orgs::rate::{read, Read};
-        let limit = self.reads_per_minute;
-        let org = who.owner();
-        match read(&self.store, org, &format!("ops:{}", who.by()), limit, now).await? {
-            Read::Allowed => Ok(()),
-            Read::Limited { retry_after } => Err(ApiError::rate_limited(limit, retry_after)),
         }
     }
 

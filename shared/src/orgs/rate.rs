@@ -20,8 +20,63 @@ pub enum Read {
     },
 }
 
-/// Counts one read of `who` (a key's public name) in `org`'s space at `now`, if the minute's
-/// count is below `limit`.
+/// Writes a key may make in one minute unless the deployment says otherwise (`WRITES_PER_MINUTE`).
+pub const WRITES_PER_MINUTE: u64 = 120;
+
+/// A key's limits a minute: reads (`GET`) and writes (everything else).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub reads: u64,
+    pub writes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            reads: READS_PER_MINUTE,
+            writes: WRITES_PER_MINUTE,
+        }
+    }
+}
+
+impl Limits {
+    /// `READS_PER_MINUTE` and `WRITES_PER_MINUTE`, each its default when absent.
+    pub fn from_env() -> Self {
+        let var = |name: &'static str, default: u64| {
+            crate::config::var(name)
+                .and_then(|v| v.parse().ok())
+                .filter(|v| *v > 0)
+                .unwrap_or(default)
+        };
+        Self {
+            reads: var("READS_PER_MINUTE", READS_PER_MINUTE),
+            writes: var("WRITES_PER_MINUTE", WRITES_PER_MINUTE),
+        }
+    }
+
+    /// Counts one request of `who` before its work: a read or a write against its own limit.
+    pub async fn count(
+        &self,
+        store: &Store,
+        (org, who): (Option<&OrgId>, &str),
+        reads: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Result<(), crate::http::ApiError>, StoreError> {
+        let (limit, name) = match reads {
+            true => (self.reads, who.to_owned()),
+            false => (self.writes, format!("w:{who}")),
+        };
+        Ok(match read(store, org, &name, limit, now).await? {
+            Read::Allowed => Ok(()),
+            Read::Limited { retry_after } => {
+                Err(crate::http::ApiError::rate_limited(limit, retry_after))
+            }
+        })
+    }
+}
+
+/// Counts one request of `who` (a key's public name) in `org`'s space at `now`, if the
+/// minute's count is below `limit`.
 pub async fn read(
     store: &Store,
     org: Option<&OrgId>,
@@ -49,12 +104,4 @@ pub async fn read(
             retry_after: (60 - now.timestamp().rem_euclid(60)) as u64,
         },
     })
-}
-
-/// The deployment's limit: `READS_PER_MINUTE`, else [`READS_PER_MINUTE`].
-pub fn limit_from_env() -> u64 {
-    crate::config::var("READS_PER_MINUTE")
-        .and_then(|v| v.parse().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(READS_PER_MINUTE)
 }

@@ -24,6 +24,7 @@ pub struct Edge<S: Source> {
     store: Store,
     cache: Cache<S::Verifier>,
     duplicates: crate::ops::chart::Duplicates,
+    limiter: super::limit::Limiter,
 }
 
 fn count(source: impl Into<metrics::SharedString>, outcome: &'static str) {
@@ -37,7 +38,14 @@ impl<S: Source> Edge<S> {
             store,
             cache: Cache::default(),
             duplicates: Default::default(),
+            limiter: super::limit::Limiter::from_env(),
         }
+    }
+
+    /// The same edge with another limit of deliveries per integration and minute.
+    pub fn with_deliveries_per_minute(mut self, per_minute: u64) -> Self {
+        self.limiter = super::limit::Limiter::new(per_minute);
+        self
     }
 
     pub fn source(&self) -> &S {
@@ -220,6 +228,14 @@ impl<S: Source> Edge<S> {
             Cached::Missing => return Err(ApiError::not_found("integration")),
             Cached::Unknown => (self.load(id, now).await?, true),
         };
+        // Counted before anything is verified or parsed: its own budget only.
+        if let Err(retry_after) = self.limiter.count(&id.id, now) {
+            count(tag_name(&S::KIND), "limited");
+            return Err(ApiError::rate_limited(
+                self.limiter.per_minute(),
+                retry_after,
+            ));
+        }
         let mut result = verify(&entry, headers, body, now);
         if result.is_err() && !fresh && self.cache.try_reload(&id.id, now) {
             entry = self.load(id, now).await?;

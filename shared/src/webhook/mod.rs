@@ -8,6 +8,7 @@
 pub mod answer;
 pub mod cache;
 mod edge;
+pub mod limit;
 mod unparseable;
 
 pub use answer::{Recorded, Told};

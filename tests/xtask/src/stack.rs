@@ -202,6 +202,10 @@ impl Stack {
                 "MaxReceiveCount=2",
                 "WorkerVisibilitySeconds=15",
                 "AutomationVisibilitySeconds=30",
+                // The local stage's limits: the demo, the suites and the loads never meet them.
+                "ReadsPerMinute=100000",
+                "WritesPerMinute=100000",
+                "DeliveriesPerMinute=100000",
             ])
             .arg(format!(
                 "PublicBaseUrl={}/_aws/execute-api/",

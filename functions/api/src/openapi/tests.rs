@@ -224,7 +224,7 @@ async fn the_document_is_served_without_authentication() {
         allows_loopback: false,
         files: None,
         imports: None,
-        reads_per_minute: 300,
+        limits: firmspace::orgs::rate::Limits::default(),
         uploads: None,
         automation: None,
         ai_models: firmspace::commands::model::Models::parse(
