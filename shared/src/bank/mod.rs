@@ -169,16 +169,20 @@ impl BankTx {
         crate::ids::EventKey::new(KIND, &self.id())
     }
 
-    /// What the row says: the same bank id with another time, amount, currency, description
-    /// or account is another row, not a repeat.
+    /// What the row says: the same bank id with another time, amount, currency, description,
+    /// counterparty, reference or account is another row, not a repeat. The texts count: the
+    /// automatic match reads them, so a pushed row whose texts differ from the statement's is a
+    /// conflict for a person, and only the statement's texts decide an invoice.
     pub fn fingerprint(&self) -> String {
         let r = &self.row;
         let canonical = format!(
-            "{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}",
             time::format(r.time),
             r.amount.normalize(),
             r.currency.as_str(),
             r.description,
+            r.counterparty.as_deref().unwrap_or_default(),
+            r.reference.as_deref().unwrap_or_default(),
             self.account
         );
         hex::encode(Sha256::digest(canonical))[..32].to_owned()
@@ -290,5 +294,38 @@ impl BankTx {
                 "applied": crate::money::display(m.applied),
             })),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rows_texts_are_part_of_what_it_says() {
+        let org = OrgId::generate();
+        let row = |counterparty: &str, reference: &str| BankRow {
+            id: "tx1".into(),
+            time: crate::time::parse("2026-12-06T10:00:00Z").unwrap(),
+            amount: rust_decimal_macros::dec!(40.00),
+            currency: crate::money::Currency::parse("UAH").unwrap(),
+            description: "Transfer".into(),
+            counterparty: Some(counterparty.into()),
+            reference: Some(reference.into()),
+        };
+        let tx = |r| BankTx::new(&org, "o1_ab", "0", r, Arrival::Webhook, Utc::now());
+        let pushed = tx(row("Olena", "INV-00001"));
+        assert_eq!(
+            pushed.fingerprint(),
+            tx(row("Olena", "INV-00001")).fingerprint()
+        );
+        assert_ne!(
+            pushed.fingerprint(),
+            tx(row("Olena", "INV-00002")).fingerprint()
+        );
+        assert_ne!(
+            pushed.fingerprint(),
+            tx(row("Someone", "INV-00001")).fingerprint()
+        );
     }
 }

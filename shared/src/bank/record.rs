@@ -57,6 +57,8 @@ impl Decision for StoreRow<'_> {
                 ("amount", a.amount != b.amount),
                 ("currency", a.currency != b.currency),
                 ("description", a.description != b.description),
+                ("counterparty", a.counterparty != b.counterparty),
+                ("reference", a.reference != b.reference),
                 ("account", stored.account != tx.account),
             ],
         );

@@ -309,7 +309,7 @@ async fn another_row_under_a_taken_bank_id_is_a_conflict_kept_for_a_person_not_a
     let detail = &mismatches[0]["detail"];
     assert_eq!(
         detail["fields"],
-        json!(["time", "amount", "description"]),
+        json!(["time", "amount", "description", "counterparty"]),
         "{detail}"
     );
     assert_ne!(detail["fingerprint"], detail["stored_fingerprint"]);
