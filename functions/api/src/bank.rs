@@ -14,6 +14,9 @@ use serde_json::{json, Value};
 pub struct MatchBody {
     /// The invoice to pay with the row (`inv_...`), open and in the row's currency.
     invoice_id: String,
+    /// Match a row the bank's statement has not confirmed yet (409 `row_unconfirmed` without).
+    #[serde(default)]
+    confirm_unconfirmed: bool,
 }
 
 /// `POST /api/bank/transactions/{tx_id}/match`.
@@ -26,6 +29,7 @@ pub async fn match_row(
     let command = Command::MatchBankRow {
         tx_id: tx_id.to_owned(),
         invoice_id: Some(body.invoice_id),
+        confirm_unconfirmed: body.confirm_unconfirmed,
     };
     ctx.answer(store, RequestKey::State, command).await
 }
@@ -39,6 +43,7 @@ pub async fn unmatch_row(
     let command = Command::MatchBankRow {
         tx_id: tx_id.to_owned(),
         invoice_id: None,
+        confirm_unconfirmed: false,
     };
     ctx.answer(store, RequestKey::State, command).await
 }

@@ -41,6 +41,10 @@ pub enum MatchError {
     CurrencyMismatch { row: String, invoice: String },
     #[error("the row is not matched")]
     NotMatched,
+    /// A pushed row the statement has not shown yet (possibly forged): matched by hand only
+    /// when the person says so.
+    #[error("the row is not confirmed by the bank's statement yet")]
+    Unconfirmed,
     #[error("the row kept changing; try again")]
     Contended,
     #[error(transparent)]
@@ -121,7 +125,7 @@ pub async fn match_row(
     org: &OrgId,
     tx_id: &str,
     invoice_id: &str,
-    actor: &str,
+    (actor, confirm_unconfirmed): (&str, bool),
     now: DateTime<Utc>,
 ) -> Result<Matched, MatchError> {
     let mut previous = None;
@@ -130,6 +134,9 @@ pub async fn match_row(
         let tx = row(store, org, tx_id).await?;
         if !tx.row.is_credit() {
             return Err(MatchError::NotACredit);
+        }
+        if tx.confirmed_at.is_none() && !confirm_unconfirmed {
+            return Err(MatchError::Unconfirmed);
         }
         let target = invoice_now(store, org, invoice_id)
             .await?

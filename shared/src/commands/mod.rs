@@ -176,6 +176,8 @@ pub enum Command {
     MatchBankRow {
         tx_id: String,
         invoice_id: Option<String>,
+        /// A person's say-so to match a row the statement has not confirmed yet.
+        confirm_unconfirmed: bool,
     },
     /// A bank's CSV file, uploaded to its csv integration.
     UploadStatement {
@@ -439,8 +441,13 @@ async fn run<R: Replies>(
         Command::DuplicateInvoice { invoice_id } => {
             money::duplicate_invoice(env, by, &invoice_id).await
         }
-        Command::MatchBankRow { tx_id, invoice_id } => {
-            money::match_row(env, by, &tx_id, invoice_id.as_deref()).await
+        Command::MatchBankRow {
+            tx_id,
+            invoice_id,
+            confirm_unconfirmed,
+        } => {
+            let asked = (invoice_id.as_deref(), confirm_unconfirmed);
+            money::match_row(env, by, &tx_id, asked).await
         }
         Command::TopUp { amount, currency } => {
             money::top_up(env, by, key, (&amount, &currency)).await

@@ -336,6 +336,11 @@ fn match_error(e: MatchError) -> ApiError {
             ApiError::new(409, "currency_mismatch", e.to_string())
         }
         MatchError::NotMatched => ApiError::new(409, "not_matched", "the row is not matched"),
+        MatchError::Unconfirmed => ApiError::new(
+            409,
+            "row_unconfirmed",
+            "the bank's statement has not shown this row yet: send confirm_unconfirmed: true to match it anyway",
+        ),
         MatchError::Contended => ApiError::new(503, "contended", "the row kept changing; retry"),
         MatchError::Payment(p) => p.into(),
         MatchError::Store(s) => s.into(),
@@ -348,10 +353,12 @@ pub(super) async fn match_row<R>(
     env: &Env<'_, R>,
     by: &Actor,
     tx_id: &str,
-    invoice_id: Option<&str>,
+    (invoice_id, confirm_unconfirmed): (Option<&str>, bool),
 ) -> Result<(u16, Value), ApiError> {
     use crate::bank::matching;
-    let (org, actor) = (by.org(), "manual");
+    // Who matched: the key (or the admin) as its payment's actor, with the time.
+    let (org, by_id) = (by.org(), by.id());
+    let actor = by_id.as_str();
     let Some(invoice_id) = invoice_id else {
         let unmatched = matching::unmatch_row(env.store, org, tx_id, actor, env.now)
             .await
@@ -366,7 +373,8 @@ pub(super) async fn match_row<R>(
         ));
     };
     LocalId::parse("invoice_id", invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
-    let matched = matching::match_row(env.store, org, tx_id, invoice_id, actor, env.now)
+    let asked = (actor, confirm_unconfirmed);
+    let matched = matching::match_row(env.store, org, tx_id, invoice_id, asked, env.now)
         .await
         .map_err(match_error)?;
     let shown =
@@ -374,7 +382,8 @@ pub(super) async fn match_row<R>(
     Ok((
         200,
         json!({"duplicate": matched.duplicate, "applied": display(matched.applied),
-            "invoice": shown(&matched.invoice), "previous_invoice": shown(&matched.previous)}),
+            "invoice": shown(&matched.invoice), "previous_invoice": shown(&matched.previous),
+            "by": actor, "at": crate::time::format(env.now)}),
     ))
 }
 

@@ -215,7 +215,7 @@ async fn a_person_matches_it(env: &TestEnv, org: &OrgId, nameless: &BankTx) {
         org,
         &nameless.id(),
         other.id.as_str(),
-        "u1",
+        ("u1", true),
         Utc::now(),
     )
     .await
@@ -264,15 +264,15 @@ async fn match_rematch_and_unmatch_move_the_money_once_each_way() {
     let ids = [a.id.as_str().to_owned(), b.id.as_str().to_owned()];
     let now = Utc::now();
 
-    let first = matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), "u1", now)
+    let first = matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), ("u1", true), now)
         .await
         .unwrap();
     assert_eq!((first.duplicate, first.applied), (false, dec!(40)));
-    let again = matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), "u1", now)
+    let again = matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), ("u1", true), now)
         .await
         .unwrap();
     assert!(again.duplicate);
-    let moved = matching::match_row(&env.store, &org, &tx.id(), b.id.as_str(), "u1", now)
+    let moved = matching::match_row(&env.store, &org, &tx.id(), b.id.as_str(), ("u1", true), now)
         .await
         .unwrap();
     assert_eq!(moved.previous.as_ref().map(|i| i.paid), Some(dec!(0)));
@@ -284,7 +284,7 @@ async fn match_rematch_and_unmatch_move_the_money_once_each_way() {
         (dec!(0), dec!(40))
     );
     check(&env, &org, &tx.id(), &ids).await;
-    let back = matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), "u1", now)
+    let back = matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), ("u1", true), now)
         .await
         .unwrap();
     assert_eq!(back.applied, dec!(40));
@@ -299,11 +299,27 @@ async fn match_rematch_and_unmatch_move_the_money_once_each_way() {
         Err(MatchError::NotMatched)
     ));
     assert!(matches!(
-        matching::match_row(&env.store, &org, &debit.id(), a.id.as_str(), "u1", now).await,
+        matching::match_row(
+            &env.store,
+            &org,
+            &debit.id(),
+            a.id.as_str(),
+            ("u1", true),
+            now
+        )
+        .await,
         Err(MatchError::NotACredit)
     ));
     assert!(matches!(
-        matching::match_row(&env.store, &org, &tx.id(), usd.id.as_str(), "u1", now).await,
+        matching::match_row(
+            &env.store,
+            &org,
+            &tx.id(),
+            usd.id.as_str(),
+            ("u1", true),
+            now
+        )
+        .await,
         Err(MatchError::CurrencyMismatch { .. })
     ));
 }
@@ -316,11 +332,14 @@ async fn ten_concurrent_rematches_between_two_invoices_leave_the_money_on_one() 
     let b = fixtures::invoice(&env, &org, dec!(1000), "UAH").await;
     let tx = row(&env, &org, "c1", dec!(40), "").await;
     let ids = [a.id.as_str().to_owned(), b.id.as_str().to_owned()];
-    let rematches = (0..10).map(|i| {
-        let (store, org, tx_id) = (env.store.clone(), org.clone(), tx.id());
-        let target = ids[i % 2].clone();
-        async move { matching::match_row(&store, &org, &tx_id, &target, "u1", Utc::now()).await }
-    });
+    let rematches =
+        (0..10).map(|i| {
+            let (store, org, tx_id) = (env.store.clone(), org.clone(), tx.id());
+            let target = ids[i % 2].clone();
+            async move {
+                matching::match_row(&store, &org, &tx_id, &target, ("u1", true), Utc::now()).await
+            }
+        });
     let results = futures::future::join_all(rematches).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     check(&env, &org, &tx.id(), &ids).await;
@@ -352,7 +371,7 @@ async fn the_machine_never_overrides_a_person() {
         &org,
         &tx.id(),
         chosen.id.as_str(),
-        "u1",
+        ("u1", true),
         Utc::now(),
     )
     .await
@@ -399,7 +418,7 @@ fn random_sequences_of_match_rematch_and_unmatch_keep_the_invariants() {
             let ids = [a.id.as_str().to_owned(), b.id.as_str().to_owned()];
             for op in &ops {
                 let result = match op {
-                    0 | 1 => matching::match_row(&env.store, &org, &tx.id(), &ids[*op as usize], "u1", Utc::now()).await.map(drop),
+                    0 | 1 => matching::match_row(&env.store, &org, &tx.id(), &ids[*op as usize], ("u1", true), Utc::now()).await.map(drop),
                     _ => matching::unmatch_row(&env.store, &org, &tx.id(), "u1", Utc::now()).await.map(drop),
                 };
                 assert!(matches!(result, Ok(()) | Err(MatchError::NotMatched)), "{result:?}");

@@ -474,3 +474,55 @@ async fn a_file_of_6000_rows_is_stored_by_the_worker_and_followed_by_its_import(
     .await;
     assert_eq!(status, 404);
 }
+
+#[tokio::test]
+async fn a_row_the_statement_has_not_shown_is_matched_by_hand_only_when_a_person_says_so() {
+    let env = TestEnv::new().await;
+    let stand_in = statement::spawn(0, std::time::Duration::ZERO).await;
+    let (app, key, integration) = with_integration(
+        &env,
+        json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN, "api_url": stand_in.url()}),
+    )
+    .await;
+    let id = integration["integration_id"].as_str().unwrap();
+    let webhook = bank_webhook::app(env.store.clone());
+    let [account, _] = statement::ACCOUNTS;
+    let pushed = push(account, "r-unconfirmed", 4000, "no invoice named");
+    assert_eq!(
+        hook(&webhook, "POST", &format!("/hooks/{id}/bank"), &pushed)
+            .await
+            .0,
+        200
+    );
+    let tx_id = env.items_of("bank_tx").await[0]["tx_id"]
+        .as_s()
+        .unwrap()
+        .clone();
+    let (_, inv) = call(
+        &app,
+        "POST",
+        "/api/invoices",
+        &key,
+        json!({"currency": "UAH", "gross": "40.00"}),
+    )
+    .await;
+    let path = format!("/api/bank/transactions/{tx_id}/match");
+    let invoice_id = inv["id"].as_str().unwrap();
+    let (status, refused) =
+        call(&app, "POST", &path, &key, json!({"invoice_id": invoice_id})).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("row_unconfirmed")),
+        "{refused}"
+    );
+    assert_eq!(env.count("payment_event").await, 0);
+    let sure = json!({"invoice_id": invoice_id, "confirm_unconfirmed": true});
+    let (status, matched) = call(&app, "POST", &path, &key, sure).await;
+    assert_eq!(status, 200, "{matched}");
+    assert!(
+        matched["by"].as_str().unwrap().starts_with("key_"),
+        "{matched}"
+    );
+    assert!(matched["at"].is_string());
+    assert_eq!(matched["applied"], "40.00");
+}
