@@ -118,6 +118,32 @@ fn link(tx: &BankTx, next: Option<(&str, Decimal, &ExternalId)>) -> Step {
     }
 }
 
+/// The invoice a row may be matched to: a credit, confirmed by the statement (or the person
+/// says so), an invoice of the row's currency.
+async fn matchable(
+    store: &Store,
+    tx: &BankTx,
+    invoice_id: &str,
+    confirm_unconfirmed: bool,
+) -> Result<Invoice, MatchError> {
+    if !tx.row.is_credit() {
+        return Err(MatchError::NotACredit);
+    }
+    if tx.confirmed_at.is_none() && !confirm_unconfirmed {
+        return Err(MatchError::Unconfirmed);
+    }
+    let target = invoice_now(store, &tx.org, invoice_id)
+        .await?
+        .ok_or(MatchError::NoInvoice)?;
+    if target.currency != tx.row.currency {
+        return Err(MatchError::CurrencyMismatch {
+            row: tx.row.currency.as_str().into(),
+            invoice: target.currency.as_str().into(),
+        });
+    }
+    Ok(target)
+}
+
 /// Matches a credit row to an invoice (a re-match takes the money back from the old invoice
 /// first). The same invoice again is a duplicate and writes nothing.
 pub async fn match_row(
@@ -132,21 +158,7 @@ pub async fn match_row(
     let mut rounds = Rounds::new();
     while rounds.next().await {
         let tx = row(store, org, tx_id).await?;
-        if !tx.row.is_credit() {
-            return Err(MatchError::NotACredit);
-        }
-        if tx.confirmed_at.is_none() && !confirm_unconfirmed {
-            return Err(MatchError::Unconfirmed);
-        }
-        let target = invoice_now(store, org, invoice_id)
-            .await?
-            .ok_or(MatchError::NoInvoice)?;
-        if target.currency != tx.row.currency {
-            return Err(MatchError::CurrencyMismatch {
-                row: tx.row.currency.as_str().into(),
-                invoice: target.currency.as_str().into(),
-            });
-        }
+        let target = matchable(store, &tx, invoice_id, confirm_unconfirmed).await?;
         match &tx.matched {
             Some(m) if m.invoice_id == invoice_id => {
                 return Ok(Matched {
