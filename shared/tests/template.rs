@@ -102,3 +102,33 @@ fn the_ops_function_hands_a_recovery_to_the_import_function_and_opens_no_secret(
     );
     assert!(!ops.contains("kms:Decrypt]"), "no kms:Decrypt");
 }
+
+#[test]
+fn an_alarm_email_is_subscribed_and_every_alarm_tells_the_topic() {
+    assert!(resource("AlarmEmail").contains("Default: \"\""));
+    let subscription = resource("AlarmEmailSubscription");
+    for line in [
+        "Condition: HasAlarmEmail",
+        "Protocol: email",
+        "Endpoint: !Ref AlarmEmail",
+        "TopicArn: !If [HasAlarmTopic, !Ref AlarmTopicArn, !Ref AlarmTopic]",
+    ] {
+        assert!(subscription.contains(line), "{line}: {subscription}");
+    }
+    assert!(resource("AlarmTopic").contains("Condition: MakesAlarmTopic"));
+    let told = "[!If [HasAlarmTopic, !Ref AlarmTopicArn, !Ref AlarmTopic]]";
+    let alarms = TEMPLATE.matches("Type: AWS::CloudWatch::Alarm").count();
+    assert!(alarms > 10);
+    assert_eq!(
+        TEMPLATE
+            .matches(&format!("AlarmActions: !If [NotifiesSomeone, {told}"))
+            .count(),
+        alarms
+    );
+    assert_eq!(
+        TEMPLATE
+            .matches(&format!("OKActions: !If [NotifiesSomeone, {told}"))
+            .count(),
+        alarms
+    );
+}

@@ -321,7 +321,18 @@ async fn unconfirmed(
                 cursor.as_deref(),
             )
             .await?;
-        for item in &items {
+        // The index may not show yet a confirmation this very run wrote: the unconfirmed ones
+        // are read again, strongly, before any is filed.
+        let candidates: Vec<String> = items
+            .iter()
+            .filter(|i| i.opt_str("confirmed_at").is_none())
+            .filter_map(|i| i.opt_str("pk").map(str::to_owned))
+            .collect();
+        let current = match candidates.is_empty() {
+            true => Vec::new(),
+            false => store.get_many(&candidates).await?,
+        };
+        for item in current.iter().flatten() {
             let tx = BankTx::from_item(item)?;
             if tx.confirmed_at.is_some() {
                 continue;
