@@ -45,6 +45,16 @@ impl ApiError {
         }
     }
 
+    /// A request's count before its work: on, or 429 over its limit.
+    pub fn counted((read, limit): (crate::orgs::rate::Read, u64)) -> Result<(), Self> {
+        match read {
+            crate::orgs::rate::Read::Allowed => Ok(()),
+            crate::orgs::rate::Read::Limited { retry_after } => {
+                Err(Self::rate_limited(limit, retry_after))
+            }
+        }
+    }
+
     pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
         Self::new(400, code, detail)
     }

@@ -298,19 +298,25 @@ async fn a_first_call_takes_two_dynamodb_calls_and_a_repeat_one() {
     let body = json!({"call_id": "rt-1", "direction": "inbound", "peer": "+380441234567", "status": "completed", "duration": 5});
     let mut counted = Vec::new();
     for _ in 0..2 {
-        // Authentication reads the API key first: one GetItem, then the call's own calls.
+        // Authentication reads the API key first (one GetItem) and counts the key's write of the
+        // minute (one UpdateItem, before the work); then the call's own calls.
         crm.env.calls.clear();
         crm.call("POST", "/api/calls", body.clone()).await;
         counted.push(crm.env.calls.take());
     }
     assert_eq!(
         counted[0],
-        ["GetItem", "BatchGetItem", "TransactWriteItems"],
+        [
+            "GetItem",
+            "UpdateItem",
+            "BatchGetItem",
+            "TransactWriteItems"
+        ],
         "new number: call, lead and identity in one transaction"
     );
     assert_eq!(
         counted[1],
-        ["GetItem", "BatchGetItem"],
+        ["GetItem", "UpdateItem", "BatchGetItem"],
         "a repeat is one read"
     );
 }

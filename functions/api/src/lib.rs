@@ -237,11 +237,8 @@ impl App {
         // Counted before the work: a key over its limit gets 429 and costs nothing more.
         let reads = found.route.scope() == Some(Scope::Read);
         let by = (Some(&ctx.key.org), ctx.key.id.as_str());
-        (self
-            .settings
-            .limits
-            .count(&self.store, by, reads, now)
-            .await?)?;
+        let limits = &self.settings.limits;
+        ApiError::counted(limits.count(&self.store, by, reads, now).await?)?;
         self.dispatch(op, found, &ctx).await
     }
 

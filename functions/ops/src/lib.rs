@@ -216,7 +216,7 @@ impl App {
         let counted = self
             .limits
             .count(&self.store, (by.0, &by.1), method == "GET", now);
-        (counted.await?)?;
+        ApiError::counted(counted.await?)?;
         self.route(&who, req, &segments, now).await
     }
 

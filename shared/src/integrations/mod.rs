@@ -244,6 +244,58 @@ pub async fn create_by(
     store.put_new(item).await.map(|_| ())
 }
 
+/// The most monobank bank integrations an organisation holds (paused ones included), unless
+/// `BANK_IMPORTS_MAX` says otherwise: each is a statement import every period.
+pub const BANK_IMPORTS_MAX: u64 = 20;
+
+/// How creating a counted integration ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Created {
+    New,
+    /// The organisation holds its cap of them.
+    LimitReached,
+}
+
+/// Creates a monobank bank integration, as made by `by`, counted in the same transaction and
+/// held under `max` per organisation: two at once cannot pass it.
+pub async fn create_counted(
+    store: &Store,
+    integration: &Integration,
+    by: &str,
+    max: u64,
+) -> Result<Created, StoreError> {
+    use crate::store::item::n;
+    use crate::store::{Cond, Step, Transacted, Update};
+    let mut item = integration.to_item(store).await?;
+    item.insert("created_by".into(), crate::store::item::s(by));
+    let counted = Update::new()
+        .set("kind", crate::store::item::s("bank_import_count"))
+        .set("org", crate::store::item::s(integration.org().as_str()))
+        .add("count", n(1))
+        .when(Cond::Any(vec![
+            Cond::Missing,
+            Cond::Before("count".into(), n(max)),
+        ]));
+    let steps = vec![
+        Step::PutNew(item),
+        Step::Update {
+            pk: integration.org().pk("BANK_IMPORTS_COUNT"),
+            update: counted,
+        },
+    ];
+    let mut rounds = crate::store::write::Rounds::new();
+    while rounds.next().await {
+        return match store.transact(steps.clone()).await? {
+            Transacted::Done => Ok(Created::New),
+            Transacted::Refused { .. } => Ok(Created::LimitReached),
+            Transacted::Contended => continue,
+        };
+    }
+    Err(StoreError::Contended {
+        pk: integration.org().pk("BANK_IMPORTS_COUNT"),
+    })
+}
+
 /// Replaces an integration's settings (a rotated secret or key); the id and its creator stay.
 pub async fn replace(store: &Store, integration: &Integration) -> Result<(), StoreError> {
     let mut item = integration.to_item(store).await?;

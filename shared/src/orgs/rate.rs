@@ -55,23 +55,19 @@ impl Limits {
     }
 
     /// Counts one request of `who` before its work: a read or a write against its own limit.
+    /// With the limit it was held to.
     pub async fn count(
         &self,
         store: &Store,
         (org, who): (Option<&OrgId>, &str),
         reads: bool,
         now: DateTime<Utc>,
-    ) -> Result<Result<(), crate::http::ApiError>, StoreError> {
+    ) -> Result<(Read, u64), StoreError> {
         let (limit, name) = match reads {
             true => (self.reads, who.to_owned()),
             false => (self.writes, format!("w:{who}")),
         };
-        Ok(match read(store, org, &name, limit, now).await? {
-            Read::Allowed => Ok(()),
-            Read::Limited { retry_after } => {
-                Err(crate::http::ApiError::rate_limited(limit, retry_after))
-            }
-        })
+        Ok((read(store, org, &name, limit, now).await?, limit))
     }
 }
 

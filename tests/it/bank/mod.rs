@@ -78,13 +78,59 @@ async fn a_monobank_token_the_bank_refuses_makes_no_integration() {
         "{refused}"
     );
     assert_eq!(env.count("integration").await, 0);
-    // An account named by the integrator is taken as named: no call to resolve it.
+    // A named account does not spare the token its check: refused the same.
     let named = json!({"kind": "bank", "provider": "monobank", "token": "not-the-token", "account": "acc-x", "api_url": stand_in.url()});
-    let (status, made) = call(&app, "POST", "/api/integrations", &key, named).await;
+    let (status, refused) = call(&app, "POST", "/api/integrations", &key, named).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_token")),
+        "{refused}"
+    );
+    // The right token with an account that is not its own.
+    let foreign = json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN, "account": "acc-x", "api_url": stand_in.url()});
+    let (status, refused) = call(&app, "POST", "/api/integrations", &key, foreign).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("unknown_account")),
+        "{refused}"
+    );
+    // One of its own, named: taken as named.
+    let [_, other] = statement::ACCOUNTS;
+    let own = json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN, "account": other, "api_url": stand_in.url()});
+    let (status, made) = call(&app, "POST", "/api/integrations", &key, own).await;
     assert_eq!(
         (status, made["account"].as_str()),
-        (201, Some("acc-x")),
+        (201, Some(other)),
         "{made}"
+    );
+    assert_eq!(env.count("integration").await, 1);
+}
+
+#[tokio::test]
+async fn an_organisation_holds_at_most_20_monobank_imports() {
+    let env = TestEnv::new().await;
+    let stand_in = statement::spawn(0, std::time::Duration::ZERO).await;
+    let app = api::app(&env);
+    let key = api::new_org(&app).await;
+    let [default, _] = statement::ACCOUNTS;
+    let body = json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN,
+        "account": default, "api_url": stand_in.url()});
+    for _ in 0..20 {
+        let (status, made) = call(&app, "POST", "/api/integrations", &key, body.clone()).await;
+        assert_eq!(status, 201, "{made}");
+    }
+    let (status, refused) = call(&app, "POST", "/api/integrations", &key, body).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("limit_reached")),
+        "{refused}"
+    );
+    assert_eq!(env.count("integration").await, 20);
+    // A CSV import is no statement import: not counted.
+    let csv = json!({"kind": "bank", "provider": "csv"});
+    assert_eq!(
+        call(&app, "POST", "/api/integrations", &key, csv).await.0,
+        201
     );
 }
 

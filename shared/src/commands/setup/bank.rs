@@ -28,12 +28,20 @@ pub async fn settings(
             fields::reference("account", account, fields::REF_MAX)?;
             let api_url = super::stand_in_url(body, allows_loopback)?;
             let token = SecretString::from(fields::secret("token", token, SECRET_MAX)?.to_owned());
-            // `0` is monobank's name for the default account in a statement call; a push names
-            // the real id. Resolved once, here, so every later comparison is exact.
-            let account = match account {
-                "0" => default_account(&token, api_url.as_deref(), allows_loopback).await?,
-                named => named.to_owned(),
-            };
+            // The token is asked for its accounts whatever the account named: a token monobank
+            // refuses makes no integration. `0` is monobank's name for the default account in
+            // a statement call, while a push names the real id: resolved once, here, so every
+            // later comparison is exact; a named one must be the token's.
+            let accounts = token_accounts(&token, api_url.as_deref(), allows_loopback).await?;
+            let account =
+                match account {
+                    "0" => accounts.into_iter().next().unwrap_or_default(),
+                    named if accounts.iter().any(|a| a == named) => named.to_owned(),
+                    _ => return Err(ApiError::bad_request(
+                        "unknown_account",
+                        "the account is not one of the token's (monobank's client info lists them)",
+                    )),
+                };
             Ok(BankSettings::Monobank {
                 token,
                 account,
@@ -53,17 +61,17 @@ pub async fn settings(
     }
 }
 
-/// The client's default account (the first monobank lists), asked with the token.
-async fn default_account(
+/// The client's accounts, its default first, asked with the token.
+async fn token_accounts(
     token: &SecretString,
     api_url: Option<&str>,
     allows_loopback: bool,
-) -> Result<String, ApiError> {
+) -> Result<Vec<String>, ApiError> {
     use crate::bank::monobank::{accounts, AccountsError, API};
     let http = crate::egress::guarded(allows_loopback);
     let base = api_url.unwrap_or(API);
     match accounts(&http, base, token, std::time::Duration::from_secs(5)).await {
-        Ok(ids) => Ok(ids.into_iter().next().unwrap_or_default()),
+        Ok(ids) => Ok(ids),
         Err(AccountsError::Refused(status)) => Err(ApiError::bad_request(
             "invalid_token",
             format!("monobank refused the token ({status}) when asked for its accounts"),
@@ -74,7 +82,7 @@ async fn default_account(
             Err(ApiError::new(
                 503,
                 "unavailable",
-                "monobank could not be asked for the token's accounts now (it allows one call a minute); retry later, or name the account",
+                "monobank could not be asked for the token's accounts now (it allows one call a minute); retry later",
             ))
         }
     }

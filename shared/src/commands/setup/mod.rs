@@ -12,6 +12,7 @@ use crate::effects::targets;
 use crate::fields::{self, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
 use crate::http::ApiError;
 use crate::ids::IntegrationId;
+use crate::integrations::bank::BankSettings;
 use crate::integrations::leads::{LeadProvider, LeadSettings};
 use crate::integrations::{self, Integration, IntegrationKind, Settings};
 use crate::ledger::providers::{SmsProvider, SmsSettings};
@@ -35,6 +36,8 @@ pub struct Site {
     pub models: super::model::Models,
     /// The most members an organisation holds (`MEMBERS_MAX`, default 1,000).
     pub members_max: u64,
+    /// The most monobank bank integrations an organisation holds (`BANK_IMPORTS_MAX`, 20).
+    pub bank_imports_max: u64,
 }
 
 impl Site {
@@ -46,6 +49,11 @@ impl Site {
             models,
             members_max: crate::config::parse_var("MEMBERS_MAX", crate::orgs::MEMBERS_MAX)
                 .unwrap_or(crate::orgs::MEMBERS_MAX),
+            bank_imports_max: crate::config::parse_var(
+                "BANK_IMPORTS_MAX",
+                integrations::BANK_IMPORTS_MAX,
+            )
+            .unwrap_or(integrations::BANK_IMPORTS_MAX),
         }
     }
 }
@@ -73,7 +81,21 @@ pub(super) async fn create<R>(
         settings,
         created_at: env.now,
     };
-    integrations::create_by(env.store, &integration, &by.id()).await?;
+    match &integration.settings {
+        Settings::Bank(BankSettings::Monobank { .. }) => {
+            let max = site.bank_imports_max;
+            let who = by.id();
+            let made = integrations::create_counted(env.store, &integration, &who, max);
+            if made.await? == integrations::Created::LimitReached {
+                return Err(ApiError::new(
+                    409,
+                    "limit_reached",
+                    format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
+                ));
+            }
+        }
+        _ => integrations::create_by(env.store, &integration, &by.id()).await?,
+    }
     Ok((201, describe(&integration, &site.public_url)))
 }
 
