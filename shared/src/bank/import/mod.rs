@@ -293,6 +293,27 @@ async fn file_unreadable(
     Ok(())
 }
 
+/// The review item of a pushed row the statement never showed.
+fn unconfirmed_review(tx: &BankTx, now: DateTime<Utc>) -> ReviewItem {
+    let r = &tx.row;
+    ReviewItem {
+        org: tx.org.clone(),
+        kind: Kind::Bank,
+        reason: Reason::UnconfirmedBankRow,
+        key: tx.id(),
+        at: now,
+        detail: json!({
+            "tx_id": tx.id(),
+            "row_id": r.id,
+            "time": crate::time::format(r.time),
+            "amount": crate::money::display(r.amount),
+            "currency": r.currency.as_str(),
+            "description": r.description,
+            "why": "pushed to the webhook, but the bank's statement for its time does not hold it: it paid nothing",
+        }),
+    }
+}
+
 /// Files `unconfirmed_bank_row` for every pushed row of the integration whose time lies in
 /// [`from`, `to`) (seconds) and that no statement has shown: how many. Each row is in one such
 /// range only (the next window starts at `to`), so each is looked at once; the rows are read
@@ -338,24 +359,7 @@ async fn unconfirmed(
                 continue;
             }
             tracing::warn!(tx_id = %tx.id(), "a pushed row the statement never showed: for a person");
-            let r = &tx.row;
-            let review = ReviewItem {
-                org: tx.org.clone(),
-                kind: Kind::Bank,
-                reason: Reason::UnconfirmedBankRow,
-                key: tx.id(),
-                at: now,
-                detail: json!({
-                    "tx_id": tx.id(),
-                    "row_id": r.id,
-                    "time": crate::time::format(r.time),
-                    "amount": crate::money::display(r.amount),
-                    "currency": r.currency.as_str(),
-                    "description": r.description,
-                    "why": "pushed to the webhook, but the bank's statement for its time does not hold it: it paid nothing",
-                }),
-            };
-            filed += usize::from(review.put(store).await?);
+            filed += usize::from(unconfirmed_review(&tx, now).put(store).await?);
         }
         match next {
             Some(next) => cursor = Some(next),
