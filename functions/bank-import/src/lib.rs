@@ -19,6 +19,7 @@ use firmspace::ids::OrgId;
 use firmspace::integrations;
 use firmspace::review::Kind;
 use firmspace::review::Reason;
+use firmspace::store::item::Read;
 use firmspace::store::{Store, StoreError};
 use lambda_runtime::LambdaEvent;
 use serde_json::{json, Value};
@@ -108,15 +109,68 @@ impl Importer {
     }
 }
 
+impl Importer {
+    /// An organisation's turn: its integrations one after another from where its last turn
+    /// stopped, while the invocation has time for one more; the place is kept for the next.
+    async fn turn(&self, org: &OrgId, deadline: Instant) -> Result<Applied, WorkError> {
+        let place = org.pk("BANK_IMPORT_TURN");
+        let after = self.store.get(&place).await?;
+        let after = after.as_ref().and_then(|i| i.opt_str("after"));
+        let mut ids = import::of_org(&self.store, org, after, 100).await?;
+        if ids.is_empty() && after.is_some() {
+            ids = import::of_org(&self.store, org, None, 100).await?;
+        }
+        let mut applied = Applied::default();
+        for id in &ids {
+            if deadline.saturating_duration_since(Instant::now()) < TURN_STEP {
+                break;
+            }
+            let report = self.one(id, Utc::now()).await?;
+            let imported = report["imported"].as_u64().unwrap_or(0) as usize;
+            let rows = report["rows"].as_u64().unwrap_or(0) as usize;
+            applied = applied.and(Applied {
+                written: imported,
+                absorbed: rows.saturating_sub(imported),
+            });
+            let kept =
+                firmspace::store::item::Builder::new(&place, "bank_import_turn", org.as_str())
+                    .str("after", &id.id)
+                    .build();
+            self.store.replace(kept).await?;
+        }
+        Ok(applied)
+    }
+}
+
+/// The time one integration's import may take inside a turn.
+const TURN_STEP: Duration = Duration::from_secs(10);
+
 impl Worker for Importer {
     type Job = Request;
     const KIND: Kind = Kind::Bank;
+
+    /// A turn with the invocation's deadline; everything else as `apply`.
+    async fn apply_until(
+        &self,
+        job: Request,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Applied, WorkError> {
+        match job {
+            Request::Turn { org } => self.turn(&org, deadline).await,
+            other => self.apply(other, now).await,
+        }
+    }
 
     /// A statement import (a store failure is retried), or a large file's next steps.
     async fn apply(&self, job: Request, now: DateTime<Utc>) -> Result<Applied, WorkError> {
         let integration_id = match job {
             Request::Statement { integration_id } => integration_id,
             Request::File { org, import_id } => return self.file(&org, &import_id).await,
+            Request::Turn { org } => {
+                let deadline = Instant::now() + Duration::from_secs(40);
+                return self.turn(&org, deadline).await;
+            }
         };
         // The lease is real time: a request later in the batch starts when it starts.
         let report = self.one(&integration_id, Utc::now().max(now)).await?;
@@ -248,14 +302,23 @@ impl App {
             tracing::info!("the import worker is paused: nothing queued");
         }
         let (mut queued, mut overdue, mut cursor) = (0, Vec::new(), None);
+        let mut turned = std::collections::HashSet::new();
         loop {
             let (page, next) = import::scheduled(store, cursor.as_deref()).await?;
-            let ids: Vec<IntegrationId> = page.iter().map(|(id, _)| id.clone()).collect();
+            // One turn per organisation, sent as its first integration is read.
+            let orgs: Vec<OrgId> = page
+                .iter()
+                .map(|(id, _)| id.org.clone())
+                .filter(|org| turned.insert(org.clone()))
+                .collect();
             if !paused {
-                self.requests.worker.fan_out.send_all(&ids).await?;
-                queued += ids.len();
+                self.requests.worker.fan_out.send_turns(&orgs).await?;
+                queued += page.len();
             }
             overdue.extend(import::overdue(store, &page, self.period, now).await?);
+            // Told per page: a run cut off before the list's end still says what it saw.
+            metrics::gauge!("imports_overdue").set(overdue.len() as f64);
+            firmspace::telemetry::flush_metrics();
             match next {
                 Some(next) => cursor = Some(next),
                 None => break,

@@ -18,8 +18,19 @@ pub struct Requests {
 /// schedule's), or the next steps of a large CSV file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
-    Statement { integration_id: IntegrationId },
-    File { org: OrgId, import_id: String },
+    Statement {
+        integration_id: IntegrationId,
+    },
+    File {
+        org: OrgId,
+        import_id: String,
+    },
+    /// The schedule's turn of one organisation: its monobank integrations, one after another
+    /// from where its last turn stopped, so one organisation's many integrations are one message
+    /// among the others' and delay nobody else's import.
+    Turn {
+        org: OrgId,
+    },
 }
 
 impl Request {
@@ -31,6 +42,7 @@ impl Request {
             Self::File { org, import_id } => {
                 serde_json::json!({"org": org.as_str(), "import_id": import_id})
             }
+            Self::Turn { org } => serde_json::json!({"turn_of": org.as_str()}),
         }
         .to_string()
     }
@@ -41,6 +53,11 @@ impl Request {
         if let Some(raw) = value.get("integration_id").and_then(|v| v.as_str()) {
             return Some(Self::Statement {
                 integration_id: IntegrationId::parse(raw).ok()?,
+            });
+        }
+        if let Some(raw) = value.get("turn_of").and_then(|v| v.as_str()) {
+            return Some(Self::Turn {
+                org: OrgId::parse(raw).ok()?,
             });
         }
         Some(Self::File {
@@ -65,20 +82,17 @@ impl Requests {
 }
 
 impl Requests {
-    /// One request per integration, ten to a `SendMessageBatch`: the schedule's fan-out, so
-    /// each integration's import is an invocation of its own. Any entry refused is an error (the
-    /// schedule runs again; a request sent twice meets the lease).
-    pub async fn send_all(&self, ids: &[IntegrationId]) -> Result<(), String> {
+    /// One turn per organisation, ten to a `SendMessageBatch`: the schedule's fan-out, so each
+    /// organisation's imports are an invocation of their own whatever their number. Any entry
+    /// refused is an error (the schedule runs again; a turn sent twice meets each lease).
+    pub async fn send_turns(&self, orgs: &[OrgId]) -> Result<(), String> {
         use aws_sdk_sqs::types::SendMessageBatchRequestEntry as Entry;
-        for chunk in ids.chunks(10) {
+        for chunk in orgs.chunks(10) {
             let entries = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, id)| {
-                    let body = Request::Statement {
-                        integration_id: id.clone(),
-                    }
-                    .to_body();
+                .map(|(i, org)| {
+                    let body = Request::Turn { org: org.clone() }.to_body();
                     Entry::builder()
                         .id(i.to_string())
                         .message_body(body)
@@ -104,6 +118,35 @@ impl Requests {
         }
         Ok(())
     }
+}
+
+/// An organisation's monobank integrations, in id order, from just after `after` (a turn's
+/// place), at most `limit`: a range of the import list, whose positions are the ids.
+pub async fn of_org(
+    store: &Store,
+    org: &OrgId,
+    after: Option<&str>,
+    limit: i32,
+) -> Result<Vec<IntegrationId>, StoreError> {
+    let low = match after {
+        Some(after) => format!("{after}\u{1}"),
+        None => format!("{org}_"),
+    };
+    let high = format!("{org}_\u{7f}");
+    let (items, _) = store
+        .page_in(
+            crate::store::Index::Lists,
+            super::providers::IMPORTS_LIST,
+            Some((&low, &high)),
+            false,
+            limit,
+            None,
+        )
+        .await?;
+    Ok(items
+        .iter()
+        .filter_map(|item| IntegrationId::parse(item.opt_str("id")?).ok())
+        .collect())
 }
 
 /// Integrations the schedule reads a page.

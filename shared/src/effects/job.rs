@@ -70,6 +70,7 @@ impl Job for crate::bank::import::Request {
                 format!("import:{}", integration_id.digest()),
             ),
             Self::File { org, import_id } => (org.clone(), format!("import:{import_id}")),
+            Self::Turn { org } => (org.clone(), format!("imports:{org}")),
         }
     }
 }

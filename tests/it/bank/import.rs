@@ -371,24 +371,34 @@ async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue()
     assert_eq!(
         (out["queued"].as_u64(), out["overdue"].as_u64()),
         (Some(3), Some(1)),
-        "one request each; the one made an hour ago was never imported: {out}"
+        "three integrations queued; the one made an hour ago was never imported: {out}"
     );
     let queued = crate::support::queues::receive(&sqs, &queue_url, 3).await;
-    let mut named: Vec<String> = queued
+    let turns: Vec<Request> = queued
         .iter()
-        .map(|m| match Request::from_body(m.body().unwrap()) {
-            Some(Request::Statement { integration_id }) => integration_id.id,
-            other => panic!("{other:?}"),
-        })
+        .map(|m| Request::from_body(m.body().unwrap()).unwrap())
         .collect();
-    named.sort();
-    let mut ids: Vec<String> = made.iter().map(|id| id.id.clone()).collect();
-    ids.sort();
     assert_eq!(
-        named, ids,
-        "the schedule imported nothing itself: it queued each once"
+        turns,
+        [Request::Turn { org: org.clone() }],
+        "one turn for the organisation, whatever its integrations"
     );
-    assert_eq!(env.count("bank_tx").await, 0);
+    assert_eq!(
+        env.count("bank_tx").await,
+        0,
+        "the schedule imported nothing itself"
+    );
+    // The turn imports each of them, one after another.
+    let turn = crate::support::queues::event_of("t1", queued[0].body().unwrap());
+    let value = serde_json::to_value(&turn).unwrap();
+    let answered = function.process(&value).await.unwrap();
+    assert_eq!(
+        answered["batchItemFailures"],
+        serde_json::json!([]),
+        "{answered}"
+    );
+    // Each asked its statement (the stand-in knows none of these tokens): three leases taken.
+    assert_eq!(env.count("bank_lease").await, 3, "each imported: {made:?}");
 
     // A person paused the import worker: the schedule queues nothing, still counts the overdue.
     firmspace::ops::consumers::record(&env.store, "bank-import", true, "admin:test", Utc::now())
@@ -412,6 +422,79 @@ async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue()
         .unwrap();
     let out = function.process(&schedule).await.unwrap();
     assert_eq!(out["queued"], 3, "resumed: queued again");
+}
+
+#[tokio::test]
+async fn an_organisation_with_2000_integrations_delays_nobody_elses_import() {
+    let env = TestEnv::new().await;
+    let (big, small) = (
+        crate::support::fixtures::org(&env).await.id,
+        crate::support::fixtures::org(&env).await.id,
+    );
+    let stand_in = statement::spawn(3, Duration::ZERO).await;
+    let integration = |org: &firmspace::ids::OrgId| Integration {
+        id: IntegrationId::generate(org),
+        settings: Settings::Bank(BankSettings::Monobank {
+            token: TOKEN.to_owned().into(),
+            account: "0".into(),
+            api_url: Some(stand_in.url()),
+        }),
+        created_at: Utc::now(),
+    };
+    let store = env.store.clone();
+    use futures::StreamExt;
+    futures::stream::iter(0..2000)
+        .map(|_| {
+            let (store, made) = (store.clone(), integration(&big));
+            async move { integrations::create(&store, &made).await.unwrap() }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+    let lone = integration(&small);
+    integrations::create(&env.store, &lone).await.unwrap();
+    let sqs = crate::support::queues::client().await;
+    let (queue_url, _) = crate::support::queues::queue(&sqs, "fair", 30, None).await;
+    let requests = import::Requests {
+        sqs: sqs.clone(),
+        queue_url: queue_url.clone(),
+    };
+    let function = bank_import::App::new(env.store.clone(), apis(), limits(20), requests, None);
+    let schedule =
+        serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
+    let out = function.process(&schedule).await.unwrap();
+    assert_eq!(out["queued"], 2001, "{out}");
+    // Two turns in the queue, one per organisation: the lone integration's is not behind 2,000.
+    let queued = crate::support::queues::receive(&sqs, &queue_url, 10).await;
+    let turns: Vec<Request> = queued
+        .iter()
+        .map(|m| Request::from_body(m.body().unwrap()).unwrap())
+        .collect();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    let small_turn = queued
+        .iter()
+        .find(|m| {
+            Request::from_body(m.body().unwrap()) == Some(Request::Turn { org: small.clone() })
+        })
+        .unwrap();
+    let started = std::time::Instant::now();
+    let event = crate::support::queues::event_of("small", small_turn.body().unwrap());
+    let answered = function
+        .process(&serde_json::to_value(&event).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answered["batchItemFailures"], serde_json::json!([]));
+    assert!(
+        started.elapsed() < Duration::from_secs(300),
+        "within one period"
+    );
+    let rows: Vec<_> = env
+        .items_of("bank_tx")
+        .await
+        .into_iter()
+        .filter(|i| i["org"].as_s().unwrap() == small.as_str())
+        .collect();
+    assert_eq!(rows.len(), 3, "the lone integration's statement imported");
 }
 
 #[tokio::test]

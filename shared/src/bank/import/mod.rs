@@ -21,7 +21,7 @@ use super::monobank::{page, StatementItem, Unreadable};
 /// One row of a statement page: readable, or kept for a person.
 type Row = Result<StatementItem, Unreadable>;
 use super::providers::BankSettings;
-pub use super::requests::{scheduled, Request, Requests};
+pub use super::requests::{of_org, scheduled, Request, Requests};
 use super::UPLOAD_CONCURRENCY as CONCURRENCY;
 use super::{store_rows, Arrival, BankTx};
 use crate::egress::Apis;
