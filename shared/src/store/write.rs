@@ -25,8 +25,20 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(cap / 2 + jitter % (cap / 2 + 1))
 }
 
+tokio::task_local! {
+    /// The deadline of the request a write serves (a webhook's invocation): no round of any
+    /// write inside it, nested or not, starts past it.
+    static DEADLINE: Instant;
+}
+
+/// Runs `work` with every write inside it (its retries, a counted transaction's, a nested
+/// write's) held to `deadline`: a caller with 5 s is not kept 10 by a retry budget below it.
+pub async fn within<F: Future>(deadline: Instant, work: F) -> F::Output {
+    DEADLINE.scope(deadline, work).await
+}
+
 /// The rounds of a contended write: the first at once, each later one after [`backoff`], at
-/// most [`ATTEMPTS`] and none past the deadline. A request made of several event writes (a bank
+/// most [`ATTEMPTS`] and none past the deadline (nor past the request's, under [`within`]). A request made of several event writes (a bank
 /// row's re-match) retries in the same rounds as one write.
 #[derive(Debug)]
 pub struct Rounds {
@@ -40,6 +52,9 @@ impl Rounds {
     }
 
     pub fn until(deadline: Instant) -> Self {
+        let deadline = DEADLINE
+            .try_with(|request| (*request).min(deadline))
+            .unwrap_or(deadline);
         Self {
             attempt: 0,
             deadline,
@@ -208,6 +223,29 @@ mod tests {
             );
             assert!(pause <= Duration::from_millis(cap), "{attempt}: {pause:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_requests_deadline_holds_every_write_inside_it() {
+        let soon = Instant::now() + Duration::from_millis(1);
+        let rounds = within(soon, async {
+            let mut rounds = Rounds::new();
+            let mut taken = 0;
+            while rounds.next().await {
+                taken += 1;
+            }
+            taken
+        })
+        .await;
+        assert_eq!(
+            rounds, 1,
+            "the first round only: the budget below is cut to the request's"
+        );
+        let mut free = Rounds::new();
+        assert!(
+            free.next().await && free.next().await,
+            "outside, the write's own budget"
+        );
     }
 
     #[test]

@@ -27,6 +27,18 @@ pub struct Edge<S: Source> {
     limiter: super::limit::Limiter,
 }
 
+/// When the invocation serving `req` ends, less half a second to answer: from Lambda's context.
+fn invocation_deadline(req: &Request) -> Option<std::time::Instant> {
+    use lambda_http::RequestExt;
+    let context = req.lambda_context_ref()?;
+    let left = context
+        .deadline()
+        .duration_since(std::time::SystemTime::now())
+        .ok()?;
+    let left = left.checked_sub(std::time::Duration::from_millis(500))?;
+    Some(std::time::Instant::now() + left)
+}
+
 fn count(source: impl Into<metrics::SharedString>, outcome: &'static str) {
     metrics::counter!("deliveries", "source" => source, "outcome" => outcome).increment(1);
 }
@@ -55,8 +67,10 @@ impl<S: Source> Edge<S> {
     /// The Lambda entry point: the delivery at the time it arrived.
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
         let started = std::time::Instant::now();
-        let response = self
-            .respond(&req, Utc::now())
+        // Every write of the delivery, nested retries included, ends before the invocation does
+        // (less a moment to answer).
+        let deadline = invocation_deadline(&req).unwrap_or(started + crate::store::write::BUDGET);
+        let response = crate::store::write::within(deadline, self.respond(&req, Utc::now()))
             .await
             .unwrap_or_else(ApiError::into_response);
         metrics::histogram!("latency_ms", "kind" => tag_name(&S::KIND))
