@@ -540,3 +540,36 @@ async fn a_malformed_statement_row_goes_to_a_person_and_the_import_moves_on() {
         "filed once"
     );
 }
+
+#[tokio::test]
+async fn a_pushed_row_dated_where_no_statement_looks_is_filed_by_when_it_arrived() {
+    let env = TestEnv::new().await;
+    let org = crate::support::fixtures::org(&env).await.id;
+    let stand_in = statement::spawn_rows(Vec::new(), WINDOW).await;
+    let integration = monobank_integration(&env, &org, &stand_in).await;
+    // Dated 40 days back: before the first import's 31 days, so no window will ever read it.
+    let old = statement_row(
+        "forged-old",
+        Utc::now().timestamp() - 40 * 86_400,
+        4000,
+        "Payment",
+    );
+    let body = serde_json::json!({"type": "StatementItem", "data": {"account": "0", "statementItem": old}});
+    let webhook = bank_webhook::app(env.store.clone());
+    let req = request(
+        "POST",
+        &format!("/hooks/{}/bank", integration.id.id),
+        &[],
+        body.to_string().into_bytes(),
+    );
+    assert_eq!(
+        webhook.respond(&req, Utc::now()).await.unwrap().status(),
+        200
+    );
+    let report = import::run(&env.store, &apis(), &integration, &limits(20), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(report.unconfirmed, 1, "{report:?}");
+    let reasons = crate::support::app::reasons(&env, &org).await;
+    assert_eq!(reasons, ["unconfirmed_bank_row"]);
+}

@@ -293,6 +293,62 @@ async fn file_unreadable(
     Ok(())
 }
 
+/// Files `unconfirmed_bank_row` for every pushed row of the integration *stored* in [`from`,
+/// `to`) whose own time lies outside that window and outside every window to come (before it,
+/// or more than an hour ahead): a row timed where no statement will look (a forgery dated
+/// outside the import's reach) is filed by when it arrived. How many.
+async fn unconfirmed_stored(
+    store: &Store,
+    integration: &Integration,
+    (from, to): (i64, i64),
+    now: DateTime<Utc>,
+) -> Result<usize, StoreError> {
+    let at = |secs: i64| DateTime::from_timestamp(secs, 0).map(crate::time::format);
+    // `to` is whole seconds; a row stored within its last second is in.
+    let (Some(low), Some(high)) = (at(from), at(to + 1)) else {
+        return Ok(0);
+    };
+    let list =
+        crate::store::lists::events_pk(integration.org(), crate::store::lists::EventKind::BankRow);
+    let digest = crate::ids::integration_digest(&integration.id.id);
+    let ahead = now.timestamp() + 3600;
+    let (mut filed, mut cursor) = (0, None);
+    loop {
+        let (items, next) = store
+            .page_in(
+                Index::States,
+                &list,
+                Some((&low, &high)),
+                false,
+                500,
+                cursor.as_deref(),
+            )
+            .await?;
+        let outside: Vec<String> = items
+            .iter()
+            .filter(|i| i.opt_str("integration") == Some(digest.as_str()))
+            .filter(|i| i.opt_str("confirmed_at").is_none())
+            .filter(|i| {
+                let time = i.opt_time("time").map(|t| t.timestamp()).unwrap_or(from);
+                time < from || time > ahead
+            })
+            .filter_map(|i| i.opt_str("pk").map(str::to_owned))
+            .collect();
+        if !outside.is_empty() {
+            for item in store.get_many(&outside).await?.iter().flatten() {
+                let tx = BankTx::from_item(item)?;
+                if tx.confirmed_at.is_none() {
+                    filed += usize::from(unconfirmed_review(&tx, now).put(store).await?);
+                }
+            }
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(filed),
+        }
+    }
+}
+
 /// The review item of a pushed row the statement never showed.
 fn unconfirmed_review(tx: &BankTx, now: DateTime<Utc>) -> ReviewItem {
     let r = &tx.row;
@@ -492,6 +548,10 @@ pub async fn run(
             // (before the part the next run reads again) never will.
             let (from, to) = (window.from, window.to - OVERLAP_SECS);
             report.unconfirmed += unconfirmed(store, integration, from, to, now).await?;
+            // Stored up to the window's end: a row timed before the window can only ever be
+            // filed by when it came, however recently.
+            let stored = (window.from, window.to);
+            report.unconfirmed += unconfirmed_stored(store, integration, stored, now).await?;
         }
         if cursor.caught_up(now.timestamp()) {
             report.caught_up = true;
