@@ -17,7 +17,6 @@ use firmspace::ops::ids;
 use firmspace::ops::requests::{self, Request as Asked};
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
-use firmspace::ops::EventKind;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -199,33 +198,41 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
     }
 }
 
-/// A bulk replay's window: a kind, `from` before `to`, at most 7 days.
-fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
-    let org = who.one(req)?;
-    let asked = parse_json::<WindowBody>(body)?;
-    let kind = EventKind::parse(&asked.kind).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_kind",
-            "kind is payment, message, call, bank_row, sms, lead or credit_note",
-        )
-    })?;
+/// A window as a request names it: both ends RFC 3339, `from` before `to` (400
+/// `invalid_window`), no longer than `max` (400 `window_too_long`, naming whose and how long).
+fn window_of(
+    (from, to): (&str, &str),
+    (max, whose, how_long): (chrono::Duration, &str, &str),
+) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
     let bad = || {
         ApiError::bad_request(
             "invalid_window",
             "from and to are RFC 3339 times, from before to",
         )
     };
-    let from = firmspace::time::parse(&asked.from).ok_or_else(bad)?;
-    let to = firmspace::time::parse(&asked.to).ok_or_else(bad)?;
+    let from = firmspace::time::parse(from).ok_or_else(bad)?;
+    let to = firmspace::time::parse(to).ok_or_else(bad)?;
     if from >= to {
         return Err(bad());
     }
-    if to - from > WINDOW_MAX {
+    if to - from > max {
         return Err(ApiError::bad_request(
             "window_too_long",
-            "a replay's window is at most 7 days",
+            format!("{whose} window is at most {how_long}"),
         ));
     }
+    Ok((from, to))
+}
+
+/// A bulk replay's window: a kind, `from` before `to`, at most 7 days.
+fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
+    let org = who.one(req)?;
+    let asked = parse_json::<WindowBody>(body)?;
+    let kind = firmspace::ops::events::kind_named(Some(&asked.kind))?;
+    let (from, to) = window_of(
+        (&asked.from, &asked.to),
+        (WINDOW_MAX, "a replay's", "7 days"),
+    )?;
     if asked.cursor.as_ref().is_some_and(|c| c.len() > 4096) {
         return Err(ApiError::bad_request(
             "invalid_cursor",
@@ -283,23 +290,12 @@ fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
         .filter(|id| who.owner().is_none_or(|org| *org == id.org))
         .ok_or_else(|| unknown("integration"))?;
     let asked = parse_json::<RecoverBody>(body)?;
-    let bad = || {
-        ApiError::bad_request(
-            "invalid_window",
-            "from and to are RFC 3339 times, from before to",
-        )
-    };
-    let from = firmspace::time::parse(&asked.from).ok_or_else(bad)?;
-    let to = firmspace::time::parse(&asked.to).ok_or_else(bad)?;
-    if from >= to {
-        return Err(bad());
-    }
-    if to - from > firmspace::ops::recover::WINDOW_MAX {
-        return Err(ApiError::bad_request(
-            "window_too_long",
-            "a recovery's window is at most 31 days",
-        ));
-    }
+    let longest = (
+        firmspace::ops::recover::WINDOW_MAX,
+        "a recovery's",
+        "31 days",
+    );
+    let (from, to) = window_of((&asked.from, &asked.to), longest)?;
     Ok(Action::Recover(firmspace::ops::recover::Ask {
         integration_id: id.to_string(),
         from,

@@ -177,14 +177,7 @@ pub(crate) async fn events(
     req: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let org = who.one(req)?;
-    let kind = query(req, "kind")
-        .and_then(|k| EventKind::parse(&k))
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_kind",
-                "kind is payment, message, call, bank_row, sms, lead or credit_note",
-            )
-        })?;
+    let kind = events::kind_named(query(req, "kind").as_deref())?;
     let (from, to, q) = (query(req, "from"), query(req, "to"), query(req, "q"));
     let filter = Filter::parse(from.as_deref(), to.as_deref(), q.as_deref()).map_err(|e| {
         let code = match e {

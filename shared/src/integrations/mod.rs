@@ -264,35 +264,17 @@ pub async fn create_counted(
     by: &str,
     max: u64,
 ) -> Result<Created, StoreError> {
-    use crate::store::item::n;
-    use crate::store::{Cond, Step, Transacted, Update};
     let mut item = integration.to_item(store).await?;
     item.insert("created_by".into(), crate::store::item::s(by));
-    let counted = Update::new()
-        .set("kind", crate::store::item::s("bank_import_count"))
-        .set("org", crate::store::item::s(integration.org().as_str()))
-        .add("count", n(1))
-        .when(Cond::Any(vec![
-            Cond::Missing,
-            Cond::Before("count".into(), n(max)),
-        ]));
-    let steps = vec![
-        Step::PutNew(item),
-        Step::Update {
-            pk: integration.org().pk("BANK_IMPORTS_COUNT"),
-            update: counted,
-        },
-    ];
-    let mut rounds = crate::store::write::Rounds::new();
-    while rounds.next().await {
-        return match store.transact(steps.clone()).await? {
-            Transacted::Done => Ok(Created::New),
-            Transacted::Refused { .. } => Ok(Created::LimitReached),
-            Transacted::Contended => continue,
-        };
-    }
-    Err(StoreError::Contended {
-        pk: integration.org().pk("BANK_IMPORTS_COUNT"),
+    let (org, counter) = (
+        integration.org(),
+        integration.org().pk("BANK_IMPORTS_COUNT"),
+    );
+    let counted = (counter.as_str(), "bank_import_count", org.as_str());
+    Ok(match store.put_under_cap(item, counted, max).await? {
+        crate::store::Capped::New => Created::New,
+        // A new integration's id is random: only the cap refuses it.
+        crate::store::Capped::Taken | crate::store::Capped::Full => Created::LimitReached,
     })
 }
 

@@ -102,13 +102,7 @@ pub async fn record(
     event: &SmsEvent,
     now: DateTime<Utc>,
 ) -> Result<Recorded, LedgerError> {
-    let mut decision = RecordSms {
-        integration,
-        event,
-        keys: Keys::of(integration, event),
-        release: false,
-    };
-    store.write(&mut decision, now).await
+    write(store, (integration, event), false, now).await
 }
 
 /// Decides an event a paused integration held (`record` stored it as `held`), now that it
@@ -119,11 +113,20 @@ pub async fn release(
     event: &SmsEvent,
     now: DateTime<Utc>,
 ) -> Result<Recorded, LedgerError> {
+    write(store, (integration, event), true, now).await
+}
+
+async fn write(
+    store: &Store,
+    (integration, event): (&Integration, &SmsEvent),
+    release: bool,
+    now: DateTime<Utc>,
+) -> Result<Recorded, LedgerError> {
     let mut decision = RecordSms {
         integration,
         event,
         keys: Keys::of(integration, event),
-        release: true,
+        release,
     };
     store.write(&mut decision, now).await
 }

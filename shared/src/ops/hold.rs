@@ -106,16 +106,7 @@ pub async fn pause(
 /// "paused_at", "paused_by", "resuming", "held"}`. An integration is named by its digest (a monobank
 /// integration's id is its webhook's credential); `held` is the count its item keeps.
 pub async fn paused_of(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
-    let (items, _) = store
-        .page_in(
-            Index::States,
-            &pause::paused_list(org),
-            None,
-            false,
-            200,
-            None,
-        )
-        .await?;
+    let items = paused_items(store, org).await?;
     let mut out = Vec::new();
     for item in &items {
         let digest = crate::ids::integration_digest(item.str_of("id")?);
@@ -134,22 +125,23 @@ pub async fn paused_of(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreEr
     Ok(out)
 }
 
+/// The items of the organisation's paused integrations (and those still resuming), longest
+/// paused first: at most 200, the second index's list.
+async fn paused_items(store: &Store, org: &OrgId) -> Result<Vec<Item>, StoreError> {
+    let list = pause::paused_list(org);
+    let (items, _) = store
+        .page_in(Index::States, &list, None, false, 200, None)
+        .await?;
+    Ok(items)
+}
+
 /// The paused integration of `org` whose digest is `digest`, if any.
 pub async fn paused_by_digest(
     store: &Store,
     org: &OrgId,
     digest: &str,
 ) -> Result<Option<IntegrationId>, StoreError> {
-    let (items, _) = store
-        .page_in(
-            Index::States,
-            &pause::paused_list(org),
-            None,
-            false,
-            200,
-            None,
-        )
-        .await?;
+    let items = paused_items(store, org).await?;
     Ok(items
         .iter()
         .filter_map(|i| i.opt_str("id"))

@@ -1,8 +1,8 @@
 //! Organisations, their API keys (`keys`: stored hashed, with scopes) and team members.
 
 use crate::ids::OrgId;
-use crate::store::item::{n, s, Builder, Read};
-use crate::store::{Cond, Step, Store, StoreError, Transacted, Update};
+use crate::store::item::{Builder, Read};
+use crate::store::{Capped, Step, Store, StoreError, Transacted};
 use chrono::{DateTime, Utc};
 use keys::Scopes;
 use secrecy::SecretString;
@@ -81,34 +81,17 @@ pub async fn add_member(
     .list(&org.pk("MEMBERS"), &member.user_id)
     .build();
     // Counted in the same transaction, held under the cap: two at once cannot pass it.
-    let counted = Update::new()
-        .set("kind", s("member_count"))
-        .set("org", s(org.as_str()))
-        .add("count", n(1))
-        .when(Cond::Any(vec![
-            Cond::Missing,
-            Cond::Before("count".into(), n(max)),
-        ]));
-    let steps = vec![
-        Step::PutNew(item),
-        Step::Update {
-            pk: org.pk("MEMBER_COUNT"),
-            update: counted,
+    let counter = (org.pk("MEMBER_COUNT"), org.as_str());
+    Ok(
+        match store
+            .put_under_cap(item, (&counter.0, "member_count", counter.1), max)
+            .await?
+        {
+            Capped::New => Added::New,
+            Capped::Taken => Added::Duplicate,
+            Capped::Full => Added::LimitReached,
         },
-    ];
-    let mut rounds = crate::store::write::Rounds::new();
-    while rounds.next().await {
-        return match store.transact(steps.clone()).await? {
-            Transacted::Done => Ok(Added::New),
-            // The user is a member already (the first refusal DynamoDB names is the lowest).
-            Transacted::Refused { step: 0, .. } => Ok(Added::Duplicate),
-            Transacted::Refused { .. } => Ok(Added::LimitReached),
-            Transacted::Contended => continue,
-        };
-    }
-    Err(StoreError::Contended {
-        pk: org.pk("MEMBER_COUNT"),
-    })
+    )
 }
 
 /// How adding a member ended.

@@ -141,6 +141,16 @@ impl Index {
     }
 }
 
+/// How a put under a cap ended (`Store::put_under_cap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capped {
+    New,
+    /// Its key was taken: nothing written.
+    Taken,
+    /// The count is at its cap: nothing written.
+    Full,
+}
+
 /// What a put-if-new found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PutNew {
@@ -291,6 +301,26 @@ impl Store {
         pk: &str,
         update: &Update,
     ) -> Result<Option<Item>, StoreError> {
+        self.send_update(pk, update, aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .await
+    }
+
+    /// Applies `update` to the item at `pk` if its condition holds; `Ok(false)` when it did not.
+    pub async fn update_if(&self, pk: &str, update: &Update) -> Result<bool, StoreError> {
+        let updated = self
+            .send_update(pk, update, aws_sdk_dynamodb::types::ReturnValue::None)
+            .await?;
+        Ok(updated.is_some())
+    }
+
+    /// One conditional `UpdateItem`: the attributes `returning` asks for, or `None` when the
+    /// condition did not hold.
+    async fn send_update(
+        &self,
+        pk: &str,
+        update: &Update,
+        returning: aws_sdk_dynamodb::types::ReturnValue,
+    ) -> Result<Option<Item>, StoreError> {
         let expr = update.expression();
         let result = self
             .client
@@ -301,7 +331,7 @@ impl Store {
             .set_condition_expression(expr.condition)
             .set_expression_attribute_names(Some(expr.names))
             .set_expression_attribute_values(Some(expr.values))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .return_values(returning)
             .send()
             .await;
         match result {
@@ -317,30 +347,41 @@ impl Store {
         }
     }
 
-    /// Applies `update` to the item at `pk` if its condition holds; `Ok(false)` when it did not.
-    pub async fn update_if(&self, pk: &str, update: &Update) -> Result<bool, StoreError> {
-        let expr = update.expression();
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(Self::key(pk)))
-            .update_expression(expr.update)
-            .set_condition_expression(expr.condition)
-            .set_expression_attribute_names(Some(expr.names))
-            .set_expression_attribute_values(Some(expr.values))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(StoreError::sdk(err)),
+    /// Puts `item` if its key is new, with one more on the `count` of the item at `counter`, in
+    /// one transaction held under `max`: two at once cannot pass it.
+    pub async fn put_under_cap(
+        &self,
+        item: Item,
+        (counter, kind, org): (&str, &str, &str),
+        max: u64,
+    ) -> Result<Capped, StoreError> {
+        let counted = Update::new()
+            .set("kind", item::s(kind))
+            .set("org", item::s(org))
+            .add("count", item::n(1))
+            .when(Cond::Any(vec![
+                Cond::Missing,
+                Cond::Before("count".into(), item::n(max)),
+            ]));
+        let steps = vec![
+            Step::PutNew(item),
+            Step::Update {
+                pk: counter.to_owned(),
+                update: counted,
+            },
+        ];
+        let mut rounds = write::Rounds::new();
+        while rounds.next().await {
+            return match self.transact(steps.clone()).await? {
+                Transacted::Done => Ok(Capped::New),
+                // The key is taken (the first refusal DynamoDB names is the lowest step).
+                Transacted::Refused { step: 0, .. } => Ok(Capped::Taken),
+                Transacted::Refused { .. } => Ok(Capped::Full),
+                Transacted::Contended => continue,
+            };
         }
+        Err(StoreError::Contended {
+            pk: counter.to_owned(),
+        })
     }
 }
