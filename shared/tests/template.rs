@@ -3,12 +3,13 @@
 //! age for each. The test reads `infra/template.yaml` itself.
 
 const TEMPLATE: &str = include_str!("../../infra/template.yaml");
-const QUEUES: [&str; 5] = [
+const QUEUES: [&str; 6] = [
     "NotificationsQueue",
     "ActivityQueue",
     "AutomationQueue",
     "MatchingQueue",
     "ImportQueue",
+    "FileQueue",
 ];
 
 /// The lines of the resource `name`, up to the next resource.

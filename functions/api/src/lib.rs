@@ -46,7 +46,8 @@ pub struct Settings {
     /// The attachments bucket, for presigned URLs (`ATTACHMENTS_BUCKET`); without it attachments
     /// are listed without a URL.
     pub files: Option<firmspace::messages::media::Files>,
-    /// Where "import now" requests go (`IMPORT_QUEUE_URL`); without it the route answers 503.
+    /// Where "import now" requests go (`IMPORT_QUEUE_URL`) and a large file's steps
+    /// (`FILE_QUEUE_URL`, required beside it); without them the routes answer 503.
     pub imports: Option<firmspace::bank::import::Requests>,
     /// Requests a key may make a minute (`READS_PER_MINUTE`, 300; `WRITES_PER_MINUTE`, 120).
     pub limits: firmspace::orgs::rate::Limits,
@@ -146,6 +147,7 @@ impl App {
                 Some(queue_url) => Some(firmspace::bank::import::Requests {
                     sqs: firmspace::aws::sqs(config.endpoint_url.as_deref()).await,
                     queue_url,
+                    files_queue_url: config::require("FILE_QUEUE_URL")?,
                 }),
                 None => None,
             },

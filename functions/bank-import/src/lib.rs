@@ -213,6 +213,7 @@ impl App {
     /// `STATEMENT_INTERVAL_MS` (monobank's 60000; less only on the local and test stages),
     /// `IMPORT_MAX_WAIT_MS` (how long a run waits for the next window, default 0: the next run
     /// reads on), `MONOBANK_PERSONAL_API_URL`, `IMPORT_QUEUE_URL` (where the schedule fans out),
+    /// `FILE_QUEUE_URL` (a large file's next steps),
     /// `IMPORT_PERIOD_SECS` (the schedule's period, 300), and the worker loop's
     /// `MAX_RECEIVE_COUNT`.
     pub async fn from_env() -> Result<Self, ConfigError> {
@@ -231,6 +232,7 @@ impl App {
         let fan_out = Requests {
             sqs: firmspace::aws::sqs(endpoint).await,
             queue_url: firmspace::config::require("IMPORT_QUEUE_URL")?,
+            files_queue_url: firmspace::config::require("FILE_QUEUE_URL")?,
         };
         let bucket = match firmspace::config::var("ATTACHMENTS_BUCKET") {
             Some(name) => {

@@ -6,12 +6,14 @@ use crate::store::item::Read;
 use crate::store::{Store, StoreError};
 use chrono::{DateTime, Utc};
 
-/// Import requests from the API: one SQS message per "import now", taken by the import
-/// function beside its schedule.
+/// Where requests go: statements and turns on the import queue, a large CSV file's steps on a
+/// queue of their own (`files_queue_url`), so a file of 100,000 rows delays no organisation's
+/// statement and a backlog of statements delays no file. Both are taken by the import function.
 #[derive(Clone, Debug)]
 pub struct Requests {
     pub sqs: aws_sdk_sqs::Client,
     pub queue_url: String,
+    pub files_queue_url: String,
 }
 
 /// A request of the import queue: a monobank integration's statement ("import now", or the
@@ -68,11 +70,19 @@ impl Request {
 }
 
 impl Requests {
+    /// The queue `request` goes to.
+    pub fn queue_of(&self, request: &Request) -> &str {
+        match request {
+            Request::File { .. } => &self.files_queue_url,
+            Request::Statement { .. } | Request::Turn { .. } => &self.queue_url,
+        }
+    }
+
     pub async fn send(&self, request: &Request) -> Result<(), String> {
         let body = request.to_body();
         self.sqs
             .send_message()
-            .queue_url(&self.queue_url)
+            .queue_url(self.queue_of(request))
             .message_body(body)
             .send()
             .await

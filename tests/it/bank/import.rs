@@ -179,6 +179,7 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
     settings.imports = Some(import::Requests {
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
+        files_queue_url: queue_url.clone(),
     });
     let app = ::api::App::new(env.store.clone(), settings);
     let key = crate::support::api::new_org(&app).await;
@@ -209,6 +210,7 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
     let fan_out = import::Requests {
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
+        files_queue_url: queue_url.clone(),
     };
     let function = bank_import::App::new(env.store.clone(), apis(), wide, fan_out, None);
     let event = serde_json::to_value(crate::support::queues::event(&requests)).unwrap();
@@ -363,6 +365,7 @@ async fn the_schedule_queues_one_import_per_integration_and_counts_the_overdue()
     let requests = import::Requests {
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
+        files_queue_url: queue_url.clone(),
     };
     let function = bank_import::App::new(env.store.clone(), apis(), limits(20), requests, None);
     let schedule =
@@ -458,6 +461,7 @@ async fn an_organisation_with_2000_integrations_delays_nobody_elses_import() {
     let requests = import::Requests {
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
+        files_queue_url: queue_url.clone(),
     };
     let function = bank_import::App::new(env.store.clone(), apis(), limits(20), requests, None);
     let schedule =

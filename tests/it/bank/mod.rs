@@ -457,9 +457,11 @@ async fn a_file_of_6000_rows_is_stored_by_the_worker_and_followed_by_its_import(
     let (s3, name) = crate::support::bucket(&env).await;
     let sqs = crate::support::queues::client().await;
     let (queue_url, _) = crate::support::queues::queue(&sqs, "imports", 30, None).await;
+    let (files_url, _) = crate::support::queues::queue(&sqs, "files", 30, None).await;
     let fan_out = || firmspace::bank::import::Requests {
         sqs: sqs.clone(),
         queue_url: queue_url.clone(),
+        files_queue_url: files_url.clone(),
     };
     let bucket = firmspace::bank::files::Bucket { s3, name };
     let mut settings = api::settings();
@@ -496,7 +498,9 @@ async fn a_file_of_6000_rows_is_stored_by_the_worker_and_followed_by_its_import(
         fan_out(),
         Some(bucket),
     );
-    assert!(take_all(&worker, &sqs, &queue_url).await >= 1);
+    // The steps are on the files' queue, and none on the statements' one.
+    assert!(take_all(&worker, &sqs, &files_url).await >= 1);
+    assert_eq!(take_all(&worker, &sqs, &queue_url).await, 0);
     let status_url = started["status_url"].as_str().unwrap();
     let (status, done) = call(&app, "GET", status_url, &key, Value::Null).await;
     assert_eq!(status, 200);

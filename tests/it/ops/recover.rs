@@ -40,6 +40,7 @@ fn with_recovery(o: Ops) -> Ops {
         firmspace::bank::import::Requests {
             sqs: o.sqs.clone(),
             queue_url: o.consequences.automation.clone(),
+            files_queue_url: o.consequences.automation.clone(),
         },
         None,
     ));

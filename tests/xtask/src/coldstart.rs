@@ -221,6 +221,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("AUTOMATION_DLQ_URL", &queue)
         .env("MATCHING_DLQ_URL", &queue)
         .env("IMPORT_QUEUE_URL", &queue)
+        .env("FILE_QUEUE_URL", &queue)
         .env("STAGE", "test")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
