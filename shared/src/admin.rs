@@ -152,10 +152,50 @@ impl AdminToken {
     }
 }
 
-/// Who an admin token is in a record: `admin:` and the token's public name (as a key's), so two
-/// tokens of a rotation are told apart and neither is written down.
-pub fn admin_id(token: &str) -> String {
-    format!("admin:{}", crate::orgs::key_id(token))
+/// Who an admin token is in a record: `admin:adm_` and 16 hex digits of the token's keyed
+/// digest ([`crate::vault::Digests`]), so two tokens of a rotation are told apart, neither is
+/// written down, and a weak token cannot be guessed offline from its name (the digest needs the
+/// deployment's KMS key). One `GenerateMac` call.
+pub async fn admin_id(
+    digests: &crate::vault::Digests,
+    token: &str,
+) -> Result<String, crate::vault::VaultError> {
+    let digest = digests.digest("admin-token", token.as_bytes()).await?;
+    Ok(format!("admin:adm_{}", &hex::encode(digest)[..16]))
+}
+
+/// The admin tokens' names a warm function has asked KMS for, by the token's SHA-256: at most a
+/// few tokens are ever the admin (a rotation's two), so one call per token and invocation's life.
+pub struct Names {
+    digests: crate::vault::Digests,
+    known: Mutex<Vec<([u8; 32], String)>>,
+}
+
+impl Names {
+    pub fn new(digests: crate::vault::Digests) -> Self {
+        Self {
+            digests,
+            known: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `token`'s record name ([`admin_id`]); a KMS that cannot answer now is a 503.
+    pub async fn of(&self, token: &str) -> Result<String, ApiError> {
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let mut known = self.known.lock().await;
+        if let Some((_, name)) = known.iter().find(|(h, _)| *h == hash) {
+            return Ok(name.clone());
+        }
+        let name = admin_id(&self.digests, token).await.map_err(|e| {
+            tracing::error!(error.message = %e, "the admin token's name could not be computed");
+            ApiError::new(503, "unavailable", "temporarily unavailable; retry later")
+        })?;
+        if known.len() >= 4 {
+            known.remove(0);
+        }
+        known.push((hash, name.clone()));
+        Ok(name)
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,8 @@ pub struct Config {
     pub stage: Stage,
     /// `SECRETS_KEY_ID`: the KMS key that seals integration secrets.
     pub secrets_key_id: Option<String>,
+    /// `DIGEST_KEY_ID`: the KMS HMAC key of keyed digests (a sealing's, an admin token's name).
+    pub digest_key_id: Option<String>,
 }
 
 impl Config {
@@ -80,6 +82,7 @@ impl Config {
             endpoint_url: var("AWS_ENDPOINT_URL"),
             stage: parse_var("STAGE", Stage::Prod)?,
             secrets_key_id: var("SECRETS_KEY_ID"),
+            digest_key_id: var("DIGEST_KEY_ID"),
         })
     }
 
@@ -97,13 +100,24 @@ impl Config {
                 .build(),
         );
         let store = crate::store::Store::new(client, self.table.clone());
+        let kms = aws_sdk_kms::Client::new(&sdk);
         match &self.secrets_key_id {
-            Some(key) => store.with_vault(crate::vault::Vault::new(
-                aws_sdk_kms::Client::new(&sdk),
-                key.clone(),
-            )),
+            Some(key) => {
+                let vault = crate::vault::Vault::new(kms.clone(), key.clone());
+                store.with_vault(match &self.digest_key_id {
+                    Some(digest) => vault.with_digests(crate::vault::Digests::new(kms, digest)),
+                    None => vault,
+                })
+            }
             None => store,
         }
+    }
+
+    /// The keyed digests (`DIGEST_KEY_ID`), when configured.
+    pub async fn digests(&self) -> Option<crate::vault::Digests> {
+        let key = self.digest_key_id.as_ref()?;
+        let sdk = crate::aws::sdk_config(self.endpoint_url.as_deref()).await;
+        Some(crate::vault::Digests::new(aws_sdk_kms::Client::new(&sdk), key))
     }
 }
 

@@ -24,6 +24,8 @@ use std::convert::Infallible;
 pub struct App {
     store: Store,
     admin_token: AdminToken,
+    /// The admin tokens' record names (keyed digests under `DIGEST_KEY_ID`).
+    admin_names: firmspace::admin::Names,
     queues: Queues,
     publisher: Publisher,
     /// Reads and writes a key or the admin token may make a minute (`READS_PER_MINUTE`,
@@ -36,7 +38,7 @@ pub struct App {
     recovery: Option<firmspace::ops::recover::Recovery>,
 }
 
-/// Who asks: the admin (by the token's public name, `admin:key_…`), or one organisation's key.
+/// Who asks: the admin (by the token's public name, `admin:adm_…`), or one organisation's key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Who {
     Admin(String),
@@ -103,13 +105,14 @@ impl Who {
 impl App {
     pub fn new(
         store: Store,
-        admin_token: AdminToken,
+        (admin_token, admin_names): (AdminToken, firmspace::admin::Names),
         queues: Queues,
         publisher: Publisher,
     ) -> Self {
         Self {
             store,
             admin_token,
+            admin_names,
             queues,
             publisher,
             limits: firmspace::orgs::rate::Limits::default(),
@@ -142,9 +145,16 @@ impl App {
     pub async fn from_env() -> Result<Self, ConfigError> {
         let config = Config::from_env()?;
         let sqs = firmspace::aws::sqs(config.endpoint_url.as_deref()).await;
+        let digests = config
+            .digests()
+            .await
+            .ok_or(ConfigError::Missing("DIGEST_KEY_ID"))?;
         let app = Self::new(
             config.store().await,
-            AdminToken::from_env(&config).await?,
+            (
+                AdminToken::from_env(&config).await?,
+                firmspace::admin::Names::new(digests),
+            ),
             Queues::from_env(sqs.clone())?,
             Publisher {
                 sqs,
@@ -269,7 +279,7 @@ impl App {
                 .ok_or_else(|| ApiError::unauthorized("unauthorized", "unknown API key"));
         }
         if self.admin_token.matches(token).await? {
-            Ok(Who::Admin(firmspace::admin::admin_id(token)))
+            Ok(Who::Admin(self.admin_names.of(token).await?))
         } else {
             Err(ApiError::unauthorized(
                 "unauthorized",

@@ -180,8 +180,12 @@ impl Integration {
         let mut item = self.clear_item();
         let secrets = self.secrets();
         if !secrets.is_empty() {
-            let sealed = store.vault()?.seal(&self.pk(), &secrets).await?;
+            let vault = store.vault()?;
+            let sealed = vault.seal(&self.pk(), &secrets).await?;
             item.insert(SEALED.into(), AttributeValue::B(Blob::new(sealed)));
+            if let Some(digest) = vault.digest(&self.pk(), &secrets).await? {
+                item.insert(SEALED_DIGEST.into(), AttributeValue::B(Blob::new(digest)));
+            }
         }
         Ok(item)
     }
@@ -216,6 +220,9 @@ impl Integration {
 
 /// The attribute holding an integration's sealed secrets.
 const SEALED: &str = "sealed";
+/// The keyed digest of what `sealed` holds ([`crate::vault::Digests`]): a rotation to the same
+/// secrets is seen without opening them.
+const SEALED_DIGEST: &str = "sealed_digest";
 /// Secrets set on their own later (a Stripe API key), sealed apart from the rest: opened with
 /// them, and winning over a value of the same name.
 const SEALED_APART: &str = "sealed_apart";

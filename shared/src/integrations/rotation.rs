@@ -3,7 +3,7 @@
 //! that still signs with the old secret is not refused while the new one is rolled out), and
 //! removed after it. The previous secrets are never opened outside the overlap.
 
-use super::{integration_pk, Integration, Settings, SEALED};
+use super::{integration_pk, Integration, Settings, SEALED, SEALED_DIGEST};
 use crate::ids::IntegrationId;
 use crate::store::item::{s, Read};
 use crate::store::{Cond, Item, Store, StoreError, Update};
@@ -121,8 +121,19 @@ pub async fn rotate(
     }
     let rotated = Integration::from_item(id.clone(), &item, new)?;
     let pk = integration_pk(id);
-    let sealed_now = store
-        .vault()?
+    let vault = store.vault()?;
+    let digest = vault
+        .digest(&pk, &rotated.secrets())
+        .await
+        .map_err(StoreError::from)?;
+    if let (Some(digest), Some(AttributeValue::B(kept))) = (&digest, item.get(SEALED_DIGEST)) {
+        if kept.as_ref() == digest.as_slice() {
+            // The secrets it holds already (a retried rotation): nothing changes, so the
+            // previous secret keeps its overlap.
+            return Ok(SecretsState::of(&current, &item, now));
+        }
+    }
+    let sealed_now = vault
         .seal(&pk, &rotated.secrets())
         .await
         .map_err(StoreError::from)?;
@@ -134,7 +145,11 @@ pub async fn rotate(
             detail: "holds secrets but no sealed attribute".into(),
         })?;
     let until = now + overlap;
-    let update = Update::new()
+    let update = match digest {
+        Some(digest) => Update::new().set(SEALED_DIGEST, AttributeValue::B(Blob::new(digest))),
+        None => Update::new().remove(SEALED_DIGEST),
+    };
+    let update = update
         .set(SEALED, AttributeValue::B(Blob::new(sealed_now)))
         .set(PREVIOUS_SEALED, old.clone())
         .set(PREVIOUS_UNTIL, s(time::format(until)))

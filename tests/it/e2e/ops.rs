@@ -206,7 +206,7 @@ async fn resolve_on_the_page(stack: &super::Stack, page: &Session, org: &str, it
     assert_eq!(
         (done["resolved_by"].as_str(), done["note"].as_str()),
         (
-            Some(firmspace::admin::admin_id(&stack.admin_token).as_str()),
+            Some(admin_name(&stack.admin_token).await.as_str()),
             Some("checked in the browser")
         )
     );
@@ -347,4 +347,15 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
         "{} bytes",
         written.len()
     );
+}
+
+/// The admin token's record name, keyed by the deployed stack's `DigestKey`.
+async fn admin_name(token: &str) -> String {
+    let coords: Value = serde_json::from_str(
+        &std::fs::read_to_string(std::env::var("FIRMSPACE_TEST_STACK").unwrap()).unwrap(),
+    )
+    .unwrap();
+    let kms = aws_sdk_kms::Client::new(&crate::support::sdk_config().await);
+    let digests = firmspace::vault::Digests::new(kms, coords["digest_key"].as_str().unwrap());
+    firmspace::admin::admin_id(&digests, token).await.unwrap()
 }

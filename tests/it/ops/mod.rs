@@ -64,7 +64,10 @@ impl Ops {
         };
         let app = ops::App::new(
             env.store.clone(),
-            ADMIN.to_owned().into(),
+            (
+                ADMIN.to_owned().into(),
+                firmspace::admin::Names::new(crate::support::digests().await),
+            ),
             queues,
             Publisher {
                 sqs: sqs.clone(),

@@ -58,7 +58,8 @@ impl TestEnv {
         let vault = firmspace::vault::Vault::new(
             aws_sdk_kms::Client::new(&sdk_config().await),
             secrets_key().await,
-        );
+        )
+        .with_digests(digests().await);
         Self {
             store: Store::new(client, table).with_vault(vault),
             calls,
@@ -117,6 +118,30 @@ pub async fn secrets_key() -> String {
     })
     .await
     .clone()
+}
+
+/// The keyed digests under one KMS HMAC key made once per run (the deployed stack's
+/// `DigestKey`).
+pub async fn digests() -> firmspace::vault::Digests {
+    static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    let kms = aws_sdk_kms::Client::new(&sdk_config().await);
+    let key = KEY
+        .get_or_init(|| async {
+            let created = kms
+                .create_key()
+                .description("firmspace-tests: keyed digests")
+                .key_spec(aws_sdk_kms::types::KeySpec::Hmac256)
+                .key_usage(aws_sdk_kms::types::KeyUsageType::GenerateVerifyMac)
+                .send()
+                .await
+                .expect("ministack creates an HMAC key");
+            created
+                .key_metadata()
+                .map(|m| m.key_id().to_owned())
+                .expect("the key has an id")
+        })
+        .await;
+    firmspace::vault::Digests::new(kms, key.clone())
 }
 
 pub fn uuid_like() -> String {

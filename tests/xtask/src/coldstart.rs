@@ -210,6 +210,7 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("AWS_ENDPOINT_URL", NOWHERE)
         .env("AWS_MAX_ATTEMPTS", "1")
         .env("ADMIN_TOKEN", "coldstart-admin-token")
+        .env("DIGEST_KEY_ID", "coldstart-digests")
         .env("PUBLIC_URL", "https://api.example.com")
         .env("ATTACHMENTS_BUCKET", "coldstart")
         .env("NOTIFICATIONS_QUEUE_URL", &queue)

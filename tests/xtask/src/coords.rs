@@ -14,6 +14,8 @@ pub struct Coordinates {
     pub stack_name: String,
     /// The KMS key that seals integration secrets (`SECRETS_KEY_ID` of a function run by hand).
     pub secrets_key: String,
+    /// The KMS HMAC key of keyed digests (`DIGEST_KEY_ID`).
+    pub digest_key: String,
 }
 
 impl Coordinates {
@@ -25,6 +27,7 @@ impl Coordinates {
             "admin_token": self.admin_token,
             "stack_name": self.stack_name,
             "secrets_key": self.secrets_key,
+            "digest_key": self.digest_key,
             "region": REGION,
         })
     }
@@ -51,6 +54,7 @@ impl Coordinates {
             admin_token: field("admin_token")?,
             stack_name: field("stack_name")?,
             secrets_key: field("secrets_key")?,
+            digest_key: field("digest_key")?,
         })
     }
 }

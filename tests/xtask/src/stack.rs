@@ -228,6 +228,7 @@ impl Stack {
             admin_token: admin_token.to_owned(),
             stack_name: self.name.to_owned(),
             secrets_key: outputs["SecretsKeyArn"].clone(),
+            digest_key: outputs["DigestKeyArn"].clone(),
         })
     }
 
