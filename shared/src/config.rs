@@ -117,7 +117,10 @@ impl Config {
     pub async fn digests(&self) -> Option<crate::vault::Digests> {
         let key = self.digest_key_id.as_ref()?;
         let sdk = crate::aws::sdk_config(self.endpoint_url.as_deref()).await;
-        Some(crate::vault::Digests::new(aws_sdk_kms::Client::new(&sdk), key))
+        Some(crate::vault::Digests::new(
+            aws_sdk_kms::Client::new(&sdk),
+            key,
+        ))
     }
 }
 

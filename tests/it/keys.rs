@@ -263,9 +263,15 @@ async fn junk_at_one_integration_spends_its_budget_only() {
     }
     let over = app.respond(&junk(&a), now).await.unwrap_err();
     assert_eq!((over.status, over.retry_after.is_some()), (429, true));
+    // The budget is the deployment's: another warm instance spends its free share (one
+    // delivery at this limit), then meets the budget the first one spent.
+    let other = payment_webhook::app(env.store.clone()).with_deliveries_per_minute(3);
+    assert_eq!(other.respond(&junk(&a), now).await.unwrap_err().status, 401);
+    let over = other.respond(&junk(&a), now).await.unwrap_err();
+    assert_eq!(over.status, 429, "spent by the first instance");
     // B's deliveries go on: A's junk spent A's budget only.
     let body = fixtures::standard_body("pay_b", inv.id.as_str(), Some("1.00"));
     let signed = fixtures::standard_request_with_id(&b, &body, now.timestamp(), "msg_b");
-    assert_eq!(app.respond(&signed, now).await.unwrap().status(), 200);
+    assert_eq!(other.respond(&signed, now).await.unwrap().status(), 200);
     assert_eq!(env.count("payment_event").await, 1);
 }

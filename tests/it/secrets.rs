@@ -168,9 +168,22 @@ async fn a_rotated_secret_verifies_at_once_and_the_previous_one_only_during_the_
     );
     // The same secrets under a new key (a client that lost the answer): nothing changes, so the
     // first secret keeps its overlap (checked below), and the answer is the one above.
-    let before = crm.store().get(&integration_pk(&hook)).await.unwrap().unwrap();
-    assert_eq!(rotate("rot-1-again", &second, None).await, (200, rotated.clone()));
-    let after = crm.store().get(&integration_pk(&hook)).await.unwrap().unwrap();
+    let before = crm
+        .store()
+        .get(&integration_pk(&hook))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        rotate("rot-1-again", &second, None).await,
+        (200, rotated.clone())
+    );
+    let after = crm
+        .store()
+        .get(&integration_pk(&hook))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(before, after, "the item is unchanged");
     assert!(after.contains_key("sealed_digest"));
     let (status, named) = crm

@@ -243,7 +243,7 @@ impl<S: Source> Edge<S> {
             Cached::Unknown => (self.load(id, now).await?, true),
         };
         // Counted before anything is verified or parsed: its own budget only.
-        if let Err(retry_after) = self.limiter.count(&id.id, now) {
+        if let Err(retry_after) = self.limiter.count(&self.store, id, now).await {
             count(tag_name(&S::KIND), "limited");
             return Err(ApiError::rate_limited(
                 self.limiter.per_minute(),

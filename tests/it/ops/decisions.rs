@@ -53,8 +53,14 @@ async fn two_people_resolving_at_once_leave_one_resolution() {
             .unwrap(),
     );
     // Keyed: not the token's bare digest, which a weak token's guesser could compute offline.
-    assert_ne!(by_admin, format!("admin:{}", firmspace::orgs::key_id(ADMIN)));
-    assert!(by_admin.starts_with("admin:adm_") && by_admin.len() == 26, "{by_admin}");
+    assert_ne!(
+        by_admin,
+        format!("admin:{}", firmspace::orgs::key_id(ADMIN))
+    );
+    assert!(
+        by_admin.starts_with("admin:adm_") && by_admin.len() == 26,
+        "{by_admin}"
+    );
     assert!(
         won["by"] == by_key.as_str() || won["by"] == by_admin.as_str(),
         "{won}"

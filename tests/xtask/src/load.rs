@@ -27,13 +27,13 @@ const BURST: usize = 20;
 const IN_FLIGHT_MAX: usize = 256;
 
 /// What the load needs from the stack: an organisation with one integration per kind.
-struct Target {
-    http: reqwest::Client,
-    base: String,
-    key: String,
-    org: String,
+pub(crate) struct Target {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base: String,
+    pub(crate) key: String,
+    pub(crate) org: String,
     invoice: String,
-    payments: (String, String),
+    pub(crate) payments: (String, String),
     messages: (String, String),
     sms: (String, String),
     csv: String,
@@ -41,15 +41,18 @@ struct Target {
 
 /// One request of the load: its kind, the event it carries (`n`), and how it is sent.
 #[derive(Clone)]
-struct Send {
-    kind: &'static str,
-    n: u64,
+pub(crate) struct Send {
+    pub(crate) kind: &'static str,
+    pub(crate) n: u64,
 }
 
 /// One answer: its kind, status and latency.
-type Answer = (&'static str, u16, Duration);
+pub(crate) type Answer = (&'static str, u16, Duration);
 
 pub async fn run(args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some("--neighbour") {
+        return crate::neighbour::run(&args[1..]).await;
+    }
     let rate: f64 = args
         .first()
         .map_or(Ok(20.0), |a| a.parse())
@@ -61,21 +64,14 @@ pub async fn run(args: &[String]) -> Result<()> {
     if !(0.5..=500.0).contains(&rate) || !(1..=600).contains(&seconds) {
         bail!("RATE is 0.5 to 500 events a second, SECONDS 1 to 600");
     }
-    let coords = Coordinates::read(&Stack::local().coords_file())?;
-    let host = reqwest::Url::parse(&coords.api_url)?;
-    if !matches!(host.host_str(), Some("127.0.0.1" | "localhost")) {
-        bail!(
-            "the load runs against a loopback stack only, not {}",
-            coords.api_url
-        );
-    }
-    let target = Arc::new(Target::new(&coords).await?);
+    let coords = loopback_stack()?;
+    let target = Arc::new(Target::new(&coords, "Load").await?);
     let started_ms = chrono::Utc::now().timestamp_millis();
     println!(
         "== load: {rate} sends/s for {seconds} s through {}",
         coords.api_url
     );
-    let (answers, sent) = drive(&target, rate, seconds).await;
+    let (answers, sent) = drive(&target, rate, seconds, 0).await;
     let bad = report_answers(&answers);
     println!("== settling: waiting for every consequence");
     let effects = settle(&coords, &target, &sent).await?;
@@ -96,8 +92,21 @@ pub async fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The local stack's coordinates, refused unless its gateway is on loopback.
+pub(crate) fn loopback_stack() -> Result<Coordinates> {
+    let coords = Coordinates::read(&Stack::local().coords_file())?;
+    let host = reqwest::Url::parse(&coords.api_url)?;
+    if !matches!(host.host_str(), Some("127.0.0.1" | "localhost")) {
+        bail!(
+            "the load runs against a loopback stack only, not {}",
+            coords.api_url
+        );
+    }
+    Ok(coords)
+}
+
 impl Target {
-    async fn new(coords: &Coordinates) -> Result<Self> {
+    pub(crate) async fn new(coords: &Coordinates, name: &str) -> Result<Self> {
         let http = firmspace::http::client(reqwest::Client::builder().pool_max_idle_per_host(64));
         let base = coords.api_url.trim_end_matches('/').to_owned();
         let post =
@@ -121,7 +130,7 @@ impl Target {
         let made = post(
             "/api/orgs".into(),
             coords.admin_token.clone(),
-            json!({"name": "Load"}),
+            json!({"name": name}),
             vec![],
         )
         .await?;
@@ -190,7 +199,7 @@ impl Target {
         (s.kind, status, started.elapsed())
     }
 
-    fn request(&self, s: &Send) -> reqwest::RequestBuilder {
+    pub(crate) fn request(&self, s: &Send) -> reqwest::RequestBuilder {
         let n = s.n;
         let signed =
             |(id, secret): &(String, String), hook: &str, event_id: String, body: Value| {
@@ -239,11 +248,13 @@ impl Target {
 }
 
 /// The schedule: RATE new events a second for SECONDS, repeats and bursts among them, every
-/// send its own task (at most `IN_FLIGHT_MAX` under way). The answers, and the events sent by kind.
-async fn drive(
+/// send its own task (at most `IN_FLIGHT_MAX` under way), the events numbered from `first`.
+/// The answers, and the events sent by kind.
+pub(crate) async fn drive(
     target: &Arc<Target>,
     rate: f64,
     seconds: u64,
+    first: u64,
 ) -> (Vec<Answer>, HashMap<&'static str, HashSet<u64>>) {
     let total = (rate * seconds as f64).round() as u64;
     let every = Duration::from_secs_f64(1.0 / rate);
@@ -261,7 +272,7 @@ async fn drive(
         seed >> 33
     };
     let mut fresh_events = 0u64;
-    for i in 0..total {
+    for i in first..first + total {
         tick.tick().await;
         while tasks.len() >= IN_FLIGHT_MAX {
             if let Some(Ok(done)) = tasks.join_next().await {
@@ -295,8 +306,16 @@ async fn drive(
     (answers, sent)
 }
 
+/// The latency at quantile `q` (0.5, 0.99) of these answers.
+pub(crate) fn quantile(answers: &[Answer], q: f64) -> Duration {
+    let mut times: Vec<Duration> = answers.iter().map(|a| a.2).collect();
+    times.sort();
+    let at = ((times.len() as f64 * q) as usize).min(times.len().saturating_sub(1));
+    times.get(at).copied().unwrap_or_default()
+}
+
 /// Per kind: answers by status, p50 and p99. How many were 5xx (or no answer).
-fn report_answers(answers: &[Answer]) -> usize {
+pub(crate) fn report_answers(answers: &[Answer]) -> usize {
     let mut bad = 0;
     println!(
         "{:<9} {:>7}  {:<40} {:>9} {:>9}",
@@ -313,11 +332,8 @@ fn report_answers(answers: &[Answer]) -> usize {
             .filter(|(s, _)| **s >= 500)
             .map(|(_, n)| n)
             .sum::<usize>();
-        let mut times: Vec<Duration> = mine.iter().map(|a| a.2).collect();
-        times.sort();
-        let at = |q: f64| {
-            times.get(((times.len() as f64 * q) as usize).min(times.len().saturating_sub(1)))
-        };
+        let mine: Vec<Answer> = mine.into_iter().copied().collect();
+        let at = |q: f64| quantile(&mine, q).as_secs_f64() * 1000.0;
         let by_status = statuses
             .iter()
             .map(|(s, n)| format!("{s}: {n}"))
@@ -326,8 +342,8 @@ fn report_answers(answers: &[Answer]) -> usize {
         println!(
             "{kind:<9} {:>7}  {by_status:<40} {:>7.1}ms {:>7.1}ms",
             mine.len(),
-            at(0.5).map_or(0.0, |d| d.as_secs_f64() * 1000.0),
-            at(0.99).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+            at(0.5),
+            at(0.99)
         );
     }
     bad
@@ -360,7 +376,7 @@ async fn waiting_counted(
 /// Waits (up to two minutes) until every stored event's consequences are there, then counts
 /// per kind the events stored against those sent and the consequences against those the events
 /// imply. How many are off (missing or extra).
-async fn settle(
+pub(crate) async fn settle(
     coords: &Coordinates,
     target: &Target,
     sent: &HashMap<&'static str, HashSet<u64>>,

@@ -7,6 +7,7 @@
 //! `cargo xtask bench` — webhook throughput in-process against ministack, beside the Python peer.
 //! `cargo xtask bench-bank` — rows per second of the CSV and statement imports.
 //! `cargo xtask load [RATE [SECONDS]]` — a bounded load through the local stack's gateway.
+//! `cargo xtask load --neighbour [RATE [SECONDS]]` — organisation A steady while B floods.
 //! `cargo xtask down` — stop the local stack.
 
 mod bank_bench;
@@ -16,6 +17,7 @@ mod coords;
 mod demo;
 mod load;
 mod migrate;
+mod neighbour;
 mod peer;
 mod send;
 mod stack;
@@ -62,7 +64,7 @@ async fn main() -> Result<()> {
         Some("bench-bank") => bank_bench::optimised(),
         Some("bench-bank-run") => bank_bench::run().await,
         _ => bail!(
-            "usage: cargo xtask up | demo | send PROVIDER | load [RATE [SECONDS]] | bench | bench-bank | latency | coldstart | migrate-keys [--table NAME] | down | test [-- cargo test args]"
+            "usage: cargo xtask up | demo | send PROVIDER | load [--neighbour] [RATE [SECONDS]] | bench | bench-bank | latency | coldstart | migrate-keys [--table NAME] | down | test [-- cargo test args]"
         ),
     }
 }
