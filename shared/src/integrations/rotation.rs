@@ -133,7 +133,27 @@ pub async fn rotate(
             return Ok(SecretsState::of(&current, &item, now));
         }
     }
-    let sealed_now = vault
+    let until = now + overlap;
+    replace_sealed(store, (&item, &rotated), digest, until, now).await?;
+    Ok(SecretsState {
+        names,
+        rotated_at: Some(time::format(now)),
+        previous_valid_until: (overlap > Duration::zero()).then(|| time::format(until)),
+    })
+}
+
+/// `rotated`'s secrets sealed in place of `item`'s, which are kept as the previous until
+/// `until`; conditioned on the sealed secrets read, so a rotation meanwhile is not lost.
+async fn replace_sealed(
+    store: &Store,
+    (item, rotated): (&Item, &Integration),
+    digest: Option<Vec<u8>>,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), RotateError> {
+    let pk = rotated.pk();
+    let sealed_now = store
+        .vault()?
         .seal(&pk, &rotated.secrets())
         .await
         .map_err(StoreError::from)?;
@@ -144,7 +164,6 @@ pub async fn rotate(
             pk: pk.clone(),
             detail: "holds secrets but no sealed attribute".into(),
         })?;
-    let until = now + overlap;
     let update = match digest {
         Some(digest) => Update::new().set(SEALED_DIGEST, AttributeValue::B(Blob::new(digest))),
         None => Update::new().remove(SEALED_DIGEST),
@@ -157,14 +176,10 @@ pub async fn rotate(
         // Every secret is in the new blob now: one set apart before would win over it.
         .remove(super::SEALED_APART)
         .when(Cond::Equals(SEALED.into(), old));
-    if !store.update_if(&pk, &update).await? {
-        return Err(RotateError::Moved);
+    match store.update_if(&pk, &update).await? {
+        true => Ok(()),
+        false => Err(RotateError::Moved),
     }
-    Ok(SecretsState {
-        names,
-        rotated_at: Some(time::format(now)),
-        previous_valid_until: (overlap > Duration::zero()).then(|| time::format(until)),
-    })
 }
 
 /// A Stripe integration's API key set (or replaced) on its own, its signing secret kept as it
