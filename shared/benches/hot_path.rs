@@ -2,9 +2,8 @@
 //! The pure work a webhook does before it touches DynamoDB: verify the signature, parse the
 //! payload, decide what the payment does, map the event to its item. `cargo bench -p firmspace`.
 //!
-//! Beside our verifiers it times what they are made of (one HMAC-SHA256 over the same body) and
-//! the ECDSA library we left (`p256`, with the key parsed on every call as we used to), so the
-//! README can say what each costs.
+//! Beside our verifiers it times what they are made of (one HMAC-SHA256 over the same body), so
+//! the README can say what each costs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use firmspace::ids::{ExternalId, LocalId, OrgId};
@@ -82,18 +81,6 @@ fn ecdsa(c: &mut Criterion) {
     });
     c.bench_function("monobank_verifier_build_aws_lc", |b| {
         b.iter(|| monobank::Verifier::new(black_box(MONO_KEY)).unwrap())
-    });
-    c.bench_function("monobank_verify_p256_key_parsed_per_call", |b| {
-        use base64::Engine;
-        use p256::ecdsa::signature::Verifier as _;
-        use p256::pkcs8::DecodePublicKey;
-        let b64 = base64::engine::general_purpose::STANDARD;
-        b.iter(|| {
-            let pem = String::from_utf8(b64.decode(MONO_KEY).unwrap()).unwrap();
-            let key = p256::ecdsa::VerifyingKey::from_public_key_pem(&pem).unwrap();
-            let sig = p256::ecdsa::Signature::from_der(&b64.decode(MONO_SIGN).unwrap()).unwrap();
-            key.verify(black_box(MONO_BODY), &sig).unwrap()
-        })
     });
 }
 

@@ -122,14 +122,9 @@ async fn confirming_merchant(crm: &Crm, known: Vec<Value>) -> (IntegrationId, Mo
 
 /// A public key other than the fixtures', as a merchant held before monobank rotated it.
 fn old_key() -> String {
-    use base64::Engine;
-    use p256::pkcs8::{EncodePublicKey, LineEnding};
-    let old = p256::ecdsa::SigningKey::from_slice(&[9u8; 32]).unwrap();
-    let pem = old
-        .verifying_key()
-        .to_public_key_pem(LineEnding::LF)
-        .unwrap();
-    base64::engine::general_purpose::STANDARD.encode(pem)
+    firmspace::signature::monobank::StandIn::from_scalar([9u8; 32])
+        .unwrap()
+        .public_key()
 }
 
 #[tokio::test]

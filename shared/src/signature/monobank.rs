@@ -68,9 +68,78 @@ impl Verify for Verifier {
     }
 }
 
+/// A merchant key that signs as monobank does, for what stands in for monobank (the `send`
+/// tool, the tests): a P-256 key from its 32-byte private scalar, with aws-lc-rs.
+pub struct StandIn {
+    pair: aws_lc_rs::signature::EcdsaKeyPair,
+}
+
+impl StandIn {
+    /// The key whose private scalar is `scalar` (an RFC 5915 `ECPrivateKey` on P-256; the public
+    /// key is derived from it).
+    pub fn from_scalar(scalar: [u8; 32]) -> Result<Self, SignatureError> {
+        // SEQUENCE { INTEGER 1, OCTET STRING scalar, [0] OID prime256v1 }
+        let mut der = vec![0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20];
+        der.extend_from_slice(&scalar);
+        der.extend_from_slice(&[
+            0xa0, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07,
+        ]);
+        let pair = aws_lc_rs::signature::EcdsaKeyPair::from_private_key_der(
+            &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+            &der,
+        )
+        .map_err(|_| SignatureError::BadKey)?;
+        Ok(Self { pair })
+    }
+
+    /// `X-Sign` of `body`: base64 of the DER signature.
+    pub fn sign(&self, body: &[u8]) -> String {
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let signature = self
+            .pair
+            .sign(&rng, body)
+            .expect("a P-256 key signs any message");
+        B64.encode(signature.as_ref())
+    }
+
+    /// The public key as monobank hands one out: base64 of its PEM.
+    pub fn public_key(&self) -> String {
+        use aws_lc_rs::encoding::AsDer;
+        use aws_lc_rs::signature::KeyPair;
+        let der = self
+            .pair
+            .public_key()
+            .as_der()
+            .expect("a P-256 public key encodes");
+        let body = B64.encode(der.as_ref());
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).expect("base64 is ASCII"))
+            .collect();
+        let pem = format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            lines.join("\n")
+        );
+        B64.encode(pem)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stand_in_signs_what_the_verifier_accepts() {
+        let key = StandIn::from_scalar([7u8; 32]).unwrap();
+        let verifier = Verifier::new(&key.public_key()).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(SIGNATURE, key.sign(b"{}").parse().unwrap());
+        assert!(verifier.verify(&headers, b"{}", Utc::now()).is_ok());
+        assert!(verifier.verify(&headers, b"{ }", Utc::now()).is_err());
+        let other = StandIn::from_scalar([9u8; 32]).unwrap();
+        assert_ne!(other.public_key(), key.public_key());
+    }
 
     // Key pair and signature made with `openssl ecparam -name prime256v1` and
     // `openssl dgst -sha256 -sign`, independent of this code.

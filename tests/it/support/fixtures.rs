@@ -13,8 +13,6 @@ use firmspace::payments::providers::{PaymentSettings, Provider};
 use firmspace::payments::{Invoice, InvoiceStatus, NewInvoice};
 use firmspace::signature::{standard, stripe};
 use lambda_http::Request;
-use p256::ecdsa::{signature::Signer, Signature, SigningKey};
-use p256::pkcs8::{EncodePublicKey, LineEnding};
 use rust_decimal::Decimal;
 use secrecy::SecretString;
 
@@ -41,17 +39,12 @@ pub async fn org(env: &TestEnv) -> Org {
 }
 
 /// A deterministic monobank merchant key pair for signing test deliveries.
-pub fn monobank_key() -> SigningKey {
-    SigningKey::from_slice(&[7u8; 32]).expect("valid P-256 scalar")
+pub fn monobank_key() -> firmspace::signature::monobank::StandIn {
+    firmspace::signature::monobank::StandIn::from_scalar([7u8; 32]).expect("valid P-256 scalar")
 }
 
 pub fn monobank_public_key_b64() -> String {
-    use base64::Engine;
-    let pem = monobank_key()
-        .verifying_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("encodable");
-    base64::engine::general_purpose::STANDARD.encode(pem)
+    monobank_key().public_key()
 }
 
 pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> IntegrationId {
@@ -188,9 +181,7 @@ pub fn stripe_request(integration: &IntegrationId, body: &str, at: i64) -> Reque
 }
 
 pub fn monobank_request(integration: &IntegrationId, body: &str) -> Request {
-    use base64::Engine;
-    let signature: Signature = monobank_key().sign(body.as_bytes());
-    let x_sign = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+    let x_sign = monobank_key().sign(body.as_bytes());
     request(
         "POST",
         &format!("/hooks/{}/payments", integration.id),

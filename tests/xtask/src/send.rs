@@ -14,10 +14,7 @@
 
 use crate::stack::{Coordinates, Stack};
 use anyhow::{bail, Context, Result};
-use base64::{engine::general_purpose::STANDARD as B64, Engine};
 use firmspace::signature::{standard, stripe};
-use p256::ecdsa::{signature::Signer, Signature, SigningKey};
-use p256::pkcs8::{EncodePublicKey, LineEnding};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -39,17 +36,13 @@ pub struct Payment {
 }
 
 /// The demo merchant key the monobank deliveries of `send` are signed with.
-fn demo_monobank_key() -> SigningKey {
-    SigningKey::from_slice(&[7u8; 32]).expect("a valid P-256 scalar")
+fn demo_monobank_key() -> firmspace::signature::monobank::StandIn {
+    firmspace::signature::monobank::StandIn::from_scalar([7u8; 32]).expect("a valid P-256 scalar")
 }
 
 /// Base64 of the demo merchant key's PEM, as monobank hands a public key out.
 pub fn demo_monobank_public_key() -> String {
-    let pem = demo_monobank_key()
-        .verifying_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("encodable");
-    B64.encode(pem)
+    demo_monobank_key().public_key()
 }
 
 fn minor_units(amount: &str) -> Result<i64> {
@@ -89,8 +82,7 @@ pub fn delivery(provider: &str, secret: &str, p: &Payment, at: i64) -> Result<De
             let body = json!({"invoiceId": p.id, "status": p.status, "amount": minor_units(&p.amount)?, "ccy": 980,
                 "finalAmount": minor_units(&p.amount)?, "reference": p.invoice,
                 "createdDate": firmspace::time::format(chrono::Utc::now()), "modifiedDate": firmspace::time::format(chrono::Utc::now())}).to_string();
-            let signature: Signature = demo_monobank_key().sign(body.as_bytes());
-            let headers = vec![header("x-sign", B64.encode(signature.to_der().as_bytes()))];
+            let headers = vec![header("x-sign", demo_monobank_key().sign(body.as_bytes()))];
             Delivery { headers, body }
         }
         other => bail!("unknown provider {other:?}: standard, stripe or monobank"),
