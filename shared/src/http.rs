@@ -10,6 +10,27 @@ pub use crate::fields::plain;
 /// Largest body we read; bigger ones answer 413.
 pub const MAX_BODY: usize = 256 * 1024;
 
+/// The media type of every error of ours (RFC 9457).
+pub const PROBLEM: &str = "application/problem+json";
+/// Seconds a 503 asks the caller to wait when its cause names no time of its own.
+pub const RETRY_UNAVAILABLE_SECS: u64 = 5;
+
+/// An error code's problem type, a stable URI (RFC 4151 tag) per code: docs/http.md lists them.
+pub fn problem_type(code: &str) -> String {
+    format!("tag:firmspace.events,2026:problem:{code}")
+}
+
+/// An error code's title: the code in words (`rate_limited` → "Rate limited"), the same for
+/// every occurrence of the problem.
+pub fn problem_title(code: &str) -> String {
+    let words = code.replace('_', " ");
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// A 4xx says what was wrong; a 5xx says nothing internal (the cause chain goes to the log).
 #[derive(Debug)]
 pub struct ApiError {
@@ -20,6 +41,8 @@ pub struct ApiError {
     pub field: Option<&'static str>,
     /// Seconds the caller should wait (`Retry-After`, and `retry_after` in the body).
     pub retry_after: Option<u64>,
+    /// The methods the path takes, for a 405 (`Allow`).
+    pub allow: Option<String>,
 }
 
 impl ApiError {
@@ -30,6 +53,7 @@ impl ApiError {
             detail: detail.into(),
             field: None,
             retry_after: None,
+            allow: None,
         }
     }
 
@@ -65,11 +89,14 @@ impl ApiError {
 
     /// 405, naming the methods the path takes.
     pub fn method_not_allowed(methods: &[&str]) -> Self {
-        Self::new(
-            405,
-            "method_not_allowed",
-            format!("this path takes {}", methods.join(", ")),
-        )
+        Self {
+            allow: Some(methods.join(", ")),
+            ..Self::new(
+                405,
+                "method_not_allowed",
+                format!("this path takes {}", methods.join(", ")),
+            )
+        }
     }
 
     pub fn not_found(what: &str) -> Self {
@@ -92,19 +119,28 @@ impl ApiError {
         }
     }
 
+    /// The answer: an RFC 9457 problem (`type`, `title`, `status`, `detail`; `instance` is
+    /// added where the request id is known, [`crate::serve`]) with our `error` code and, where
+    /// they apply, `field` and `retry_after`; `Retry-After` on a 429 or 503, `Allow` on a 405.
     pub fn into_response(self) -> Response<Body> {
+        let retry_after = match (self.retry_after, self.status) {
+            (None, 503) => Some(RETRY_UNAVAILABLE_SECS),
+            (given, _) => given,
+        };
         let mut body = json!({"error": self.code, "detail": self.detail});
         if let Some(field) = self.field {
             body["field"] = json!(field);
         }
-        if let Some(seconds) = self.retry_after {
+        if let Some(seconds) = retry_after {
             body["retry_after"] = json!(seconds);
         }
         let mut response = json_response(self.status, &body);
-        if let Some(seconds) = self.retry_after {
-            response
-                .headers_mut()
-                .insert("retry-after", lambda_http::http::HeaderValue::from(seconds));
+        let headers = response.headers_mut();
+        if let Some(seconds) = retry_after {
+            headers.insert("retry-after", lambda_http::http::HeaderValue::from(seconds));
+        }
+        if let Some(methods) = self.allow.and_then(|m| m.parse().ok()) {
+            headers.insert("allow", methods);
         }
         response
     }
@@ -149,11 +185,32 @@ impl From<crate::ledger::LedgerError> for ApiError {
     }
 }
 
+/// A JSON answer. A refusal (4xx or 5xx with an `error` code, however it was made: an
+/// [`ApiError`], a command's conflict with its outcome, a stored answer given again) is an RFC
+/// 9457 problem: `application/problem+json`, with `type`, `title` and `status` beside the body's
+/// own fields.
 pub fn json_response(status: u16, body: &Value) -> Response<Body> {
+    let code = body.get("error").and_then(Value::as_str);
+    let (content_type, text) = match code {
+        Some(code) if status >= 400 => {
+            let mut problem = json!({
+                "type": problem_type(code),
+                "title": problem_title(code),
+                "status": status,
+            });
+            if let (Some(out), Some(fields)) = (problem.as_object_mut(), body.as_object()) {
+                for (name, value) in fields {
+                    out.insert(name.clone(), value.clone());
+                }
+            }
+            (PROBLEM, problem.to_string())
+        }
+        _ => ("application/json", body.to_string()),
+    };
     Response::builder()
         .status(status)
-        .header("content-type", "application/json")
-        .body(Body::Text(body.to_string()))
+        .header("content-type", content_type)
+        .body(Body::Text(text))
         .expect("status and header are valid")
 }
 
@@ -227,5 +284,56 @@ mod tests {
             .await
             .expect_err("nothing listens on port 9");
         assert!(err.is_connect(), "{err:?}");
+    }
+
+    fn parts(response: Response<Body>) -> (u16, lambda_http::http::HeaderMap, Value) {
+        let (parts, body) = response.into_parts();
+        let Body::Text(text) = body else {
+            panic!("a text body")
+        };
+        (
+            parts.status.as_u16(),
+            parts.headers,
+            serde_json::from_str(&text).unwrap(),
+        )
+    }
+
+    #[test]
+    fn every_refusal_is_a_problem_with_its_headers() {
+        let (status, headers, body) =
+            parts(ApiError::method_not_allowed(&["GET", "POST"]).into_response());
+        assert_eq!(status, 405);
+        assert_eq!(headers["allow"], "GET, POST");
+        assert_eq!(headers["content-type"], PROBLEM);
+        assert_eq!(
+            body,
+            json!({"type": "tag:firmspace.events,2026:problem:method_not_allowed",
+                "title": "Method not allowed", "status": 405, "error": "method_not_allowed",
+                "detail": "this path takes GET, POST"})
+        );
+        let (status, headers, body) =
+            parts(ApiError::new(503, "unavailable", "retry later").into_response());
+        assert_eq!(
+            (status, &headers["retry-after"]),
+            (503, &"5".parse().unwrap())
+        );
+        assert_eq!(body["retry_after"], 5);
+        let (_, headers, _) = parts(ApiError::rate_limited(10, 42).into_response());
+        assert_eq!(headers["retry-after"], "42");
+        // A command's refusal with its outcome, made as JSON: a problem too, its fields kept.
+        let (_, headers, body) = parts(json_response(
+            409,
+            &json!({"error": "not_open", "detail": "resolved before", "outcome": {"by": "key_1"}}),
+        ));
+        assert_eq!(headers["content-type"], PROBLEM);
+        assert_eq!(
+            (body["status"].as_u64(), body["outcome"]["by"].as_str()),
+            (Some(409), Some("key_1"))
+        );
+        let (_, headers, _) = parts(json_response(200, &json!({"error": "none"})));
+        assert_eq!(
+            headers["content-type"], "application/json",
+            "an answer is not a problem"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! The loop of the HTTP functions: every invocation API Gateway makes gets our JSON answer.
 //! `lambda_http::run` turns an event it cannot read into HTTP (a header value with a control
 //! character, say) into a runtime error, which the gateway shows the caller as its own 500.
-//! Here that event is a 400 `{"error", "detail"}` like every other refusal, and the handler
-//! sees only requests that parsed.
+//! Here that event is a 400 problem like every other refusal, and the handler sees only requests
+//! that parsed. Every answer carries `x-request-id`, the invocation's request id (the one its log
+//! lines carry), and an error's `instance` is `urn:request:<that id>`.
 
 use crate::http::ApiError;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
@@ -22,7 +23,7 @@ where
     let handler = &handler;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            Ok::<_, Infallible>(answer(event.payload, handler).await)
+            Ok::<_, Infallible>(answer(event.payload, &event.context.request_id, handler).await)
         },
     ))
     .await
@@ -47,7 +48,7 @@ where
                 scheduled().await;
                 return Ok::<_, Infallible>(Value::Null);
             }
-            let response = answer(event.payload, handler).await;
+            let response = answer(event.payload, &event.context.request_id, handler).await;
             Ok(serde_json::to_value(response).unwrap_or(Value::Null))
         },
     ))
@@ -59,8 +60,9 @@ pub fn is_scheduled(event: &Value) -> bool {
     event.get("source").and_then(Value::as_str) == Some("aws.events")
 }
 
-/// One invocation: the event read as an HTTP request and answered, or a 400.
-pub async fn answer<H, F>(event: Value, handler: H) -> ApiGatewayV2httpResponse
+/// One invocation: the event read as an HTTP request and answered, or a 400; the answer
+/// marked with `request_id`.
+pub async fn answer<H, F>(event: Value, request_id: &str, handler: H) -> ApiGatewayV2httpResponse
 where
     H: Fn(Request) -> F,
     F: Future<Output = Result<Response<Body>, Infallible>>,
@@ -87,7 +89,30 @@ where
             .into_response()
         }
     };
-    to_gateway(response)
+    to_gateway(with_request_id(response, request_id))
+}
+
+/// `x-request-id` on the answer; an error's body gets `instance`, `urn:request:<id>`.
+fn with_request_id(response: Response<Body>, request_id: &str) -> Response<Body> {
+    let (mut parts, body) = response.into_parts();
+    if let Ok(value) = lambda_http::http::HeaderValue::from_str(request_id) {
+        parts.headers.insert("x-request-id", value);
+    }
+    let problem = parts
+        .headers
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes() == crate::http::PROBLEM.as_bytes());
+    let body = match (problem, body) {
+        (true, Body::Text(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(mut value) => {
+                value["instance"] = Value::String(format!("urn:request:{request_id}"));
+                Body::Text(value.to_string())
+            }
+            Err(_) => Body::Text(text),
+        },
+        (_, body) => body,
+    };
+    Response::from_parts(parts, body)
 }
 
 fn to_gateway(response: Response<Body>) -> ApiGatewayV2httpResponse {
@@ -135,25 +160,31 @@ mod tests {
 
     #[tokio::test]
     async fn a_readable_request_reaches_the_handler() {
-        let answer = answer(event(json!({"accept": "application/json"})), echo_path).await;
+        let answer = answer(
+            event(json!({"accept": "application/json"})),
+            "req-1",
+            echo_path,
+        )
+        .await;
         assert_eq!(answer.status_code, 200);
         let Some(Body::Text(body)) = answer.body else {
             panic!("expected a text body");
         };
         assert_eq!(body, r#"{"path":"/api/invoices"}"#);
+        assert_eq!(answer.headers.get("x-request-id").unwrap(), "req-1");
     }
 
     #[tokio::test]
     async fn a_query_the_uri_parser_refuses_is_our_400_not_a_panic() {
         let mut bad = event(json!({}));
         bad["rawQueryString"] = json!("x=\"<a b>\"");
-        let answer = answer(bad, echo_path).await;
+        let answer = answer(bad, "req-2", echo_path).await;
         assert_eq!(answer.status_code, 400);
     }
 
     #[tokio::test]
     async fn a_header_http_cannot_hold_is_our_400_not_a_runtime_error() {
-        let answer = answer(event(json!({"x-bad": "a\u{1}b"})), echo_path).await;
+        let answer = answer(event(json!({"x-bad": "a\u{1}b"})), "req-3", echo_path).await;
         assert_eq!(answer.status_code, 400);
         let Some(Body::Text(body)) = answer.body else {
             panic!("expected a text body");
@@ -161,8 +192,17 @@ mod tests {
         let body: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["error"], "malformed_request");
         assert_eq!(
-            answer.headers.get("content-type").unwrap(),
-            "application/json"
+            (body["status"].as_u64(), body["instance"].as_str()),
+            (Some(400), Some("urn:request:req-3"))
         );
+        assert_eq!(
+            body["type"],
+            "tag:firmspace.events,2026:problem:malformed_request"
+        );
+        assert_eq!(
+            answer.headers.get("content-type").unwrap(),
+            "application/problem+json"
+        );
+        assert_eq!(answer.headers.get("x-request-id").unwrap(), "req-3");
     }
 }

@@ -126,6 +126,17 @@ pub struct Param {
     pub doc: &'static str,
 }
 
+/// A write done once per key: the same key and body again get the stored answer (marked
+/// `Idempotent-Replayed: true`), the same key with another body is 409.
+pub const IDEMPOTENCY_KEY: Param = Param {
+    name: "Idempotency-Key",
+    at: In::Header,
+    required: true,
+    doc: "1 to 255 visible ASCII characters, one per intended write: the same key and body get \
+          the stored answer (with `Idempotent-Replayed: true`); another body is 409 \
+          `idempotency_key_reused`",
+};
+
 /// The body of a success answer.
 pub enum Answer {
     One(Doc),

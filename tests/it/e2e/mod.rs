@@ -258,17 +258,46 @@ async fn unrouted_requests_through_the_gateway_get_our_json() {
         .find("/hooks/")
         .map(|i| url[i..].to_owned())
         .expect("webhook url");
-    for (method, path, status) in [
-        (reqwest::Method::GET, hook_path.as_str(), 405),
-        (reqwest::Method::PUT, hook_path.as_str(), 405),
-        (reqwest::Method::GET, "/nowhere", 404),
-        (reqwest::Method::DELETE, "/api/invoices", 405),
+    for (method, path, status, allow) in [
+        (reqwest::Method::GET, hook_path.as_str(), 405, Some("POST")),
+        (reqwest::Method::PUT, hook_path.as_str(), 405, Some("POST")),
+        (reqwest::Method::GET, "/nowhere", 404, None),
+        (
+            reqwest::Method::DELETE,
+            "/api/invoices",
+            405,
+            Some("GET, POST"),
+        ),
     ] {
-        let (got, body) = stack.api(method.clone(), path, &key, Value::Null).await;
+        let res = stack
+            .http
+            .request(method.clone(), format!("{}{path}", stack.api_url))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        let headers = res.headers().clone();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let got = res.status().as_u16();
+        let body: Value = res.json().await.unwrap();
         assert_eq!(got, status, "{method} {path}: {body}");
+        // An RFC 9457 problem, with our code, joined to the function's logs by the request id.
+        assert_eq!(
+            header("content-type").as_deref(),
+            Some("application/problem+json")
+        );
         assert!(
             body["error"].is_string() && body["detail"].is_string(),
-            "{method} {path}: {body}"
+            "{body}"
         );
+        assert_eq!(body["status"].as_u64(), Some(u64::from(status)));
+        let id = header("x-request-id").expect("x-request-id");
+        assert_eq!(body["instance"], format!("urn:request:{id}"), "{body}");
+        assert_eq!(header("allow").as_deref(), allow, "{method} {path}");
     }
 }

@@ -48,12 +48,7 @@ pub static ROUTES: &[Route] = &[
         path: "/api/wallet/topups",
         op: Op::Org(TopUp),
         summary: "Top up the prepaid wallet, once per Idempotency-Key",
-        params: &[Param {
-            name: "Idempotency-Key",
-            at: In::Header,
-            required: true,
-            doc: "one per intended top-up: the same key and body get the stored answer",
-        }],
+        params: &[super::IDEMPOTENCY_KEY],
         body: Some(doc::<NewTopUp>),
         ok: &[(
             200,
@@ -87,12 +82,7 @@ pub static ROUTES: &[Route] = &[
                 required: true,
                 doc: "the debit line's `ledger_id`, as the export shows it",
             },
-            Param {
-                name: "Idempotency-Key",
-                at: In::Header,
-                required: true,
-                doc: "the request's: the same key and body get the stored answer",
-            },
+            super::IDEMPOTENCY_KEY,
         ],
         body: Some(doc::<NewRefund>),
         ok: &[(

@@ -2,7 +2,7 @@
 
 use super::Answer::{Document, Items, One};
 use super::Method::{Delete, Get, Post};
-use super::{In, Op, OrgOp::*, Param, Route};
+use super::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
@@ -92,7 +92,7 @@ pub static ROUTES: &[Route] = &[
         summary: "Rotate an integration's secrets: the new ones verify at once, the previous ones \
                   too until the overlap ends (default 24 h), then they are removed; \
                   `Idempotency-Key`, `ops` scope",
-        params: &[path("id", "the integration's id")],
+        params: &[path("id", "the integration's id"), IDEMPOTENCY_KEY],
         body: Some(doc::<NewSecrets>),
         ok: &[(200, "rotated; the same key again gets the same answer")],
         answer: One(doc::<s::IntegrationInfo>),
@@ -185,12 +185,7 @@ pub static ROUTES: &[Route] = &[
         summary: "The manual \"paid\" button and the assistant, once per Idempotency-Key",
         params: &[
             path("id", "the invoice's id (`inv_...`)"),
-            Param {
-                name: "Idempotency-Key",
-                at: In::Header,
-                required: true,
-                doc: "one per intended payment: the same key and body get the stored answer",
-            },
+            IDEMPOTENCY_KEY,
         ],
         body: Some(doc::<ManualPayment>),
         ok: &[(
@@ -227,7 +222,7 @@ pub static ROUTES: &[Route] = &[
         path: "/api/invoices/{id}/credit-notes",
         op: Op::Org(CreditInvoice),
         summary: "Issue a credit note (CN-00001, ...) on an invoice, once per `Idempotency-Key`",
-        params: INVOICE_ID,
+        params: &[path("id", "the invoice's id (`inv_...`)"), IDEMPOTENCY_KEY],
         body: Some(doc::<NewNote>),
         ok: &[
             (201, "issued"),
@@ -570,7 +565,7 @@ pub static ROUTES: &[Route] = &[
         path: "/api/deals/{id}/stage",
         op: Op::Org(MoveDeal),
         summary: "Move a card to another stage, once per `Idempotency-Key`",
-        params: &[path("id", "the deal's id (`dl_...`)")],
+        params: &[path("id", "the deal's id (`dl_...`)"), IDEMPOTENCY_KEY],
         body: Some(doc::<NewStage>),
         ok: &[(
             200,
