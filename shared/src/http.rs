@@ -214,6 +214,20 @@ pub fn json_response(status: u16, body: &Value) -> Response<Body> {
         .expect("status and header are valid")
 }
 
+/// A JSON answer given from a stored answer (a duplicate webhook, an `Idempotency-Key` or an
+/// assistant `call_id` again): marked `Idempotent-Replayed: true`, as Stripe marks it. A first
+/// answer has no such header at all.
+pub fn replayed_response(status: u16, body: &Value, replayed: bool) -> Response<Body> {
+    let mut response = json_response(status, body);
+    if replayed {
+        response.headers_mut().insert(
+            "idempotent-replayed",
+            lambda_http::http::HeaderValue::from_static("true"),
+        );
+    }
+    response
+}
+
 /// The raw body exactly as it arrived (API Gateway's base64 is already undone).
 pub fn body_bytes(req: &Request) -> &[u8] {
     match req.body() {

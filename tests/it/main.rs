@@ -22,6 +22,7 @@ mod messages;
 mod monobank;
 mod ops;
 mod payments;
+mod replays;
 mod secrets;
 mod support;
 mod team;

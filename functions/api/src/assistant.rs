@@ -7,7 +7,7 @@
 use crate::Ctx;
 use firmspace::commands::{Input, RequestKey, ToolCall};
 use firmspace::effects::automation::Tool;
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::http::{body_bytes, json_response, parse_json, replayed_response, ApiError};
 use firmspace::ids::ExternalId;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -44,10 +44,35 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     let key = RequestKey::Call(call_id.clone());
     let done = ctx.perform(store, (key, asked), command).await?;
     if done.status >= 400 {
-        return Ok(json_response(done.status, &done.answer));
+        return Ok(replayed_response(done.status, &done.answer, done.repeat));
     }
-    Ok(json_response(
+    Ok(replayed_response(
         200,
         &json!({"call_id": call_id.as_str(), "result": done.answer, "duplicate": done.repeat}),
+        done.repeat,
     ))
+}
+
+/// `GET /api/requests/{key}` (`call`: `GET /api/assistant/calls/{call_id}`): the request's
+/// record as [`firmspace::ops::requests::Request::look_up`] reads it, or 404 `never_arrived`.
+pub(crate) async fn ask(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    key: &str,
+    call: bool,
+) -> Result<Response<Body>, ApiError> {
+    let asked = firmspace::ops::requests::Request {
+        by: &ctx.key.id,
+        shared: call.then_some(&ctx.org),
+        key,
+        fingerprint: String::new(),
+    };
+    match asked.look_up(store).await? {
+        Some(found) => Ok(json_response(200, &found)),
+        None => Err(ApiError::new(
+            404,
+            "never_arrived",
+            "nothing arrived under this key",
+        )),
+    }
 }

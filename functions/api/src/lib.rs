@@ -113,7 +113,11 @@ impl Ctx<'_> {
         command: Command,
     ) -> Result<Response<Body>, ApiError> {
         let done = self.perform(store, (key, None), command).await?;
-        Ok(json_response(done.status, &done.answer))
+        Ok(http::replayed_response(
+            done.status,
+            &done.answer,
+            done.repeat,
+        ))
     }
 }
 
@@ -307,6 +311,8 @@ impl App {
             OrgOp::MoveDeal => deals::move_stage(store, ctx, id).await,
             OrgOp::AssistantTools => Ok(assistant::tools()),
             OrgOp::AssistantCall => assistant::call(store, ctx).await,
+            OrgOp::AskRequest => assistant::ask(store, ctx, found.param("key"), false).await,
+            OrgOp::AskCall => assistant::ask(store, ctx, found.param("call_id"), true).await,
             OrgOp::Notifications => consequences::notifications(store, ctx).await,
             OrgOp::MarkRead => consequences::mark_read(store, ctx).await,
             OrgOp::ActivityLog => {

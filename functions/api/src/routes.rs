@@ -81,6 +81,8 @@ pub enum OrgOp {
     BankTransactions,
     ConversationMessages,
     Review,
+    AskRequest,
+    AskCall,
     TopUp,
     Wallet,
     Ledger,

@@ -486,6 +486,18 @@ pub struct AssistantTools {
     tools: Vec<AssistantTool>,
 }
 
+/// What became of a request, asked by its key: `running`, or `done` with what it was answered.
+#[derive(Serialize, ToSchema)]
+pub struct RequestOutcome {
+    key: String,
+    #[schema(example = "done")]
+    state: String,
+    status: Option<u16>,
+    #[schema(value_type = Object)]
+    answer: Option<serde_json::Value>,
+    at: Option<String>,
+}
+
 /// A tool call's result; a repeat of the `call_id` gets the stored one with `duplicate: true`.
 #[derive(Serialize, ToSchema)]
 pub struct AssistantCallAnswer {

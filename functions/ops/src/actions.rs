@@ -8,7 +8,7 @@ use crate::views::admin_only;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::{perform, Actor, Command, Env, Queued, RequestKey};
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::ops::events::{
     dry_run as dry_run_of, replay, replay_window as replay_window_of, ReplayError, Window,
     WINDOW_MAX,
@@ -370,10 +370,10 @@ pub(crate) async fn dispatch(
         key: &key,
         fingerprint: requests::fingerprint(&segments.join("/"), body_bytes(req)),
     };
-    let (status, answer) = asked
-        .once(&app.store, now, || run(app, &by, action, now))
+    let (status, answer, repeat) = asked
+        .once_telling(&app.store, now, || run(app, &by, action, now))
         .await?;
-    Ok(json_response(status, &answer))
+    Ok(firmspace::http::replayed_response(status, &answer, repeat))
 }
 
 /// The actions on an organisation's records are commands (`firmspace::commands`), which claim
@@ -441,7 +441,11 @@ async fn perform_as(
     };
     let asked = [firmspace::http::route_path(req).as_bytes(), body_bytes(req)];
     let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
-    Ok(json_response(done.status, &done.answer))
+    Ok(firmspace::http::replayed_response(
+        done.status,
+        &done.answer,
+        done.repeat,
+    ))
 }
 
 /// A worker paused (its event source mapping disabled) or resumed: the deployment's, not an

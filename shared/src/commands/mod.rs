@@ -312,7 +312,8 @@ pub struct Env<'a, R> {
     pub imports: statements::Imports<'a>,
 }
 
-/// A command's answer: its status and body, and whether it was a repeat's stored answer.
+/// A command's answer: its status and body, and whether it was a repeat's stored answer (given
+/// with `Idempotent-Replayed: true`).
 #[derive(Debug)]
 pub struct Done {
     pub status: u16,
@@ -336,15 +337,6 @@ pub async fn perform<R: Replies>(
             "an AI step may reply, make a task and propose a payment; nothing else",
         ));
     }
-    if command.claimed_by_effect(key) {
-        // On the heap: the commands' futures together are too large for a worker's stack.
-        let (status, answer) = Box::pin(run(env, by, key, command)).await?;
-        return Ok(Done {
-            status,
-            answer,
-            repeat: false,
-        });
-    }
     let who = by.id();
     let asked = requests::Request {
         by: &who,
@@ -352,6 +344,23 @@ pub async fn perform<R: Replies>(
         key: key.id(),
         fingerprint: fingerprint(&command.name(), asked),
     };
+    if command.claimed_by_effect(key) {
+        // On the heap: the commands' futures together are too large for a worker's stack.
+        let (status, answer) = Box::pin(run(env, by, key, command)).await?;
+        // Under a request's own key: kept to be asked for, and the effect's stored answer
+        // given again is a replay.
+        let own = matches!(key, RequestKey::Header(_));
+        if own {
+            asked
+                .remember(env.store, (status, &answer), env.now)
+                .await?;
+        }
+        return Ok(Done {
+            repeat: own && answer["duplicate"] == true,
+            status,
+            answer,
+        });
+    }
     let (status, answer, repeat) = asked
         .once_telling(env.store, env.now, || Box::pin(run(env, by, key, command)))
         .await?;

@@ -197,6 +197,47 @@ impl Request<'_> {
         store.update_if(&self.pk(), &update).await.map(|_| ())
     }
 
+    /// Keeps the answer of a request whose effect claimed its key itself (a payment, a credit
+    /// note, a top-up, a void under an `Idempotency-Key`), so [`Request::look_up`] finds it too. A
+    /// request cut off between its effect and this finds nothing: sent again under its key, it
+    /// is answered from the effect, and nothing happens twice.
+    pub async fn remember(
+        &self,
+        store: &Store,
+        (status, answer): (u16, &Value),
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let item = Builder::new(&self.pk(), "ops_request", self.by)
+            .str("fingerprint", &self.fingerprint)
+            .str("until", "0000")
+            .time("at", now)
+            .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
+            .num("status", status)
+            .str("answer", answer.to_string())
+            .build();
+        // The first answer stays: a repeat's (`duplicate: true`) does not replace it.
+        store.put_new(item).await.map(drop)
+    }
+
+    /// What became of the request sent under this key (`by`, `shared` and `key` name it; the
+    /// fingerprint is not read): `{"key", "state": "done", "status", "answer", "at"}`, or
+    /// `"state": "running"` while it runs; `None` when none arrived (or its record expired).
+    pub async fn look_up(&self, store: &Store) -> Result<Option<Value>, StoreError> {
+        let Some(item) = store.get(&self.pk()).await? else {
+            return Ok(None);
+        };
+        let mut found = serde_json::json!({"key": self.key, "at": item.opt_str("at")});
+        match (item.u64_of("status"), item.opt_str("answer")) {
+            (Ok(status), Some(answer)) => {
+                found["state"] = "done".into();
+                found["status"] = status.into();
+                found["answer"] = serde_json::from_str(answer).unwrap_or(Value::Null);
+            }
+            _ => found["state"] = "running".into(),
+        }
+        Ok(Some(found))
+    }
+
     /// Stores the answer the request got.
     pub async fn finish(
         &self,

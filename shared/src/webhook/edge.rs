@@ -181,7 +181,11 @@ impl<S: Source> Edge<S> {
             true => self.duplicates.flush_due(&self.store).await,
         }
         let status = self.source.status(recorded.is_new());
-        Ok(json_response(status, &told.answer))
+        Ok(crate::http::replayed_response(
+            status,
+            &told.answer,
+            !recorded.is_new(),
+        ))
     }
 
     /// A subscription handshake: the integration (cached like a delivery's), then the source's

@@ -657,4 +657,32 @@ pub static ROUTES: &[Route] = &[
         answer: Items(doc::<s::ReviewItem>),
         errors: &[],
     },
+    Route {
+        method: Get,
+        path: "/api/requests/{key}",
+        op: Op::Org(AskRequest),
+        summary: "What became of a write this API key sent under an `Idempotency-Key`, read without sending it again",
+        params: &[path("key", "the request's `Idempotency-Key`")],
+        body: None,
+        ok: &[(200, "`running`, or `done` with the status and the answer it got (kept 24 h)")],
+        answer: One(doc::<s::RequestOutcome>),
+        errors: &[NEVER_ARRIVED],
+    },
+    Route {
+        method: Get,
+        path: "/api/assistant/calls/{call_id}",
+        op: Op::Org(AskCall),
+        summary: "What became of an assistant's tool call, read without calling again",
+        params: &[path("call_id", "the tool call's `call_id`")],
+        body: None,
+        ok: &[(200, "`running`, or `done` with the status and the answer it got (kept 24 h)")],
+        answer: One(doc::<s::RequestOutcome>),
+        errors: &[NEVER_ARRIVED],
+    },
 ];
+
+const NEVER_ARRIVED: (u16, &str) = (
+    404,
+    "`never_arrived`: nothing arrived under this key (or it is older than 24 h); send it again \
+     under the same key: nothing happens twice",
+);
