@@ -14,9 +14,9 @@ mod invoices;
 mod keys;
 mod ledger;
 mod messages;
-mod openapi;
+pub mod openapi;
 mod paging;
-mod routes;
+pub mod routes;
 mod schemas;
 mod setup;
 

@@ -7,6 +7,8 @@ mod calls_webhook;
 mod leads_webhook;
 mod messages_webhook;
 mod ops;
+/// The `/ops` operations the document describes.
+pub use ops::OPERATIONS as OPS_OPERATIONS;
 mod sms_webhook;
 mod webhook;
 
@@ -232,6 +234,3 @@ pub fn parameter(param: &Param) -> Parameter {
         .schema(Some(String::schema()))
         .build()
 }
-
-#[cfg(test)]
-mod tests;

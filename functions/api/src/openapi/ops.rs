@@ -126,5 +126,4 @@ pub fn paths(mut paths: PathsBuilder) -> PathsBuilder {
 }
 
 /// How many operations the ops routes add.
-#[cfg(test)]
 pub const OPERATIONS: usize = ROUTES.len();

@@ -1,8 +1,13 @@
-use super::*;
+//! The OpenAPI document against the code: every route of the SAM template and of the dispatch
+//! table is in it, its schemas have the fields the handlers answer with, its enums are the values
+//! the code reads.
+
+use api::openapi::document;
+use lambda_http::Body;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-const TEMPLATE: &str = include_str!("../../../../infra/template.yaml");
+const TEMPLATE: &str = include_str!("../../../infra/template.yaml");
 
 fn json() -> Value {
     serde_json::to_value(document()).expect("the document serialises")
@@ -50,7 +55,7 @@ fn every_route_of_the_sam_template_is_in_the_document() {
 #[test]
 fn every_dispatched_route_is_in_the_document_with_its_method() {
     let doc = json();
-    for route in crate::routes::all() {
+    for route in api::routes::all() {
         let method = route.method.as_str().to_lowercase();
         let operation = &doc["paths"][route.path][&method];
         assert_eq!(
@@ -67,7 +72,7 @@ fn every_dispatched_route_is_in_the_document_with_its_method() {
         .sum();
     assert_eq!(
         operations,
-        crate::routes::all().count() + 8 + super::ops::OPERATIONS,
+        api::routes::all().count() + 8 + api::openapi::OPS_OPERATIONS,
         "the table's routes and the webhooks (payments, calls, messages and bank with their GETs, sms, leads)"
     );
 }
@@ -218,7 +223,7 @@ async fn the_document_is_served_without_authentication() {
         .region(Region::new("eu-central-1"))
         .build();
     let store = firmspace::store::Store::new(aws_sdk_dynamodb::Client::from_conf(config), "unused");
-    let settings = crate::Settings {
+    let settings = api::Settings {
         admin_token: "admin".to_owned().into(),
         public_url: String::new(),
         allows_loopback: false,
@@ -231,7 +236,7 @@ async fn the_document_is_served_without_authentication() {
             "anthropic.claude-3-5-haiku-20241022-v1:0",
         ),
     };
-    let app = crate::App::new(store, settings);
+    let app = api::App::new(store, settings);
     let get = |path: &str| {
         let uri = format!("https://api.example.com{path}");
         lambda_http::http::Request::get(uri)
