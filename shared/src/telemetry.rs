@@ -1,7 +1,10 @@
-//! Logs and metrics, as the Lambda runtime's own subscriber does it: JSON lines when
-//! `AWS_LAMBDA_LOG_FORMAT=JSON`, the level from `AWS_LAMBDA_LOG_LEVEL` (else `RUST_LOG`, else
-//! `info`). Metrics go through the `metrics` facade to CloudWatch Embedded Metric Format lines
-//! in the same log stream, one flush per invocation.
+//! Logs and metrics: JSON lines ([`line::Line`]: timestamp, level, function, request id and event
+//! key at the top level) unless `AWS_LAMBDA_LOG_FORMAT=Text` asks for text, the level from
+//! `AWS_LAMBDA_LOG_LEVEL` (else `RUST_LOG`, else `info`). Metrics go through the `metrics`
+//! facade to CloudWatch Embedded Metric Format lines in the same log stream, one flush per
+//! invocation.
+
+mod line;
 
 use std::sync::OnceLock;
 use tracing_subscriber::filter::Targets;
@@ -34,17 +37,20 @@ pub fn init(function: &'static str) {
     let filter: Targets = directive
         .parse()
         .unwrap_or_else(|_| Targets::new().with_default(tracing::Level::INFO));
-    let json = env("AWS_LAMBDA_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt().with_target(false).without_time();
-    let _ = if json {
-        builder
-            .json()
-            .flatten_event(true)
+    let text = env("AWS_LAMBDA_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("text"));
+    let _ = if text {
+        tracing_subscriber::fmt()
+            .with_target(false)
             .finish()
             .with(filter)
             .try_init()
     } else {
-        builder.finish().with(filter).try_init()
+        tracing_subscriber::fmt()
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(line::Line { function })
+            .finish()
+            .with(filter)
+            .try_init()
     };
     if METRICS.get().is_none() {
         match metrics_cloudwatch_embedded::Builder::new()

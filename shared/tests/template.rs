@@ -133,3 +133,27 @@ fn an_alarm_email_is_subscribed_and_every_alarm_tells_the_topic() {
         alarms
     );
 }
+
+#[test]
+fn functions_log_json_and_the_gateway_writes_an_access_log_with_the_request_ids() {
+    let globals = TEMPLATE
+        .split("\nGlobals:")
+        .nth(1)
+        .and_then(|g| g.split("\nResources:").next())
+        .expect("Globals");
+    assert!(globals.contains("LoggingConfig:"), "{globals}");
+    assert!(globals.contains("LogFormat: JSON"), "{globals}");
+    let stage = resource("HttpApiStage");
+    assert!(
+        stage.contains("DestinationArn: !GetAtt HttpApiAccessLogs.Arn"),
+        "{stage}"
+    );
+    for field in [
+        "$context.requestId",
+        "$context.integration.requestId",
+        "$context.status",
+    ] {
+        assert!(stage.contains(field), "{field}: {stage}");
+    }
+    assert!(resource("HttpApiAccessLogs").contains("RetentionInDays: !Ref LogRetentionDays"));
+}
