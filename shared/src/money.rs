@@ -68,6 +68,11 @@ impl Currency {
         Some(Self { iso, exponent })
     }
 
+    /// The numeric code (980 for UAH), as monobank names a currency.
+    pub fn numeric(&self) -> u16 {
+        self.iso.numeric()
+    }
+
     /// Minor-unit digits: 0 for JPY, 2 for UAH, 3 for BHD.
     pub fn exponent(&self) -> u32 {
         self.exponent

@@ -52,12 +52,7 @@ struct Sample {
 
 /// `--profile NAME` measures another build profile (e.g. `bench-xtask`: no LTO, 16 codegen
 /// units, not stripped), to see what the release profile's settings buy.
-pub async fn run(args: &[String]) -> Result<()> {
-    let profile = match args {
-        [flag, name] if flag == "--profile" => name.as_str(),
-        [] => "release",
-        _ => bail!("usage: cargo xtask coldstart [--profile NAME]"),
-    };
+pub async fn run(profile: &str) -> Result<()> {
     let mut build = Command::new(cargo());
     build
         .current_dir(root())

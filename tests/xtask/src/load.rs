@@ -49,18 +49,7 @@ pub(crate) struct Send {
 /// One answer: its kind, status and latency.
 pub(crate) type Answer = (&'static str, u16, Duration);
 
-pub async fn run(args: &[String]) -> Result<()> {
-    if args.first().map(String::as_str) == Some("--neighbour") {
-        return crate::neighbour::run(&args[1..]).await;
-    }
-    let rate: f64 = args
-        .first()
-        .map_or(Ok(20.0), |a| a.parse())
-        .context("RATE")?;
-    let seconds: u64 = args
-        .get(1)
-        .map_or(Ok(30), |a| a.parse())
-        .context("SECONDS")?;
+pub async fn run(rate: f64, seconds: u64) -> Result<()> {
     if !(0.5..=500.0).contains(&rate) || !(1..=600).contains(&seconds) {
         bail!("RATE is 0.5 to 500 events a second, SECONDS 1 to 600");
     }

@@ -55,15 +55,7 @@ const FLOOD_BURST: usize = 5;
 const TOKEN: &str = "uNeighbourToken-stand-in";
 const ACCOUNT: &str = "acc-neighbour-uah";
 
-pub async fn run(args: &[String]) -> Result<()> {
-    let rate: f64 = args
-        .first()
-        .map_or(Ok(8.0), |a| a.parse())
-        .context("RATE")?;
-    let seconds: u64 = args
-        .get(1)
-        .map_or(Ok(30), |a| a.parse())
-        .context("SECONDS")?;
+pub async fn run(rate: f64, seconds: u64) -> Result<()> {
     if !(0.5..=100.0).contains(&rate) || !(5..=300).contains(&seconds) {
         bail!("RATE is 0.5 to 100 events a second, SECONDS 5 to 300");
     }

@@ -64,10 +64,16 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The local stack: on port 4566 (LocalStack's default too), unless `FIRMSPACE_LOCAL_PORT`
+    /// names another; every command that reaches the local stack reads the same variable.
     pub fn local() -> Self {
+        let port = std::env::var("FIRMSPACE_LOCAL_PORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(4566);
         Self {
             name: "firmspace-local",
-            port: 4566,
+            port,
             stage: "local",
         }
     }

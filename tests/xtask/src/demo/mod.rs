@@ -153,8 +153,9 @@ async fn deliver_three_times(api: &Api, seeded: &Seeded) -> Result<()> {
         status: "success".into(),
     };
     let delivery = crate::send::delivery(
-        "standard",
+        crate::send::Kind::Standard,
         &seeded.secret,
+        &seeded.webhook_url,
         &payment,
         chrono::Utc::now().timestamp(),
     )?;

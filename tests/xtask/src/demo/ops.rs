@@ -84,7 +84,13 @@ pub(super) async fn view(
         ("pay_demo_2", invoice["id"].clone()),
         ("pay_demo_lost", json!("inv_0000000000000000")),
     ] {
-        let delivery = crate::send::delivery("standard", secret, &pay(id, &invoice), now)?;
+        let delivery = crate::send::delivery(
+            crate::send::Kind::Standard,
+            secret,
+            webhook_url,
+            &pay(id, &invoice),
+            now,
+        )?;
         crate::send::send(&api.http, webhook_url, &delivery, 1, 1).await?;
     }
     println!("a payment for an invoice that does not exist; a paid invoice whose two rules call a slow target and one that is down");
