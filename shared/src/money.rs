@@ -157,7 +157,29 @@ pub fn parse_amount(raw: &str) -> Result<Decimal, MoneyError> {
     Ok(Decimal::new(mantissa, fraction.len() as u32))
 }
 
-/// Money rendered for JSON: at least two fraction digits ("40.00", "0.00", "12.345").
+impl Currency {
+    /// `amount` as this currency writes it: with its minor-unit digits (JPY `"1000"`, UAH
+    /// `"40.00"`, BHD `"10.250"`). An amount with more digits than that (a carrier's price of
+    /// fractions of a cent) keeps them: nothing is rounded.
+    pub fn show(&self, amount: Decimal) -> String {
+        let mut shown = amount.normalize();
+        if shown.scale() < self.exponent {
+            shown.rescale(self.exponent);
+        }
+        shown.to_string()
+    }
+}
+
+/// `amount` in `currency` ([`Currency::show`]); without a currency, [`display`].
+pub fn shown(amount: Decimal, currency: Option<Currency>) -> String {
+    match currency {
+        Some(currency) => currency.show(amount),
+        None => display(amount),
+    }
+}
+
+/// Money whose currency is not known here, rendered for JSON: at least two fraction digits
+/// ("40.00", "0.00", "12.345"). Where the currency is known, [`Currency::show`].
 pub fn display(amount: Decimal) -> String {
     let mut shown = amount.normalize();
     if shown.scale() < 2 {
@@ -251,6 +273,16 @@ mod tests {
 
     #[test]
     fn display_keeps_two_fraction_digits() {
+        assert_eq!(currency("JPY").show(dec!(1000)), "1000");
+        assert_eq!(currency("JPY").show(dec!(1000.00)), "1000");
+        assert_eq!(currency("BHD").show(dec!(10.25)), "10.250");
+        assert_eq!(currency("UAH").show(dec!(40)), "40.00");
+        assert_eq!(
+            currency("USD").show(dec!(0.0075)),
+            "0.0075",
+            "never rounded"
+        );
+        assert_eq!(currency("UAH").show(-Decimal::TEN), "-10.00");
         assert_eq!(display(dec!(40)), "40.00");
         assert_eq!(display(dec!(40.500)), "40.50");
         assert_eq!(display(Decimal::ZERO), "0.00");

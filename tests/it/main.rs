@@ -12,6 +12,7 @@ mod calls;
 mod commands;
 mod consequences;
 mod credit_notes;
+mod currencies;
 mod e2e;
 mod edge;
 mod hostile;

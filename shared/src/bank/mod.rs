@@ -282,7 +282,7 @@ impl BankTx {
             "integration": self.integration,
             "account": self.account,
             "time": time::format(r.time),
-            "amount": crate::money::display(r.amount),
+            "amount": r.currency.show(r.amount),
             "currency": r.currency.as_str(),
             "description": r.description,
             "counterparty": r.counterparty,
@@ -291,7 +291,7 @@ impl BankTx {
             "confirmed": self.confirmed_at.is_some(),
             "match": self.matched.as_ref().map(|m| json!({
                 "invoice_id": m.invoice_id,
-                "applied": crate::money::display(m.applied),
+                "applied": r.currency.show(m.applied),
             })),
         })
     }

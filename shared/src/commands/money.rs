@@ -8,7 +8,7 @@ use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
 use crate::http::ApiError;
 use crate::ids::{ExternalId, LocalId};
-use crate::money::{display, parse_amount, Currency};
+use crate::money::{parse_amount, Currency};
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError, Voided};
 use crate::payments::invoice::Links;
 use crate::payments::{invoice, register_payment, PaymentInput, Source};
@@ -138,7 +138,7 @@ pub(super) async fn propose<R>(
         at: env.now,
         detail: json!({
             "invoice_id": invoice.id.as_str(), "invoice_number": invoice.number,
-            "amount": display(amount), "currency": invoice.currency.as_str(),
+            "amount": invoice.currency.show(amount), "currency": invoice.currency.as_str(),
             "rule_id": rule_id, "event_key": event_key.as_str(), "call": key.id(),
         }),
     };
@@ -369,7 +369,8 @@ pub(super) async fn match_row<R>(
             .map(crate::payments::Invoice::to_json);
         return Ok((
             200,
-            json!({"reverted": display(unmatched.reverted), "invoice": invoice}),
+            json!({"reverted": crate::money::shown(unmatched.reverted,
+                unmatched.invoice.as_ref().map(|i| i.currency)), "invoice": invoice}),
         ));
     };
     LocalId::parse("invoice_id", invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
@@ -381,7 +382,8 @@ pub(super) async fn match_row<R>(
         |i: &Option<crate::payments::Invoice>| i.as_ref().map(crate::payments::Invoice::to_json);
     Ok((
         200,
-        json!({"duplicate": matched.duplicate, "applied": display(matched.applied),
+        json!({"duplicate": matched.duplicate,
+            "applied": crate::money::shown(matched.applied, matched.invoice.as_ref().map(|i| i.currency)),
             "invoice": shown(&matched.invoice), "previous_invoice": shown(&matched.previous),
             "by": actor, "at": crate::time::format(env.now)}),
     ))

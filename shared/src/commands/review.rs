@@ -201,7 +201,7 @@ async fn kept_on<R>(
         })?;
     Ok(Target {
         invoice_id: invoice_id.to_owned(),
-        amount: AmountText::of(&serde_json::json!(crate::money::display(kept))),
+        amount: AmountText::of(&serde_json::json!(invoice.currency.show(kept))),
         source: Source::Manual,
     })
 }

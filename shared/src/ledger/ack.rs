@@ -68,13 +68,9 @@ impl Ack {
         // What the carrier priced it at, for the operator's row.
         .opt_str(
             "price",
-            e.price.as_ref().map(|p| {
-                format!(
-                    "{} {}",
-                    crate::money::display(p.amount),
-                    p.currency.as_str()
-                )
-            }),
+            e.price
+                .as_ref()
+                .map(|p| format!("{} {}", p.currency.show(p.amount), p.currency.as_str())),
         )
         .str("answer", self.answer.to_string())
         .str("outcome", self.outcome)

@@ -61,7 +61,7 @@ impl Answer for Refunded {
         json!({
             "ledger_id": self.line.ledger_id,
             "refunds": self.refunds,
-            "amount": crate::money::display(self.line.amount),
+            "amount": self.line.currency.show(self.line.amount),
             "currency": self.line.currency.as_str(),
             "applied": self.line.applied,
             "reason": self.reason,

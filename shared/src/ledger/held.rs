@@ -10,7 +10,7 @@ pub fn to_json(e: &SmsEvent) -> String {
         "integration_id": e.integration_id, "event_id": e.event_id, "type": e.kind,
         "message_id": e.message_id, "from": e.from, "to": e.to, "text": e.text,
         "segments": e.segments,
-        "price": e.price.map(|p| json!({"amount": p.amount.to_string(), "currency": p.currency.as_str()})),
+        "price": e.price.map(|p| json!({"amount": p.currency.show(p.amount), "currency": p.currency.as_str()})),
         "at": crate::time::format(e.at), "fingerprint": e.fingerprint,
     })
     .to_string()

@@ -5,7 +5,7 @@
 use super::{derived_id, ledger_list, message_part};
 use crate::ids::{key_part, OrgId};
 use crate::messages::Direction;
-use crate::money::{display, Currency};
+use crate::money::Currency;
 use crate::store::item::{malformed, tag_name, Builder, Read};
 use crate::store::{Item, StoreError};
 use crate::time;
@@ -194,13 +194,13 @@ impl LedgerLine {
             "message_id": self.message_id,
             "inbox_id": self.inbox_id,
             "kind": self.kind,
-            "amount": display(self.amount),
+            "amount": self.currency.show(self.amount),
             "currency": self.currency.as_str(),
             "at": time::format(self.at),
             "integration_id": self.integration_id,
             "direction": self.direction,
             "applied": self.applied,
-            "balance_after": display(self.balance_after),
+            "balance_after": self.currency.show(self.balance_after),
             "refunds": self.refunds(),
         })
     }

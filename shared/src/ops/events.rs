@@ -85,7 +85,13 @@ pub fn kind_named(raw: Option<&str>) -> Result<EventKind, crate::http::ApiError>
 /// What a person recognises an event by, from its stored item.
 pub fn summary(kind: EventKind, item: &Item) -> String {
     let text = |name: &str| item.opt_str(name).unwrap_or_default();
-    let amount = |name: &str| item.opt_dec(name).map(money::display).unwrap_or_default();
+    // Every amount of an item is in the item's currency.
+    let currency = money::Currency::parse(text("currency")).ok();
+    let amount = |name: &str| {
+        item.opt_dec(name)
+            .map(|a| money::shown(a, currency))
+            .unwrap_or_default()
+    };
     match kind {
         EventKind::Payment => {
             let paid = item.opt_dec("applied").unwrap_or_default()
@@ -94,7 +100,11 @@ pub fn summary(kind: EventKind, item: &Item) -> String {
                 .opt_str("invoice_number")
                 .filter(|n| !n.is_empty())
                 .unwrap_or("no invoice");
-            format!("{invoice} · {} {}", money::display(paid), text("currency"))
+            format!(
+                "{invoice} · {} {}",
+                money::shown(paid, currency),
+                text("currency")
+            )
         }
         EventKind::Message => {
             let body = text("text");

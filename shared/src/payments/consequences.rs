@@ -64,15 +64,15 @@ impl PaymentEvent {
         match self.outcome {
             Outcome::Reversed => format!(
                 "Payment of {} {currency} for {} was reversed; invoice is {status}",
-                money::display(-self.applied),
+                money::shown(-self.applied, self.currency),
                 invoice.number
             ),
             _ => format!(
                 "Payment for {} via {}: {} {currency} received, {} applied; invoice is {status}",
                 invoice.number,
                 self.source.label(),
-                money::display(self.received.unwrap_or(self.applied)),
-                money::display(self.applied)
+                money::shown(self.received.unwrap_or(self.applied), self.currency),
+                money::shown(self.applied, self.currency)
             ),
         }
     }

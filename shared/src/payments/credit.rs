@@ -180,12 +180,12 @@ impl CreditNote {
             "credit_note_id": self.id.as_str(),
             "number": self.number,
             "invoice_id": self.invoice_id,
-            "amount": money::display(self.amount),
+            "amount": self.currency.show(self.amount),
             "currency": self.currency.as_str(),
             "reason": self.reason,
             "lines": self.lines.iter().map(|l| json!({
-                "description": l.description, "amount": money::display(l.amount)})).collect::<Vec<_>>(),
-            "refund_due": money::display(self.refund_due),
+                "description": l.description, "amount": self.currency.show(l.amount)})).collect::<Vec<_>>(),
+            "refund_due": self.currency.show(self.refund_due),
             "actor": self.actor,
             "at": time::format(self.at),
         })
@@ -199,14 +199,14 @@ impl CreditNote {
             "Credit note {} for {}: {} {} ({})",
             self.number,
             self.invoice_number,
-            money::display(self.amount),
+            self.currency.show(self.amount),
             self.currency.as_str(),
             self.reason
         );
         if !self.refund_due.is_zero() {
             text.push_str(&format!(
                 "; {} {} to refund",
-                money::display(self.refund_due),
+                self.currency.show(self.refund_due),
                 self.currency.as_str()
             ));
         }
@@ -231,8 +231,8 @@ impl CreditNote {
                 at: self.at,
                 context: json!({
                     "credit_note_id": self.id.as_str(), "number": self.number,
-                    "invoice_id": self.invoice_id, "amount": money::display(self.amount),
-                    "refund_due": money::display(self.refund_due),
+                    "invoice_id": self.invoice_id, "amount": self.currency.show(self.amount),
+                    "refund_due": self.currency.show(self.refund_due),
                     "contact_id": self.links.contact_id, "owner": self.links.owner,
                 }),
             }
@@ -304,10 +304,10 @@ impl Issue<'_> {
             .check(amount)
             .map_err(|e| CreditError::Amount(e.to_string()))?;
         if amount <= Decimal::ZERO {
-            return Err(CreditError::Exceeds(money::display(creditable)));
+            return Err(CreditError::Exceeds(invoice.currency.show(creditable)));
         }
         if amount > creditable {
-            return Err(CreditError::Exceeds(money::display(creditable)));
+            return Err(CreditError::Exceeds(invoice.currency.show(creditable)));
         }
         Ok(amount)
     }
@@ -412,7 +412,7 @@ fn refund_due(note: &CreditNote) -> ReviewItem {
             "credit_note_id": note.id.as_str(),
             "number": note.number,
             "invoice_id": note.invoice_id,
-            "refund_due": money::display(note.refund_due),
+            "refund_due": note.currency.show(note.refund_due),
             "currency": note.currency.as_str(),
         }),
     }
@@ -479,7 +479,10 @@ pub fn refunds_reversed(
             resolved.push(pk);
             crate::review::resolution(org, pk, ("system", "reversed", None), now).when(held)
         } else {
-            detail["refund_due"] = json!(money::display(due - left));
+            let currency = detail["currency"]
+                .as_str()
+                .and_then(|c| Currency::parse(c).ok());
+            detail["refund_due"] = json!(money::shown(due - left, currency));
             Update::new()
                 .set("detail", s(detail.to_string()))
                 .when(held)

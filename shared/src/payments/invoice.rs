@@ -1,7 +1,7 @@
 //! Invoices: the balance that payments move, conditioned on `version`.
 
 use crate::ids::{LocalId, OrgId};
-use crate::money::{self, Currency};
+use crate::money::Currency;
 use crate::store::item::{n, Builder, Read};
 use crate::store::{Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update};
 use crate::time;
@@ -136,10 +136,10 @@ impl Invoice {
             "id": self.id.as_str(),
             "number": self.number,
             "currency": self.currency.as_str(),
-            "gross": money::display(self.gross),
-            "paid": money::display(self.paid),
-            "credited": money::display(self.credited),
-            "open": money::display(self.open()),
+            "gross": self.currency.show(self.gross),
+            "paid": self.currency.show(self.paid),
+            "credited": self.currency.show(self.credited),
+            "open": self.currency.show(self.open()),
             "status": self.status,
             "version": self.version,
             "owner": self.links.owner,

@@ -59,11 +59,11 @@ impl Answer for PaymentEvent {
         if let serde_json::Value::Object(fields) = &mut answer {
             fields.insert(
                 "applied".into(),
-                crate::money::display(Decimal::ZERO).into(),
+                crate::money::shown(Decimal::ZERO, self.currency).into(),
             );
             fields.insert(
                 "first_applied".into(),
-                crate::money::display(self.applied).into(),
+                crate::money::shown(self.applied, self.currency).into(),
             );
             fields.insert("payment_id".into(), self.key().as_str().into());
         }
@@ -379,8 +379,8 @@ fn review_for(event: &PaymentEvent, reason: Reason) -> ReviewItem {
         at: event.at,
         detail: serde_json::json!({
             "invoice_id": event.invoice_id,
-            "received": event.received.map(crate::money::display),
-            "unapplied": crate::money::display(event.unapplied),
+            "received": event.received.map(|a| crate::money::shown(a, event.currency)),
+            "unapplied": crate::money::shown(event.unapplied, event.currency),
             "currency": event.currency.as_ref().map(|c| c.as_str()),
         }),
     }

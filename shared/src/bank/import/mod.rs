@@ -362,7 +362,7 @@ fn unconfirmed_review(tx: &BankTx, now: DateTime<Utc>) -> ReviewItem {
             "tx_id": tx.id(),
             "row_id": r.id,
             "time": crate::time::format(r.time),
-            "amount": crate::money::display(r.amount),
+            "amount": r.currency.show(r.amount),
             "currency": r.currency.as_str(),
             "description": r.description,
             "why": "pushed to the webhook, but the bank's statement for its time does not hold it: it paid nothing",

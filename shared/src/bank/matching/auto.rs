@@ -119,7 +119,7 @@ pub async fn auto_match(
         at: now,
         detail: json!({
             "tx_id": tx_id,
-            "amount": crate::money::display(r.amount),
+            "amount": r.currency.show(r.amount),
             "currency": r.currency.as_str(),
             "description": r.description,
             "reference": r.reference,
