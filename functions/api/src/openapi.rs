@@ -71,12 +71,13 @@ pub fn document() -> OpenApi {
     paths = paths.path(sms_webhook::PATH, PathItem::new(HttpMethod::Post, sms));
     let leads = leads_webhook::operation(&mut schemas);
     paths = paths.path(leads_webhook::PATH, PathItem::new(HttpMethod::Post, leads));
+    let paths = replays_marked(paths.build());
     let info = InfoBuilder::new()
         .title("Firmspace Events")
         .version(env!("CARGO_PKG_VERSION"))
         .description(Some(
-            "Payments, invoices, calls, messages, contacts, bank rows and their consequences. Amounts are JSON strings in major units; \
-             errors are {\"error\": \"<code>\", \"detail\": \"...\"}.",
+            "Payments, invoices, calls, messages, contacts, bank rows and their consequences. Amounts are JSON strings in major units \
+             with their currency's digits; errors are RFC 9457 problems (application/problem+json) with our `error` code.",
         ));
     let components = ComponentsBuilder::new()
         .schemas_from_iter(schemas)
@@ -88,6 +89,20 @@ pub fn document() -> OpenApi {
         .paths(paths)
         .components(Some(components.build()))
         .build()
+}
+
+/// A webhook's success is a duplicate's too: every `POST /hooks/...` answer `200` documents
+/// `Idempotent-Replayed`.
+fn replays_marked(mut paths: utoipa::openapi::Paths) -> utoipa::openapi::Paths {
+    for (path, item) in paths.paths.iter_mut() {
+        let Some(post) = item.post.as_mut().filter(|_| path.starts_with("/hooks/")) else {
+            continue;
+        };
+        if let Some(RefOr::T(ok)) = post.responses.responses.get_mut("200") {
+            ok.headers.insert(REPLAYED.into(), RefOr::T(replayed()));
+        }
+    }
+    paths
 }
 
 /// The `GET /api/openapi.json` answer.
@@ -134,11 +149,16 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         ),
     };
     let mut responses = ResponsesBuilder::new();
+    let keyed = route.params.iter().any(|p| p.name == "Idempotency-Key");
     for (status, when) in route.ok {
         let content = ContentBuilder::new().schema(Some(answer.clone())).build();
         let ok = ResponseBuilder::new()
             .description(*when)
             .content(media, content);
+        let ok = match keyed {
+            true => ok.header(REPLAYED, replayed()),
+            false => ok,
+        };
         responses = responses.response(status.to_string(), ok.build());
     }
     let auth = route.op.auth();
@@ -146,6 +166,8 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         responses = responses.response(status.to_string(), error(codes));
     }
     let mut operation = OperationBuilder::new()
+        .operation_id(Some(route.op.name()))
+        .tag(tag(route.path))
         .summary(Some(route.summary))
         .parameters(Some(route.params.iter().map(parameter)))
         .request_body(route.body.map(|doc| {
@@ -188,32 +210,75 @@ const SERVER: [(u16, &str); 2] = [
     (503, "`unavailable`: the store was busy or timed out; retry"),
 ];
 
-/// The 401 and 5xx every authenticated route can give.
+/// A caller over its reads or writes of the minute.
+pub const LIMITED: (u16, &str) = (
+    429,
+    "`rate_limited`: over the key's reads or writes of this minute (`Retry-After`)",
+);
+
+/// The 401, 429 and 5xx every authenticated route can give.
 fn common_errors(auth: Auth) -> &'static [(u16, &'static str)] {
     match auth {
         Auth::Public => &[],
         Auth::Admin => &[
             (401, "`unauthorized`: admin token missing or wrong"),
+            LIMITED,
             SERVER[0],
             SERVER[1],
         ],
         Auth::OrgKey => &[
             (401, "`unauthorized`: API key missing, unknown or revoked"),
             (403, "`forbidden`: the key lacks the scope the route needs"),
+            LIMITED,
             SERVER[0],
             SERVER[1],
         ],
     }
 }
 
-/// An error answer: `{"error", "detail"}`, with the codes this status carries.
+/// An error answer: an RFC 9457 problem, with the codes this status carries; a 429's and a
+/// 503's `Retry-After`.
 pub fn error(codes: &str) -> RefOr<utoipa::openapi::Response> {
     let content = ContentBuilder::new().schema(Some(Ref::from_schema_name(ErrorBody::name())));
-    ResponseBuilder::new()
+    let response = ResponseBuilder::new()
         .description(codes)
-        .content(JSON, content.build())
+        .content(firmspace::http::PROBLEM, content.build());
+    let retry = codes.contains("`rate_limited`") || codes.contains("`unavailable`");
+    let response = match retry {
+        true => response.header(
+            "Retry-After",
+            header("seconds to wait before asking again (a 429 until its minute turns; a 503, 5)"),
+        ),
+        false => response,
+    };
+    response.build().into()
+}
+
+/// The header of an answer given from a stored answer.
+pub const REPLAYED: &str = "Idempotent-Replayed";
+
+/// `Idempotent-Replayed: true` on an answer given from a stored answer; absent on a first one.
+pub fn replayed() -> utoipa::openapi::header::Header {
+    header("`true` when this answer is the stored answer of an earlier request with the same key; absent on a first answer")
+}
+
+fn header(description: &str) -> utoipa::openapi::header::Header {
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(Some(String::schema()))
+        .description(Some(description))
         .build()
-        .into()
+}
+
+/// An operation's tag: what its path is about (`/api/invoices/...` → `invoices`), `webhooks`
+/// for `/hooks/...`, `ops` for the operator's routes.
+pub fn tag(path: &str) -> String {
+    let mut segments = path.trim_start_matches('/').split('/');
+    match (segments.next(), segments.next()) {
+        (Some("api"), Some(first)) => first.split('.').next().unwrap_or(first).to_owned(),
+        (Some("hooks"), _) => "webhooks".into(),
+        (Some(first), _) => first.to_owned(),
+        (None, _) => "other".into(),
+    }
 }
 
 pub fn parameter(param: &Param) -> Parameter {

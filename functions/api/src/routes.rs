@@ -111,6 +111,21 @@ impl Op {
             Self::Org(_) => Auth::OrgKey,
         }
     }
+
+    /// The operation's `operationId`: the operation's own name in lower camel case
+    /// (`PayInvoice` → `payInvoice`), what a client generator names its method.
+    pub fn name(self) -> String {
+        let upper = match self {
+            Self::OpenApi => "GetOpenApi".to_owned(),
+            Self::CreateOrg => "CreateOrg".to_owned(),
+            Self::Org(op) => format!("{op:?}"),
+        };
+        let mut chars = upper.chars();
+        chars
+            .next()
+            .map(|c| c.to_ascii_lowercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

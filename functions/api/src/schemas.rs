@@ -14,13 +14,26 @@ use firmspace::payments::{InvoiceStatus, Outcome};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// Every 4xx and 5xx answer. A 4xx names the problem and wrote nothing; a 5xx says nothing
-/// internal (500: our defect; 503: retry later).
+/// Every 4xx and 5xx answer, an RFC 9457 problem (`application/problem+json`). A 4xx names the
+/// problem and wrote nothing; a 5xx says nothing internal (500: our defect; 503: retry later).
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
+    /// `tag:firmspace.events,2026:problem:<error>`: one stable URI per code.
+    #[schema(example = "tag:firmspace.events,2026:problem:not_found")]
+    r#type: String,
+    /// The code in words.
+    title: String,
+    /// The HTTP status.
+    status: u16,
+    detail: String,
+    /// `urn:request:<x-request-id>`.
+    instance: Option<String>,
     /// A stable code: `malformed`, `unauthorized`, `not_found`, `invalid_signature`, ...
     error: String,
-    detail: String,
+    /// The request field that was refused.
+    field: Option<String>,
+    /// Seconds to wait (429, 503), as `Retry-After` says.
+    retry_after: Option<u64>,
 }
 
 /// Amounts are strings in major units (`"40.00"`).

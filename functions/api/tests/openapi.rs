@@ -257,3 +257,82 @@ async fn the_document_is_served_without_authentication() {
     let other = app.handle(get("/api/invoices")).await.expect("infallible");
     assert_eq!(other.status(), 401, "other routes still need a key");
 }
+
+/// A client generator's method names: each operation's `operationId`, as one would name its
+/// method (no fallback to a name made up from the path), with the tag it groups it under.
+fn client_names(doc: &Value) -> Vec<(String, String, String)> {
+    let mut names = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("a path item") {
+            let id = operation["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            let tag = operation["tags"][0]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no tag"));
+            names.push((id.to_owned(), tag.to_owned(), format!("{method} {path}")));
+        }
+    }
+    names
+}
+
+#[test]
+fn every_operation_has_a_unique_method_name_and_a_tag() {
+    let names = client_names(&json());
+    assert_eq!(
+        names.len(),
+        api::routes::all().count() + 8 + api::openapi::OPS_OPERATIONS
+    );
+    let mut seen = BTreeSet::new();
+    for (id, tag, at) in &names {
+        let camel = id.starts_with(|c: char| c.is_ascii_lowercase())
+            && id.chars().all(|c| c.is_ascii_alphanumeric());
+        assert!(camel, "{at}: {id} is not a method name");
+        assert!(seen.insert(id.clone()), "{at}: {id} twice");
+        assert!(
+            !tag.is_empty() && tag.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+            "{at}: tag {tag}"
+        );
+    }
+    for expected in [
+        "payInvoice",
+        "createOrg",
+        "receivePaymentsWebhook",
+        "resolveOpsReviewItem",
+    ] {
+        assert!(seen.contains(expected), "{expected}");
+    }
+}
+
+#[test]
+fn the_idempotency_replay_and_retry_headers_are_documented() {
+    let doc = json();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let keyed = operation["parameters"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["name"] == "Idempotency-Key"));
+            let hook = path.starts_with("/hooks/") && method == "post";
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let headers = &response["headers"];
+                // A webhook's duplicate is its 200 (a first call is 201).
+                if (keyed && status.starts_with('2')) || (hook && status == "200") {
+                    assert!(
+                        headers["Idempotent-Replayed"].is_object(),
+                        "{method} {path} {status}"
+                    );
+                }
+                if status == "429" || status == "503" {
+                    assert!(
+                        headers["Retry-After"].is_object(),
+                        "{method} {path} {status}"
+                    );
+                }
+                if status.starts_with('4') || status.starts_with('5') {
+                    let problem = &response["content"]["application/problem+json"];
+                    assert!(problem.is_object(), "{method} {path} {status} is a problem");
+                }
+            }
+        }
+    }
+}

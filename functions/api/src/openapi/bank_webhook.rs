@@ -71,6 +71,8 @@ pub fn operation(schemas: &mut Schemas) -> Operation {
         .description("the row stored (or `duplicate: true`), another type or account ignored, or an unreadable body kept for review")
         .content(JSON, ContentBuilder::new().schema(Some(answers)).build());
     OperationBuilder::new()
+        .operation_id(Some("receiveBankWebhook"))
+        .tag("webhooks")
         .summary(Some("monobank's personal webhook (served by bank-webhook)"))
         .parameters(Some([parameter(&ID)]))
         .request_body(Some(
@@ -95,6 +97,8 @@ pub fn operation(schemas: &mut Schemas) -> Operation {
 /// monobank's check before it sends rows.
 pub fn check() -> Operation {
     OperationBuilder::new()
+        .operation_id(Some("checkBankWebhook"))
+        .tag("webhooks")
         .summary(Some("monobank's webhook check (served by bank-webhook)"))
         .parameters(Some([parameter(&ID)]))
         .responses(

@@ -166,6 +166,8 @@ pub fn handshake() -> Operation {
             error("`method_not_allowed`: not a WhatsApp integration"),
         );
     OperationBuilder::new()
+        .operation_id(Some("verifyMessagesWebhook"))
+        .tag("webhooks")
         .summary(Some(
             "WhatsApp's subscription handshake (served by message-webhook)",
         ))

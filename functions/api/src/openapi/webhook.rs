@@ -158,7 +158,11 @@ pub(super) fn operation_of(
     for (status, codes) in SERVER {
         responses = responses.response(status.to_string(), error(codes));
     }
+    let mut pascal = kind.to_owned();
+    pascal[..1].make_ascii_uppercase();
     OperationBuilder::new()
+        .operation_id(Some(format!("receive{pascal}Webhook")))
+        .tag("webhooks")
         .summary(Some(summary))
         .parameters(Some(params.iter().map(parameter)))
         .request_body(Some(
