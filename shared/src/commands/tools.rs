@@ -128,10 +128,28 @@ pub fn input_schema(tool: Tool) -> Value {
     serde_json::to_value(schema).unwrap_or(Value::Null)
 }
 
-/// A tool as `GET /api/assistant/tools` lists it.
+/// A tool as `GET /api/assistant/tools` lists it, with MCP's annotations, so a client can ask
+/// a person before a tool that moves money.
 pub fn to_json(tool: Tool) -> Value {
     let (name, description, input_schema) = describe(tool);
-    json!({"name": name, "description": description, "input_schema": input_schema})
+    json!({"name": name, "description": description, "input_schema": input_schema,
+        "annotations": annotations(tool)})
+}
+
+/// MCP's tool annotations: none reads only; a tool that moves money (or, resolving a review
+/// item, may) is destructive; every one acts once per `call_id`, so a call sent again has no
+/// further effect; a reply reaches the world outside (the messenger).
+pub fn annotations(tool: Tool) -> Value {
+    let moves_money = matches!(
+        tool,
+        Tool::RegisterPayment | Tool::CreateCreditNote | Tool::ResolveReview
+    );
+    json!({
+        "readOnlyHint": false,
+        "destructiveHint": moves_money,
+        "idempotentHint": true,
+        "openWorldHint": matches!(tool, Tool::Reply),
+    })
 }
 
 pub fn describe(tool: Tool) -> (String, &'static str, Value) {

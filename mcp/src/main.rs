@@ -1,0 +1,219 @@
+#![forbid(unsafe_code)]
+//! `firmspace-mcp`: an MCP server on stdio for the assistant's tools, built on the official Rust
+//! MCP SDK (`rmcp`). It lists the tools `GET /api/assistant/tools` lists (with their input
+//! schemas and MCP's annotations) and forwards each call to `POST /api/assistant/calls` as the
+//! configured key, so a call an MCP client sends again acts once.
+//!
+//! Configured by `FIRMSPACE_API_URL` (the stack's base URL, `https://…/`) and
+//! `FIRMSPACE_API_KEY` (an organisation's API key with the scopes its tools need). The call's
+//! `call_id` is the one the client names in the request's `_meta` (`call_id`, or `toolUseId`
+//! as agent frameworks call it), else a digest of the tool and its arguments: the same call sent
+//! again is the same call.
+
+use anyhow::{Context, Result};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, Content, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The API the tools are forwarded to.
+#[derive(Clone)]
+struct Tools {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+impl Tools {
+    fn from_env() -> Result<Self> {
+        let base = std::env::var("FIRMSPACE_API_URL")
+            .context("FIRMSPACE_API_URL: the stack's base URL")?;
+        let key = std::env::var("FIRMSPACE_API_KEY")
+            .context("FIRMSPACE_API_KEY: an organisation's API key")?;
+        Ok(Self {
+            http: firmspace::http::client(reqwest::Client::builder()),
+            base: base.trim_end_matches('/').to_owned(),
+            key,
+        })
+    }
+
+    /// The API's tools as MCP tools: `input_schema` is MCP's `inputSchema`.
+    async fn listed(&self) -> Result<Vec<Tool>, McpError> {
+        let url = format!("{}/api/assistant/tools", self.base);
+        let res = self.http.get(&url).bearer_auth(&self.key).send().await;
+        let body: Value = match res {
+            Ok(res) if res.status().is_success() => res.json().await.map_err(unavailable)?,
+            Ok(res) => return Err(refused(res.status().as_u16(), res.text().await)),
+            Err(e) => return Err(unavailable(e)),
+        };
+        let listed = body["tools"].as_array().cloned().unwrap_or_default();
+        listed
+            .into_iter()
+            .map(|t| {
+                let tool = json!({"name": t["name"], "description": t["description"],
+                    "inputSchema": t["input_schema"], "annotations": t["annotations"]});
+                serde_json::from_value(tool).map_err(unavailable)
+            })
+            .collect()
+    }
+
+    /// One call, as `POST /api/assistant/calls` answers it: the result, or the refusal as a
+    /// tool error the model can read.
+    async fn call(&self, request: CallToolRequestParams) -> Result<CallToolResult, McpError> {
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
+        let call_id = call_id(&request, &input);
+        let body = json!({"tool": request.name, "input": input, "call_id": call_id});
+        let url = format!("{}/api/assistant/calls", self.base);
+        let res = self
+            .http
+            .post(&url)
+            .bearer_auth(&self.key)
+            .json(&body)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let status = res.status().as_u16();
+        let answer: Value = res.json().await.unwrap_or(Value::Null);
+        if status >= 500 {
+            return Err(refused(status, Ok(answer.to_string())));
+        }
+        let shown = match status {
+            200 => answer["result"].clone(),
+            _ => answer.clone(),
+        };
+        let content = vec![Content::text(shown.to_string())];
+        let mut result = match status {
+            200 => CallToolResult::success(content),
+            _ => CallToolResult::error(content),
+        };
+        result.structured_content = Some(answer);
+        Ok(result)
+    }
+}
+
+/// The call's `call_id`: the client's (`_meta.call_id`, `_meta.toolUseId`), else `mcp_` and a
+/// digest of the tool and its arguments.
+fn call_id(request: &CallToolRequestParams, input: &Value) -> String {
+    let named = request.meta.as_ref().and_then(|meta| {
+        ["call_id", "toolUseId"]
+            .into_iter()
+            .find_map(|k| meta.0.get(k).and_then(Value::as_str).map(str::to_owned))
+    });
+    named.unwrap_or_else(|| {
+        let mut digest = Sha256::new();
+        digest.update(request.name.as_bytes());
+        digest.update([0]);
+        digest.update(canonical(input).as_bytes());
+        format!("mcp_{}", &hex::encode(digest.finalize())[..32])
+    })
+}
+
+/// A JSON value with its objects' keys in order: the same arguments, however a client wrote
+/// them, are one text.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let sorted: Map<String, Value> = map
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        serde_json::from_str(&canonical(v)).unwrap_or(Value::Null),
+                    )
+                })
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into_iter()
+                .collect();
+            serde_json::to_string(&sorted).unwrap_or_default()
+        }
+        other => other.to_string(),
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> McpError {
+    McpError::internal_error(format!("the Firmspace API could not be asked: {e}"), None)
+}
+
+fn refused(status: u16, body: Result<String, reqwest::Error>) -> McpError {
+    let body = body.unwrap_or_default();
+    McpError::internal_error(format!("the Firmspace API answered {status}: {body}"), None)
+}
+
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerInfo {
+        ServerInfo {
+            capabilities: ServerCapabilities::builder().enable_tools().build(),
+            server_info: Implementation {
+                name: "firmspace-mcp".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                ..Implementation::default()
+            },
+            instructions: Some(
+                "The CRM's tools: each call acts once; a tool that moves money (destructiveHint) \
+                 books as the key's person, and from a rule's AI step only proposes."
+                    .into(),
+            ),
+            ..ServerInfo::default()
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.listed().await?))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        self.call(request).await
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let tools = Tools::from_env()?;
+    let running = tools
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("the MCP handshake on stdio")?;
+    running.waiting().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(name: &str, arguments: Value, meta: Option<Value>) -> CallToolRequestParams {
+        serde_json::from_value(json!({"name": name, "arguments": arguments, "_meta": meta}))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_same_call_is_one_call_id_and_a_named_one_wins() {
+        let a = params("create_task", json!({"title": "Call back", "due": 1}), None);
+        let b = params("create_task", json!({"due": 1, "title": "Call back"}), None);
+        let other = params("create_task", json!({"title": "Call later"}), None);
+        let id = |p: &CallToolRequestParams| {
+            call_id(p, &Value::Object(p.arguments.clone().unwrap_or_default()))
+        };
+        assert_eq!(id(&a), id(&b), "key order is not another call");
+        assert_ne!(id(&a), id(&other));
+        assert!(id(&a).starts_with("mcp_"));
+        let named = params(
+            "create_task",
+            json!({}),
+            Some(json!({"toolUseId": "toolu_7"})),
+        );
+        assert_eq!(id(&named), "toolu_7");
+    }
+}

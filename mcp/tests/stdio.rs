@@ -1,0 +1,149 @@
+//! End to end: the server driven over stdio as an MCP client drives it, against the stack `cargo
+//! xtask test` deploys (`FIRMSPACE_TEST_STACK`): its tools are the API's, with their
+//! annotations, and one call sent twice acts once.
+
+use serde_json::{json, Value};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+struct Client {
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+}
+
+impl Client {
+    async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The answer to request `id` (notifications in between are skipped).
+    async fn answer(&mut self, id: u64) -> Value {
+        let read = async {
+            loop {
+                let line = self
+                    .stdout
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the server answers");
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if message["id"] == id {
+                    return message;
+                }
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), read)
+            .await
+            .expect("an answer within 30 s")
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let answer = self.answer(id).await;
+        assert!(answer["error"].is_null(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+}
+
+#[tokio::test]
+async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
+    let path = std::env::var("FIRMSPACE_TEST_STACK").unwrap_or_else(|_| {
+        panic!("FIRMSPACE_TEST_STACK is not set: run `cargo xtask test`, which deploys the stack into ministack")
+    });
+    let coords: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let api_url = coords["api_url"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let http = firmspace::http::client(reqwest::Client::builder());
+    let org: Value = http
+        .post(format!("{api_url}/api/orgs"))
+        .bearer_auth(coords["admin_token"].as_str().unwrap())
+        .json(&json!({"name": "MCP"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = org["api_key"].as_str().expect("an API key").to_owned();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firmspace-mcp"))
+        .env("FIRMSPACE_API_URL", &api_url)
+        .env("FIRMSPACE_API_KEY", &key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let mut client = Client {
+        _child: child,
+        stdin,
+        stdout: BufReader::new(stdout).lines(),
+    };
+    let hello = json!({"protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "firmspace-tests", "version": "1"}});
+    let init = client.request(1, "initialize", hello).await;
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+
+    let listed = client.request(2, "tools/list", json!({})).await;
+    let tools = listed["tools"].as_array().unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
+    assert_eq!(tools.len(), 5, "{listed}");
+    let pay = tool("register_payment");
+    assert_eq!(
+        pay["annotations"]["destructiveHint"], true,
+        "moves money: {pay}"
+    );
+    assert!(
+        pay["inputSchema"]["properties"]["invoice_id"].is_object(),
+        "{pay}"
+    );
+    let task = tool("create_task");
+    assert_eq!(
+        (
+            &task["annotations"]["destructiveHint"],
+            &task["annotations"]["idempotentHint"]
+        ),
+        (&json!(false), &json!(true))
+    );
+
+    // The same call twice (a client that got no answer sends it again): one task.
+    let call = json!({"name": "create_task", "arguments": {"title": "Call Olena back"}});
+    let first = client.request(3, "tools/call", call.clone()).await;
+    let again = client.request(4, "tools/call", call).await;
+    assert_eq!(first["isError"], false, "{first}");
+    assert_eq!(
+        (
+            &first["structuredContent"]["duplicate"],
+            &again["structuredContent"]["duplicate"]
+        ),
+        (&json!(false), &json!(true)),
+        "{again}"
+    );
+    let tasks: Value = http
+        .get(format!("{api_url}/api/tasks"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tasks["items"].as_array().map(Vec::len), Some(1), "{tasks}");
+
+    // A refusal is a tool error the model reads, not a broken server.
+    let wrong =
+        json!({"name": "register_payment", "arguments": {"invoice_id": "inv_0000000000000000"}});
+    let refused = client.request(5, "tools/call", wrong).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+}
