@@ -39,9 +39,10 @@ enum Cmd {
     /// Stop the local stack.
     Down,
     /// Every test: lint the template, deploy a fresh stack on port 4577, run `cargo test
-    /// --workspace` against it. Arguments after `--` go to `cargo test`.
+    /// --workspace` against it. Further arguments go to `cargo test` (`--no-fail-fast`,
+    /// `-- webhook::`).
     Test {
-        #[arg(last = true)]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         cargo_args: Vec<String>,
     },
     /// Sign a realistic delivery of any kind exactly as its sender does and send it.
