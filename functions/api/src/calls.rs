@@ -32,10 +32,12 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
 #[derive(Deserialize, ToSchema)]
 pub struct NewContactBody {
     /// 1-200 characters.
+    #[schema(min_length = 1, max_length = 200)]
     name: String,
     /// E.164; one contact per number.
     phone: Option<String>,
     /// The member told about this contact's calls and messages.
+    #[schema(max_length = 128)]
     owner: Option<String>,
 }
 

@@ -24,6 +24,7 @@ pub async fn notifications(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body
 
 #[derive(Deserialize, ToSchema)]
 pub struct MarkRead {
+    #[schema(max_length = 1020)]
     key: String,
 }
 

@@ -60,6 +60,7 @@ pub struct ManualPayment {
     #[schema(inline)]
     amount: Option<AmountText>,
     /// Who pressed the button; defaults to the source.
+    #[schema(max_length = 128)]
     actor: Option<String>,
 }
 

@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 #[serde(deny_unknown_fields)]
 pub struct NewKey {
     /// 1-100 characters: what the key is for.
+    #[schema(min_length = 1, max_length = 100)]
     name: String,
     /// At least one of `read`, `write`, `ops`; none the asking key lacks.
     scopes: Vec<String>,

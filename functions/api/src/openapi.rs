@@ -296,6 +296,14 @@ pub fn parameter(param: &Param) -> Parameter {
             Required::False
         })
         .description(Some(param.doc))
-        .schema(Some(String::schema()))
+        .schema(Some(match param.name {
+            // The one header a route reads: its limit is the document's too.
+            "Idempotency-Key" => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(firmspace::fields::KEY_MAX))
+                .into(),
+            _ => String::schema(),
+        }))
         .build()
 }

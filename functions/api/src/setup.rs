@@ -150,6 +150,7 @@ fn rotated_secret_usable(settings: &Settings, name: &str, value: &str) -> Result
 #[derive(Deserialize, ToSchema)]
 pub struct NewMember {
     user_id: String,
+    #[schema(min_length = 1, max_length = 200)]
     name: String,
 }
 

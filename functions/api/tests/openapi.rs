@@ -336,3 +336,29 @@ fn the_idempotency_replay_and_retry_headers_are_documented() {
         }
     }
 }
+
+#[test]
+fn string_limits_are_max_lengths() {
+    let doc = json();
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field, max) in [
+        ("NewContactBody", "name", 200),
+        ("NewKey", "name", 100),
+        ("NewMember", "name", 200),
+        ("MarkRead", "key", 1020),
+        ("CreditInput", "reason", 500),
+    ] {
+        let property = &schemas[schema]["properties"][field];
+        assert_eq!(property["maxLength"], max, "{schema}.{field}: {property}");
+    }
+    let actor = &schemas["ManualPayment"]["properties"]["actor"];
+    assert!(actor.to_string().contains("\"maxLength\":128"), "{actor}");
+    let pay = &doc["paths"]["/api/invoices/{id}/payments"]["post"]["parameters"];
+    let key = pay
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "Idempotency-Key")
+        .unwrap();
+    assert_eq!(key["schema"]["maxLength"], 255, "{key}");
+}
