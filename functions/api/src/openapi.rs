@@ -126,8 +126,9 @@ fn bearer(description: &str) -> SecurityScheme {
     SecurityScheme::Http(scheme.build())
 }
 
-fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
-    let (answer, media) = match route.answer {
+/// A route's success body: its schema and media type.
+fn answer_of(route: &Route, schemas: &mut Schemas) -> (RefOr<Schema>, &'static str) {
+    match route.answer {
         Answer::One(doc) => (Ref::from_schema_name(doc(schemas)).into(), JSON),
         Answer::Items(doc) => (items(doc(schemas)), JSON),
         Answer::Document => (
@@ -147,7 +148,11 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
                 .into(),
             "text/csv",
         ),
-    };
+    }
+}
+
+fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
+    let (answer, media) = answer_of(route, schemas);
     let mut responses = ResponsesBuilder::new();
     let keyed = route.params.iter().any(|p| p.name == "Idempotency-Key");
     for (status, when) in route.ok {
