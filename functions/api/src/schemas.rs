@@ -10,7 +10,7 @@ use firmspace::calls::{CallStatus, Direction};
 use firmspace::contacts::ContactSource;
 use firmspace::effects::Trigger;
 use firmspace::integrations::IntegrationKind;
-use firmspace::payments::{InvoiceStatus, Outcome};
+use firmspace::payments::Outcome;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -36,31 +36,8 @@ pub struct ErrorBody {
     retry_after: Option<u64>,
 }
 
-/// Amounts are strings in major units (`"40.00"`).
-#[derive(Serialize, ToSchema)]
-pub struct Invoice {
-    #[schema(example = "inv_0123456789abcdef")]
-    id: String,
-    #[schema(example = "INV-00001")]
-    number: String,
-    #[schema(example = "UAH")]
-    currency: String,
-    #[schema(example = "100.00")]
-    gross: String,
-    paid: String,
-    /// What its credit notes took off the gross.
-    credited: String,
-    /// The gross less what is credited and what is paid.
-    open: String,
-    status: InvoiceStatus,
-    /// Moves with every payment applied and every credit note.
-    version: u64,
-    owner: Option<String>,
-    contact_id: Option<String>,
-    deal_id: Option<String>,
-    company_id: Option<String>,
-    created_at: String,
-}
+/// The answers' own type: the document describes what the handlers serialise.
+pub use firmspace::payments::invoice::InvoiceView as Invoice;
 
 /// A stored payment of an invoice.
 #[derive(Serialize, ToSchema)]
@@ -86,32 +63,7 @@ pub struct InvoiceDetail {
     credit_notes: Vec<CreditNote>,
 }
 
-/// A credit note line.
-#[derive(Serialize, ToSchema)]
-pub struct CreditNoteLine {
-    description: String,
-    amount: String,
-}
-
-/// A credit note: a document of its own, numbered from its own series.
-#[derive(Serialize, ToSchema)]
-pub struct CreditNote {
-    #[schema(example = "cn_0123456789abcdef")]
-    credit_note_id: String,
-    #[schema(example = "CN-00001")]
-    number: String,
-    invoice_id: String,
-    #[schema(example = "30.00")]
-    amount: String,
-    currency: String,
-    reason: String,
-    lines: Vec<CreditNoteLine>,
-    /// The part credited on what was already paid: a refund a person makes (`refund_due`).
-    refund_due: String,
-    /// The API key that issued it.
-    actor: String,
-    at: String,
-}
+pub use firmspace::payments::credit::CreditNoteView as CreditNote;
 
 /// The answer to a credit note: the note and the invoice as it left it.
 #[derive(Serialize, ToSchema)]

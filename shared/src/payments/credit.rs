@@ -96,6 +96,36 @@ fn list_pk(org: &OrgId, invoice_id: &str) -> String {
     org.pk(&format!("INVOICE#{invoice_id}#CREDIT_NOTES"))
 }
 
+/// A credit note as every answer shows it: the type the answers are made of and the OpenAPI
+/// document describes (`CreditNote`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = CreditNote)]
+pub struct CreditNoteView {
+    #[schema(example = "cn_0123456789abcdef")]
+    pub credit_note_id: String,
+    #[schema(example = "CN-00001")]
+    pub number: String,
+    pub invoice_id: String,
+    #[schema(example = "30.00")]
+    pub amount: String,
+    pub currency: &'static str,
+    pub reason: String,
+    pub lines: Vec<CreditNoteLineView>,
+    /// The part credited on what was already paid: a refund a person makes (`refund_due`).
+    pub refund_due: String,
+    /// The API key that issued it.
+    pub actor: String,
+    pub at: String,
+}
+
+/// A credit note's line as answers show it (`CreditNoteLine`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = CreditNoteLine)]
+pub struct CreditNoteLineView {
+    pub description: String,
+    pub amount: String,
+}
+
 impl CreditNote {
     pub fn event_key(&self) -> EventKey {
         EventKey::new(KIND, self.key.as_str())
@@ -175,20 +205,31 @@ impl CreditNote {
         })
     }
 
+    /// The note as every answer shows it.
+    pub fn view(&self) -> CreditNoteView {
+        CreditNoteView {
+            credit_note_id: self.id.as_str().to_owned(),
+            number: self.number.clone(),
+            invoice_id: self.invoice_id.clone(),
+            amount: self.currency.show(self.amount),
+            currency: self.currency.as_str(),
+            reason: self.reason.clone(),
+            lines: self
+                .lines
+                .iter()
+                .map(|l| CreditNoteLineView {
+                    description: l.description.clone(),
+                    amount: self.currency.show(l.amount),
+                })
+                .collect(),
+            refund_due: self.currency.show(self.refund_due),
+            actor: self.actor.clone(),
+            at: time::format(self.at),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
-        json!({
-            "credit_note_id": self.id.as_str(),
-            "number": self.number,
-            "invoice_id": self.invoice_id,
-            "amount": self.currency.show(self.amount),
-            "currency": self.currency.as_str(),
-            "reason": self.reason,
-            "lines": self.lines.iter().map(|l| json!({
-                "description": l.description, "amount": self.currency.show(l.amount)})).collect::<Vec<_>>(),
-            "refund_due": self.currency.show(self.refund_due),
-            "actor": self.actor,
-            "at": time::format(self.at),
-        })
+        serde_json::to_value(self.view()).expect("a credit note's view serialises")
     }
 
     /// An activity line on each record the invoice links to, a notification to its owner (the

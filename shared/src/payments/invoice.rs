@@ -8,7 +8,7 @@ use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -131,24 +131,58 @@ impl Invoice {
         })
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id.as_str(),
-            "number": self.number,
-            "currency": self.currency.as_str(),
-            "gross": self.currency.show(self.gross),
-            "paid": self.currency.show(self.paid),
-            "credited": self.currency.show(self.credited),
-            "open": self.currency.show(self.open()),
-            "status": self.status,
-            "version": self.version,
-            "owner": self.links.owner,
-            "contact_id": self.links.contact_id,
-            "deal_id": self.links.deal_id,
-            "company_id": self.links.company_id,
-            "created_at": time::format(self.created_at),
-        })
+    /// The invoice as every answer shows it.
+    pub fn view(&self) -> InvoiceView {
+        InvoiceView {
+            id: self.id.as_str().to_owned(),
+            number: self.number.clone(),
+            currency: self.currency.as_str(),
+            gross: self.currency.show(self.gross),
+            paid: self.currency.show(self.paid),
+            credited: self.currency.show(self.credited),
+            open: self.currency.show(self.open()),
+            status: self.status,
+            version: self.version,
+            owner: self.links.owner.clone(),
+            contact_id: self.links.contact_id.clone(),
+            deal_id: self.links.deal_id.clone(),
+            company_id: self.links.company_id.clone(),
+            created_at: time::format(self.created_at),
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("an invoice's view serialises")
+    }
+}
+
+/// An invoice as every answer shows it: the type the answers are made of and the OpenAPI
+/// document describes (`Invoice`), so the two cannot drift. Amounts are strings in major units
+/// with the currency's digits.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Invoice)]
+pub struct InvoiceView {
+    #[schema(example = "inv_0123456789abcdef")]
+    pub id: String,
+    #[schema(example = "INV-00001")]
+    pub number: String,
+    #[schema(example = "UAH")]
+    pub currency: &'static str,
+    #[schema(example = "100.00")]
+    pub gross: String,
+    pub paid: String,
+    /// What its credit notes took off the gross.
+    pub credited: String,
+    /// The gross less what is credited and what is paid.
+    pub open: String,
+    pub status: InvoiceStatus,
+    /// Moves with every payment applied and every credit note.
+    pub version: u64,
+    pub owner: Option<String>,
+    pub contact_id: Option<String>,
+    pub deal_id: Option<String>,
+    pub company_id: Option<String>,
+    pub created_at: String,
 }
 
 /// The item that finds an invoice by its number (`INV-00042`), written with the invoice.
