@@ -11,7 +11,7 @@ use crate::store::{Item, Step, Store, StoreError, Transacted};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How a contact came to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -73,6 +73,21 @@ pub fn email(field: &'static str, raw: &str) -> Result<String, FieldError> {
     (clean && shaped && address.len() <= EMAIL_MAX)
         .then(|| address.to_owned())
         .ok_or_else(refused)
+}
+
+/// A contact as every answer shows it: the type the answers are made of and the OpenAPI
+/// document describes (`Contact`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Contact)]
+pub struct ContactView {
+    #[schema(example = "ct_0123456789abcdef")]
+    pub contact_id: String,
+    pub name: String,
+    pub phones: Vec<String>,
+    pub emails: Vec<String>,
+    pub owner: Option<String>,
+    pub source: ContactSource,
+    pub created_at: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,16 +154,21 @@ impl Contact {
         })
     }
 
+    /// The contact as every answer shows it.
+    pub fn view(&self) -> ContactView {
+        ContactView {
+            contact_id: self.id.as_str().to_owned(),
+            name: self.name.clone(),
+            phones: self.phones.clone(),
+            emails: self.emails.clone(),
+            owner: self.owner.clone(),
+            source: self.source,
+            created_at: time::format(self.created_at),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
-        json!({
-            "contact_id": self.id.as_str(),
-            "name": self.name,
-            "phones": self.phones,
-            "emails": self.emails,
-            "owner": self.owner,
-            "source": self.source,
-            "created_at": time::format(self.created_at),
-        })
+        serde_json::to_value(self.view()).expect("a contact's view serialises")
     }
 }
 

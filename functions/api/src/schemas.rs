@@ -6,8 +6,6 @@
     reason = "documentation only: the enums' variants are never built"
 )]
 
-use firmspace::calls::{CallStatus, Direction};
-use firmspace::contacts::ContactSource;
 use firmspace::effects::Trigger;
 use firmspace::integrations::IntegrationKind;
 use firmspace::payments::Outcome;
@@ -223,24 +221,7 @@ pub struct ReviewItem {
     detail: serde_json::Value,
 }
 
-/// A stored call.
-#[derive(Serialize, ToSchema)]
-pub struct Call {
-    #[schema(example = "call:CA42:inbound")]
-    key: String,
-    call_id: String,
-    direction: Direction,
-    #[schema(example = "+380441234567")]
-    peer: String,
-    status: CallStatus,
-    /// Seconds.
-    duration: u32,
-    /// Inbound and `no-answer`, `busy` or `canceled`.
-    missed: bool,
-    /// The contact the peer's number belongs to (a new lead when it was unknown).
-    contact_id: String,
-    at: String,
-}
+pub use firmspace::calls::CallView as Call;
 
 /// A call, first or repeated.
 #[derive(Serialize, ToSchema)]
@@ -249,17 +230,7 @@ pub struct CallAnswer {
     call: Call,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct Contact {
-    #[schema(example = "ct_0123456789abcdef")]
-    contact_id: String,
-    name: String,
-    phones: Vec<String>,
-    emails: Vec<String>,
-    owner: Option<String>,
-    source: ContactSource,
-    created_at: String,
-}
+pub use firmspace::contacts::ContactView as Contact;
 
 /// One conversation per (integration, chat).
 #[derive(Serialize, ToSchema)]

@@ -125,6 +125,27 @@ fn call_pk(org: &OrgId, scope: Option<&str>, call_id: &ExternalId, direction: Di
     ))
 }
 
+/// A call as every answer shows it: the type the answers are made of and the OpenAPI document
+/// describes (`Call`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Call)]
+pub struct CallView {
+    #[schema(example = "call:CA42:inbound")]
+    pub key: String,
+    pub call_id: String,
+    pub direction: Direction,
+    #[schema(example = "+380441234567")]
+    pub peer: String,
+    pub status: CallStatus,
+    /// Seconds.
+    pub duration: u32,
+    /// Inbound and `no-answer`, `busy` or `canceled`.
+    pub missed: bool,
+    /// The contact the peer's number belongs to (a new lead when it was unknown).
+    pub contact_id: String,
+    pub at: String,
+}
+
 /// A stored call: the item the stream hands to the fan-out, read back through this type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
@@ -197,19 +218,23 @@ impl Call {
     }
 
     /// The call as the API and the webhook answer it.
-    pub fn to_json(&self) -> Value {
+    pub fn view(&self) -> CallView {
         let i = &self.input;
-        json!({
-            "key": self.key(),
-            "call_id": i.call_id.as_str(),
-            "direction": i.direction,
-            "peer": i.peer,
-            "status": i.status,
-            "duration": i.duration,
-            "missed": i.missed(),
-            "contact_id": self.contact_id,
-            "at": time::format(i.at),
-        })
+        CallView {
+            key: self.key().as_str().to_owned(),
+            call_id: i.call_id.as_str().to_owned(),
+            direction: i.direction,
+            peer: i.peer.clone(),
+            status: i.status,
+            duration: i.duration,
+            missed: i.missed(),
+            contact_id: self.contact_id.clone(),
+            at: time::format(i.at),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a call's view serialises")
     }
 
     /// An activity line on the contact; for a missed call also a notification (the contact's
