@@ -10,7 +10,7 @@ use crate::store::{Cond, Item, Store, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The stored item's `kind`.
 pub const KIND: &str = "deal";
@@ -94,18 +94,49 @@ impl Deal {
         })
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "deal_id": self.id.as_str(),
-            "title": self.title,
-            "contact_id": self.contact_id,
-            "stage": self.stage,
-            "source": self.source,
-            "created_at": time::format(self.created_at),
-            "updated_at": time::format(self.updated_at),
-            "version": self.version,
-        })
+    /// The card as every answer shows it (a move's answer adds `moved` and `from`).
+    pub fn view(&self) -> DealView {
+        DealView {
+            deal_id: self.id.as_str().to_owned(),
+            title: self.title.clone(),
+            contact_id: self.contact_id.clone(),
+            stage: self.stage,
+            source: self.source.clone(),
+            created_at: time::format(self.created_at),
+            updated_at: time::format(self.updated_at),
+            version: self.version,
+            moved: None,
+            from: None,
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a card's view serialises")
+    }
+}
+
+/// A deal card as every answer shows it: the type the answers are made of and the OpenAPI
+/// document describes (`Deal`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Deal)]
+pub struct DealView {
+    #[schema(example = "dl_0123456789abcdef")]
+    pub deal_id: String,
+    /// The lead's name.
+    pub title: String,
+    pub contact_id: String,
+    pub stage: Stage,
+    /// The key of the event that made it (`lead:INTEGRATION_ID:SUBMISSION_ID`).
+    pub source: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub version: u64,
+    /// A move's answer only: whether it moved now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved: Option<bool>,
+    /// A move's answer only: the stage it left (null when it did not move).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<Option<Stage>>,
 }
 
 pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Deal>, StoreError> {

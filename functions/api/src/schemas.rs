@@ -386,24 +386,7 @@ pub struct SecretsInfo {
     previous_valid_until: Option<String>,
 }
 
-/// A card on the board.
-#[derive(Serialize, ToSchema)]
-pub struct Deal {
-    #[schema(example = "dl_0123456789abcdef")]
-    deal_id: String,
-    /// The lead's name.
-    title: String,
-    contact_id: String,
-    stage: firmspace::deals::Stage,
-    /// The key of the event that made it (`lead:INTEGRATION_ID:SUBMISSION_ID`).
-    source: String,
-    created_at: String,
-    updated_at: String,
-    version: u64,
-    /// A move's answer only: whether it moved now, and from which stage.
-    moved: Option<bool>,
-    from: Option<firmspace::deals::Stage>,
-}
+pub use firmspace::deals::DealView as Deal;
 
 /// One tool an assistant may call.
 #[derive(Serialize, ToSchema)]

@@ -106,10 +106,12 @@ pub(super) async fn move_deal<R>(
         Moved::Moved { deal, from } => (deal, true, Some(from)),
         Moved::Already(deal) => (deal, false, None),
     };
-    let mut answer = deal.to_json();
-    answer["moved"] = json!(moved);
-    answer["from"] = json!(from);
-    Ok((200, answer))
+    let answer = crate::deals::DealView {
+        moved: Some(moved),
+        from: Some(from),
+        ..deal.view()
+    };
+    Ok((200, json!(answer)))
 }
 
 /// Gives a debit line of the prepaid ledger back once, keyed by the line.
