@@ -12,11 +12,11 @@ use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub const KIND: &str = "ledger_line";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LineKind {
     Debit,
@@ -186,22 +186,53 @@ impl LedgerLine {
         }
     }
 
-    /// The line as the export shows it: the [`Self::COLUMNS`], then what else finance may ask.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "ledger_id": self.ledger_id,
-            "event_id": self.event_id,
-            "message_id": self.message_id,
-            "inbox_id": self.inbox_id,
-            "kind": self.kind,
-            "amount": self.currency.show(self.amount),
-            "currency": self.currency.as_str(),
-            "at": time::format(self.at),
-            "integration_id": self.integration_id,
-            "direction": self.direction,
-            "applied": self.applied,
-            "balance_after": self.currency.show(self.balance_after),
-            "refunds": self.refunds(),
-        })
+    /// The line as the export and the answers show it: the [`Self::COLUMNS`], then what else
+    /// finance may ask.
+    pub fn view(&self) -> LedgerLineView {
+        LedgerLineView {
+            ledger_id: self.ledger_id.clone(),
+            event_id: self.event_id.clone(),
+            message_id: self.message_id.clone(),
+            inbox_id: self.inbox_id.clone(),
+            kind: self.kind,
+            amount: self.currency.show(self.amount),
+            currency: self.currency.as_str(),
+            at: time::format(self.at),
+            integration_id: self.integration_id.clone(),
+            direction: self.direction,
+            applied: self.applied,
+            balance_after: self.currency.show(self.balance_after),
+            refunds: self.refunds(),
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a ledger line's view serialises")
+    }
+}
+
+/// A ledger line as the export and every answer show it (`LedgerItem` in the OpenAPI document):
+/// `amount` is positive, `kind` says the direction of the money.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = LedgerItem)]
+pub struct LedgerLineView {
+    pub ledger_id: String,
+    /// The signed `webhook-id` that booked it, or a top-up's `Idempotency-Key`.
+    pub event_id: String,
+    pub message_id: Option<String>,
+    pub inbox_id: Option<String>,
+    pub kind: LineKind,
+    pub amount: String,
+    pub currency: &'static str,
+    /// When it was booked (RFC 3339, UTC).
+    pub at: String,
+    pub integration_id: Option<String>,
+    /// `outbound` or `inbound`: the message's direction, for an SMS line.
+    #[schema(value_type = Option<String>)]
+    pub direction: Option<Direction>,
+    /// False for a line in another currency than the wallet's (`currency_mismatch`).
+    pub applied: bool,
+    pub balance_after: String,
+    /// A refund's: the ledger id of the debit it gives back.
+    pub refunds: Option<String>,
 }

@@ -25,27 +25,7 @@ pub struct TopUpAnswer {
     wallet: Wallet,
 }
 
-/// A ledger line. `amount` is positive; `kind` says the direction.
-#[derive(Serialize, ToSchema)]
-pub struct LedgerItem {
-    ledger_id: String,
-    /// The signed `webhook-id` that booked it, or a top-up's `Idempotency-Key`.
-    event_id: String,
-    message_id: Option<String>,
-    inbox_id: Option<String>,
-    /// `debit`, `refund` or `topup`.
-    kind: String,
-    amount: String,
-    currency: String,
-    /// When it was booked (RFC 3339, UTC).
-    at: String,
-    integration_id: Option<String>,
-    /// False for a line in another currency than the wallet's (`currency_mismatch`).
-    applied: bool,
-    balance_after: String,
-    /// A refund's: the ledger id of the debit it gives back.
-    refunds: Option<String>,
-}
+pub use firmspace::ledger::line::LedgerLineView as LedgerItem;
 
 #[derive(Serialize, ToSchema)]
 pub struct InboxItem {
