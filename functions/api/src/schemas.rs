@@ -140,14 +140,7 @@ pub struct MemberAdded {
     duplicate: bool,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct Notification {
-    key: String,
-    recipient: String,
-    text: String,
-    at: String,
-    read: bool,
-}
+pub use firmspace::effects::notify::NotificationView as Notification;
 
 #[derive(Serialize, ToSchema)]
 pub struct MarkedRead {

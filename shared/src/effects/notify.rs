@@ -9,7 +9,7 @@ use crate::orgs;
 use crate::store::item::{b, Builder, Read};
 use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
 use crate::time;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn pk(org: &OrgId, key: &str) -> String {
     org.pk(&format!("NOTIFICATION#{key}"))
@@ -114,14 +114,33 @@ async fn deliver_chunk(
     })
 }
 
+/// A notification as a member's list shows it: the type the answer is made of and the OpenAPI
+/// document describes (`Notification`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Notification)]
+pub struct NotificationView {
+    /// What `POST /api/notifications/read` takes.
+    pub key: Option<String>,
+    pub recipient: Option<String>,
+    pub text: Option<String>,
+    pub at: Option<String>,
+    pub read: bool,
+}
+
+/// A stored notification as the list shows it.
+pub fn view(item: &Item) -> NotificationView {
+    let text = |name: &str| item.opt_str(name).map(str::to_owned);
+    NotificationView {
+        key: text("key"),
+        recipient: text("recipient"),
+        text: text("text"),
+        at: text("at"),
+        read: item.bool_of("read"),
+    }
+}
+
 pub fn to_json(item: &Item) -> Value {
-    json!({
-        "key": item.opt_str("key"),
-        "recipient": item.opt_str("recipient"),
-        "text": item.opt_str("text"),
-        "at": item.opt_str("at"),
-        "read": item.bool_of("read"),
-    })
+    serde_json::to_value(view(item)).expect("a notification's view serialises")
 }
 
 /// A member's notifications, newest first.
