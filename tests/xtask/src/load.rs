@@ -303,6 +303,25 @@ pub(crate) fn quantile(answers: &[Answer], q: f64) -> Duration {
     times.get(at).copied().unwrap_or_default()
 }
 
+/// The answers whose label is `label`: how many of each status, and that count as a line
+/// (`200: 54, 429: 3`).
+pub(crate) fn by_status(
+    answers: &[Answer],
+    label: &str,
+) -> (Vec<Answer>, BTreeMap<u16, usize>, String) {
+    let mine: Vec<Answer> = answers.iter().filter(|a| a.0 == label).copied().collect();
+    let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
+    for a in &mine {
+        *statuses.entry(a.1).or_default() += 1;
+    }
+    let shown = statuses
+        .iter()
+        .map(|(s, n)| format!("{s}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (mine, statuses, shown)
+}
+
 /// Per kind: answers by status, p50 and p99. How many were 5xx (or no answer).
 pub(crate) fn report_answers(answers: &[Answer]) -> usize {
     let mut bad = 0;
@@ -311,23 +330,13 @@ pub(crate) fn report_answers(answers: &[Answer]) -> usize {
         "kind", "sent", "answers by status", "p50", "p99"
     );
     for kind in KINDS {
-        let mine: Vec<&Answer> = answers.iter().filter(|a| a.0 == kind).collect();
-        let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
-        for a in &mine {
-            *statuses.entry(a.1).or_default() += 1;
-        }
+        let (mine, statuses, by_status) = by_status(answers, kind);
         bad += statuses
             .iter()
             .filter(|(s, _)| **s >= 500)
             .map(|(_, n)| n)
             .sum::<usize>();
-        let mine: Vec<Answer> = mine.into_iter().copied().collect();
         let at = |q: f64| quantile(&mine, q).as_secs_f64() * 1000.0;
-        let by_status = statuses
-            .iter()
-            .map(|(s, n)| format!("{s}: {n}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         println!(
             "{kind:<9} {:>7}  {by_status:<40} {:>7.1}ms {:>7.1}ms",
             mine.len(),

@@ -19,7 +19,7 @@ use crate::load::{self, Answer, Target};
 use crate::stack::Coordinates;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -130,17 +130,8 @@ fn report_flood(answers: &[Answer], seconds: u64) -> usize {
     );
     let mut refused = 0;
     for what in FLOOD.iter().collect::<std::collections::BTreeSet<_>>() {
-        let mine: Vec<Answer> = answers.iter().filter(|a| a.0 == *what).copied().collect();
-        let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
-        for a in &mine {
-            *statuses.entry(a.1).or_default() += 1;
-        }
+        let (mine, statuses, by_status) = load::by_status(answers, what);
         refused += statuses.get(&429).copied().unwrap_or(0);
-        let by_status = statuses
-            .iter()
-            .map(|(s, n)| format!("{s}: {n}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         println!(
             "{what:<10} {:>7}  {by_status:<44} {:>7.1}ms",
             mine.len(),
