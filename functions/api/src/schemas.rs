@@ -216,55 +216,13 @@ pub struct ReviewItem {
 
 pub use firmspace::calls::CallView as Call;
 
-/// A call, first or repeated.
-#[derive(Serialize, ToSchema)]
-pub struct CallAnswer {
-    duplicate: bool,
-    call: Call,
-}
+pub use firmspace::calls::CallAnswer as CallAnswer;
 
 pub use firmspace::contacts::ContactView as Contact;
 
-/// One conversation per (integration, chat).
-#[derive(Serialize, ToSchema)]
-pub struct Conversation {
-    #[schema(example = "cv_0123456789abcdef0123")]
-    id: String,
-    integration_id: String,
-    provider: firmspace::messages::providers::MessageProvider,
-    /// Telegram's `chat.id`, WhatsApp's customer `wa_id`, the generic `chat_id`.
-    chat_id: String,
-    contact_id: String,
-    created_at: String,
-    last_message_at: String,
-}
+pub use firmspace::messages::conversation::ConversationView as Conversation;
 
-/// A stored attachment: `url` reads it for 15 minutes; `error` says why a file is not stored.
-#[derive(Serialize, ToSchema)]
-pub struct Attachment {
-    name: String,
-    content_type: String,
-    size: u64,
-    sha256: Option<String>,
-    url: Option<String>,
-    error: Option<String>,
-}
-
-/// A message in a conversation.
-#[derive(Serialize, ToSchema)]
-pub struct Message {
-    #[schema(example = "message:i_0123456789abcdef:42:7")]
-    key: String,
-    /// The provider's id of the message.
-    message_id: String,
-    conversation_id: String,
-    direction: firmspace::messages::Direction,
-    text: String,
-    at: String,
-    /// Outgoing messages: `sent`, `delivered`, `read` or `failed`.
-    status: Option<firmspace::messages::OutStatus>,
-    attachments: Vec<Attachment>,
-}
+pub use firmspace::messages::item::MessageView as Message;
 
 /// A bank row's match to an invoice.
 #[derive(Serialize, ToSchema)]

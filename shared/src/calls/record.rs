@@ -6,7 +6,7 @@ use crate::contacts::{self, Identity};
 use crate::ids::OrgId;
 use crate::store::{Answer, Decision, Mismatch, Plan, Seen, Step, Store, StoreError, Written};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How recording a call ended: stored now, or the call stored under its key.
 pub type Recorded = Written<Call>;
@@ -14,8 +14,19 @@ pub type Recorded = Written<Call>;
 impl Answer for Call {
     /// `{"call"}`: the stored call on a repeat.
     fn answer(&self) -> Value {
-        json!({"call": self.to_json()})
+        let answer = CallAnswer {
+            duplicate: false,
+            call: self.view(),
+        };
+        serde_json::to_value(answer).expect("a call's answer serialises")
     }
+}
+
+/// A call, first or repeated (`duplicate`, set by the arrival: `Written::answer`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct CallAnswer {
+    pub duplicate: bool,
+    pub call: super::CallView,
 }
 
 /// Stores a call once: its key and the peer's identity read together, then the call (and, for

@@ -8,7 +8,8 @@ use crate::store::item::{Builder, Read};
 use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 /// One conversation per (integration, chat).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,15 +97,35 @@ impl Conversation {
         })
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "integration_id": self.integration_id,
-            "provider": self.provider,
-            "chat_id": self.chat_id,
-            "contact_id": self.contact_id,
-            "created_at": time::format(self.created_at),
-            "last_message_at": time::format(self.last_message_at),
-        })
+    /// The conversation as the API shows it.
+    pub fn view(&self) -> ConversationView {
+        ConversationView {
+            id: self.id.clone(),
+            integration_id: self.integration_id.clone(),
+            provider: self.provider,
+            chat_id: self.chat_id.clone(),
+            contact_id: self.contact_id.clone(),
+            created_at: time::format(self.created_at),
+            last_message_at: time::format(self.last_message_at),
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a conversation's view serialises")
+    }
+}
+
+/// One conversation per (integration, chat), as the API shows it (`Conversation`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Conversation)]
+pub struct ConversationView {
+    #[schema(example = "cv_0123456789abcdef0123")]
+    pub id: String,
+    pub integration_id: String,
+    pub provider: MessageProvider,
+    /// Telegram's `chat.id`, WhatsApp's customer `wa_id`, the generic `chat_id`.
+    pub chat_id: String,
+    pub contact_id: String,
+    pub created_at: String,
+    pub last_message_at: String,
 }

@@ -48,6 +48,39 @@ pub struct Message {
     pub notes: Vec<String>,
 }
 
+/// A message in a conversation, as the API lists it (`Message`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Message)]
+pub struct MessageView {
+    #[schema(example = "message:i_0123456789abcdef:42:7")]
+    pub key: String,
+    /// The provider's id of the message.
+    pub message_id: String,
+    pub conversation_id: String,
+    pub direction: Direction,
+    pub text: String,
+    pub at: String,
+    /// Outgoing messages: `sent`, `delivered`, `read` or `failed`; absent on incoming ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<OutStatus>,
+    pub attachments: Vec<AttachmentView>,
+    /// What was changed to keep the message (a name cut, a time clamped); absent when nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A stored attachment: `url` reads it for 15 minutes; `error` says why a file is not stored.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Attachment)]
+pub struct AttachmentView {
+    pub name: String,
+    pub content_type: String,
+    pub size: u64,
+    pub sha256: Option<String>,
+    pub url: Option<String>,
+    pub error: Option<String>,
+}
+
 fn malformed(item: &Item, detail: String) -> StoreError {
     StoreError::Malformed {
         pk: item.opt_str("pk").unwrap_or_default().to_owned(),
@@ -158,37 +191,33 @@ impl Message {
     }
 
     /// The message as the API lists it; `urls` maps a stored object to its presigned URL.
-    pub fn to_json(&self, urls: &HashMap<String, String>) -> Value {
-        let attachments: Vec<Value> = self
-            .attachments
-            .iter()
-            .map(|a| {
-                json!({
-                    "name": a.name,
-                    "content_type": a.content_type,
-                    "size": a.size,
-                    "sha256": a.sha256,
-                    "url": a.object.as_ref().and_then(|o| urls.get(o)),
-                    "error": a.error,
+    pub fn view(&self, urls: &HashMap<String, String>) -> MessageView {
+        MessageView {
+            key: self.key().as_str().to_owned(),
+            message_id: self.provider_id.clone(),
+            conversation_id: self.conversation_id.clone(),
+            direction: self.direction,
+            text: self.text.clone(),
+            at: time::format(self.at),
+            status: self.status,
+            attachments: self
+                .attachments
+                .iter()
+                .map(|a| AttachmentView {
+                    name: a.name.clone(),
+                    content_type: a.content_type.clone(),
+                    size: a.size,
+                    sha256: a.sha256.clone(),
+                    url: a.object.as_ref().and_then(|o| urls.get(o)).cloned(),
+                    error: a.error.clone(),
                 })
-            })
-            .collect();
-        let mut out = json!({
-            "key": self.key(),
-            "message_id": self.provider_id,
-            "conversation_id": self.conversation_id,
-            "direction": self.direction,
-            "text": self.text,
-            "at": time::format(self.at),
-            "attachments": attachments,
-        });
-        if let Some(status) = self.status {
-            out["status"] = json!(status);
+                .collect(),
+            notes: self.notes.clone(),
         }
-        if !self.notes.is_empty() {
-            out["notes"] = json!(self.notes);
-        }
-        out
+    }
+
+    pub fn to_json(&self, urls: &HashMap<String, String>) -> Value {
+        serde_json::to_value(self.view(urls)).expect("a message's view serialises")
     }
 
     /// An incoming message: a notification (the owner, or the team), an activity line on the
