@@ -3,14 +3,17 @@
 use crate::Ctx;
 use firmspace::commands::money::CreateInvoice;
 use firmspace::commands::{AmountText, Command, RequestKey};
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
 use firmspace::ids::ExternalId;
-use firmspace::payments::invoice::{self};
+use firmspace::payments::credit::{CreditNote, CreditNoteView};
+use firmspace::payments::event::PaymentLineView;
+use firmspace::payments::invoice::{self, InvoiceView};
+use firmspace::payments::PaymentEvent;
 use firmspace::payments::register::list_for_invoice;
 use firmspace::payments::Source;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
@@ -34,20 +37,24 @@ pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Bod
     let found = invoice::get(store, &ctx.org, id)
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
-    let payments: Vec<Value> = list_for_invoice(store, &ctx.org, id)
-        .await?
-        .iter()
-        .map(|p| p.to_json())
-        .collect();
-    let notes: Vec<Value> = firmspace::payments::credit::list_for_invoice(store, &ctx.org, id)
-        .await?
-        .iter()
-        .map(|n| n.to_json())
-        .collect();
-    let mut body = found.to_json();
-    body["payments"] = json!(payments);
-    body["credit_notes"] = json!(notes);
-    Ok(json_response(200, &body))
+    let payments = list_for_invoice(store, &ctx.org, id).await?;
+    let notes = firmspace::payments::credit::list_for_invoice(store, &ctx.org, id).await?;
+    let detail = InvoiceDetail {
+        invoice: found.view(),
+        payments: payments.iter().map(PaymentEvent::view).collect(),
+        credit_notes: notes.iter().map(CreditNote::view).collect(),
+    };
+    Ok(typed_response(200, &detail))
+}
+
+/// An invoice with its payments and its credit notes.
+#[derive(Serialize, ToSchema)]
+pub struct InvoiceDetail {
+    #[serde(flatten)]
+    invoice: InvoiceView,
+    payments: Vec<PaymentLineView>,
+    /// Oldest first.
+    credit_notes: Vec<CreditNoteView>,
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -8,7 +8,6 @@
 
 use firmspace::effects::Trigger;
 use firmspace::integrations::IntegrationKind;
-use firmspace::payments::Outcome;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -37,72 +36,16 @@ pub struct ErrorBody {
 /// The answers' own type: the document describes what the handlers serialise.
 pub use firmspace::payments::invoice::InvoiceView as Invoice;
 
-/// A stored payment of an invoice.
-#[derive(Serialize, ToSchema)]
-pub struct PaymentLine {
-    /// `manual`, `assistant`, `bank`, `stripe`, `monobank`, or a standard sender's integration id.
-    source: String,
-    external_id: String,
-    event_key: String,
-    received: Option<String>,
-    applied: String,
-    unapplied: String,
-    currency: Option<String>,
-    outcome: Outcome,
-    at: String,
-}
 
-#[derive(Serialize, ToSchema)]
-pub struct InvoiceDetail {
-    #[serde(flatten)]
-    invoice: Invoice,
-    payments: Vec<PaymentLine>,
-    /// Oldest first.
-    credit_notes: Vec<CreditNote>,
-}
+pub use crate::invoices::InvoiceDetail as InvoiceDetail;
 
-pub use firmspace::payments::credit::CreditNoteView as CreditNote;
+pub use firmspace::payments::credit::CreditNoteIssued as CreditNoteIssued;
 
-/// The answer to a credit note: the note and the invoice as it left it.
-#[derive(Serialize, ToSchema)]
-pub struct CreditNoteIssued {
-    duplicate: bool,
-    #[serde(flatten)]
-    note: CreditNote,
-    invoice: Invoice,
-}
+pub use firmspace::commands::answers::InvoiceVoided as InvoiceVoided;
 
-/// A void invoice (`duplicate: true` when it was void already).
-#[derive(Serialize, ToSchema)]
-pub struct InvoiceVoided {
-    #[serde(flatten)]
-    invoice: Invoice,
-    duplicate: bool,
-}
+pub use firmspace::commands::answers::InvoiceCopy as InvoiceCopy;
 
-#[derive(Serialize, ToSchema)]
-pub struct InvoiceCopy {
-    #[serde(flatten)]
-    invoice: Invoice,
-    /// The id of the invoice copied.
-    duplicate_of: String,
-}
-
-/// The answer to a payment, stored with it and replayed to every repeat with `duplicate: true`.
-#[derive(Serialize, ToSchema)]
-pub struct PaymentAnswer {
-    duplicate: bool,
-    event_key: String,
-    /// What this delivery applied to the invoice: `0.00` for a repeat.
-    applied: String,
-    /// A repeat only: what the first delivery applied.
-    first_applied: Option<String>,
-    /// A repeat only: the first delivery's payment (its event key).
-    payment_id: Option<String>,
-    outcome: Outcome,
-    /// The invoice after the payment (a repeat: as it is now); null when no invoice matched.
-    invoice: Option<Invoice>,
-}
+pub use firmspace::payments::event::PaymentAnswer as PaymentAnswer;
 
 #[derive(Serialize, ToSchema)]
 pub struct OrgCreated {
@@ -292,23 +235,9 @@ pub struct FileImport {
     updated_at: String,
 }
 
-/// A match: the money applied, the invoice now, and the one a re-match took it from.
-#[derive(Serialize, ToSchema)]
-pub struct BankMatched {
-    duplicate: bool,
-    #[schema(example = "40.00")]
-    applied: String,
-    invoice: Invoice,
-    previous_invoice: Option<Invoice>,
-}
+pub use firmspace::commands::answers::BankMatched as BankMatched;
 
-/// An unmatch: the money taken back and the invoice now.
-#[derive(Serialize, ToSchema)]
-pub struct BankUnmatched {
-    #[schema(example = "40.00")]
-    reverted: String,
-    invoice: Invoice,
-}
+pub use firmspace::commands::answers::BankUnmatched as BankUnmatched;
 
 /// An import request.
 #[derive(Serialize, ToSchema)]

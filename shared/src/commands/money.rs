@@ -2,6 +2,7 @@
 //! note, a void. Each books through the payments domain's one function for it.
 
 use super::amount::AmountText;
+use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
 use super::{Actor, Env, RequestKey};
 use crate::bank::matching::MatchError;
 use crate::fields::FieldError;
@@ -11,7 +12,7 @@ use crate::ids::{ExternalId, LocalId};
 use crate::money::{parse_amount, Currency};
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError, Voided};
 use crate::payments::invoice::Links;
-use crate::payments::{invoice, register_payment, PaymentInput, Source};
+use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
 use crate::webhook::answer::key_reused;
@@ -235,9 +236,11 @@ pub(super) async fn void<R>(
         Voided::Now(invoice) => (invoice, false),
         Voided::Already(invoice) => (invoice, true),
     };
-    let mut answer = invoice.to_json();
-    answer["duplicate"] = json!(again);
-    Ok((200, answer))
+    let answer = InvoiceVoided {
+        invoice: invoice.view(),
+        duplicate: again,
+    };
+    Ok((200, answers::json(&answer)))
 }
 
 /// Amounts are strings in major units; the links are optional.
@@ -319,9 +322,11 @@ pub(super) async fn duplicate_invoice<R>(
         env.now,
     )
     .await?;
-    let mut body = copy.to_json();
-    body["duplicate_of"] = json!(original.id.as_str());
-    Ok((201, body))
+    let answer = InvoiceCopy {
+        invoice: copy.view(),
+        duplicate_of: original.id.as_str().to_owned(),
+    };
+    Ok((201, answers::json(&answer)))
 }
 fn match_error(e: MatchError) -> ApiError {
     match e {
@@ -363,30 +368,30 @@ pub(super) async fn match_row<R>(
         let unmatched = matching::unmatch_row(env.store, org, tx_id, actor, env.now)
             .await
             .map_err(match_error)?;
-        let invoice = unmatched
-            .invoice
-            .as_ref()
-            .map(crate::payments::Invoice::to_json);
-        return Ok((
-            200,
-            json!({"reverted": crate::money::shown(unmatched.reverted,
-                unmatched.invoice.as_ref().map(|i| i.currency)), "invoice": invoice}),
-        ));
+        let answer = BankUnmatched {
+            reverted: crate::money::shown(
+                unmatched.reverted,
+                unmatched.invoice.as_ref().map(|i| i.currency),
+            ),
+            invoice: unmatched.invoice.as_ref().map(Invoice::view),
+        };
+        return Ok((200, answers::json(&answer)));
     };
     LocalId::parse("invoice_id", invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
     let asked = (actor, confirm_unconfirmed);
     let matched = matching::match_row(env.store, org, tx_id, invoice_id, asked, env.now)
         .await
         .map_err(match_error)?;
-    let shown =
-        |i: &Option<crate::payments::Invoice>| i.as_ref().map(crate::payments::Invoice::to_json);
-    Ok((
-        200,
-        json!({"duplicate": matched.duplicate,
-            "applied": crate::money::shown(matched.applied, matched.invoice.as_ref().map(|i| i.currency)),
-            "invoice": shown(&matched.invoice), "previous_invoice": shown(&matched.previous),
-            "by": actor, "at": crate::time::format(env.now)}),
-    ))
+    let currency = matched.invoice.as_ref().map(|i| i.currency);
+    let answer = BankMatched {
+        duplicate: matched.duplicate,
+        applied: crate::money::shown(matched.applied, currency),
+        invoice: matched.invoice.as_ref().map(Invoice::view),
+        previous_invoice: matched.previous.as_ref().map(Invoice::view),
+        by: actor.to_owned(),
+        at: crate::time::format(env.now),
+    };
+    Ok((200, answers::json(&answer)))
 }
 
 /// A top-up of the prepaid wallet, once per request key.

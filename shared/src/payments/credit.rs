@@ -286,10 +286,25 @@ impl CreditNote {
 impl Answer for CreditNote {
     /// The note, and the invoice as it left it.
     fn answer(&self) -> Value {
-        let mut answer = self.to_json();
-        answer["invoice"] = self.invoice.clone();
-        answer
+        let answer = CreditNoteIssued {
+            duplicate: false,
+            note: self.view(),
+            invoice: self.invoice.clone(),
+        };
+        serde_json::to_value(answer).expect("a credit note's answer serialises")
     }
+}
+
+/// The answer to a credit note: the note and the invoice as it left it (`duplicate`, set by
+/// the arrival: `Written::answer`).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct CreditNoteIssued {
+    pub duplicate: bool,
+    #[serde(flatten)]
+    pub note: CreditNoteView,
+    /// As stored with the note.
+    #[schema(value_type = super::invoice::InvoiceView)]
+    pub invoice: Value,
 }
 
 #[derive(Debug, Error)]

@@ -13,10 +13,46 @@ use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 /// The stored item's `kind`.
 pub const KIND: &str = "payment_event";
+
+/// A stored payment of an invoice, as its payments list shows it (`PaymentLine`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = PaymentLine)]
+pub struct PaymentLineView {
+    /// `manual`, `assistant`, `bank`, `stripe`, `monobank`, or a standard sender's integration id.
+    pub source: String,
+    pub external_id: String,
+    pub event_key: String,
+    pub received: Option<String>,
+    pub applied: String,
+    pub unapplied: String,
+    pub currency: Option<&'static str>,
+    pub outcome: Outcome,
+    pub at: String,
+}
+
+/// The answer to a payment, stored with it and given again to every repeat with
+/// `duplicate: true` (`Written::answer` sets it), `applied` zero, and what the first did.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct PaymentAnswer {
+    pub duplicate: bool,
+    pub event_key: String,
+    /// What this delivery applied to the invoice: `0.00` for a repeat.
+    pub applied: String,
+    /// A repeat only: what the first delivery applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_applied: Option<String>,
+    /// A repeat only: the first delivery's payment (its event key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment_id: Option<String>,
+    pub outcome: Outcome,
+    /// The invoice after the payment (a repeat: as it is now); null when no invoice matched.
+    pub invoice: Option<super::invoice::InvoiceView>,
+}
 
 /// The invoice as this payment left it, carried on the event so that its consequences are
 /// derived from the event alone.
@@ -88,13 +124,16 @@ impl PaymentEvent {
             reverses: input.reverses.clone(),
             invoice,
             via: input.via.clone(),
-            answer: json!({
-                "duplicate": false,
-                "event_key": key.as_str(),
-                "applied": money::shown(decision.applied, input.currency.or(before.map(|i| i.currency))),
-                "outcome": decision.outcome,
-                "invoice": after.map(Invoice::to_json),
-            }),
+            answer: serde_json::to_value(PaymentAnswer {
+                duplicate: false,
+                event_key: key.as_str().to_owned(),
+                applied: money::shown(decision.applied, input.currency.or(before.map(|i| i.currency))),
+                first_applied: None,
+                payment_id: None,
+                outcome: decision.outcome,
+                invoice: after.map(Invoice::view),
+            })
+            .expect("a payment's answer serialises"),
         }
     }
 
@@ -114,18 +153,23 @@ impl PaymentEvent {
         }
     }
 
+    /// The payment as an invoice's payments list shows it.
+    pub fn view(&self) -> PaymentLineView {
+        PaymentLineView {
+            source: self.source.to_string(),
+            external_id: self.external_id.as_str().to_owned(),
+            event_key: self.key().as_str().to_owned(),
+            received: self.received.map(|a| money::shown(a, self.currency)),
+            applied: money::shown(self.applied, self.currency),
+            unapplied: money::shown(self.unapplied, self.currency),
+            currency: self.currency.as_ref().map(Currency::as_str),
+            outcome: self.outcome,
+            at: time::format(self.at),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
-        json!({
-            "source": self.source.to_string(),
-            "external_id": self.external_id.as_str(),
-            "event_key": self.key().as_str(),
-            "received": self.received.map(|a| money::shown(a, self.currency)),
-            "applied": money::shown(self.applied, self.currency),
-            "unapplied": money::shown(self.unapplied, self.currency),
-            "currency": self.currency.as_ref().map(Currency::as_str),
-            "outcome": self.outcome,
-            "at": time::format(self.at),
-        })
+        serde_json::to_value(self.view()).expect("a payment's view serialises")
     }
 
     pub fn to_item(&self) -> Item {
