@@ -7,7 +7,6 @@
 )]
 
 use firmspace::effects::Trigger;
-use firmspace::integrations::IntegrationKind;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -47,41 +46,13 @@ pub use firmspace::commands::answers::InvoiceCopy as InvoiceCopy;
 
 pub use firmspace::payments::event::PaymentAnswer as PaymentAnswer;
 
-#[derive(Serialize, ToSchema)]
-pub struct OrgCreated {
-    org_id: String,
-    name: String,
-    /// Shown once; only its SHA-256 is stored.
-    api_key: String,
-}
+pub use firmspace::commands::answers::OrgCreated as OrgCreated;
 
-/// `provider` and `webhook_url` for payments, `url` and `status_url` for outbound.
-#[derive(Serialize, ToSchema)]
-pub struct IntegrationCreated {
-    integration_id: String,
-    kind: IntegrationKind,
-    /// How deliveries (payments) or outgoing calls (outbound) are signed.
-    signature: String,
-    /// The signing secret; null for monobank, which signs with its own key.
-    secret: Option<String>,
-    provider: Option<String>,
-    webhook_url: Option<String>,
-    url: Option<String>,
-    status_url: Option<String>,
-}
+pub use firmspace::commands::answers::IntegrationCreated as IntegrationCreated;
 
-#[derive(Serialize, ToSchema)]
-pub struct Member {
-    user_id: String,
-    name: String,
-}
+pub use firmspace::commands::answers::Member as Member;
 
-#[derive(Serialize, ToSchema)]
-pub struct MemberAdded {
-    user_id: String,
-    name: String,
-    duplicate: bool,
-}
+pub use firmspace::commands::answers::MemberAdded as MemberAdded;
 
 pub use firmspace::effects::notify::NotificationView as Notification;
 
@@ -247,24 +218,8 @@ pub struct ImportStarted {
     reason: Option<String>,
 }
 
-/// An integration as stored, without its secrets.
-#[derive(Serialize, ToSchema)]
-pub struct IntegrationInfo {
-    integration_id: String,
-    kind: IntegrationKind,
-    provider: Option<String>,
-    created_at: String,
-    secrets: SecretsInfo,
-}
+pub use crate::setup::IntegrationInfo as IntegrationInfo;
 
-/// What the integration holds, never the values: the names, the last rotation, and until when
-/// the previous secrets still verify (absent when none are kept).
-#[derive(Serialize, ToSchema)]
-pub struct SecretsInfo {
-    names: Vec<String>,
-    rotated_at: Option<String>,
-    previous_valid_until: Option<String>,
-}
 
 pub use firmspace::deals::DealView as Deal;
 

@@ -4,17 +4,19 @@ use crate::Ctx;
 use firmspace::commands::setup::NewIntegration;
 use firmspace::commands::{Command, RequestKey, Rotation};
 use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::commands::answers::{Member, OrgCreated};
+use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::rotation::{self, SecretsState};
-use firmspace::integrations::{Integration, Settings};
+use firmspace::integrations::{Integration, IntegrationKind, Settings};
 use firmspace::orgs::{self};
 use firmspace::payments::providers::PaymentSettings;
 use firmspace::signature::standard;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
+use firmspace::store::item::Read;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
@@ -31,10 +33,12 @@ pub async fn create_org(
     let body: NewOrg = parse_json(body_bytes(req))?;
     let name = fields::line("name", &body.name, NAME_MAX)?;
     let (org, key) = orgs::create_org(store, name, now).await?;
-    Ok(json_response(
-        201,
-        &json!({"org_id": org.as_str(), "name": name, "api_key": key.expose_secret()}),
-    ))
+    let answer = OrgCreated {
+        org_id: org.as_str().to_owned(),
+        name: name.to_owned(),
+        api_key: key.expose_secret().to_owned(),
+    };
+    Ok(typed_response(201, &answer))
 }
 
 pub async fn create_integration(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
@@ -65,17 +69,27 @@ pub async fn read_integration(
     raw: &str,
 ) -> Result<Response<Body>, ApiError> {
     let (integration, item) = sealed_integration(store, ctx, raw).await?;
-    Ok(json_response(
-        200,
-        &json!({
-            "integration_id": integration.id.id,
-            "kind": integration.kind(),
-            "provider": firmspace::store::item::Read::opt_str(&item, "provider"),
-            "created_at": firmspace::time::format(integration.created_at),
-            "created_by": firmspace::store::item::Read::opt_str(&item, "created_by"),
-            "secrets": SecretsState::of(&integration, &item, ctx.now),
-        }),
-    ))
+    let info = IntegrationInfo {
+        integration_id: integration.id.id.to_string(),
+        kind: integration.kind(),
+        provider: item.opt_str("provider").map(str::to_owned),
+        created_at: firmspace::time::format(integration.created_at),
+        created_by: item.opt_str("created_by").map(str::to_owned),
+        secrets: SecretsState::of(&integration, &item, ctx.now),
+    };
+    Ok(typed_response(200, &info))
+}
+
+/// An integration as stored, without its secrets.
+#[derive(Serialize, ToSchema)]
+pub struct IntegrationInfo {
+    integration_id: String,
+    kind: IntegrationKind,
+    provider: Option<String>,
+    created_at: String,
+    /// The key's id (or the admin's name) that created it.
+    created_by: Option<String>,
+    secrets: SecretsState,
 }
 
 /// `POST /api/integrations/{id}/secrets`: every secret the integration holds, by name, and how
@@ -167,7 +181,10 @@ pub async fn list_members(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>
     let members = orgs::members(store, &ctx.org).await?;
     let items: Vec<_> = members
         .iter()
-        .map(|m| json!({"user_id": m.user_id, "name": m.name}))
+        .map(|m| Member {
+            user_id: m.user_id.clone(),
+            name: m.name.clone(),
+        })
         .collect();
     Ok(json_response(200, &json!({ "items": items })))
 }

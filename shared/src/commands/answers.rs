@@ -49,3 +49,70 @@ pub struct BankUnmatched {
     pub reverted: String,
     pub invoice: Option<InvoiceView>,
 }
+
+/// A new integration: where its sender posts and how it signs, or where outgoing calls go.
+/// Each kind fills its own fields; the rest are absent. Its secrets are shown here once.
+#[derive(Default, Serialize, ToSchema)]
+pub struct IntegrationCreated {
+    pub integration_id: String,
+    #[schema(value_type = crate::integrations::IntegrationKind)]
+    pub kind: Value,
+    /// `standard`, `stripe`, `monobank`, `telegram`, `whatsapp`, `twilio`, `csv`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub provider: Option<Value>,
+    /// How deliveries (webhooks) or outgoing calls (outbound) are signed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The signing secret; absent for monobank and Twilio, which sign with their own keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// Where the sender posts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_url: Option<String>,
+    /// Telegram: the token to give `setWebhook` as `secret_token`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_token: Option<String>,
+    /// WhatsApp: the token Meta's subscription check sends back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_token: Option<String>,
+    /// A monobank statement's account.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// A CSV bank integration's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where a CSV statement is uploaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_url: Option<String>,
+    /// Outbound: where events are sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Outbound: where a sent message's status is reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_url: Option<String>,
+}
+
+/// A new organisation and its first API key.
+#[derive(Serialize, ToSchema)]
+pub struct OrgCreated {
+    pub org_id: String,
+    pub name: String,
+    /// Shown once; only its SHA-256 is stored.
+    pub api_key: String,
+}
+
+/// A member as listed.
+#[derive(Serialize, ToSchema)]
+pub struct Member {
+    pub user_id: String,
+    pub name: String,
+}
+
+/// A member added (`duplicate: true` when the member was there already).
+#[derive(Serialize, ToSchema)]
+pub struct MemberAdded {
+    pub user_id: String,
+    pub name: String,
+    pub duplicate: bool,
+}

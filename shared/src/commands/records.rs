@@ -206,10 +206,12 @@ pub(super) async fn add_member<R>(
             ))
         }
     };
-    Ok((
-        status,
-        json!({"user_id": member.user_id, "name": member.name, "duplicate": status == 200}),
-    ))
+    let answer = super::answers::MemberAdded {
+        user_id: member.user_id,
+        name: member.name,
+        duplicate: status == 200,
+    };
+    Ok((status, super::answers::json(&answer)))
 }
 
 /// A notification marked read.

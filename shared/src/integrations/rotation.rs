@@ -41,8 +41,10 @@ impl Previous {
     }
 }
 
-/// What an integration's item says about its secrets, without opening them.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+/// What an integration's item says about its secrets, without opening them: the names, the
+/// last rotation, and until when the previous secrets still verify (`SecretsInfo`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = SecretsInfo)]
 pub struct SecretsState {
     /// The names of the secrets it holds (`secret`, `token`, `auth_token`, ...).
     pub names: Vec<&'static str>,

@@ -2,13 +2,14 @@
 //! integrator is told.
 
 use super::NewIntegration;
+use crate::commands::answers::IntegrationCreated;
 use crate::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
 use crate::fields::{self, NAME_MAX, SECRET_MAX};
 use crate::http::ApiError;
 use crate::integrations::Integration;
 use crate::store::item::parse_tag;
 use secrecy::SecretString;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A bank integration's settings from the fields of `POST /api/integrations`: monobank with its
 /// `token` and `account` (default `0`), or `csv` with a `name`.
@@ -90,18 +91,27 @@ async fn token_accounts(
 
 /// What the integrator is told: monobank's webhook URL (its id is the secret), or where to
 /// upload files.
-pub fn describe(integration: &Integration, b: &BankSettings, public_url: &str) -> Value {
+pub fn describe(
+    integration: &Integration,
+    b: &BankSettings,
+    public_url: &str,
+) -> IntegrationCreated {
+    let provider = Some(json!(b.provider()));
     match b {
-        BankSettings::Monobank { account, .. } => json!({
-            "provider": b.provider(),
-            "account": account,
-            "webhook_url": webhook_url(public_url, &integration.id),
-            "signature": "none: the webhook URL is the secret (128 random bits); keep it private",
-        }),
-        BankSettings::Csv { name } => json!({
-            "provider": b.provider(),
-            "name": name,
-            "upload_url": upload_url(public_url, &integration.id),
-        }),
+        BankSettings::Monobank { account, .. } => IntegrationCreated {
+            provider,
+            account: Some(account.clone()),
+            webhook_url: Some(webhook_url(public_url, &integration.id)),
+            signature: Some(
+                "none: the webhook URL is the secret (128 random bits); keep it private".to_owned(),
+            ),
+            ..IntegrationCreated::default()
+        },
+        BankSettings::Csv { name } => IntegrationCreated {
+            provider,
+            name: Some(name.clone()),
+            upload_url: Some(upload_url(public_url, &integration.id)),
+            ..IntegrationCreated::default()
+        },
     }
 }

@@ -1,6 +1,7 @@
 //! A messenger integration's settings and what its integrator is told.
 
 use super::NewIntegration;
+use crate::commands::answers::IntegrationCreated;
 use crate::fields::{self, SECRET_MAX};
 use crate::http::ApiError;
 use crate::integrations::Integration;
@@ -8,7 +9,7 @@ use crate::messages::providers::{webhook_url, MessageProvider, MessageSettings};
 use crate::signature::{standard, telegram};
 use crate::store::item::parse_tag;
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A messenger's settings from the fields of `POST /api/integrations`: Telegram with its
 /// `bot_token`, WhatsApp with `app_secret` and `access_token`, or the generic sender; the
@@ -55,27 +56,33 @@ pub fn settings(body: &NewIntegration, allows_loopback: bool) -> Result<MessageS
 }
 
 /// What the integrator is told: where to point the messenger, and the token it sends back.
-pub fn describe(integration: &Integration, m: &MessageSettings, public_url: &str) -> Value {
-    let mut out = json!({
-        "webhook_url": webhook_url(public_url, &integration.id),
-        "provider": m.provider(),
-    });
+pub fn describe(
+    integration: &Integration,
+    m: &MessageSettings,
+    public_url: &str,
+) -> IntegrationCreated {
+    let out = IntegrationCreated {
+        webhook_url: Some(webhook_url(public_url, &integration.id)),
+        provider: Some(json!(m.provider())),
+        ..IntegrationCreated::default()
+    };
+    let shown = |s: &SecretString| Some(s.expose_secret().to_owned());
+    let said = |s: &str| Some(s.to_owned());
     match m {
-        MessageSettings::Telegram { secret_token, .. } => {
-            out["secret_token"] = json!(secret_token.expose_secret());
-            out["signature"] =
-                json!("X-Telegram-Bot-Api-Secret-Token (set it with setWebhook's secret_token)");
-        }
-        MessageSettings::Whatsapp { verify_token, .. } => {
-            out["verify_token"] = json!(verify_token.expose_secret());
-            out["signature"] =
-                json!("X-Hub-Signature-256 (HMAC-SHA256 of the body with the app secret)");
-        }
-        MessageSettings::Standard { secret } => {
-            out["secret"] = json!(secret.expose_secret());
-            out["signature"] =
-                json!("webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)");
-        }
+        MessageSettings::Telegram { secret_token, .. } => IntegrationCreated {
+            secret_token: shown(secret_token),
+            signature: said("X-Telegram-Bot-Api-Secret-Token (set it with setWebhook's secret_token)"),
+            ..out
+        },
+        MessageSettings::Whatsapp { verify_token, .. } => IntegrationCreated {
+            verify_token: shown(verify_token),
+            signature: said("X-Hub-Signature-256 (HMAC-SHA256 of the body with the app secret)"),
+            ..out
+        },
+        MessageSettings::Standard { secret } => IntegrationCreated {
+            secret: shown(secret),
+            signature: said("webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)"),
+            ..out
+        },
     }
-    out
 }

@@ -5,6 +5,7 @@
 mod bank;
 mod channels;
 
+use super::answers::{self, IntegrationCreated};
 use super::{Actor, Env};
 use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
 use crate::effects::outbound::OutboundTarget;
@@ -96,7 +97,7 @@ pub(super) async fn create<R>(
         }
         _ => integrations::create_by(env.store, &integration, &by.id()).await?,
     }
-    Ok((201, describe(&integration, &site.public_url)))
+    Ok((201, answers::json(&describe(&integration, &site.public_url))))
 }
 
 /// `payments` takes `provider` (and `secret`, or monobank's `public_key` and `token`);
@@ -283,22 +284,23 @@ fn webhook(
     provider: impl serde::Serialize,
     signature: &str,
     secret: Option<&SecretString>,
-) -> serde_json::Value {
-    json!({
-        "webhook_url": url,
-        "provider": provider,
-        "signature": signature,
-        "secret": secret.map(|s| s.expose_secret()),
-    })
+) -> IntegrationCreated {
+    IntegrationCreated {
+        webhook_url: Some(url),
+        provider: Some(json!(provider)),
+        signature: Some(signature.to_owned()),
+        secret: secret.map(|s| s.expose_secret().to_owned()),
+        ..IntegrationCreated::default()
+    }
 }
 
 const STANDARD_SIGNATURE: &str =
     "webhook-id, webhook-timestamp (5-minute window), webhook-signature (v1 HMAC-SHA256)";
 
 /// What the answer tells the integrator about an integration.
-pub fn describe(integration: &Integration, public_url: &str) -> serde_json::Value {
+pub fn describe(integration: &Integration, public_url: &str) -> IntegrationCreated {
     let (id, hook) = (&integration.id.id, &integration.id);
-    let mut answer = match &integration.settings {
+    let answer = match &integration.settings {
         Settings::Payments(p) => {
             let (secret, signature) = match p {
                 PaymentSettings::Standard { secret } => (Some(secret), STANDARD_SIGNATURE),
@@ -334,16 +336,22 @@ pub fn describe(integration: &Integration, public_url: &str) -> serde_json::Valu
             Some(secret),
         ),
         Settings::Bank(b) => bank::describe(integration, b, public_url),
-        Settings::Outbound(o) => json!({
-            "url": o.url,
-            "status_url": o.status_url,
-            "signature": "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers",
-            "secret": o.secret.expose_secret(),
-        }),
+        Settings::Outbound(o) => IntegrationCreated {
+            url: Some(o.url.clone()),
+            status_url: o.status_url.clone(),
+            signature: Some(
+                "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers"
+                    .to_owned(),
+            ),
+            secret: Some(o.secret.expose_secret().to_owned()),
+            ..IntegrationCreated::default()
+        },
     };
-    answer["integration_id"] = json!(id);
-    answer["kind"] = json!(integration.kind());
-    answer
+    IntegrationCreated {
+        integration_id: id.to_string(),
+        kind: json!(integration.kind()),
+        ..answer
+    }
 }
 
 /// A `whsec_` secret as given (base64 of 24 to 64 bytes), or a new one.
