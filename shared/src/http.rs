@@ -187,7 +187,10 @@ impl From<crate::ledger::LedgerError> for ApiError {
 
 /// A typed answer: the type the OpenAPI document describes, serialised.
 pub fn typed_response<T: serde::Serialize>(status: u16, body: &T) -> Response<Body> {
-    json_response(status, &serde_json::to_value(body).expect("an answer serialises"))
+    json_response(
+        status,
+        &serde_json::to_value(body).expect("an answer serialises"),
+    )
 }
 
 /// A JSON answer. A refusal (4xx or 5xx with an `error` code, however it was made: an

@@ -176,7 +176,7 @@ async fn a_poison_message_ends_in_the_dlq_and_in_the_review_list() {
     let operator = firmspace::review::list(&env.store, &OrgId::parse("o000000000001").unwrap(), 10)
         .await
         .unwrap();
-    assert_eq!(operator[0]["reason"], "malformed_message");
+    assert_eq!(operator[0].reason.as_deref(), Some("malformed_message"));
 }
 
 #[tokio::test]

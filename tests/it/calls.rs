@@ -215,10 +215,7 @@ async fn its_consequences_are_one_missed_call_task(crm: &Crm, hook: &Integration
     }
     let tasks = automation::tasks(crm.store(), &crm.org).await.unwrap();
     assert_eq!(tasks.len(), 1);
-    assert_eq!(
-        tasks[0]["event_key"],
-        format!("call:{}:c-20:inbound", hook.id)
-    );
+    assert_eq!(tasks[0].event_key, format!("call:{}:c-20:inbound", hook.id));
 }
 
 /// Olena, a member who owns the contact Olena; her contact's JSON.

@@ -163,7 +163,8 @@ impl Chat {
             .unwrap();
         items
             .into_iter()
-            .filter(|i| i["reason"] == "payment_proposed")
+            .filter(|i| i.reason.as_deref() == Some("payment_proposed"))
+            .map(|i| serde_json::to_value(i).unwrap())
             .collect()
     }
 
@@ -905,7 +906,10 @@ async fn over_its_hourly_budget_an_ai_run_is_skipped_with_one_review_item() {
         .await
         .unwrap();
     assert_eq!(
-        items.iter().filter(|i| i["reason"] == "ai_budget").count(),
+        items
+            .iter()
+            .filter(|i| i.reason.as_deref() == Some("ai_budget"))
+            .count(),
         1,
         "one a hour"
     );

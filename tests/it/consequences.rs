@@ -199,7 +199,7 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
         .await
         .unwrap();
     assert_eq!(contact.len(), 1);
-    assert_eq!(contact[0]["key"], "invoice:stripe:pay_c1");
+    assert_eq!(contact[0].key, "invoice:stripe:pay_c1");
     assert_eq!(
         activity::list(&env.store, &org, EntityKind::Deal, "d1")
             .await
@@ -210,7 +210,10 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     let tasks = automation::tasks(&env.store, &org).await.unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(
-        (tasks[0]["rule_id"].as_str(), tasks[0]["event_key"].as_str()),
+        (
+            Some(tasks[0].rule_id.as_str()),
+            Some(tasks[0].event_key.as_str())
+        ),
         (Some(rule.rule_id.as_str()), Some(paid_key.as_str()))
     );
 }
@@ -243,8 +246,11 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
     assert_eq!((notes.len(), lines.len(), triggers.len()), (1, 1, 0));
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(review.len(), 1, "{review:?}");
-    assert_eq!(review[0]["reason"], "unpublishable_consequence");
-    let parked: Vec<&str> = review[0]["detail"]["refused"]
+    assert_eq!(
+        review[0].reason.as_deref(),
+        Some("unpublishable_consequence")
+    );
+    let parked: Vec<&str> = review[0].detail["refused"]
         .as_array()
         .unwrap()
         .iter()

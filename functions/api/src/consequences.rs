@@ -5,7 +5,7 @@ use firmspace::commands::{Command, RequestKey};
 use firmspace::effects::automation::{self};
 use firmspace::effects::{activity, notify, EntityKind};
 use firmspace::fields::{self, REF_MAX};
-use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::http::{body_bytes, json_response, parse_json, query, typed_response, ApiError};
 use firmspace::store::item::parse_tag;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -55,7 +55,7 @@ pub async fn activity_log(
 pub struct NewRule {
     #[schema(value_type = firmspace::effects::Trigger)]
     trigger: String,
-    #[schema(value_type = crate::schemas::Action)]
+    #[schema(value_type = firmspace::effects::automation::Action)]
     action: serde_json::Value,
 }
 
@@ -77,10 +77,8 @@ pub async fn rules(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiEr
 /// `GET /api/rules/{rule_id}`.
 pub async fn rule(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
     let rule = automation::read_rule(store, &ctx.org, id).await?;
-    Ok(json_response(
-        200,
-        &rule.ok_or_else(|| ApiError::not_found("rule"))?,
-    ))
+    let rule = rule.ok_or_else(|| ApiError::not_found("rule"))?;
+    Ok(typed_response(200, &rule))
 }
 
 pub async fn tasks(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {

@@ -1,12 +1,7 @@
 //! The shapes of the answers, for the OpenAPI document only: the handlers (and `firmspace`)
 //! build these bodies with `json!`, so each type mirrors one of them field by field, and the
 //! tests hold the shared ones to the real output.
-#![expect(
-    dead_code,
-    reason = "documentation only: the enums' variants are never built"
-)]
 
-use firmspace::effects::Trigger;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -35,102 +30,39 @@ pub struct ErrorBody {
 /// The answers' own type: the document describes what the handlers serialise.
 pub use firmspace::payments::invoice::InvoiceView as Invoice;
 
+pub use crate::invoices::InvoiceDetail;
 
-pub use crate::invoices::InvoiceDetail as InvoiceDetail;
+pub use firmspace::payments::credit::CreditNoteIssued;
 
-pub use firmspace::payments::credit::CreditNoteIssued as CreditNoteIssued;
+pub use firmspace::commands::answers::InvoiceVoided;
 
-pub use firmspace::commands::answers::InvoiceVoided as InvoiceVoided;
+pub use firmspace::commands::answers::InvoiceCopy;
 
-pub use firmspace::commands::answers::InvoiceCopy as InvoiceCopy;
+pub use firmspace::payments::event::PaymentAnswer;
 
-pub use firmspace::payments::event::PaymentAnswer as PaymentAnswer;
+pub use firmspace::commands::answers::OrgCreated;
 
-pub use firmspace::commands::answers::OrgCreated as OrgCreated;
+pub use firmspace::commands::answers::IntegrationCreated;
 
-pub use firmspace::commands::answers::IntegrationCreated as IntegrationCreated;
+pub use firmspace::commands::answers::Member;
 
-pub use firmspace::commands::answers::Member as Member;
-
-pub use firmspace::commands::answers::MemberAdded as MemberAdded;
+pub use firmspace::commands::answers::MemberAdded;
 
 pub use firmspace::effects::notify::NotificationView as Notification;
 
-#[derive(Serialize, ToSchema)]
-pub struct MarkedRead {
-    key: String,
-    read: bool,
-}
+pub use firmspace::commands::answers::MarkedRead;
 
-#[derive(Serialize, ToSchema)]
-pub struct ActivityLine {
-    key: String,
-    kind: String,
-    text: String,
-    at: String,
-}
+pub use firmspace::effects::activity::ActivityView as ActivityLine;
 
-#[derive(Serialize, ToSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Action {
-    CreateTask {
-        title: String,
-    },
-    /// To an outbound integration of this organisation.
-    SendMessage {
-        integration_id: String,
-        text: String,
-    },
-    /// Into the conversation the trigger came from (`message.received`, `call.missed`).
-    Reply {
-        text: String,
-    },
-    /// A model (Amazon Bedrock's Converse) decides, with `instructions` and some of the
-    /// product's tools (`reply`, `create_task`, `register_payment`); its answer is stored
-    /// before anything acts on it, and each tool call it makes is one effect of the run.
-    Ai {
-        #[schema(example = "anthropic.claude-3-5-haiku-20241022-v1:0")]
-        model: String,
-        instructions: String,
-        tools: Vec<String>,
-    },
-}
+pub use firmspace::effects::automation::RuleView as Rule;
 
-/// A rule: who made it (the key's id, or the admin's public name) and when (as listed).
-#[derive(Serialize, ToSchema)]
-pub struct Rule {
-    rule_id: String,
-    trigger: Trigger,
-    action: Action,
-    created_at: Option<String>,
-    created_by: Option<String>,
-}
+pub use firmspace::effects::automation::TaskView as Task;
 
-#[derive(Serialize, ToSchema)]
-pub struct Task {
-    id: String,
-    rule_id: String,
-    event_key: String,
-    title: String,
-    at: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ReviewItem {
-    /// What it is about: `payment`, `automation`, `webhook`, ...
-    kind: String,
-    /// `overpayment`, `invoice_closed`, `currency_mismatch`, `unknown_invoice`, ...
-    reason: String,
-    key: String,
-    at: String,
-    state: String,
-    #[schema(value_type = Object)]
-    detail: serde_json::Value,
-}
+pub use firmspace::review::ReviewView as ReviewItem;
 
 pub use firmspace::calls::CallView as Call;
 
-pub use firmspace::calls::CallAnswer as CallAnswer;
+pub use firmspace::calls::CallAnswer;
 
 pub use firmspace::contacts::ContactView as Contact;
 
@@ -206,9 +138,9 @@ pub struct FileImport {
     updated_at: String,
 }
 
-pub use firmspace::commands::answers::BankMatched as BankMatched;
+pub use firmspace::commands::answers::BankMatched;
 
-pub use firmspace::commands::answers::BankUnmatched as BankUnmatched;
+pub use firmspace::commands::answers::BankUnmatched;
 
 /// An import request.
 #[derive(Serialize, ToSchema)]
@@ -218,8 +150,7 @@ pub struct ImportStarted {
     reason: Option<String>,
 }
 
-pub use crate::setup::IntegrationInfo as IntegrationInfo;
-
+pub use crate::setup::IntegrationInfo;
 
 pub use firmspace::deals::DealView as Deal;
 

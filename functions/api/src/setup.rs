@@ -1,10 +1,10 @@
 //! Organisations, integrations and team members.
 
 use crate::Ctx;
+use firmspace::commands::answers::{Member, OrgCreated};
 use firmspace::commands::setup::NewIntegration;
 use firmspace::commands::{Command, RequestKey, Rotation};
 use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
-use firmspace::commands::answers::{Member, OrgCreated};
 use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
 use firmspace::ids::IntegrationId;
 use firmspace::integrations::rotation::{self, SecretsState};
@@ -12,10 +12,10 @@ use firmspace::integrations::{Integration, IntegrationKind, Settings};
 use firmspace::orgs::{self};
 use firmspace::payments::providers::PaymentSettings;
 use firmspace::signature::standard;
+use firmspace::store::item::Read;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use secrecy::{ExposeSecret, SecretString};
-use firmspace::store::item::Read;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;

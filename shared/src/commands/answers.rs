@@ -116,3 +116,10 @@ pub struct MemberAdded {
     pub name: String,
     pub duplicate: bool,
 }
+
+/// A notification marked read.
+#[derive(Serialize, ToSchema)]
+pub struct MarkedRead {
+    pub key: String,
+    pub read: bool,
+}

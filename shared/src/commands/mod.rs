@@ -8,9 +8,9 @@
 //! A model never moves money: a payment a model asks for becomes a `payment_proposed` review
 //! item, and a person's `apply` on it books it ([`review`]).
 
-pub mod answers;
 pub mod ai;
 pub mod amount;
+pub mod answers;
 mod crm;
 pub mod model;
 pub mod money;

@@ -1,6 +1,7 @@
 //! The commands that make and change an organisation's own records: rules, keys, members,
 //! contacts, a softphone's call, a top-up of the prepaid wallet, a notification read.
 
+use super::answers::MarkedRead;
 use super::{Actor, Env};
 use crate::commands::model::{Models, MAX_TOKENS_MAX};
 use crate::effects::automation::{self, Action};
@@ -122,10 +123,14 @@ pub(super) async fn create_rule<R>(
     let who = by.id();
     let made = (trigger, action);
     let rule = automation::create_rule_by(env.store, by.org(), made, Some(&who), env.now).await?;
-    Ok((
-        201,
-        json!({"rule_id": rule.rule_id, "trigger": rule.trigger, "action": rule.action, "created_by": who}),
-    ))
+    let answer = automation::RuleView {
+        rule_id: rule.rule_id,
+        trigger: rule.trigger,
+        action: rule.action,
+        created_at: Some(crate::time::format(env.now)),
+        created_by: Some(who),
+    };
+    Ok((201, super::answers::json(&answer)))
 }
 
 /// Another key of the organisation, granting at most the scopes of the key that asks.
@@ -233,7 +238,13 @@ pub(super) async fn mark_read<R>(
         .into());
     }
     match notify::mark_read(env.store, by.org(), key).await? {
-        true => Ok((200, json!({"key": key, "read": true}))),
+        true => Ok((
+            200,
+            super::answers::json(&MarkedRead {
+                key: key.to_owned(),
+                read: true,
+            }),
+        )),
         false => Err(ApiError::not_found("notification")),
     }
 }

@@ -6,7 +6,6 @@ use crate::ids::{key_part, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
 use crate::store::{Store, StoreError};
 use crate::time;
-use serde_json::{json, Value};
 
 fn log_pk(org: &OrgId, entity_kind: EntityKind, entity_id: &str) -> String {
     org.pk(&format!(
@@ -45,19 +44,30 @@ pub async fn list(
     org: &OrgId,
     entity_kind: EntityKind,
     entity_id: &str,
-) -> Result<Vec<Value>, StoreError> {
+) -> Result<Vec<ActivityView>, StoreError> {
     let items = store
         .list(&log_pk(org, entity_kind, entity_id), false, 500)
         .await?;
-    Ok(items
+    items
         .iter()
         .map(|i| {
-            json!({
-                "key": i.opt_str("key"),
-                "kind": i.opt_str("entry_kind"),
-                "text": i.opt_str("text"),
-                "at": i.opt_str("at"),
+            Ok(ActivityView {
+                key: i.str_of("key")?.to_owned(),
+                kind: i.str_of("entry_kind")?.to_owned(),
+                text: i.str_of("text")?.to_owned(),
+                at: i.str_of("at")?.to_owned(),
             })
         })
-        .collect())
+        .collect()
+}
+
+/// A line of a record's activity log (`ActivityLine`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ActivityLine)]
+pub struct ActivityView {
+    pub key: String,
+    /// `payment`, `message`, `call`, `credit_note`, `lead`, ...
+    pub kind: String,
+    pub text: String,
+    pub at: String,
 }

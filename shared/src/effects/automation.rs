@@ -10,16 +10,19 @@ use crate::store::{Item, Step, Store, StoreError, Transacted};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What a rule does when its trigger fires.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Action {
     CreateTask {
         title: String,
     },
+    /// To an outbound integration of this organisation.
     SendMessage {
+        #[schema(value_type = String)]
         integration_id: IntegrationId,
         text: String,
     },
@@ -31,6 +34,7 @@ pub enum Action {
     /// Asks `model` (Amazon Bedrock's Converse) what to do about the event, with `instructions`
     /// and these of the product's tools; each tool call it makes is one effect of the run.
     Ai {
+        #[schema(example = "anthropic.claude-3-5-haiku-20241022-v1:0")]
         model: String,
         instructions: String,
         tools: Vec<Tool>,
@@ -43,7 +47,7 @@ pub enum Action {
 /// The product's write actions as tools a model or an assistant calls. A tool's name is its
 /// variant's serde name, written nowhere else; its input, schema and authority are
 /// `commands`'. A rule's AI step may be given those `for_model` allows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Tool {
     Reply,
@@ -155,27 +159,45 @@ pub async fn create_rule_by(
     })
 }
 
-/// A rule as `GET /api/rules` shows it.
-fn rule_json(item: &Item) -> Value {
-    let action = item
-        .opt_str("action")
-        .and_then(|a| serde_json::from_str::<Value>(a).ok())
-        .unwrap_or(Value::Null);
-    json!({
-        "rule_id": item.opt_str("rule_id"),
-        "trigger": item.opt_str("trigger"),
-        "action": action,
-        "created_at": item.opt_str("created_at"),
-        "created_by": item.opt_str("created_by"),
+/// A rule as `GET /api/rules` shows it: who made it (the key's id, or the admin's public
+/// name) and when (`Rule`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Rule)]
+pub struct RuleView {
+    pub rule_id: String,
+    pub trigger: Trigger,
+    pub action: Action,
+    pub created_at: Option<String>,
+    pub created_by: Option<String>,
+}
+
+/// The stored rule `item` as the API shows it.
+fn rule_view(item: &Item) -> Result<RuleView, StoreError> {
+    Ok(RuleView {
+        rule_id: item.str_of("rule_id")?.to_owned(),
+        trigger: item.tag_of("trigger")?,
+        action: action_of(item)?,
+        created_at: item.opt_str("created_at").map(str::to_owned),
+        created_by: item.opt_str("created_by").map(str::to_owned),
+    })
+}
+
+/// A stored rule's action: written by `create_rule_by` alone, so unreadable only if damaged.
+fn action_of(item: &Item) -> Result<Action, StoreError> {
+    serde_json::from_str(item.str_of("action")?).map_err(|e| StoreError::Malformed {
+        pk: item.opt_str("pk").unwrap_or_default().to_owned(),
+        detail: e.to_string(),
     })
 }
 
 /// Every rule of the organisation, by trigger, each oldest first.
-pub async fn list_rules(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
+pub async fn list_rules(store: &Store, org: &OrgId) -> Result<Vec<RuleView>, StoreError> {
     let mut rules = Vec::new();
     for trigger in Trigger::ALL {
         let items = store.list(&rules_list(org, trigger), false, 100).await?;
-        rules.extend(items.iter().map(rule_json));
+        for item in &items {
+            rules.push(rule_view(item)?);
+        }
     }
     Ok(rules)
 }
@@ -185,15 +207,16 @@ pub async fn read_rule(
     store: &Store,
     org: &OrgId,
     rule_id: &str,
-) -> Result<Option<Value>, StoreError> {
+) -> Result<Option<RuleView>, StoreError> {
     if LocalId::parse("rule_id", rule_id).is_err() {
         return Ok(None);
     }
-    Ok(store
+    store
         .get(&rule_pk(org, rule_id))
         .await?
         .as_ref()
-        .map(rule_json))
+        .map(rule_view)
+        .transpose()
 }
 
 /// The organisation's rules for a trigger, oldest first.
@@ -207,17 +230,11 @@ pub async fn rules_for(
         .await?
         .iter()
         .map(|item| {
-            let action = serde_json::from_str(item.str_of("action")?).map_err(|e| {
-                StoreError::Malformed {
-                    pk: item.opt_str("pk").unwrap_or_default().to_owned(),
-                    detail: e.to_string(),
-                }
-            })?;
             Ok(Rule {
                 org: org.clone(),
                 rule_id: item.str_of("rule_id")?.to_owned(),
                 trigger,
-                action,
+                action: action_of(item)?,
             })
         })
         .collect()
@@ -304,18 +321,29 @@ pub async fn create_task(
     }
 }
 
-pub async fn tasks(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
+pub async fn tasks(store: &Store, org: &OrgId) -> Result<Vec<TaskView>, StoreError> {
     let items = store.list(&org.pk("TASKS"), false, 500).await?;
-    Ok(items
+    items
         .iter()
         .map(|i| {
-            json!({
-                "id": i.opt_str("id"),
-                "rule_id": i.opt_str("rule_id"),
-                "event_key": i.opt_str("event_key"),
-                "title": i.opt_str("title"),
-                "at": i.opt_str("at"),
+            Ok(TaskView {
+                id: i.str_of("id")?.to_owned(),
+                rule_id: i.str_of("rule_id")?.to_owned(),
+                event_key: i.str_of("event_key")?.to_owned(),
+                title: i.str_of("title")?.to_owned(),
+                at: i.str_of("at")?.to_owned(),
             })
         })
-        .collect())
+        .collect()
+}
+
+/// A task a rule made (`Task`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Task)]
+pub struct TaskView {
+    pub id: String,
+    pub rule_id: String,
+    pub event_key: String,
+    pub title: String,
+    pub at: String,
 }

@@ -2,7 +2,7 @@
 //! by state and resolving are `review::page` and `review::resolve`.
 
 use super::ids;
-use crate::review::{item_json, Resolved};
+use crate::review::{self, Resolved};
 use crate::store::item::Read;
 use crate::store::Item;
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ pub use crate::review::{open_by_reason, NOTE_MAX, STATES};
 
 /// The item as a list shows it, with its id.
 pub fn to_json(item: &Item) -> Value {
-    let mut out = item_json(item);
+    let mut out = serde_json::to_value(review::view(item)).expect("a review item serialises");
     out["id"] = json!(ids::encode(item.opt_str("pk").unwrap_or_default()));
     out["org"] = json!(item.opt_str("org"));
     out

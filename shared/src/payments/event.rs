@@ -127,7 +127,10 @@ impl PaymentEvent {
             answer: serde_json::to_value(PaymentAnswer {
                 duplicate: false,
                 event_key: key.as_str().to_owned(),
-                applied: money::shown(decision.applied, input.currency.or(before.map(|i| i.currency))),
+                applied: money::shown(
+                    decision.applied,
+                    input.currency.or(before.map(|i| i.currency)),
+                ),
                 first_applied: None,
                 payment_id: None,
                 outcome: decision.outcome,

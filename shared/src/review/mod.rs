@@ -124,29 +124,53 @@ pub async fn file_conflicts<T>(
     Ok(conflicts)
 }
 
-pub fn item_json(item: &Item) -> Value {
-    let detail = item
-        .opt_str("detail")
-        .and_then(|d| serde_json::from_str(d).ok())
-        .unwrap_or(Value::Null);
-    json!({
-        "kind": item.opt_str("review_kind"),
-        "reason": item.opt_str("reason"),
-        "key": item.opt_str("key"),
-        "at": item.opt_str("at"),
-        "state": item.opt_str("state"),
-        "detail": detail,
-        "note": item.opt_str("note"),
-        "resolved_by": item.opt_str("resolved_by"),
-        "resolved_at": item.opt_str("resolved_at"),
-        "decision": item.opt_str("decision"),
-    })
+/// A review item as the API shows it (`ReviewItem`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ReviewItem)]
+pub struct ReviewView {
+    /// What it is about: `payment`, `automation`, `webhook`, ...
+    pub kind: Option<String>,
+    /// `overpayment`, `invoice_closed`, `currency_mismatch`, `unknown_invoice`, ...
+    pub reason: Option<String>,
+    pub key: Option<String>,
+    pub at: Option<String>,
+    /// `open` or `resolved`.
+    pub state: Option<String>,
+    /// What the machine saw: the reason's own fields.
+    #[schema(value_type = Object)]
+    pub detail: Value,
+    /// A person's note on resolving it.
+    pub note: Option<String>,
+    pub resolved_by: Option<String>,
+    pub resolved_at: Option<String>,
+    /// `apply`, `same_money` or `dismiss`, when resolved with one.
+    pub decision: Option<String>,
+}
+
+/// The stored review `item` as the API shows it.
+pub fn view(item: &Item) -> ReviewView {
+    let text = |name: &str| item.opt_str(name).map(str::to_owned);
+    ReviewView {
+        kind: text("review_kind"),
+        reason: text("reason"),
+        key: text("key"),
+        at: text("at"),
+        state: text("state"),
+        detail: item
+            .opt_str("detail")
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or(Value::Null),
+        note: text("note"),
+        resolved_by: text("resolved_by"),
+        resolved_at: text("resolved_at"),
+        decision: text("decision"),
+    }
 }
 
 /// Newest first, every state.
-pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<Value>, StoreError> {
+pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<ReviewView>, StoreError> {
     let items = store.list(&org.pk("REVIEW"), true, limit).await?;
-    Ok(items.iter().map(item_json).collect())
+    Ok(items.iter().map(view).collect())
 }
 
 /// A page of an organisation's review items in `state`, newest first, each as `shown` shows it.

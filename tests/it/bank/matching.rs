@@ -146,13 +146,13 @@ async fn a_bank_credit_for_an_invoice_already_paid_by_card_is_left_to_a_person()
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     let left: Vec<_> = review
         .iter()
-        .filter(|r| r["reason"] == "unmatched_bank_row")
+        .filter(|r| r.reason.as_deref() == Some("unmatched_bank_row"))
         .collect();
     assert_eq!(left.len(), 1, "one item for a person: {review:?}");
     assert_eq!(
         (
-            &left[0]["detail"]["invoice_numbers"],
-            &left[0]["detail"]["open_invoices"]
+            &left[0].detail["invoice_numbers"],
+            &left[0].detail["open_invoices"]
         ),
         (&serde_json::json!([inv.number]), &serde_json::json!([])),
         "it names the paid invoice and that none is open"
@@ -196,7 +196,7 @@ async fn a_credit_naming_an_open_invoice_pays_it_once_and_one_naming_none_waits_
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     let unmatched: Vec<_> = review
         .iter()
-        .filter(|r| r["reason"] == "unmatched_bank_row")
+        .filter(|r| r.reason.as_deref() == Some("unmatched_bank_row"))
         .collect();
     assert_eq!(unmatched.len(), 1, "{review:?}");
     let open = firmspace::review::open_by_reason(&env.store, &org)
@@ -225,7 +225,8 @@ async fn a_person_matches_it(env: &TestEnv, org: &OrgId, nameless: &BankTx) {
     assert!(
         review
             .iter()
-            .any(|r| r["reason"] == "unmatched_bank_row" && r["state"] == "resolved"),
+            .any(|r| r.reason.as_deref() == Some("unmatched_bank_row")
+                && r.state.as_deref() == Some("resolved")),
         "{review:?}"
     );
     // ... and it leaves the operator's open list and its count, for the resolved list.

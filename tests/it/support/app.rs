@@ -216,9 +216,12 @@ pub fn post(path: &str, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> R
 
 /// An organisation's review items, newest first (the first ten).
 pub async fn review(env: &TestEnv, org: &OrgId) -> Vec<Value> {
-    firmspace::review::list(&env.store, org, 10)
-        .await
-        .expect("review list")
+    let items = firmspace::review::list(&env.store, org, 10).await;
+    let items = items.expect("review list");
+    items
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap())
+        .collect()
 }
 
 /// The reasons of an organisation's review items, newest first.

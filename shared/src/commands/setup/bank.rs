@@ -2,8 +2,8 @@
 //! integrator is told.
 
 use super::NewIntegration;
-use crate::commands::answers::IntegrationCreated;
 use crate::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
+use crate::commands::answers::IntegrationCreated;
 use crate::fields::{self, NAME_MAX, SECRET_MAX};
 use crate::http::ApiError;
 use crate::integrations::Integration;

@@ -71,7 +71,9 @@ pub fn describe(
     match m {
         MessageSettings::Telegram { secret_token, .. } => IntegrationCreated {
             secret_token: shown(secret_token),
-            signature: said("X-Telegram-Bot-Api-Secret-Token (set it with setWebhook's secret_token)"),
+            signature: said(
+                "X-Telegram-Bot-Api-Secret-Token (set it with setWebhook's secret_token)",
+            ),
             ..out
         },
         MessageSettings::Whatsapp { verify_token, .. } => IntegrationCreated {

@@ -97,7 +97,10 @@ pub(super) async fn create<R>(
         }
         _ => integrations::create_by(env.store, &integration, &by.id()).await?,
     }
-    Ok((201, answers::json(&describe(&integration, &site.public_url))))
+    Ok((
+        201,
+        answers::json(&describe(&integration, &site.public_url)),
+    ))
 }
 
 /// `payments` takes `provider` (and `secret`, or monobank's `public_key` and `token`);
