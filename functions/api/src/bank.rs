@@ -2,13 +2,14 @@
 
 use crate::Ctx;
 use firmspace::bank::files;
-use firmspace::bank::{self};
+use firmspace::bank::{self, BankTxView};
 use firmspace::commands::statements::bank_integration;
 use firmspace::commands::{Command, RequestKey};
-use firmspace::http::{body_bytes, json_response, query, ApiError};
+use firmspace::http::{body_bytes, query, typed_response, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 #[derive(serde::Deserialize, utoipa::ToSchema)]
 pub struct MatchBody {
@@ -67,7 +68,7 @@ pub async fn file_import(
     let import = files::get(store, &ctx.org, id)
         .await?
         .ok_or_else(|| ApiError::not_found("import"))?;
-    Ok(json_response(200, &import.to_json()))
+    Ok(typed_response(200, &import.view()))
 }
 
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
@@ -95,17 +96,24 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
         .await
         .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
     // The rows carry the integration's digest only; the caller named the integration.
-    let items: Vec<Value> = rows
+    let items = rows
         .iter()
-        .map(|row| {
-            let mut shown = row.to_json();
-            shown["integration_id"] = json!(raw);
-            shown
+        .map(|row| BankTxView {
+            integration_id: Some(raw.clone()),
+            ..row.view()
         })
         .collect();
-    let mut answer = json!({ "items": items });
-    if let Some(next) = next {
-        answer["cursor"] = json!(next);
-    }
-    Ok(json_response(200, &answer))
+    let page = BankTransactions {
+        items,
+        cursor: next,
+    };
+    Ok(typed_response(200, &page))
+}
+
+/// A page of rows; `cursor` while more remain.
+#[derive(Serialize, ToSchema)]
+pub struct BankTransactions {
+    items: Vec<BankTxView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
 }

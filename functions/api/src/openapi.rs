@@ -23,8 +23,8 @@ use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
     ArrayBuilder, ComponentsBuilder, ContentBuilder, HttpMethod, InfoBuilder, ObjectBuilder,
-    OpenApi, OpenApiBuilder, OpenApiVersion, PathItem, PathsBuilder, Ref, RefOr, Required,
-    ResponseBuilder, ResponsesBuilder, Schema, SecurityRequirement, Type,
+    OneOfBuilder, OpenApi, OpenApiBuilder, OpenApiVersion, PathItem, PathsBuilder, Ref, RefOr,
+    Required, ResponseBuilder, ResponsesBuilder, Schema, SecurityRequirement, Type,
 };
 use utoipa::{PartialSchema, ToSchema};
 
@@ -131,6 +131,12 @@ fn answer_of(route: &Route, schemas: &mut Schemas) -> (RefOr<Schema>, &'static s
     match route.answer {
         Answer::One(doc) => (Ref::from_schema_name(doc(schemas)).into(), JSON),
         Answer::Items(doc) => (items(doc(schemas)), JSON),
+        Answer::OneOf(docs) => {
+            let one_of = docs.iter().fold(OneOfBuilder::new(), |one_of, doc| {
+                one_of.item(Ref::from_schema_name(doc(schemas)))
+            });
+            (one_of.into(), JSON)
+        }
         Answer::Document => (
             ObjectBuilder::new()
                 .schema_type(Type::Object)

@@ -70,85 +70,17 @@ pub use firmspace::messages::conversation::ConversationView as Conversation;
 
 pub use firmspace::messages::item::MessageView as Message;
 
-/// A bank row's match to an invoice.
-#[derive(Serialize, ToSchema)]
-pub struct BankMatch {
-    invoice_id: String,
-    applied: String,
-}
+pub use crate::bank::BankTransactions;
 
-/// A bank statement row, stored once.
-#[derive(Serialize, ToSchema)]
-pub struct BankTransaction {
-    /// The bank's own id of the row (monobank's `id`, the CSV `id` column).
-    id: String,
-    /// Our id of the row, derived from (integration, account, `id`): what the match routes take.
-    #[schema(example = "btx_0123456789abcdef01234567")]
-    tx_id: String,
-    integration_id: String,
-    account: String,
-    /// RFC 3339, UTC.
-    time: String,
-    /// Signed, major units: a credit is above zero.
-    #[schema(example = "40.00")]
-    amount: String,
-    currency: String,
-    description: String,
-    counterparty: Option<String>,
-    reference: Option<String>,
-    /// `webhook`, `import` or `csv`: how the row first arrived.
-    via: String,
-    #[serde(rename = "match")]
-    matched: Option<BankMatch>,
-}
+pub use firmspace::commands::answers::{CsvImported, FileAccepted};
 
-/// A page of rows; `cursor` while more remain.
-#[derive(Serialize, ToSchema)]
-pub struct BankTransactions {
-    items: Vec<BankTransaction>,
-    cursor: Option<String>,
-}
-
-/// An accepted CSV file.
-#[derive(Serialize, ToSchema)]
-pub struct CsvImported {
-    rows: usize,
-    imported: usize,
-    /// Rows stored before (this file again, an overlapping file).
-    duplicates: usize,
-    /// Rows whose bank id another row holds: the first kept, a review item filed.
-    conflicts: usize,
-}
-
-/// A file of more than 5,000 rows, stored by the import worker a page at a time.
-#[derive(Serialize, ToSchema)]
-pub struct FileImport {
-    /// `imp_...`: the digest of the organisation, the integration and the file.
-    import_id: String,
-    integration_id: String,
-    /// `queued`, `running` or `done`.
-    state: String,
-    rows: usize,
-    /// Rows stored so far (the cursor): `imported` + `duplicates` + `conflicts`.
-    stored: usize,
-    imported: usize,
-    duplicates: usize,
-    conflicts: usize,
-    created_at: String,
-    updated_at: String,
-}
+pub use firmspace::bank::files::FileImportView as FileImport;
 
 pub use firmspace::commands::answers::BankMatched;
 
 pub use firmspace::commands::answers::BankUnmatched;
 
-/// An import request.
-#[derive(Serialize, ToSchema)]
-pub struct ImportStarted {
-    started: bool,
-    /// `running`, when not started.
-    reason: Option<String>,
-}
+pub use firmspace::commands::answers::ImportStarted;
 
 pub use crate::setup::IntegrationInfo;
 

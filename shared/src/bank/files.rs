@@ -71,6 +71,25 @@ pub struct FileImport {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A file of more than 5,000 rows, stored by the import worker a page at a time (`FileImport`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = FileImport)]
+pub struct FileImportView {
+    /// `imp_...`: the digest of the organisation, the integration and the file.
+    pub import_id: String,
+    pub integration_id: String,
+    /// `queued`, `running` or `done`.
+    pub state: &'static str,
+    pub rows: usize,
+    /// Rows stored so far (the cursor): `imported` + `duplicates` + `conflicts`.
+    pub stored: usize,
+    pub imported: usize,
+    pub duplicates: usize,
+    pub conflicts: usize,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
 /// The import of this file into this integration: `imp_` and 24 hex digits of their digest.
 pub fn import_id(org: &OrgId, integration_id: &str, file: &[u8]) -> String {
     let mut digest = Sha256::new();
@@ -96,19 +115,24 @@ impl FileImport {
         }
     }
 
+    /// The import as the API shows it.
+    pub fn view(&self) -> FileImportView {
+        FileImportView {
+            import_id: self.id.clone(),
+            integration_id: self.integration_id.clone(),
+            state: self.state(),
+            rows: self.rows,
+            stored: self.stored,
+            imported: self.imported,
+            duplicates: self.duplicates,
+            conflicts: self.conflicts,
+            created_at: crate::time::format(self.created_at),
+            updated_at: crate::time::format(self.updated_at),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
-        json!({
-            "import_id": self.id,
-            "integration_id": self.integration_id,
-            "state": self.state(),
-            "rows": self.rows,
-            "stored": self.stored,
-            "imported": self.imported,
-            "duplicates": self.duplicates,
-            "conflicts": self.conflicts,
-            "created_at": crate::time::format(self.created_at),
-            "updated_at": crate::time::format(self.updated_at),
-        })
+        serde_json::to_value(self.view()).expect("an import's view serialises")
     }
 
     fn to_item(&self) -> Item {

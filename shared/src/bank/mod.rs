@@ -23,7 +23,7 @@ use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Rows stored at once by a CSV upload and by a statement page.
@@ -71,7 +71,7 @@ impl BankRow {
 }
 
 /// How a row arrived (the first time; later arrivals are duplicates).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrival {
     Webhook,
@@ -274,27 +274,75 @@ impl BankTx {
         .into()]
     }
 
-    pub fn to_json(&self) -> Value {
+    /// The row as the API shows it.
+    pub fn view(&self) -> BankTxView {
         let r = &self.row;
-        json!({
-            "id": r.id,
-            "tx_id": self.id(),
-            "integration": self.integration,
-            "account": self.account,
-            "time": time::format(r.time),
-            "amount": r.currency.show(r.amount),
-            "currency": r.currency.as_str(),
-            "description": r.description,
-            "counterparty": r.counterparty,
-            "reference": r.reference,
-            "via": self.via,
-            "confirmed": self.confirmed_at.is_some(),
-            "match": self.matched.as_ref().map(|m| json!({
-                "invoice_id": m.invoice_id,
-                "applied": r.currency.show(m.applied),
-            })),
-        })
+        BankTxView {
+            id: r.id.clone(),
+            tx_id: self.id(),
+            integration: self.integration.clone(),
+            integration_id: None,
+            account: self.account.clone(),
+            time: time::format(r.time),
+            amount: r.currency.show(r.amount),
+            currency: r.currency.as_str(),
+            description: r.description.clone(),
+            counterparty: r.counterparty.clone(),
+            reference: r.reference.clone(),
+            via: self.via,
+            confirmed: self.confirmed_at.is_some(),
+            matched: self.matched.as_ref().map(|m| BankMatchView {
+                invoice_id: m.invoice_id.clone(),
+                applied: r.currency.show(m.applied),
+            }),
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a bank row's view serialises")
+    }
+}
+
+/// A bank statement row, stored once (`BankTransaction`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = BankTransaction)]
+pub struct BankTxView {
+    /// The bank's own id of the row (monobank's `id`, the CSV `id` column).
+    pub id: String,
+    /// Our id of the row, derived from (integration, account, `id`): what the match routes take.
+    #[schema(example = "btx_0123456789abcdef01234567")]
+    pub tx_id: String,
+    /// The integration's digest: a monobank integration's id is its webhook's credential, so
+    /// a row never carries it.
+    pub integration: String,
+    /// The integration's id, where the caller named it (the transactions list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integration_id: Option<String>,
+    pub account: String,
+    /// RFC 3339, UTC.
+    pub time: String,
+    /// Signed, major units: a credit is above zero.
+    #[schema(example = "40.00")]
+    pub amount: String,
+    pub currency: &'static str,
+    pub description: String,
+    pub counterparty: Option<String>,
+    pub reference: Option<String>,
+    /// How the row first arrived.
+    pub via: Arrival,
+    /// Whether a statement the bank answered (an import, an uploaded file) showed the row; a
+    /// pushed row pays nothing until then.
+    pub confirmed: bool,
+    #[serde(rename = "match")]
+    pub matched: Option<BankMatchView>,
+}
+
+/// A bank row's match to an invoice.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = BankMatch)]
+pub struct BankMatchView {
+    pub invoice_id: String,
+    pub applied: String,
 }
 
 #[cfg(test)]

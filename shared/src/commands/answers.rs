@@ -123,3 +123,33 @@ pub struct MarkedRead {
     pub key: String,
     pub read: bool,
 }
+
+/// An accepted CSV file of up to 5,000 rows, stored now.
+#[derive(Serialize, ToSchema)]
+pub struct CsvImported {
+    pub rows: usize,
+    pub imported: usize,
+    /// Rows stored before (this file again, an overlapping file).
+    pub duplicates: usize,
+    /// Rows whose bank id another row holds: the first kept, a review item filed.
+    pub conflicts: usize,
+}
+
+/// A CSV file of more than 5,000 rows, kept for the import worker: the import, where to follow
+/// it, and whether the same file was sent before.
+#[derive(Serialize, ToSchema)]
+pub struct FileAccepted {
+    #[serde(flatten)]
+    pub import: crate::bank::files::FileImportView,
+    /// `/api/imports/{import_id}`.
+    pub status_url: String,
+    pub duplicate: bool,
+}
+
+/// An import request: `started`, or why not (`running`: a run holds the statement window).
+#[derive(Serialize, ToSchema)]
+pub struct ImportStarted {
+    pub started: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+}

@@ -1,6 +1,7 @@
 //! A bank's statements asked for by a person: a CSV file uploaded (checked whole, then every
 //! row stored once; a large file kept for the import worker), a monobank import started now.
 
+use super::answers::{self, CsvImported, FileAccepted, ImportStarted};
 use super::{Actor, Env};
 use crate::bank::csv::{self, FILE_MAX};
 use crate::bank::files;
@@ -89,11 +90,11 @@ pub(super) async fn upload<R>(
     let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
     let context = json!({"integration_id": integration.id});
     let recorded = crate::webhook::Recorded {
-        batch: Some(json!({
-            "rows": txs.len(),
-            "imported": rows.imported(),
-            "duplicates": rows.duplicates(),
-            "conflicts": rows.conflicts(),
+        batch: Some(answers::json(&CsvImported {
+            rows: txs.len(),
+            imported: rows.imported(),
+            duplicates: rows.duplicates(),
+            conflicts: rows.conflicts(),
         })),
         events: rows.written,
         stored_more: false,
@@ -138,10 +139,12 @@ async fn large<R>(
             .await
             .map_err(|why| unavailable(&why))?;
     }
-    let mut answer = import.to_json();
-    answer["duplicate"] = json!(!new);
-    answer["status_url"] = json!(format!("/api/imports/{}", import.id));
-    Ok((202, answer))
+    let answer = FileAccepted {
+        status_url: format!("/api/imports/{}", import.id),
+        import: import.view(),
+        duplicate: !new,
+    };
+    Ok((202, answers::json(&answer)))
 }
 
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
@@ -162,7 +165,11 @@ pub(super) async fn start_import<R>(
     }
     let digest = item.str_of("token_digest")?;
     if crate::bank::import::is_running(store, digest, env.now).await? {
-        return Ok((202, json!({"started": false, "reason": "running"})));
+        let answer = ImportStarted {
+            started: false,
+            reason: Some("running"),
+        };
+        return Ok((202, answers::json(&answer)));
     }
     let imports = env.imports.requests.ok_or_else(|| {
         ApiError::new(503, "imports_unavailable", "no import queue is configured")
@@ -178,5 +185,9 @@ pub(super) async fn start_import<R>(
             "the import could not be queued; retry",
         )
     })?;
-    Ok((202, json!({"started": true})))
+    let answer = ImportStarted {
+        started: true,
+        reason: None,
+    };
+    Ok((202, answers::json(&answer)))
 }

@@ -1,6 +1,6 @@
 //! Every `/api/` route: what it is called, takes, answers and refuses. The first match wins.
 
-use super::Answer::{Document, Items, One};
+use super::Answer::{Document, Items, One, OneOf};
 use super::Method::{Delete, Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::bank::MatchBody;
@@ -447,11 +447,11 @@ pub static ROUTES: &[Route] = &[
             (
                 202,
                 "more than 5,000 rows: checked whole, then stored by the import worker; the answer \
-                 is the import (`GET /api/imports/{import_id}`: `import_id`, `state`, `rows`, \
-                 `stored`, ..., `status_url`, `duplicate` for the same file again)",
+                 is the import (`FileAccepted`: as `GET /api/imports/{import_id}` shows it, with \
+                 `status_url`, and `duplicate` for the same file again)",
             ),
         ],
-        answer: One(doc::<s::CsvImported>),
+        answer: OneOf(&[doc::<s::CsvImported>, doc::<s::FileAccepted>]),
         errors: &[
             (
                 400,
