@@ -185,6 +185,67 @@ impl From<crate::ledger::LedgerError> for ApiError {
     }
 }
 
+/// Every 4xx and 5xx answer, an RFC 9457 problem (`application/problem+json`). A 4xx names the
+/// problem and wrote nothing; a 5xx says nothing internal (500: our defect; 503: retry later).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = ErrorBody)]
+pub struct Problem {
+    /// `tag:firmspace.events,2026:problem:<error>`: one stable URI per code.
+    #[serde(rename = "type")]
+    #[schema(example = "tag:firmspace.events,2026:problem:not_found")]
+    pub kind: String,
+    /// The code in words.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// `urn:request:<x-request-id>` (set where the answer leaves the function).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// A stable code: `malformed`, `unauthorized`, `not_found`, `invalid_signature`, ...
+    pub error: String,
+    /// The request field that was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Seconds to wait (429, 503), as `Retry-After` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    /// What else the refusal names: a conflict's stored `outcome`, a file's refused `rows`.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub more: serde_json::Map<String, Value>,
+}
+
+impl Problem {
+    /// The problem of a refusal with `code` whose body is `body`.
+    fn of(status: u16, code: &str, body: &Value) -> Self {
+        let mut more = body.as_object().cloned().unwrap_or_default();
+        let mut text = |name: &str| match more.get(name) {
+            Some(Value::String(_)) => more
+                .remove(name)
+                .and_then(|v| v.as_str().map(str::to_owned)),
+            _ => None,
+        };
+        let (detail, instance, field) = (text("detail"), text("instance"), text("field"));
+        let retry_after = more.get("retry_after").and_then(Value::as_u64);
+        for known in ["error", "retry_after", "type", "title", "status"] {
+            more.remove(known);
+        }
+        Self {
+            kind: problem_type(code),
+            title: problem_title(code),
+            status,
+            detail,
+            instance,
+            error: code.to_owned(),
+            field,
+            retry_after,
+            more,
+        }
+    }
+}
+
 /// A typed answer: the type the OpenAPI document describes, serialised.
 pub fn typed_response<T: serde::Serialize>(status: u16, body: &T) -> Response<Body> {
     json_response(
@@ -201,17 +262,9 @@ pub fn json_response(status: u16, body: &Value) -> Response<Body> {
     let code = body.get("error").and_then(Value::as_str);
     let (content_type, text) = match code {
         Some(code) if status >= 400 => {
-            let mut problem = json!({
-                "type": problem_type(code),
-                "title": problem_title(code),
-                "status": status,
-            });
-            if let (Some(out), Some(fields)) = (problem.as_object_mut(), body.as_object()) {
-                for (name, value) in fields {
-                    out.insert(name.clone(), value.clone());
-                }
-            }
-            (PROBLEM, problem.to_string())
+            let problem = Problem::of(status, code, body);
+            let text = serde_json::to_string(&problem).expect("a problem serialises");
+            (PROBLEM, text)
         }
         _ => ("application/json", body.to_string()),
     };

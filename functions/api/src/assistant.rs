@@ -5,21 +5,38 @@
 //! result; a `call_id` reused with another input is 409.
 
 use crate::Ctx;
+use firmspace::commands::tools::{self, ToolView};
 use firmspace::commands::{Input, RequestKey, ToolCall};
 use firmspace::effects::automation::Tool;
-use firmspace::http::{body_bytes, json_response, parse_json, replayed_response, ApiError};
+use firmspace::http::{body_bytes, parse_json, replayed_response, typed_response, ApiError};
 use firmspace::ids::ExternalId;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 /// `GET /api/assistant/tools`.
 pub fn tools() -> Response<Body> {
-    let tools: Vec<Value> = Tool::ALL
-        .into_iter()
-        .map(firmspace::commands::tools::to_json)
-        .collect();
-    json_response(200, &json!({ "tools": tools }))
+    let tools = Tool::ALL.into_iter().map(tools::view).collect();
+    typed_response(200, &AssistantTools { tools })
+}
+
+/// The tools: `reply`, `create_task`, `register_payment`, `create_credit_note`, `resolve_review`.
+#[derive(Serialize, ToSchema)]
+pub struct AssistantTools {
+    tools: Vec<ToolView>,
+}
+
+/// A tool call's result; a repeat of the `call_id` gets the stored one with `duplicate: true`.
+#[derive(Serialize, ToSchema)]
+pub struct AssistantCallAnswer {
+    call_id: String,
+    /// What the tool answers: the payment's answer, the credit note, `{"task_id", "created"}`,
+    /// `{"state": "sending"}` for a reply, the resolution.
+    #[schema(value_type = Object)]
+    result: Value,
+    duplicate: bool,
 }
 
 /// Performs a tool call once per (organisation, `call_id`): `{"call_id", "result",
@@ -46,11 +63,13 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     if done.status >= 400 {
         return Ok(replayed_response(done.status, &done.answer, done.repeat));
     }
-    Ok(replayed_response(
-        200,
-        &json!({"call_id": call_id.as_str(), "result": done.answer, "duplicate": done.repeat}),
-        done.repeat,
-    ))
+    let answer = AssistantCallAnswer {
+        call_id: call_id.as_str().to_owned(),
+        result: done.answer,
+        duplicate: done.repeat,
+    };
+    let body = serde_json::to_value(answer).expect("an answer serialises");
+    Ok(replayed_response(200, &body, done.repeat))
 }
 
 /// `GET /api/requests/{key}` (`call`: `GET /api/assistant/calls/{call_id}`): the request's
@@ -68,7 +87,7 @@ pub(crate) async fn ask(
         fingerprint: String::new(),
     };
     match asked.look_up(store).await? {
-        Some(found) => Ok(json_response(200, &found)),
+        Some(found) => Ok(typed_response(200, &found)),
         None => Err(ApiError::new(
             404,
             "never_arrived",

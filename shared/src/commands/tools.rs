@@ -11,8 +11,8 @@ use crate::ids::OrgId;
 use crate::payments::Source;
 use crate::review::{review_item_pk, Reason};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::{PartialSchema, ToSchema};
 
 /// `reply`: a text into a conversation.
@@ -130,26 +130,60 @@ pub fn input_schema(tool: Tool) -> Value {
 
 /// A tool as `GET /api/assistant/tools` lists it, with MCP's annotations, so a client can ask
 /// a person before a tool that moves money.
-pub fn to_json(tool: Tool) -> Value {
+pub fn view(tool: Tool) -> ToolView {
     let (name, description, input_schema) = describe(tool);
-    json!({"name": name, "description": description, "input_schema": input_schema,
-        "annotations": annotations(tool)})
+    ToolView {
+        name,
+        description,
+        input_schema,
+        annotations: annotations(tool),
+    }
+}
+
+pub fn to_json(tool: Tool) -> Value {
+    serde_json::to_value(view(tool)).expect("a tool serialises")
+}
+
+/// One tool an assistant may call (`AssistantTool`).
+#[derive(Serialize, ToSchema)]
+#[schema(as = AssistantTool)]
+pub struct ToolView {
+    #[schema(example = "register_payment")]
+    pub name: String,
+    pub description: &'static str,
+    /// The input's JSON schema.
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+    pub annotations: Annotations,
+}
+
+/// MCP's tool annotations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    pub read_only_hint: bool,
+    /// It moves money (or, resolving a review item, may).
+    pub destructive_hint: bool,
+    /// A call sent again (the same `call_id`) has no further effect.
+    pub idempotent_hint: bool,
+    /// It reaches the world outside (a messenger).
+    pub open_world_hint: bool,
 }
 
 /// MCP's tool annotations: none reads only; a tool that moves money (or, resolving a review
 /// item, may) is destructive; every one acts once per `call_id`, so a call sent again has no
 /// further effect; a reply reaches the world outside (the messenger).
-pub fn annotations(tool: Tool) -> Value {
+pub fn annotations(tool: Tool) -> Annotations {
     let moves_money = matches!(
         tool,
         Tool::RegisterPayment | Tool::CreateCreditNote | Tool::ResolveReview
     );
-    json!({
-        "readOnlyHint": false,
-        "destructiveHint": moves_money,
-        "idempotentHint": true,
-        "openWorldHint": matches!(tool, Tool::Reply),
-    })
+    Annotations {
+        read_only_hint: false,
+        destructive_hint: moves_money,
+        idempotent_hint: true,
+        open_world_hint: matches!(tool, Tool::Reply),
+    }
 }
 
 pub fn describe(tool: Tool) -> (String, &'static str, Value) {
@@ -256,6 +290,7 @@ impl Input<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn every_tool_schema_is_derived_from_the_input_it_reads() {

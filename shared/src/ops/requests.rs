@@ -220,22 +220,27 @@ impl Request<'_> {
     }
 
     /// What became of the request sent under this key (`by`, `shared` and `key` name it; the
-    /// fingerprint is not read): `{"key", "state": "done", "status", "answer", "at"}`, or
-    /// `"state": "running"` while it runs; `None` when none arrived (or its record expired).
-    pub async fn look_up(&self, store: &Store) -> Result<Option<Value>, StoreError> {
+    /// fingerprint is not read): `done` with its status and answer, or `running` while it runs;
+    /// `None` when none arrived (or its record expired).
+    pub async fn look_up(&self, store: &Store) -> Result<Option<RequestOutcome>, StoreError> {
         let Some(item) = store.get(&self.pk()).await? else {
             return Ok(None);
         };
-        let mut found = serde_json::json!({"key": self.key, "at": item.opt_str("at")});
-        match (item.u64_of("status"), item.opt_str("answer")) {
-            (Ok(status), Some(answer)) => {
-                found["state"] = "done".into();
-                found["status"] = status.into();
-                found["answer"] = serde_json::from_str(answer).unwrap_or(Value::Null);
-            }
-            _ => found["state"] = "running".into(),
-        }
-        Ok(Some(found))
+        let (state, status, answer) = match (item.u64_of("status"), item.opt_str("answer")) {
+            (Ok(status), Some(answer)) => (
+                "done",
+                u16::try_from(status).ok(),
+                Some(serde_json::from_str(answer).unwrap_or(Value::Null)),
+            ),
+            _ => ("running", None, None),
+        };
+        Ok(Some(RequestOutcome {
+            key: self.key.to_owned(),
+            state,
+            status,
+            answer,
+            at: item.opt_str("at").map(str::to_owned),
+        }))
     }
 
     /// Stores the answer the request got.
@@ -251,4 +256,21 @@ impl Request<'_> {
             .when(Cond::Exists);
         store.update_if(&self.pk(), &update).await.map(|_| ())
     }
+}
+
+/// What became of a request, asked by its key: `running`, or `done` with what it was answered.
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct RequestOutcome {
+    pub key: String,
+    /// `running` or `done`.
+    #[schema(example = "done")]
+    pub state: &'static str,
+    /// `done`: the HTTP status the request was answered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// `done`: the answer's body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    pub answer: Option<Value>,
+    pub at: Option<String>,
 }
