@@ -12,7 +12,7 @@ use crate::review::{review_item_pk, Reason};
 use crate::store::item::{s, Read};
 use crate::store::{Answer, Decision, Index, Item, Plan, Seen, Step, Store, StoreError, Written};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use thiserror::Error;
 
 /// The list (in the operator's index) that finds a line by its `ledger_id`.
@@ -58,16 +58,38 @@ pub struct Refunded {
 
 impl Answer for Refunded {
     fn answer(&self) -> Value {
-        json!({
-            "ledger_id": self.line.ledger_id,
-            "refunds": self.refunds,
-            "amount": self.line.currency.show(self.line.amount),
-            "currency": self.line.currency.as_str(),
-            "applied": self.line.applied,
-            "reason": self.reason,
-            "wallet": self.wallet,
-        })
+        let answer = RefundAnswer {
+            duplicate: false,
+            ledger_id: self.line.ledger_id.clone(),
+            refunds: self.refunds.clone(),
+            amount: self.line.currency.show(self.line.amount),
+            currency: self.line.currency.as_str(),
+            applied: self.line.applied,
+            reason: self.reason.clone(),
+            wallet: self.wallet.clone(),
+        };
+        serde_json::to_value(answer).expect("a refund's answer serialises")
     }
+}
+
+/// A debit line given back: the refund line, the line it refunds, and the wallet after it
+/// (`duplicate`, set by the arrival: `Written::answer`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct RefundAnswer {
+    /// True when the line was given back before (by a person, or by the message's failure).
+    pub duplicate: bool,
+    /// The refund line's id.
+    pub ledger_id: String,
+    /// The debit line it gives back.
+    pub refunds: String,
+    pub amount: String,
+    pub currency: &'static str,
+    /// False when the debit never moved the balance (another currency): neither does its refund.
+    pub applied: bool,
+    pub reason: String,
+    /// As stored with the refund.
+    #[schema(value_type = super::wallet::WalletView)]
+    pub wallet: Value,
 }
 
 impl Refunded {

@@ -143,7 +143,8 @@ fn repush(org: &OrgId, event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan 
             &seen.wallet,
             line.status,
             true,
-        ),
+        )
+        .to_json(),
         writes: false,
     }
 }
@@ -156,25 +157,60 @@ fn answer(
     wallet: &Wallet,
     status: InboxStatus,
     duplicate: bool,
-) -> Value {
-    let mut answer = json!({
-        "ack": event.event_id,
-        "duplicate": duplicate,
-        "ledger_id": ledger_id,
-        "inbox_id": inbox_id,
-        "balance": wallet.shown_balance(),
-        "message_id": event.message_id,
-        "type": event.kind,
-        "status": status,
-    });
-    if event.kind == SmsType::Received {
-        answer["conversation_id"] = json!(crate::messages::conversation_id(
-            org,
-            &event.integration_id,
-            &event.from
-        ));
+) -> SmsAnswer {
+    SmsAnswer {
+        ack: event.event_id.clone(),
+        duplicate,
+        held: None,
+        ledger_id: ledger_id.map(str::to_owned),
+        inbox_id: Some(inbox_id.to_owned()),
+        balance: wallet.shown_balance(),
+        message_id: event.message_id.clone(),
+        kind: event.kind,
+        status: Some(status),
+        conversation_id: (event.kind == SmsType::Received)
+            .then(|| crate::messages::conversation_id(org, &event.integration_id, &event.from)),
+        review: None,
     }
-    answer
+}
+
+/// The answer to a carrier event, stored with it: a repeat of the event id gets it again, and
+/// a re-push of the message under a new event id names the same lines; both `duplicate: true`.
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SmsAnswer {
+    /// The event id (`webhook-id`).
+    pub ack: String,
+    pub duplicate: bool,
+    /// True when the integration is paused: the event is kept, and decided on its resume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<bool>,
+    /// The line the message is charged on (its refund, else its debit); null when none.
+    pub ledger_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inbox_id: Option<String>,
+    /// The wallet's balance after the event.
+    pub balance: String,
+    pub message_id: String,
+    #[serde(rename = "type")]
+    #[schema(value_type = String, example = "sms.sent")]
+    pub kind: SmsType,
+    /// The inbox line's status after the event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<InboxStatus>,
+    /// `sms.received`: the conversation the message is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Review items filed: `negative_balance`, `currency_mismatch`, `missing_price`,
+    /// `status_conflict`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub review: Option<Vec<Reason>>,
+}
+
+impl SmsAnswer {
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("an SMS answer serialises")
+    }
 }
 
 /// The lines and flags of a new event, the wallet moving as each line is booked.
@@ -335,8 +371,9 @@ impl Draft<'_> {
             false,
         );
         if !self.flags.is_empty() {
-            answer["review"] = json!(self.flags.iter().map(|f| f.reason).collect::<Vec<_>>());
+            answer.review = Some(self.flags.iter().map(|f| f.reason).collect());
         }
+        let answer = answer.to_json();
         let writes =
             !self.lines.is_empty() || inbox != InboxWrite::Nothing || !self.flags.is_empty();
         Plan {

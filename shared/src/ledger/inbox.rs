@@ -10,13 +10,13 @@ use crate::time;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub const KIND: &str = "inbox_row";
 
 /// `sent` → `delivered` or `failed` (outgoing); `received` (incoming). `delivered` and `failed`
 /// are final.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InboxStatus {
     Sent,
@@ -132,21 +132,44 @@ impl InboxLine {
         })
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "inbox_id": self.inbox_id,
-            "message_id": self.message_id,
-            "direction": self.direction,
-            "from": self.from,
-            "to": self.to,
-            "text": self.text,
-            "status": self.status,
-            "event_ids": self.event_ids,
-            "at": time::format(self.at),
-            "integration_id": self.integration_id,
-            "segments": self.segments,
-        })
+    /// The line as the inbox shows it.
+    pub fn view(&self) -> InboxView {
+        InboxView {
+            inbox_id: self.inbox_id.clone(),
+            message_id: self.message_id.clone(),
+            direction: self.direction,
+            from: self.from.clone(),
+            to: self.to.clone(),
+            text: self.text.clone(),
+            status: self.status,
+            event_ids: self.event_ids.clone(),
+            at: time::format(self.at),
+            integration_id: self.integration_id.clone(),
+            segments: self.segments,
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("an inbox line's view serialises")
+    }
+}
+
+/// An SMS in the inbox, one per carrier message (`InboxItem`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = InboxItem)]
+pub struct InboxView {
+    pub inbox_id: String,
+    pub message_id: String,
+    pub direction: Direction,
+    pub from: String,
+    pub to: String,
+    pub text: String,
+    pub status: InboxStatus,
+    /// Every event that wrote to the line.
+    pub event_ids: Vec<String>,
+    pub at: String,
+    pub integration_id: String,
+    pub segments: Option<u32>,
 }
 
 /// The organisation's inbox, newest first, a page at a time.

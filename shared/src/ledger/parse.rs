@@ -11,21 +11,41 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-#[derive(Deserialize)]
-struct Body {
+/// A carrier event: `sms.sent`, `sms.received`, `sms.delivered` or `sms.failed`; other types
+/// are answered `ignored` (`SmsPayload`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SmsPayload)]
+pub struct Body {
     #[serde(rename = "type")]
+    #[schema(example = "sms.sent", max_length = 255)]
     kind: String,
+    /// Required for the types we book.
+    #[schema(value_type = Option<Data>)]
     data: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize)]
-struct Data {
+/// What a carrier event says of its message (`SmsData`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = SmsData)]
+pub struct Data {
+    /// The carrier's message id (1-255 bytes, no white space or `#`): what lines are keyed by.
+    #[schema(min_length = 1, max_length = 255)]
     message_id: String,
+    /// 1-128 bytes.
+    #[schema(min_length = 1, max_length = 128)]
     from: String,
+    #[schema(min_length = 1, max_length = 128)]
     to: String,
+    /// At most 1600 characters.
+    #[schema(max_length = 1600)]
     text: Option<String>,
+    /// 1 to 255.
+    #[schema(minimum = 1, maximum = 255)]
     segments: Option<u32>,
+    /// Major units, at most 1000; "0" is no charge. Requires `currency`.
+    #[schema(example = "0.05", max_length = 32)]
     price: Option<String>,
+    #[schema(example = "USD", min_length = 3, max_length = 3)]
     currency: Option<String>,
 }
 

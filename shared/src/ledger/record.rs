@@ -21,7 +21,6 @@ use crate::store::item::{n, s, tag_name, Read};
 use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
 /// The keys one event reads, in order.
 struct Keys {
@@ -234,10 +233,20 @@ fn hold(
     now: DateTime<Utc>,
 ) -> Write<Acked> {
     let org = integration.org();
-    let answer = json!({
-        "ack": event.event_id, "duplicate": false, "held": true, "ledger_id": null,
-        "balance": wallet.shown_balance(), "message_id": event.message_id, "type": event.kind,
-    });
+    let answer = super::decide::SmsAnswer {
+        ack: event.event_id.clone(),
+        duplicate: false,
+        held: Some(true),
+        ledger_id: None,
+        inbox_id: None,
+        balance: wallet.shown_balance(),
+        message_id: event.message_id.clone(),
+        kind: event.kind,
+        status: None,
+        conversation_id: None,
+        review: None,
+    }
+    .to_json();
     let ack = Ack {
         org: org.clone(),
         event: event.clone(),

@@ -9,7 +9,7 @@ use crate::ids::{ExternalId, OrgId};
 use crate::store::item::{s, Read};
 use crate::store::{Answer, Decision, Item, Mismatch, Plan, Seen, Step, Store, Written};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// A top-up's answer: `{"ledger_id", "wallet": {"balance", "currency", "version"}}` (the edge
@@ -17,6 +17,16 @@ use sha2::{Digest, Sha256};
 #[derive(Clone, Debug, PartialEq)]
 pub struct TopUp {
     pub answer: Value,
+}
+
+/// A top-up's answer, stored with it (`duplicate`, set by the arrival: `Written::answer`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct TopUpAnswer {
+    /// True on a repeat of the same key and body: the stored answer.
+    pub duplicate: bool,
+    #[schema(example = "led_0123456789abcdef0123")]
+    pub ledger_id: String,
+    pub wallet: super::wallet::WalletView,
 }
 
 impl Answer for TopUp {
@@ -104,7 +114,12 @@ impl Decision for Topping<'_> {
             applied: true,
             balance_after: next.balance,
         };
-        let answer = json!({"ledger_id": line.ledger_id, "wallet": next.to_json()});
+        let answer = TopUpAnswer {
+            duplicate: false,
+            ledger_id: line.ledger_id.clone(),
+            wallet: next.view(),
+        };
+        let answer = serde_json::to_value(answer).expect("a top-up's answer serialises");
         let mut item = line.to_item();
         item.insert("answer".into(), s(answer.to_string()));
         Ok(Plan::Write {

@@ -7,7 +7,7 @@ use crate::money::{display, Currency};
 use crate::store::item::{malformed, n, s, Read};
 use crate::store::{Cond, Item, Step, Store, StoreError, Update};
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub const KIND: &str = "wallet";
 
@@ -100,13 +100,32 @@ impl Wallet {
         }
     }
 
-    pub fn to_json(&self) -> Value {
-        json!({
-            "balance": self.shown_balance(),
-            "currency": self.currency.map(|c| c.as_str()),
-            "version": self.version,
-        })
+    /// The wallet as the API shows it.
+    pub fn view(&self) -> WalletView {
+        WalletView {
+            balance: self.shown_balance(),
+            currency: self.currency.map(|c| c.as_str()),
+            version: self.version,
+        }
     }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a wallet's view serialises")
+    }
+}
+
+/// The prepaid wallet (`Wallet`).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Wallet)]
+pub struct WalletView {
+    /// Major units; negative when SMS already sent cost more than was topped up.
+    #[schema(example = "12.35")]
+    pub balance: String,
+    /// Set by the first top-up; null before.
+    #[schema(example = "USD")]
+    pub currency: Option<&'static str>,
+    /// Moves with every change of the balance.
+    pub version: u64,
 }
 
 pub async fn get(store: &Store, org: &OrgId) -> Result<Wallet, StoreError> {
