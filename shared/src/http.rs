@@ -246,6 +246,19 @@ impl Problem {
     }
 }
 
+/// A page of a list: `{"items", "cursor"}`; `cursor` is what the next page's `cursor` takes,
+/// null at the end (the OpenAPI document's `Paged` answer).
+#[derive(Debug, serde::Serialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub cursor: Option<String>,
+}
+
+/// A page's answer.
+pub fn page_response<T: serde::Serialize>(items: Vec<T>, cursor: Option<String>) -> Response<Body> {
+    typed_response(200, &Page { items, cursor })
+}
+
 /// A typed answer: the type the OpenAPI document describes, serialised.
 pub fn typed_response<T: serde::Serialize>(status: u16, body: &T) -> Response<Body> {
     json_response(

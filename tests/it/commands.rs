@@ -475,7 +475,9 @@ async fn eight_messages_in_one_chat_get_at_most_five_replies_and_five_model_call
             .await
             .unwrap();
     assert_eq!(skipped.len(), 3, "{skipped:?}");
-    assert!(skipped.iter().all(|r| r["reason"] == "reply_cap"));
+    assert!(skipped
+        .iter()
+        .all(|r| r.reason.as_deref() == Some("reply_cap")));
 }
 
 /// A key of the organisation with exactly these scopes.
@@ -901,7 +903,9 @@ async fn over_its_hourly_budget_an_ai_run_is_skipped_with_one_review_item() {
         .await
         .unwrap();
     assert_eq!(skipped.len(), 2, "{skipped:?}");
-    assert!(skipped.iter().all(|r| r["reason"] == "ai_budget"));
+    assert!(skipped
+        .iter()
+        .all(|r| r.reason.as_deref() == Some("ai_budget")));
     let items = firmspace::review::list(store, &chat.s.org, 200)
         .await
         .unwrap();

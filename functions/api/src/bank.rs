@@ -5,11 +5,9 @@ use firmspace::bank::files;
 use firmspace::bank::{self, BankTxView};
 use firmspace::commands::statements::bank_integration;
 use firmspace::commands::{Command, RequestKey};
-use firmspace::http::{body_bytes, query, typed_response, ApiError};
+use firmspace::http::{body_bytes, page_response, query, typed_response, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 #[derive(serde::Deserialize, utoipa::ToSchema)]
 pub struct MatchBody {
@@ -103,17 +101,5 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
             ..row.view()
         })
         .collect();
-    let page = BankTransactions {
-        items,
-        cursor: next,
-    };
-    Ok(typed_response(200, &page))
-}
-
-/// A page of rows; `cursor` while more remain.
-#[derive(Serialize, ToSchema)]
-pub struct BankTransactions {
-    items: Vec<BankTxView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cursor: Option<String>,
+    Ok(page_response(items, next))
 }

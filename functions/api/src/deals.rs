@@ -3,12 +3,11 @@
 use crate::Ctx;
 use firmspace::commands::{Command, RequestKey};
 use firmspace::deals::{self, Stage};
-use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::http::{body_bytes, page_response, parse_json, query, ApiError};
 use firmspace::ops::requests;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 fn stage(raw: &str) -> Result<Stage, ApiError> {
@@ -25,12 +24,8 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     let (cards, next) = deals::page(store, &ctx.org, stage, limit, cursor.as_deref())
         .await
         .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
-    let items: Vec<Value> = cards.iter().map(deals::Deal::to_json).collect();
-    let mut answer = json!({ "items": items });
-    if let Some(next) = next {
-        answer["cursor"] = json!(next);
-    }
-    Ok(json_response(200, &answer))
+    let items = cards.iter().map(deals::Deal::view).collect();
+    Ok(page_response(items, next))
 }
 
 /// `POST /api/deals/{id}/stage`.

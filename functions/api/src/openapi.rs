@@ -66,7 +66,7 @@ pub fn document() -> OpenApi {
     let mut item = PathItem::new(HttpMethod::Post, bank_webhook::operation(&mut schemas));
     item.get = Some(bank_webhook::check());
     paths = paths.path(bank_webhook::PATH, item);
-    paths = ops::paths(paths);
+    paths = ops::paths(paths, &mut schemas);
     let sms = sms_webhook::operation(&mut schemas);
     paths = paths.path(sms_webhook::PATH, PathItem::new(HttpMethod::Post, sms));
     let leads = leads_webhook::operation(&mut schemas);
@@ -128,9 +128,25 @@ fn bearer(description: &str) -> SecurityScheme {
 
 /// A route's success body: its schema and media type.
 fn answer_of(route: &Route, schemas: &mut Schemas) -> (RefOr<Schema>, &'static str) {
-    match route.answer {
+    answer_schema(&route.answer, schemas)
+}
+
+/// An answer's schema and media type.
+pub(crate) fn answer_schema(
+    answer: &Answer,
+    schemas: &mut Schemas,
+) -> (RefOr<Schema>, &'static str) {
+    match *answer {
         Answer::One(doc) => (Ref::from_schema_name(doc(schemas)).into(), JSON),
         Answer::Items(doc) => (items(doc(schemas)), JSON),
+        Answer::Paged(doc) => (page(doc(schemas)), JSON),
+        Answer::Html(what) => (
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(what))
+                .into(),
+            "text/html",
+        ),
         Answer::OneOf(docs) => {
             let one_of = docs.iter().fold(OneOfBuilder::new(), |one_of, doc| {
                 one_of.item(Ref::from_schema_name(doc(schemas)))
@@ -203,6 +219,22 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
 }
 
 /// `{"items": [<name>]}`, as the list routes answer.
+/// `{"items": [...], "cursor"}`: `cursor` is what the next page's `cursor` takes, null at the end.
+fn page(name: String) -> RefOr<Schema> {
+    let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
+    let cursor =
+        ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::String,
+            Type::Null,
+        ]));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("items", list)
+        .property("cursor", cursor)
+        .required("items")
+        .into()
+}
+
 fn items(name: String) -> RefOr<Schema> {
     let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
     ObjectBuilder::new()

@@ -161,6 +161,10 @@ pub enum Answer {
     OneOf(&'static [Doc]),
     /// `{"items": [...]}`.
     Items(Doc),
+    /// A page: `{"items": [...], "cursor"}`, `cursor` set while more remain.
+    Paged(Doc),
+    /// An HTML page, described.
+    Html(&'static str),
     /// The OpenAPI document itself.
     Document,
     /// `text/csv` with a header row of these columns.

@@ -3,10 +3,10 @@
 //! document and the answers cannot drift.
 
 pub use crate::assistant::{AssistantCallAnswer, AssistantTools};
-pub use crate::bank::BankTransactions;
 pub use crate::invoices::InvoiceDetail;
 pub use crate::setup::IntegrationInfo;
 pub use firmspace::bank::files::FileImportView as FileImport;
+pub use firmspace::bank::BankTxView as BankTransaction;
 pub use firmspace::calls::{CallAnswer, CallView as Call};
 pub use firmspace::commands::answers::{
     BankMatched, BankUnmatched, CsvImported, FileAccepted, ImportStarted, IntegrationCreated,

@@ -362,3 +362,54 @@ fn string_limits_are_max_lengths() {
         .unwrap();
     assert_eq!(key["schema"]["maxLength"], 255, "{key}");
 }
+
+/// Whether `schema` names fields: a reference to a component that has properties (or is one of
+/// several, or all of several), an object with properties, or one of several such.
+fn has_fields(doc: &Value, schema: &Value) -> bool {
+    if let Some(target) = schema["$ref"].as_str() {
+        let name = target.trim_start_matches("#/components/schemas/");
+        return has_fields(doc, &doc["components"]["schemas"][name]);
+    }
+    if let Some(options) = schema["oneOf"].as_array().or(schema["allOf"].as_array()) {
+        return !options.is_empty() && options.iter().all(|o| has_fields(doc, o));
+    }
+    schema["properties"]
+        .as_object()
+        .is_some_and(|p| !p.is_empty())
+}
+
+#[test]
+fn every_json_answer_has_a_schema_with_its_fields() {
+    let doc = json();
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let Some(schema) = response["content"]["application/json"].get("schema") else {
+                    continue;
+                };
+                if !status.starts_with('2') || path == "/api/openapi.json" {
+                    continue;
+                }
+                assert!(
+                    has_fields(&doc, schema),
+                    "{method} {path} {status}: the answer is described without fields: {schema}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 75, "{checked}");
+    let ops = |path: &str, method: &str| doc["paths"][path][method]["responses"]["200"].clone();
+    let resolved = &ops("/ops/review/{id}/resolve", "post")["content"]["application/json"];
+    assert_eq!(
+        resolved["schema"]["$ref"],
+        "#/components/schemas/Resolution"
+    );
+    let page = &ops("/ops/events", "get")["content"]["application/json"]["schema"];
+    assert_eq!(
+        page["properties"]["items"]["items"]["$ref"],
+        "#/components/schemas/EventRow"
+    );
+    assert!(page["properties"]["cursor"].is_object(), "{page}");
+}

@@ -9,6 +9,7 @@ use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::{perform, Actor, Command, Env, Queued, RequestKey};
 use firmspace::http::{body_bytes, parse_json, ApiError};
+use firmspace::ops::answers::{Moved, ReplayCounted, ReplaySent, Sent};
 use firmspace::ops::events::{
     dry_run as dry_run_of, replay, replay_window as replay_window_of, ReplayError, Window,
     WINDOW_MAX,
@@ -462,7 +463,7 @@ async fn pause_consumer(
         .set(&app.store, consumer, paused, by, now)
         .await
         .map_err(|e| ApiError::internal(&e, true))?;
-    Ok((200, state))
+    Ok((200, json!(state)))
 }
 
 /// `POST /ops/events/replay`: a dry run counts, a replay sends what is missing, each once, for
@@ -482,10 +483,12 @@ async fn replay_window(
     };
     if dry_run {
         let found = dry_run_of(&app.store, org, window).await.map_err(refused)?;
-        return Ok((
-            200,
-            json!({"events": found.events, "missing": found.missing, "dry_run": true}),
-        ));
+        let counted = ReplayCounted {
+            events: found.events,
+            missing: found.missing,
+            dry_run: true,
+        };
+        return Ok((200, json!(counted)));
     }
     let done = replay_window_of(&app.store, &app.publisher, (org, window), cursor, now)
         .await
@@ -493,11 +496,13 @@ async fn replay_window(
             ReplayError::Store(e) => refused(e),
             other => ApiError::internal(&other, true),
         })?;
-    Ok((
-        200,
-        json!({"events": done.events, "sent": done.sent, "more": done.cursor.is_some(),
-               "cursor": done.cursor}),
-    ))
+    let sent = ReplaySent {
+        events: done.events,
+        sent: done.sent,
+        more: done.cursor.is_some(),
+        cursor: done.cursor,
+    };
+    Ok((200, json!(sent)))
 }
 
 /// The deployment's actions: a DLQ redriven, an event's consequences replayed, a worker paused.
@@ -517,10 +522,10 @@ async fn run(
                 .redrive(pair, ids.as_deref(), std::time::Duration::from_secs(20))
                 .await
                 .map_err(|e| ApiError::internal(&e, true))?;
-            (200, json!({"moved": moved, "more": more}))
+            (200, json!(Moved { moved, more }))
         }
         Action::Replay { pk } => match replay(store, &app.publisher, &pk).await {
-            Ok(sent) => (200, json!({"sent": sent})),
+            Ok(sent) => (200, json!(Sent { sent })),
             Err(ReplayError::NotFound) => return Err(unknown("event")),
             Err(e) => return Err(ApiError::internal(&e, true)),
         },

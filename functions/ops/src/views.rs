@@ -3,13 +3,13 @@
 
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
-use firmspace::http::{json_response, query, ApiError};
+use firmspace::http::{query, typed_response, ApiError};
 use firmspace::ids::OrgId;
+use firmspace::ops::answers::{Chart, ConsumerState, OrgRow, ReviewFigures, RunFigures, Summary};
 use firmspace::ops::events::{self, Counts, Filter, FilterError};
 use firmspace::ops::{chart, review, runs, EventKind};
 use firmspace::store::{counters, StoreError};
 use lambda_http::{Body, Request, Response};
-use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 /// Whether a path is one of ours (for a 405 rather than a 404).
@@ -55,8 +55,9 @@ fn read_error(e: StoreError, cursor: Option<&str>) -> ApiError {
     }
 }
 
-fn listed(items: Vec<Value>, next: Option<String>) -> Response<Body> {
-    json_response(200, &json!({"items": items, "cursor": next}))
+/// A page of a list: `{"items", "cursor"}`.
+fn listed<T: serde::Serialize>(items: Vec<T>, next: Option<String>) -> Response<Body> {
+    firmspace::http::page_response(items, next)
 }
 
 /// The figures of one organisation or (`None`) of the deployment: one read of the counters
@@ -118,17 +119,21 @@ pub(crate) async fn summary(
         ),
         Who::Org(_) => None,
     };
-    Ok(json_response(
-        200,
-        &json!({
-            "events": f.kinds,
-            "queues": queues,
-            "review": {"open": f.open, "by_reason": f.by_reason},
-            "runs": {"needs_check": f.needs_check, "failed": f.failed},
-            "orgs": f.orgs,
-            "at": firmspace::time::format(now),
-        }),
-    ))
+    let summary = Summary {
+        events: f.kinds,
+        queues,
+        review: ReviewFigures {
+            open: f.open,
+            by_reason: f.by_reason,
+        },
+        runs: RunFigures {
+            needs_check: f.needs_check,
+            failed: f.failed,
+        },
+        orgs: f.orgs,
+        at: firmspace::time::format(now),
+    };
+    Ok(typed_response(200, &summary))
 }
 
 /// The deployment's figures as CloudWatch metrics (EMF): what the dashboard shows beside the
@@ -165,7 +170,10 @@ pub(crate) async fn orgs(app: &App, who: &Who, req: &Request) -> Result<Response
     };
     let items = orgs
         .into_iter()
-        .map(|(org, name)| json!({"id": org.as_str(), "name": name}))
+        .map(|(org, name)| OrgRow {
+            id: org.as_str().to_owned(),
+            name,
+        })
         .collect();
     Ok(listed(items, next))
 }
@@ -228,7 +236,7 @@ pub(crate) async fn review(
         state,
         limit(req)?,
         cursor.as_deref(),
-        review::to_json,
+        review::view,
     )
     .await
     .map_err(|e| read_error(e, cursor.as_deref()))?;
@@ -255,7 +263,7 @@ pub(crate) async fn chart(
 ) -> Result<Response<Body>, ApiError> {
     let org = who.one(req)?;
     let hours = chart::hours(&app.store, &org, now).await?;
-    Ok(json_response(200, &json!({"hours": hours})))
+    Ok(typed_response(200, &Chart { hours }))
 }
 
 /// The deployment's queues answer to the admin only.
@@ -287,10 +295,7 @@ pub(crate) async fn dlq(
         .peek(pair, limit(req)? as usize)
         .await
         .map_err(|e| ApiError::internal(&e, true))?;
-    let mut answer = Map::new();
-    answer.insert("items".into(), json!(items));
-    answer.insert("cursor".into(), Value::Null);
-    Ok(json_response(200, &Value::Object(answer)))
+    Ok(listed(items, None))
 }
 
 /// `GET /ops/consumers` (admin): each worker, whether it takes messages, and who paused or
@@ -298,13 +303,13 @@ pub(crate) async fn dlq(
 pub(crate) async fn consumers(app: &App, who: &Who) -> Result<Response<Body>, ApiError> {
     admin_only(who)?;
     let Some(consumers) = &app.consumers else {
-        return Ok(json_response(200, &json!({ "items": [] })));
+        return Ok(listed(Vec::<ConsumerState>::new(), None));
     };
     let items = consumers
         .states(&app.store)
         .await
         .map_err(|e| ApiError::internal(&e, true))?;
-    Ok(json_response(200, &json!({ "items": items })))
+    Ok(listed(items, None))
 }
 
 /// `GET /ops/integrations`: the organisation's paused integrations, who paused each and when,
@@ -316,5 +321,5 @@ pub(crate) async fn integrations(
 ) -> Result<Response<Body>, ApiError> {
     let org = who.one(req)?;
     let items = firmspace::ops::hold::paused_of(&app.store, &org).await?;
-    Ok(json_response(200, &json!({ "items": items })))
+    Ok(listed(items, None))
 }

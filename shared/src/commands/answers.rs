@@ -12,7 +12,7 @@ pub(super) fn json<T: Serialize>(answer: &T) -> Value {
 }
 
 /// A void invoice (`duplicate: true` when it was void already).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct InvoiceVoided {
     #[serde(flatten)]
     pub invoice: InvoiceView,
@@ -20,7 +20,7 @@ pub struct InvoiceVoided {
 }
 
 /// A copy of an invoice: a new draft with a new number.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct InvoiceCopy {
     #[serde(flatten)]
     pub invoice: InvoiceView,
@@ -30,7 +30,7 @@ pub struct InvoiceCopy {
 
 /// A match: the money applied, the invoice now, the one a re-match took it from, and who
 /// matched when.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct BankMatched {
     pub duplicate: bool,
     #[schema(example = "40.00")]
@@ -43,7 +43,7 @@ pub struct BankMatched {
 }
 
 /// An unmatch: the money taken back and the invoice now.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct BankUnmatched {
     #[schema(example = "40.00")]
     pub reverted: String,
@@ -52,7 +52,7 @@ pub struct BankUnmatched {
 
 /// A new integration: where its sender posts and how it signs, or where outgoing calls go.
 /// Each kind fills its own fields; the rest are absent. Its secrets are shown here once.
-#[derive(Default, Serialize, ToSchema)]
+#[derive(Debug, Default, Serialize, ToSchema)]
 pub struct IntegrationCreated {
     pub integration_id: String,
     #[schema(value_type = crate::integrations::IntegrationKind)]
@@ -94,7 +94,7 @@ pub struct IntegrationCreated {
 }
 
 /// A new organisation and its first API key.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct OrgCreated {
     pub org_id: String,
     pub name: String,
@@ -103,14 +103,14 @@ pub struct OrgCreated {
 }
 
 /// A member as listed.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Member {
     pub user_id: String,
     pub name: String,
 }
 
 /// A member added (`duplicate: true` when the member was there already).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct MemberAdded {
     pub user_id: String,
     pub name: String,
@@ -118,14 +118,14 @@ pub struct MemberAdded {
 }
 
 /// A notification marked read.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct MarkedRead {
     pub key: String,
     pub read: bool,
 }
 
 /// An accepted CSV file of up to 5,000 rows, stored now.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct CsvImported {
     pub rows: usize,
     pub imported: usize,
@@ -137,7 +137,7 @@ pub struct CsvImported {
 
 /// A CSV file of more than 5,000 rows, kept for the import worker: the import, where to follow
 /// it, and whether the same file was sent before.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct FileAccepted {
     #[serde(flatten)]
     pub import: crate::bank::files::FileImportView,
@@ -147,7 +147,7 @@ pub struct FileAccepted {
 }
 
 /// An import request: `started`, or why not (`running`: a run holds the statement window).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ImportStarted {
     pub started: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,11 +1,13 @@
 //! The operator's commands on an organisation's records: a person's decision on a run that
 //! needs a check, an integration paused or resumed, an integration's secrets rotated.
 
+use super::answers;
 use super::{Actor, Env};
 use crate::effects::runs::RunState;
 use crate::http::ApiError;
 use crate::ids::IntegrationId;
 use crate::integrations::rotation::{self, RotateError};
+use crate::ops::answers::{IntegrationPaused, RunDecided};
 use crate::ops::hold;
 use crate::ops::runs::{self, Decided, Decision};
 use crate::store::item::tag_name;
@@ -30,6 +32,10 @@ fn publisher<'a, R>(env: &'a Env<'_, R>) -> Result<&'a crate::effects::queue::Pu
     })
 }
 
+fn run_state(state: String) -> Value {
+    answers::json(&RunDecided { state })
+}
+
 fn conflict(code: &str, detail: &str, outcome: Value) -> (u16, Value) {
     (
         409,
@@ -52,8 +58,8 @@ pub(super) async fn decide<R>(
         })?;
     let state = |s: Option<RunState>| s.map_or(Value::Null, |s| json!(tag_name(&s)));
     Ok(match decided {
-        Decided::Now(now) => (200, json!({"state": tag_name(&now)})),
-        Decided::Queued => (202, json!({"state": "sending"})),
+        Decided::Now(now) => (200, run_state(tag_name(&now))),
+        Decided::Queued => (202, run_state("sending".to_owned())),
         Decided::Already(was) => conflict(
             "not_needs_check",
             "the run was decided before",
@@ -83,22 +89,21 @@ pub(super) async fn pause<R>(
         .ok_or_else(|| ApiError::not_found("integration"))?;
     if paused {
         let changed = hold::pause(store, id, &by.id(), env.now).await?;
-        return Ok((
-            200,
-            json!({"integration_id": id.id, "paused": true, "changed": changed}),
-        ));
+        let answer = IntegrationPaused {
+            integration_id: id.id.clone(),
+            paused: true,
+            changed,
+        };
+        return Ok((200, answers::json(&answer)));
     }
-    let mut resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
+    let resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
         .await
         .map_err(|e| match e {
             hold::ResumeError::Unsettled(_) => ApiError::new(503, "held_not_listed", e.to_string()),
             hold::ResumeError::Gone => ApiError::not_found("integration"),
             other => ApiError::internal(&other, true),
         })?;
-    // By its digest, as the paused list names it: a monobank integration's id is a credential.
-    resumed["integration_id"] = json!(id.digest());
-    resumed["paused"] = json!(false);
-    Ok((200, resumed))
+    Ok((200, answers::json(&resumed)))
 }
 
 /// Every secret the integration holds, replaced, the previous ones verifying for `overlap`.

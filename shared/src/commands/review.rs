@@ -84,10 +84,12 @@ pub(super) async fn resolve<R>(
             json!({"error": "not_open", "detail": detail, "outcome": shown}),
         ));
     }
-    if let Some((name, booked)) = booked {
-        shown[name] = booked;
+    match booked {
+        Some(("payment", booked)) => shown.payment = Some(booked),
+        Some((_, booked)) => shown.reversal = Some(booked),
+        None => {}
     }
-    Ok((200, shown))
+    Ok((200, super::answers::json(&shown)))
 }
 
 /// `apply` on an open item that proposes or kept money: the item marked as being applied (a

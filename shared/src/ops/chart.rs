@@ -6,13 +6,13 @@
 //! approximate: a function reclaimed before it wrote its count loses it (the edge's `deliveries`
 //! metric with `outcome=duplicate` counts every one).
 
+use super::answers::Hour;
 use super::EventKind;
 use crate::ids::OrgId;
 use crate::store::counters;
 use crate::store::item::{n, s, Read};
 use crate::store::{Store, StoreError, Update};
 use chrono::{DateTime, Duration, DurationRound, Timelike, Utc};
-use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -89,7 +89,7 @@ pub async fn hours(
     store: &Store,
     org: &OrgId,
     now: DateTime<Utc>,
-) -> Result<Vec<Value>, StoreError> {
+) -> Result<Vec<Hour>, StoreError> {
     let last = hour_of(now);
     let hours: Vec<DateTime<Utc>> = (0..HOURS)
         .rev()
@@ -109,18 +109,14 @@ pub async fn hours(
     };
     Ok(hours
         .iter()
-        .map(|hour| {
-            let stored: serde_json::Map<String, Value> = EventKind::ALL
+        .map(|hour| Hour {
+            hour: crate::time::format(*hour),
+            stored: EventKind::ALL
                 .iter()
-                .map(|kind| (*kind, counted.at(*kind, *hour)))
+                .map(|kind| (kind.name(), counted.at(*kind, *hour)))
                 .filter(|(_, n)| *n > 0)
-                .map(|(kind, n)| (kind.name().to_owned(), json!(n)))
-                .collect();
-            json!({
-                "hour": crate::time::format(*hour),
-                "stored": stored,
-                "duplicates": duplicates_at(*hour),
-            })
+                .collect(),
+            duplicates: duplicates_at(*hour),
         })
         .collect())
 }

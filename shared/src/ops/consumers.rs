@@ -3,11 +3,11 @@
 //! receive is spent towards the dead-letter queue); who paused or resumed it, and when, is kept
 //! beside it for the page. Both are idempotent: pausing a paused worker changes nothing.
 
+use super::answers::ConsumerState;
 use crate::store::item::{Builder, Read};
 use crate::store::{Store, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
 
 /// One worker and the event source mapping that feeds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl Consumers {
 
     /// Each worker as the page shows it: whether its mapping takes messages now, and who
     /// paused or resumed it last, when.
-    pub async fn states(&self, store: &Store) -> Result<Vec<Value>, ConsumerError> {
+    pub async fn states(&self, store: &Store) -> Result<Vec<ConsumerState>, ConsumerError> {
         let mut out = Vec::new();
         for consumer in &self.list {
             out.push(self.state(store, consumer).await?);
@@ -61,7 +61,11 @@ impl Consumers {
         Ok(out)
     }
 
-    async fn state(&self, store: &Store, consumer: &Consumer) -> Result<Value, ConsumerError> {
+    async fn state(
+        &self,
+        store: &Store,
+        consumer: &Consumer,
+    ) -> Result<ConsumerState, ConsumerError> {
         let mapping = self
             .lambda
             .get_event_source_mapping()
@@ -78,14 +82,14 @@ impl Consumers {
                 .and_then(|r| r.opt_str(name).map(str::to_owned))
         };
         let state = mapping.state().unwrap_or("Unknown");
-        Ok(json!({
-            "name": consumer.name,
-            "paused": matches!(state, "Disabled" | "Disabling"),
-            "mapping_state": state,
-            "by": field("by"),
-            "at": field("at"),
-            "action": field("action"),
-        }))
+        Ok(ConsumerState {
+            name: consumer.name.clone(),
+            paused: matches!(state, "Disabled" | "Disabling"),
+            mapping_state: state.to_owned(),
+            by: field("by"),
+            at: field("at"),
+            action: field("action"),
+        })
     }
 
     /// Pauses (`paused`) or resumes the worker: its mapping disabled or enabled, and who did it.
@@ -96,7 +100,7 @@ impl Consumers {
         paused: bool,
         by: &str,
         now: DateTime<Utc>,
-    ) -> Result<Value, ConsumerError> {
+    ) -> Result<ConsumerState, ConsumerError> {
         self.lambda
             .update_event_source_mapping()
             .uuid(&consumer.mapping)

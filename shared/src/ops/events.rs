@@ -3,6 +3,7 @@
 //! waits (one read of the kind's waiting marks), a list with each event's summary and
 //! consequences, filtered by time and text, and the replays that send what is missing.
 
+use super::answers::{ConsequenceState, EventRow};
 use super::{events_pk, ids, EventKind};
 use crate::effects::queue::{Publisher, QueueError};
 use crate::effects::waiting::{self, State};
@@ -13,12 +14,11 @@ use crate::store::counters::{self, Counted};
 use crate::store::item::{s, Read};
 use crate::store::{Cond, Index, Item, Store, StoreError, Update};
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Value};
 use std::time::Instant;
 
 /// One kind's figures: stored today (UTC) and in the last 7 days, how many still miss a
 /// consequence, and when the oldest of those was listed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Counts {
     pub today: u64,
     pub week: u64,
@@ -221,19 +221,28 @@ impl Filter {
 }
 
 /// An event as the list shows it.
-fn to_json(kind: EventKind, item: &Item, states: &[State]) -> Value {
+fn view(kind: EventKind, item: &Item, states: &[State]) -> EventRow {
     let position = item.opt_str("gsi2sk").unwrap_or_default();
     let (at, key) = position.split_once('#').unwrap_or((position, ""));
-    json!({
-        "id": ids::encode(item.opt_str("pk").unwrap_or_default()),
-        "org": item.opt_str("org"),
-        "key": key,
-        "kind": kind.name(),
-        "at": at,
-        "summary": summary(kind, item),
-        "outcome": item.opt_str("outcome").unwrap_or("stored"),
-        "consequences": states.iter().map(State::to_json).collect::<Vec<_>>(),
-    })
+    EventRow {
+        id: ids::encode(item.opt_str("pk").unwrap_or_default()),
+        org: item.opt_str("org").map(str::to_owned),
+        key: key.to_owned(),
+        kind: kind.name(),
+        at: at.to_owned(),
+        summary: summary(kind, item),
+        outcome: item.opt_str("outcome").unwrap_or("stored").to_owned(),
+        consequences: states.iter().map(consequence).collect(),
+    }
+}
+
+/// A consequence as the list shows it.
+fn consequence(state: &State) -> ConsequenceState {
+    ConsequenceState {
+        kind: state.kind,
+        key: state.key.clone(),
+        state: if state.done { "done" } else { "missing" },
+    }
 }
 
 /// A page of an organisation's events of a kind, newest first, each with its consequences:
@@ -245,7 +254,7 @@ pub async fn page(
     filter: &Filter,
     limit: i32,
     cursor: Option<&str>,
-) -> Result<(Vec<Value>, Option<String>), StoreError> {
+) -> Result<(Vec<EventRow>, Option<String>), StoreError> {
     let list = events_pk(org, kind);
     let (items, next) = match filter.q {
         None => {
@@ -262,7 +271,7 @@ pub async fn page(
     let listed = items
         .iter()
         .zip(&states)
-        .map(|(item, s)| to_json(kind, item, s))
+        .map(|(item, s)| view(kind, item, s))
         .collect();
     Ok((listed, next))
 }

@@ -4,6 +4,7 @@
 //! pause first and then sends what was held, derived again from each stored event (their keys
 //! absorb a repeat), so nothing held is lost and nothing is sent twice.
 
+use super::answers::{IntegrationResumed, PausedIntegration};
 use crate::effects::queue::{Publisher, QueueError};
 use crate::ids::{IntegrationId, OrgId};
 use crate::integrations::integration_pk;
@@ -11,7 +12,6 @@ use crate::store::item::{s, Read};
 use crate::store::{Cond, Index, Item, Store, StoreError, Transacted, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
 
 use crate::integrations::pause::{self, HELD, PAUSED_AT, PAUSED_BY};
 
@@ -105,22 +105,23 @@ pub async fn pause(
 /// The organisation's paused integrations, longest paused first: `{"integration_id", "kind",
 /// "paused_at", "paused_by", "resuming", "held"}`. An integration is named by its digest (a monobank
 /// integration's id is its webhook's credential); `held` is the count its item keeps.
-pub async fn paused_of(store: &Store, org: &OrgId) -> Result<Vec<Value>, StoreError> {
+pub async fn paused_of(store: &Store, org: &OrgId) -> Result<Vec<PausedIntegration>, StoreError> {
     let items = paused_items(store, org).await?;
     let mut out = Vec::new();
     for item in &items {
         let digest = crate::ids::integration_digest(item.str_of("id")?);
         let pause = paused(item);
-        out.push(json!({
-            "integration_id": digest,
-            "kind": item.opt_str("integration_kind"),
-            "provider": item.opt_str("provider"),
-            "paused_at": pause.as_ref().map(|(at, _)| at),
-            "paused_by": pause.as_ref().map(|(_, by)| by),
+        let text = |name: &str| item.opt_str(name).map(str::to_owned);
+        out.push(PausedIntegration {
+            integration_id: digest,
+            kind: text("integration_kind"),
+            provider: text("provider"),
             // Resumed, with events still to send on (a resumption cut short): resume again.
-            "resuming": pause.is_none(),
-            "held": held_of(item).max(0),
-        }));
+            resuming: pause.is_none(),
+            paused_at: pause.as_ref().map(|(at, _)| at.clone()),
+            paused_by: pause.map(|(_, by)| by),
+            held: held_of(item).max(0),
+        });
     }
     Ok(out)
 }
@@ -195,7 +196,7 @@ pub async fn resume(
     id: &IntegrationId,
     by: &str,
     now: DateTime<Utc>,
-) -> Result<Value, ResumeError> {
+) -> Result<IntegrationResumed, ResumeError> {
     // Off the paused list only once nothing is held: a resumption cut short stays listed, so
     // a person can resume it again from the list.
     let lift = Update::new()
@@ -230,7 +231,14 @@ pub async fn resume(
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     tracing::info!(integration = %id.digest(), events, sent, "integration resumed");
-    Ok(json!({"resumed": resumed, "events": events, "sent": sent}))
+    Ok(IntegrationResumed {
+        // By its digest, as the paused list names it: a monobank integration's id is a credential.
+        integration_id: id.digest(),
+        paused: false,
+        resumed,
+        events,
+        sent,
+    })
 }
 
 /// One pass over the held marks the index lists, oldest first: each still there sent on and

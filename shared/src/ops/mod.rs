@@ -8,6 +8,7 @@
 //!   conditional update that resolves it;
 //! - every automation run under `ORG#{org}#RUNS#{state}`, moved with each state change.
 
+pub mod answers;
 pub mod chart;
 pub mod consumers;
 pub mod events;

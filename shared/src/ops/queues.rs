@@ -4,12 +4,13 @@
 //! the DLQ after, so a crash between the two repeats a message (which its worker's key absorbs)
 //! and never loses one.
 
+use super::answers::{DeadLetter, QueueDepth};
 use crate::config::{require, ConfigError};
 use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, Message,
     MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A queue and its DLQ, by the name the ops API uses.
@@ -86,7 +87,7 @@ impl Queues {
     }
 
     /// Per queue: messages waiting, in flight, and in its DLQ.
-    pub async fn depths(&self) -> Result<BTreeMap<&'static str, Value>, QueueError> {
+    pub async fn depths(&self) -> Result<BTreeMap<&'static str, QueueDepth>, QueueError> {
         let mut out = BTreeMap::new();
         for p in &self.pairs {
             let (waiting, in_flight, dead) = futures::try_join!(
@@ -97,10 +98,12 @@ impl Queues {
                 ),
                 self.attribute(&p.dlq, QueueAttributeName::ApproximateNumberOfMessages),
             )?;
-            out.insert(
-                p.name,
-                json!({"waiting": waiting, "in_flight": in_flight, "dead": dead}),
-            );
+            let depth = QueueDepth {
+                waiting,
+                in_flight,
+                dead,
+            };
+            out.insert(p.name, depth);
         }
         Ok(out)
     }
@@ -150,7 +153,7 @@ impl Queues {
     }
 
     /// Up to `limit` messages of a DLQ, each given back at once (none is consumed).
-    pub async fn peek(&self, pair: &Pair, limit: usize) -> Result<Vec<Value>, QueueError> {
+    pub async fn peek(&self, pair: &Pair, limit: usize) -> Result<Vec<DeadLetter>, QueueError> {
         let mut seen: Vec<Message> = Vec::new();
         while seen.len() < limit {
             let got = self.receive(&pair.dlq, 10).await?;
@@ -161,7 +164,7 @@ impl Queues {
         }
         self.give_back(&pair.dlq, &seen).await?;
         seen.truncate(limit);
-        Ok(seen.iter().map(dead_json).collect())
+        Ok(seen.iter().map(dead_letter).collect())
     }
 
     /// Moves the DLQ's messages (those named in `ids`, or all) back to the queue, ten at a time
@@ -246,7 +249,7 @@ impl Queues {
 }
 
 /// A DLQ message as the operator sees it: `{"id", "body", "receives", "first_at"}`.
-fn dead_json(m: &Message) -> Value {
+fn dead_letter(m: &Message) -> DeadLetter {
     let attribute =
         |name: MessageSystemAttributeName| m.attributes().and_then(|a| a.get(&name)).cloned();
     let first_at = attribute(MessageSystemAttributeName::SentTimestamp)
@@ -257,11 +260,11 @@ fn dead_json(m: &Message) -> Value {
         .body()
         .map(|b| serde_json::from_str(b).unwrap_or_else(|_| Value::String(b.to_owned())))
         .unwrap_or(Value::Null);
-    json!({
-        "id": m.message_id(),
-        "body": body,
-        "receives": attribute(MessageSystemAttributeName::ApproximateReceiveCount)
+    DeadLetter {
+        id: m.message_id().map(str::to_owned),
+        body,
+        receives: attribute(MessageSystemAttributeName::ApproximateReceiveCount)
             .and_then(|r| r.parse::<u64>().ok()),
-        "first_at": first_at,
-    })
+        first_at,
+    }
 }

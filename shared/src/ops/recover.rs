@@ -122,14 +122,15 @@ fn statement_answer(read: &import::WindowRead) -> Value {
     if let Some(why) = &read.stopped {
         return refused(503, "provider_unavailable", why.clone());
     }
-    answer(
-        200,
-        json!({
-            "asked": read.rows, "new": read.imported,
-            "duplicates": read.rows.saturating_sub(read.imported), "ignored": 0,
-            "more": read.next.is_some(), "cursor": read.next,
-        }),
-    )
+    let done = crate::payments::recover::Recovered {
+        asked: read.rows as u64,
+        new: read.imported as u64,
+        duplicates: read.rows.saturating_sub(read.imported) as u64,
+        ignored: 0,
+        more: read.next.is_some(),
+        cursor: read.next,
+    };
+    answer(200, json!(done))
 }
 
 /// Where the ops function hands a recovery: the import function, invoked and waited for (the

@@ -5,6 +5,7 @@
 //! when the answer is unclear). Both start with a conditional move out of `needs_check`, so a
 //! second click finds the run decided.
 
+use super::answers::RunRow;
 use super::{ids, runs_pk};
 use crate::effects::queue::Publisher;
 use crate::effects::runs::{self, RunState};
@@ -14,7 +15,7 @@ use crate::integrations::{self, Settings};
 use crate::store::item::Read;
 use crate::store::{Item, Store, StoreError};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The states runs are listed in.
 pub const STATES: [&str; 7] = [
@@ -27,25 +28,29 @@ pub const STATES: [&str; 7] = [
     "skipped",
 ];
 
-pub fn to_json(item: &Item) -> Value {
-    json!({
-        "id": ids::encode(item.opt_str("pk").unwrap_or_default()),
-        "org": item.opt_str("org"),
-        "key": item.opt_str("run_key"),
-        "rule_id": item.opt_str("rule_id"),
-        "event_key": item.opt_str("event_key"),
-        "state": item.opt_str("state"),
-        "attempts": item.u64_of("attempts").ok(),
-        "at": item.opt_str("at"),
-        "updated_at": item.opt_str("updated_at"),
-        "resendable": item.opt_str("request").is_some(),
-        "lease_until": item.opt_str("lease_until"),
-        // An `ai` run's: the tokens its model used, and why it failed.
-        "tokens": item.opt_str("tokens").and_then(|t| serde_json::from_str::<Value>(t).ok()),
-        "reason": item.opt_str("reason"),
-        // An `ai` run's tool calls, each with its outcome.
-        "calls": item.opt_str("calls").and_then(|c| serde_json::from_str::<Value>(c).ok()),
-    })
+/// A run as the list shows it.
+pub fn view(item: &Item) -> RunRow {
+    let text = |name: &str| item.opt_str(name).map(str::to_owned);
+    let json = |name: &str| {
+        item.opt_str(name)
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+    };
+    RunRow {
+        id: ids::encode(item.opt_str("pk").unwrap_or_default()),
+        org: text("org"),
+        key: text("run_key"),
+        rule_id: text("rule_id"),
+        event_key: text("event_key"),
+        state: text("state"),
+        attempts: item.u64_of("attempts").ok(),
+        at: text("at"),
+        updated_at: text("updated_at"),
+        resendable: item.opt_str("request").is_some(),
+        lease_until: text("lease_until"),
+        tokens: json("tokens"),
+        reason: text("reason"),
+        calls: json("calls"),
+    }
 }
 
 pub async fn page(
@@ -54,8 +59,8 @@ pub async fn page(
     state: &str,
     limit: i32,
     cursor: Option<&str>,
-) -> Result<(Vec<Value>, Option<String>), StoreError> {
-    super::page_of(store, &runs_pk(org, state), limit, cursor, to_json).await
+) -> Result<(Vec<RunRow>, Option<String>), StoreError> {
+    super::page_of(store, &runs_pk(org, state), limit, cursor, view).await
 }
 
 /// How a decision ended.

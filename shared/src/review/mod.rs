@@ -174,14 +174,14 @@ pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<ReviewVi
 }
 
 /// A page of an organisation's review items in `state`, newest first, each as `shown` shows it.
-pub async fn page(
+pub async fn page<T>(
     store: &Store,
     org: &OrgId,
     state: &str,
     limit: i32,
     cursor: Option<&str>,
-    shown: fn(&Item) -> Value,
-) -> Result<(Vec<Value>, Option<String>), StoreError> {
+    shown: fn(&Item) -> T,
+) -> Result<(Vec<T>, Option<String>), StoreError> {
     crate::store::lists::page(store, &review_pk(org, state), limit, cursor, shown).await
 }
 

@@ -69,13 +69,13 @@ pub fn runs_pk(org: &OrgId, state: &str) -> String {
 }
 
 /// A page of one of these lists, newest first, each item as `shown` shows it.
-pub async fn page(
+pub async fn page<T>(
     store: &super::Store,
     list: &str,
     limit: i32,
     cursor: Option<&str>,
-    shown: fn(&super::Item) -> serde_json::Value,
-) -> Result<(Vec<serde_json::Value>, Option<String>), super::StoreError> {
+    shown: fn(&super::Item) -> T,
+) -> Result<(Vec<T>, Option<String>), super::StoreError> {
     let (items, next) = store
         .page_in(super::Index::States, list, None, true, limit, cursor)
         .await?;

@@ -10,7 +10,7 @@ use firmspace::bank::matching::{self, MatchError};
 use firmspace::bank::{self, Arrival, BankRow, BankTx};
 use firmspace::ids::OrgId;
 use firmspace::money::Currency;
-use firmspace::ops::review::to_json;
+use firmspace::ops::review::view;
 use firmspace::payments::{invoice, register};
 use firmspace::store::item::Read;
 use rust_decimal::Decimal;
@@ -230,27 +230,27 @@ async fn a_person_matches_it(env: &TestEnv, org: &OrgId, nameless: &BankTx) {
         "{review:?}"
     );
     // ... and it leaves the operator's open list and its count, for the resolved list.
-    let (open_list, _) = firmspace::review::page(&env.store, org, "open", 50, None, to_json)
+    let (open_list, _) = firmspace::review::page(&env.store, org, "open", 50, None, view)
         .await
         .unwrap();
     assert!(
         open_list
             .iter()
-            .all(|r| r["reason"] != "unmatched_bank_row"),
+            .all(|r| r.item.reason.as_deref() != Some("unmatched_bank_row")),
         "{open_list:?}"
     );
     let open = firmspace::review::open_by_reason(&env.store, org)
         .await
         .unwrap();
     assert_eq!(open.get("unmatched_bank_row"), None, "{open:?}");
-    let (resolved, _) = firmspace::review::page(&env.store, org, "resolved", 50, None, to_json)
+    let (resolved, _) = firmspace::review::page(&env.store, org, "resolved", 50, None, view)
         .await
         .unwrap();
     let by = resolved
         .iter()
-        .find(|r| r["reason"] == "unmatched_bank_row")
-        .map(|r| r["resolved_by"].clone());
-    assert_eq!(by, Some(serde_json::json!("u1")), "{resolved:?}");
+        .find(|r| r.item.reason.as_deref() == Some("unmatched_bank_row"))
+        .and_then(|r| r.item.resolved_by.clone());
+    assert_eq!(by.as_deref(), Some("u1"), "{resolved:?}");
 }
 
 #[tokio::test]

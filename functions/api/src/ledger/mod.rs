@@ -5,12 +5,11 @@ pub mod schemas;
 use crate::paging;
 use crate::Ctx;
 use chrono::{DateTime, Utc};
-use firmspace::http::{body_bytes, json_response, parse_json, query, ApiError};
+use firmspace::http::{body_bytes, json_response, page_response, parse_json, query, ApiError};
 use firmspace::ledger::{export, inbox, wallet, LedgerLine};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 #[derive(Deserialize, ToSchema)]
@@ -110,12 +109,8 @@ pub const LINES_MAX: i32 = 10_000;
 /// `GET /api/ledger?from=&to=`: the lines booked in `[from, to)`, oldest first.
 pub async fn ledger_json(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let (lines, next) = lines(store, ctx, 1_000).await?;
-    let items: Vec<Value> = lines.iter().map(LedgerLine::to_json).collect();
-    let mut answer = json!({ "items": items });
-    if let Some(next) = next {
-        answer["cursor"] = json!(next);
-    }
-    Ok(json_response(200, &answer))
+    let items = lines.iter().map(LedgerLine::view).collect();
+    Ok(page_response(items, next))
 }
 
 /// `GET /api/ledger.csv?from=&to=`: the same lines as CSV; `X-Next-Cursor` when more remain.
@@ -140,10 +135,6 @@ pub async fn inbox(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiEr
     let (lines, next) = inbox::page(store, &ctx.org, limit, cursor.as_deref())
         .await
         .map_err(|e| paging::read_error(e, cursor.as_deref()))?;
-    let items: Vec<Value> = lines.iter().map(inbox::InboxLine::to_json).collect();
-    let mut answer = json!({ "items": items });
-    if let Some(next) = next {
-        answer["cursor"] = json!(next);
-    }
-    Ok(json_response(200, &answer))
+    let items = lines.iter().map(inbox::InboxLine::view).collect();
+    Ok(page_response(items, next))
 }

@@ -1,12 +1,14 @@
 //! `/ops/...`, served by the ops function, described here so one document covers every route.
 //! Every route takes `Authorization: Bearer <API key or admin token>`; each `POST` an `Idempotency-Key`.
 
-use super::{error, parameter, JSON, SERVER};
+use super::{doc, error, parameter, Schemas, SERVER};
+use crate::routes::Answer::{self, Html, One, OneOf, Paged};
 use crate::routes::{In, Param};
+use firmspace::ops::answers as a;
+use firmspace::payments::recover::Recovered;
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::{
-    ContentBuilder, HttpMethod, ObjectBuilder, PathItem, PathsBuilder, ResponseBuilder,
-    ResponsesBuilder, Type,
+    ContentBuilder, HttpMethod, PathItem, PathsBuilder, ResponseBuilder, ResponsesBuilder,
 };
 
 const fn param(name: &'static str, at: In, required: bool, doc: &'static str) -> Param {
@@ -46,69 +48,68 @@ struct Route {
     name: &'static str,
     summary: &'static str,
     params: &'static [Param],
-    answer: &'static str,
+    /// Its success statuses, each with when.
+    ok: &'static [(u16, &'static str)],
+    answer: Answer,
     errors: &'static [(u16, &'static str)],
 }
 
 const ROUTES: &[Route] = &[
     Route { method: HttpMethod::Get, path: "/ops", name: "opsPage", summary: "The operator's page (HTML; its script and style beside it)", params: &[],
-        answer: "text/html: sign in with a key, see the summary, lists and chart, and act", errors: &[] },
+        ok: &[(200, "the page (its script and style beside it)")], answer: Html("the operator's page: sign in with a key, see the summary, lists and chart, and act"), errors: &[] },
     Route { method: HttpMethod::Get, path: "/ops/summary", name: "getOpsSummary", summary: "Events stored today and in 7 days and waiting, per kind; queues (admin); open review items; runs to check", params: &[ORG],
-        answer: "{\"events\": {\"payment\" | \"message\" | \"call\" | \"bank_row\" | \"sms\" | \"lead\" | \"credit_note\": {\"today\", \"week\", \"waiting\" (exact, held ones included), \"oldest_waiting_at\"}}, \"queues\": {...} | null, \"review\": {\"open\", \"by_reason\"}, \"runs\": {\"needs_check\", \"failed\"}}", errors: &[(400, "`invalid_org`")] },
+        ok: &[(200, "the figures of the organisation (or, for the admin without `org`, of the deployment); `waiting` is exact, held events included")], answer: One(doc::<a::Summary>), errors: &[(400, "`invalid_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/orgs", name: "listOpsOrgs", summary: "The organisations the caller may look at", params: &[LIMIT, CURSOR],
-        answer: "{\"items\": [{\"id\", \"name\"}], \"cursor\"}", errors: &[] },
+        ok: &[(200, "a page of organisations")], answer: Paged(doc::<a::OrgRow>), errors: &[] },
     Route { method: HttpMethod::Get, path: "/ops/events", name: "listOpsEvents", summary: "Events of a kind with a summary and their consequences, newest first; `from` (inclusive) and `to` (exclusive) are RFC 3339 times on the listed `at`, `q` (1-200 characters) a case-insensitive piece of the key or the summary", params: &[param("kind", In::Query, true, "payment, message, call, bank_row, sms, lead or credit_note"), param("from", In::Query, false, "RFC 3339, inclusive"), param("to", In::Query, false, "RFC 3339, exclusive"), param("q", In::Query, false, "text to find"), ORG, LIMIT, CURSOR],
-        answer: "{\"items\": [{\"id\", \"key\", \"kind\", \"at\", \"summary\", \"outcome\", \"consequences\": [{\"kind\", \"key\", \"state\": \"done\" | \"missing\"}]}], \"cursor\"} (filtered with `q`: a page may hold fewer than `limit` while `cursor` is not null)", errors: &[(400, "`invalid_kind`, `invalid_window`, `invalid_q`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
+        ok: &[(200, "a page of events (filtered with `q`: a page may hold fewer than `limit` while `cursor` is not null)")], answer: Paged(doc::<a::EventRow>), errors: &[(400, "`invalid_kind`, `invalid_window`, `invalid_q`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
     Route { method: HttpMethod::Post, path: "/ops/events/replay", name: "replayOpsEvents", summary: "A kind's events in a window `{\"kind\", \"from\", \"to\", \"dry_run\"?, \"cursor\"?}` (at most 7 days): counted (`dry_run`), or their missing consequences sent, each once, 15 s a call", params: &[ORG, KEY],
-        answer: "dry run: {\"events\", \"missing\", \"dry_run\": true}; otherwise {\"events\", \"sent\", \"more\", \"cursor\"}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_kind`, `invalid_window`, `window_too_long`, `invalid_cursor`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "a dry run's counts, or what this call sent and whether the window is done (`more`, `cursor`)")], answer: OneOf(&[doc::<a::ReplayCounted>, doc::<a::ReplaySent>]), errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_kind`, `invalid_window`, `window_too_long`, `invalid_cursor`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/review", name: "listOpsReview", summary: "Review items by state, newest first", params: &[param("state", In::Query, false, "open (default) or resolved"), ORG, LIMIT, CURSOR],
-        answer: "{\"items\": [{\"id\", \"reason\", \"key\", \"at\", \"state\", \"detail\", \"note\", \"resolved_by\", \"resolved_at\", \"decision\"}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
+        ok: &[(200, "a page of review items")], answer: Paged(doc::<a::OpsReviewItem>), errors: &[(400, "`invalid_state`, `missing_org`, `invalid_limit`, `invalid_cursor`")] },
     Route { method: HttpMethod::Get, path: "/ops/runs", name: "listOpsRuns", summary: "Automation runs by state, newest first", params: &[param("state", In::Query, false, "needs_check (default), failed, sending, not_sent, sent, done, skipped"), ORG, LIMIT, CURSOR],
-        answer: "{\"items\": [{\"id\", \"key\", \"rule_id\", \"event_key\", \"state\", \"attempts\", \"resendable\", \"tokens\" and \"calls\": [{\"id\", \"tool\", \"outcome\": done | proposed | refused | ignored, \"error\"?}] (an ai run's), \"reason\" (why it failed or was skipped: reply_cap, ai_budget)}], \"cursor\"}", errors: &[(400, "`invalid_state`, `missing_org`")] },
+        ok: &[(200, "a page of runs")], answer: Paged(doc::<a::RunRow>), errors: &[(400, "`invalid_state`, `missing_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/chart", name: "getOpsChart", summary: "Stored events and duplicates per hour, the last 24 hours", params: &[ORG],
-        answer: "{\"hours\": [{\"hour\", \"stored\": {kind: n}, \"duplicates\"}]}", errors: &[(400, "`missing_org`")] },
+        ok: &[(200, "24 hours, oldest first")], answer: One(doc::<a::Chart>), errors: &[(400, "`missing_org`")] },
     Route { method: HttpMethod::Get, path: "/ops/dlq/{queue}", name: "listOpsDeadLetters", summary: "A DLQ's messages, none consumed (admin token)", params: &[param("queue", In::Path, true, "notifications, activity, automation or matching"), LIMIT],
-        answer: "{\"items\": [{\"id\", \"body\", \"receives\", \"first_at\"}], \"cursor\": null}", errors: &[(403, "`forbidden`: an organisation's key"), (404, "`not_found`: no such queue")] },
+        ok: &[(200, "the DLQ's messages (`cursor` is always null)")], answer: Paged(doc::<a::DeadLetter>), errors: &[(403, "`forbidden`: an organisation's key"), (404, "`not_found`: no such queue")] },
     Route { method: HttpMethod::Post, path: "/ops/dlq/{queue}/redrive", name: "redriveOpsDeadLetters", summary: "Move a DLQ's messages (all, or `{\"ids\": [...]}`) back to their queue (admin token)", params: &[param("queue", In::Path, true, "the queue"), KEY],
-        answer: "{\"moved\": N}", errors: &[(400, "`missing_idempotency_key`, `invalid_ids`, `malformed`"), (403, "`forbidden`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "how many moved, and whether the DLQ may hold more (`more`: redrive again)")], answer: One(doc::<a::Moved>), errors: &[(400, "`missing_idempotency_key`, `invalid_ids`, `malformed`"), (403, "`forbidden`"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/events/{id}/replay", name: "replayOpsEvent", summary: "Derive a stored event's consequences again and send them; what happened is absorbed by its key", params: &[ID, KEY],
-        answer: "{\"sent\": N}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such event of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "how many consequences were sent")], answer: One(doc::<a::Sent>), errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such event of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/review/{id}/resolve", name: "resolveOpsReviewItem", summary: "Resolve an open review item with `{\"note\", \"decision\"?, \"invoice_id\"?, \"as\"?}` (note 1-2000 characters; `apply` books a `payment_proposed` item's payment once, or puts money a payment kept (unknown_invoice, invoice_closed, currency_mismatch, an overpayment's excess) on `invoice_id` once; `same_money` books one reversal of the item's payment, the same money as the payment `as` names; `dismiss` books nothing; a key needs `write` and `ops`)", params: &[ID, KEY],
-        answer: "{\"id\", \"state\": \"resolved\", \"by\", \"at\", \"note\", \"payment\"? | \"reversal\"?}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`, `invalid_decision`, `currency_mismatch`"), (403, "`forbidden`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "the item resolved, with the payment or reversal a decision booked")], answer: One(doc::<a::Resolution>), errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`, `invalid_decision`, `currency_mismatch`"), (403, "`forbidden`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/runs/{id}/decide", name: "decideOpsRun", summary: "Decide a `needs_check` run: `{\"decision\": \"delivered\" | \"resend\"}`", params: &[ID, KEY],
-        answer: "`delivered`: {\"state\": \"sent\"}; `resend`: 202 {\"state\": \"sending\"}, queued for the automation worker, which sends and settles it", errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "`delivered`: the run settled as `sent`"), (202, "`resend`: `sending`, queued for the automation worker, which sends and settles it")], answer: One(doc::<a::RunDecided>), errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/consumers", name: "listOpsConsumers", summary: "The workers, whether each takes messages, and who paused or resumed it last (admin token)", params: &[],
-        answer: "{\"items\": [{\"name\", \"paused\", \"mapping_state\", \"action\": \"paused\" | \"resumed\" | null, \"by\", \"at\"}]}", errors: &[(403, "`forbidden`: an organisation's key")] },
+        ok: &[(200, "every worker")], answer: Paged(doc::<a::ConsumerState>), errors: &[(403, "`forbidden`: an organisation's key")] },
     Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/pause", name: "pauseOpsConsumer", summary: "Pause a worker: its SQS event source mapping disabled, its messages wait in the queue (admin token)", params: &[param("name", In::Path, true, "notify-worker, activity-worker, automation-worker, match-worker or bank-import"), KEY],
-        answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "the worker as `GET /ops/consumers` shows it")], answer: One(doc::<a::ConsumerState>), errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/resume", name: "resumeOpsConsumer", summary: "Resume a paused worker: its mapping enabled again, the waiting messages delivered (admin token)", params: &[param("name", In::Path, true, "the worker"), KEY],
-        answer: "the worker as `GET /ops/consumers` shows it", errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "the worker as `GET /ops/consumers` shows it")], answer: One(doc::<a::ConsumerState>), errors: &[(400, "`missing_idempotency_key`"), (403, "`forbidden`"), (404, "`not_found`: no such worker"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/integrations", name: "listOpsIntegrations", summary: "The organisation's paused integrations, who paused each and when, and how many events wait", params: &[ORG],
-        answer: "{\"items\": [{\"integration_id\": its digest, \"kind\", \"provider\", \"paused_at\", \"paused_by\", \"resuming\", \"held\"}]}", errors: &[(400, "`missing_org`")] },
-    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/recover", name: "recoverOpsIntegration", summary: "Recover what a provider sent in `{\"from\", \"to\", \"cursor\"?}` (at most 31 days): a Stripe integration's events list (its `api_key`) booked through its webhook's path and key, or a monobank bank integration's statement for the window, a page a call", params: &[param("id", In::Path, true, "the integration's id"), KEY], answer: "{\"asked\", \"new\", \"duplicates\", \"ignored\", \"more\", \"cursor\"?}", errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_window`, `window_too_long`, `not_recoverable`"), (404, "`not_found`"), (409, "`no_api_key`, `request_in_progress`, `idempotency_key_reused`"), (503, "`provider_unavailable`, `statement_busy`: ask again")] },
-    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/pause", name: "pauseOpsIntegration", summary: "Pause an integration: its deliveries are stored and answered as ever, their consequences wait", params: &[param("id", In::Path, true, "the integration's id"), KEY], answer: "{\"integration_id\", \"paused\": true, \"changed\": false when it was paused already}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such integration of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
-    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/resume", name: "resumeOpsIntegration", summary: "Resume an integration: the pause lifted, then every held event sent on once (a held SMS decided in event order)", params: &[param("id", In::Path, true, "the integration's id or the digest its list shows"), ORG, KEY], answer: "{\"integration_id\": its digest, \"paused\": false, \"resumed\", \"events\", \"sent\"}", errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`"), (409, "`request_in_progress`, `idempotency_key_reused`"), (503, "`held_not_listed`: resume again")] },
+        ok: &[(200, "the paused integrations (and those still resuming), longest paused first")], answer: Paged(doc::<a::PausedIntegration>), errors: &[(400, "`missing_org`")] },
+    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/recover", name: "recoverOpsIntegration", summary: "Recover what a provider sent in `{\"from\", \"to\", \"cursor\"?}` (at most 31 days): a Stripe integration's events list (its `api_key`) booked through its webhook's path and key, or a monobank bank integration's statement for the window, a page a call", params: &[param("id", In::Path, true, "the integration's id"), KEY], ok: &[(200, "what was asked and booked; `more` with `cursor`: recover the window again with it")], answer: One(doc::<Recovered>), errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_window`, `window_too_long`, `not_recoverable`"), (404, "`not_found`"), (409, "`no_api_key`, `request_in_progress`, `idempotency_key_reused`"), (503, "`provider_unavailable`, `statement_busy`: ask again")] },
+    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/pause", name: "pauseOpsIntegration", summary: "Pause an integration: its deliveries are stored and answered as ever, their consequences wait", params: &[param("id", In::Path, true, "the integration's id"), KEY], ok: &[(200, "the integration paused (`changed: false` when it was paused already)")], answer: One(doc::<a::IntegrationPaused>), errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such integration of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
+    Route { method: HttpMethod::Post, path: "/ops/integrations/{id}/resume", name: "resumeOpsIntegration", summary: "Resume an integration: the pause lifted, then every held event sent on once (a held SMS decided in event order)", params: &[param("id", In::Path, true, "the integration's id or the digest its list shows"), ORG, KEY], ok: &[(200, "the pause lifted and every held event sent on once")], answer: One(doc::<a::IntegrationResumed>), errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`"), (409, "`request_in_progress`, `idempotency_key_reused`"), (503, "`held_not_listed`: resume again")] },
 ];
 
-fn operation(route: &Route) -> Operation {
-    let content = ContentBuilder::new()
-        .schema(Some(
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .description(Some(route.answer)),
-        ))
-        .build();
-    let mut responses = ResponsesBuilder::new()
-        .response("200", {
-            let ok = ResponseBuilder::new()
-                .description(route.answer)
-                .content(JSON, content);
-            match route.method {
-                HttpMethod::Post => ok.header(super::REPLAYED, super::replayed()),
-                _ => ok,
-            }
-        })
-        .response("401", error("`unauthorized`: no key, or not one of ours"));
+fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
+    let (answer, media) = super::answer_schema(&route.answer, schemas);
+    let mut responses = ResponsesBuilder::new();
+    for (status, when) in route.ok {
+        let content = ContentBuilder::new().schema(Some(answer.clone())).build();
+        let ok = ResponseBuilder::new()
+            .description(*when)
+            .content(media, content);
+        let ok = match route.method {
+            HttpMethod::Post => ok.header(super::REPLAYED, super::replayed()),
+            _ => ok,
+        };
+        responses = responses.response(status.to_string(), ok);
+    }
+    let mut responses =
+        responses.response("401", error("`unauthorized`: no key, or not one of ours"));
     for (status, codes) in route
         .errors
         .iter()
@@ -126,13 +127,11 @@ fn operation(route: &Route) -> Operation {
         .build()
 }
 
-/// The ops routes, added to the document's paths.
-pub fn paths(mut paths: PathsBuilder) -> PathsBuilder {
+/// The ops routes, added to the document's paths (their answers' schemas to `schemas`).
+pub fn paths(mut paths: PathsBuilder, schemas: &mut Schemas) -> PathsBuilder {
     for route in ROUTES {
-        paths = paths.path(
-            route.path,
-            PathItem::new(route.method.clone(), operation(route)),
-        );
+        let operation = operation(route, schemas);
+        paths = paths.path(route.path, PathItem::new(route.method.clone(), operation));
     }
     paths
 }

@@ -1,6 +1,6 @@
 //! The prepaid ledger's `/api/` routes: the wallet, top-ups, finance's export and the inbox.
 
-use super::Answer::{Csv, Items, One};
+use super::Answer::{Csv, One, Paged};
 use super::Method::{Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
 use crate::ledger::schemas as s;
@@ -125,7 +125,7 @@ pub static ROUTES: &[Route] = &[
         params: WINDOW,
         body: None,
         ok: &[(200, "a page of lines; `cursor` when more remain")],
-        answer: Items(doc::<s::LedgerItem>),
+        answer: Paged(doc::<s::LedgerItem>),
         errors: WINDOW_ERRORS,
     },
     Route {
@@ -153,7 +153,7 @@ pub static ROUTES: &[Route] = &[
         ],
         body: None,
         ok: &[(200, "a page of lines; `cursor` when more remain")],
-        answer: Items(doc::<s::InboxItem>),
+        answer: Paged(doc::<s::InboxItem>),
         errors: &[(400, "`invalid_limit`, `invalid_cursor`")],
     },
 ];

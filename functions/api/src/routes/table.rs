@@ -1,6 +1,6 @@
 //! Every `/api/` route: what it is called, takes, answers and refuses. The first match wins.
 
-use super::Answer::{Document, Items, One, OneOf};
+use super::Answer::{Document, Items, One, OneOf, Paged};
 use super::Method::{Delete, Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::bank::MatchBody;
@@ -554,7 +554,7 @@ pub static ROUTES: &[Route] = &[
         ],
         body: None,
         ok: OK,
-        answer: Items(doc::<s::Deal>),
+        answer: Paged(doc::<s::Deal>),
         errors: &[(
             400,
             "`invalid_stage`, `invalid_limit`, `invalid_cursor` (not one this list gave)",
@@ -609,7 +609,7 @@ pub static ROUTES: &[Route] = &[
         ],
         body: None,
         ok: OK,
-        answer: One(doc::<s::BankTransactions>),
+        answer: Paged(doc::<s::BankTransaction>),
         errors: &[
             (400, "`missing_integration_id`, `invalid_limit`, `invalid_cursor`"),
             (404, "`not_found`: no such bank integration in this organisation"),

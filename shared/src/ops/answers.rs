@@ -1,0 +1,249 @@
+//! The answers of the `/ops` routes: the types the ops function serialises and the OpenAPI
+//! document describes, so the two cannot drift. A list answers `{"items": [...], "cursor"}`.
+
+use super::events::Counts;
+use crate::review::ReviewView;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+/// `GET /ops/summary`: per kind, events stored today and in 7 days and still waiting; the
+/// queues (the admin only); open review items; runs to check.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Summary {
+    /// By kind: `payment`, `message`, `call`, `bank_row`, `sms`, `lead`, `credit_note`.
+    pub events: BTreeMap<&'static str, Counts>,
+    /// By queue; null for an organisation's key.
+    pub queues: Option<BTreeMap<&'static str, QueueDepth>>,
+    pub review: ReviewFigures,
+    pub runs: RunFigures,
+    /// Organisations counted (1 for an organisation's key).
+    pub orgs: u64,
+    pub at: String,
+}
+
+/// A queue's messages: waiting, taken by a worker now, and in its DLQ (SQS's approximations).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueDepth {
+    pub waiting: u64,
+    pub in_flight: u64,
+    pub dead: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReviewFigures {
+    pub open: u64,
+    pub by_reason: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunFigures {
+    pub needs_check: u64,
+    pub failed: u64,
+}
+
+/// An organisation the caller may look at.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrgRow {
+    pub id: String,
+    pub name: String,
+}
+
+/// An event as the list shows it, with each consequence it implies.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventRow {
+    /// What the replay route takes.
+    pub id: String,
+    pub org: Option<String>,
+    pub key: String,
+    pub kind: &'static str,
+    pub at: String,
+    /// The event in a line a person recognises.
+    pub summary: String,
+    /// `stored`, `review`, `held`, ...
+    pub outcome: String,
+    pub consequences: Vec<ConsequenceState>,
+}
+
+/// A consequence an event implies, and whether it happened.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConsequenceState {
+    /// `notification`, `activity` or `rule_run`.
+    pub kind: &'static str,
+    pub key: String,
+    /// `done` or `missing`.
+    pub state: &'static str,
+}
+
+/// A dry run of a bulk replay: the window's events, and those missing a consequence.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplayCounted {
+    pub events: u64,
+    pub missing: u64,
+    pub dry_run: bool,
+}
+
+/// One call of a bulk replay: what it sent, and where the next call goes on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplaySent {
+    /// Waiting events whose missing consequences this call sent.
+    pub events: u64,
+    pub sent: u64,
+    /// The window is not done: call again with `cursor`.
+    pub more: bool,
+    pub cursor: Option<String>,
+}
+
+/// A review item as the operator's list shows it, with its id and organisation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpsReviewItem {
+    /// What the resolve route takes.
+    pub id: String,
+    pub org: Option<String>,
+    #[serde(flatten)]
+    pub item: ReviewView,
+}
+
+/// An automation run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunRow {
+    /// What the decide route takes.
+    pub id: String,
+    pub org: Option<String>,
+    pub key: Option<String>,
+    pub rule_id: Option<String>,
+    pub event_key: Option<String>,
+    /// `needs_check`, `failed`, `sending`, `not_sent`, `sent`, `done` or `skipped`.
+    pub state: Option<String>,
+    pub attempts: Option<u64>,
+    pub at: Option<String>,
+    pub updated_at: Option<String>,
+    /// Its request was kept, so `resend` may send it again.
+    pub resendable: bool,
+    pub lease_until: Option<String>,
+    /// An `ai` run's: the tokens its model used (`{"input", "output"}`).
+    #[schema(value_type = Option<Object>)]
+    pub tokens: Option<Value>,
+    /// Why it failed or was skipped (`reply_cap`, `ai_budget`, ...).
+    pub reason: Option<String>,
+    /// An `ai` run's tool calls: `[{"id", "tool", "outcome": done | proposed | refused |
+    /// ignored, "error"?}]`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub calls: Option<Value>,
+}
+
+/// `GET /ops/chart`: the last 24 hours, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Chart {
+    pub hours: Vec<Hour>,
+}
+
+/// An hour of the chart.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Hour {
+    pub hour: String,
+    /// Events stored that hour, by kind (kinds with none left out).
+    pub stored: BTreeMap<&'static str, u64>,
+    /// Deliveries answered as duplicates that hour.
+    pub duplicates: u64,
+}
+
+/// A message in a DLQ, looked at without consuming it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeadLetter {
+    /// What a redrive's `ids` take.
+    pub id: Option<String>,
+    /// The message's JSON (its text when it is not JSON).
+    #[schema(value_type = Object)]
+    pub body: Value,
+    /// How many times a worker received it.
+    pub receives: Option<u64>,
+    /// When it was first sent.
+    pub first_at: Option<String>,
+}
+
+/// A redrive: messages moved back to their queue, and whether the DLQ may hold more.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Moved {
+    pub moved: usize,
+    pub more: bool,
+}
+
+/// An event's consequences derived again and sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Sent {
+    pub sent: usize,
+}
+
+/// A review item resolved (or, in a 409 `not_open`'s `outcome`, as it was resolved before).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Resolution {
+    pub id: String,
+    /// `resolved`.
+    pub state: Option<String>,
+    pub by: Option<String>,
+    pub at: Option<String>,
+    pub note: Option<String>,
+    /// `apply`: the payment booked (a payment's answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::payments::event::PaymentAnswer>)]
+    pub payment: Option<Value>,
+    /// `same_money`: the reversal booked (a payment's answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::payments::event::PaymentAnswer>)]
+    pub reversal: Option<Value>,
+}
+
+/// A run decided: `sent` (`delivered`), or `sending` (202: `resend`, queued).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunDecided {
+    pub state: String,
+}
+
+/// A worker: whether it takes messages, and who paused or resumed it last, when.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConsumerState {
+    pub name: String,
+    pub paused: bool,
+    /// Its SQS event source mapping's state (`Enabled`, `Disabling`, ...).
+    pub mapping_state: String,
+    pub by: Option<String>,
+    pub at: Option<String>,
+    /// `paused` or `resumed`; null when never.
+    pub action: Option<String>,
+}
+
+/// A paused integration (or one still resuming), and how many events wait.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PausedIntegration {
+    /// Its digest: a monobank integration's id is its webhook's credential.
+    pub integration_id: String,
+    pub kind: Option<String>,
+    pub provider: Option<String>,
+    pub paused_at: Option<String>,
+    pub paused_by: Option<String>,
+    /// Resumed, with events still to send on (a resumption cut short): resume again.
+    pub resuming: bool,
+    pub held: i64,
+}
+
+/// An integration paused (`changed: false` when it was paused already).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntegrationPaused {
+    pub integration_id: String,
+    pub paused: bool,
+    pub changed: bool,
+}
+
+/// An integration resumed: the pause lifted (`resumed`: it was paused), then every held event
+/// sent on once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntegrationResumed {
+    /// Its digest, as the paused list names it.
+    pub integration_id: String,
+    pub paused: bool,
+    pub resumed: bool,
+    pub events: usize,
+    pub sent: usize,
+}
