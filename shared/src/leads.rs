@@ -41,22 +41,40 @@ pub struct LeadInput {
     pub at: DateTime<Utc>,
 }
 
-/// What a form posts as `data`.
-#[derive(Debug, Deserialize)]
+/// What a form posts as `data`: `name` is required, the rest optional (`Submission`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Submitted {
+#[schema(as = Submission)]
+pub struct Submitted {
+    /// The form's own id of the submission (1 to 255 bytes): its key within the integration;
+    /// without it, the signed `webhook-id`.
+    #[schema(min_length = 1, max_length = 255)]
     submission_id: Option<String>,
+    /// 1 to 200 characters.
+    #[schema(min_length = 1, max_length = 200)]
     name: String,
+    /// An e-mail address, at most 254 bytes: the contact's identity, compared in lower case.
+    #[schema(max_length = 254)]
     email: Option<String>,
+    /// E.164 (+ and 8 to 15 digits; spaces, dashes, dots and parentheses dropped).
+    #[schema(max_length = 32)]
     phone: Option<String>,
+    /// At most 4000 characters.
+    #[schema(max_length = 4000)]
     message: Option<String>,
+    /// Where the form is (a reference of at most 128 bytes: `website`, `landing-spring`).
+    #[schema(max_length = 128)]
     source: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-struct Envelope {
+/// A form's delivery: `lead.submitted` makes a lead, any other type is ignored (`LeadPayload`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(as = LeadPayload)]
+pub struct Envelope {
     #[serde(rename = "type")]
+    #[schema(example = "lead.submitted")]
     kind: String,
+    #[schema(value_type = Option<Submitted>)]
     data: Option<serde_json::Value>,
 }
 
@@ -249,8 +267,25 @@ impl Lead {
 impl Answer for Lead {
     /// `{"deal_id", "contact_id"}`: the card and the contact the first delivery made.
     fn answer(&self) -> Value {
-        json!({"key": self.key(), "deal_id": self.deal_id, "contact_id": self.contact_id})
+        let answer = LeadAnswer {
+            duplicate: false,
+            key: self.key().as_str().to_owned(),
+            deal_id: self.deal_id.clone(),
+            contact_id: self.contact_id.clone(),
+        };
+        serde_json::to_value(answer).expect("a lead's answer serialises")
     }
+}
+
+/// The card and the contact the submission made (a repeat: the first delivery's, with
+/// `duplicate`, set by the arrival: `Written::answer`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct LeadAnswer {
+    pub duplicate: bool,
+    /// `lead:INTEGRATION_ID:SUBMISSION_ID`.
+    pub key: String,
+    pub deal_id: String,
+    pub contact_id: String,
 }
 
 /// How recording a submission ended: stored now, or the lead stored under its key.

@@ -5,10 +5,10 @@
 use crate::Ctx;
 use firmspace::commands::{Command, RequestKey};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
-use firmspace::orgs::keys::{self, KeyInfo, Scope};
+use firmspace::orgs::keys::{self, KeyInfo};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
@@ -20,17 +20,6 @@ pub struct NewKey {
     name: String,
     /// At least one of `read`, `write`, `ops`; none the asking key lacks.
     scopes: Vec<String>,
-}
-
-/// A new key: the only answer that ever holds `api_key`.
-#[derive(Serialize, ToSchema)]
-pub struct KeyCreated {
-    key_id: String,
-    /// Shown once; only its SHA-256 is stored.
-    api_key: String,
-    scopes: Vec<Scope>,
-    name: String,
-    created_at: String,
 }
 
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {

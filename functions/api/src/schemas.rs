@@ -10,7 +10,7 @@ pub use firmspace::bank::BankTxView as BankTransaction;
 pub use firmspace::calls::{CallAnswer, CallView as Call};
 pub use firmspace::commands::answers::{
     BankMatched, BankUnmatched, CsvImported, FileAccepted, ImportStarted, IntegrationCreated,
-    InvoiceCopy, InvoiceVoided, MarkedRead, Member, MemberAdded, OrgCreated,
+    InvoiceCopy, InvoiceVoided, MarkedRead, Member, MemberAdded, OrgCreated, SecretsRotated,
 };
 pub use firmspace::contacts::ContactView as Contact;
 pub use firmspace::deals::DealView as Deal;

@@ -12,7 +12,9 @@ pub mod providers;
 mod record;
 pub mod requests;
 
-pub use record::{confirm, get, list, store_row, store_rows, Rows, Stored, CONFIRMATION};
+pub use record::{
+    confirm, get, list, store_row, store_rows, BankRowAnswer, Rows, Stored, CONFIRMATION,
+};
 
 use crate::fields::{printable, KEY_MAX, NAME_MAX, TITLE_MAX};
 use crate::ids::{integration_digest, OrgId};

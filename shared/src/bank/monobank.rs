@@ -15,8 +15,9 @@ pub const RANGE_MAX_SECS: i64 = 31 * 24 * 3600 + 3600;
 pub const PAGE: usize = 500;
 pub use crate::egress::MONOBANK_API as API;
 
-/// A statement row as monobank sends it.
-#[derive(Clone, Debug, Deserialize)]
+/// A statement row as monobank sends it (`id`, `time`, `amount` in minor units signed,
+/// `currencyCode` numeric, ...).
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatementItem {
     pub id: String,
@@ -57,16 +58,20 @@ impl StatementItem {
     }
 }
 
-/// The personal webhook's body: `{"type": "StatementItem", "data": {"account", "statementItem"}}`.
-#[derive(Debug, Deserialize)]
+/// The personal webhook's body: `{"type": "StatementItem", "data": {"account", "statementItem"}}`
+/// (`StatementPush`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(as = StatementPush)]
 pub struct Pushed {
     #[serde(rename = "type")]
+    #[schema(example = "StatementItem")]
     pub kind: String,
     pub data: Option<PushedData>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = StatementData)]
 pub struct PushedData {
     pub account: String,
     pub statement_item: StatementItem,

@@ -12,15 +12,30 @@ use crate::store::{
 };
 use chrono::{DateTime, Utc};
 use futures::stream::{self, StreamExt};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How storing one row ended.
 pub type Stored = Written<BankTx>;
 
 impl Answer for BankTx {
     fn answer(&self) -> Value {
-        json!({"id": self.row.id, "tx_id": self.id()})
+        let answer = BankRowAnswer {
+            duplicate: false,
+            id: self.row.id.clone(),
+            tx_id: self.id(),
+        };
+        serde_json::to_value(answer).expect("a row's answer serialises")
     }
+}
+
+/// A row's answer (`duplicate` on every repeat, set by the arrival: `Written::answer`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct BankRowAnswer {
+    pub duplicate: bool,
+    /// The bank's own id of the row.
+    pub id: String,
+    /// Our id of the row in `GET /api/bank/transactions` and the match routes.
+    pub tx_id: String,
 }
 
 struct StoreRow<'a> {

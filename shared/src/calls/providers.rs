@@ -60,9 +60,14 @@ pub fn twilio(body: &[u8]) -> Result<Posted, String> {
     }))
 }
 
-#[derive(Deserialize)]
-struct Envelope {
+/// A generic provider's call (Standard Webhooks signed JSON); Twilio posts its form fields
+/// (`CallSid`, `Direction`, `From`, `To`, `CallStatus`, `CallDuration`) instead
+/// (`StandardCall`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = StandardCall)]
+pub struct Envelope {
     #[serde(rename = "type")]
+    #[schema(example = "call.completed")]
     kind: String,
     data: Option<CallFields>,
 }

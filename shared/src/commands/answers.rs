@@ -153,3 +153,21 @@ pub struct ImportStarted {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
 }
+
+/// A new key: the only answer that ever holds `api_key`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyCreated {
+    pub key_id: String,
+    /// Shown once; only its SHA-256 is stored.
+    pub api_key: String,
+    pub scopes: Vec<crate::orgs::keys::Scope>,
+    pub name: String,
+    pub created_at: String,
+}
+
+/// An integration's secrets rotated: which it holds now, never their values.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SecretsRotated {
+    pub integration_id: String,
+    pub secrets: crate::integrations::rotation::SecretsState,
+}

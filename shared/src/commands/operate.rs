@@ -118,7 +118,11 @@ pub(super) async fn rotate<R>(
     let state = rotation::rotate(env.store, id, rotation.secrets, rotation.overlap, env.now)
         .await
         .map_err(refused)?;
-    Ok((200, json!({"integration_id": id.id, "secrets": state})))
+    let answer = answers::SecretsRotated {
+        integration_id: id.id.clone(),
+        secrets: state,
+    };
+    Ok((200, answers::json(&answer)))
 }
 
 fn refused(e: RotateError) -> ApiError {

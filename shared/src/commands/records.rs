@@ -168,8 +168,13 @@ pub(super) async fn create_key<R>(
     };
     Ok((
         201,
-        json!({"key_id": info.key_id, "api_key": api_key.expose_secret(), "scopes": info.scopes,
-            "name": info.name, "created_at": info.created_at}),
+        super::answers::json(&super::answers::KeyCreated {
+            key_id: info.key_id,
+            api_key: api_key.expose_secret().to_owned(),
+            scopes: info.scopes,
+            name: info.name,
+            created_at: info.created_at,
+        }),
     ))
 }
 

@@ -8,8 +8,10 @@ use crate::review::{Kind, Reason, ReviewItem};
 use crate::signature::Parsed;
 use crate::store::{Answer, Store, StoreError, Written};
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::time::Instant;
+use utoipa::ToSchema;
 
 /// A verified delivery, checked.
 #[derive(Clone, Debug)]
@@ -77,12 +79,60 @@ impl Delivery {
 impl Answer for Message {
     /// The message's line: `{"message_id", "key", "conversation_id"}`.
     fn answer(&self) -> Value {
-        json!({
-            "message_id": self.provider_id,
-            "key": self.key(),
-            "conversation_id": self.conversation_id,
-        })
+        serde_json::to_value(self.line(false)).expect("a message's answer serialises")
     }
+}
+
+impl Message {
+    /// The message's line in an answer.
+    fn line(&self, duplicate: bool) -> MessageAnswer {
+        MessageAnswer {
+            duplicate,
+            message_id: self.provider_id.clone(),
+            key: self.key().as_str().to_owned(),
+            conversation_id: self.conversation_id.clone(),
+        }
+    }
+}
+
+/// One message of a delivery (`duplicate`: it was stored before).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct MessageAnswer {
+    pub duplicate: bool,
+    /// The provider's id (Telegram: `chat.id:message_id`).
+    pub message_id: String,
+    /// `message:{integration_id}:{message_id}`.
+    pub key: String,
+    pub conversation_id: String,
+}
+
+/// A message of a batch that breaks a limit: kept for a person with a review item.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct MessageSetAside {
+    pub message_id: String,
+    /// `unparseable`.
+    pub status: &'static str,
+    /// The review item's reason, `unparseable_message`.
+    pub review: &'static str,
+    pub detail: String,
+}
+
+/// A batch's line: a message stored (or stored before), or one set aside.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum BatchLine {
+    Stored(MessageAnswer),
+    SetAside(MessageSetAside),
+}
+
+/// The batch form (WhatsApp, always; a delivery of statuses only): every message with its
+/// own `duplicate`, and how many statuses came.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct BatchAnswer {
+    pub messages: Vec<BatchLine>,
+    pub statuses: usize,
+    /// How many of them moved a message's status forward.
+    pub statuses_applied: usize,
 }
 
 /// What a delivery did.
@@ -90,7 +140,7 @@ impl Answer for Message {
 pub struct Delivered {
     pub messages: Vec<(EventKey, Written<Message>)>,
     /// The answer lines of the messages set aside for a person.
-    pub rejected: Vec<Value>,
+    pub rejected: Vec<MessageSetAside>,
     pub statuses: usize,
     pub applied: usize,
     /// The batch answer, when the delivery is answered in that form.
@@ -153,9 +203,18 @@ pub async fn deliver(
 impl Delivered {
     /// `{"messages": [...], "statuses", "statuses_applied"}`.
     fn batch_answer(&self) -> Value {
-        let mut lines: Vec<Value> = self.messages.iter().map(|(_, w)| w.answer()).collect();
-        lines.extend(self.rejected.iter().cloned());
-        json!({"messages": lines, "statuses": self.statuses, "statuses_applied": self.applied})
+        let stored = self
+            .messages
+            .iter()
+            .map(|(_, w)| w.value().line(!w.is_new()));
+        let mut messages: Vec<BatchLine> = stored.map(BatchLine::Stored).collect();
+        messages.extend(self.rejected.iter().cloned().map(BatchLine::SetAside));
+        let answer = BatchAnswer {
+            messages,
+            statuses: self.statuses,
+            statuses_applied: self.applied,
+        };
+        serde_json::to_value(answer).expect("a batch's answer serialises")
     }
 }
 
@@ -170,7 +229,7 @@ async fn set_aside(
     incoming: &Incoming,
     reason: &str,
     now: DateTime<Utc>,
-) -> Result<Value, StoreError> {
+) -> Result<MessageSetAside, StoreError> {
     let digest = ExternalId::of_body(incoming.provider_id.as_bytes());
     let text: String = incoming.text.chars().take(TEXT_MAX).collect();
     let cut = |s: &str| s.chars().take(300).collect::<String>();
@@ -192,7 +251,10 @@ async fn set_aside(
     }
     .put(store)
     .await?;
-    Ok(
-        json!({"message_id": incoming.provider_id, "status": "unparseable", "review": "unparseable_message", "detail": reason}),
-    )
+    Ok(MessageSetAside {
+        message_id: incoming.provider_id.clone(),
+        status: "unparseable",
+        review: "unparseable_message",
+        detail: reason.to_owned(),
+    })
 }

@@ -21,10 +21,10 @@ mod record;
 pub mod reply;
 
 pub use conversation::Conversation;
-pub use delivery::{deliver, Delivered, Delivery};
+pub use delivery::{deliver, BatchAnswer, Delivered, Delivery, MessageAnswer};
 pub use item::{Attachment, Message};
 pub use outgoing::{apply_status, early_status, outgoing, record_outgoing, touch};
-pub use parse::{standard, telegram, whatsapp};
+pub use parse::{standard, telegram, whatsapp, GenericMessage};
 pub use read::{conversation, conversations, conversations_of, messages, MESSAGES_LISTED};
 pub use record::{record, Placement, Recorded};
 

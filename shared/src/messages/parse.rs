@@ -254,6 +254,62 @@ struct Envelope {
     data: Option<Value>,
 }
 
+/// A generic sender's message (Standard Webhooks signed JSON): what [`standard`] reads, as the
+/// OpenAPI document shows it (a test posts one through [`standard`]). Telegram posts its
+/// updates and WhatsApp Cloud its `entry[].changes[].value` deliveries instead.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct GenericMessage {
+    /// `message.received`; any other type is ignored.
+    #[serde(rename = "type")]
+    #[schema(example = "message.received")]
+    pub kind: String,
+    pub data: GenericMessageData,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct GenericMessageData {
+    /// Unique within the integration (1-255 bytes): the message's key.
+    #[schema(min_length = 1, max_length = 255)]
+    pub message_id: String,
+    /// The conversation (1-128 bytes).
+    #[schema(min_length = 1, max_length = 128)]
+    pub chat_id: String,
+    pub from: GenericSender,
+    /// At most 4096 characters.
+    #[schema(max_length = 4096)]
+    pub text: String,
+    /// At most 10.
+    #[schema(max_items = 10)]
+    pub attachments: Option<Vec<GenericAttachment>>,
+    /// RFC 3339.
+    pub sent_at: Option<String>,
+}
+
+/// The sender of a generic message.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct GenericSender {
+    /// The sender's id on the channel (1-128 bytes).
+    #[schema(min_length = 1, max_length = 128)]
+    pub id: String,
+    /// 1-200 characters.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: String,
+    /// E.164; links the sender to a caller's contact.
+    #[schema(max_length = 32)]
+    pub phone: Option<String>,
+}
+
+/// A generic message's attachment, fetched once (https to a public host, at most 20 MB).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct GenericAttachment {
+    #[schema(max_length = 2048)]
+    pub url: String,
+    #[schema(max_length = 255)]
+    pub name: String,
+    #[schema(max_length = 255)]
+    pub content_type: Option<String>,
+}
+
 /// A generic sender: `{"type": "message.received", "data": {"message_id", "chat_id", "from":
 /// {"id", "name", "phone"?}, "text", "attachments": [{"url", "name", "content_type"}]?,
 /// "sent_at"?}}`; any other type is ignored.

@@ -104,3 +104,28 @@ pub async fn key_reused<T>(
         "this Idempotency-Key was used with another request",
     )))
 }
+
+/// A status this source does not record (`payment.processing`, monobank `hold`, a call still
+/// `ringing`, ...): nothing written.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct IgnoredDelivery {
+    /// `ignored`.
+    #[schema(example = "ignored")]
+    pub status: &'static str,
+    /// What the sender said (its event type or status).
+    pub provider_status: String,
+}
+
+/// A verified body that cannot be read: kept with a review item; the same body again is a
+/// duplicate of the kept one.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct UnparseableDelivery {
+    /// `unparseable`.
+    #[schema(example = "unparseable")]
+    pub status: &'static str,
+    pub duplicate: bool,
+    /// The review item's reason, `unparseable_payload`.
+    #[schema(value_type = String)]
+    pub review: crate::review::Reason,
+    pub detail: String,
+}

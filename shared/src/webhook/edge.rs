@@ -1,9 +1,10 @@
 //! The generic webhook handler over one source: route, size limit, cached integration, verify,
 //! parse, record, answer, and the metrics of every delivery.
 
+use super::answer::{IgnoredDelivery, UnparseableDelivery};
 use super::cache::{Built, Cache, Cached, Entry};
 use super::{unparseable, Parsed, Source};
-use crate::http::{body_bytes, json_response, route_path, ApiError, MAX_BODY};
+use crate::http::{body_bytes, route_path, typed_response, ApiError, MAX_BODY};
 use crate::ids::IntegrationId;
 use crate::integrations::rotation::Previous;
 use crate::integrations::{self, Integration};
@@ -139,10 +140,11 @@ impl<S: Source> Edge<S> {
             Ok(Parsed::Event(event)) => event,
             Ok(Parsed::Ignored(status)) => {
                 count(label, "ignored");
-                return Ok(json_response(
-                    200,
-                    &json!({"status": "ignored", "provider_status": status}),
-                ));
+                let answer = IgnoredDelivery {
+                    status: "ignored",
+                    provider_status: status,
+                };
+                return Ok(typed_response(200, &answer));
             }
             Err(reason) => {
                 count(label, "review");
@@ -229,8 +231,13 @@ impl<S: Source> Edge<S> {
     ) -> Result<Response<Body>, ApiError> {
         let new = unparseable::keep(&self.store, integration, verified, body, reason, now).await?;
         tracing::warn!(%reason, "verified body could not be read; kept for review");
-        let answer = json!({"status": "unparseable", "duplicate": !new, "review": unparseable::REASON, "detail": reason});
-        Ok(json_response(200, &answer))
+        let answer = UnparseableDelivery {
+            status: "unparseable",
+            duplicate: !new,
+            review: unparseable::REASON,
+            detail: reason.to_owned(),
+        };
+        Ok(typed_response(200, &answer))
     }
 
     /// The integration and what its verifier proved, or 404 / 401.

@@ -4,13 +4,13 @@
 use super::webhook::{IgnoredDelivery, UnparseableDelivery};
 use super::{doc, error, parameter, Schemas, JSON};
 use crate::routes::{In, Param};
-use serde::Serialize;
+use firmspace::bank::monobank::Pushed as StatementPush;
+use firmspace::bank::BankRowAnswer;
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::{
     ContentBuilder, OneOfBuilder, Ref, Required, ResponseBuilder, ResponsesBuilder,
 };
-use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/bank";
 
@@ -20,45 +20,6 @@ const ID: Param = Param {
     required: true,
     doc: "the monobank bank integration's id (128 random bits: the URL is the secret)",
 };
-
-/// monobank's row (`id`, `time`, `amount` in minor units signed, `currencyCode` numeric, ...).
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct StatementItem {
-    id: String,
-    time: i64,
-    description: String,
-    amount: i64,
-    currency_code: u16,
-    comment: Option<String>,
-    counter_name: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct StatementData {
-    account: String,
-    statement_item: StatementItem,
-}
-
-/// monobank's push of a new row.
-#[derive(Serialize, ToSchema)]
-struct StatementPush {
-    #[serde(rename = "type")]
-    #[schema(example = "StatementItem")]
-    kind: String,
-    data: StatementData,
-}
-
-/// The row's answer: `duplicate` on every repeat.
-#[derive(Serialize, ToSchema)]
-struct BankRowAnswer {
-    duplicate: bool,
-    /// The bank's own id of the row.
-    id: String,
-    /// Our id of the row in `GET /api/bank/transactions` and the match routes.
-    tx_id: String,
-}
 
 pub fn operation(schemas: &mut Schemas) -> Operation {
     let body =

@@ -5,12 +5,10 @@ use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery}
 use super::{doc, Schemas, JSON};
 use crate::routes::{In, Param};
 use crate::schemas::CallAnswer;
-use firmspace::calls::CallFields;
+use firmspace::calls::providers::Envelope as StandardCall;
 use firmspace::signature::{standard, twilio};
-use serde::Serialize;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder};
-use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/calls";
 
@@ -35,16 +33,6 @@ const PARAMS: &[Param] = &[
         "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
     ),
 ];
-
-/// A generic provider's call (Standard Webhooks signed JSON); Twilio posts its form fields
-/// (`CallSid`, `Direction`, `From`, `To`, `CallStatus`, `CallDuration`) instead.
-#[derive(Serialize, ToSchema)]
-struct StandardCall {
-    #[serde(rename = "type")]
-    #[schema(example = "call.completed")]
-    kind: String,
-    data: CallFields,
-}
 
 pub fn operation(schemas: &mut Schemas) -> Operation {
     let body =

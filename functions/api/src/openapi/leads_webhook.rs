@@ -4,11 +4,10 @@
 use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
 use super::{doc, Schemas, JSON};
 use crate::routes::{In, Param};
+use firmspace::leads::{Envelope as LeadPayload, LeadAnswer};
 use firmspace::signature::standard;
-use serde::Serialize;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder};
-use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/leads";
 
@@ -32,42 +31,6 @@ const PARAMS: &[Param] = &[
         "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
     ),
 ];
-
-/// The submission's fields; `name` is required, the rest optional.
-#[derive(Serialize, ToSchema)]
-struct Submission {
-    /// The form's own id of the submission (1 to 255 bytes): its key within the integration;
-    /// without it, the signed `webhook-id`.
-    submission_id: Option<String>,
-    /// 1 to 200 characters.
-    name: String,
-    /// An e-mail address, at most 254 bytes: the contact's identity, compared in lower case.
-    email: Option<String>,
-    /// E.164 (+ and 8 to 15 digits; spaces, dashes, dots and parentheses dropped).
-    phone: Option<String>,
-    /// At most 4000 characters.
-    message: Option<String>,
-    /// Where the form is (a reference of at most 128 bytes: `website`, `landing-spring`).
-    source: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-struct LeadPayload {
-    #[serde(rename = "type")]
-    #[schema(example = "lead.submitted")]
-    kind: String,
-    data: Submission,
-}
-
-/// The card and the contact the submission made (a repeat: the first delivery's).
-#[derive(Serialize, ToSchema)]
-struct LeadAnswer {
-    duplicate: bool,
-    /// `lead:INTEGRATION_ID:SUBMISSION_ID`.
-    key: String,
-    deal_id: String,
-    contact_id: String,
-}
 
 pub fn operation(schemas: &mut Schemas) -> Operation {
     let body =

@@ -4,13 +4,12 @@
 use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
 use super::{doc, error, parameter, Schemas, JSON};
 use crate::routes::{In, Param};
+use firmspace::messages::{BatchAnswer, GenericMessage, MessageAnswer};
 use firmspace::signature::{standard, telegram, whatsapp};
-use serde::Serialize;
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::{
     ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder, Type,
 };
-use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/messages";
 
@@ -41,70 +40,6 @@ const PARAMS: &[Param] = &[
         "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
     ),
 ];
-
-/// The sender of a generic message.
-#[derive(Serialize, ToSchema)]
-struct From {
-    /// The sender's id on the channel (1-128 bytes).
-    id: String,
-    /// 1-200 characters.
-    name: String,
-    /// E.164; links the sender to a caller's contact.
-    phone: Option<String>,
-}
-
-/// A generic message's attachment, fetched once (https to a public host, at most 20 MB).
-#[derive(Serialize, ToSchema)]
-struct GenericAttachment {
-    url: String,
-    name: String,
-    content_type: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-struct GenericMessageData {
-    /// Unique within the integration (1-255 bytes): the message's key.
-    message_id: String,
-    /// The conversation (1-128 bytes).
-    chat_id: String,
-    from: From,
-    /// At most 4096 characters.
-    text: String,
-    /// At most 10.
-    attachments: Option<Vec<GenericAttachment>>,
-    /// RFC 3339.
-    sent_at: Option<String>,
-}
-
-/// A generic sender's message (Standard Webhooks signed JSON); Telegram posts its updates and
-/// WhatsApp Cloud its `entry[].changes[].value` deliveries instead.
-#[derive(Serialize, ToSchema)]
-struct GenericMessage {
-    #[serde(rename = "type")]
-    #[schema(example = "message.received")]
-    kind: String,
-    data: GenericMessageData,
-}
-
-/// One message of a delivery.
-#[derive(Serialize, ToSchema)]
-struct MessageAnswer {
-    /// The provider's id (Telegram: `chat.id:message_id`).
-    message_id: String,
-    /// `message:{integration_id}:{message_id}`.
-    key: String,
-    duplicate: bool,
-    conversation_id: String,
-}
-
-/// WhatsApp's answer: every message with its own `duplicate`, and how many statuses came.
-#[derive(Serialize, ToSchema)]
-struct BatchAnswer {
-    messages: Vec<MessageAnswer>,
-    statuses: usize,
-    /// How many of them moved a message's status forward.
-    statuses_applied: usize,
-}
 
 pub fn operation(schemas: &mut Schemas) -> Operation {
     let body =

@@ -5,14 +5,14 @@
 use super::{doc, error, parameter, Schemas, JSON, SERVER};
 use crate::routes::{In, Param};
 use crate::schemas::PaymentAnswer;
+use firmspace::payments::providers::standard::Body as StandardPayment;
 use firmspace::signature::{monobank, standard, stripe};
-use serde::Serialize;
+pub(super) use firmspace::webhook::answer::{IgnoredDelivery, UnparseableDelivery};
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::{
     ContentBuilder, OneOfBuilder, Ref, Required, ResponseBuilder, ResponsesBuilder,
 };
-use utoipa::ToSchema;
 
 pub const PATH: &str = "/hooks/{integration_id}/payments";
 
@@ -50,65 +50,6 @@ const PARAMS: &[Param] = &[
         "monobank: base64 ECDSA P-256 signature of the body by the merchant's public key",
     ),
 ];
-
-/// A Standard Webhooks payment event; `payment.succeeded` books, any other type is ignored.
-/// Stripe and monobank send their own event bodies.
-#[derive(Serialize, ToSchema)]
-struct StandardPayment {
-    #[serde(rename = "type")]
-    #[schema(example = "payment.succeeded")]
-    kind: String,
-    data: StandardPaymentData,
-}
-
-#[derive(Serialize, ToSchema)]
-struct StandardPaymentData {
-    /// The payment's identity; without it the `webhook-id`, else a hash of the body.
-    payment_id: Option<String>,
-    invoice_id: Option<String>,
-    /// Major units (`"40.00"`); without it the invoice's open amount is applied.
-    amount: Option<String>,
-    currency: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[expect(
-    dead_code,
-    reason = "documentation only: the edge answers with `json!`"
-)]
-enum IgnoredStatus {
-    Ignored,
-}
-
-/// A status this source does not record (`payment.processing`, monobank `hold`, a call still
-/// `ringing`, ...): nothing written.
-#[derive(Serialize, ToSchema)]
-pub(super) struct IgnoredDelivery {
-    status: IgnoredStatus,
-    provider_status: String,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[expect(
-    dead_code,
-    reason = "documentation only: the edge answers with `json!`"
-)]
-enum UnparseableStatus {
-    Unparseable,
-}
-
-/// A verified body that cannot be read: kept with a review item; the same body again is a
-/// duplicate of the kept one.
-#[derive(Serialize, ToSchema)]
-pub(super) struct UnparseableDelivery {
-    status: UnparseableStatus,
-    duplicate: bool,
-    /// The review item's reason, `unparseable_payload`.
-    review: String,
-    detail: String,
-}
 
 pub fn operation(schemas: &mut Schemas) -> Operation {
     let body =

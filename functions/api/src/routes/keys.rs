@@ -3,8 +3,9 @@
 use super::Answer::{Items, One};
 use super::Method::{Delete, Get, Post};
 use super::{In, Op, OrgOp::*, Param, Route};
-use crate::keys::{KeyCreated, NewKey};
+use crate::keys::NewKey;
 use crate::openapi::doc;
+use firmspace::commands::answers::KeyCreated;
 use firmspace::orgs::keys::KeyInfo;
 
 pub static ROUTES: &[Route] = &[

@@ -95,7 +95,7 @@ pub static ROUTES: &[Route] = &[
         params: &[path("id", "the integration's id"), IDEMPOTENCY_KEY],
         body: Some(doc::<NewSecrets>),
         ok: &[(200, "rotated; the same key again gets the same answer")],
-        answer: One(doc::<s::IntegrationInfo>),
+        answer: One(doc::<s::SecretsRotated>),
         errors: &[
             (
                 400,

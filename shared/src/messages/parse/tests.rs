@@ -106,6 +106,49 @@ fn a_whatsapp_delivery_carries_messages_and_statuses() {
 }
 
 #[test]
+fn the_documented_generic_message_is_what_the_parser_reads() {
+    let documented = GenericMessage {
+        kind: "message.received".into(),
+        data: GenericMessageData {
+            message_id: "m7".into(),
+            chat_id: "c7".into(),
+            from: GenericSender {
+                id: "u7".into(),
+                name: "Olena".into(),
+                phone: Some("+380441234567".into()),
+            },
+            text: "hi".into(),
+            attachments: Some(vec![GenericAttachment {
+                url: "https://files.example.com/b.pdf".into(),
+                name: "b.pdf".into(),
+                content_type: Some("application/pdf".into()),
+            }]),
+            sent_at: Some("2026-12-03T10:00:00Z".into()),
+        },
+    };
+    let body = serde_json::to_vec(&documented).unwrap();
+    let (messages, ..) = delivery(standard(&body).unwrap());
+    let m = &messages[0];
+    let d = &documented.data;
+    assert_eq!((m.provider_id.as_str(), m.chat_id.as_str()), ("m7", "c7"));
+    assert_eq!(
+        (m.from.identity.as_str(), m.from.name.as_str()),
+        ("u7", "Olena")
+    );
+    assert_eq!(m.from.phone, d.from.phone);
+    assert_eq!(m.text, d.text);
+    assert_eq!(m.attachments[0].name, "b.pdf");
+    assert_eq!(
+        m.attachments[0].content_type.as_deref(),
+        Some("application/pdf")
+    );
+    assert_eq!(
+        m.sent_at.map(crate::time::format).as_deref(),
+        Some("2026-12-03T10:00:00.000Z")
+    );
+}
+
+#[test]
 fn a_generic_sender_posts_message_received() {
     let body = br#"{"type":"message.received","data":{"message_id":"m1","chat_id":"c1",
         "from":{"id":"u1","name":"Iryna","phone":"+380441234567"},"text":"hello",

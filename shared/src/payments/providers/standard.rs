@@ -7,19 +7,30 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-#[derive(Deserialize)]
-struct Body {
+/// A Standard Webhooks payment event; `payment.succeeded` books, any other type is ignored.
+/// Stripe and monobank send their own event bodies (`StandardPayment`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = StandardPayment)]
+pub struct Body {
     #[serde(rename = "type")]
+    #[schema(example = "payment.succeeded")]
     kind: String,
     #[serde(default)]
     data: Data,
 }
 
-#[derive(Deserialize, Default)]
-struct Data {
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = StandardPaymentData)]
+pub struct Data {
+    /// The payment's identity; without it the `webhook-id`, else a hash of the body.
+    #[schema(max_length = 255)]
     payment_id: Option<String>,
+    #[schema(max_length = 255)]
     invoice_id: Option<String>,
+    /// Major units (`"40.00"`); without it the invoice's open amount is applied.
+    #[schema(value_type = Option<String>, example = "40.00", max_length = 32)]
     amount: Option<Value>,
+    #[schema(example = "UAH", min_length = 3, max_length = 3)]
     currency: Option<String>,
 }
 
