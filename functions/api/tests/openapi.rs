@@ -413,3 +413,30 @@ fn every_json_answer_has_a_schema_with_its_fields() {
     );
     assert!(page["properties"]["cursor"].is_object(), "{page}");
 }
+
+/// The document checked by a validator of the OpenAPI 3.1 specification of its own
+/// (`openapi-spec-validator`, which `cargo xtask` installs into `.venv` from
+/// `infra/requirements.txt`): its structure, every `$ref`, every schema.
+#[test]
+fn the_document_passes_an_openapi_3_1_validator() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let validator = root.join(".venv/bin/openapi-spec-validator");
+    assert!(
+        validator.exists(),
+        "{} is missing: `cargo xtask test` (or `cargo xtask up`) installs it",
+        validator.display()
+    );
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("openapi.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&json()).unwrap()).unwrap();
+    let out = std::process::Command::new(&validator)
+        .arg(&file)
+        .output()
+        .expect("the validator runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("OK"), "{said}");
+}
