@@ -64,9 +64,11 @@ pub struct IntegrationCreated {
     /// How deliveries (webhooks) or outgoing calls (outbound) are signed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
-    /// The signing secret; absent for monobank and Twilio, which sign with their own keys.
+    /// The signing secret (shown once); null for a monobank payment and Twilio, which sign
+    /// with their own keys; absent for the kinds that take tokens instead.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub secret: Option<Value>,
     /// Where the sender posts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook_url: Option<String>,
@@ -88,9 +90,10 @@ pub struct IntegrationCreated {
     /// Outbound: where events are sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// Outbound: where a sent message's status is reported.
+    /// Outbound: where the target reports a key's state; null when it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status_url: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub status_url: Option<Value>,
 }
 
 /// A new organisation and its first API key.

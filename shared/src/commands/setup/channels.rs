@@ -82,7 +82,7 @@ pub fn describe(
             ..out
         },
         MessageSettings::Standard { secret } => IntegrationCreated {
-            secret: shown(secret),
+            secret: Some(json!(secret.expose_secret())),
             signature: said("webhook-id, webhook-timestamp, webhook-signature (v1 HMAC-SHA256)"),
             ..out
         },

@@ -292,7 +292,7 @@ fn webhook(
         webhook_url: Some(url),
         provider: Some(json!(provider)),
         signature: Some(signature.to_owned()),
-        secret: secret.map(|s| s.expose_secret().to_owned()),
+        secret: Some(json!(secret.map(|s| s.expose_secret()))),
         ..IntegrationCreated::default()
     }
 }
@@ -341,12 +341,12 @@ pub fn describe(integration: &Integration, public_url: &str) -> IntegrationCreat
         Settings::Bank(b) => bank::describe(integration, b, public_url),
         Settings::Outbound(o) => IntegrationCreated {
             url: Some(o.url.clone()),
-            status_url: o.status_url.clone(),
+            status_url: Some(json!(o.status_url)),
             signature: Some(
                 "outgoing calls carry Idempotency-Key and Standard Webhooks signature headers"
                     .to_owned(),
             ),
-            secret: Some(o.secret.expose_secret().to_owned()),
+            secret: Some(json!(o.secret.expose_secret())),
             ..IntegrationCreated::default()
         },
     };
