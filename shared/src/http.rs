@@ -246,11 +246,12 @@ impl Problem {
     }
 }
 
-/// A page of a list: `{"items", "cursor"}`; `cursor` is what the next page's `cursor` takes,
-/// null at the end (the OpenAPI document's `Paged` answer).
+/// A page of an `/api` list: `{"items", "cursor"}`, `cursor` (what the next page's `cursor`
+/// takes) while more remain, absent at the end (the OpenAPI document's `Paged` answer).
 #[derive(Debug, serde::Serialize)]
 pub struct Page<T> {
     pub items: Vec<T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
 }
 
@@ -423,5 +424,21 @@ mod tests {
             headers["content-type"], "application/json",
             "an answer is not a problem"
         );
+    }
+
+    #[test]
+    fn a_problem_keeps_the_bodys_fields_but_its_own_type_title_and_status() {
+        let (_, _, body) = parts(json_response(
+            400,
+            &json!({"error": "invalid_csv", "detail": 3, "rows": [{"line": 2}], "field": "file",
+                    "type": "mine", "title": "Mine", "status": 200, "retry_after": 7}),
+        ));
+        let expected = json!({
+            "type": problem_type("invalid_csv"), "title": "Invalid csv", "status": 400,
+            "error": "invalid_csv", "field": "file", "retry_after": 7,
+            // A detail that is no string stays as the body gave it, beside the others.
+            "detail": 3, "rows": [{"line": 2}],
+        });
+        assert_eq!(body, expected);
     }
 }

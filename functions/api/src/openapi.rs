@@ -219,7 +219,8 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
 }
 
 /// `{"items": [<name>]}`, as the list routes answer.
-/// `{"items": [...], "cursor"}`: `cursor` is what the next page's `cursor` takes, null at the end.
+/// `{"items": [...], "cursor"}`: `cursor` is what the next page's `cursor` takes; at the end it
+/// is absent (`/api`) or null (`/ops`).
 fn page(name: String) -> RefOr<Schema> {
     let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
     let cursor =

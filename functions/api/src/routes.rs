@@ -161,7 +161,8 @@ pub enum Answer {
     OneOf(&'static [Doc]),
     /// `{"items": [...]}`.
     Items(Doc),
-    /// A page: `{"items": [...], "cursor"}`, `cursor` set while more remain.
+    /// A page: `{"items": [...], "cursor"}`, `cursor` while more remain (at the end: absent
+    /// under `/api`, null under `/ops`).
     Paged(Doc),
     /// An HTML page, described.
     Html(&'static str),

@@ -3,13 +3,14 @@
 
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
-use firmspace::http::{query, typed_response, ApiError};
+use firmspace::http::{json_response, query, typed_response, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::ops::answers::{Chart, ConsumerState, OrgRow, ReviewFigures, RunFigures, Summary};
 use firmspace::ops::events::{self, Counts, Filter, FilterError};
 use firmspace::ops::{chart, review, runs, EventKind};
 use firmspace::store::{counters, StoreError};
 use lambda_http::{Body, Request, Response};
+use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Whether a path is one of ours (for a 405 rather than a 404).
@@ -56,8 +57,14 @@ fn read_error(e: StoreError, cursor: Option<&str>) -> ApiError {
 }
 
 /// A page of a list: `{"items", "cursor"}`.
+/// A page of an `/ops` list: `cursor` is always there, null at the end.
 fn listed<T: serde::Serialize>(items: Vec<T>, next: Option<String>) -> Response<Body> {
-    firmspace::http::page_response(items, next)
+    json_response(200, &json!({"items": items, "cursor": next}))
+}
+
+/// A whole list: `{"items"}`.
+fn all<T: serde::Serialize>(items: Vec<T>) -> Response<Body> {
+    json_response(200, &json!({ "items": items }))
 }
 
 /// The figures of one organisation or (`None`) of the deployment: one read of the counters
@@ -303,13 +310,13 @@ pub(crate) async fn dlq(
 pub(crate) async fn consumers(app: &App, who: &Who) -> Result<Response<Body>, ApiError> {
     admin_only(who)?;
     let Some(consumers) = &app.consumers else {
-        return Ok(listed(Vec::<ConsumerState>::new(), None));
+        return Ok(all(Vec::<ConsumerState>::new()));
     };
     let items = consumers
         .states(&app.store)
         .await
         .map_err(|e| ApiError::internal(&e, true))?;
-    Ok(listed(items, None))
+    Ok(all(items))
 }
 
 /// `GET /ops/integrations`: the organisation's paused integrations, who paused each and when,
@@ -321,5 +328,5 @@ pub(crate) async fn integrations(
 ) -> Result<Response<Body>, ApiError> {
     let org = who.one(req)?;
     let items = firmspace::ops::hold::paused_of(&app.store, &org).await?;
-    Ok(listed(items, None))
+    Ok(all(items))
 }

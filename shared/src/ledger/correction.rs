@@ -87,8 +87,8 @@ pub struct RefundAnswer {
     /// False when the debit never moved the balance (another currency): neither does its refund.
     pub applied: bool,
     pub reason: String,
-    /// As stored with the refund.
-    #[schema(value_type = super::wallet::WalletView)]
+    /// As stored with the refund (null if unreadable).
+    #[schema(value_type = Option<super::wallet::WalletView>)]
     pub wallet: Value,
 }
 

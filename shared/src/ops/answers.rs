@@ -154,8 +154,7 @@ pub struct Hour {
 pub struct DeadLetter {
     /// What a redrive's `ids` take.
     pub id: Option<String>,
-    /// The message's JSON (its text when it is not JSON).
-    #[schema(value_type = Object)]
+    /// The message's JSON (its text, a string, when it is not JSON; null when it has none).
     pub body: Value,
     /// How many times a worker received it.
     pub receives: Option<u64>,

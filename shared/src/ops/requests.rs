@@ -229,7 +229,7 @@ impl Request<'_> {
         let (state, status, answer) = match (item.u64_of("status"), item.opt_str("answer")) {
             (Ok(status), Some(answer)) => (
                 "done",
-                u16::try_from(status).ok(),
+                Some(status),
                 Some(serde_json::from_str(answer).unwrap_or(Value::Null)),
             ),
             _ => ("running", None, None),
@@ -267,10 +267,9 @@ pub struct RequestOutcome {
     pub state: &'static str,
     /// `done`: the HTTP status the request was answered with.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    /// `done`: the answer's body.
+    pub status: Option<u64>,
+    /// `done`: the answer's body (null if the stored one cannot be read).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
     pub answer: Option<Value>,
     pub at: Option<String>,
 }

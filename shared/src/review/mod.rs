@@ -136,8 +136,8 @@ pub struct ReviewView {
     pub at: Option<String>,
     /// `open` or `resolved`.
     pub state: Option<String>,
-    /// What the machine saw: the reason's own fields.
-    #[schema(value_type = Object)]
+    /// What the machine saw: the reason's own fields (null if unreadable).
+    #[schema(value_type = Option<Object>)]
     pub detail: Value,
     /// A person's note on resolving it.
     pub note: Option<String>,

@@ -109,9 +109,7 @@ pub async fn key_reused<T>(
 /// `ringing`, ...): nothing written.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct IgnoredDelivery {
-    /// `ignored`.
-    #[schema(example = "ignored")]
-    pub status: &'static str,
+    pub status: Ignored,
     /// What the sender said (its event type or status).
     pub provider_status: String,
 }
@@ -120,12 +118,24 @@ pub struct IgnoredDelivery {
 /// duplicate of the kept one.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct UnparseableDelivery {
-    /// `unparseable`.
-    #[schema(example = "unparseable")]
-    pub status: &'static str,
+    pub status: Unparseable,
     pub duplicate: bool,
     /// The review item's reason, `unparseable_payload`.
     #[schema(value_type = String)]
     pub review: crate::review::Reason,
     pub detail: String,
+}
+
+/// The status of a delivery that wrote nothing: `ignored`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Ignored {
+    Ignored,
+}
+
+/// The status of a delivery kept for a person: `unparseable`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Unparseable {
+    Unparseable,
 }

@@ -1,7 +1,7 @@
 //! The generic webhook handler over one source: route, size limit, cached integration, verify,
 //! parse, record, answer, and the metrics of every delivery.
 
-use super::answer::{IgnoredDelivery, UnparseableDelivery};
+use super::answer::{Ignored, IgnoredDelivery, Unparseable, UnparseableDelivery};
 use super::cache::{Built, Cache, Cached, Entry};
 use super::{unparseable, Parsed, Source};
 use crate::http::{body_bytes, route_path, typed_response, ApiError, MAX_BODY};
@@ -141,7 +141,7 @@ impl<S: Source> Edge<S> {
             Ok(Parsed::Ignored(status)) => {
                 count(label, "ignored");
                 let answer = IgnoredDelivery {
-                    status: "ignored",
+                    status: Ignored::Ignored,
                     provider_status: status,
                 };
                 return Ok(typed_response(200, &answer));
@@ -232,7 +232,7 @@ impl<S: Source> Edge<S> {
         let new = unparseable::keep(&self.store, integration, verified, body, reason, now).await?;
         tracing::warn!(%reason, "verified body could not be read; kept for review");
         let answer = UnparseableDelivery {
-            status: "unparseable",
+            status: Unparseable::Unparseable,
             duplicate: !new,
             review: unparseable::REASON,
             detail: reason.to_owned(),
