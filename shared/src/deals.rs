@@ -10,7 +10,6 @@ use crate::store::{Cond, Item, Store, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The stored item's `kind`.
 pub const KIND: &str = "deal";
@@ -108,10 +107,6 @@ impl Deal {
             moved: None,
             from: None,
         }
-    }
-
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("a card's view serialises")
     }
 }
 

@@ -12,7 +12,7 @@ use crate::store::item::{n, s, Builder, Read};
 use crate::store::{Cond, Item, Store, StoreError, Update};
 use aws_sdk_s3::primitives::ByteStream;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 /// Rows a file may have to be stored within its upload's request; beyond, the worker stores it.
@@ -129,10 +129,6 @@ impl FileImport {
             created_at: crate::time::format(self.created_at),
             updated_at: crate::time::format(self.updated_at),
         }
-    }
-
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("an import's view serialises")
     }
 
     fn to_item(&self) -> Item {

@@ -25,7 +25,6 @@ use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Rows stored at once by a CSV upload and by a statement page.
@@ -298,10 +297,6 @@ impl BankTx {
                 applied: r.currency.show(m.applied),
             }),
         }
-    }
-
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("a bank row's view serialises")
     }
 }
 

@@ -140,10 +140,6 @@ pub fn view(tool: Tool) -> ToolView {
     }
 }
 
-pub fn to_json(tool: Tool) -> Value {
-    serde_json::to_value(view(tool)).expect("a tool serialises")
-}
-
 /// One tool an assistant may call (`AssistantTool`).
 #[derive(Serialize, ToSchema)]
 #[schema(as = AssistantTool)]

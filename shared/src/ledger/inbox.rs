@@ -10,7 +10,6 @@ use crate::time;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub const KIND: &str = "inbox_row";
 
@@ -147,10 +146,6 @@ impl InboxLine {
             integration_id: self.integration_id.clone(),
             segments: self.segments,
         }
-    }
-
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("an inbox line's view serialises")
     }
 }
 

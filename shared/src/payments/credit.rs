@@ -228,10 +228,6 @@ impl CreditNote {
         }
     }
 
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("a credit note's view serialises")
-    }
-
     /// An activity line on each record the invoice links to, a notification to its owner (the
     /// team when none), and `credit_note.created` for the rules: each keyed by the note.
     pub fn consequences(&self) -> Vec<Consequence> {
