@@ -4,6 +4,7 @@
 //! `cargo xtask test` starts ministack and sets `FIRMSPACE_TEST_ENDPOINT`.
 
 mod api;
+mod as_booked;
 mod assistant;
 mod automation;
 mod automation_ai;

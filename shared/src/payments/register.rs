@@ -207,14 +207,24 @@ impl<'a, C: Confirm> Register<'a, C> {
     }
 
     /// The stored event met again, answering with its invoice as it is now: the invoice was
-    /// read in the same consistent batch as the event (a repeat costs that one read).
+    /// read in the same consistent batch as the event (a repeat costs that one read). A copy
+    /// that lost the race to its twin read the invoice before the twin booked: that read is
+    /// older than the booking, so the invoice is answered as the booking left it (stored with
+    /// the first answer), never a version before the one `first_applied` names.
     fn repeat(&self, seen: &Seen, item: &Item) -> Result<Registered, StoreError> {
         let mut stored = PaymentEvent::from_item(item)?;
         let [invoice_at, ..] = self.slots();
         if let Some(now) = invoice_at.and_then(|i| seen.get(i)) {
             let same = stored.invoice_id.as_deref() == now.str_of("id").ok();
-            if let (true, serde_json::Value::Object(fields)) = (same, &mut stored.answer) {
-                fields.insert("invoice".into(), Invoice::from_item(now)?.to_json());
+            let now = Invoice::from_item(now)?;
+            let booked = stored
+                .answer
+                .pointer("/invoice/version")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+            let current = same && now.version >= booked;
+            if let (true, serde_json::Value::Object(fields)) = (current, &mut stored.answer) {
+                fields.insert("invoice".into(), now.to_json());
             }
         }
         let input = self.input;
