@@ -466,8 +466,8 @@ async fn pause_consumer(
     Ok((200, json!(state)))
 }
 
-/// `POST /ops/events/replay`: a dry run counts, a replay sends what is missing, each once, for
-/// 15 s at most a call (`more` with a `cursor` to go on).
+/// `POST /ops/events/replay`: a dry run counts (20 s at most a call), a replay sends what is
+/// missing, each once (15 s at most a call); each answers `more` with a `cursor` to go on.
 async fn replay_window(
     app: &App,
     (org, window): (&firmspace::ids::OrgId, &Window),
@@ -482,11 +482,15 @@ async fn replay_window(
         other => other.into(),
     };
     if dry_run {
-        let found = dry_run_of(&app.store, org, window).await.map_err(refused)?;
+        let found = dry_run_of(&app.store, org, window, cursor)
+            .await
+            .map_err(refused)?;
         let counted = ReplayCounted {
             events: found.events,
             missing: found.missing,
             dry_run: true,
+            more: found.cursor.is_some(),
+            cursor: found.cursor,
         };
         return Ok((200, json!(counted)));
     }

@@ -76,19 +76,25 @@ pub struct ConsequenceState {
     pub state: &'static str,
 }
 
-/// A dry run of a bulk replay: the window's events, and those missing a consequence.
+/// A dry run of a bulk replay: the window's events, and their consequences not done (the
+/// list's `missing`). With `more`, these are the figures of the part counted in this call: call
+/// again with `cursor` and add.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReplayCounted {
     pub events: u64,
     pub missing: u64,
     pub dry_run: bool,
+    /// The count ran out of time before the window's end: call again with `cursor`.
+    pub more: bool,
+    pub cursor: Option<String>,
 }
 
 /// One call of a bulk replay: what it sent, and where the next call goes on.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReplaySent {
-    /// Waiting events whose missing consequences this call sent.
+    /// Events whose missing consequences this call sent.
     pub events: u64,
+    /// Consequences sent now.
     pub sent: u64,
     /// The window is not done: call again with `cursor`.
     pub more: bool,

@@ -201,7 +201,11 @@ impl Filter {
         if self.from.is_none() && self.to.is_none() {
             return None;
         }
-        let low = self.from.map(crate::time::format).unwrap_or_default();
+        // Every stored time sorts after "0": a window without `from` is open below.
+        let low = self
+            .from
+            .map(crate::time::format)
+            .unwrap_or_else(|| "0".into());
         let high = self
             .to
             .map(crate::time::format)
@@ -333,17 +337,17 @@ pub enum ReplayError {
     NotFound,
 }
 
-/// Derives the stored event's consequences again and sends them all: what already happened is
-/// absorbed by its key, what was missing happens now. Returns how many were sent.
+/// Sends the stored event's missing consequences again: those the list shows `missing`, no
+/// other. Returns how many were sent now.
 pub async fn replay(store: &Store, publisher: &Publisher, pk: &str) -> Result<usize, ReplayError> {
     let item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
-    // An incoming SMS's consequences are its conversation message's: replay those.
-    let carrier = match waiting::carried_message(&item) {
-        Some(message) => store.get(&message).await?.ok_or(ReplayError::NotFound)?,
-        None => item,
-    };
-    let source = carrier.str_of("pk")?.to_owned();
-    let consequences = derive::consequences(&carrier)?;
+    let org = OrgId::parse(item.str_of("org")?).map_err(|_| ReplayError::NotFound)?;
+    let [(_, source, consequences)] =
+        <[_; 1]>::try_from(missing_of(store, &org, vec![item]).await?)
+            .map_err(|_| ReplayError::NotFound)?;
+    if consequences.is_empty() {
+        return Ok(0);
+    }
     Ok(publisher
         .publish_from(Some(&source), &consequences)
         .await?
@@ -364,59 +368,37 @@ impl Window {
     }
 }
 
-/// What a dry run found: the window's events, and the consequences of them not done.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a dry run found: the window's events, and the consequences of them not done; with a
+/// cursor when its time ran out before the window's end (the figures are then those of the
+/// part counted, and the next call counts on from the cursor).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Found {
     pub events: u64,
     pub missing: u64,
+    pub cursor: Option<String>,
 }
 
 /// How long one bulk replay call works before it answers `more` with a cursor.
 pub const REPLAY_CALL: std::time::Duration = std::time::Duration::from_secs(15);
+/// How long one dry run counts before it answers `more` with a cursor.
+pub const DRY_RUN_CALL: std::time::Duration = std::time::Duration::from_secs(20);
 /// How long a consequence a bulk replay sent is left to its worker before another bulk replay
 /// may send it again: a worker applies it within seconds, or it ends in the DLQ with its
 /// review item well inside this.
 pub const REPLAY_HOLD: Duration = Duration::minutes(15);
 
-/// The waiting events of the window, a page at a time, each with its missing consequences.
-async fn waiting_page(
+/// Each event with the item its consequences are stored from (`waiting::carriers`) and those
+/// of its consequences that are `missing` (`waiting::states`): what the list shows, what a dry
+/// run counts and what a replay sends are one set.
+async fn missing_of(
     store: &Store,
     org: &OrgId,
-    window: &Window,
-    cursor: Option<&str>,
-) -> Result<(Vec<(Item, Vec<Consequence>)>, Option<String>), StoreError> {
-    let (low, high) = window.range();
-    let (marks, next) = store
-        .page_in(
-            Index::States,
-            &counters::waiting_list(org, window.kind),
-            Some((&low, &high)),
-            false,
-            50,
-            cursor,
-        )
-        .await?;
-    let marks: Vec<Item> = marks
-        .into_iter()
-        .filter(|m| m.opt_str("source").is_some())
-        .collect();
-    let sources: Vec<String> = marks
-        .iter()
-        .map(|m| m.opt_str("source").unwrap_or_default().to_owned())
-        .collect();
-    let found = match sources.is_empty() {
-        true => Vec::new(),
-        false => store.get_many(&sources).await?,
-    };
-    // A mark whose carrier is gone has nothing to send.
-    let (marks, carriers): (Vec<Item>, Vec<Item>) = marks
-        .into_iter()
-        .zip(found)
-        .filter_map(|(mark, carrier)| Some((mark, carrier?)))
-        .unzip();
+    events: Vec<Item>,
+) -> Result<Vec<(Item, String, Vec<Consequence>)>, StoreError> {
+    let carriers = waiting::carriers(store, &events).await?;
     let states = waiting::states(store, org, &carriers).await?;
-    let mut out = Vec::new();
-    for ((mark, carrier), states) in marks.into_iter().zip(&carriers).zip(states) {
+    let mut out = Vec::with_capacity(events.len());
+    for ((event, carrier), states) in events.into_iter().zip(&carriers).zip(states) {
         let missing: Vec<String> = states
             .into_iter()
             .filter(|s| !s.done)
@@ -426,9 +408,30 @@ async fn waiting_page(
             .into_iter()
             .filter(|c| missing.contains(&shown_key(c)))
             .collect();
-        out.push((mark, consequences));
+        out.push((event, carrier.str_of("pk")?.to_owned(), consequences));
     }
-    Ok((out, next))
+    Ok(out)
+}
+
+/// The window's events, oldest first, a page at a time, each with its missing consequences.
+async fn missing_page(
+    store: &Store,
+    org: &OrgId,
+    window: &Window,
+    cursor: Option<&str>,
+) -> Result<(Vec<(Item, String, Vec<Consequence>)>, Option<String>), StoreError> {
+    let (low, high) = window.range();
+    let (events, next) = store
+        .page_in(
+            Index::States,
+            &events_pk(org, window.kind),
+            Some((&low, &high)),
+            false,
+            50,
+            cursor,
+        )
+        .await?;
+    Ok((missing_of(store, org, events).await?, next))
 }
 
 /// A consequence's key as its state shows it.
@@ -439,24 +442,26 @@ fn shown_key(c: &Consequence) -> String {
     }
 }
 
-/// A dry run of a bulk replay: the window's events (one count query) and the consequences of
-/// its waiting ones that are not done; nothing is sent.
-pub async fn dry_run(store: &Store, org: &OrgId, window: &Window) -> Result<Found, StoreError> {
-    let (low, high) = window.range();
-    let events = store
-        .count_in(
-            Index::States,
-            &events_pk(org, window.kind),
-            Some((&low, &high)),
-        )
-        .await?;
-    let (mut missing, mut cursor) = (0, None::<String>);
+/// A dry run of a bulk replay: the window's events and their consequences the list shows
+/// `missing`, counted for [`DRY_RUN_CALL`] at most; nothing is sent.
+pub async fn dry_run(
+    store: &Store,
+    org: &OrgId,
+    window: &Window,
+    cursor: Option<&str>,
+) -> Result<Found, StoreError> {
+    let started = Instant::now();
+    let mut found = Found {
+        cursor: cursor.map(str::to_owned),
+        ..Found::default()
+    };
     loop {
-        let (page, next) = waiting_page(store, org, window, cursor.as_deref()).await?;
-        missing += page.iter().map(|(_, cs)| cs.len() as u64).sum::<u64>();
-        match next {
-            Some(next) => cursor = Some(next),
-            None => return Ok(Found { events, missing }),
+        let (page, next) = missing_page(store, org, window, found.cursor.as_deref()).await?;
+        found.events += page.len() as u64;
+        found.missing += page.iter().map(|(.., cs)| cs.len() as u64).sum::<u64>();
+        found.cursor = next;
+        if found.cursor.is_none() || started.elapsed() >= DRY_RUN_CALL {
+            return Ok(found);
         }
     }
 }
@@ -464,16 +469,16 @@ pub async fn dry_run(store: &Store, org: &OrgId, window: &Window) -> Result<Foun
 /// What one bulk replay call did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Replayed {
-    /// Waiting events whose missing consequences this call sent.
+    /// Events whose missing consequences this call sent.
     pub events: u64,
     pub sent: u64,
     /// Where the next call goes on (`None`: the window is done).
     pub cursor: Option<String>,
 }
 
-/// Sends the missing consequences of the window's waiting events, each once: a waiting mark is
-/// taken for [`REPLAY_HOLD`] by a conditional write before its consequences are sent, so a
-/// second replay meanwhile (or this one's repeat) sends nothing for it. Stops after
+/// Sends the missing consequences of the window's events, each once: an event with any is
+/// taken for [`REPLAY_HOLD`] by a conditional write on its item before its consequences are
+/// sent, so a second replay meanwhile (or this one's repeat) sends nothing for it. Stops after
 /// [`REPLAY_CALL`] with a cursor.
 pub async fn replay_window(
     store: &Store,
@@ -486,8 +491,8 @@ pub async fn replay_window(
     let mut done = Replayed::default();
     let mut cursor = cursor.map(str::to_owned);
     loop {
-        let (page, next) = waiting_page(store, org, window, cursor.as_deref()).await?;
-        for (mark, consequences) in page {
+        let (page, next) = missing_page(store, org, window, cursor.as_deref()).await?;
+        for (event, source, consequences) in page {
             if consequences.is_empty() {
                 continue;
             }
@@ -497,11 +502,10 @@ pub async fn replay_window(
                     "replayed_at".into(),
                     s(crate::time::format(now - REPLAY_HOLD)),
                 ));
-            if !store.update_if(mark.str_of("pk")?, &take).await? {
+            if !store.update_if(event.str_of("pk")?, &take).await? {
                 continue;
             }
-            let source = mark.str_of("source")?;
-            let published = publisher.publish_from(Some(source), &consequences).await?;
+            let published = publisher.publish_from(Some(&source), &consequences).await?;
             done.events += 1;
             done.sent += published.sent as u64;
         }

@@ -104,6 +104,29 @@ async fn each_row_says_what_it_is_and_the_list_finds_an_event_by_time_and_text()
         !keys(&up_to).contains(&keys(&list)[2]),
         "to is exclusive: {up_to}"
     );
+    // One bound alone: the other side is open.
+    for (path, listed) in [
+        (format!("/ops/events?kind=payment&to={first_at}"), 0),
+        (
+            format!("/ops/events?kind=payment&to={}", at(Duration::minutes(1))),
+            3,
+        ),
+        (
+            format!("/ops/events?kind=payment&from={}", at(Duration::hours(-1))),
+            3,
+        ),
+        (
+            format!("/ops/events?kind=payment&from={}", at(Duration::minutes(1))),
+            0,
+        ),
+    ] {
+        let (status, page) = o.get(&path.replace('+', "%2B"), &key).await;
+        assert_eq!(
+            (status, items(&page).len()),
+            (200, listed),
+            "{path}: {page}"
+        );
+    }
     for bad in [
         window("yesterday", &at(Duration::zero())),
         window(&at(Duration::zero()), &at(Duration::hours(-1))),
