@@ -2,6 +2,10 @@
 
 use aws_config::BehaviorVersion;
 
+pub mod meter;
+
+pub use meter::{Meter, Units};
+
 /// The roots of every AWS endpoint's certificate (Amazon Trust Services), in PEM.
 const AWS_ROOTS: &str = include_str!("aws-roots.pem");
 
@@ -63,12 +67,15 @@ pub async fn lambda(endpoint_url: Option<&str>) -> aws_sdk_lambda::Client {
 }
 
 /// An SDK interceptor that records the operation name of every DynamoDB request sent (retries
-/// included): tests assert round trips with it, `cargo xtask bench` counts them per event.
+/// included) and the units each answer reports: tests assert round trips and units with it,
+/// `cargo xtask bench` counts them per event.
 #[derive(Clone, Debug, Default)]
 pub struct CallLog(
     std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// The IAM actions the requests needed (a transaction's, by its items' kinds).
     std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// Each answered request's operation and units, in order.
+    std::sync::Arc<std::sync::Mutex<Vec<(String, Units)>>>,
 );
 
 /// The IAM actions one DynamoDB request needs: its operation's, or for a transaction each of its
@@ -99,6 +106,17 @@ impl CallLog {
     pub fn clear(&self) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.1.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.2.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Each answered request since the last `clear`: its operation and the units it reported.
+    pub fn metered(&self) -> Vec<(String, Units)> {
+        self.2.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The units of every request since the last `clear`.
+    pub fn units(&self) -> Units {
+        self.metered().into_iter().map(|(_, u)| u).sum()
     }
 
     /// Every IAM action the requests since the last `clear` needed (`dynamodb:GetItem`, ...).
@@ -119,7 +137,8 @@ impl CallLog {
         self.len() == 0
     }
 
-    /// A DynamoDB client on `config` that records into this log.
+    /// A DynamoDB client on `config` that records into this log (the units once a store's
+    /// meter asks for them, as every store's does).
     pub fn dynamodb(&self, config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
         let config = aws_sdk_dynamodb::config::Builder::from(config)
             .interceptor(self.clone())
@@ -129,6 +148,14 @@ impl CallLog {
 }
 
 impl CallLog {
+    /// An SQS client whose every request is logged (`SendMessageBatch`, ...).
+    pub fn sqs(&self, config: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+        let config = aws_sdk_sqs::config::Builder::from(config)
+            .interceptor(self.clone())
+            .build();
+        aws_sdk_sqs::Client::from_conf(config)
+    }
+
     /// An S3 client whose every request is logged (`S3 PUT`, `S3 GET`, ...).
     pub fn s3(&self, config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
         let config = aws_sdk_s3::config::Builder::from(config)
@@ -136,35 +163,6 @@ impl CallLog {
             .interceptor(self.clone())
             .build();
         aws_sdk_s3::Client::from_conf(config)
-    }
-}
-
-/// Counts every DynamoDB request a function sends as the `dynamodb_calls` metric (EMF, by
-/// `operation`): what a deployed stack's round trips per event are measured by.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CallMetric;
-
-fn operation(request: &aws_sdk_dynamodb::config::http::HttpRequest) -> String {
-    match request.headers().get("x-amz-target") {
-        Some(t) => t.rsplit('.').next().unwrap_or("unknown").to_owned(),
-        None => format!("S3 {}", request.method()),
-    }
-}
-
-impl aws_sdk_dynamodb::config::Intercept for CallMetric {
-    fn name(&self) -> &'static str {
-        "CallMetric"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
-    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        metrics::counter!("dynamodb_calls", "operation" => operation(context.request()))
-            .increment(1);
-        Ok(())
     }
 }
 
@@ -180,7 +178,7 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         // DynamoDB names its operation in `x-amz-target`; S3 (REST) is told by its method.
-        let target = operation(context.request());
+        let target = meter::operation(context.request());
         let needed = actions(&target, context.request().body().bytes());
         self.1
             .lock()
@@ -190,6 +188,25 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(target);
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::AfterDeserializationInterceptorContextRef<
+            '_,
+        >,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        // The operation the store's `Meter` kept when the attempt was sent.
+        let Some((op, units)) = meter::answered(cfg, context.response().body().bytes()) else {
+            return Ok(());
+        };
+        self.2
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((op, units));
         Ok(())
     }
 }

@@ -93,12 +93,8 @@ impl Config {
     /// The table, sealing secrets with the configured KMS key (one SDK config for both).
     pub async fn store(&self) -> crate::store::Store {
         let sdk = crate::aws::sdk_config(self.endpoint_url.as_deref()).await;
-        // Every request counted as a metric (`aws::CallMetric`).
-        let client = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(&sdk)
-                .interceptor(crate::aws::CallMetric)
-                .build(),
-        );
+        // Every request and the units it consumed are metered by the store (`aws::Meter`).
+        let client = aws_sdk_dynamodb::Client::new(&sdk);
         let store = crate::store::Store::new(client, self.table.clone());
         let kms = aws_sdk_kms::Client::new(&sdk);
         match &self.secrets_key_id {

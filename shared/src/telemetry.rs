@@ -71,8 +71,17 @@ pub fn flush_metrics() {
     flush_metrics_to(std::io::stdout());
 }
 
-/// Writes the metrics recorded since the last flush to `out`.
+/// Writes the metrics recorded since the last flush to `out`: the invocation's DynamoDB calls
+/// and units (`aws::meter`) are one document, `dynamodb_calls`, `dynamodb_read_units`,
+/// `dynamodb_write_units` and `dynamodb_index_write_units`.
 pub fn flush_metrics_to(out: impl std::io::Write) {
+    let (calls, units) = crate::aws::meter::take();
+    if calls > 0 {
+        metrics::counter!("dynamodb_calls").increment(calls);
+        metrics::histogram!("dynamodb_read_units").record(units.read);
+        metrics::histogram!("dynamodb_write_units").record(units.write);
+        metrics::histogram!("dynamodb_index_write_units").record(units.index_write);
+    }
     if let Some(collector) = METRICS.get() {
         if let Err(e) = collector.flush(out) {
             tracing::warn!(error.message = %e, "metrics flush failed");
@@ -84,6 +93,9 @@ pub fn flush_metrics_to(out: impl std::io::Write) {
 mod tests {
     use super::*;
 
+    /// The metrics and the meter are the process's: the tests that flush them take turns.
+    static FLUSHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn the_lambda_level_wins_over_rust_log_and_info_is_the_default() {
         assert_eq!(level(Some("DEBUG"), Some("warn")), "debug");
@@ -94,6 +106,7 @@ mod tests {
 
     #[test]
     fn metrics_reach_the_log_as_cloudwatch_embedded_metric_lines() {
+        let _turn = FLUSHING.lock().unwrap_or_else(|p| p.into_inner());
         init("unit-test");
         metrics::counter!("deliveries", "source" => "standard", "outcome" => "duplicate")
             .increment(2);
@@ -111,5 +124,32 @@ mod tests {
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], NAMESPACE);
         assert_eq!(directive["Metrics"][0]["Name"], "deliveries");
+    }
+
+    #[test]
+    fn an_invocations_calls_and_units_are_one_document() {
+        let _turn = FLUSHING.lock().unwrap_or_else(|p| p.into_inner());
+        init("unit-test");
+        let units = crate::aws::Units {
+            read: 1.5,
+            write: 12.0,
+            index_write: 4.0,
+        };
+        crate::aws::meter::count(3, units);
+        crate::aws::meter::count(2, units);
+        let mut out = Vec::new();
+        flush_metrics_to(&mut out);
+        let text = String::from_utf8(out).unwrap();
+        let documents: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v.get("dynamodb_calls").is_some())
+            .collect();
+        assert_eq!(documents.len(), 1, "{text}");
+        let d = &documents[0];
+        assert_eq!(d["dynamodb_calls"], 5);
+        assert_eq!(d["dynamodb_read_units"], serde_json::json!([3.0]));
+        assert_eq!(d["dynamodb_write_units"], serde_json::json!([24.0]));
+        assert_eq!(d["dynamodb_index_write_units"], serde_json::json!([8.0]));
     }
 }

@@ -9,6 +9,7 @@ mod assistant;
 mod automation;
 mod automation_ai;
 mod bank;
+mod budgets;
 mod calls;
 mod commands;
 mod consequences;

@@ -14,18 +14,39 @@ use firmspace::ids::OrgId;
 use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
 use firmspace::store::item::Read;
+use firmspace::store::lists::EventKind;
+use firmspace::store::spent::{self, Spent};
 use firmspace::store::{Item, Store, StoreError};
 use lambda_runtime::LambdaEvent;
 use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The organisation and kind of event a stream record is, for what its batch cost.
+fn spent_on(record: &EventRecord) -> Option<(OrgId, EventKind)> {
+    let pk = match record.change.new_image.get("pk") {
+        Some(serde_dynamo::AttributeValue::S(pk)) => pk.as_str(),
+        _ => return None,
+    };
+    Some((spent::org_of_pk(pk)?, spent::kind_of_pk(pk)?))
+}
 
 pub struct App {
     publisher: Publisher,
     store: Store,
+    /// What the batches cost, per organisation and kind (`store::spent`).
+    spent: Spent,
+    /// SQS requests of the batch under way.
+    requests: AtomicUsize,
 }
 
 impl App {
     pub fn new(publisher: Publisher, store: Store) -> Self {
-        Self { publisher, store }
+        Self {
+            publisher,
+            store,
+            spent: Spent::default(),
+            requests: AtomicUsize::new(0),
+        }
     }
 
     pub async fn from_env() -> Result<Self, ConfigError> {
@@ -48,10 +69,12 @@ impl App {
     /// batch is reported failed from that record on (the stream retries from there).
     pub async fn process(&self, event: Event, now: DateTime<Utc>) -> DynamoDbEventResponse {
         let mut response = DynamoDbEventResponse::default();
+        let mut about = Vec::new();
         for record in event.records {
             if record.event_name != "INSERT" {
                 continue;
             }
+            about.extend(spent_on(&record));
             if self.one(&record, now).await.is_err() {
                 let mut failure = DynamoDbBatchItemFailure::default();
                 failure.item_identifier = record.change.sequence_number.clone();
@@ -59,6 +82,10 @@ impl App {
                 break;
             }
         }
+        // What the batch cost is its events' (what a consequence costs, its worker adds).
+        let sqs = self.requests.swap(0, Ordering::Relaxed);
+        self.spent.invocation(&self.store, sqs, &about, now);
+        self.spent.flush_due(&self.store).await;
         response
     }
 
@@ -84,6 +111,8 @@ impl App {
         }
         match self.publisher.publish_from(Some(&pk), &consequences).await {
             Ok(published) => {
+                self.requests
+                    .fetch_add(published.requests, Ordering::Relaxed);
                 let sent = published.sent;
                 metrics::counter!("consequences_published").increment(sent as u64);
                 tracing::info!(item = %pk, sent, "consequences published");

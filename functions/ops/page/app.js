@@ -82,7 +82,9 @@ function figure(value, level) {
 function renderSummary(s) {
   const rows = Object.entries(s.events).map(([kind, c]) =>
     el("tr", { "data-kind": kind }, el("td", {}, kind), figure(c.today), figure(c.week), figure(c.waiting, "warn"),
-      el("td", { class: c.oldest_waiting_at ? "warn" : "zero" }, c.oldest_waiting_at ? when(c.oldest_waiting_at) : "—")));
+      el("td", { class: c.oldest_waiting_at ? "warn" : "zero" }, c.oldest_waiting_at ? when(c.oldest_waiting_at) : "—"),
+      el("td", { class: c.today ? "units" : "zero" },
+        c.today ? `${c.units.write} W · ${c.units.read} R · ${c.units.sqs} SQS` : "—")));
   $("events-summary").tBodies[0].replaceChildren(...rows);
   $("review-open").textContent = s.review.open;
   $("review-open").className = s.review.open > 0 ? "alert" : "";

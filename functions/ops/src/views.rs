@@ -68,8 +68,8 @@ fn all<T: serde::Serialize>(items: Vec<T>) -> Response<Body> {
 }
 
 /// The figures of one organisation or (`None`) of the deployment: one read of the counters
-/// (two for the deployment's) and one query of one item per kind for the oldest waiting event,
-/// whatever the number of events or organisations.
+/// (two for the deployment's), one query of one item per kind for the oldest waiting event and
+/// one read of the day's spending, whatever the number of events or organisations.
 pub(crate) struct Figures {
     kinds: BTreeMap<&'static str, Counts>,
     open: u64,
@@ -89,8 +89,10 @@ pub(crate) async fn figures(
         None => counters::read_all(store, now, 7).await?,
     };
     let counted = &counted;
+    let spent = &firmspace::store::spent::read(store, org, now.date_naive()).await?;
     let kinds = futures::future::try_join_all(EventKind::ALL.map(|kind| async move {
-        events::counts(store, org, kind, counted, now)
+        let day = spent.get(&kind).copied().unwrap_or_default();
+        events::counts(store, org, (kind, &day), counted, now)
             .await
             .map(|c| (kind.name(), c))
     }))

@@ -48,6 +48,8 @@ pub struct Refused {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Published {
     pub sent: usize,
+    /// The SQS requests it took.
+    pub requests: usize,
     pub refused: Vec<Refused>,
 }
 
@@ -134,6 +136,7 @@ impl Publisher {
             .send()
             .await
             .map_err(|e| QueueError::Sqs(Box::new(e.into())))?;
+        published.requests += 1;
         let mut unsent = 0;
         for failed in &out.failed {
             let key = failed

@@ -123,6 +123,8 @@ pub struct SqsApp<W> {
     pub worker: W,
     store: Store,
     max_receives: u32,
+    /// What the batches cost, per organisation and kind of event (`store::spent`).
+    spent: crate::store::spent::Spent,
 }
 
 impl<W: Worker> SqsApp<W> {
@@ -131,6 +133,7 @@ impl<W: Worker> SqsApp<W> {
             worker,
             store,
             max_receives,
+            spent: Default::default(),
         }
     }
 
@@ -180,6 +183,16 @@ impl<W: Worker> SqsApp<W> {
         deadline: Instant,
     ) -> SqsBatchResponse {
         let mut response = SqsBatchResponse::default();
+        // A consequence's cost is its event's: the kind of the item it comes from.
+        let about: Vec<_> = event
+            .records
+            .iter()
+            .filter_map(|msg| {
+                let source = super::queue::source_of(msg.body.as_deref()?)?;
+                let org = crate::store::spent::org_of_pk(&source)?;
+                Some((org, crate::store::spent::kind_of_pk(&source)?))
+            })
+            .collect();
         for msg in event.records {
             // Too little time left for one more: it (and the rest) comes back, untouched, rather
             // than the invocation timing out and every message coming back, done or not.
@@ -190,6 +203,8 @@ impl<W: Worker> SqsApp<W> {
                 response.batch_item_failures.push(failure);
             }
         }
+        self.spent.invocation(&self.store, 0, &about, now);
+        self.spent.flush_due(&self.store).await;
         response
     }
 

@@ -18,33 +18,52 @@ use std::time::Instant;
 
 /// One kind's figures: stored today (UTC) and in the last 7 days, how many still miss a
 /// consequence, and when the oldest of those was listed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Counts {
     pub today: u64,
     pub week: u64,
     pub waiting: u64,
     pub oldest_waiting_at: Option<String>,
+    /// What an event of the kind cost today: the units, SQS requests and invocations the
+    /// day's events of the kind and their consequences spent, divided by the day's events
+    /// (`store::spent`; a meter that trails by up to 10 s per warm function).
+    pub units: PerEvent,
 }
 
-impl std::ops::AddAssign for Counts {
-    fn add_assign(&mut self, other: Self) {
-        self.today += other.today;
-        self.week += other.week;
-        self.waiting += other.waiting;
-        self.oldest_waiting_at = match (self.oldest_waiting_at.take(), other.oldest_waiting_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+/// What an event cost on average: DynamoDB's write and read units (the indexes' included),
+/// SQS requests and function invocations. Zeros when no event of the kind came.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct PerEvent {
+    pub write: f64,
+    pub read: f64,
+    pub sqs: f64,
+    pub invocations: f64,
+}
+
+impl PerEvent {
+    /// A day's figures divided by its `events`, to two decimals.
+    pub fn of(day: &crate::store::spent::Day, events: u64) -> Self {
+        if events == 0 {
+            return Self::default();
+        }
+        let per = |v: f64| (v / events as f64 * 100.0).round() / 100.0;
+        Self {
+            write: per(day.write),
+            read: per(day.read),
+            sqs: per(day.sqs),
+            invocations: per(day.invocations),
+        }
     }
 }
 
 /// One kind's figures, of an organisation or (`None`) of the deployment: today's, the week's
 /// and what waits from the counters (read once for every kind), the oldest waiting event from
-/// one query of one item.
+/// one query of one item, and what an event of the kind cost today from `spent` (the day's
+/// figures, read once for every kind).
 pub async fn counts(
     store: &Store,
     org: Option<&OrgId>,
-    kind: EventKind,
+    (kind, spent): (EventKind, &crate::store::spent::Day),
     counted: &Counted,
     now: DateTime<Utc>,
 ) -> Result<Counts, StoreError> {
@@ -63,11 +82,13 @@ pub async fn counts(
         .and_then(|mark| mark.opt_str(index.sk()))
         .and_then(|position| position.split_once('#'))
         .map(|(at, _)| at.to_owned());
+    let today = counted.since(kind, midnight);
     Ok(Counts {
-        today: counted.since(kind, midnight),
+        today,
         week: counted.since(kind, midnight - Duration::days(6)),
         waiting: counted.waiting(kind),
         oldest_waiting_at,
+        units: PerEvent::of(spent, today),
     })
 }
 

@@ -9,6 +9,7 @@ pub mod item;
 pub mod lists;
 mod read;
 pub mod schema;
+pub mod spent;
 mod transact;
 mod update;
 pub mod write;
@@ -88,6 +89,8 @@ pub struct Store {
     /// Seals the secret fields of records (integrations) before they are written and opens them
     /// when read; a store without one refuses to write or read a secret.
     vault: Option<crate::vault::Vault>,
+    /// What every request of `client` consumed (`aws::meter`).
+    meter: crate::aws::Meter,
 }
 
 /// The sort key every item uses: one item per partition, named by the key.
@@ -166,12 +169,20 @@ impl PutNew {
 }
 
 impl Store {
+    /// The store of `table` through `client`, every request of which is metered from now on.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        let meter = crate::aws::Meter::default();
         Self {
-            client,
+            client: meter.on(&client),
             table: table.into(),
             vault: None,
+            meter,
         }
+    }
+
+    /// The calls and units this store's requests consumed since the last take.
+    pub fn metered(&self) -> (u64, crate::aws::Units) {
+        self.meter.take()
     }
 
     /// This store, sealing secrets with `vault`.

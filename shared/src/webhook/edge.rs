@@ -25,6 +25,10 @@ pub struct Edge<S: Source> {
     store: Store,
     cache: Cache<S::Verifier>,
     duplicates: crate::ops::chart::Duplicates,
+    /// What the deliveries cost, per organisation (`store::spent`).
+    spent: crate::store::spent::Spent,
+    /// Whether a delivery stored a new event since what was spent was last looked at.
+    stored: std::sync::atomic::AtomicBool,
     limiter: super::limit::Limiter,
 }
 
@@ -40,6 +44,20 @@ fn invocation_deadline(req: &Request) -> Option<std::time::Instant> {
     Some(std::time::Instant::now() + left)
 }
 
+/// The kind of event an integration kind's deliveries are.
+fn event_kind(integration_kind: &str) -> Option<crate::store::lists::EventKind> {
+    use crate::store::lists::EventKind;
+    Some(match integration_kind {
+        "payments" => EventKind::Payment,
+        "messages" => EventKind::Message,
+        "calls" => EventKind::Call,
+        "bank" => EventKind::BankRow,
+        "sms" => EventKind::Sms,
+        "leads" => EventKind::Lead,
+        _ => return None,
+    })
+}
+
 fn count(source: impl Into<metrics::SharedString>, outcome: &'static str) {
     metrics::counter!("deliveries", "source" => source, "outcome" => outcome).increment(1);
 }
@@ -51,6 +69,8 @@ impl<S: Source> Edge<S> {
             store,
             cache: Cache::default(),
             duplicates: Default::default(),
+            spent: Default::default(),
+            stored: Default::default(),
             limiter: super::limit::Limiter::from_env(),
         }
     }
@@ -71,9 +91,11 @@ impl<S: Source> Edge<S> {
         // Every write of the delivery, nested retries included, ends before the invocation does
         // (less a moment to answer).
         let deadline = invocation_deadline(&req).unwrap_or(started + crate::store::write::BUDGET);
-        let response = crate::store::write::within(deadline, self.respond(&req, Utc::now()))
+        let now = Utc::now();
+        let response = crate::store::write::within(deadline, self.respond(&req, now))
             .await
             .unwrap_or_else(ApiError::into_response);
+        self.spent(&req, now).await;
         metrics::histogram!("latency_ms", "kind" => tag_name(&S::KIND))
             .record(started.elapsed().as_secs_f64() * 1000.0);
         crate::telemetry::flush_metrics();
@@ -97,6 +119,23 @@ impl<S: Source> Edge<S> {
             count(tag_name(&S::KIND), outcome);
         }
         result
+    }
+
+    /// What the invocation cost is its organisation's events' of this kind (`store::spent`),
+    /// written at most once per 10 s and only after a new event was stored: a refused
+    /// delivery or a duplicate writes nothing.
+    async fn spent(&self, req: &Request, now: DateTime<Utc>) {
+        let (Ok(id), Some(kind)) = (self.route(req), event_kind(&tag_name(&S::KIND))) else {
+            return;
+        };
+        self.spent
+            .invocation(&self.store, 0, &[(id.org, kind)], now);
+        if self
+            .stored
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.spent.flush_due(&self.store).await;
+        }
     }
 
     fn route(&self, req: &Request) -> Result<IntegrationId, ApiError> {
@@ -180,7 +219,11 @@ impl<S: Source> Edge<S> {
         // (which writes nothing), written on a new event's, at most once per 10 s.
         match recorded.is_new() {
             false => self.duplicates.count(org, now),
-            true => self.duplicates.flush_due(&self.store).await,
+            true => {
+                self.duplicates.flush_due(&self.store).await;
+                self.stored
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         let status = self.source.status(recorded.is_new());
         Ok(crate::http::replayed_response(

@@ -70,7 +70,8 @@ async fn the_summary_is_what_was_stored(o: &Ops, a: &str, org_b: &OrgId) {
     for kind in ["message", "call", "bank_row", "sms", "lead", "credit_note"] {
         assert_eq!(
             summary["events"][kind],
-            json!({"today": 0, "week": 0, "waiting": 0, "oldest_waiting_at": null}),
+            json!({"today": 0, "week": 0, "waiting": 0, "oldest_waiting_at": null,
+                   "units": {"write": 0.0, "read": 0.0, "sqs": 0.0, "invocations": 0.0}}),
             "{kind}"
         );
     }
