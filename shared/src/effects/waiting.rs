@@ -17,7 +17,7 @@ use super::{activity, automation, derive, notify, Consequence};
 use crate::ids::OrgId;
 use crate::store::counters;
 use crate::store::item::{s, Read};
-use crate::store::{Cond, Item, Store, StoreError, Transacted, Update};
+use crate::store::{Cond, Item, Store, StoreError, Update};
 use serde_json::{json, Value};
 
 /// One consequence an event implies, and whether it happened.
@@ -174,22 +174,14 @@ pub async fn settle_held(store: &Store, source: &str) -> Result<bool, StoreError
     }
 }
 
-/// Deletes `mark` and takes one off its kind's tally, if its set of pending keys is empty.
+/// Deletes `mark` while it is there, if its set of pending keys is empty: `true` when this call
+/// deleted it (another worker may have, meanwhile).
 async fn settle_empty(store: &Store, mark: &Item) -> Result<bool, StoreError> {
     if mark.contains_key(counters::PENDING) {
         return Ok(false);
     }
-    let Some(steps) = counters::settled(mark) else {
+    let Some(pk) = mark.opt_str("pk") else {
         return Ok(false);
     };
-    Ok(match store.transact_counted(steps).await? {
-        Transacted::Done => true,
-        // Settled by another worker meanwhile.
-        Transacted::Refused { .. } => false,
-        Transacted::Contended => {
-            return Err(StoreError::Contended {
-                pk: mark.opt_str("pk").unwrap_or_default().to_owned(),
-            })
-        }
-    })
+    store.delete_present(pk).await
 }

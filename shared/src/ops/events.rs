@@ -56,10 +56,10 @@ impl PerEvent {
     }
 }
 
-/// One kind's figures, of an organisation or (`None`) of the deployment: today's, the week's
-/// and what waits from the counters (read once for every kind), the oldest waiting event from
-/// one query of one item, and what an event of the kind cost today from `spent` (the day's
-/// figures, read once for every kind).
+/// One kind's figures, of an organisation or (`None`) of the deployment: today's and the
+/// week's from the counters (read once for every kind), what waits from its waiting marks (one
+/// count of the list and one query of its first item, the oldest), and what an event of the
+/// kind cost today from `spent` (the day's figures, read once for every kind).
 pub async fn counts(
     store: &Store,
     org: Option<&OrgId>,
@@ -76,7 +76,12 @@ pub async fn counts(
         Some(org) => (Index::States, counters::waiting_list(org, kind)),
         None => (Index::Lists, counters::waiting_all(kind)),
     };
-    let (oldest, _) = store.page_in(index, &list, None, false, 1, None).await?;
+    // What waits is the marks listed: counted (one query, however many events came), and
+    // the first of them the oldest.
+    let ((oldest, _), waiting) = futures::try_join!(
+        store.page_in(index, &list, None, false, 1, None),
+        store.count_in(index, &list, None),
+    )?;
     let oldest_waiting_at = oldest
         .first()
         .and_then(|mark| mark.opt_str(index.sk()))
@@ -86,7 +91,7 @@ pub async fn counts(
     Ok(Counts {
         today,
         week: counted.since(kind, midnight - Duration::days(6)),
-        waiting: counted.waiting(kind),
+        waiting,
         oldest_waiting_at,
         units: PerEvent::of(spent, today),
     })

@@ -10,10 +10,12 @@
 //! twice, for the organisation and for the deployment ([`Scope`]), each spread over shards by
 //! the counted item's key, so concurrent events seldom meet on one item.
 //!
-//! What waits is kept the same way: an event whose consequences are tracked (its item `waits`
-//! on the item that carries them) is put with a waiting mark and one more on its kind's
-//! `waiting_{kind}` tally; the mark's deletion, conditional on the mark being there, takes it
-//! off in the same transaction (`settled`), whoever settles it and however often.
+//! What waits is not a counter: an event whose consequences are tracked (its item `waits` on
+//! the item that carries them) is put with a waiting mark in its transaction, listed on its
+//! kind's waiting lists; the mark is deleted when the last of them happened
+//! (`effects::waiting::settle`), and the operator's figure counts the marks where they are
+//! listed (`ops::events::counts`). A mark is there or not, so the figure cannot drift, and it
+//! costs no counter write on either side.
 //!
 //! Duplicates are not counted here: a duplicate writes nothing (see `ops::chart`).
 
@@ -74,8 +76,9 @@ fn open_pk(scope: Scope, shard: u64) -> String {
     format!("{}#OPEN#{shard}", scope.prefix())
 }
 
-/// What is in a state now, one shard: `waiting_{kind}` (events whose consequences have not all
-/// happened), `runs_{state}` (runs that need a person), `orgs` (the deployment's only).
+/// What is in a state now, one shard: `runs_{state}` (runs that need a person), `orgs` (the
+/// deployment's only). (Items written before waiting marks were counted where they are listed
+/// may still hold a `waiting_{kind}`; nothing reads it.)
 fn tally_pk(scope: Scope, shard: u64) -> String {
     format!("{}#TALLY#{shard}", scope.prefix())
 }
@@ -169,19 +172,9 @@ fn counted(item: &Item) -> Option<(Vec<Change>, String, Vec<Item>)> {
             at,
             kind: kind.to_owned(),
         };
-        return Some(match marker(item, org, kind, position) {
-            Some(mark) => (
-                vec![
-                    stored,
-                    Change::Tally {
-                        attr: format!("waiting_{kind}"),
-                    },
-                ],
-                org.to_owned(),
-                vec![mark],
-            ),
-            None => (vec![stored], org.to_owned(), vec![]),
-        });
+        // What waits is the marks themselves, counted where they are listed: no tally.
+        let marks = marker(item, org, kind, position).into_iter().collect();
+        return Some((vec![stored], org.to_owned(), marks));
     }
     if list == "REVIEW#open" {
         let reason = item.opt_str("reason")?.to_owned();
@@ -311,24 +304,6 @@ pub fn run_moved(org: &OrgId, run_pk: &str, from: &str, to: &str) -> Vec<Step> {
     }
 }
 
-/// The steps that end a waiting mark: delete it while it is there, and take its event off the
-/// tally in the same transaction, so however many workers settle it, it is taken off once.
-pub fn settled(mark: &Item) -> Option<Vec<Step>> {
-    let pk = mark.opt_str("pk")?;
-    let org = mark.opt_str("org")?;
-    let kind = mark.opt_str("event_kind")?;
-    let attr = format!("waiting_{kind}");
-    let change = (
-        mark.opt_str("event")?.to_owned(),
-        org.to_owned(),
-        Change::Tally { attr },
-        -1,
-    );
-    let mut steps = vec![Step::Delete(pk.to_owned())];
-    steps.extend(updates(&[change]));
-    Some(steps)
-}
-
 /// Counters over some days, of an organisation or of the deployment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counted {
@@ -336,7 +311,7 @@ pub struct Counted {
     pub events: HashMap<(DateTime<Utc>, EventKind), u64>,
     /// Open review items per reason.
     pub open: BTreeMap<String, u64>,
-    /// What is in a state now: `waiting_{kind}`, `runs_{state}`, `orgs`.
+    /// What is in a state now: `runs_{state}`, `orgs`.
     pub tally: BTreeMap<String, u64>,
 }
 
@@ -353,11 +328,6 @@ impl Counted {
     /// Events of `kind` stored in the hour starting at `hour`.
     pub fn at(&self, kind: EventKind, hour: DateTime<Utc>) -> u64 {
         self.events.get(&(hour, kind)).copied().unwrap_or(0)
-    }
-
-    /// Events of `kind` whose consequences have not all happened.
-    pub fn waiting(&self, kind: EventKind) -> u64 {
-        self.tally_of(&format!("waiting_{}", kind.name()))
     }
 
     /// Runs in `state` (one of [`TALLIED_RUNS`]).
@@ -556,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn an_event_that_waits_is_put_with_its_mark_and_one_more_waiting_in_both_scopes() {
+    fn an_event_that_waits_is_put_with_its_mark_on_both_lists_and_no_tally() {
         let org = OrgId::generate();
         let Step::PutNew(mut item) = event(&org, "p1", "2026-12-03T17:00:00Z") else {
             panic!()
@@ -588,15 +558,7 @@ mod tests {
             .filter_map(Step::pk)
             .filter(|pk| pk.contains("#TALLY#"))
             .collect();
-        assert_eq!(tallies.len(), 2, "{tallies:?}");
-        // Settling it deletes the mark and takes one off the same two tallies.
-        let steps = settled(&mark).unwrap();
-        assert!(matches!(&steps[0], Step::Delete(d) if *d == waiting_pk(&pk)));
-        let mut settled_tallies: Vec<&str> = steps[1..].iter().filter_map(Step::pk).collect();
-        let mut put_tallies = tallies.clone();
-        settled_tallies.sort();
-        put_tallies.sort();
-        assert_eq!(settled_tallies, put_tallies);
+        assert!(tallies.is_empty(), "{tallies:?}");
     }
 
     #[test]

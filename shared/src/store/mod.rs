@@ -305,6 +305,26 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes the item at `pk` while it is there (one conditional `DeleteItem`): `true` when
+    /// this call deleted it, `false` when it was gone.
+    pub async fn delete_present(&self, pk: &str) -> Result<bool, StoreError> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(pk)))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(true),
+            Err(e) => match StoreError::sdk(e) {
+                refused if refused.code() == Some("ConditionalCheckFailedException") => Ok(false),
+                other => Err(other),
+            },
+        }
+    }
+
     /// `update_if`, answering the item as it is after the update; `None` when the condition did
     /// not hold.
     pub async fn update_returning(

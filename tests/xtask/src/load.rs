@@ -359,16 +359,20 @@ async fn items_of(coords: &Coordinates, org: &str) -> Result<Vec<firmspace::stor
         .collect())
 }
 
-/// Every kind's events still waiting, by the organisation's counters.
+/// Every kind's events still waiting: the organisation's waiting marks, counted where they
+/// are listed.
 async fn waiting_counted(
     store: &firmspace::store::Store,
     org: &firmspace::ids::OrgId,
 ) -> Result<u64> {
-    let counted = firmspace::store::counters::read(store, org, chrono::Utc::now(), 0).await?;
-    Ok(firmspace::ops::EventKind::ALL
-        .iter()
-        .map(|kind| counted.waiting(*kind))
-        .sum())
+    let mut waiting = 0;
+    for kind in firmspace::ops::EventKind::ALL {
+        let list = firmspace::store::counters::waiting_list(org, kind);
+        waiting += store
+            .count_in(firmspace::store::Index::States, &list, None)
+            .await?;
+    }
+    Ok(waiting)
 }
 
 /// Waits (up to two minutes) until every stored event's consequences are there, then counts
