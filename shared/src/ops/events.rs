@@ -72,21 +72,27 @@ pub async fn counts(
         .and_hms_opt(0, 0, 0)
         .expect("midnight")
         .and_utc();
-    let (index, list) = match org {
-        Some(org) => (Index::States, counters::waiting_list(org, kind)),
-        None => (Index::Lists, counters::waiting_all(kind)),
+    // What waits is the marks listed: an organisation's counted in its range of the list (one
+    // query, however many events came) and the first of them the oldest; the deployment's, all
+    // of the list, read once.
+    let list = counters::waiting_all(kind);
+    let (waiting, oldest) = match org {
+        Some(org) => {
+            let (low, high) = counters::waiting_range(org);
+            let range = Some((low.as_str(), high.as_str()));
+            let ((first, _), waiting) = futures::try_join!(
+                store.page_in(Index::Lists, &list, range, false, 1, None),
+                store.count_in(Index::Lists, &list, range),
+            )?;
+            (waiting, first.into_iter().next())
+        }
+        None => every_mark(store, &list).await?,
     };
-    // What waits is the marks listed: counted (one query, however many events came), and
-    // the first of them the oldest.
-    let ((oldest, _), waiting) = futures::try_join!(
-        store.page_in(index, &list, None, false, 1, None),
-        store.count_in(index, &list, None),
-    )?;
     let oldest_waiting_at = oldest
-        .first()
-        .and_then(|mark| mark.opt_str(index.sk()))
-        .and_then(|position| position.split_once('#'))
-        .map(|(at, _)| at.to_owned());
+        .as_ref()
+        .and_then(|mark| mark.opt_str(Index::Lists.sk()))
+        .and_then(counters::waiting_at)
+        .map(str::to_owned);
     let today = counted.since(kind, midnight);
     Ok(Counts {
         today,
@@ -95,6 +101,32 @@ pub async fn counts(
         oldest_waiting_at,
         units: PerEvent::of(spent, today),
     })
+}
+
+/// Every waiting mark of a list: how many, and the one of the oldest event (the list is in
+/// organisation order). Reads the marks alone: none when nothing waits.
+async fn every_mark(store: &Store, list: &str) -> Result<(u64, Option<Item>), StoreError> {
+    let (mut count, mut oldest, mut cursor) = (0, None::<Item>, None::<String>);
+    loop {
+        let (page, next) = store
+            .page_in(Index::Lists, list, None, false, 1000, cursor.as_deref())
+            .await?;
+        count += page.len() as u64;
+        let at = |mark: &Item| {
+            mark.opt_str(Index::Lists.sk())
+                .and_then(counters::waiting_at)
+                .map(str::to_owned)
+        };
+        for mark in page {
+            if oldest.as_ref().is_none_or(|o| at(&mark) < at(o)) {
+                oldest = Some(mark);
+            }
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok((count, oldest)),
+        }
+    }
 }
 
 /// A kind as a request names it, or 400 `invalid_kind` listing the kinds.

@@ -99,14 +99,24 @@ pub fn waiting_pk(source: &str) -> String {
 /// The set on a waiting mark of the keys of the consequences still to happen.
 pub const PENDING: &str = "pending";
 
-/// An organisation's waiting marks of a kind, oldest first by the event's listed time.
-pub fn waiting_list(org: &OrgId, kind: EventKind) -> String {
-    org.pk(&format!("WAITING#{}", kind.name()))
-}
-
-/// The deployment's waiting marks of a kind (on the first index).
+/// The waiting marks of a kind (on the first index), each at `{org}#{time}#{key}`: one
+/// organisation's are one range of it, oldest first, and the deployment's are all of it. One
+/// index entry a mark: every write of a mark (its put, each settle, its delete) writes one
+/// index, not two.
 pub fn waiting_all(kind: EventKind) -> String {
     format!("WAITING#{}", kind.name())
+}
+
+/// The range of the waiting list that holds `org`'s marks (`{org}#…`: an organisation id has
+/// a fixed length, so no other's is in it).
+pub fn waiting_range(org: &OrgId) -> (String, String) {
+    (format!("{org}#"), format!("{org}$"))
+}
+
+/// When the event of a waiting mark's place on the list was listed.
+pub fn waiting_at(position: &str) -> Option<&str> {
+    let (_org, rest) = position.split_once('#')?;
+    Some(rest.split_once('#')?.0)
 }
 
 /// One change to a counter: which counter, attribute, and by how much.
@@ -136,8 +146,7 @@ fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
         .str("event_kind", kind.name())
         .str("event", item.opt_str("pk")?)
         .str("source", source)
-        .list(&waiting_all(kind), position)
-        .index(&waiting_list(&org_id, kind), position)
+        .list(&waiting_all(kind), &format!("{org_id}#{position}"))
         .build();
     // The keys of the consequences still to happen, each taken out once by the worker that
     // applies it (`effects::waiting::settle`).
@@ -526,7 +535,7 @@ mod tests {
     }
 
     #[test]
-    fn an_event_that_waits_is_put_with_its_mark_on_both_lists_and_no_tally() {
+    fn an_event_that_waits_is_put_with_its_mark_on_one_list_and_no_tally() {
         let org = OrgId::generate();
         let Step::PutNew(mut item) = event(&org, "p1", "2026-12-03T17:00:00Z") else {
             panic!()
@@ -547,11 +556,12 @@ mod tests {
             })
             .expect("a waiting mark");
         assert_eq!(mark.opt_str("pk"), Some(waiting_pk(&pk).as_str()));
-        assert_eq!(
-            mark.opt_str("gsi2pk"),
-            Some(waiting_list(&org, EventKind::Payment).as_str())
-        );
+        assert_eq!(mark.opt_str("gsi2pk"), None, "one index entry");
         assert_eq!(mark.opt_str("gsi1pk"), Some("WAITING#payment"));
+        let position = mark.opt_str("gsi1sk").unwrap();
+        let (low, high) = waiting_range(&org);
+        assert!(low.as_str() <= position && position < high.as_str());
+        assert_eq!(waiting_at(position), Some("2026-12-03T17:00:00Z"));
         assert_eq!(mark.get(PENDING), Some(&AttributeValue::Ss(on)));
         let tallies: Vec<&str> = all
             .iter()

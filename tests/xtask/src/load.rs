@@ -365,11 +365,12 @@ async fn waiting_counted(
     store: &firmspace::store::Store,
     org: &firmspace::ids::OrgId,
 ) -> Result<u64> {
+    let (low, high) = firmspace::store::counters::waiting_range(org);
     let mut waiting = 0;
     for kind in firmspace::ops::EventKind::ALL {
-        let list = firmspace::store::counters::waiting_list(org, kind);
+        let list = firmspace::store::counters::waiting_all(kind);
         waiting += store
-            .count_in(firmspace::store::Index::States, &list, None)
+            .count_in(firmspace::store::Index::Lists, &list, Some((&low, &high)))
             .await?;
     }
     Ok(waiting)
