@@ -1,4 +1,4 @@
-//! `register_payment`: the only code that books money. One consistent `BatchGetItem` reads the
+//! `register_payment`: the only code that books money. One `BatchGetItem` reads the
 //! event's key, the invoice and (for a provider that reverses) the counterpart; a stored event is
 //! a duplicate answered from that read alone. Otherwise one `TransactWriteItems` puts the event
 //! under its key (`attribute_not_exists(pk)`), moves the invoice conditioned on the version it
@@ -207,7 +207,7 @@ impl<'a, C: Confirm> Register<'a, C> {
     }
 
     /// The stored event met again, answering with its invoice as it is now: the invoice was
-    /// read in the same consistent batch as the event (a repeat costs that one read). A copy
+    /// read in the same batch as the event (a repeat costs that one read). A copy
     /// that lost the race to its twin read the invoice before the twin booked: that read is
     /// older than the booking, so the invoice is answered as the booking left it (stored with
     /// the first answer), never a version before the one `first_applied` names.
