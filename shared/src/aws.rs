@@ -156,6 +156,14 @@ impl CallLog {
         aws_sdk_sqs::Client::from_conf(config)
     }
 
+    /// A KMS client whose every request is logged (`Decrypt`, `GenerateDataKey`, ...).
+    pub fn kms(&self, config: &aws_config::SdkConfig) -> aws_sdk_kms::Client {
+        let config = aws_sdk_kms::config::Builder::from(config)
+            .interceptor(self.clone())
+            .build();
+        aws_sdk_kms::Client::from_conf(config)
+    }
+
     /// An S3 client whose every request is logged (`S3 PUT`, `S3 GET`, ...).
     pub fn s3(&self, config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
         let config = aws_sdk_s3::config::Builder::from(config)

@@ -120,7 +120,14 @@ pub struct Vault {
     kms: aws_sdk_kms::Client,
     key_id: String,
     digests: Option<Digests>,
+    /// Data keys this process unwrapped, by their record and wrapped form: a sealing opened
+    /// again (a warm function re-reading an integration whose secrets did not move) costs no
+    /// KMS call. A sealing that moved has another wrapped key, and is opened by KMS.
+    unwrapped: std::sync::Arc<std::sync::Mutex<HashMap<[u8; 32], Vec<u8>>>>,
 }
+
+/// The most data keys a process keeps unwrapped; past it, they are forgotten and opened again.
+const UNWRAPPED_MAX: usize = 512;
 
 impl Vault {
     pub fn new(kms: aws_sdk_kms::Client, key_id: impl Into<String>) -> Self {
@@ -128,7 +135,46 @@ impl Vault {
             kms,
             key_id: key_id.into(),
             digests: None,
+            unwrapped: Default::default(),
         }
+    }
+
+    /// The data key `wrapped` for `record`: kept from an earlier opening, or one `Decrypt`.
+    async fn data_key(&self, record: &str, wrapped: &[u8]) -> Result<Vec<u8>, VaultError> {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(record.as_bytes());
+        hasher.update([0]);
+        hasher.update(wrapped);
+        let id: [u8; 32] = hasher.finalize().into();
+        let kept = self
+            .unwrapped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned();
+        if let Some(key) = kept {
+            return Ok(key);
+        }
+        let out = self
+            .kms
+            .decrypt()
+            .key_id(&self.key_id)
+            .ciphertext_blob(Blob::new(wrapped))
+            .encryption_context(CONTEXT, record)
+            .send()
+            .await
+            .map_err(VaultError::kms)?;
+        let key = out
+            .plaintext
+            .ok_or(VaultError::Malformed("KMS returned no plaintext"))?
+            .into_inner();
+        let mut unwrapped = self.unwrapped.lock().unwrap_or_else(|p| p.into_inner());
+        if unwrapped.len() >= UNWRAPPED_MAX {
+            unwrapped.clear();
+        }
+        unwrapped.insert(id, key.clone());
+        Ok(key)
     }
 
     pub fn with_digests(mut self, digests: Digests) -> Self {
@@ -197,25 +243,15 @@ impl Vault {
         Ok(sealed)
     }
 
-    /// Opens what `seal` sealed for the same record: one `Decrypt` call.
+    /// Opens what `seal` sealed for the same record: one `Decrypt` call the first time this
+    /// process opens it, none after.
     pub async fn open(
         &self,
         record: &str,
         sealed: &[u8],
     ) -> Result<HashMap<String, SecretString>, VaultError> {
         let (wrapped, nonce, text) = split(sealed)?;
-        let out = self
-            .kms
-            .decrypt()
-            .key_id(&self.key_id)
-            .ciphertext_blob(Blob::new(wrapped))
-            .encryption_context(CONTEXT, record)
-            .send()
-            .await
-            .map_err(VaultError::kms)?;
-        let key = out
-            .plaintext
-            .ok_or(VaultError::Malformed("KMS returned no plaintext"))?;
+        let key = self.data_key(record, wrapped).await?;
         let mut text = text.to_vec();
         let nonce: [u8; NONCE_LEN] = nonce.try_into().expect("split gives NONCE_LEN bytes");
         let clear = cipher(key.as_ref())?

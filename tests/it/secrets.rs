@@ -248,3 +248,90 @@ async fn a_rotated_secret_verifies_at_once_and_the_previous_one_only_during_the_
         200
     );
 }
+
+#[tokio::test]
+async fn a_sealing_opened_once_opens_again_with_no_kms_call_and_a_webhook_never_opens_the_api_key()
+{
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    // The same table through a store whose KMS calls are logged.
+    let kms_calls = firmspace::aws::CallLog::default();
+    let config = crate::support::sdk_config().await;
+    let vault =
+        firmspace::vault::Vault::new(kms_calls.kms(&config), crate::support::secrets_key().await)
+            .with_digests(crate::support::digests().await);
+    let store =
+        Store::new(aws_sdk_dynamodb::Client::new(&config), env.store.table()).with_vault(vault);
+    let id = firmspace::ids::IntegrationId::generate(&org.id);
+    let stripe = integrations::Integration {
+        id: id.clone(),
+        settings: Settings::Payments(PaymentSettings::Stripe {
+            secret: fixtures::STRIPE_SECRET.to_owned().into(),
+            api_key: Some("rk_live_0123456789abcdef".to_owned().into()),
+            api_url: None,
+        }),
+        created_at: chrono::Utc::now(),
+    };
+    integrations::create(&store, &stripe).await.unwrap();
+    kms_calls.clear();
+    let decrypts = || {
+        kms_calls
+            .take()
+            .into_iter()
+            .filter(|op| op == "Decrypt")
+            .count()
+    };
+
+    // What a webhook verifies with: its signing secret opened, its API key left sealed.
+    let now = chrono::Utc::now();
+    let (verifying, _) = integrations::get_verifying(&store, &id, now)
+        .await
+        .unwrap()
+        .unwrap();
+    let Settings::Payments(PaymentSettings::Stripe {
+        secret, api_key, ..
+    }) = verifying.settings
+    else {
+        panic!("a Stripe integration");
+    };
+    assert_eq!(secret.expose_secret(), fixtures::STRIPE_SECRET);
+    assert!(api_key.is_none(), "the webhook never holds the API key");
+    assert_eq!(decrypts(), 1, "its one sealing opened");
+    // Read again by a warm function (its cache expired): nothing moved, nothing opened.
+    integrations::get_verifying(&store, &id, now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(decrypts(), 0, "the sealing opened before");
+    // A recovery opens the API key: its own sealing, once.
+    let opened = integrations::get(&store, &id).await.unwrap().unwrap();
+    let Settings::Payments(PaymentSettings::Stripe { api_key, .. }) = opened.settings else {
+        panic!("a Stripe integration");
+    };
+    assert_eq!(
+        api_key.map(|k| k.expose_secret().to_owned()).as_deref(),
+        Some("rk_live_0123456789abcdef")
+    );
+    assert_eq!(decrypts(), 1, "the API key's sealing");
+    // Its secrets rotated: the new sealing is opened once.
+    let new = std::collections::HashMap::from([(
+        "secret".to_owned(),
+        secrecy::SecretString::from("whsec_rotated_0123456789abcdef".to_owned()),
+    )]);
+    integrations::rotation::rotate(&store, &id, new, chrono::Duration::zero(), now)
+        .await
+        .unwrap();
+    kms_calls.clear();
+    let (rotated, _) = integrations::get_verifying(&store, &id, now)
+        .await
+        .unwrap()
+        .unwrap();
+    let Settings::Payments(PaymentSettings::Stripe { secret, .. }) = rotated.settings else {
+        panic!("a Stripe integration");
+    };
+    assert_eq!(secret.expose_secret(), "whsec_rotated_0123456789abcdef");
+    assert_eq!(decrypts(), 1, "the moved secrets opened");
+    // The rotation kept the API key apart.
+    let raw = store.get(&integration_pk(&id)).await.unwrap().unwrap();
+    assert!(raw.contains_key("sealed_apart"));
+}

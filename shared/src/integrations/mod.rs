@@ -175,7 +175,7 @@ impl Integration {
     }
 
     /// The item as stored: clear fields, and the secrets sealed with the store's KMS key under
-    /// this integration's key as encryption context.
+    /// this integration's key as encryption context; a provider's API key sealed apart.
     pub async fn to_item(&self, store: &Store) -> Result<Item, StoreError> {
         let mut item = self.clear_item();
         let secrets = self.secrets();
@@ -186,6 +186,14 @@ impl Integration {
             if let Some(digest) = vault.digest(&self.pk(), &secrets).await? {
                 item.insert(SEALED_DIGEST.into(), AttributeValue::B(Blob::new(digest)));
             }
+        }
+        let apart = match &self.settings {
+            Settings::Payments(p) => p.apart(),
+            _ => BTreeMap::new(),
+        };
+        if !apart.is_empty() {
+            let sealed = store.vault()?.seal(&self.pk(), &apart).await?;
+            item.insert(SEALED_APART.into(), AttributeValue::B(Blob::new(sealed)));
         }
         Ok(item)
     }
@@ -295,17 +303,19 @@ pub async fn replace(store: &Store, integration: &Integration) -> Result<(), Sto
     store.replace(item).await
 }
 
-/// The integration with its secrets opened (one KMS `Decrypt` when it has any).
+/// The integration with every secret opened, a provider's API key too (one KMS `Decrypt` for
+/// each sealing the process has not opened before): for what calls out with them.
 pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration>, StoreError> {
     let pk = integration_pk(id);
     let Some(item) = store.get(&pk).await? else {
         return Ok(None);
     };
-    opened(store, id, &item).await.map(Some)
+    opened(store, id, &item, true).await.map(Some)
 }
 
-/// The integration with its secrets opened, and while a rotation's overlap lasts the settings
-/// it had before (a second `Decrypt`): what a webhook verifies a delivery with.
+/// The integration with its secrets opened but a provider's API key (left sealed), and while a
+/// rotation's overlap lasts the settings it had before: what a webhook verifies a delivery
+/// with. A sealing the process opened before costs no KMS call.
 pub async fn get_verifying(
     store: &Store,
     id: &IntegrationId,
@@ -314,12 +324,19 @@ pub async fn get_verifying(
     let Some(item) = store.get(&integration_pk(id)).await? else {
         return Ok(None);
     };
-    let integration = opened(store, id, &item).await?;
+    let integration = opened(store, id, &item, false).await?;
     let previous = rotation::previous(store, id, &item, now).await?;
     Ok(Some((integration, previous)))
 }
 
-async fn opened(store: &Store, id: &IntegrationId, item: &Item) -> Result<Integration, StoreError> {
+/// The integration of `item` with its secrets opened, and those sealed apart (a provider's API
+/// key) when `apart`.
+async fn opened(
+    store: &Store,
+    id: &IntegrationId,
+    item: &Item,
+    apart: bool,
+) -> Result<Integration, StoreError> {
     let pk = integration_pk(id);
     let secrets = match item.get(SEALED) {
         Some(AttributeValue::B(sealed)) => store.vault()?.open(&pk, sealed.as_ref()).await?,
@@ -336,8 +353,8 @@ async fn opened(store: &Store, id: &IntegrationId, item: &Item) -> Result<Integr
         _ => HashMap::new(),
     };
     let mut secrets = secrets;
-    if let Some(AttributeValue::B(apart)) = item.get(SEALED_APART) {
-        secrets.extend(store.vault()?.open(&pk, apart.as_ref()).await?);
+    if let (true, Some(AttributeValue::B(sealed))) = (apart, item.get(SEALED_APART)) {
+        secrets.extend(store.vault()?.open(&pk, sealed.as_ref()).await?);
     }
     Integration::from_item(id.clone(), item, secrets)
 }

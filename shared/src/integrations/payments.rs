@@ -63,14 +63,19 @@ impl PaymentSettings {
     pub(crate) fn secrets(&self) -> BTreeMap<&'static str, &SecretString> {
         match self {
             Self::Standard { secret } => BTreeMap::from([("secret", secret)]),
-            Self::Stripe {
-                secret, api_key, ..
-            } => {
-                let mut secrets = BTreeMap::from([("secret", secret)]);
-                secrets.extend(api_key.iter().map(|k| ("api_key", k)));
-                secrets
-            }
+            Self::Stripe { secret, .. } => BTreeMap::from([("secret", secret)]),
             Self::Monobank(merchant) => merchant.token.iter().map(|t| ("token", t)).collect(),
+        }
+    }
+
+    /// The fields sealed apart, opened only by what calls the provider (a recovery), never by
+    /// the webhook: Stripe's API key.
+    pub(crate) fn apart(&self) -> BTreeMap<&'static str, &SecretString> {
+        match self {
+            Self::Stripe {
+                api_key: Some(key), ..
+            } => BTreeMap::from([("api_key", key)]),
+            _ => BTreeMap::new(),
         }
     }
 

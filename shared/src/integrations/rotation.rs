@@ -55,8 +55,13 @@ pub struct SecretsState {
 
 impl SecretsState {
     pub fn of(integration: &Integration, item: &Item, now: DateTime<Utc>) -> Self {
+        let mut names: Vec<&'static str> = integration.secrets().keys().copied().collect();
+        // Stripe's API key, sealed apart, is named by its mark in clear.
+        if item.bool_of(super::payments::HOLDS_API_KEY) {
+            names.insert(0, "api_key");
+        }
         Self {
-            names: integration.secrets().keys().copied().collect(),
+            names,
             rotated_at: item.opt_str(ROTATED_AT).map(str::to_owned),
             previous_valid_until: previous_until(item)
                 .filter(|until| *until > now)
@@ -109,7 +114,7 @@ pub async fn rotate(
     if names.is_empty() {
         return Err(RotateError::NothingToRotate);
     }
-    let mut given: Vec<&str> = new.keys().map(String::as_str).collect();
+    let mut given: Vec<String> = new.keys().cloned().collect();
     given.sort_unstable();
     let stripe = matches!(
         current.settings,
@@ -118,9 +123,47 @@ pub async fn rotate(
     if stripe && given == ["api_key"] {
         return set_api_key(store, id, &new["api_key"], now).await;
     }
+    // Stripe's API key is sealed apart: given with the signing secret, it is set apart after
+    // the secret's rotation.
+    let mut new = new;
+    let key = match stripe {
+        true => new.remove("api_key"),
+        false => None,
+    };
+    let given: Vec<String> = given
+        .into_iter()
+        .filter(|n| n != "api_key" || !stripe)
+        .collect();
     if given != names {
-        return Err(RotateError::Names(names.join(", ")));
+        let mut allowed = names.clone();
+        if stripe {
+            allowed.insert(0, "api_key");
+        }
+        return Err(RotateError::Names(allowed.join(", ")));
     }
+    let state = rotate_sealed(store, (id, &current, &item), new, overlap, now).await?;
+    match key {
+        Some(key) => {
+            set_api_key(store, id, &key, now).await?;
+            Ok(SecretsState {
+                names: vec!["api_key", "secret"],
+                ..state
+            })
+        }
+        None => Ok(state),
+    }
+}
+
+/// The rotation of the secrets sealed together (every one of them given in `new`).
+async fn rotate_sealed(
+    store: &Store,
+    (id, current, item): (&IntegrationId, &Integration, &Item),
+    new: HashMap<String, SecretString>,
+    overlap: Duration,
+    now: DateTime<Utc>,
+) -> Result<SecretsState, RotateError> {
+    let names: Vec<&'static str> = current.secrets().keys().copied().collect();
+    let item = item.clone();
     let rotated = Integration::from_item(id.clone(), &item, new)?;
     let pk = integration_pk(id);
     let vault = store.vault()?;
@@ -132,7 +175,7 @@ pub async fn rotate(
         if kept.as_ref() == digest.as_slice() {
             // The secrets it holds already (a retried rotation): nothing changes, so the
             // previous secret keeps its overlap.
-            return Ok(SecretsState::of(&current, &item, now));
+            return Ok(SecretsState::of(current, &item, now));
         }
     }
     let until = now + overlap;
@@ -175,8 +218,7 @@ async fn replace_sealed(
         .set(PREVIOUS_SEALED, old.clone())
         .set(PREVIOUS_UNTIL, s(time::format(until)))
         .set(ROTATED_AT, s(time::format(now)))
-        // Every secret is in the new blob now: one set apart before would win over it.
-        .remove(super::SEALED_APART)
+        // A provider's API key stays sealed apart.
         .when(Cond::Equals(SEALED.into(), old));
     match store.update_if(&pk, &update).await? {
         true => Ok(()),
