@@ -65,6 +65,8 @@ pub struct App {
     store: Store,
     settings: Settings,
     site: Site,
+    /// What the requests that store events cost, per organisation (`store::spent`).
+    spent: firmspace::store::spent::Spent,
 }
 
 /// One request, authenticated: who asks and when.
@@ -129,6 +131,7 @@ impl App {
             store,
             settings,
             site,
+            spent: Default::default(),
         }
     }
 
@@ -174,12 +177,46 @@ impl App {
     }
 
     pub async fn handle(&self, req: Request) -> Result<Response<Body>, Infallible> {
+        let now = Utc::now();
         let response = self
-            .respond(&req, Utc::now())
+            .respond(&req, now)
             .await
             .unwrap_or_else(ApiError::into_response);
+        self.spent(&req, &response, now).await;
         firmspace::telemetry::flush_metrics();
         Ok(response)
+    }
+
+    /// What a request that stores an event (a call, a manual payment, a CSV file's rows, a
+    /// top-up) cost is its organisation's events' of that kind (`store::spent`), written at
+    /// most once per 10 s after one stored something; every other request's is let go.
+    async fn spent(&self, req: &Request, response: &Response<Body>, now: DateTime<Utc>) {
+        use firmspace::store::lists::EventKind;
+        let path = firmspace::http::route_path(req);
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let kind = match (req.method().as_str(), parts.as_slice()) {
+            ("POST", ["api", "calls"]) => Some(EventKind::Call),
+            ("POST", ["api", "invoices", _, "payments"]) => Some(EventKind::Payment),
+            ("POST", ["api", "integrations", _, "csv"]) => Some(EventKind::BankRow),
+            ("POST", ["api", "wallet", "topups"]) => Some(EventKind::Sms),
+            _ => None,
+        };
+        let org = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(firmspace::orgs::keys::named_org);
+        let (Some(kind), Some(org)) = (kind, org) else {
+            let _ = self.store.metered();
+            return;
+        };
+        self.spent.invocation(&self.store, 0, &[(org, kind)], now);
+        let stored = response.status().is_success()
+            && !response.headers().contains_key("idempotent-replayed");
+        if stored {
+            self.spent.flush_due(&self.store).await;
+        }
     }
 
     pub async fn respond(

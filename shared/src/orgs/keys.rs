@@ -180,13 +180,17 @@ pub async fn create(
     }
 }
 
-/// The key, if it is one of the organisation's keys and not revoked.
-pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, StoreError> {
-    let Some(org) = api_key
+/// The organisation a key names (`fsk_{org}_…`), whether or not it is a key of it.
+pub fn named_org(api_key: &str) -> Option<OrgId> {
+    api_key
         .strip_prefix("fsk_")
         .and_then(|rest| rest.split_once('_'))
         .and_then(|(org, _)| OrgId::parse(org).ok())
-    else {
+}
+
+/// The key, if it is one of the organisation's keys and not revoked.
+pub async fn authenticate(store: &Store, api_key: &str) -> Result<Option<Key>, StoreError> {
+    let Some(org) = named_org(api_key) else {
         return Ok(None);
     };
     let Some(found) = store.get(&key_pk(&org, api_key)).await? else {

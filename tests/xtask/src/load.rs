@@ -5,7 +5,9 @@
 //! event, and one new event in 25 is sent as a burst of 20 concurrent copies. Then it prints, per kind, the answers
 //! by status and the p50/p99 latency; after the consequences settle, the effects in the table
 //! against what was sent (each event exactly once, each consequence exactly once); and the
-//! DynamoDB calls per event, from the functions' own `dynamodb_calls` metric in their logs.
+//! DynamoDB calls per event, from the functions' own `dynamodb_calls` metric in their logs; and
+//! what an event of each kind cost (write and read units, SQS requests, invocations and the
+//! dollars a million, `prices`), from the product's own meter (`GET /ops/summary`'s `units`).
 //! Zero 5xx, zero missing and zero extra effects is the bar: it exits non-zero otherwise.
 
 use crate::stack::{Coordinates, Stack, REGION};
@@ -64,7 +66,7 @@ pub async fn run(rate: f64, seconds: u64) -> Result<()> {
     let bad = report_answers(&answers);
     println!("== settling: waiting for every consequence");
     let effects = settle(&coords, &target, &sent).await?;
-    let by_function = dynamodb_calls(&coords, started_ms).await?;
+    let (by_function, log_bytes) = dynamodb_calls(&coords, started_ms).await?;
     let calls: u64 = by_function.values().sum();
     let events: u64 = sent.values().map(|s| s.len() as u64).sum();
     println!("DynamoDB calls by function: {by_function:?}");
@@ -74,6 +76,9 @@ pub async fn run(rate: f64, seconds: u64) -> Result<()> {
         calls as f64 / answers.len().max(1) as f64,
         calls as f64 / events.max(1) as f64
     );
+    let log_per_event = log_bytes as f64 / events.max(1) as f64;
+    println!("log volume: {log_bytes} bytes, {log_per_event:.0} an event");
+    costs(&target, log_per_event).await?;
     if bad > 0 || effects > 0 {
         bail!("the bar is zero 5xx and zero missing or extra effects: {bad} 5xx, {effects} effects off");
     }
@@ -465,9 +470,65 @@ async fn logs(http: &reqwest::Client, endpoint: &str, action: &str, body: Value)
     Ok(res.json().await?)
 }
 
-/// The `dynamodb_calls` the stack's functions counted since `since_ms`: each function writes
-/// the metric (EMF) into its log group, one line per invocation and operation.
-async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<BTreeMap<String, u64>> {
+/// What an event of each kind cost, as the product metered it (`GET /ops/summary`'s `units`):
+/// after a pause of one flush period, one more event of each kind makes every warm function
+/// write what it held. Printed per kind with the dollars a million (`prices`).
+async fn costs(target: &Target, log_per_event: f64) -> Result<()> {
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    for (i, kind) in KINDS.iter().enumerate() {
+        target
+            .send(&Send {
+                kind,
+                n: 900_000 + i as u64,
+            })
+            .await;
+    }
+    // Their consequences, and the workers' writes of what they held.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let summary: Value = target
+        .http
+        .get(format!("{}/ops/summary?org={}", target.base, target.org))
+        .bearer_auth(&target.key)
+        .send()
+        .await?
+        .json()
+        .await?;
+    println!(
+        "what an event cost, its consequences included (the product's meter, GET /ops/summary):"
+    );
+    println!("  kind       events  write units  read units  SQS sent  invocations  $ a million");
+    for kind in KINDS {
+        let figures = &summary["events"][kind];
+        let units = &figures["units"];
+        let f = |name: &str| units[name].as_f64().unwrap_or(0.0);
+        let per = crate::prices::PerEvent {
+            write_units: f("write"),
+            read_units: f("read"),
+            sqs_sent: f("sqs"),
+            invocations: f("invocations"),
+            http: 1.0,
+            log_bytes: log_per_event,
+        };
+        println!(
+            "  {kind:<10} {:>6}  {:>11.2}  {:>10.2}  {:>8.2}  {:>11.2}  {:>11.2}",
+            figures["today"].as_u64().unwrap_or(0),
+            per.write_units,
+            per.read_units,
+            per.sqs_sent,
+            per.invocations,
+            per.dollars_a_million()
+        );
+    }
+    Ok(())
+}
+
+/// The `dynamodb_calls` the stack's functions counted since `since_ms` (each function writes
+/// one metric document an invocation into its log group), and the bytes every log line of the
+/// window holds.
+async fn dynamodb_calls(
+    coords: &Coordinates,
+    since_ms: i64,
+) -> Result<(BTreeMap<String, u64>, u64)> {
     let http = firmspace::http::client(reqwest::Client::builder());
     let endpoint = coords.aws_endpoint_url.as_str();
     let prefix = format!("/aws/lambda/{}-", coords.stack_name);
@@ -479,22 +540,22 @@ async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<BTreeMap<
     )
     .await?;
     let mut total: BTreeMap<String, u64> = BTreeMap::new();
+    let mut bytes = 0u64;
     for group in groups["logGroups"].as_array().into_iter().flatten() {
         let Some(name) = group["logGroupName"].as_str() else {
             continue;
         };
         let mut token: Option<String> = None;
         loop {
-            let mut ask = json!({"logGroupName": name, "startTime": since_ms, "filterPattern": "dynamodb_calls"});
+            let mut ask = json!({"logGroupName": name, "startTime": since_ms});
             if let Some(token) = &token {
                 ask["nextToken"] = json!(token);
             }
             let page = logs(&http, endpoint, "FilterLogEvents", ask).await?;
             for event in page["events"].as_array().into_iter().flatten() {
-                let line: Value = event["message"]
-                    .as_str()
-                    .and_then(|m| serde_json::from_str(m).ok())
-                    .unwrap_or(Value::Null);
+                let message = event["message"].as_str().unwrap_or_default();
+                bytes += message.len() as u64;
+                let line: Value = serde_json::from_str(message).unwrap_or(Value::Null);
                 let function = line["function"].as_str().unwrap_or("?").to_owned();
                 *total.entry(function).or_default() += line["dynamodb_calls"].as_u64().unwrap_or(0);
             }
@@ -504,5 +565,5 @@ async fn dynamodb_calls(coords: &Coordinates, since_ms: i64) -> Result<BTreeMap<
             }
         }
     }
-    Ok(total)
+    Ok((total, bytes))
 }

@@ -12,6 +12,7 @@ mod load;
 mod migrate;
 mod neighbour;
 mod peer;
+mod prices;
 mod send;
 mod stack;
 mod testrun;
