@@ -301,13 +301,17 @@ async fn a_first_call_takes_two_dynamodb_calls_and_a_repeat_one() {
         crm.call("POST", "/api/calls", body.clone()).await;
         counted.push(crm.env.calls.take());
     }
+    // This function's first stored event also writes what it spent (the organisation's and the
+    // deployment's figures: two `UpdateItem`s, at most once per 10 s; `store::spent`).
     assert_eq!(
         counted[0],
         [
             "GetItem",
             "UpdateItem",
             "BatchGetItem",
-            "TransactWriteItems"
+            "TransactWriteItems",
+            "UpdateItem",
+            "UpdateItem"
         ],
         "new number: call, lead and identity in one transaction"
     );

@@ -123,6 +123,24 @@ impl Ctx<'_> {
     }
 }
 
+/// Whether an answer tells of something stored now: a call created (201), a first payment or
+/// top-up (`"duplicate": false`), a CSV file's new rows (`imported`); not a repeat, a refusal or
+/// an event ignored (a ringing call).
+fn stored_something(response: &Response<Body>) -> bool {
+    if response.status().as_u16() == 201 {
+        return true;
+    }
+    if !response.status().is_success() || response.headers().contains_key("idempotent-replayed") {
+        return false;
+    }
+    let answer: serde_json::Value = match response.body() {
+        Body::Text(text) => serde_json::from_str(text).unwrap_or_default(),
+        Body::Binary(bytes) => serde_json::from_slice(bytes).unwrap_or_default(),
+        _ => serde_json::Value::Null,
+    };
+    answer["duplicate"] == false || answer["imported"].as_u64().is_some_and(|n| n > 0)
+}
+
 impl App {
     pub fn new(store: Store, settings: Settings) -> Self {
         let (url, models) = (&settings.public_url, settings.ai_models.clone());
@@ -212,9 +230,7 @@ impl App {
             return;
         };
         self.spent.invocation(&self.store, 0, &[(org, kind)], now);
-        let stored = response.status().is_success()
-            && !response.headers().contains_key("idempotent-replayed");
-        if stored {
+        if stored_something(response) {
             self.spent.flush_due(&self.store).await;
         }
     }

@@ -163,3 +163,143 @@ async fn the_summary_reads_as_much_at_1000_events_as_at_10() {
     assert_eq!(at_10, at_1000, "the same calls whatever the volume");
     assert_eq!(all_at_10, all_at_1000);
 }
+
+/// The figure `waiting` of payments, and how many notifications there are.
+async fn payments_waiting(o: &Ops, org: &OrgId) -> (u64, usize) {
+    let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    let waiting = summary["events"]["payment"]["waiting"].as_u64().unwrap();
+    (waiting, o.env.items_of("notification").await.len())
+}
+
+/// A paid invoice's payment, stored with its waiting mark, and its fan-out over `o`'s queues.
+async fn one_payment(o: &Ops, org: &OrgId, id: &str) -> (firmspace::store::Item, fanout::App) {
+    let links = firmspace::payments::invoice::Links {
+        owner: Some("u1".into()),
+        ..Default::default()
+    };
+    let item = crate::consequences::closing_payment_linked(&o.env, org, links, id).await;
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    (item, fanout)
+}
+
+#[tokio::test]
+async fn a_fan_out_batch_delivered_twice_counts_once() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let (item, fanout) = one_payment(&o, &org, "pi_twice").await;
+    assert_eq!(payments_waiting(&o, &org).await, (1, 0));
+    // The stream hands the same batch over twice: every consequence is sent twice.
+    for _ in 0..2 {
+        let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty());
+    }
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    for _ in 0..3 {
+        Box::pin(drain(&o, &w)).await;
+    }
+    assert_eq!(
+        payments_waiting(&o, &org).await,
+        (0, 1),
+        "waiting once, settled once, one notification"
+    );
+    let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(summary["events"]["payment"]["today"], 1, "{summary}");
+}
+
+#[tokio::test]
+async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once() {
+    use firmspace::effects::job::Job;
+    use firmspace::effects::worker::Worker;
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let (item, fanout) = one_payment(&o, &org, "pi_cut").await;
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    let notes = crate::support::queues::receive(&o.sqs, &o.consequences.notifications, 0).await;
+    assert_eq!(notes.len(), 1);
+    // The notification is written, and the worker dies before it settles the event's mark.
+    let body = notes[0].body().unwrap();
+    let job = firmspace::effects::Notification::read(body).unwrap();
+    w.notify.worker.apply(job, Utc::now()).await.unwrap();
+    Box::pin(drain_but_notifications(&o, &w)).await;
+    assert_eq!(
+        payments_waiting(&o, &org).await,
+        (1, 1),
+        "written, not yet settled: still waiting"
+    );
+    // SQS hands the message over again: absorbed by its key, and the mark settled now, once.
+    let out = w
+        .notify
+        .process(crate::support::queues::event(&notes), Utc::now())
+        .await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+    // And once more: nothing moves, nothing below zero.
+    let out = w
+        .notify
+        .process(crate::support::queues::event(&notes), Utc::now())
+        .await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+}
+
+/// Every consequence but the notifications applied by its worker.
+async fn drain_but_notifications(o: &Ops, w: &crate::consequences::Workers) {
+    let q = &o.consequences;
+    for _ in 0..3 {
+        let activity = crate::support::queues::receive(&o.sqs, &q.activity, 0).await;
+        if !activity.is_empty() {
+            w.activity_all(&activity).await;
+            crate::support::queues::delete(&o.sqs, &q.activity, &activity).await;
+        }
+        let automation = crate::support::queues::receive(&o.sqs, &q.automation, 0).await;
+        if !automation.is_empty() {
+            w.automation_all(&automation).await;
+            crate::support::queues::delete(&o.sqs, &q.automation, &automation).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_workers_taking_the_same_consequences_at_once_count_once() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let (item, fanout) = one_payment(&o, &org, "pi_two").await;
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    // Two instances of every worker, each handed the same messages at the same moment.
+    let (a, b) = (
+        workers(&o.env, Duration::from_secs(2), 5),
+        workers(&o.env, Duration::from_secs(2), 5),
+    );
+    let q = &o.consequences;
+    for url in [&q.notifications, &q.activity, &q.automation] {
+        let messages = crate::support::queues::receive(&o.sqs, url, 0).await;
+        let batch = || crate::support::queues::event(&messages);
+        let (x, y) = match url {
+            u if u == &q.notifications => futures::join!(
+                a.notify.process(batch(), Utc::now()),
+                b.notify.process(batch(), Utc::now())
+            ),
+            u if u == &q.activity => futures::join!(
+                a.activity.process(batch(), Utc::now()),
+                b.activity.process(batch(), Utc::now())
+            ),
+            _ => futures::join!(
+                a.automation.process(batch(), Utc::now()),
+                b.automation.process(batch(), Utc::now())
+            ),
+        };
+        assert!(x.batch_item_failures.is_empty() && y.batch_item_failures.is_empty());
+    }
+    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+    let marks = o.env.items_of("waiting").await;
+    assert!(marks.is_empty(), "the mark deleted: {marks:?}");
+}
