@@ -20,6 +20,28 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+/// The API's base URL: `https://`, or `http://` to the loopback only (a local stack), so the key
+/// never travels in clear over a network.
+fn api_base(raw: &str) -> Result<String> {
+    let url = reqwest::Url::parse(raw).context("FIRMSPACE_API_URL is not a URL")?;
+    let host = url.host_str().unwrap_or("");
+    let loopback = host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        scheme => anyhow::bail!(
+            "FIRMSPACE_API_URL must be https:// (http:// only to this machine's loopback), not {scheme}://{}: the API key would travel in clear",
+            host
+        ),
+    }
+    Ok(raw.trim_end_matches('/').to_owned())
+}
+
 /// The API the tools are forwarded to.
 #[derive(Clone)]
 struct Tools {
@@ -32,11 +54,12 @@ impl Tools {
     fn from_env() -> Result<Self> {
         let base = std::env::var("FIRMSPACE_API_URL")
             .context("FIRMSPACE_API_URL: the stack's base URL")?;
+        let base = api_base(&base)?;
         let key = std::env::var("FIRMSPACE_API_KEY")
             .context("FIRMSPACE_API_KEY: an organisation's API key")?;
         Ok(Self {
             http: firmspace::http::client(reqwest::Client::builder()),
-            base: base.trim_end_matches('/').to_owned(),
+            base,
             key,
         })
     }
@@ -191,6 +214,25 @@ async fn main() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_api_is_https_or_http_to_the_loopback_only() {
+        assert_eq!(
+            super::api_base("https://api.example.com/").unwrap(),
+            "https://api.example.com"
+        );
+        assert!(super::api_base("http://127.0.0.1:4566/_aws/execute-api/x").is_ok());
+        assert!(super::api_base("http://localhost:3000").is_ok());
+        assert!(super::api_base("http://[::1]:3000").is_ok());
+        for refused in [
+            "http://api.example.com",
+            "http://10.0.0.5:80",
+            "ftp://x",
+            "nonsense",
+        ] {
+            assert!(super::api_base(refused).is_err(), "{refused}");
+        }
+    }
+
     use super::*;
 
     fn params(name: &str, arguments: Value, meta: Option<Value>) -> CallToolRequestParams {

@@ -61,6 +61,55 @@ async fn hundred(crm: &Crm) -> String {
 }
 
 #[tokio::test]
+async fn the_same_key_under_another_source_is_a_reused_key_not_a_second_payment() {
+    let crm = Crm::new().await;
+    let id = hundred(&crm).await;
+    let (status, first) = crm
+        .pay(
+            &id,
+            "click-src",
+            json!({"source": "manual", "amount": "40.00"}),
+        )
+        .await;
+    assert_eq!((status, first["applied"].as_str()), (200, Some("40.00")));
+    let (status, other) = crm
+        .pay(
+            &id,
+            "click-src",
+            json!({"source": "assistant", "amount": "40.00"}),
+        )
+        .await;
+    assert_eq!(
+        (status, other["error"].as_str()),
+        (409, Some("idempotency_key_reused")),
+        "{other}"
+    );
+    // And at once: of two sources under one key, one books.
+    let copies = ["manual", "assistant"].map(|source| {
+        crm.pay(
+            &id,
+            "click-both",
+            json!({"source": source, "amount": "10.00"}),
+        )
+    });
+    let answers = futures::future::join_all(copies).await;
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    assert!(
+        statuses.contains(&200) && statuses.contains(&409),
+        "{answers:?}"
+    );
+    let read = crm.get(&format!("/api/invoices/{id}")).await;
+    assert_eq!(
+        (
+            read["paid"].as_str(),
+            read["payments"].as_array().unwrap().len()
+        ),
+        (Some("50.00"), 2),
+        "{read}"
+    );
+}
+
+#[tokio::test]
 async fn the_manual_button_is_idempotent_per_key() {
     let crm = Crm::new().await;
     let id = hundred(&crm).await;

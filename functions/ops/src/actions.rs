@@ -365,6 +365,12 @@ pub(crate) async fn dispatch(
         return perform_as(app, who, req, key, (org, command), now).await;
     }
     let by = who.by();
+    // The admin's key is claimed per organisation it names (`org=`, after a space no key holds):
+    // the same key for another organisation is another request, never the first one's answer.
+    let key = match (who, who.scope(req)?) {
+        (Who::Admin(_), Some(org)) => format!("{key} {org}"),
+        _ => key,
+    };
     let asked = Asked {
         by: &by,
         shared: None,

@@ -104,7 +104,11 @@ pub async fn run(
                 Err(RecoverError::Payment(e)) if e.is_retryable() => {
                     refused(503, "unavailable", "temporarily unavailable; retry later")
                 }
-                Err(RecoverError::Payment(e)) => refused(500, "internal", e.to_string()),
+                // Its text names items by their keys: in the log line, never in the answer.
+                Err(RecoverError::Payment(e)) => {
+                    tracing::error!(error.message = %e, "a recovery's payment failed");
+                    refused(500, "internal", "internal error")
+                }
             }
         }
     })

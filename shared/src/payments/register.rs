@@ -163,6 +163,9 @@ struct Register<'a, C: Confirm> {
     store: Option<&'a Store>,
     /// The invoice's open `refund_due` items, read for a new reversal (`credit::open_refunds`).
     refunds: Vec<Item>,
+    /// A person's payment keyed by a client's `Idempotency-Key` under one source (`manual`) is
+    /// held to the same key being free under the other (`assistant`): one key, one payment.
+    sibling_pk: Option<String>,
 }
 
 impl<'a, C: Confirm> Register<'a, C> {
@@ -180,6 +183,7 @@ impl<'a, C: Confirm> Register<'a, C> {
             invoice_pk,
             store: None,
             refunds: Vec::new(),
+            sibling_pk: sibling_pk(input),
         }
     }
 
@@ -190,13 +194,15 @@ impl<'a, C: Confirm> Register<'a, C> {
         }
     }
 
-    /// Where each read item sits after the event's own: the invoice, the counterpart, the link.
-    fn slots(&self) -> [Option<usize>; 3] {
+    /// Where each read item sits after the event's own: the invoice, the counterpart, the link,
+    /// the same key under the other source.
+    fn slots(&self) -> [Option<usize>; 4] {
         let mut next = 0;
         [
             self.invoice_pk.is_some(),
             self.input.related_pk().is_some(),
             self.link.is_some(),
+            self.sibling_pk.is_some(),
         ]
         .map(|present| {
             present.then(|| {
@@ -264,6 +270,7 @@ impl<C: Confirm> Decision for Register<'_, C> {
         pks.extend(self.invoice_pk.clone());
         pks.extend(self.input.related_pk());
         pks.extend(self.link.map(|l| l.pk.clone()));
+        pks.extend(self.sibling_pk.clone());
         pks
     }
 
@@ -287,7 +294,17 @@ impl<C: Confirm> Decision for Register<'_, C> {
             return Ok(Plan::Done(self.repeat(seen, item)?));
         }
         let input = self.input;
-        let [invoice_at, related_at, link_at] = self.slots();
+        let [invoice_at, related_at, link_at, sibling_at] = self.slots();
+        // The same key booked under the other source: a reused key, never a second payment.
+        if let Some(sibling) = sibling_at.and_then(|i| seen.get(i)) {
+            let stored = PaymentEvent::from_item(sibling)?;
+            let mismatch = Mismatch {
+                fields: vec!["source"],
+                stored: stored.fingerprint.clone(),
+                received: input.fingerprint(),
+            };
+            return Ok(Plan::Done(Written::Conflict { stored, mismatch }));
+        }
         let before = invoice_at
             .and_then(|i| seen.get(i))
             .map(Invoice::from_item)
@@ -324,6 +341,7 @@ impl<C: Confirm> Decision for Register<'_, C> {
         let event = PaymentEvent::new(input, &decision, before.as_ref(), after.as_ref());
         let mut steps = steps(input, &event, &decision, before.as_ref(), related);
         steps.extend(self.link.map(|l| (l.step)(&event)));
+        steps.extend(self.sibling_pk.clone().map(Step::Absent));
         if event.outcome == super::Outcome::Reversed {
             let taken_back = -decision.applied;
             let org = &input.org;
@@ -336,6 +354,20 @@ impl<C: Confirm> Decision for Register<'_, C> {
         }
         Ok(Plan::Write { steps, out: event })
     }
+}
+
+/// A client's `Idempotency-Key` names one payment whatever source the body says: the key of
+/// the same external id under the other person's source (`manual` ↔ `assistant`), held free.
+fn sibling_pk(input: &PaymentInput) -> Option<String> {
+    if input.reverses.is_some() {
+        return None;
+    }
+    let other = match input.source {
+        super::Source::Manual => super::Source::Assistant,
+        super::Source::Assistant => super::Source::Manual,
+        _ => return None,
+    };
+    Some(super::payment_pk(&input.org, &other, &input.external_id))
 }
 
 /// What is stored about the counterpart, for the rules.

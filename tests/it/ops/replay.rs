@@ -279,3 +279,32 @@ async fn a_bulk_replay_counts_first_then_sends_each_missing_consequence_once() {
         json!({"events": 5, "missing": 0, "dry_run": true, "more": false, "cursor": null})
     );
 }
+
+#[tokio::test]
+async fn the_admins_key_is_claimed_per_organisation() {
+    let o = Ops::new().await;
+    let (a, b) = (org_with_team(&o).await, org_with_team(&o).await);
+    let links = Links {
+        contact_id: Some("c1".into()),
+        ..Links::default()
+    };
+    // One payment in A and two in B, their consequences never sent.
+    closing_payment_linked(&o.env, &a, links.clone(), "pi_org_a").await;
+    closing_payment_linked(&o.env, &b, links.clone(), "pi_org_b").await;
+    closing_payment_linked(&o.env, &b, links, "pi_org_b2").await;
+    let window = json!({
+        "kind": "payment",
+        "from": (Utc::now() - chrono::Duration::hours(1)).to_rfc3339(),
+        "to": (Utc::now() + chrono::Duration::minutes(1)).to_rfc3339(),
+    });
+    for (org, events) in [(&a, 1), (&b, 2)] {
+        let path = format!("/ops/events/replay?org={org}");
+        let (status, sent) = o.post(&path, ADMIN, "one-key", &window).await;
+        assert_eq!(status, 200, "{sent}");
+        assert_eq!(
+            (sent["events"].as_u64(), sent["sent"].as_u64()),
+            (Some(events), Some(3 * events)),
+            "{org}: its own replay, not the other's answer: {sent}"
+        );
+    }
+}

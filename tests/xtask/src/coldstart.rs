@@ -27,7 +27,10 @@ const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
 const GOAL_INIT_MS: f64 = 10.0;
-const GOAL_RSS_MIB: f64 = 16.0;
+/// Peak memory a function may reach: Lambda bills the memory configured (256 MB here), not what
+/// is resident, so the goal keeps every function a tenth of it; the binary is a position-
+/// independent executable (its load address randomised) and pays about 1.4 MiB for it.
+const GOAL_RSS_MIB: f64 = 24.0;
 const ORG: &str = "o0123456789ab";
 const ANSWER: &str = "/2018-06-01/runtime/invocation/{id}/{answer}";
 const ARN: &str = "arn:aws:lambda:eu-central-1:000000000000:function:coldstart";

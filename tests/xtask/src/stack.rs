@@ -128,7 +128,11 @@ impl Stack {
         }
         let log =
             std::fs::File::create(root().join(format!("target/ministack-{}.log", self.port)))?;
-        let mut cmd = Command::new(venv.join("bin/ministack"));
+        // In a session of its own (`setsid`, util-linux): closing the terminal that started it
+        // does not stop it; `cargo xtask down` does. The spawned process is no group leader, so
+        // `setsid` becomes ministack itself and the pid written below is ministack's.
+        let mut cmd = Command::new("setsid");
+        cmd.arg(venv.join("bin/ministack"));
         aws_env(&mut cmd, &self.endpoint());
         cmd.env("BIND_HOST", "127.0.0.1")
             .env("GATEWAY_PORT", self.port.to_string())
