@@ -208,7 +208,7 @@ impl aws_sdk_dynamodb::config::Intercept for CallLog {
         cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         // The operation the store's `Meter` kept when the attempt was sent.
-        let Some((op, units)) = meter::answered(cfg, context.response().body().bytes()) else {
+        let Some((op, units)) = meter::answered(cfg, context.response()) else {
             return Ok(());
         };
         self.2

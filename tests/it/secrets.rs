@@ -335,3 +335,80 @@ async fn a_sealing_opened_once_opens_again_with_no_kms_call_and_a_webhook_never_
     let raw = store.get(&integration_pk(&id)).await.unwrap().unwrap();
     assert!(raw.contains_key("sealed_apart"));
 }
+
+#[tokio::test]
+async fn an_old_stripe_integration_keeps_its_api_key_through_a_rotation_of_its_secret() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await;
+    let id = firmspace::ids::IntegrationId::generate(&org.id);
+    let stripe = integrations::Integration {
+        id: id.clone(),
+        settings: Settings::Payments(PaymentSettings::Stripe {
+            secret: fixtures::STRIPE_SECRET.to_owned().into(),
+            api_key: Some("rk_live_old0123456789".to_owned().into()),
+            api_url: None,
+        }),
+        created_at: chrono::Utc::now(),
+    };
+    // Stored as before the API key was sealed apart: both in the one sealing.
+    let mut item = stripe.to_item(&env.store).await.unwrap();
+    item.remove("sealed_apart");
+    let secret = secrecy::SecretString::from(fixtures::STRIPE_SECRET.to_owned());
+    let key = secrecy::SecretString::from("rk_live_old0123456789".to_owned());
+    let both = std::collections::BTreeMap::from([("api_key", &key), ("secret", &secret)]);
+    let pk = integration_pk(&id);
+    let sealed = env.store.vault().unwrap().seal(&pk, &both).await.unwrap();
+    item.insert(
+        "sealed".into(),
+        AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(sealed)),
+    );
+    env.store.put_new(item).await.unwrap();
+    let now = chrono::Utc::now();
+    let new = |pairs: &[(&str, &str)]| -> std::collections::HashMap<String, secrecy::SecretString> {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    (*k).to_owned(),
+                    secrecy::SecretString::from((*v).to_owned()),
+                )
+            })
+            .collect()
+    };
+    // The secret alone would lose the key sealed with it: refused, naming both.
+    let refused = integrations::rotation::rotate(
+        &env.store,
+        &id,
+        new(&[("secret", "whsec_new_0123456789")]),
+        chrono::Duration::zero(),
+        now,
+    )
+    .await
+    .unwrap_err();
+    assert!(refused.to_string().contains("api_key"), "{refused}");
+    // Given both, the key moves apart and the recovery's read still finds it.
+    integrations::rotation::rotate(
+        &env.store,
+        &id,
+        new(&[
+            ("secret", "whsec_new_0123456789"),
+            ("api_key", "rk_live_old0123456789"),
+        ]),
+        chrono::Duration::zero(),
+        now,
+    )
+    .await
+    .unwrap();
+    let opened = integrations::get(&env.store, &id).await.unwrap().unwrap();
+    let Settings::Payments(PaymentSettings::Stripe {
+        secret, api_key, ..
+    }) = opened.settings
+    else {
+        panic!("a Stripe integration");
+    };
+    assert_eq!(secret.expose_secret(), "whsec_new_0123456789");
+    assert_eq!(
+        api_key.map(|k| k.expose_secret().to_owned()).as_deref(),
+        Some("rk_live_old0123456789")
+    );
+}

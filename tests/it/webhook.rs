@@ -186,6 +186,41 @@ async fn an_invalid_signature_is_refused_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn a_refused_delivery_charges_no_organisation_with_what_it_spent() {
+    let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    // A forged delivery to an integration id of an organisation the sender made up, as Lambda
+    // calls the function: refused, and what it cost is nobody's.
+    let made_up = firmspace::ids::OrgId::generate();
+    let forged_id = firmspace::ids::IntegrationId::generate(&made_up);
+    let body = fixtures::standard_body("pay_f", inv.id.as_str(), Some("1.00"));
+    let forged = standard_request(&forged_id, &body, chrono::Utc::now().timestamp());
+    let res = app.handle(forged).await.unwrap();
+    assert_eq!(res.status().as_u16(), 404);
+    // Then a genuine new payment: the function writes what it held (its first write of it).
+    let body = fixtures::standard_body("pay_g", inv.id.as_str(), Some("1.00"));
+    let genuine = standard_request(&hook, &body, chrono::Utc::now().timestamp());
+    assert_eq!(app.handle(genuine).await.unwrap().status().as_u16(), 200);
+    let spent: Vec<String> = crm
+        .env
+        .items_of("spent")
+        .await
+        .iter()
+        .filter_map(|i| i.get("pk").and_then(|v| v.as_s().ok()).cloned())
+        .collect();
+    assert!(
+        spent
+            .iter()
+            .any(|pk| pk.starts_with(&format!("ORG#{}#SPENT#", crm.org))),
+        "the genuine payment's organisation: {spent:?}"
+    );
+    assert!(
+        !spent.iter().any(|pk| pk.contains(made_up.as_str())),
+        "nothing for the made-up one: {spent:?}"
+    );
+}
+
+#[tokio::test]
 async fn bad_requests_get_clear_errors_and_write_nothing() {
     let (crm, hook, app) = Crm::with_payments(Provider::Standard).await;
     let before = crm.table_snapshot().await;

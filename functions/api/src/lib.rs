@@ -225,7 +225,9 @@ impl App {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .and_then(firmspace::orgs::keys::named_org);
-        let (Some(kind), Some(org)) = (kind, org) else {
+        // Only an accepted request's organisation is charged: a refused one (a bad key, a bad
+        // body) names whatever organisation it likes.
+        let (Some(kind), Some(org), true) = (kind, org, response.status().is_success()) else {
             let _ = self.store.metered();
             return;
         };

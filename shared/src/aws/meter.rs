@@ -205,14 +205,21 @@ fn billed(body: &[u8]) -> Option<f64> {
 }
 
 /// The operation and units of an answered attempt: as DynamoDB reported them, or as it bills
-/// a `BatchGetItem` whose answer reports none.
+/// a successful `BatchGetItem` whose answer reports none. A refusal (a condition that did not
+/// hold, a cancelled transaction) reports no units, though DynamoDB bills the write: the meter
+/// counts none for it, so what it shows of a contended or repeated write is a floor.
 pub(crate) fn answered(
     cfg: &aws_sdk_dynamodb::config::ConfigBag,
-    body: Option<&[u8]>,
+    response: &aws_sdk_dynamodb::config::http::HttpResponse,
 ) -> Option<(String, Units)> {
     let Operation(op) = cfg.load::<Operation>()?;
+    let body = response.body().bytes();
     let mut units = body.map(|b| units_of(op, b)).unwrap_or_default();
-    if let (0.0, Some(Billed(read))) = (units.read, cfg.load::<Billed>()) {
+    if let (0.0, true, Some(Billed(read))) = (
+        units.read,
+        response.status().is_success(),
+        cfg.load::<Billed>(),
+    ) {
         units.read = *read;
     }
     Some((op.clone(), units))
@@ -300,7 +307,7 @@ impl aws_sdk_dynamodb::config::Intercept for Meter {
         _components: &aws_sdk_dynamodb::config::RuntimeComponents,
         cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        if let Some((_, units)) = answered(cfg, context.response().body().bytes()) {
+        if let Some((_, units)) = answered(cfg, context.response()) {
             self.count(0, units);
         }
         Ok(())

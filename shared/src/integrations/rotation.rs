@@ -130,6 +130,14 @@ pub async fn rotate(
         true => new.remove("api_key"),
         false => None,
     };
+    // Stored before the API key was sealed apart, it is in the sealing being replaced: a
+    // rotation of the secret alone would lose it, so it is given again with it.
+    let sealed_with_secret = stripe
+        && item.bool_of(super::payments::HOLDS_API_KEY)
+        && !item.contains_key(super::SEALED_APART);
+    if sealed_with_secret && key.is_none() {
+        return Err(RotateError::Names("api_key, secret".into()));
+    }
     let given: Vec<String> = given
         .into_iter()
         .filter(|n| n != "api_key" || !stripe)

@@ -118,7 +118,11 @@ async fn every_mark(store: &Store, list: &str) -> Result<(u64, Option<Item>), St
                 .map(str::to_owned)
         };
         for mark in page {
-            if oldest.as_ref().is_none_or(|o| at(&mark) < at(o)) {
+            let Some(this) = at(&mark) else { continue };
+            if oldest
+                .as_ref()
+                .is_none_or(|o| at(o).is_none_or(|o| this < o))
+            {
                 oldest = Some(mark);
             }
         }

@@ -90,28 +90,35 @@ pub async fn run(
             let window = (window.0, to.min(ask.to));
             match recover::stripe(store, &apis.http, target, window, deadline).await {
                 Ok(done) => answer(200, json!(done)),
-                Err(RecoverError::NoApiKey) => refused(
-                    409,
-                    "no_api_key",
-                    "this Stripe integration holds no api_key: set one (POST .../secrets)",
-                ),
-                Err(RecoverError::NotRecoverable) => refused(
-                    400,
-                    "not_recoverable",
-                    RecoverError::NotRecoverable.to_string(),
-                ),
-                Err(RecoverError::Provider(why)) => refused(503, "provider_unavailable", why),
-                Err(RecoverError::Payment(e)) if e.is_retryable() => {
-                    refused(503, "unavailable", "temporarily unavailable; retry later")
-                }
-                // Its text names items by their keys: in the log line, never in the answer.
-                Err(RecoverError::Payment(e)) => {
-                    tracing::error!(error.message = %e, "a recovery's payment failed");
-                    refused(500, "internal", "internal error")
-                }
+                Err(e) => stripe_refused(e),
             }
         }
     })
+}
+
+/// Why a Stripe recovery did not happen, as its answer.
+fn stripe_refused(e: RecoverError) -> Value {
+    match e {
+        RecoverError::NoApiKey => refused(
+            409,
+            "no_api_key",
+            "this Stripe integration holds no api_key: set one (POST .../secrets)",
+        ),
+        RecoverError::NotRecoverable => refused(
+            400,
+            "not_recoverable",
+            RecoverError::NotRecoverable.to_string(),
+        ),
+        RecoverError::Provider(why) => refused(503, "provider_unavailable", why),
+        RecoverError::Payment(e) if e.is_retryable() => {
+            refused(503, "unavailable", "temporarily unavailable; retry later")
+        }
+        // Its text names items by their keys: in the log line, never in the answer.
+        RecoverError::Payment(e) => {
+            tracing::error!(error.message = %e, "a recovery's payment failed");
+            refused(500, "internal", "internal error")
+        }
+    }
 }
 
 /// A statement page's answer: its rows as listed, the new ones, and where the next page ends.

@@ -1,4 +1,4 @@
-//! `register_payment`: the only code that books money. One `BatchGetItem` reads the
+//! `register_payment`: the only code that books money. One consistent `BatchGetItem` reads the
 //! event's key, the invoice and (for a provider that reverses) the counterpart; a stored event is
 //! a duplicate answered from that read alone. Otherwise one `TransactWriteItems` puts the event
 //! under its key (`attribute_not_exists(pk)`), moves the invoice conditioned on the version it
@@ -213,7 +213,7 @@ impl<'a, C: Confirm> Register<'a, C> {
     }
 
     /// The stored event met again, answering with its invoice as it is now: the invoice was
-    /// read in the same batch as the event (a repeat costs that one read). A copy
+    /// read in the same consistent batch as the event (a repeat costs that one read). A copy
     /// that lost the race to its twin read the invoice before the twin booked: that read is
     /// older than the booking, so the invoice is answered as the booking left it (stored with
     /// the first answer), never a version before the one `first_applied` names.
@@ -297,13 +297,7 @@ impl<C: Confirm> Decision for Register<'_, C> {
         let [invoice_at, related_at, link_at, sibling_at] = self.slots();
         // The same key booked under the other source: a reused key, never a second payment.
         if let Some(sibling) = sibling_at.and_then(|i| seen.get(i)) {
-            let stored = PaymentEvent::from_item(sibling)?;
-            let mismatch = Mismatch {
-                fields: vec!["source"],
-                stored: stored.fingerprint.clone(),
-                received: input.fingerprint(),
-            };
-            return Ok(Plan::Done(Written::Conflict { stored, mismatch }));
+            return Ok(Plan::Done(reused_by(input, sibling)?));
         }
         let before = invoice_at
             .and_then(|i| seen.get(i))
@@ -354,6 +348,18 @@ impl<C: Confirm> Decision for Register<'_, C> {
         }
         Ok(Plan::Write { steps, out: event })
     }
+}
+
+/// The payment booked under the other source with the same client's key: a conflict on
+/// `source`, never a second payment.
+fn reused_by(input: &PaymentInput, sibling: &Item) -> Result<Registered, StoreError> {
+    let stored = PaymentEvent::from_item(sibling)?;
+    let mismatch = Mismatch {
+        fields: vec!["source"],
+        stored: stored.fingerprint.clone(),
+        received: input.fingerprint(),
+    };
+    Ok(Written::Conflict { stored, mismatch })
 }
 
 /// A client's `Idempotency-Key` names one payment whatever source the body says: the key of

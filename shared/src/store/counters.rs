@@ -113,9 +113,13 @@ pub fn waiting_range(org: &OrgId) -> (String, String) {
     (format!("{org}#"), format!("{org}$"))
 }
 
-/// When the event of a waiting mark's place on the list was listed.
+/// When the event of a waiting mark's place on the list was listed (`{org}#{time}#{key}`; a
+/// mark put before organisations led the place is at `{time}#{key}`).
 pub fn waiting_at(position: &str) -> Option<&str> {
-    let (_org, rest) = position.split_once('#')?;
+    let (first, rest) = position.split_once('#')?;
+    if first.starts_with(|c: char| c.is_ascii_digit()) {
+        return Some(first);
+    }
     Some(rest.split_once('#')?.0)
 }
 
@@ -562,6 +566,11 @@ mod tests {
         let (low, high) = waiting_range(&org);
         assert!(low.as_str() <= position && position < high.as_str());
         assert_eq!(waiting_at(position), Some("2026-12-03T17:00:00Z"));
+        assert_eq!(
+            waiting_at("2026-12-03T17:00:00Z#payment:stripe:pi_1"),
+            Some("2026-12-03T17:00:00Z"),
+            "a mark put before the organisation led its place"
+        );
         assert_eq!(mark.get(PENDING), Some(&AttributeValue::Ss(on)));
         let tallies: Vec<&str> = all
             .iter()

@@ -11,17 +11,6 @@ impl Store {
     /// Strongly consistent reads (`BatchGetItem`, one call per 100 keys), in the order of `pks`.
     /// Keys DynamoDB leaves unprocessed are asked for again.
     pub async fn get_many(&self, pks: &[String]) -> Result<Vec<Option<Item>>, StoreError> {
-        self.read_many(pks, true).await
-    }
-
-    /// [`Store::get_many`], strongly consistent or (half the read units) eventually: an
-    /// eventually consistent read may miss a write of the last second, never show one that
-    /// did not happen.
-    pub async fn read_many(
-        &self,
-        pks: &[String],
-        consistent: bool,
-    ) -> Result<Vec<Option<Item>>, StoreError> {
         let mut found: HashMap<String, Item> = HashMap::new();
         let mut unique: Vec<&String> = pks.iter().collect();
         unique.sort();
@@ -35,7 +24,7 @@ impl Store {
             wanted.extend(waiting.drain(..room.min(waiting.len())));
             let keys = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut wanted)))
-                .consistent_read(consistent)
+                .consistent_read(true)
                 .build()
                 .expect("keys are set");
             let out = Box::pin(

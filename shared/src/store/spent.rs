@@ -106,6 +106,10 @@ fn number(value: f64) -> Decimal {
 /// An organisation's day, or (`None`) the deployment's.
 type Scoped = (Option<OrgId>, NaiveDate);
 
+/// The most figures a function holds unwritten (an organisation's day and kind each, and the
+/// deployment's): past it, what more is spent is let go until the next write.
+const PENDING_MAX: usize = 4096;
+
 /// What a warm function spent and has not written yet.
 #[derive(Debug, Default)]
 pub struct Spent {
@@ -114,18 +118,24 @@ pub struct Spent {
 
 #[derive(Debug, Default)]
 struct Pending {
-    shares: HashMap<(OrgId, NaiveDate, EventKind), Share>,
+    /// By the item it is written to (an organisation's day, or the deployment's) and kind.
+    shares: HashMap<(Scoped, EventKind), Share>,
     flushed: Option<Instant>,
 }
 
 impl Spent {
-    /// Adds `share`, spent on `org`'s events of `kind` on `at`'s day, in memory only.
+    /// Adds `share`, spent on `org`'s events of `kind` on `at`'s day (and so the deployment's),
+    /// in memory only.
     pub fn add(&self, org: &OrgId, kind: EventKind, at: DateTime<Utc>, share: Share) {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        *pending
-            .shares
-            .entry((org.clone(), at.date_naive(), kind))
-            .or_default() += share;
+        let day = at.date_naive();
+        for scope in [Some(org.clone()), None] {
+            let entry = ((scope, day), kind);
+            if pending.shares.len() >= PENDING_MAX && !pending.shares.contains_key(&entry) {
+                continue;
+            }
+            *pending.shares.entry(entry).or_default() += share;
+        }
     }
 
     /// Adds what `store` metered since its last take, with `sqs` requests and one invocation,
@@ -167,24 +177,17 @@ impl Spent {
             pending.shares.drain().collect()
         };
         // One item per organisation and day, and one per day for the deployment.
-        let mut items: HashMap<Scoped, HashMap<EventKind, Share>> = HashMap::new();
-        for ((org, day, kind), share) in &taken {
-            for scope in [Some(org.clone()), None] {
-                *items
-                    .entry((scope, *day))
-                    .or_default()
-                    .entry(*kind)
-                    .or_default() += *share;
-            }
+        let mut items: HashMap<Scoped, Vec<(EventKind, Share)>> = HashMap::new();
+        for ((scoped, kind), share) in taken {
+            items.entry(scoped).or_default().push((kind, share));
         }
-        let mut failed = false;
-        for ((scope, day), by_kind) in items {
+        for ((scope, day), shares) in items {
             let mut update = Update::new().set("kind", s("spent"));
             if let Some(org) = &scope {
                 update = update.set("org", s(org.as_str()));
             }
-            for (kind, share) in by_kind {
-                let [w, r, q, i] = attrs(kind);
+            for (kind, share) in &shares {
+                let [w, r, q, i] = attrs(*kind);
                 update = update
                     .add(&w, n(number(share.units.write)))
                     .add(&r, n(number(share.units.read)))
@@ -193,14 +196,14 @@ impl Spent {
             }
             if let Err(e) = store.update_if(&day_pk(scope.as_ref(), day), &update).await {
                 tracing::warn!(error.message = %e, "what was spent not written; kept for the next");
-                failed = true;
-            }
-        }
-        if failed {
-            // Kept whole: a figure written twice would be worse than one written late.
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            for ((org, day, kind), share) in taken {
-                *pending.shares.entry((org, day, kind)).or_default() += share;
+                // Only this item's figures: the others are written.
+                let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                for (kind, share) in shares {
+                    *pending
+                        .shares
+                        .entry(((scope.clone(), day), kind))
+                        .or_default() += share;
+                }
             }
         }
     }

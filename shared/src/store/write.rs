@@ -1,6 +1,5 @@
-//! The one write path of every event: read the keys in one `BatchGetItem` (eventually
-//! consistent the first time, consistent after a lost condition), decide purely, write one
-//! `TransactWriteItems`, and on a lost condition back off and decide again.
+//! The one write path of every event: read the keys in one consistent `BatchGetItem`, decide
+//! purely, write one `TransactWriteItems`, and on a lost condition back off and decide again.
 //!
 //! A domain supplies a [`Decision`]; the store owns the loop, the backoff and the one attempt
 //! limit. The result is a [`Written`]: new, a repeat of what is stored, or a conflict (the same
@@ -88,7 +87,7 @@ impl Default for Rounds {
     }
 }
 
-/// What one read found, in the order of [`Decision::keys`].
+/// What one consistent read found, in the order of [`Decision::keys`].
 #[derive(Clone, Debug, Default)]
 pub struct Seen(Vec<Option<Item>>);
 
@@ -133,7 +132,7 @@ pub trait Decision: Send + Sync {
     type Out: Send;
     type Error: From<StoreError> + Send;
 
-    /// The items to read in one `BatchGetItem`; the first is the event's own key.
+    /// The items to read in one consistent `BatchGetItem`; the first is the event's own key.
     fn keys(&self) -> Vec<String>;
 
     /// Whether the decision needs the read at all. A decision that does not (a bank row, one
@@ -176,15 +175,11 @@ impl Store {
         let mut seen = Seen(vec![None; keys.len()]);
         let mut fresh = !decision.reads();
         let mut rounds = Rounds::until(deadline);
-        // The first read is eventually consistent (half the units): what it may miss, a write of
-        // the last second, the conditions refuse, and every later round reads consistently.
-        let mut consistent = false;
         while rounds.next().await {
             if !fresh {
-                seen = Seen(self.read_many(&keys, consistent).await?);
+                seen = Seen(self.get_many(&keys).await?);
             }
             fresh = false;
-            consistent = true;
             // The event's key taken meanwhile hands its holder over: decide again at once.
             loop {
                 decision.prepare(&seen).await?;

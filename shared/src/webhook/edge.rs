@@ -29,6 +29,9 @@ pub struct Edge<S: Source> {
     spent: crate::store::spent::Spent,
     /// Whether a delivery stored a new event since what was spent was last looked at.
     stored: std::sync::atomic::AtomicBool,
+    /// Whether a delivery was verified since then: only a verified one's organisation is
+    /// charged (a forged request names any organisation it likes).
+    verified_one: std::sync::atomic::AtomicBool,
     limiter: super::limit::Limiter,
 }
 
@@ -71,6 +74,7 @@ impl<S: Source> Edge<S> {
             duplicates: Default::default(),
             spent: Default::default(),
             stored: Default::default(),
+            verified_one: Default::default(),
             limiter: super::limit::Limiter::from_env(),
         }
     }
@@ -125,15 +129,15 @@ impl<S: Source> Edge<S> {
     /// written at most once per 10 s and only after a new event was stored: a refused
     /// delivery or a duplicate writes nothing.
     async fn spent(&self, req: &Request, now: DateTime<Utc>) {
-        let (Ok(id), Some(kind)) = (self.route(req), event_kind(&tag_name(&S::KIND))) else {
-            return;
+        use std::sync::atomic::Ordering::Relaxed;
+        let verified = self.verified_one.swap(false, Relaxed);
+        let about = match (self.route(req), event_kind(&tag_name(&S::KIND)), verified) {
+            (Ok(id), Some(kind), true) => vec![(id.org, kind)],
+            // What a refused request spent is nobody's events': let go.
+            _ => Vec::new(),
         };
-        self.spent
-            .invocation(&self.store, 0, &[(id.org, kind)], now);
-        if self
-            .stored
-            .swap(false, std::sync::atomic::Ordering::Relaxed)
-        {
+        self.spent.invocation(&self.store, 0, &about, now);
+        if self.stored.swap(false, Relaxed) {
             self.spent.flush_due(&self.store).await;
         }
     }
@@ -173,6 +177,8 @@ impl<S: Source> Edge<S> {
             ));
         }
         let (entry, verified) = self.verified(id, req.headers(), body, now).await?;
+        self.verified_one
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let integration = &entry.integration;
         let label = self.source.label(integration);
         let event = match self.source.parse(integration, &verified, body, now) {
