@@ -84,6 +84,19 @@ async fn the_same_key_under_another_source_is_a_reused_key_not_a_second_payment(
         (409, Some("idempotency_key_reused")),
         "{other}"
     );
+    // A key an approval books under is no client's.
+    let (status, refused) = crm
+        .pay(
+            &id,
+            "review-0123456789abcdef",
+            json!({"source": "assistant"}),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_idempotency_key")),
+        "{refused}"
+    );
     // And at once: of two sources under one key, one books.
     let copies = ["manual", "assistant"].map(|source| {
         crm.pay(

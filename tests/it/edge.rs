@@ -132,9 +132,11 @@ async fn a_rotated_secret_works_at_once_and_forged_requests_do_not_become_reads(
         let later = now() + chrono::Duration::seconds(1);
         assert_eq!(deliver_at(&app, &forged, later).await.0, 401);
     }
+    // (Their budget apart is counted: a few `UpdateItem`s of its counter, no read.)
+    let calls = crm.env.calls.take();
     assert!(
-        crm.env.calls.take().is_empty(),
-        "forged requests against a fresh copy read nothing"
+        calls.iter().all(|c| c == "UpdateItem"),
+        "forged requests against a fresh copy read nothing: {calls:?}"
     );
 }
 

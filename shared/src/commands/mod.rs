@@ -108,12 +108,23 @@ impl RequestKey {
         }
     }
 
-    /// The key as the identity of the effect it asks for (a payment's external id).
+    /// The key as the identity of the effect it asks for (a payment's external id). Ids that
+    /// begin `review-` are an approval's own (`review::decided_id`): a client's key may not
+    /// take one first and leave the item it names unappliable.
     fn identity(&self) -> Result<ExternalId, ApiError> {
+        if self.id().starts_with(REVIEW_PREFIX) {
+            return Err(ApiError::bad_request(
+                "invalid_idempotency_key",
+                format!("a key beginning {REVIEW_PREFIX} is an approval's own"),
+            ));
+        }
         ExternalId::parse("Idempotency-Key", self.id())
             .map_err(|e| ApiError::bad_request("invalid_idempotency_key", e.to_string()))
     }
 }
+
+/// What the external id of a payment a person approved on a review item begins with.
+pub(crate) const REVIEW_PREFIX: &str = "review-";
 
 /// Every write that can be asked for, typed once.
 #[derive(Debug)]

@@ -211,8 +211,11 @@ async fn kept_on<R>(
 /// The external id a decision on the item at `pk` books under: the same for every approval.
 fn decided_id(pk: &str) -> Result<ExternalId, ApiError> {
     let digest = hex::encode(Sha256::digest(pk.as_bytes()));
-    ExternalId::parse("review", &format!("review-{}", &digest[..32]))
-        .map_err(|e| ApiError::bad_request("invalid_decision", e.to_string()))
+    ExternalId::parse(
+        "review",
+        &format!("{}{}", super::REVIEW_PREFIX, &digest[..32]),
+    )
+    .map_err(|e| ApiError::bad_request("invalid_decision", e.to_string()))
 }
 
 /// A payment's source and external id from its event key (`payment:SOURCE:EXTERNAL_ID`).

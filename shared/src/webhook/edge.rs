@@ -27,6 +27,8 @@ pub struct Edge<S: Source> {
     duplicates: crate::ops::chart::Duplicates,
     /// What the deliveries cost, per organisation (`store::spent`).
     spent: crate::store::spent::Spent,
+    /// Deliveries that failed verification, per integration and minute: a budget apart.
+    junk: super::limit::Limiter,
     /// Whether a delivery stored a new event since what was spent was last looked at.
     stored: std::sync::atomic::AtomicBool,
     /// Whether a delivery was verified since then: only a verified one's organisation is
@@ -76,12 +78,14 @@ impl<S: Source> Edge<S> {
             stored: Default::default(),
             verified_one: Default::default(),
             limiter: super::limit::Limiter::from_env(),
+            junk: super::limit::Limiter::from_env().for_junk(),
         }
     }
 
     /// The same edge with another limit of deliveries per integration and minute.
     pub fn with_deliveries_per_minute(mut self, per_minute: u64) -> Self {
         self.limiter = super::limit::Limiter::new(per_minute);
+        self.junk = super::limit::Limiter::new(per_minute).for_junk();
         self
     }
 
@@ -289,8 +293,32 @@ impl<S: Source> Edge<S> {
         Ok(typed_response(200, &answer))
     }
 
-    /// The integration and what its verifier proved, or 404 / 401.
+    /// The integration and what its verifier proved, or 404 / 401; counted against the
+    /// integration's budget of the minute (429 when spent): a verified delivery against the
+    /// provider's, one that fails verification against a smaller one of its own, so junk sent
+    /// at a known URL never spends what the genuine provider may send.
     async fn verified(
+        &self,
+        id: &IntegrationId,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<(Entry<S::Verifier>, Verified), ApiError> {
+        let result = self.verify_delivery(id, headers, body, now).await;
+        let budget = match &result {
+            Ok(_) => &self.limiter,
+            Err(e) if e.status == 401 => &self.junk,
+            Err(_) => return result,
+        };
+        if let Err(retry_after) = budget.count(&self.store, id, now).await {
+            count(tag_name(&S::KIND), "limited");
+            return Err(ApiError::rate_limited(budget.per_minute(), retry_after));
+        }
+        result
+    }
+
+    /// The integration and what its verifier proved, or 404 / 401.
+    async fn verify_delivery(
         &self,
         id: &IntegrationId,
         headers: &HeaderMap,
@@ -302,14 +330,6 @@ impl<S: Source> Edge<S> {
             Cached::Missing => return Err(ApiError::not_found("integration")),
             Cached::Unknown => (self.load(id, now).await?, true),
         };
-        // Counted before anything is verified or parsed: its own budget only.
-        if let Err(retry_after) = self.limiter.count(&self.store, id, now).await {
-            count(tag_name(&S::KIND), "limited");
-            return Err(ApiError::rate_limited(
-                self.limiter.per_minute(),
-                retry_after,
-            ));
-        }
         let mut result = verify(&entry, headers, body, now);
         if result.is_err() && !fresh && self.cache.try_reload(&id.id, now) {
             entry = self.load(id, now).await?;

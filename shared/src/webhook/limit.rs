@@ -1,11 +1,13 @@
-//! Deliveries an integration may make a minute, counted before anything is verified or parsed:
-//! junk sent at one integration's URL spends that integration's budget only.
+//! Deliveries an integration may make a minute, counted once they are verified or refused and
+//! before anything is parsed: a verified delivery spends the provider's budget, one that fails
+//! verification a budget apart (a tenth of it), so junk sent at an integration's URL starves
+//! neither the provider nor another integration.
 //!
 //! The budget is the deployment's, not one warm function's: a flood spread over many instances
 //! of a webhook function meets the same limit as one. Each instance spends its first share of a
 //! minute ([`Limiter::lease`] deliveries) without asking anyone, so an integration that sends a
 //! few deliveries a minute costs no store call at all; past it, the instance takes each further
-//! share from a counter in the table (`RATE#hook:{digest}#{minute}` in the organisation's
+//! share from a counter in the table (`RATE#hook:{digest}#{minute}`, `RATE#junk:…` for the budget apart, in the organisation's
 //! space: one conditional `UpdateItem` adding the share, and the first one its free share too,
 //! while the count is under the limit) and spends it in memory, so a busy integration costs one
 //! store call per lease. The minute's deliveries are at most the limit, one lease more (the
@@ -54,13 +56,30 @@ enum Take {
 #[derive(Debug)]
 pub struct Limiter {
     per_minute: u64,
+    /// What its counters are named by (`hook`, or `junk` for deliveries that failed
+    /// verification).
+    budget: &'static str,
     shares: Mutex<HashMap<String, Share>>,
 }
+
+/// What a budget of deliveries that fail verification is of the provider's: a tenth.
+pub const JUNK_SHARE: u64 = 10;
 
 impl Limiter {
     pub fn new(per_minute: u64) -> Self {
         Self {
             per_minute,
+            budget: "hook",
+            shares: Mutex::default(),
+        }
+    }
+
+    /// The budget apart of the deliveries that fail verification: a tenth of this one (at
+    /// least one a minute), counted under its own name.
+    pub fn for_junk(self) -> Self {
+        Self {
+            per_minute: (self.per_minute / JUNK_SHARE).max(1),
+            budget: "junk",
             shares: Mutex::default(),
         }
     }
@@ -100,9 +119,11 @@ impl Limiter {
             Take::Spent => return Err(retry_after),
             Take::Claim(taking) => taking,
         };
-        let pk = integration
-            .org
-            .pk(&format!("RATE#hook:{}#{minute}", integration.digest()));
+        let pk = integration.org.pk(&format!(
+            "RATE#{}:{}#{minute}",
+            self.budget,
+            integration.digest()
+        ));
         let claim = Update::new()
             .set("kind", s("rate"))
             .set("expires_at", n((minute + 2) * 60))
