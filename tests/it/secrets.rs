@@ -269,6 +269,7 @@ async fn a_sealing_opened_once_opens_again_with_no_kms_call_and_a_webhook_never_
             secret: fixtures::STRIPE_SECRET.to_owned().into(),
             api_key: Some("rk_live_0123456789abcdef".to_owned().into()),
             api_url: None,
+            live: true,
         }),
         created_at: chrono::Utc::now(),
     };
@@ -347,6 +348,7 @@ async fn an_old_stripe_integration_keeps_its_api_key_through_a_rotation_of_its_s
             secret: fixtures::STRIPE_SECRET.to_owned().into(),
             api_key: Some("rk_live_old0123456789".to_owned().into()),
             api_url: None,
+            live: true,
         }),
         created_at: chrono::Utc::now(),
     };

@@ -302,3 +302,79 @@ async fn an_api_gateway_event_with_a_base64_body_is_verified_over_the_decoded_by
     assert_eq!((status, answer["applied"].as_str()), (200, Some("25.00")));
     assert_eq!(crm.count("payment_event").await, 1);
 }
+
+#[tokio::test]
+async fn a_live_stripe_integration_books_no_test_mode_event_and_a_full_secret_key_is_refused() {
+    use firmspace::payments::providers::PaymentSettings;
+    let crm = Crm::new().await;
+    let inv = crm.open_invoice(dec!(100), "UAH").await;
+    let app = app(crm.store().clone());
+    let stripe = |live: bool, key: &str| PaymentSettings::Stripe {
+        secret: fixtures::STRIPE_SECRET.to_owned().into(),
+        api_key: Some(key.to_owned().into()),
+        api_url: None,
+        live,
+    };
+    let in_mode = |intent: &str, livemode: bool| {
+        let mut body: serde_json::Value = serde_json::from_str(&fixtures::stripe_body(
+            "evt_m",
+            intent,
+            1000,
+            inv.id.as_str(),
+        ))
+        .unwrap();
+        body["livemode"] = livemode.into();
+        body.to_string()
+    };
+    // An integration with a live key: a test-mode event is no money.
+    let live =
+        fixtures::payments_integration(&crm.env, &crm.org, stripe(true, "rk_live_0123456789"))
+            .await;
+    let (status, answer) = deliver(
+        &app,
+        &stripe_request(&live, &in_mode("pi_test", false), NOW),
+    )
+    .await;
+    assert_eq!(
+        (
+            status,
+            answer["status"].as_str(),
+            answer["provider_status"].as_str()
+        ),
+        (200, Some("ignored"), Some("test_mode")),
+        "{answer}"
+    );
+    assert_eq!(crm.count("payment_event").await, 0);
+    let (status, answer) =
+        deliver(&app, &stripe_request(&live, &in_mode("pi_live", true), NOW)).await;
+    assert_eq!(
+        (status, answer["applied"].as_str()),
+        (200, Some("10.00")),
+        "{answer}"
+    );
+    // One with a test key books its test-mode events (it is a test account).
+    let test =
+        fixtures::payments_integration(&crm.env, &crm.org, stripe(false, "rk_test_0123456789"))
+            .await;
+    let (status, answer) =
+        deliver(&app, &stripe_request(&test, &in_mode("pi_t2", false), NOW)).await;
+    assert_eq!(
+        (status, answer["applied"].as_str()),
+        (200, Some("10.00")),
+        "{answer}"
+    );
+    assert_eq!(crm.count("payment_event").await, 2);
+    // A full secret key is refused: it could move the money, not only read events.
+    let (status, refused) = crm
+        .call(
+            "POST",
+            "/api/integrations",
+            serde_json::json!({"kind": "payments", "provider": "stripe", "api_key": "sk_live_0123456789abc"}),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_api_key")),
+        "{refused}"
+    );
+}

@@ -84,12 +84,12 @@ impl Source for Payments {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Parsed<PaymentInput>, String> {
-        let provider = Self::settings(integration)
-            .map(PaymentSettings::provider)
-            .ok_or("not a payments integration")?;
+        let settings = Self::settings(integration).ok_or("not a payments integration")?;
+        let provider = settings.provider();
+        let live = matches!(settings, PaymentSettings::Stripe { live: true, .. });
         let event = match provider {
             Provider::Standard => standard::parse(body, verified.id.as_deref(), verified.at),
-            Provider::Stripe => stripe::parse(body),
+            Provider::Stripe => stripe::parse(body, live),
             Provider::Monobank => monobank::parse(body),
         };
         Ok(match event.map_err(|e| e.to_string())? {

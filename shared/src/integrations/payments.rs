@@ -17,6 +17,13 @@ pub enum Provider {
 
 /// Whether a Stripe integration holds an API key (the key itself is sealed).
 pub const HOLDS_API_KEY: &str = "holds_api_key";
+/// Marks in clear a Stripe integration whose API key is a live one (`rk_live_…`).
+pub const LIVE: &str = "live";
+
+/// Whether a Stripe API key is a live one.
+pub fn is_live(key: &SecretString) -> bool {
+    secrecy::ExposeSecret::expose_secret(key).starts_with("rk_live_")
+}
 
 /// A payments integration's own fields, per provider.
 #[derive(Clone, Debug)]
@@ -26,12 +33,14 @@ pub enum PaymentSettings {
         secret: SecretString,
     },
     /// Stripe: the endpoint's `whsec_` signing secret, used as-is; and, to recover what Stripe
-    /// sent while we were down (its events list), an API key (`sk_…` or a restricted `rk_…`)
-    /// and, on the local and test stages, another API base URL.
+    /// sent while we were down (its events list), a restricted API key (`rk_…`, sealed apart)
+    /// and, on the local and test stages, another API base URL. `live`: its key is a live one
+    /// (`rk_live_…`, marked in clear): an event in test mode (`livemode: false`) books nothing.
     Stripe {
         secret: SecretString,
         api_key: Option<SecretString>,
         api_url: Option<String>,
+        live: bool,
     },
     Monobank(Merchant),
 }
@@ -51,10 +60,14 @@ impl PaymentSettings {
         match self {
             Self::Standard { .. } => builder,
             Self::Stripe {
-                api_key, api_url, ..
+                api_key,
+                api_url,
+                live,
+                ..
             } => builder
                 .opt_str("api_url", api_url.as_deref())
-                .bool(HOLDS_API_KEY, api_key.is_some()),
+                .bool(HOLDS_API_KEY, api_key.is_some())
+                .bool(LIVE, *live),
             Self::Monobank(merchant) => merchant.write(builder),
         }
     }
@@ -96,6 +109,7 @@ impl PaymentSettings {
                     false => None,
                 },
                 api_url: item.opt_str("api_url").map(str::to_owned),
+                live: item.bool_of(LIVE),
             },
             Provider::Monobank => Self::Monobank(Merchant::read(item, secrets)?),
         })

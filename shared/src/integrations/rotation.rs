@@ -253,6 +253,10 @@ async fn set_api_key(
     let update = Update::new()
         .set(super::SEALED_APART, AttributeValue::B(Blob::new(sealed)))
         .set(super::payments::HOLDS_API_KEY, AttributeValue::Bool(true))
+        .set(
+            super::payments::LIVE,
+            AttributeValue::Bool(super::payments::is_live(key)),
+        )
         .set(ROTATED_AT, s(time::format(now)))
         .when(Cond::Exists);
     if !store.update_if(&pk, &update).await? {

@@ -147,7 +147,11 @@ async fn book(
 ) -> Result<(), RecoverError> {
     recovered.asked += 1;
     let body = serde_json::to_vec(event).unwrap_or_default();
-    let parsed = stripe::parse(&body).ok();
+    let live = matches!(
+        &integration.settings,
+        Settings::Payments(PaymentSettings::Stripe { live: true, .. })
+    );
+    let parsed = stripe::parse(&body, live).ok();
     let Some(input) =
         parsed.and_then(|e| providers::input_of(integration, Provider::Stripe, e, Utc::now()))
     else {

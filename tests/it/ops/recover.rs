@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-const KEY: &str = "sk_test_recovery_0001";
+const KEY: &str = "rk_test_recovery_0001";
 
 /// A unix time as the API takes it.
 fn at(unix: i64) -> String {

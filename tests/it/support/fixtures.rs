@@ -56,6 +56,7 @@ pub async fn integration(env: &TestEnv, org: &OrgId, provider: Provider) -> Inte
             secret: SecretString::from(STRIPE_SECRET),
             api_key: None,
             api_url: None,
+            live: false,
         },
         Provider::Monobank => PaymentSettings::Monobank(Merchant {
             public_key: monobank_public_key_b64(),

@@ -179,15 +179,16 @@ fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A Stripe API key: a secret (`sk_…`) or restricted (`rk_…`) key, which reads its events.
+/// A Stripe API key: a restricted key (`rk_…`), which may read the account's events and
+/// nothing else; a full secret key (`sk_…`) would let whoever holds it move the money, so it
+/// is refused.
 pub fn stripe_key(raw: &str) -> Result<SecretString, ApiError> {
-    let shaped = (raw.starts_with("sk_") || raw.starts_with("rk_"))
-        && (10..=SECRET_MAX).contains(&raw.len());
+    let shaped = raw.starts_with("rk_") && (10..=SECRET_MAX).contains(&raw.len());
     match shaped {
         true => Ok(SecretString::from(raw.to_owned())),
         false => Err(ApiError::bad_request(
             "invalid_api_key",
-            "api_key is a Stripe secret (sk_…) or restricted (rk_…) key",
+            "api_key is a Stripe restricted key (rk_…) that may read events: a secret key (sk_…) is refused",
         )),
     }
 }
@@ -234,11 +235,17 @@ fn payment_settings(
     }
     Ok(match provider {
         Provider::Standard => PaymentSettings::Standard { secret: secret()? },
-        Provider::Stripe => PaymentSettings::Stripe {
-            secret: secret()?,
-            api_key: body.api_key.as_deref().map(stripe_key).transpose()?,
-            api_url: stand_in_url(body, allows_loopback)?,
-        },
+        Provider::Stripe => {
+            let api_key = body.api_key.as_deref().map(stripe_key).transpose()?;
+            PaymentSettings::Stripe {
+                secret: secret()?,
+                live: api_key
+                    .as_ref()
+                    .is_some_and(crate::integrations::payments::is_live),
+                api_key,
+                api_url: stand_in_url(body, allows_loopback)?,
+            }
+        }
         Provider::Monobank => {
             let key = body.public_key.clone().ok_or_else(|| {
                 ApiError::bad_request(

@@ -109,7 +109,7 @@ mod tests {
         #[test]
         fn parsers_never_panic_on_arbitrary_bytes(body in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = standard::parse(&body, None, None);
-            let _ = stripe::parse(&body);
+            let _ = stripe::parse(&body, false);
             let _ = monobank::parse(&body);
         }
     }

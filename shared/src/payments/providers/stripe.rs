@@ -12,6 +12,8 @@ struct Body {
     #[serde(rename = "type")]
     kind: String,
     created: Option<i64>,
+    /// Whether the event happened in live mode (Stripe sends it on every event).
+    livemode: Option<bool>,
     data: Data,
 }
 
@@ -39,8 +41,13 @@ fn exponent(currency: &Currency) -> u32 {
     }
 }
 
-pub fn parse(body: &[u8]) -> Result<WebhookEvent, ParseError> {
+/// A verified event of an integration (`live`: its API key is a live one, so a test-mode
+/// event is no money: ignored).
+pub fn parse(body: &[u8], live: bool) -> Result<WebhookEvent, ParseError> {
     let parsed: Body = json(body)?;
+    if live && parsed.livemode == Some(false) {
+        return Ok(WebhookEvent::Ignored("test_mode".into()));
+    }
     if parsed.kind != "payment_intent.succeeded" {
         return Ok(WebhookEvent::Ignored(parsed.kind));
     }
@@ -82,7 +89,7 @@ mod tests {
         let body = format!(
             r#"{{"type":"payment_intent.succeeded","data":{{"object":{{"id":"pi_x","amount_received":{minor},"currency":"{currency}"}}}}}}"#
         );
-        parse(body.as_bytes()).map(|e| match e {
+        parse(body.as_bytes(), false).map(|e| match e {
             WebhookEvent::Paid(p) => p.amount,
             other => panic!("{other:?}"),
         })
@@ -102,7 +109,7 @@ mod tests {
     #[test]
     fn an_intent_books_minor_units_under_its_intent_id() {
         let body = br#"{"id":"evt_1","type":"payment_intent.succeeded","created":1700000000,"data":{"object":{"id":"pi_1","amount_received":4000,"currency":"uah","metadata":{"invoice_id":"inv_9"}}}}"#;
-        let WebhookEvent::Paid(p) = parse(body).unwrap() else {
+        let WebhookEvent::Paid(p) = parse(body, false).unwrap() else {
             panic!("expected paid")
         };
         assert_eq!(
