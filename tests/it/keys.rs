@@ -190,6 +190,48 @@ async fn a_key_over_its_reads_a_minute_gets_429_and_another_key_reads_on() {
 }
 
 #[tokio::test]
+async fn an_organisations_keys_together_meet_its_own_limit() {
+    let mut settings = api_support::settings();
+    settings.limits.reads = 3;
+    settings.limits.org_reads = 4;
+    let crm = Crm::new().await;
+    let app = ::api::App::new(crm.env.store.clone(), settings);
+    let (_, second) = key_with(&crm, &["read"]).await;
+    let now = chrono::Utc::now();
+    let read = |key: String| {
+        let req = crate::support::request(
+            "GET",
+            "/api/invoices",
+            &[("authorization", &format!("Bearer {key}"))],
+            Vec::new(),
+        );
+        let app = &app;
+        async move {
+            let res = app
+                .respond(&req, now)
+                .await
+                .unwrap_or_else(|e| e.into_response());
+            (res.status().as_u16(), crate::support::json_of(&res))
+        }
+    };
+    // Three with the first key (its own limit), one with the second: the organisation's four.
+    for _ in 0..3 {
+        assert_eq!(read(crm.key.clone()).await.0, 200);
+    }
+    assert_eq!(read(second.clone()).await.0, 200);
+    // The second key is far under its own limit, but the organisation's is spent.
+    let (status, refused) = read(second).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (429, Some("rate_limited")),
+        "{refused}"
+    );
+    // A key of another organisation reads on.
+    let other = api_support::new_org(&app).await;
+    assert_eq!(read(other).await.0, 200);
+}
+
+#[tokio::test]
 async fn a_key_over_its_writes_a_minute_gets_429_before_the_write_and_reads_on() {
     let env = crate::support::TestEnv::new().await;
     let mut settings = api_support::settings();

@@ -1,6 +1,9 @@
-//! Per-key read limits: each key (or admin token, by its public name) may read so many times a
-//! minute; one conditional `UpdateItem` on the key's counter of the minute decides, so the limit
-//! holds across every warm function at once. The counter expires with the table's TTL.
+//! Per-key and per-organisation limits: each key (or admin token, by its public name) may read
+//! and write so many times a minute, and an organisation's keys together so many more (five
+//! keys' worth: a hundred keys are not a hundred budgets). One conditional `UpdateItem` on the
+//! organisation's counter of the minute decides both (the key's count and the organisation's
+//! are attributes of the one item), so the limits hold across every warm function at once at
+//! the cost they had when only the key's was counted. The counter expires with the table's TTL.
 
 use crate::ids::OrgId;
 use crate::store::item::{n, s};
@@ -23,11 +26,17 @@ pub enum Read {
 /// Writes a key may make in one minute unless the deployment says otherwise (`WRITES_PER_MINUTE`).
 pub const WRITES_PER_MINUTE: u64 = 120;
 
-/// A key's limits a minute: reads (`GET`) and writes (everything else).
+/// An organisation's keys together, as many keys' worth of their limits.
+pub const ORG_KEYS_WORTH: u64 = 5;
+
+/// A key's limits a minute, reads (`GET`) and writes (everything else), and its organisation's
+/// (every key of it together).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub reads: u64,
     pub writes: u64,
+    pub org_reads: u64,
+    pub org_writes: u64,
 }
 
 impl Default for Limits {
@@ -35,6 +44,8 @@ impl Default for Limits {
         Self {
             reads: READS_PER_MINUTE,
             writes: WRITES_PER_MINUTE,
+            org_reads: READS_PER_MINUTE * ORG_KEYS_WORTH,
+            org_writes: WRITES_PER_MINUTE * ORG_KEYS_WORTH,
         }
     }
 }
@@ -48,9 +59,15 @@ impl Limits {
                 .filter(|v| *v > 0)
                 .unwrap_or(default)
         };
+        let (reads, writes) = (
+            var("READS_PER_MINUTE", READS_PER_MINUTE),
+            var("WRITES_PER_MINUTE", WRITES_PER_MINUTE),
+        );
         Self {
-            reads: var("READS_PER_MINUTE", READS_PER_MINUTE),
-            writes: var("WRITES_PER_MINUTE", WRITES_PER_MINUTE),
+            reads,
+            writes,
+            org_reads: var("ORG_READS_PER_MINUTE", reads * ORG_KEYS_WORTH),
+            org_writes: var("ORG_WRITES_PER_MINUTE", writes * ORG_KEYS_WORTH),
         }
     }
 
@@ -67,7 +84,46 @@ impl Limits {
             true => (self.reads, who.to_owned()),
             false => (self.writes, format!("w:{who}")),
         };
-        Ok((read(store, org, &name, limit, now).await?, limit))
+        let Some(org) = org else {
+            return Ok((read(store, None, &name, limit, now).await?, limit));
+        };
+        let (all, org_limit) = match reads {
+            true => ("all", self.org_reads),
+            false => ("w:all", self.org_writes),
+        };
+        let minute = now.timestamp().div_euclid(60);
+        let below = |attr: &str, limit: u64| {
+            Cond::Any(vec![
+                Cond::Lacks(attr.to_owned()),
+                Cond::Before(attr.to_owned(), n(limit)),
+            ])
+        };
+        let update = Update::new()
+            .set("kind", s("rate"))
+            .set("expires_at", n((minute + 2) * 60))
+            .add(&name, n(1))
+            .add(all, n(1))
+            .when(Cond::Any(vec![
+                Cond::Missing,
+                Cond::All(vec![below(&name, limit), below(all, org_limit)]),
+            ]));
+        let pk = org.pk(&format!("RATE#{minute}"));
+        if store.update_if(&pk, &update).await? {
+            return Ok((Read::Allowed, limit));
+        }
+        // Refused: which limit (one read, on the refused path only).
+        let counted = store.get(&pk).await?;
+        let key_count = counted
+            .as_ref()
+            .and_then(|i| crate::store::item::Read::opt_dec(i, &name))
+            .and_then(|d| rust_decimal::prelude::ToPrimitive::to_u64(&d))
+            .unwrap_or(0);
+        let retry_after = (60 - now.timestamp().rem_euclid(60)) as u64;
+        let held_to = match key_count >= limit {
+            true => limit,
+            false => org_limit,
+        };
+        Ok((Read::Limited { retry_after }, held_to))
     }
 }
 

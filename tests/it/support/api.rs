@@ -33,6 +33,8 @@ pub fn settings() -> api::Settings {
         limits: firmspace::orgs::rate::Limits {
             reads: 300,
             writes: 100_000,
+            org_reads: 1_500,
+            org_writes: 500_000,
         },
         uploads: None,
     }
