@@ -556,6 +556,14 @@ async fn run(
                     "no recovery is set up for this deployment",
                 )
             })?;
+            // The import function does the recovery: paused by a person, it does none.
+            if firmspace::ops::consumers::is_paused(store, "bank-import").await? {
+                return Err(ApiError::new(
+                    409,
+                    "paused",
+                    "bank-import is paused: recover once it is resumed",
+                ));
+            }
             let (status, answer) = recovery.ask(&ask).await;
             let digest = firmspace::ids::IntegrationId::parse(&ask.integration_id)
                 .map(|id| id.digest())

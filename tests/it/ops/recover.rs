@@ -273,6 +273,20 @@ async fn a_monobank_statement_window_is_read_again_and_its_rows_stored_once() {
         (&json!(10), &json!(10), &json!(0))
     );
     assert_eq!(o.env.count("bank_tx").await, 10);
+    // With bank-import paused by a person, a recovery waits for its resumption.
+    let now_at = chrono::Utc::now();
+    firmspace::ops::consumers::record(&o.env.store, "bank-import", true, "admin:test", now_at)
+        .await
+        .unwrap();
+    let (status, paused) = o.post(&recover, &key, "mono-paused", &window).await;
+    assert_eq!(
+        (status, paused["error"].as_str()),
+        (409, Some("paused")),
+        "{paused}"
+    );
+    firmspace::ops::consumers::record(&o.env.store, "bank-import", false, "admin:test", now_at)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (_, again) = o.post(&recover, &key, "mono-2", &window).await;
     assert_eq!(
