@@ -139,6 +139,29 @@ async fn the_operator_view_needs_read_to_look_and_ops_to_act() {
     assert_eq!(status, 404, "a full key gets as far as the item");
 }
 
+/// `GET /api/invoices` as `key` at `now`: the status, the answer and its `Retry-After`.
+async fn list_invoices(
+    app: &::api::App,
+    key: String,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (u16, Value, Option<String>) {
+    let req = crate::support::request(
+        "GET",
+        "/api/invoices",
+        &[("authorization", &format!("Bearer {key}"))],
+        Vec::new(),
+    );
+    let res = app
+        .respond(&req, now)
+        .await
+        .unwrap_or_else(|e| e.into_response());
+    let retry = res
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (res.status().as_u16(), crate::support::json_of(&res), retry)
+}
+
 #[tokio::test]
 async fn a_key_over_its_reads_a_minute_gets_429_and_another_key_reads_on() {
     let env = crate::support::TestEnv::new().await;
@@ -151,26 +174,7 @@ async fn a_key_over_its_reads_a_minute_gets_429_and_another_key_reads_on() {
     );
     // One fixed minute, so the window cannot turn over between the calls.
     let now = chrono::Utc::now();
-    let read = |key: &str| {
-        let req = crate::support::request(
-            "GET",
-            "/api/invoices",
-            &[("authorization", &format!("Bearer {key}"))],
-            Vec::new(),
-        );
-        let app = &app;
-        async move {
-            let res = app
-                .respond(&req, now)
-                .await
-                .unwrap_or_else(|e| e.into_response());
-            let retry = res
-                .headers()
-                .get("retry-after")
-                .map(|v| v.to_str().unwrap().to_owned());
-            (res.status().as_u16(), crate::support::json_of(&res), retry)
-        }
-    };
+    let read = |key: &str| list_invoices(&app, key.to_owned(), now);
     for _ in 0..3 {
         assert_eq!(read(&first).await.0, 200);
     }
@@ -198,21 +202,9 @@ async fn an_organisations_keys_together_meet_its_own_limit() {
     let app = ::api::App::new(crm.env.store.clone(), settings);
     let (_, second) = key_with(&crm, &["read"]).await;
     let now = chrono::Utc::now();
-    let read = |key: String| {
-        let req = crate::support::request(
-            "GET",
-            "/api/invoices",
-            &[("authorization", &format!("Bearer {key}"))],
-            Vec::new(),
-        );
-        let app = &app;
-        async move {
-            let res = app
-                .respond(&req, now)
-                .await
-                .unwrap_or_else(|e| e.into_response());
-            (res.status().as_u16(), crate::support::json_of(&res))
-        }
+    let read = |key: String| async {
+        let (status, answer, _) = list_invoices(&app, key, now).await;
+        (status, answer)
     };
     // Three with the first key (its own limit), one with the second: the organisation's four.
     for _ in 0..3 {
