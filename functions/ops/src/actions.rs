@@ -515,6 +515,31 @@ async fn replay_window(
     Ok((200, json!(sent)))
 }
 
+/// A provider's window recovered by the import function, which opens the key: unless a person
+/// paused it.
+async fn recover(app: &App, ask: &firmspace::ops::recover::Ask) -> Result<(u16, Value), ApiError> {
+    let recovery = app.recovery.as_ref().ok_or_else(|| {
+        ApiError::new(
+            503,
+            "unavailable",
+            "no recovery is set up for this deployment",
+        )
+    })?;
+    if firmspace::ops::consumers::is_paused(&app.store, "bank-import").await? {
+        return Err(ApiError::new(
+            409,
+            "paused",
+            "bank-import is paused: recover once it is resumed",
+        ));
+    }
+    let (status, answer) = recovery.ask(ask).await;
+    let digest = firmspace::ids::IntegrationId::parse(&ask.integration_id)
+        .map(|id| id.digest())
+        .unwrap_or_default();
+    tracing::info!(integration = %digest, status, "recovery asked");
+    Ok((status, answer))
+}
+
 /// The deployment's actions: a DLQ redriven, an event's consequences replayed, a worker paused.
 async fn run(
     app: &App,
@@ -548,29 +573,7 @@ async fn run(
         Action::Consumer { name, paused } => {
             return pause_consumer(app, by, (name, paused), now).await
         }
-        Action::Recover(ask) => {
-            let recovery = app.recovery.as_ref().ok_or_else(|| {
-                ApiError::new(
-                    503,
-                    "unavailable",
-                    "no recovery is set up for this deployment",
-                )
-            })?;
-            // The import function does the recovery: paused by a person, it does none.
-            if firmspace::ops::consumers::is_paused(store, "bank-import").await? {
-                return Err(ApiError::new(
-                    409,
-                    "paused",
-                    "bank-import is paused: recover once it is resumed",
-                ));
-            }
-            let (status, answer) = recovery.ask(&ask).await;
-            let digest = firmspace::ids::IntegrationId::parse(&ask.integration_id)
-                .map(|id| id.digest())
-                .unwrap_or_default();
-            tracing::info!(integration = %digest, status, "recovery asked");
-            (status, answer)
-        }
+        Action::Recover(ask) => recover(app, &ask).await?,
         // Commands, performed by `perform_as`.
         Action::Resolve { .. } | Action::Decide { .. } | Action::Integration { .. } => {
             return Err(unknown("route"))

@@ -188,6 +188,15 @@ async fn one_payment(o: &Ops, org: &OrgId, id: &str) -> (firmspace::store::Item,
     (item, fanout)
 }
 
+/// An organisation with one paid invoice's payment, its consequences sent to the queues once.
+async fn published_payment(o: &Ops, id: &str) -> OrgId {
+    let org = org_with_team(o).await;
+    let (item, fanout) = one_payment(o, &org, id).await;
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    org
+}
+
 #[tokio::test]
 async fn a_fan_out_batch_delivered_twice_counts_once() {
     let o = Ops::new().await;
@@ -217,10 +226,7 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
     use firmspace::effects::job::Job;
     use firmspace::effects::worker::Worker;
     let o = Ops::new().await;
-    let org = org_with_team(&o).await;
-    let (item, fanout) = one_payment(&o, &org, "pi_cut").await;
-    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
-    assert!(out.batch_item_failures.is_empty());
+    let org = published_payment(&o, "pi_cut").await;
     let w = workers(&o.env, Duration::from_secs(2), 5);
     let notes = crate::support::queues::receive(&o.sqs, &o.consequences.notifications, 0).await;
     assert_eq!(notes.len(), 1);
@@ -270,10 +276,7 @@ async fn drain_but_notifications(o: &Ops, w: &crate::consequences::Workers) {
 #[tokio::test]
 async fn two_workers_taking_the_same_consequences_at_once_count_once() {
     let o = Ops::new().await;
-    let org = org_with_team(&o).await;
-    let (item, fanout) = one_payment(&o, &org, "pi_two").await;
-    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
-    assert!(out.batch_item_failures.is_empty());
+    let org = published_payment(&o, "pi_two").await;
     // Two instances of every worker, each handed the same messages at the same moment.
     let (a, b) = (
         workers(&o.env, Duration::from_secs(2), 5),
