@@ -99,6 +99,11 @@ pub fn waiting_pk(source: &str) -> String {
 /// The set on a waiting mark of the keys of the consequences still to happen.
 pub const PENDING: &str = "pending";
 
+/// On an event item as it is handed to the store: the item whose consequences it waits on,
+/// and their keys. Both go onto its waiting mark; the stored event carries neither.
+pub const WAITS: &str = "waits";
+pub const WAITS_ON: &str = "waits_on";
+
 /// The waiting marks of a kind (on the first index), each at `{org}#{time}#{key}`: one
 /// organisation's are one range of it, oldest first, and the deployment's are all of it. One
 /// index entry a mark: every write of a mark (its put, each settle, its delete) writes one
@@ -143,7 +148,7 @@ enum Change {
 
 /// The waiting mark an event put implies: when the item `waits` on a source's consequences.
 fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
-    let source = item.opt_str("waits")?;
+    let source = item.opt_str(WAITS)?;
     let org_id = OrgId::parse(org).ok()?;
     let kind = EventKind::parse(kind)?;
     let mut mark = super::item::Builder::new(&waiting_pk(source), "waiting", org)
@@ -154,7 +159,7 @@ fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
         .build();
     // The keys of the consequences still to happen, each taken out once by the worker that
     // applies it (`effects::waiting::settle`).
-    if let Some(on) = item.get("waits_on") {
+    if let Some(on) = item.get(WAITS_ON) {
         mark.insert(PENDING.into(), on.clone());
     }
     Some(mark)
@@ -250,19 +255,29 @@ fn updates(changes: &[(String, String, Change, i64)]) -> Vec<Step> {
 pub fn with_counts(steps: &[Step]) -> Option<Vec<Step>> {
     let mut changes = Vec::new();
     let mut marks = Vec::new();
+    let mut all = Vec::with_capacity(steps.len());
     for step in steps {
-        let Step::PutNew(item) = step else { continue };
-        let Some((made, org, with)) = counted(item) else {
+        let counted = match step {
+            Step::PutNew(item) => counted(item).map(|c| (item, c)),
+            _ => None,
+        };
+        let Some((item, (made, org, with))) = counted else {
+            all.push(step.clone());
             continue;
         };
         let key = item.opt_str("pk").unwrap_or_default().to_owned();
         changes.extend(made.into_iter().map(|c| (key.clone(), org.clone(), c, 1)));
         marks.extend(with.into_iter().map(Step::PutNew));
+        // What it waits on is its mark's to hold, not the event's: the event item stays
+        // small (under 1 KB, half the units of every index's copy too).
+        let mut item = item.clone();
+        item.remove(WAITS);
+        item.remove(WAITS_ON);
+        all.push(Step::PutNew(item));
     }
     if changes.is_empty() {
         return None;
     }
-    let mut all = steps.to_vec();
     all.extend(marks);
     all.extend(updates(&changes));
     Some(all)
@@ -572,6 +587,14 @@ mod tests {
             "a mark put before the organisation led its place"
         );
         assert_eq!(mark.get(PENDING), Some(&AttributeValue::Ss(on)));
+        let Some(Step::PutNew(stored)) = all.first() else {
+            panic!("the event first")
+        };
+        assert_eq!(stored.opt_str("pk"), Some(pk.as_str()));
+        assert!(
+            stored.get(WAITS).is_none() && stored.get(WAITS_ON).is_none(),
+            "what it waits on is the mark's: {stored:?}"
+        );
         let tallies: Vec<&str> = all
             .iter()
             .filter_map(Step::pk)

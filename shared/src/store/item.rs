@@ -20,6 +20,30 @@ pub fn parse_tag<T: DeserializeOwned>(raw: &str) -> Option<T> {
     serde_json::from_value(serde_json::Value::String(raw.to_owned())).ok()
 }
 
+/// An item's size as DynamoDB bills it: each attribute's name and value in bytes (a number
+/// about a byte for two digits, and one more). A write costs a unit per KB of it, each index's
+/// copy as much again.
+pub fn size(item: &Item) -> usize {
+    fn value(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(n) => n.len().div_ceil(2) + 1,
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
+            AttributeValue::Ns(set) => set.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+            AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value(v)).sum::<usize>(),
+            AttributeValue::M(map) => {
+                3 + map
+                    .iter()
+                    .map(|(k, v)| 1 + k.len() + value(v))
+                    .sum::<usize>()
+            }
+            _ => 1,
+        }
+    }
+    item.iter().map(|(k, v)| k.len() + value(v)).sum()
+}
+
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
