@@ -3,6 +3,8 @@
 //! top-level modules may reach each other (a cycle) whatever their layers.
 //!
 //! The test reads the source itself: every `crate::module` path outside `#[cfg(test)]` code.
+//! It reads every crate's files too: no two files of a crate use each other, directly or in a
+//! loop (`file_loops`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -325,4 +327,235 @@ fn the_reader_finds_paths_and_groups() {
         .map(String::from)
         .collect();
     assert_eq!(found, expected);
+}
+
+/// Every `use` of a file's production code expanded to its paths (`use a::{b, c::{d}}` is
+/// `a::b` and `a::c::d`), and every path written inline from `crate::`, `super::` or `self::`.
+/// A `pub use` is a module's face (what it shows of its rooms), not a use of them: left out.
+fn used_paths(code: &str) -> Vec<Vec<String>> {
+    fn expand(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+        let tree = tree.trim();
+        let (head, group) = match tree.find('{') {
+            Some(open) => (
+                &tree[..open],
+                Some(&tree[open + 1..tree.rfind('}').unwrap_or(tree.len())]),
+            ),
+            None => (tree, None),
+        };
+        let mut path = prefix.to_vec();
+        path.extend(
+            head.split("::")
+                .map(|s| s.split_whitespace().next().unwrap_or("").to_owned())
+                .filter(|s| !s.is_empty()),
+        );
+        let Some(group) = group else {
+            out.push(path);
+            return;
+        };
+        let (mut depth, mut item) = (0, String::new());
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&path, &std::mem::take(&mut item), out);
+                    continue;
+                }
+                _ => {}
+            }
+            item.push(c);
+        }
+        if !item.trim().is_empty() {
+            expand(&path, &item, out);
+        }
+    }
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("use ") {
+        let before = rest[..at].trim_end();
+        let statement = &rest[at + 4..];
+        let end = statement.find(';').unwrap_or(statement.len());
+        let starts_line = before.is_empty() || before.ends_with(['\n', ';', '{', '}']);
+        if starts_line && !before.ends_with("pub") && !before.ends_with(')') {
+            expand(&[], &statement[..end], &mut out);
+        }
+        rest = &statement[end.min(statement.len())..];
+    }
+    for root in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(root) {
+            let before = code[..at].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let path: Vec<String> = code[at..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .collect();
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The files of one crate's `src` that use each other in a loop: each loop's files. A folder's
+/// own file (`mod.rs`, `lib.rs`, `main.rs`) is the folder: its rooms may use what it declares
+/// and it theirs. Every other file is a room of its own, `x.rs` beside a folder `x/` too.
+fn file_loops(src: &Path) -> Vec<Vec<String>> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let module_of = |file: &Path| -> Vec<String> {
+        let mut path = module_path(file.strip_prefix(src).expect("under src"));
+        if path.len() == 1 && (path[0] == "lib" || path[0] == "main") {
+            path.clear();
+        }
+        path
+    };
+    let modules: BTreeMap<Vec<String>, PathBuf> =
+        files.iter().map(|f| (module_of(f), f.clone())).collect();
+    let is_face = |file: &Path| {
+        file.file_name()
+            .is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs")
+    };
+    let mut edges: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for file in &files {
+        let own = module_of(file);
+        let code = production_code(file);
+        let children: BTreeSet<String> = code
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix("mod ")
+                    .or_else(|| l.trim().strip_prefix("pub mod "))
+            })
+            .map(|l| l.trim_end_matches(';').trim().to_owned())
+            .collect();
+        let mut paths = used_paths(&code);
+        // A declared room named inline (`routes::all()`), with no `use` (a `pub use` is
+        // the folder's face, as above).
+        let inline: String = code
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("pub use "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for child in &children {
+            let named = format!("{child}::");
+            for (at, _) in inline.match_indices(&named) {
+                let before = inline[..at].chars().last();
+                if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    paths.push(vec![child.clone()]);
+                }
+            }
+        }
+        let mut targets = BTreeSet::new();
+        for path in paths {
+            let mut absolute = match path.first().map(String::as_str) {
+                Some("crate") => Vec::new(),
+                Some("self") => own.clone(),
+                Some("super") => own.clone(),
+                Some(first) if children.contains(first) => own.clone(),
+                _ => continue,
+            };
+            let mut segments = path.iter().peekable();
+            if matches!(path[0].as_str(), "crate" | "self") {
+                segments.next();
+            }
+            while segments.peek().is_some_and(|s| *s == "super") {
+                segments.next();
+                absolute.pop();
+            }
+            absolute.extend(segments.cloned());
+            let found = (0..=absolute.len())
+                .rev()
+                .find_map(|n| modules.get(&absolute[..n]));
+            if let Some(target) = found.filter(|t| *t != file) {
+                let (a, b) = (module_of(file), module_of(target));
+                let nested = |outer: &[String], inner: &[String]| inner.starts_with(outer);
+                let through_face =
+                    (is_face(target) && nested(&b, &a)) || (is_face(file) && nested(&a, &b));
+                if !through_face {
+                    targets.insert(target.clone());
+                }
+            }
+        }
+        edges.insert(file.clone(), targets);
+    }
+    let reaches = |from: &PathBuf| -> BTreeSet<PathBuf> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(next) = todo.pop() {
+            for used in edges.get(&next).into_iter().flatten() {
+                if seen.insert(used.clone()) {
+                    todo.push(used.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut loops: BTreeSet<Vec<String>> = BTreeSet::new();
+    for file in &files {
+        let from = reaches(file);
+        if from.contains(file) {
+            let mut members: Vec<String> = from
+                .iter()
+                .filter(|other| reaches(other).contains(file))
+                .map(|f| f.strip_prefix(src).unwrap_or(f).display().to_string())
+                .collect();
+            members.sort();
+            loops.insert(members);
+        }
+    }
+    loops.into_iter().collect()
+}
+
+#[test]
+fn no_two_files_of_a_crate_use_each_other_directly_or_in_a_loop() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut crates = vec![
+        root.join("shared/src"),
+        root.join("mcp/src"),
+        root.join("lambda/src"),
+    ];
+    for entry in std::fs::read_dir(root.join("functions")).expect("functions/ is readable") {
+        crates.push(entry.expect("a directory entry").path().join("src"));
+    }
+    let mut found = Vec::new();
+    for src in crates.iter().filter(|s| s.is_dir()) {
+        for files in file_loops(src) {
+            found.push(format!("{}: {}", src.display(), files.join(" → ")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files that use each other:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_file_loop_check_sees_a_loop_and_a_folders_face_is_no_loop() {
+    let dir = std::env::temp_dir().join(format!("layers-{}", std::process::id()));
+    let write = |path: &str, text: &str| {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "mod a;\nmod b;\nmod c;\npub use a::A;\n");
+    write("a.rs", "use crate::b::B;\npub struct A;\n");
+    write("b.rs", "use super::{c::{C}};\npub struct B;\n");
+    write(
+        "c/mod.rs",
+        "mod d;\npub struct C(crate::a::A);\nuse d::D;\n",
+    );
+    write("c/d.rs", "use super::C;\npub struct D;\n");
+    let loops = file_loops(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        loops,
+        vec![vec!["a.rs".to_owned(), "b.rs".into(), "c/mod.rs".into()]]
+    );
 }

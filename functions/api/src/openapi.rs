@@ -7,44 +7,29 @@ mod calls_webhook;
 mod leads_webhook;
 mod messages_webhook;
 mod ops;
+mod parts;
 /// The `/ops` operations the document describes.
 pub use ops::OPERATIONS as OPS_OPERATIONS;
 mod sms_webhook;
 mod webhook;
 
-use crate::routes::{self, Answer, Auth, In, Method, Param, Route};
+use crate::route::{doc, Auth, Method, Route, Schemas};
+use crate::routes;
 use crate::schemas::ErrorBody;
 use firmspace::http::{json_response, ApiError};
 use lambda_http::{Body, Response};
-use utoipa::openapi::path::{
-    Operation, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
-};
+use parts::{answer_schema, error, parameter, replayed, JSON, LIMITED, REPLAYED, SERVER};
+use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
-    ArrayBuilder, ComponentsBuilder, ContentBuilder, HttpMethod, InfoBuilder, ObjectBuilder,
-    OneOfBuilder, OpenApi, OpenApiBuilder, OpenApiVersion, PathItem, PathsBuilder, Ref, RefOr,
-    Required, ResponseBuilder, ResponsesBuilder, Schema, SecurityRequirement, Type,
+    ComponentsBuilder, ContentBuilder, HttpMethod, InfoBuilder, OpenApi, OpenApiBuilder,
+    OpenApiVersion, PathItem, PathsBuilder, Ref, RefOr, Required, ResponseBuilder,
+    ResponsesBuilder, Schema, SecurityRequirement,
 };
-use utoipa::{PartialSchema, ToSchema};
-
-/// The named schemas the document's components collect.
-pub type Schemas = Vec<(String, RefOr<Schema>)>;
-
-/// A documented body type: adds its schema (and those it refers to) and returns its name.
-pub type Doc = fn(&mut Schemas) -> String;
-
-/// The `Doc` of a `ToSchema` type, for the route table.
-pub fn doc<T: ToSchema>(schemas: &mut Schemas) -> String {
-    let name = T::name().into_owned();
-    schemas.push((name.clone(), T::schema()));
-    T::schemas(schemas);
-    name
-}
 
 const ORG_KEY: &str = "organisation_api_key";
 const ADMIN_TOKEN: &str = "admin_token";
-const JSON: &str = "application/json";
 
 /// The whole document.
 pub fn document() -> OpenApi {
@@ -131,48 +116,6 @@ fn answer_of(route: &Route, schemas: &mut Schemas) -> (RefOr<Schema>, &'static s
     answer_schema(&route.answer, schemas)
 }
 
-/// An answer's schema and media type.
-pub(crate) fn answer_schema(
-    answer: &Answer,
-    schemas: &mut Schemas,
-) -> (RefOr<Schema>, &'static str) {
-    match *answer {
-        Answer::One(doc) => (Ref::from_schema_name(doc(schemas)).into(), JSON),
-        Answer::Items(doc) => (items(doc(schemas)), JSON),
-        Answer::Paged(doc) => (page(doc(schemas)), JSON),
-        Answer::Html(what) => (
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .description(Some(what))
-                .into(),
-            "text/html",
-        ),
-        Answer::OneOf(docs) => {
-            let one_of = docs.iter().fold(OneOfBuilder::new(), |one_of, doc| {
-                one_of.item(Ref::from_schema_name(doc(schemas)))
-            });
-            (one_of.into(), JSON)
-        }
-        Answer::Document => (
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .description(Some("this OpenAPI document"))
-                .into(),
-            JSON,
-        ),
-        Answer::Csv(columns) => (
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .description(Some(format!(
-                    "RFC 4180 CSV with the header row {}",
-                    columns.join(",")
-                )))
-                .into(),
-            "text/csv",
-        ),
-    }
-}
-
 fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     let (answer, media) = answer_of(route, schemas);
     let mut responses = ResponsesBuilder::new();
@@ -218,48 +161,6 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     operation.build()
 }
 
-/// `{"items": [<name>]}`, as the list routes answer.
-/// `{"items": [...], "cursor"}`: `cursor` is what the next page's `cursor` takes; at the end it
-/// is absent (`/api`) or null (`/ops`).
-fn page(name: String) -> RefOr<Schema> {
-    let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
-    let cursor =
-        ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-            Type::String,
-            Type::Null,
-        ]));
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .property("items", list)
-        .property("cursor", cursor)
-        .required("items")
-        .into()
-}
-
-fn items(name: String) -> RefOr<Schema> {
-    let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .property("items", list)
-        .required("items")
-        .into()
-}
-
-/// What any route that reads the store can answer.
-const SERVER: [(u16, &str); 2] = [
-    (
-        500,
-        "`internal`: our defect; the detail says nothing internal",
-    ),
-    (503, "`unavailable`: the store was busy or timed out; retry"),
-];
-
-/// A caller over its reads or writes of the minute.
-pub const LIMITED: (u16, &str) = (
-    429,
-    "`rate_limited`: over the key's reads or writes of this minute (`Retry-After`)",
-);
-
 /// The 401, 429 and 5xx every authenticated route can give.
 fn common_errors(auth: Auth) -> &'static [(u16, &'static str)] {
     match auth {
@@ -280,39 +181,6 @@ fn common_errors(auth: Auth) -> &'static [(u16, &'static str)] {
     }
 }
 
-/// An error answer: an RFC 9457 problem, with the codes this status carries; a 429's and a
-/// 503's `Retry-After`.
-pub fn error(codes: &str) -> RefOr<utoipa::openapi::Response> {
-    let content = ContentBuilder::new().schema(Some(Ref::from_schema_name(ErrorBody::name())));
-    let response = ResponseBuilder::new()
-        .description(codes)
-        .content(firmspace::http::PROBLEM, content.build());
-    let retry = codes.contains("`rate_limited`") || codes.contains("`unavailable`");
-    let response = match retry {
-        true => response.header(
-            "Retry-After",
-            header("seconds to wait before asking again (a 429 until its minute turns; a 503, 5)"),
-        ),
-        false => response,
-    };
-    response.build().into()
-}
-
-/// The header of an answer given from a stored answer.
-pub const REPLAYED: &str = "Idempotent-Replayed";
-
-/// `Idempotent-Replayed: true` on an answer given from a stored answer; absent on a first one.
-pub fn replayed() -> utoipa::openapi::header::Header {
-    header("`true` when this answer is the stored answer of an earlier request with the same key; absent on a first answer")
-}
-
-fn header(description: &str) -> utoipa::openapi::header::Header {
-    utoipa::openapi::header::HeaderBuilder::new()
-        .schema(Some(String::schema()))
-        .description(Some(description))
-        .build()
-}
-
 /// An operation's tag: what its path is about (`/api/invoices/...` → `invoices`), `webhooks`
 /// for `/hooks/...`, `ops` for the operator's routes.
 pub fn tag(path: &str) -> String {
@@ -323,31 +191,4 @@ pub fn tag(path: &str) -> String {
         (Some(first), _) => first.to_owned(),
         (None, _) => "other".into(),
     }
-}
-
-pub fn parameter(param: &Param) -> Parameter {
-    let at = match param.at {
-        In::Path => ParameterIn::Path,
-        In::Query => ParameterIn::Query,
-        In::Header => ParameterIn::Header,
-    };
-    ParameterBuilder::new()
-        .name(param.name)
-        .parameter_in(at)
-        .required(if param.required {
-            Required::True
-        } else {
-            Required::False
-        })
-        .description(Some(param.doc))
-        .schema(Some(match param.name {
-            // The one header a route reads: its limit is the document's too.
-            "Idempotency-Key" => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1))
-                .max_length(Some(firmspace::fields::KEY_MAX))
-                .into(),
-            _ => String::schema(),
-        }))
-        .build()
 }

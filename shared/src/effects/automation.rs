@@ -2,6 +2,8 @@
 //! once: a task's id is derived from the run; an outgoing message's run moves through the states
 //! in `runs`.
 
+/// A run's identity, where it is made (`runs`), named here too for the callers of automation.
+pub use super::runs::run_key;
 use super::runs::RunState;
 use super::Trigger;
 use crate::ids::{EventKey, IntegrationId, LocalId, OrgId};
@@ -262,11 +264,6 @@ pub async fn mark_handled(
         .time("at", now)
         .build();
     store.put_new(item).await.map(|_| ())
-}
-
-/// The run's identity: `{rule_id}:{event_key}`.
-pub fn run_key(rule_id: &str, event_key: &EventKey) -> String {
-    format!("{rule_id}:{event_key}")
 }
 
 fn digest(org: &OrgId, run_key: &str) -> String {

@@ -4,6 +4,30 @@
 use super::Consequence;
 use crate::ids::OrgId;
 
+/// What applying one message wrote: new effects, and effects that were already there (a
+/// redelivery absorbed by a conditional key).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub written: usize,
+    pub absorbed: usize,
+}
+
+impl Applied {
+    pub fn one(created: bool) -> Self {
+        Self {
+            written: usize::from(created),
+            absorbed: usize::from(!created),
+        }
+    }
+
+    pub fn and(self, other: Self) -> Self {
+        Self {
+            written: self.written + other.written,
+            absorbed: self.absorbed + other.absorbed,
+        }
+    }
+}
+
 /// Why a message body is not a worker's job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Unread {

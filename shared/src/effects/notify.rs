@@ -2,7 +2,7 @@
 //! keyed `KEY#RECIPIENT`, so each colleague gets exactly one copy. Both parts are encoded with
 //! `key_part`, so no chosen key (`k1#u1`) can stand for the team copy of another (`k1`).
 
-use super::worker::Applied;
+use super::job::Applied;
 use super::Notification;
 use crate::ids::{key_part, OrgId};
 use crate::orgs;

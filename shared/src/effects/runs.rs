@@ -2,7 +2,6 @@
 //! `sending` → `sent` | `not_sent` | `failed` | `needs_check`; `not_sent` → `sending` again.
 //! One attempt holds a `sending` run at a time (a lease token with an expiry).
 
-use super::automation::run_key;
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{n, s, tag_name, Builder, Read};
 use crate::store::{Cond, Item, PutNew, Step, Store, StoreError, Transacted, Update};
@@ -25,6 +24,11 @@ pub enum RunState {
     Done,
     /// A run a bound stopped before it acted (`reason`: `reply_cap`, `ai_budget`).
     Skipped,
+}
+
+/// The run's identity: `{rule_id}:{event_key}`.
+pub fn run_key(rule_id: &str, event_key: &EventKey) -> String {
+    format!("{rule_id}:{event_key}")
 }
 
 /// The run's item key.

@@ -4,7 +4,7 @@
 //! acknowledged and parked as a review item; the last failing receive of a message records a
 //! `dead_letter` review item before SQS moves it to the DLQ. A worker crate keeps only `apply`.
 
-pub use super::job::{Job, Unread};
+pub use super::job::{Applied, Job, Unread};
 use crate::config::{parse_var, Config, ConfigError};
 use crate::ids::OrgId;
 use crate::review::{Kind, Reason, ReviewItem};
@@ -47,30 +47,6 @@ impl From<StoreError> for WorkError {
             Self::transient(err)
         } else {
             Self::permanent(Reason::StoreRefused, err.to_string())
-        }
-    }
-}
-
-/// What applying one message wrote: new effects, and effects that were already there (a
-/// redelivery absorbed by a conditional key).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Applied {
-    pub written: usize,
-    pub absorbed: usize,
-}
-
-impl Applied {
-    pub fn one(created: bool) -> Self {
-        Self {
-            written: usize::from(created),
-            absorbed: usize::from(!created),
-        }
-    }
-
-    pub fn and(self, other: Self) -> Self {
-        Self {
-            written: self.written + other.written,
-            absorbed: self.absorbed + other.absorbed,
         }
     }
 }

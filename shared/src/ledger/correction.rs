@@ -5,7 +5,7 @@
 //! transaction; the review items that name the debit (a negative balance, another currency) are
 //! resolved after it.
 
-use super::line::{ledger_id, message_line_pk, LedgerLine, LineKind};
+use super::line::{by_id, ledger_id, message_line_pk, LedgerLine, LineKind};
 use super::wallet::{wallet_pk, Wallet};
 use crate::ids::{EventKey, OrgId};
 use crate::review::{review_item_pk, Reason};
@@ -14,11 +14,6 @@ use crate::store::{Answer, Decision, Index, Item, Plan, Seen, Step, Store, Store
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use thiserror::Error;
-
-/// The list (in the operator's index) that finds a line by its `ledger_id`.
-pub(super) fn by_id(org: &OrgId, ledger_id: &str) -> String {
-    org.pk(&format!("LEDGER_LINE#{ledger_id}"))
-}
 
 /// The line whose `ledger_id` the export shows, if there is one.
 pub async fn find(

@@ -14,6 +14,11 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The list (in the operator's index) that finds a line by its `ledger_id`.
+pub(super) fn by_id(org: &OrgId, ledger_id: &str) -> String {
+    org.pk(&format!("LEDGER_LINE#{ledger_id}"))
+}
+
 pub const KIND: &str = "ledger_line";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -110,10 +115,7 @@ impl LedgerLine {
                 &format!("{}#{}", time::format(self.at), self.ledger_id),
             )
             // Found by its id for a correction (`correction::find`).
-            .index(
-                &super::correction::by_id(&self.org, &self.ledger_id),
-                "line",
-            )
+            .index(&by_id(&self.org, &self.ledger_id), "line")
             .build()
     }
 

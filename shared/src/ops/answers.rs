@@ -1,12 +1,51 @@
 //! The answers of the `/ops` routes: the types the ops function serialises and the OpenAPI
 //! document describes, so the two cannot drift. A list answers `{"items": [...], "cursor"}`.
 
-use super::events::Counts;
 use crate::review::ReviewView;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
+
+/// One kind's figures: stored today (UTC) and in the last 7 days, how many still miss a
+/// consequence, and when the oldest of those was listed.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct Counts {
+    pub today: u64,
+    pub week: u64,
+    pub waiting: u64,
+    pub oldest_waiting_at: Option<String>,
+    /// What an event of the kind cost today: the units, SQS requests and invocations the
+    /// day's events of the kind and their consequences spent, divided by the day's events
+    /// (`store::spent`; a meter that trails by up to 10 s per warm function).
+    pub units: PerEvent,
+}
+
+/// What an event cost on average: DynamoDB's write and read units (the indexes' included),
+/// SQS requests and function invocations. Zeros when no event of the kind came.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct PerEvent {
+    pub write: f64,
+    pub read: f64,
+    pub sqs: f64,
+    pub invocations: f64,
+}
+
+impl PerEvent {
+    /// A day's figures divided by its `events`, to two decimals.
+    pub fn of(day: &crate::store::spent::Day, events: u64) -> Self {
+        if events == 0 {
+            return Self::default();
+        }
+        let per = |v: f64| (v / events as f64 * 100.0).round() / 100.0;
+        Self {
+            write: per(day.write),
+            read: per(day.read),
+            sqs: per(day.sqs),
+            invocations: per(day.invocations),
+        }
+    }
+}
 
 /// `GET /ops/summary`: per kind, events stored today and in 7 days and still waiting; the
 /// queues (the admin only); open review items; runs to check.

@@ -4,6 +4,7 @@
 //! consequences, filtered by time and text, and the replays that send what is missing.
 
 use super::answers::{ConsequenceState, EventRow};
+pub use super::answers::{Counts, PerEvent};
 use super::{events_pk, ids, EventKind};
 use crate::effects::queue::{Publisher, QueueError};
 use crate::effects::waiting::{self, State};
@@ -15,46 +16,6 @@ use crate::store::item::{s, Read};
 use crate::store::{Cond, Index, Item, Store, StoreError, Update};
 use chrono::{DateTime, Duration, Utc};
 use std::time::Instant;
-
-/// One kind's figures: stored today (UTC) and in the last 7 days, how many still miss a
-/// consequence, and when the oldest of those was listed.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct Counts {
-    pub today: u64,
-    pub week: u64,
-    pub waiting: u64,
-    pub oldest_waiting_at: Option<String>,
-    /// What an event of the kind cost today: the units, SQS requests and invocations the
-    /// day's events of the kind and their consequences spent, divided by the day's events
-    /// (`store::spent`; a meter that trails by up to 10 s per warm function).
-    pub units: PerEvent,
-}
-
-/// What an event cost on average: DynamoDB's write and read units (the indexes' included),
-/// SQS requests and function invocations. Zeros when no event of the kind came.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct PerEvent {
-    pub write: f64,
-    pub read: f64,
-    pub sqs: f64,
-    pub invocations: f64,
-}
-
-impl PerEvent {
-    /// A day's figures divided by its `events`, to two decimals.
-    pub fn of(day: &crate::store::spent::Day, events: u64) -> Self {
-        if events == 0 {
-            return Self::default();
-        }
-        let per = |v: f64| (v / events as f64 * 100.0).round() / 100.0;
-        Self {
-            write: per(day.write),
-            read: per(day.read),
-            sqs: per(day.sqs),
-            invocations: per(day.invocations),
-        }
-    }
-}
 
 /// One kind's figures, of an organisation or (`None`) of the deployment: today's and the
 /// week's from the counters (read once for every kind), what waits from its waiting marks (one

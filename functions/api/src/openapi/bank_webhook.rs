@@ -1,9 +1,10 @@
 //! `POST /hooks/{integration_id}/bank` (and `GET`, monobank's check), served by the bank-webhook
 //! function: monobank's personal webhook, one statement row stored once.
 
+use super::parts::{error, parameter, JSON};
 use super::webhook::{IgnoredDelivery, UnparseableDelivery};
-use super::{doc, error, parameter, Schemas, JSON};
-use crate::routes::{In, Param};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use firmspace::bank::monobank::Pushed as StatementPush;
 use firmspace::bank::BankRowAnswer;
 use utoipa::openapi::path::{Operation, OperationBuilder};

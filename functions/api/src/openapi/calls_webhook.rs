@@ -1,9 +1,10 @@
 //! `POST /hooks/{integration_id}/calls`, served by the call-webhook function: a SIP provider's
 //! call result. Only a final status makes a call; the first report answers 201, a repeat 200.
 
+use super::parts::JSON;
 use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
-use super::{doc, Schemas, JSON};
-use crate::routes::{In, Param};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use crate::schemas::CallAnswer;
 use firmspace::calls::providers::Envelope as StandardCall;
 use firmspace::signature::{standard, twilio};

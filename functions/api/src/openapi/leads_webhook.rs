@@ -1,9 +1,10 @@
 //! `POST /hooks/{integration_id}/leads`, served by the lead-webhook function: a website form's
 //! submission. The first delivery answers 201 with the card it made, every repeat 200.
 
+use super::parts::JSON;
 use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
-use super::{doc, Schemas, JSON};
-use crate::routes::{In, Param};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use firmspace::leads::{Envelope as LeadPayload, LeadAnswer};
 use firmspace::signature::standard;
 use utoipa::openapi::path::Operation;

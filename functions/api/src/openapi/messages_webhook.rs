@@ -1,9 +1,10 @@
 //! `POST /hooks/{integration_id}/messages` (and `GET`, WhatsApp's handshake), served by the
 //! message-webhook function: a messenger's delivery, each message stored once.
 
+use super::parts::{error, parameter, JSON};
 use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
-use super::{doc, error, parameter, Schemas, JSON};
-use crate::routes::{In, Param};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use firmspace::messages::{BatchAnswer, GenericMessage, MessageAnswer};
 use firmspace::signature::{standard, telegram, whatsapp};
 use utoipa::openapi::path::{Operation, OperationBuilder};

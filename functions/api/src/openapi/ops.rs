@@ -1,9 +1,10 @@
 //! `/ops/...`, served by the ops function, described here so one document covers every route.
 //! Every route takes `Authorization: Bearer <API key or admin token>`; each `POST` an `Idempotency-Key`.
 
-use super::{doc, error, parameter, Schemas, SERVER};
-use crate::routes::Answer::{self, Html, Items, One, OneOf, Paged};
-use crate::routes::{In, Param};
+use super::parts::{error, parameter, SERVER};
+use crate::route::Answer::{self, Html, Items, One, OneOf, Paged};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use firmspace::ops::answers as a;
 use firmspace::payments::recover::Recovered;
 use utoipa::openapi::path::{Operation, OperationBuilder};
@@ -95,7 +96,7 @@ const ROUTES: &[Route] = &[
 ];
 
 fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
-    let (answer, media) = super::answer_schema(&route.answer, schemas);
+    let (answer, media) = super::parts::answer_schema(&route.answer, schemas);
     let mut responses = ResponsesBuilder::new();
     for (status, when) in route.ok {
         let content = ContentBuilder::new().schema(Some(answer.clone())).build();
@@ -103,7 +104,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
             .description(*when)
             .content(media, content);
         let ok = match route.method {
-            HttpMethod::Post => ok.header(super::REPLAYED, super::replayed()),
+            HttpMethod::Post => ok.header(super::parts::REPLAYED, super::parts::replayed()),
             _ => ok,
         };
         responses = responses.response(status.to_string(), ok);
@@ -113,7 +114,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     for (status, codes) in route
         .errors
         .iter()
-        .chain([super::LIMITED].iter())
+        .chain([super::parts::LIMITED].iter())
         .chain(SERVER.iter())
     {
         responses = responses.response(status.to_string(), error(codes));

@@ -1,10 +1,11 @@
 //! `POST /hooks/{integration_id}/sms`, served by the sms-webhook function: a prepaid SMS
 //! carrier's event. The signature and its 5-minute window are checked before the body is read.
 
+use super::parts::JSON;
 use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
-use super::{doc, Schemas, JSON};
 use crate::ledger::schemas::{SmsAnswer, SmsPayload};
-use crate::routes::{In, Param};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use firmspace::signature::standard;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder};

@@ -2,8 +2,9 @@
 //! here so that one document covers the whole HTTP API. The signature is checked before the body
 //! is read; which scheme applies is the integration's provider.
 
-use super::{doc, error, parameter, Schemas, JSON, SERVER};
-use crate::routes::{In, Param};
+use super::parts::{error, parameter, JSON, SERVER};
+use crate::route::{doc, Schemas};
+use crate::route::{In, Param};
 use crate::schemas::PaymentAnswer;
 use firmspace::payments::providers::standard::Body as StandardPayment;
 use firmspace::signature::{monobank, standard, stripe};

@@ -1,10 +1,10 @@
 //! The API keys' `/api/` routes: made, listed and revoked with the `ops` scope.
 
-use super::Answer::{Items, One};
-use super::Method::{Delete, Get, Post};
-use super::{In, Op, OrgOp::*, Param, Route};
 use crate::keys::NewKey;
-use crate::openapi::doc;
+use crate::route::doc;
+use crate::route::Answer::{Items, One};
+use crate::route::Method::{Delete, Get, Post};
+use crate::route::{In, Op, OrgOp::*, Param, Route};
 use firmspace::commands::answers::KeyCreated;
 use firmspace::orgs::keys::KeyInfo;
 

@@ -1,11 +1,11 @@
 //! The prepaid ledger's `/api/` routes: the wallet, top-ups, finance's export and the inbox.
 
-use super::Answer::{Csv, One, Paged};
-use super::Method::{Get, Post};
-use super::{In, Op, OrgOp::*, Param, Route};
 use crate::ledger::schemas as s;
 use crate::ledger::{NewRefund, NewTopUp};
-use crate::openapi::doc;
+use crate::route::doc;
+use crate::route::Answer::{Csv, One, Paged};
+use crate::route::Method::{Get, Post};
+use crate::route::{In, Op, OrgOp::*, Param, Route};
 use firmspace::ledger::LedgerLine;
 
 const fn query(name: &'static str, required: bool, doc: &'static str) -> Param {
@@ -48,7 +48,7 @@ pub static ROUTES: &[Route] = &[
         path: "/api/wallet/topups",
         op: Op::Org(TopUp),
         summary: "Top up the prepaid wallet, once per Idempotency-Key",
-        params: &[super::IDEMPOTENCY_KEY],
+        params: &[crate::route::IDEMPOTENCY_KEY],
         body: Some(doc::<NewTopUp>),
         ok: &[(
             200,
@@ -82,7 +82,7 @@ pub static ROUTES: &[Route] = &[
                 required: true,
                 doc: "the debit line's `ledger_id`, as the export shows it",
             },
-            super::IDEMPOTENCY_KEY,
+            crate::route::IDEMPOTENCY_KEY,
         ],
         body: Some(doc::<NewRefund>),
         ok: &[(

@@ -1,14 +1,14 @@
 //! Every `/api/` route: what it is called, takes, answers and refuses. The first match wins.
 
-use super::Answer::{Document, Items, One, OneOf, Paged};
-use super::Method::{Delete, Get, Post};
-use super::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::bank::MatchBody;
 use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::deals::NewStage;
 use crate::invoices::ManualPayment;
-use crate::openapi::doc;
+use crate::route::doc;
+use crate::route::Answer::{Document, Items, One, OneOf, Paged};
+use crate::route::Method::{Delete, Get, Post};
+use crate::route::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::schemas as s;
 use crate::setup::{NewMember, NewOrg, NewSecrets};
 use firmspace::calls::CallFields;

@@ -1,0 +1,154 @@
+//! The pieces every part of the document is made of: a parameter, an error answer, an answer's
+//! schema, the headers. They import no part of the document.
+
+use crate::route::{Answer, In, Param, Schemas};
+use crate::schemas::ErrorBody;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::{
+    ArrayBuilder, ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, RefOr, Required,
+    ResponseBuilder, Schema, Type,
+};
+use utoipa::{PartialSchema, ToSchema};
+
+pub const JSON: &str = "application/json";
+
+/// An answer's schema and media type.
+pub fn answer_schema(answer: &Answer, schemas: &mut Schemas) -> (RefOr<Schema>, &'static str) {
+    match *answer {
+        Answer::One(doc) => (Ref::from_schema_name(doc(schemas)).into(), JSON),
+        Answer::Items(doc) => (items(doc(schemas)), JSON),
+        Answer::Paged(doc) => (page(doc(schemas)), JSON),
+        Answer::Html(what) => (
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(what))
+                .into(),
+            "text/html",
+        ),
+        Answer::OneOf(docs) => {
+            let one_of = docs.iter().fold(OneOfBuilder::new(), |one_of, doc| {
+                one_of.item(Ref::from_schema_name(doc(schemas)))
+            });
+            (one_of.into(), JSON)
+        }
+        Answer::Document => (
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some("this OpenAPI document"))
+                .into(),
+            JSON,
+        ),
+        Answer::Csv(columns) => (
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(format!(
+                    "RFC 4180 CSV with the header row {}",
+                    columns.join(",")
+                )))
+                .into(),
+            "text/csv",
+        ),
+    }
+}
+
+/// `{"items": [<name>]}`, as the list routes answer.
+/// `{"items": [...], "cursor"}`: `cursor` is what the next page's `cursor` takes; at the end it
+/// is absent (`/api`) or null (`/ops`).
+fn page(name: String) -> RefOr<Schema> {
+    let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
+    let cursor =
+        ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::String,
+            Type::Null,
+        ]));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("items", list)
+        .property("cursor", cursor)
+        .required("items")
+        .into()
+}
+
+fn items(name: String) -> RefOr<Schema> {
+    let list = ArrayBuilder::new().items(Ref::from_schema_name(name));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("items", list)
+        .required("items")
+        .into()
+}
+
+/// What any route that reads the store can answer.
+pub const SERVER: [(u16, &str); 2] = [
+    (
+        500,
+        "`internal`: our defect; the detail says nothing internal",
+    ),
+    (503, "`unavailable`: the store was busy or timed out; retry"),
+];
+
+/// A caller over its reads or writes of the minute.
+pub const LIMITED: (u16, &str) = (
+    429,
+    "`rate_limited`: over the key's reads or writes of this minute (`Retry-After`)",
+);
+
+/// An error answer: an RFC 9457 problem, with the codes this status carries; a 429's and a
+/// 503's `Retry-After`.
+pub fn error(codes: &str) -> RefOr<utoipa::openapi::Response> {
+    let content = ContentBuilder::new().schema(Some(Ref::from_schema_name(ErrorBody::name())));
+    let response = ResponseBuilder::new()
+        .description(codes)
+        .content(firmspace::http::PROBLEM, content.build());
+    let retry = codes.contains("`rate_limited`") || codes.contains("`unavailable`");
+    let response = match retry {
+        true => response.header(
+            "Retry-After",
+            header("seconds to wait before asking again (a 429 until its minute turns; a 503, 5)"),
+        ),
+        false => response,
+    };
+    response.build().into()
+}
+
+/// The header of an answer given from a stored answer.
+pub const REPLAYED: &str = "Idempotent-Replayed";
+
+/// `Idempotent-Replayed: true` on an answer given from a stored answer; absent on a first one.
+pub fn replayed() -> utoipa::openapi::header::Header {
+    header("`true` when this answer is the stored answer of an earlier request with the same key; absent on a first answer")
+}
+
+fn header(description: &str) -> utoipa::openapi::header::Header {
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(Some(String::schema()))
+        .description(Some(description))
+        .build()
+}
+
+pub fn parameter(param: &Param) -> Parameter {
+    let at = match param.at {
+        In::Path => ParameterIn::Path,
+        In::Query => ParameterIn::Query,
+        In::Header => ParameterIn::Header,
+    };
+    ParameterBuilder::new()
+        .name(param.name)
+        .parameter_in(at)
+        .required(if param.required {
+            Required::True
+        } else {
+            Required::False
+        })
+        .description(Some(param.doc))
+        .schema(Some(match param.name {
+            // The one header a route reads: its limit is the document's too.
+            "Idempotency-Key" => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(firmspace::fields::KEY_MAX))
+                .into(),
+            _ => String::schema(),
+        }))
+        .build()
+}

@@ -1,0 +1,238 @@
+//! What a route is: its method, path, operation, parameters, body and answers, described once
+//! for the dispatch (`routes`) and the document (`openapi`) alike. It imports neither.
+
+use firmspace::orgs::Scope;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::ToSchema;
+
+/// The named schemas the document's components collect.
+pub type Schemas = Vec<(String, RefOr<Schema>)>;
+
+/// A documented body type: adds its schema (and those it refers to) and returns its name.
+pub type Doc = fn(&mut Schemas) -> String;
+
+/// The `Doc` of a `ToSchema` type, for the route table.
+pub fn doc<T: ToSchema>(schemas: &mut Schemas) -> String {
+    let name = T::name().into_owned();
+    schemas.push((name.clone(), T::schema()));
+    T::schemas(schemas);
+    name
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Delete,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Delete => "DELETE",
+        }
+    }
+}
+
+/// What a route does. Who may call it follows from it (`Op::auth`), so the dispatch and the
+/// document cannot disagree about authentication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    OpenApi,
+    CreateOrg,
+    Org(OrgOp),
+}
+
+/// The routes behind an organisation API key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrgOp {
+    CreateIntegration,
+    ReadIntegration,
+    RotateSecrets,
+    AddMember,
+    ListMembers,
+    CreateInvoice,
+    ListInvoices,
+    ReadInvoice,
+    PayInvoice,
+    DuplicateInvoice,
+    CreditInvoice,
+    VoidInvoice,
+    Notifications,
+    MarkRead,
+    ActivityLog,
+    CreateRule,
+    ListRules,
+    ReadRule,
+    Tasks,
+    CreateCall,
+    ListCalls,
+    CreateContact,
+    ListContacts,
+    ListDeals,
+    MoveDeal,
+    AssistantTools,
+    AssistantCall,
+    ListConversations,
+    UploadCsv,
+    FileImport,
+    StartImport,
+    MatchBankTx,
+    UnmatchBankTx,
+    BankTransactions,
+    ConversationMessages,
+    Review,
+    AskRequest,
+    AskCall,
+    TopUp,
+    Wallet,
+    Ledger,
+    LedgerCsv,
+    RefundLine,
+    Inbox,
+    CreateKey,
+    ListKeys,
+    RevokeKey,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    Public,
+    /// `Authorization: Bearer <admin token>`.
+    Admin,
+    /// `Authorization: Bearer <organisation API key>`.
+    OrgKey,
+}
+
+impl Op {
+    pub fn auth(self) -> Auth {
+        match self {
+            Self::OpenApi => Auth::Public,
+            Self::CreateOrg => Auth::Admin,
+            Self::Org(_) => Auth::OrgKey,
+        }
+    }
+
+    /// The operation's `operationId`: the operation's own name in lower camel case
+    /// (`PayInvoice` → `payInvoice`), what a client generator names its method.
+    pub fn name(self) -> String {
+        let upper = match self {
+            Self::OpenApi => "GetOpenApi".to_owned(),
+            Self::CreateOrg => "CreateOrg".to_owned(),
+            Self::Org(op) => format!("{op:?}"),
+        };
+        let mut chars = upper.chars();
+        chars
+            .next()
+            .map(|c| c.to_ascii_lowercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum In {
+    Path,
+    Query,
+    Header,
+}
+
+/// A documented request parameter; every `{placeholder}` of a path is one (`In::Path`).
+pub struct Param {
+    pub name: &'static str,
+    pub at: In,
+    pub required: bool,
+    pub doc: &'static str,
+}
+
+/// A write done once per key: the same key and body again get the stored answer (marked
+/// `Idempotent-Replayed: true`), the same key with another body is 409.
+pub const IDEMPOTENCY_KEY: Param = Param {
+    name: "Idempotency-Key",
+    at: In::Header,
+    required: true,
+    doc: "1 to 255 visible ASCII characters, one per intended write: the same key and body get \
+          the stored answer (with `Idempotent-Replayed: true`); another body is 409 \
+          `idempotency_key_reused`",
+};
+
+/// The body of a success answer.
+pub enum Answer {
+    One(Doc),
+    /// One of these, by what the request met (the route's `ok` statuses say when).
+    OneOf(&'static [Doc]),
+    /// `{"items": [...]}`.
+    Items(Doc),
+    /// A page: `{"items": [...], "cursor"}`, `cursor` while more remain (at the end: absent
+    /// under `/api`, null under `/ops`).
+    Paged(Doc),
+    /// An HTML page, described.
+    Html(&'static str),
+    /// The OpenAPI document itself.
+    Document,
+    /// `text/csv` with a header row of these columns.
+    Csv(&'static [&'static str]),
+}
+
+pub struct Route {
+    pub method: Method,
+    /// The path template, `{name}` for a parameter segment.
+    pub path: &'static str,
+    pub op: Op,
+    pub summary: &'static str,
+    pub params: &'static [Param],
+    pub body: Option<Doc>,
+    /// Success statuses, each with `answer`, and when each is given.
+    pub ok: &'static [(u16, &'static str)],
+    pub answer: Answer,
+    /// The 4xx of this route and their error codes; auth's 401 and the 5xx come from `op`.
+    pub errors: &'static [(u16, &'static str)],
+}
+
+impl Route {
+    /// The scopes an organisation key needs for this route: setting an integration's secrets
+    /// needs `write` and `ops` (a key with either alone could sign its own "provider"
+    /// payments otherwise); every other route needs its `scope`.
+    pub fn scopes(&self) -> Vec<Scope> {
+        match self.op {
+            Op::Org(OrgOp::RotateSecrets) => vec![Scope::Write, Scope::Ops],
+            _ => self.scope().into_iter().collect(),
+        }
+    }
+
+    /// The scope an organisation key needs for this route: managing keys and rotating secrets
+    /// needs `ops`, a read
+    /// `read`, anything else `write`. `None` for a route without an organisation key.
+    pub fn scope(&self) -> Option<Scope> {
+        match self.op {
+            Op::Org(
+                OrgOp::CreateKey | OrgOp::ListKeys | OrgOp::RevokeKey | OrgOp::RotateSecrets,
+            ) => Some(Scope::Ops),
+            Op::Org(_) if self.method == Method::Get => Some(Scope::Read),
+            Op::Org(_) => Some(Scope::Write),
+            Op::OpenApi | Op::CreateOrg => None,
+        }
+    }
+
+    pub(crate) fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
+        let path: &'static str = self.path;
+        let template: Vec<&'static str> = path.split('/').skip(1).collect();
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (t, s) in template.iter().zip(segments) {
+            match placeholder(t) {
+                Some(name) => params.push((name, *s)),
+                None if t == s => {}
+                None => return None,
+            }
+        }
+        Some(params)
+    }
+}
+
+pub(crate) fn placeholder(segment: &str) -> Option<&str> {
+    segment.strip_prefix('{')?.strip_suffix('}')
+}
