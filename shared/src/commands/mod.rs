@@ -244,13 +244,32 @@ pub enum Command {
 }
 
 impl Command {
-    /// The scopes a key needs for it.
+    /// The scopes a key needs for it: every command named, so a new one cannot fall to a
+    /// default.
     fn requires(&self) -> &'static [Scope] {
         match self {
             Self::ResolveReview { .. } | Self::RotateSecrets { .. } => &[Scope::Write, Scope::Ops],
             Self::CreateKey { .. } | Self::RevokeKey { .. } => &[Scope::Ops],
             Self::DecideRun { .. } | Self::PauseIntegration { .. } => &[Scope::Ops],
-            _ => &[Scope::Write],
+            Self::RegisterPayment { .. }
+            | Self::Reply { .. }
+            | Self::CreateTask { .. }
+            | Self::CreateCreditNote { .. }
+            | Self::VoidInvoice { .. }
+            | Self::MoveDeal { .. }
+            | Self::RefundLedgerLine { .. }
+            | Self::CreateInvoice(_)
+            | Self::DuplicateInvoice { .. }
+            | Self::MatchBankRow { .. }
+            | Self::UploadStatement { .. }
+            | Self::StartImport { .. }
+            | Self::RecordCall(_)
+            | Self::CreateContact { .. }
+            | Self::TopUp { .. }
+            | Self::CreateRule { .. }
+            | Self::AddMember { .. }
+            | Self::MarkRead { .. }
+            | Self::CreateIntegration(_) => &[Scope::Write],
         }
     }
 
