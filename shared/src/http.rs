@@ -4,6 +4,8 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{json, Value};
 use std::error::Error as StdError;
 
+use crate::commands::{Done, Made, Outcome, Refused, Why};
+
 pub use crate::egress::client;
 pub use crate::fields::plain;
 
@@ -43,6 +45,8 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
     /// The methods the path takes, for a 405 (`Allow`).
     pub allow: Option<String>,
+    /// What else the refusal names: a conflict's stored `outcome`, a file's refused `rows`.
+    pub more: Option<Box<serde_json::Map<String, Value>>>,
 }
 
 impl ApiError {
@@ -54,6 +58,7 @@ impl ApiError {
             field: None,
             retry_after: None,
             allow: None,
+            more: None,
         }
     }
 
@@ -105,18 +110,7 @@ impl ApiError {
 
     /// Logs the whole cause chain and answers a bare 500 (or 503 when a retry can help).
     pub fn internal(err: &(dyn StdError + 'static), retryable: bool) -> Self {
-        let mut chain = Vec::new();
-        let mut cause = err.source();
-        while let Some(c) = cause {
-            chain.push(c.to_string());
-            cause = c.source();
-        }
-        tracing::error!(error.message = %err, error.cause_chain = ?chain, "request failed");
-        if retryable {
-            Self::new(503, "unavailable", "temporarily unavailable; retry later")
-        } else {
-            Self::new(500, "internal", "internal error")
-        }
+        Refused::failed(err, retryable).into()
     }
 
     /// The answer: an RFC 9457 problem (`type`, `title`, `status`, `detail`; `instance` is
@@ -127,7 +121,9 @@ impl ApiError {
             (None, 503) => Some(RETRY_UNAVAILABLE_SECS),
             (given, _) => given,
         };
-        let mut body = json!({"error": self.code, "detail": self.detail});
+        let mut body = Value::Object(self.more.map(|m| *m).unwrap_or_default());
+        body["error"] = json!(self.code);
+        body["detail"] = json!(self.detail);
         if let Some(field) = self.field {
             body["field"] = json!(field);
         }
@@ -146,13 +142,117 @@ impl ApiError {
     }
 }
 
+/// Every outcome's HTTP status: chosen here, once, for every edge that answers HTTP.
+const STATUSES: [(Outcome, u16); 10] = [
+    (Outcome::Made(Made::Done), 200),
+    (Outcome::Made(Made::Created), 201),
+    (Outcome::Made(Made::Accepted), 202),
+    (Outcome::Refused(Why::Invalid), 400),
+    (Outcome::Refused(Why::Forbidden), 403),
+    (Outcome::Refused(Why::NotFound), 404),
+    (Outcome::Refused(Why::Conflict), 409),
+    (Outcome::Refused(Why::TooLarge), 413),
+    (Outcome::Refused(Why::Unavailable), 503),
+    (Outcome::Refused(Why::Broken), 500),
+];
+
+/// The status of a command's outcome.
+pub fn status(outcome: Outcome) -> u16 {
+    STATUSES
+        .iter()
+        .find(|(o, _)| *o == outcome)
+        .map_or(500, |(_, status)| *status)
+}
+
+fn refused_status(why: Why) -> u16 {
+    status(Outcome::Refused(why))
+}
+
+/// The outcome an HTTP answer of an operator's action stands for, to be kept for its repeats:
+/// a status of the table, else its class's (a 2xx done, a 4xx a conflict, a 5xx a failure a
+/// retry may get past).
+pub fn outcome_of(status: u16) -> Outcome {
+    let listed = STATUSES.iter().find(|(_, s)| *s == status);
+    listed.map_or_else(
+        || match status {
+            200..=299 => Outcome::Made(Made::Done),
+            400..=499 => Outcome::Refused(Why::Conflict),
+            _ => Outcome::Refused(Why::Unavailable),
+        },
+        |(o, _)| *o,
+    )
+}
+
+/// An operator's action refused with a problem, as the request record keeps it.
+impl From<ApiError> for Refused {
+    fn from(e: ApiError) -> Self {
+        let Outcome::Refused(why) = outcome_of(e.status) else {
+            return Self::new(Why::Broken, e.code, e.detail);
+        };
+        Self {
+            why,
+            code: e.code,
+            detail: e.detail,
+            field: e.field,
+            more: e.more.map(|m| *m).unwrap_or_default(),
+        }
+    }
+}
+
+/// A command's refusal as a problem: its status from its `Why`.
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> Self {
+        Self {
+            field: refused.field,
+            more: (!refused.more.is_empty()).then(|| Box::new(refused.more)),
+            ..Self::new(refused_status(refused.why), refused.code, refused.detail)
+        }
+    }
+}
+
+/// A command's answer, as it was done: its status, its body, and `Idempotent-Replayed` when it
+/// is a repeat's stored answer.
+pub fn done_response(done: &Done) -> Response<Body> {
+    replayed_response(status(done.outcome), &done.answer, done.repeat)
+}
+
+/// What became of a request, asked by its key: `running`, or `done` with what it was answered.
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct RequestOutcome {
+    pub key: String,
+    /// `running` or `done`.
+    #[schema(example = "done")]
+    pub state: &'static str,
+    /// `done`: the HTTP status the request was answered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u64>,
+    /// `done`: the answer's body (null if the stored one cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+    pub at: Option<String>,
+}
+
+impl RequestOutcome {
+    /// The record of the request under `key`, as an answer.
+    pub fn of(key: &str, looked: crate::commands::requests::Looked) -> Self {
+        let (state, status, answer) = match looked.done {
+            Some((outcome, answer)) => ("done", Some(u64::from(status(outcome))), Some(answer)),
+            None => ("running", None, None),
+        };
+        Self {
+            key: key.to_owned(),
+            state,
+            status,
+            answer,
+            at: looked.at,
+        }
+    }
+}
+
 /// A refused field is a 400 that names it.
 impl From<crate::fields::FieldError> for ApiError {
     fn from(err: crate::fields::FieldError) -> Self {
-        Self {
-            field: Some(err.field),
-            ..Self::bad_request("invalid_field", err.to_string())
-        }
+        Refused::from(err).into()
     }
 }
 
@@ -160,28 +260,19 @@ impl From<crate::fields::FieldError> for ApiError {
 /// when it cannot (a malformed stored item, a request DynamoDB refuses): our own defect.
 impl From<crate::store::StoreError> for ApiError {
     fn from(err: crate::store::StoreError) -> Self {
-        let retryable = err.is_retryable();
-        Self::internal(&err, retryable)
+        Refused::from(err).into()
     }
 }
 
 impl From<crate::payments::PaymentError> for ApiError {
     fn from(err: crate::payments::PaymentError) -> Self {
-        let retryable = err.is_retryable();
-        Self::internal(&err, retryable)
+        Refused::from(err).into()
     }
 }
 
 impl From<crate::ledger::LedgerError> for ApiError {
     fn from(e: crate::ledger::LedgerError) -> Self {
-        use crate::ledger::LedgerError;
-        match e {
-            LedgerError::Store(e) => e.into(),
-            LedgerError::CurrencyMismatch { .. } => {
-                Self::bad_request("currency_mismatch", e.to_string())
-            }
-            LedgerError::NotHeld => Self::new(409, "not_held", e.to_string()),
-        }
+        Refused::from(e).into()
     }
 }
 
@@ -287,6 +378,24 @@ pub fn json_response(status: u16, body: &Value) -> Response<Body> {
         .header("content-type", content_type)
         .body(Body::Text(text))
         .expect("status and header are valid")
+}
+
+/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters, or 400.
+pub fn idempotency_key(req: &Request) -> Result<String, ApiError> {
+    let raw = header(req, "idempotency-key").ok_or_else(|| {
+        ApiError::bad_request(
+            "missing_idempotency_key",
+            "Idempotency-Key header is required",
+        )
+    })?;
+    let visible = !raw.is_empty() && raw.len() <= 255 && raw.bytes().all(|b| b.is_ascii_graphic());
+    if !visible {
+        return Err(ApiError::bad_request(
+            "invalid_idempotency_key",
+            "Idempotency-Key is 1 to 255 visible ASCII characters",
+        ));
+    }
+    Ok(raw.to_owned())
 }
 
 /// A JSON answer given from a stored answer (a duplicate webhook, an `Idempotency-Key` or an

@@ -14,6 +14,7 @@ pub mod config;
 pub mod consequences;
 pub mod contacts;
 pub mod deals;
+pub mod delivery;
 pub mod effects;
 pub mod egress;
 pub mod fields;

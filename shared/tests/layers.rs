@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "domains",
         &[
             "review",
+            "delivery",
             "contacts",
             "orgs",
             "consequences",
@@ -42,10 +43,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("effects", &["effects"]),
-    (
-        "edges",
-        &["http", "webhook", "serve", "admin", "ops", "commands"],
-    ),
+    ("operations", &["ops"]),
+    ("commands", &["commands"]),
+    ("edges", &["http", "webhook", "serve", "admin"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -8,7 +8,9 @@ use crate::Ctx;
 use firmspace::commands::tools::{self, ToolView};
 use firmspace::commands::{Input, RequestKey, ToolCall};
 use firmspace::effects::automation::Tool;
-use firmspace::http::{body_bytes, parse_json, replayed_response, typed_response, ApiError};
+use firmspace::http::{
+    body_bytes, parse_json, replayed_response, typed_response, ApiError, RequestOutcome,
+};
 use firmspace::ids::ExternalId;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -60,8 +62,8 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     let asked = Some(format!("{}\0{input}", body.tool).into_bytes());
     let key = RequestKey::Call(call_id.clone());
     let done = ctx.perform(store, (key, asked), command).await?;
-    if done.status >= 400 {
-        return Ok(replayed_response(done.status, &done.answer, done.repeat));
+    if !done.outcome.is_made() {
+        return Ok(firmspace::http::done_response(&done));
     }
     let answer = AssistantCallAnswer {
         call_id: call_id.as_str().to_owned(),
@@ -73,21 +75,21 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
 }
 
 /// `GET /api/requests/{key}` (`call`: `GET /api/assistant/calls/{call_id}`): the request's
-/// record as [`firmspace::ops::requests::Request::look_up`] reads it, or 404 `never_arrived`.
+/// record as [`firmspace::commands::requests::Request::look_up`] reads it, or 404 `never_arrived`.
 pub(crate) async fn ask(
     store: &Store,
     ctx: &Ctx<'_>,
     key: &str,
     call: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let asked = firmspace::ops::requests::Request {
+    let asked = firmspace::commands::requests::Request {
         by: &ctx.key.id,
         shared: call.then_some(&ctx.org),
         key,
         fingerprint: String::new(),
     };
     match asked.look_up(store).await? {
-        Some(found) => Ok(typed_response(200, &found)),
+        Some(found) => Ok(typed_response(200, &RequestOutcome::of(key, found))),
         None => Err(ApiError::new(
             404,
             "never_arrived",

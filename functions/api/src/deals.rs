@@ -4,7 +4,6 @@ use crate::Ctx;
 use firmspace::commands::{Command, RequestKey};
 use firmspace::deals::{self, Stage};
 use firmspace::http::{body_bytes, page_response, parse_json, query, ApiError};
-use firmspace::ops::requests;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -42,7 +41,7 @@ pub async fn move_stage(
     ctx: &Ctx<'_>,
     id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let key = requests::key_of(ctx.req)?;
+    let key = firmspace::http::idempotency_key(ctx.req)?;
     let stage = stage(&parse_json::<NewStage>(body_bytes(ctx.req))?.stage)?;
     let command = Command::MoveDeal {
         deal_id: id.to_owned(),

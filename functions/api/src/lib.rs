@@ -105,7 +105,7 @@ impl Ctx<'_> {
         let (req, by) = (self.req, Actor::Key(self.key.clone()));
         let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];
         let parts = asked.as_deref().map_or(route.to_vec(), |a| vec![a]);
-        perform(&env, &by, &key, command, &parts).await
+        Ok(perform(&env, &by, &key, command, &parts).await?)
     }
 
     /// `perform`, answered as it was done.
@@ -116,11 +116,7 @@ impl Ctx<'_> {
         command: Command,
     ) -> Result<Response<Body>, ApiError> {
         let done = self.perform(store, (key, None), command).await?;
-        Ok(http::replayed_response(
-            done.status,
-            &done.answer,
-            done.repeat,
-        ))
+        Ok(http::done_response(&done))
     }
 }
 
@@ -281,7 +277,7 @@ impl App {
         let key = self.authenticate(req).await?;
         let scopes = found.route.scopes();
         if let Some(lacks) = scopes.into_iter().find_map(|s| key.may(s).err()) {
-            return Err(firmspace::commands::forbidden(lacks));
+            return Err(firmspace::commands::forbidden(lacks).into());
         }
         let (uploads, requests) = (
             self.settings.uploads.as_ref(),

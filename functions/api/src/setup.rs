@@ -114,7 +114,7 @@ pub async fn rotate_secrets(
     ctx: &Ctx<'_>,
     raw: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let key = firmspace::ops::requests::key_of(ctx.req)?;
+    let key = firmspace::http::idempotency_key(ctx.req)?;
     let body: NewSecrets = parse_json(body_bytes(ctx.req))?;
     let overlap = match body.overlap_hours {
         None => rotation::DEFAULT_OVERLAP,

@@ -5,11 +5,11 @@
 use super::Automation;
 use chrono::{DateTime, Utc};
 use firmspace::commands::ai::Step;
+use firmspace::commands::Refused;
 use firmspace::commands::Replies;
 use firmspace::effects::automation::Rule;
 use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::{AssistedReply, Fired};
-use firmspace::http::ApiError;
 use firmspace::ids::EventKey;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ struct ModelReplies<'a> {
 }
 
 impl Replies for ModelReplies<'_> {
-    async fn reply(&self, reply: AssistedReply) -> Result<Value, ApiError> {
+    async fn reply(&self, reply: AssistedReply) -> Result<Value, Refused> {
         let key = format!("{}:{}", self.fired.event_key, reply.call_id);
         let fired = Fired {
             event_key: EventKey::new("ai", &key),
@@ -61,9 +61,9 @@ impl Replies for ModelReplies<'_> {
         match sent {
             Ok(_) => Ok(json!({"state": "sent"})),
             Err(WorkError::Permanent { reason, detail }) => {
-                Err(ApiError::new(409, reason.name(), detail))
+                Err(Refused::conflict(reason.name(), detail))
             }
-            Err(e) => Err(ApiError::new(503, "reply_unavailable", e.to_string())),
+            Err(e) => Err(Refused::unavailable("reply_unavailable", e.to_string())),
         }
     }
 }

@@ -4,18 +4,20 @@
 //! redrive moves what is in the DLQ now, a replay's consequences are absorbed by their keys,
 //! and a resolution or a decision is a conditional move out of `open` or `needs_check`.
 
-use crate::views::admin_only;
+use crate::views::{admin_only, kind_named};
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
+use firmspace::commands::requests::Request as Asked;
+use firmspace::commands::Refused;
 use firmspace::commands::{perform, Actor, Command, Env, Queued, RequestKey};
 use firmspace::http::{body_bytes, parse_json, ApiError};
+use firmspace::http::{done_response, outcome_of};
 use firmspace::ops::answers::{Moved, ReplayCounted, ReplaySent, Sent};
 use firmspace::ops::events::{
     dry_run as dry_run_of, replay, replay_window as replay_window_of, ReplayError, Window,
     WINDOW_MAX,
 };
 use firmspace::ops::ids;
-use firmspace::ops::requests::{self, Request as Asked};
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
@@ -229,7 +231,7 @@ fn window_of(
 fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
     let org = who.one(req)?;
     let asked = parse_json::<WindowBody>(body)?;
-    let kind = firmspace::ops::events::kind_named(Some(&asked.kind))?;
+    let kind = kind_named(Some(&asked.kind))?;
     let (from, to) = window_of(
         (&asked.from, &asked.to),
         (WINDOW_MAX, "a replay's", "7 days"),
@@ -346,7 +348,7 @@ pub(crate) async fn dispatch(
     segments: &[&str],
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    let key = requests::key_of(req)?;
+    let key = firmspace::http::idempotency_key(req)?;
     let mut action = action(app, who, req, segments)?;
     if let Action::Integration {
         id: IntegrationRef::Digest(digest),
@@ -375,12 +377,19 @@ pub(crate) async fn dispatch(
         by: &by,
         shared: None,
         key: &key,
-        fingerprint: requests::fingerprint(&segments.join("/"), body_bytes(req)),
+        fingerprint: firmspace::commands::fingerprint(&segments.join("/"), &[body_bytes(req)]),
     };
-    let (status, answer, repeat) = asked
-        .once_telling(&app.store, now, || run(app, &by, action, now))
-        .await?;
-    Ok(firmspace::http::replayed_response(status, &answer, repeat))
+    // The deployment's actions answer HTTP themselves: their status is the outcome kept.
+    let work = || async {
+        let (status, answer) = run(app, &by, action, now).await.map_err(Refused::from)?;
+        Ok((outcome_of(status), answer))
+    };
+    let (outcome, answer, repeat) = asked.once_telling(&app.store, now, work).await?;
+    Ok(firmspace::http::replayed_response(
+        firmspace::http::status(outcome),
+        &answer,
+        repeat,
+    ))
 }
 
 /// The actions on an organisation's records are commands (`firmspace::commands`), which claim
@@ -448,11 +457,7 @@ async fn perform_as(
     };
     let asked = [firmspace::http::route_path(req).as_bytes(), body_bytes(req)];
     let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
-    Ok(firmspace::http::replayed_response(
-        done.status,
-        &done.answer,
-        done.repeat,
-    ))
+    Ok(done_response(&done))
 }
 
 /// A worker paused (its event source mapping disabled) or resumed: the deployment's, not an

@@ -194,7 +194,7 @@ pub(crate) async fn events(
     req: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let org = who.one(req)?;
-    let kind = events::kind_named(query(req, "kind").as_deref())?;
+    let kind = kind_named(query(req, "kind").as_deref())?;
     let (from, to, q) = (query(req, "from"), query(req, "to"), query(req, "q"));
     let filter = Filter::parse(from.as_deref(), to.as_deref(), q.as_deref()).map_err(|e| {
         let code = match e {
@@ -331,4 +331,15 @@ pub(crate) async fn integrations(
     let org = who.one(req)?;
     let items = firmspace::ops::hold::paused_of(&app.store, &org).await?;
     Ok(all(items))
+}
+
+/// A kind as a request names it, or 400 `invalid_kind` listing the kinds.
+pub(crate) fn kind_named(raw: Option<&str>) -> Result<EventKind, ApiError> {
+    raw.and_then(EventKind::parse).ok_or_else(|| {
+        let names: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
+        ApiError::bad_request(
+            "invalid_kind",
+            format!("kind is one of {}", names.join(", ")),
+        )
+    })
 }

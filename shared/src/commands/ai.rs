@@ -9,6 +9,7 @@
 
 use super::model::{self, Answer, Asked, Bounds, Question};
 use super::{perform, Actor, Env, Input, Replies, RequestKey};
+use crate::commands::Refused;
 use crate::effects::automation::{self, Action, Rule, Tool};
 use crate::effects::bounds;
 use crate::effects::runs::{self, Claim, Lease, RunState};
@@ -89,10 +90,10 @@ fn call_key(run: &str, call_id: &str) -> String {
 fn settled(
     call_id: &str,
     (name, proposes): (&str, bool),
-    done: Result<super::Done, crate::http::ApiError>,
+    done: Result<super::Done, Refused>,
 ) -> Result<(Value, bool), WorkError> {
     Ok(match done {
-        Ok(done) if done.status < 400 => {
+        Ok(done) if done.outcome.is_made() => {
             let shown = if proposes { "proposed" } else { "done" };
             (outcome(call_id, name, shown, None), true)
         }
@@ -100,7 +101,7 @@ fn settled(
             let code = done.answer["error"].as_str().unwrap_or("refused");
             (outcome(call_id, name, "refused", Some(code)), false)
         }
-        Err(e) if e.status >= 500 => return Err(WorkError::transient(Transient(e.detail))),
+        Err(e) if e.passing() => return Err(WorkError::transient(Transient(e.detail))),
         Err(e) => (outcome(call_id, name, "refused", Some(e.code)), false),
     })
 }

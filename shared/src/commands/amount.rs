@@ -3,7 +3,7 @@
 //! zero, an exponent, a currency suffix, more decimals than the currency has — is refused
 //! with one code, `invalid_amount`, on every adapter.
 
-use crate::http::ApiError;
+use crate::commands::Refused;
 use crate::money::{parse_amount, Currency};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer};
@@ -44,40 +44,31 @@ impl AmountText {
     }
 
     /// The amount in major units, positive, within the limits of `money`.
-    pub fn decimal(&self, field: &'static str) -> Result<Decimal, ApiError> {
+    pub fn decimal(&self, field: &'static str) -> Result<Decimal, Refused> {
         let raw = self.0.trim();
         let text = match raw.starts_with('"') {
             true => serde_json::from_str::<String>(raw).map_err(|_| invalid(field))?,
             // A JSON number: digits and at most one point (no sign, no exponent).
             false => raw.to_owned(),
         };
-        parse_amount(&text).map_err(|e| ApiError {
-            field: Some(field),
-            ..ApiError::bad_request("invalid_amount", format!("{field}: {e}"))
-        })
+        parse_amount(&text)
+            .map_err(|e| Refused::field(field, "invalid_amount", format!("{field}: {e}")))
     }
 
     /// [`AmountText::decimal`], with no more decimals than `currency` has.
-    pub fn in_currency(
-        &self,
-        field: &'static str,
-        currency: Currency,
-    ) -> Result<Decimal, ApiError> {
-        currency.check(self.decimal(field)?).map_err(|e| ApiError {
-            field: Some(field),
-            ..ApiError::bad_request("invalid_amount", format!("{field}: {e}"))
-        })
+    pub fn in_currency(&self, field: &'static str, currency: Currency) -> Result<Decimal, Refused> {
+        currency
+            .check(self.decimal(field)?)
+            .map_err(|e| Refused::field(field, "invalid_amount", format!("{field}: {e}")))
     }
 }
 
-fn invalid(field: &'static str) -> ApiError {
-    ApiError {
-        field: Some(field),
-        ..ApiError::bad_request(
-            "invalid_amount",
-            format!("{field} is a decimal string or a JSON number in major units"),
-        )
-    }
+fn invalid(field: &'static str) -> Refused {
+    Refused::field(
+        field,
+        "invalid_amount",
+        format!("{field} is a decimal string or a JSON number in major units"),
+    )
 }
 
 #[cfg(test)]

@@ -2,10 +2,10 @@
 //! line given back.
 
 use super::{Actor, Env, Replies, RequestKey};
+use crate::commands::{Made, Refused};
 use crate::effects::automation::{self, Action, Rule};
 use crate::effects::{AssistedReply, Trigger};
 use crate::fields::{self, TEXT_MAX, TITLE_MAX};
-use crate::http::ApiError;
 use crate::ids::{EventKey, LocalId};
 use serde_json::{json, Value};
 
@@ -32,7 +32,7 @@ pub(super) async fn reply<R: Replies>(
     key: &RequestKey,
     conversation_id: &str,
     text: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let text = fields::text("text", text, TEXT_MAX)?;
     // A model's reply goes into its trigger's own conversation, whatever it named: the
     // worker that runs it finds that one.
@@ -50,17 +50,16 @@ pub(super) async fn reply<R: Replies>(
     let mut answer = env.replies.reply(asked).await?;
     answer["conversation_id"] = json!(conversation_id);
     answer["run"] = json!(automation::run_key(&rule, &event_key));
-    Ok((200, answer))
+    Ok((Made::Done, answer))
 }
 
 /// 404 for an unknown conversation, 409 for one whose channel takes no replies from us.
-async fn channel_replies<R>(env: &Env<'_, R>, by: &Actor, id: &str) -> Result<(), ApiError> {
+async fn channel_replies<R>(env: &Env<'_, R>, by: &Actor, id: &str) -> Result<(), Refused> {
     let conversation = crate::messages::conversation(env.store, by.org(), id)
         .await?
-        .ok_or_else(|| ApiError::not_found("conversation"))?;
+        .ok_or_else(|| Refused::not_found("conversation"))?;
     if !conversation.provider.can_reply() {
-        return Err(ApiError::new(
-            409,
+        return Err(Refused::conflict(
             "reply_unsupported",
             "this conversation's channel takes no replies from us",
         ));
@@ -73,7 +72,7 @@ pub(super) async fn task<R>(
     by: &Actor,
     key: &RequestKey,
     title: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let title = fields::line("title", title, TITLE_MAX)?;
     let (rule_id, event_key) = run_of(by, key);
     let rule = Rule {
@@ -87,7 +86,7 @@ pub(super) async fn task<R>(
     let created = automation::create_task(env.store, &rule, title, &event_key, env.now).await?;
     let run = automation::run_key(&rule.rule_id, &event_key);
     Ok((
-        200,
+        Made::Done,
         json!({"task_id": automation::task_id(&rule.org, &run), "created": created}),
     ))
 }
@@ -98,11 +97,11 @@ pub(super) async fn move_deal<R>(
     by: &Actor,
     id: &str,
     to: crate::deals::Stage,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     use crate::deals::{self, Moved};
-    LocalId::parse("deal_id", id).map_err(|_| ApiError::not_found("deal"))?;
+    LocalId::parse("deal_id", id).map_err(|_| Refused::not_found("deal"))?;
     let moved = deals::move_to(env.store, by.org(), id, to, env.now).await?;
-    let (deal, moved, from) = match moved.ok_or_else(|| ApiError::not_found("deal"))? {
+    let (deal, moved, from) = match moved.ok_or_else(|| Refused::not_found("deal"))? {
         Moved::Moved { deal, from } => (deal, true, Some(from)),
         Moved::Already(deal) => (deal, false, None),
     };
@@ -111,7 +110,7 @@ pub(super) async fn move_deal<R>(
         from: Some(from),
         ..deal.view()
     };
-    Ok((200, json!(answer)))
+    Ok((Made::Done, json!(answer)))
 }
 
 /// Gives a debit line of the prepaid ledger back once, keyed by the line.
@@ -120,17 +119,17 @@ pub(super) async fn refund_line<R>(
     by: &Actor,
     ledger_id: &str,
     reason: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     use crate::ledger::correction::{self, RefundError};
     let reason = fields::line("reason", reason, 500)?;
     fields::reference("ledger_id", ledger_id, fields::REF_MAX)
-        .map_err(|_| ApiError::not_found("ledger line"))?;
+        .map_err(|_| Refused::not_found("ledger line"))?;
     let written = correction::refund(env.store, by.org(), ledger_id, reason, &by.id(), env.now)
         .await
         .map_err(|e| match e {
             RefundError::Store(e) => e.into(),
-            RefundError::NotFound => ApiError::not_found("ledger line"),
-            RefundError::NotADebit(_) => ApiError::new(409, "not_a_debit", e.to_string()),
+            RefundError::NotFound => Refused::not_found("ledger line"),
+            RefundError::NotADebit(_) => Refused::conflict("not_a_debit", e.to_string()),
         })?;
-    Ok((200, written.answer()))
+    Ok((Made::Done, written.answer()))
 }

@@ -16,6 +16,8 @@ pub mod model;
 pub mod money;
 mod operate;
 mod records;
+mod refused;
+pub mod requests;
 mod review;
 pub mod setup;
 pub mod statements;
@@ -24,15 +26,14 @@ pub mod tools;
 pub use amount::AmountText;
 pub use money::CreditInput;
 pub use operate::Rotation;
+pub use refused::{Made, Outcome, Refused, Why};
 pub use review::{Decision, Named};
 pub use tools::{Input, ToolCall};
 
 use crate::effects::automation::Tool;
 use crate::effects::AssistedReply;
-use crate::http::ApiError;
 use crate::ids::{EventKey, ExternalId, OrgId};
 use crate::integrations::integration_pk;
-use crate::ops::requests;
 use crate::orgs::{Key, Scope};
 use crate::payments::Source;
 use crate::store::Store;
@@ -72,8 +73,8 @@ impl Actor {
         }
     }
 
-    /// 403 `forbidden` unless the actor holds every scope of `needs`.
-    fn may(&self, needs: &[Scope]) -> Result<(), ApiError> {
+    /// Refused `forbidden` unless the actor holds every scope of `needs`.
+    fn may(&self, needs: &[Scope]) -> Result<(), Refused> {
         let lacks = match self {
             Self::Key(key) => needs.iter().find_map(|s| key.may(*s).err()),
             Self::Admin { .. } => None,
@@ -111,15 +112,15 @@ impl RequestKey {
     /// The key as the identity of the effect it asks for (a payment's external id). Ids that
     /// begin `review-` are an approval's own (`review::decided_id`): a client's key may not
     /// take one first and leave the item it names unappliable.
-    fn identity(&self) -> Result<ExternalId, ApiError> {
+    fn identity(&self) -> Result<ExternalId, Refused> {
         if self.id().starts_with(REVIEW_PREFIX) {
-            return Err(ApiError::bad_request(
+            return Err(Refused::invalid(
                 "invalid_idempotency_key",
                 format!("a key beginning {REVIEW_PREFIX} is an approval's own"),
             ));
         }
         ExternalId::parse("Idempotency-Key", self.id())
-            .map_err(|e| ApiError::bad_request("invalid_idempotency_key", e.to_string()))
+            .map_err(|e| Refused::invalid("invalid_idempotency_key", e.to_string()))
     }
 }
 
@@ -299,26 +300,25 @@ impl Command {
     }
 }
 
-/// 403 `forbidden`: the key lacks `scope`.
-pub fn forbidden(scope: Scope) -> ApiError {
-    let detail = format!("this key lacks the `{}` scope", scope.name());
-    ApiError::new(403, "forbidden", detail)
+/// Refused `forbidden`: the key lacks `scope`.
+pub fn forbidden(scope: Scope) -> Refused {
+    Refused::forbidden(format!("this key lacks the `{}` scope", scope.name()))
 }
 
 /// How a reply leaves: the api queues it for the automation worker, the worker sends it.
 pub trait Replies {
-    fn reply(&self, reply: AssistedReply) -> impl Future<Output = Result<Value, ApiError>> + Send;
+    fn reply(&self, reply: AssistedReply) -> impl Future<Output = Result<Value, Refused>> + Send;
 }
 
 /// A reply queued for the automation worker, which alone opens the channel's secret and sends
-/// it once as its run; without a queue (the operator's function) it is 503.
+/// it once as its run; without a queue (the operator's function) it is unavailable.
 pub struct Queued<'a>(pub Option<&'a crate::effects::queue::Publisher>);
 
 impl Replies for Queued<'_> {
-    async fn reply(&self, reply: AssistedReply) -> Result<Value, ApiError> {
+    async fn reply(&self, reply: AssistedReply) -> Result<Value, Refused> {
         let unavailable = || {
             let detail = "the reply could not be queued; retry";
-            ApiError::new(503, "replies_unavailable", detail)
+            Refused::unavailable("replies_unavailable", detail)
         };
         let publisher = self.0.ok_or_else(unavailable)?;
         let message = crate::effects::Consequence::Assisted(reply);
@@ -343,11 +343,12 @@ pub struct Env<'a, R> {
     pub imports: statements::Imports<'a>,
 }
 
-/// A command's answer: its status and body, and whether it was a repeat's stored answer (given
-/// with `Idempotent-Replayed: true`).
+/// A command's answer: how it ended and its body, and whether it was a repeat's stored answer
+/// (given with `Idempotent-Replayed: true`). A refusal a request record keeps is an answer
+/// too, to the request and to its repeats.
 #[derive(Debug)]
 pub struct Done {
-    pub status: u16,
+    pub outcome: Outcome,
     pub answer: Value,
     pub repeat: bool,
 }
@@ -359,12 +360,10 @@ pub async fn perform<R: Replies>(
     key: &RequestKey,
     command: Command,
     asked: &[&[u8]],
-) -> Result<Done, ApiError> {
+) -> Result<Done, Refused> {
     by.may(command.requires())?;
     if matches!(by, Actor::Model { .. }) && !command.for_model() {
-        return Err(ApiError::new(
-            403,
-            "forbidden",
+        return Err(Refused::forbidden(
             "an AI step may reply, make a task and propose a payment; nothing else",
         ));
     }
@@ -377,26 +376,29 @@ pub async fn perform<R: Replies>(
     };
     if command.claimed_by_effect(key) {
         // On the heap: the commands' futures together are too large for a worker's stack.
-        let (status, answer) = Box::pin(run(env, by, key, command)).await?;
+        let (made, answer) = Box::pin(run(env, by, key, command)).await?;
+        let outcome = Outcome::Made(made);
         // Under a request's own key: kept to be asked for, and the effect's stored answer
         // given again is a replay.
         let own = matches!(key, RequestKey::Header(_));
         if own {
             asked
-                .remember(env.store, (status, &answer), env.now)
+                .remember(env.store, (outcome, &answer), env.now)
                 .await?;
         }
         return Ok(Done {
             repeat: own && answer["duplicate"] == true,
-            status,
+            outcome,
             answer,
         });
     }
-    let (status, answer, repeat) = asked
-        .once_telling(env.store, env.now, || Box::pin(run(env, by, key, command)))
-        .await?;
+    let work = || async {
+        let (made, answer) = Box::pin(run(env, by, key, command)).await?;
+        Ok((Outcome::Made(made), answer))
+    };
+    let (outcome, answer, repeat) = asked.once_telling(env.store, env.now, work).await?;
     Ok(Done {
-        status,
+        outcome,
         answer,
         repeat,
     })
@@ -404,7 +406,7 @@ pub async fn perform<R: Replies>(
 
 /// What a request asked, digested for its record's claim: the command's name and the parts the
 /// adapter names (a route and a body; a tool and its input), read only when a record claims it.
-fn fingerprint(name: &str, parts: &[&[u8]]) -> String {
+pub fn fingerprint(name: &str, parts: &[&[u8]]) -> String {
     use sha2::{Digest, Sha256};
     let mut digest = Sha256::new();
     digest.update(name);
@@ -454,7 +456,7 @@ async fn run<R: Replies>(
     by: &Actor,
     key: &RequestKey,
     command: Command,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     match command {
         Command::RegisterPayment {
             invoice_id,
@@ -470,7 +472,7 @@ async fn run<R: Replies>(
                     amount: amount.as_ref(),
                     actor: actor.as_deref(),
                 };
-                Ok((200, money::pay(env, by, &invoice_id, asked).await?))
+                Ok((Made::Done, money::pay(env, by, &invoice_id, asked).await?))
             }
         },
         Command::CreateCreditNote { invoice_id, note } => {
@@ -507,10 +509,10 @@ async fn run<R: Replies>(
 
 /// 404 unless the item under `pk` is one of the actor's organisation's `kind` items: whatever
 /// an adapter decoded, a command acts in its actor's organisation only.
-fn owned(by: &Actor, pk: &str, kind: &str, what: &str) -> Result<(), ApiError> {
+fn owned(by: &Actor, pk: &str, kind: &str, what: &str) -> Result<(), Refused> {
     match pk.starts_with(&by.org().pk(kind)) {
         true => Ok(()),
-        false => Err(ApiError::not_found(what)),
+        false => Err(Refused::not_found(what)),
     }
 }
 
@@ -520,7 +522,7 @@ async fn run_records<R: Replies>(
     by: &Actor,
     key: &RequestKey,
     command: Command,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     match command {
         Command::Reply {
             conversation_id,
@@ -566,6 +568,6 @@ async fn run_records<R: Replies>(
         }
         Command::MarkRead { key } => records::mark_read(env, by, &key).await,
         // The money commands are `run`'s.
-        _ => Err(ApiError::not_found("route")),
+        _ => Err(Refused::not_found("route")),
     }
 }

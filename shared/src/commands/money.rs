@@ -5,9 +5,9 @@ use super::amount::AmountText;
 use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
 use super::{Actor, Env, RequestKey};
 use crate::bank::matching::MatchError;
+use crate::commands::{Made, Refused};
 use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
-use crate::http::ApiError;
 use crate::ids::{ExternalId, LocalId};
 use crate::money::{parse_amount, Currency};
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError, Voided};
@@ -15,7 +15,6 @@ use crate::payments::invoice::Links;
 use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
-use crate::webhook::answer::key_reused;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -62,13 +61,13 @@ pub(super) async fn pay<R>(
     by: &Actor,
     id: &str,
     asked: Asked<'_>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, Refused> {
     let org = by.org();
     let actor = fields::optional(asked.actor, |r| fields::reference("actor", r, REF_MAX))?;
     asked.amount.map(|a| a.decimal("amount")).transpose()?;
     let invoice = invoice::get(env.store, org, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("invoice"))?;
+        .ok_or_else(|| Refused::not_found("invoice"))?;
     let amount = (asked.amount)
         .map(|a| a.in_currency("amount", invoice.currency))
         .transpose()?;
@@ -107,26 +106,25 @@ pub(super) async fn propose<R>(
     key: &RequestKey,
     id: &str,
     amount: Option<&AmountText>,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let Actor::Model {
         org,
         rule_id,
         event_key,
     } = by
     else {
-        return Err(ApiError::new(403, "forbidden", "only a model proposes"));
+        return Err(Refused::forbidden("only a model proposes"));
     };
     amount.map(|a| a.decimal("amount")).transpose()?;
     let invoice = invoice::get(env.store, org, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("invoice"))?;
+        .ok_or_else(|| Refused::not_found("invoice"))?;
     let amount = match amount {
         Some(a) => a.in_currency("amount", invoice.currency)?,
         None => invoice.open(),
     };
     if amount <= rust_decimal::Decimal::ZERO {
-        return Err(ApiError::new(
-            409,
+        return Err(Refused::conflict(
             "nothing_open",
             "the invoice has nothing open",
         ));
@@ -145,7 +143,7 @@ pub(super) async fn propose<R>(
     };
     let filed = item.put(env.store).await?;
     Ok((
-        202,
+        Made::Accepted,
         json!({"state": "proposed", "review_key": item.key, "filed": filed, "detail": item.detail}),
     ))
 }
@@ -158,13 +156,14 @@ pub(super) async fn credit<R>(
     key: &RequestKey,
     id: &str,
     body: CreditInput,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let lines = body.lines.unwrap_or_default();
     if lines.len() > credit::LINES_MAX {
-        return Err(ApiError {
-            field: Some("lines"),
-            ..ApiError::bad_request("invalid_field", "at most 100 lines")
-        });
+        return Err(Refused::field(
+            "lines",
+            "invalid_field",
+            "at most 100 lines",
+        ));
     }
     let lines = lines
         .iter()
@@ -174,7 +173,7 @@ pub(super) async fn credit<R>(
                 amount: l.amount.decimal("lines")?,
             })
         })
-        .collect::<Result<Vec<_>, ApiError>>()?;
+        .collect::<Result<Vec<_>, Refused>>()?;
     let new = NewCreditNote {
         org: by.org().clone(),
         invoice_id: id.to_owned(),
@@ -186,7 +185,7 @@ pub(super) async fn credit<R>(
         at: env.now,
     };
     if LocalId::parse("invoice_id", id).is_err() {
-        return Err(ApiError::not_found("invoice"));
+        return Err(Refused::not_found("invoice"));
     }
     let issued = credit::issue(env.store, &new).await.map_err(refused)?;
     let event_key = new.event_key();
@@ -202,20 +201,21 @@ pub(super) async fn credit<R>(
     {
         return Err(refused);
     }
-    let status = if issued.is_new() { 201 } else { 200 };
+    let status = if issued.is_new() {
+        Made::Created
+    } else {
+        Made::Done
+    };
     Ok((status, issued.answer()))
 }
 
-fn refused(e: CreditError) -> ApiError {
+fn refused(e: CreditError) -> Refused {
     match e {
         CreditError::Store(e) => e.into(),
-        CreditError::NoInvoice => ApiError::not_found("invoice"),
-        CreditError::NotIssued(_) => ApiError::new(409, "not_issued", e.to_string()),
-        CreditError::Exceeds(_) => ApiError::new(409, "credit_exceeds_invoice", e.to_string()),
-        CreditError::Amount(_) => ApiError {
-            field: Some("amount"),
-            ..ApiError::bad_request("invalid_amount", e.to_string())
-        },
+        CreditError::NoInvoice => Refused::not_found("invoice"),
+        CreditError::NotIssued(_) => Refused::conflict("not_issued", e.to_string()),
+        CreditError::Exceeds(_) => Refused::conflict("credit_exceeds_invoice", e.to_string()),
+        CreditError::Amount(_) => Refused::field("amount", "invalid_amount", e.to_string()),
     }
 }
 
@@ -224,13 +224,13 @@ pub(super) async fn void<R>(
     env: &Env<'_, R>,
     by: &Actor,
     id: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let voided = credit::void(env.store, by.org(), id, env.now)
         .await
         .map_err(|e| match e {
             VoidError::Store(e) => e.into(),
-            VoidError::NoInvoice => ApiError::not_found("invoice"),
-            VoidError::NotDraft(_) => ApiError::new(409, "not_draft", e.to_string()),
+            VoidError::NoInvoice => Refused::not_found("invoice"),
+            VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
         })?;
     let (invoice, again) = match voided {
         Voided::Now(invoice) => (invoice, false),
@@ -240,7 +240,7 @@ pub(super) async fn void<R>(
         invoice: invoice.view(),
         duplicate: again,
     };
-    Ok((200, answers::json(&answer)))
+    Ok((Made::Done, answers::json(&answer)))
 }
 
 /// Amounts are strings in major units; the links are optional.
@@ -264,19 +264,19 @@ pub(super) async fn create_invoice<R>(
     env: &Env<'_, R>,
     by: &Actor,
     body: &CreateInvoice,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let currency = Currency::parse(&body.currency)
-        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
+        .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
     let new = NewInvoice {
         currency,
         gross: parse_amount(&body.gross)
             .and_then(|gross| currency.check(gross))
-            .map_err(|e| ApiError::bad_request("invalid_gross", e.to_string()))?,
+            .map_err(|e| Refused::invalid("invalid_gross", e.to_string()))?,
         status: match body.status.as_deref() {
             None | Some("open") => InvoiceStatus::Open,
             Some("draft") => InvoiceStatus::Draft,
             Some(_) => {
-                return Err(ApiError::bad_request(
+                return Err(Refused::invalid(
                     "invalid_status",
                     "status is open or draft",
                 ))
@@ -285,7 +285,7 @@ pub(super) async fn create_invoice<R>(
         links: links(body)?,
     };
     let created = invoice::create(env.store, by.org(), new, env.now).await?;
-    Ok((201, created.to_json()))
+    Ok((Made::Created, created.to_json()))
 }
 
 /// The records an invoice links to: references, each within `REF_MAX` and without `#`.
@@ -306,10 +306,10 @@ pub(super) async fn duplicate_invoice<R>(
     env: &Env<'_, R>,
     by: &Actor,
     id: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let original = invoice::get(env.store, by.org(), id)
         .await?
-        .ok_or_else(|| ApiError::not_found("invoice"))?;
+        .ok_or_else(|| Refused::not_found("invoice"))?;
     let copy = invoice::create(
         env.store,
         by.org(),
@@ -326,27 +326,23 @@ pub(super) async fn duplicate_invoice<R>(
         invoice: copy.view(),
         duplicate_of: original.id.as_str().to_owned(),
     };
-    Ok((201, answers::json(&answer)))
+    Ok((Made::Created, answers::json(&answer)))
 }
-fn match_error(e: MatchError) -> ApiError {
+fn match_error(e: MatchError) -> Refused {
     match e {
-        MatchError::NoRow => ApiError::not_found("bank row"),
-        MatchError::NoInvoice => ApiError::not_found("invoice"),
-        MatchError::NotACredit => ApiError::new(
-            409,
-            "not_a_credit",
+        MatchError::NoRow => Refused::not_found("bank row"),
+        MatchError::NoInvoice => Refused::not_found("invoice"),
+        MatchError::NotACredit => Refused::conflict("not_a_credit",
             "the row is a debit: only credits pay invoices",
         ),
         MatchError::CurrencyMismatch { .. } => {
-            ApiError::new(409, "currency_mismatch", e.to_string())
+            Refused::conflict("currency_mismatch", e.to_string())
         }
-        MatchError::NotMatched => ApiError::new(409, "not_matched", "the row is not matched"),
-        MatchError::Unconfirmed => ApiError::new(
-            409,
-            "row_unconfirmed",
+        MatchError::NotMatched => Refused::conflict("not_matched", "the row is not matched"),
+        MatchError::Unconfirmed => Refused::conflict("row_unconfirmed",
             "the bank's statement has not shown this row yet: send confirm_unconfirmed: true to match it anyway",
         ),
-        MatchError::Contended => ApiError::new(503, "contended", "the row kept changing; retry"),
+        MatchError::Contended => Refused::unavailable("contended", "the row kept changing; retry"),
         MatchError::Payment(p) => p.into(),
         MatchError::Store(s) => s.into(),
     }
@@ -359,7 +355,7 @@ pub(super) async fn match_row<R>(
     by: &Actor,
     tx_id: &str,
     (invoice_id, confirm_unconfirmed): (Option<&str>, bool),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     use crate::bank::matching;
     // Who matched: the key (or the admin) as its payment's actor, with the time.
     let (org, by_id) = (by.org(), by.id());
@@ -375,9 +371,9 @@ pub(super) async fn match_row<R>(
             ),
             invoice: unmatched.invoice.as_ref().map(Invoice::view),
         };
-        return Ok((200, answers::json(&answer)));
+        return Ok((Made::Done, answers::json(&answer)));
     };
-    LocalId::parse("invoice_id", invoice_id).map_err(|_| ApiError::not_found("invoice"))?;
+    LocalId::parse("invoice_id", invoice_id).map_err(|_| Refused::not_found("invoice"))?;
     let asked = (actor, confirm_unconfirmed);
     let matched = matching::match_row(env.store, org, tx_id, invoice_id, asked, env.now)
         .await
@@ -391,7 +387,7 @@ pub(super) async fn match_row<R>(
         by: actor.to_owned(),
         at: crate::time::format(env.now),
     };
-    Ok((200, answers::json(&answer)))
+    Ok((Made::Done, answers::json(&answer)))
 }
 
 /// A top-up of the prepaid wallet, once per request key.
@@ -400,14 +396,14 @@ pub(super) async fn top_up<R>(
     by: &Actor,
     key: &RequestKey,
     (amount, currency): (&AmountText, &str),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     use crate::ledger::{self, Price, TOPUP_MAX};
     let key = key.identity()?;
     let currency = Currency::parse(currency)
-        .map_err(|e| ApiError::bad_request("invalid_currency", e.to_string()))?;
+        .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
     let amount = amount.in_currency("amount", currency)?;
     if amount > rust_decimal::Decimal::from(TOPUP_MAX) {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_amount",
             format!("a top-up is at most {TOPUP_MAX}"),
         ));
@@ -426,5 +422,27 @@ pub(super) async fn top_up<R>(
     {
         return Err(refused);
     }
-    Ok((200, written.answer()))
+    Ok((Made::Done, written.answer()))
+}
+
+/// A request keyed by its `Idempotency-Key` that came again with another body: a review item
+/// for a person, and a conflict for the caller. `None` for a new request or a true repeat.
+async fn key_reused<T>(
+    store: &crate::store::Store,
+    org: &crate::ids::OrgId,
+    kind: Kind,
+    key: &crate::ids::EventKey,
+    written: &crate::store::Written<T>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<Refused>, crate::store::StoreError> {
+    let crate::store::Written::Conflict { mismatch, .. } = written else {
+        return Ok(None);
+    };
+    let mut item = ReviewItem::mismatch(org, kind, key, mismatch, now, json!({}));
+    item.reason = Reason::IdempotencyKeyReused;
+    item.put(store).await?;
+    Ok(Some(Refused::conflict(
+        "idempotency_key_reused",
+        "this Idempotency-Key was used with another request",
+    )))
 }

@@ -3,8 +3,8 @@
 
 use super::answers;
 use super::{Actor, Env};
+use crate::commands::{Made, Refused};
 use crate::effects::runs::RunState;
-use crate::http::ApiError;
 use crate::ids::IntegrationId;
 use crate::integrations::rotation::{self, RotateError};
 use crate::ops::answers::{IntegrationPaused, RunDecided};
@@ -22,10 +22,9 @@ pub struct Rotation {
     pub overlap: chrono::Duration,
 }
 
-fn publisher<'a, R>(env: &'a Env<'_, R>) -> Result<&'a crate::effects::queue::Publisher, ApiError> {
+fn publisher<'a, R>(env: &'a Env<'_, R>) -> Result<&'a crate::effects::queue::Publisher, Refused> {
     env.publisher.ok_or_else(|| {
-        ApiError::new(
-            503,
+        Refused::unavailable(
             "queue_unavailable",
             "this function sends no consequences; retry through /ops",
         )
@@ -36,11 +35,9 @@ fn run_state(state: String) -> Value {
     answers::json(&RunDecided { state })
 }
 
-fn conflict(code: &str, detail: &str, outcome: Value) -> (u16, Value) {
-    (
-        409,
-        json!({"error": code, "detail": detail, "outcome": outcome}),
-    )
+/// A conflict naming the run's state as its `outcome`.
+fn conflict(code: &'static str, detail: &str, outcome: Value) -> Refused {
+    Refused::conflict(code, detail).with("outcome", outcome)
 }
 
 /// `delivered` settles the run as sent and sends nothing; `resend` queues one more attempt.
@@ -49,28 +46,28 @@ pub(super) async fn decide<R>(
     by: &Actor,
     pk: &str,
     decision: Decision,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let decided = runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now)
         .await
         .map_err(|e| match e {
-            runs::DecideError::Store(e) => ApiError::from(e),
-            unqueued => ApiError::internal(&unqueued, true),
+            runs::DecideError::Store(e) => Refused::from(e),
+            unqueued => Refused::failed(&unqueued, true),
         })?;
     let state = |s: Option<RunState>| s.map_or(Value::Null, |s| json!(tag_name(&s)));
     Ok(match decided {
-        Decided::Now(now) => (200, run_state(tag_name(&now))),
-        Decided::Queued => (202, run_state("sending".to_owned())),
-        Decided::Already(was) => conflict(
+        Decided::Now(now) => (Made::Done, run_state(tag_name(&now))),
+        Decided::Queued => (Made::Accepted, run_state("sending".to_owned())),
+        Decided::Already(was) => return Err(conflict(
             "not_needs_check",
             "the run was decided before",
             json!({"state": state(was)}),
-        ),
-        Decided::NotFound => return Err(ApiError::not_found("run")),
-        Decided::NotResendable => conflict(
+        )),
+        Decided::NotFound => return Err(Refused::not_found("run")),
+        Decided::NotResendable => return Err(conflict(
             "not_resendable",
             "this run's request was not kept (a reply, or a run from before); settle it as delivered after checking",
             json!({"state": "needs_check"}),
-        ),
+        )),
     })
 }
 
@@ -80,13 +77,13 @@ pub(super) async fn pause<R>(
     by: &Actor,
     id: &IntegrationId,
     paused: bool,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let store = env.store;
     let pk = crate::integrations::integration_pk(id);
     store
         .get(&pk)
         .await?
-        .ok_or_else(|| ApiError::not_found("integration"))?;
+        .ok_or_else(|| Refused::not_found("integration"))?;
     if paused {
         let changed = hold::pause(store, id, &by.id(), env.now).await?;
         let answer = IntegrationPaused {
@@ -94,16 +91,18 @@ pub(super) async fn pause<R>(
             paused: true,
             changed,
         };
-        return Ok((200, answers::json(&answer)));
+        return Ok((Made::Done, answers::json(&answer)));
     }
     let resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
         .await
         .map_err(|e| match e {
-            hold::ResumeError::Unsettled(_) => ApiError::new(503, "held_not_listed", e.to_string()),
-            hold::ResumeError::Gone => ApiError::not_found("integration"),
-            other => ApiError::internal(&other, true),
+            hold::ResumeError::Unsettled(_) => {
+                Refused::unavailable("held_not_listed", e.to_string())
+            }
+            hold::ResumeError::Gone => Refused::not_found("integration"),
+            other => Refused::failed(&other, true),
         })?;
-    Ok((200, answers::json(&resumed)))
+    Ok((Made::Done, answers::json(&resumed)))
 }
 
 /// Every secret the integration holds, replaced, the previous ones verifying for `overlap`.
@@ -111,7 +110,7 @@ pub(super) async fn rotate<R>(
     env: &Env<'_, R>,
     id: &IntegrationId,
     rotation: Rotation,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     if let Some(key) = rotation.secrets.get("api_key") {
         super::setup::stripe_key(secrecy::ExposeSecret::expose_secret(key))?;
     }
@@ -122,20 +121,17 @@ pub(super) async fn rotate<R>(
         integration_id: id.id.clone(),
         secrets: state,
     };
-    Ok((200, answers::json(&answer)))
+    Ok((Made::Done, answers::json(&answer)))
 }
 
-fn refused(e: RotateError) -> ApiError {
+fn refused(e: RotateError) -> Refused {
     match e {
-        RotateError::NotFound => ApiError::not_found("integration"),
-        RotateError::NothingToRotate => ApiError::new(
-            409,
-            "no_secrets",
-            "this integration holds no secret to rotate",
-        ),
-        RotateError::Names(_) => ApiError::bad_request("invalid_secrets", e.to_string()),
-        RotateError::Moved => ApiError::new(
-            409,
+        RotateError::NotFound => Refused::not_found("integration"),
+        RotateError::NothingToRotate => {
+            Refused::conflict("no_secrets", "this integration holds no secret to rotate")
+        }
+        RotateError::Names(_) => Refused::invalid("invalid_secrets", e.to_string()),
+        RotateError::Moved => Refused::conflict(
             "rotation_in_progress",
             "another rotation changed the secrets meanwhile; read the integration and ask again",
         ),

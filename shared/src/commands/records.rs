@@ -4,10 +4,10 @@
 use super::answers::MarkedRead;
 use super::{Actor, Env};
 use crate::commands::model::{Models, MAX_TOKENS_MAX};
+use crate::commands::{Made, Refused};
 use crate::effects::automation::{self, Action};
 use crate::effects::{notify, Trigger};
 use crate::fields::{self, FieldError, KEY_MAX, TEXT_MAX, TITLE_MAX};
-use crate::http::{self, ApiError};
 use crate::integrations::{self, IntegrationKind};
 use crate::orgs::keys::{self, Scope, Scopes};
 use crate::store::item::parse_tag;
@@ -21,7 +21,7 @@ async fn check_action(
     by: &Actor,
     (trigger, action): (Trigger, &Action),
     models: &Models,
-) -> Result<(), ApiError> {
+) -> Result<(), Refused> {
     match action {
         Action::CreateTask { title } => fields::line("title", title, TITLE_MAX).map(drop)?,
         Action::SendMessage { text, .. } | Action::Reply { text } => {
@@ -30,7 +30,7 @@ async fn check_action(
         Action::Ai { .. } => check_ai(trigger, action, models)?,
     }
     if matches!(action, Action::Reply { .. }) && trigger == Trigger::InvoicePaid {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_action",
             "reply answers a conversation: its trigger is message.received or call.missed",
         ));
@@ -42,7 +42,7 @@ async fn check_action(
             false => None,
         };
         if kind != Some(IntegrationKind::Outbound) {
-            return Err(ApiError::bad_request(
+            return Err(Refused::invalid(
                 "invalid_integration",
                 "send_message needs an outbound integration of this organisation",
             ));
@@ -53,7 +53,7 @@ async fn check_action(
 
 /// An AI step's model on the allow-list, its bound and instructions within their limits, and
 /// only tools a model may be given, each once (`reply` only for a conversation's triggers).
-fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), ApiError> {
+fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Refused> {
     let Action::Ai {
         model,
         instructions,
@@ -63,10 +63,10 @@ fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Ap
     else {
         return Ok(());
     };
-    let invalid = |detail: String| Err(ApiError::bad_request("invalid_action", detail));
+    let invalid = |detail: String| Err(Refused::invalid("invalid_action", detail));
     if !models.allows(model) {
         let detail = format!("model is one of {}", models.list().join(", "));
-        return Err(ApiError::bad_request("model_not_allowed", detail));
+        return Err(Refused::invalid("model_not_allowed", detail));
     }
     if max_tokens.is_some_and(|m| !(1..=MAX_TOKENS_MAX).contains(&m)) {
         return invalid(format!("max_tokens is 1 to {MAX_TOKENS_MAX}"));
@@ -95,30 +95,30 @@ pub(super) async fn create_rule<R>(
     env: &Env<'_, R>,
     by: &Actor,
     (trigger, action): (&str, Value),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let trigger = parse_tag::<Trigger>(trigger).ok_or_else(|| {
         let names: Vec<String> = Trigger::ALL
             .iter()
             .map(crate::store::item::tag_name)
             .collect();
-        ApiError::bad_request(
+        Refused::invalid(
             "invalid_trigger",
             format!("trigger must be one of {}", names.join(", ")),
         )
     })?;
     let action: Action = serde_json::from_value(action).map_err(|e| {
-        ApiError::bad_request(
+        Refused::invalid(
             "invalid_action",
             format!(
                 "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
-                http::plain(&e.to_string())
+                crate::fields::plain(&e.to_string())
             ),
         )
     })?;
     let models = env
         .site
         .map(|s| &s.models)
-        .ok_or_else(|| ApiError::not_found("route"))?;
+        .ok_or_else(|| Refused::not_found("route"))?;
     check_action(env.store, by, (trigger, &action), models).await?;
     let who = by.id();
     let made = (trigger, action);
@@ -130,7 +130,7 @@ pub(super) async fn create_rule<R>(
         created_at: Some(crate::time::format(env.now)),
         created_by: Some(who),
     };
-    Ok((201, super::answers::json(&answer)))
+    Ok((Made::Created, super::answers::json(&answer)))
 }
 
 /// Another key of the organisation, granting at most the scopes of the key that asks.
@@ -138,7 +138,7 @@ pub(super) async fn create_key<R>(
     env: &Env<'_, R>,
     by: &Actor,
     (name, scopes): (&str, &[String]),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let name = fields::line("name", name, keys::NAME_MAX)?;
     let parsed = scopes
         .iter()
@@ -146,7 +146,7 @@ pub(super) async fn create_key<R>(
         .collect::<Option<Vec<_>>>()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| {
-            ApiError::bad_request(
+            Refused::invalid(
                 "invalid_scopes",
                 "scopes is a non-empty list of read, write and ops",
             )
@@ -159,15 +159,15 @@ pub(super) async fn create_key<R>(
     };
     if !covered {
         let detail = "a key grants only scopes the key that makes it has";
-        return Err(ApiError::new(403, "forbidden", detail));
+        return Err(Refused::forbidden(detail));
     }
     let made = keys::create(env.store, by.org(), name, scopes, &by.id(), env.now).await?;
     let Some((info, api_key)) = made else {
         let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
-        return Err(ApiError::new(409, "too_many_keys", detail));
+        return Err(Refused::conflict("too_many_keys", detail));
     };
     Ok((
-        201,
+        Made::Created,
         super::answers::json(&super::answers::KeyCreated {
             key_id: info.key_id,
             api_key: api_key.expose_secret().to_owned(),
@@ -182,11 +182,11 @@ pub(super) async fn revoke_key<R>(
     env: &Env<'_, R>,
     by: &Actor,
     key_id: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
         .await?
-        .ok_or_else(|| ApiError::not_found("key"))?;
-    Ok((200, serde_json::to_value(info).unwrap_or_default()))
+        .ok_or_else(|| Refused::not_found("key"))?;
+    Ok((Made::Done, serde_json::to_value(info).unwrap_or_default()))
 }
 
 /// A member of the team, once per `user_id`.
@@ -194,9 +194,9 @@ pub(super) async fn add_member<R>(
     env: &Env<'_, R>,
     by: &Actor,
     (user_id, name): (&str, &str),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     crate::ids::LocalId::parse("user_id", user_id)
-        .map_err(|e| ApiError::bad_request("invalid_user_id", e.to_string()))?;
+        .map_err(|e| Refused::invalid("invalid_user_id", e.to_string()))?;
     let member = crate::orgs::Member {
         user_id: user_id.to_owned(),
         name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
@@ -206,11 +206,10 @@ pub(super) async fn add_member<R>(
         .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
     let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await?;
     let status = match added {
-        crate::orgs::Added::New => 201,
-        crate::orgs::Added::Duplicate => 200,
+        crate::orgs::Added::New => Made::Created,
+        crate::orgs::Added::Duplicate => Made::Done,
         crate::orgs::Added::LimitReached => {
-            return Err(ApiError::new(
-                409,
+            return Err(Refused::conflict(
                 "limit_reached",
                 format!("an organisation holds at most {max} members"),
             ))
@@ -219,7 +218,7 @@ pub(super) async fn add_member<R>(
     let answer = super::answers::MemberAdded {
         user_id: member.user_id,
         name: member.name,
-        duplicate: status == 200,
+        duplicate: status == Made::Done,
     };
     Ok((status, super::answers::json(&answer)))
 }
@@ -229,7 +228,7 @@ pub(super) async fn mark_read<R>(
     env: &Env<'_, R>,
     by: &Actor,
     key: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
     // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
     const MAX: usize = 4 * KEY_MAX;
@@ -244,13 +243,13 @@ pub(super) async fn mark_read<R>(
     }
     match notify::mark_read(env.store, by.org(), key).await? {
         true => Ok((
-            200,
+            Made::Done,
             super::answers::json(&MarkedRead {
                 key: key.to_owned(),
                 read: true,
             }),
         )),
-        false => Err(ApiError::not_found("notification")),
+        false => Err(Refused::not_found("notification")),
     }
 }
 
@@ -260,17 +259,24 @@ pub(super) async fn record_call<R>(
     env: &Env<'_, R>,
     by: &Actor,
     call: &crate::calls::CallFields,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     use crate::calls::{self, Checked};
-    use crate::webhook::answer::{tell, Recorded};
+    use crate::delivery::{tell, Recorded};
     let input = match call.check(by.org(), "softphone", env.now)? {
         Checked::Call(input) => input,
         Checked::Pending(status) => {
-            return Ok((200, json!({"status": "ignored", "call_status": status})))
+            return Ok((
+                Made::Done,
+                json!({"status": "ignored", "call_status": status}),
+            ))
         }
     };
     let written = calls::record(env.store, &input).await?;
-    let status = if written.is_new() { 201 } else { 200 };
+    let status = if written.is_new() {
+        Made::Created
+    } else {
+        Made::Done
+    };
     let recorded = Recorded::one(input.key(), written);
     let kind = crate::review::Kind::Call;
     let told = tell(env.store, by.org(), kind, &recorded, json!({}), env.now).await?;
@@ -282,7 +288,7 @@ pub(super) async fn create_contact<R>(
     env: &Env<'_, R>,
     by: &Actor,
     (name, phone, owner): (&str, Option<&str>, Option<&str>),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     use crate::contacts::{self, Created, NewContact};
     let new = NewContact::manual(name, phone, owner)?;
     // The owner is told about this contact's missed calls: it must be someone who reads them.
@@ -297,9 +303,8 @@ pub(super) async fn create_contact<R>(
         }
     }
     match contacts::create(env.store, by.org(), new, env.now).await? {
-        Created::New(contact) => Ok((201, contact.to_json())),
-        Created::Taken(contact_id) => Err(ApiError::new(
-            409,
+        Created::New(contact) => Ok((Made::Created, contact.to_json())),
+        Created::Taken(contact_id) => Err(Refused::conflict(
             "phone_in_use",
             format!("the phone belongs to contact {contact_id}"),
         )),

@@ -11,8 +11,8 @@
 use super::amount::AmountText;
 use super::money::{pay, Asked};
 use super::{Actor, Env};
+use crate::commands::{Made, Refused};
 use crate::fields;
-use crate::http::ApiError;
 use crate::ids::ExternalId;
 use crate::ops::review::outcome;
 use crate::payments::Source;
@@ -21,7 +21,7 @@ use crate::store::item::s;
 use crate::store::item::Read;
 use crate::store::{Item, Update};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
@@ -60,7 +60,7 @@ pub(super) async fn resolve<R>(
     pk: &str,
     note: &str,
     (decision, named): (Option<Decision>, &Named),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let note = fields::text("note", note.trim(), NOTE_MAX)?;
     let who = by.id();
     let booked = match decision {
@@ -76,20 +76,18 @@ pub(super) async fn resolve<R>(
     let asked = (who.as_str(), note, named.as_deref());
     let resolved = review::resolve_deciding(env.store, by.org(), pk, asked, env.now).await?;
     let mut shown =
-        outcome(pk, &who, note, &resolved).ok_or_else(|| ApiError::not_found("review item"))?;
+        outcome(pk, &who, note, &resolved).ok_or_else(|| Refused::not_found("review item"))?;
     if !matches!(resolved, Resolved::Now { .. }) {
         let detail = "the review item was resolved before";
-        return Ok((
-            409,
-            json!({"error": "not_open", "detail": detail, "outcome": shown}),
-        ));
+        let shown = super::answers::json(&shown);
+        return Err(Refused::conflict("not_open", detail).with("outcome", shown));
     }
     match booked {
         Some(("payment", booked)) => shown.payment = Some(booked),
         Some((_, booked)) => shown.reversal = Some(booked),
         None => {}
     }
-    Ok((200, super::answers::json(&shown)))
+    Ok((Made::Done, super::answers::json(&shown)))
 }
 
 /// `apply` on an open item that proposes or kept money: the item marked as being applied (a
@@ -101,7 +99,7 @@ async fn apply<R>(
     by: &Actor,
     pk: &str,
     invoice_id: Option<&str>,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, Refused> {
     let item = read(env, pk).await?;
     let detail = detail_of(&item);
     let reason = item.opt_str("reason").and_then(Reason::parse);
@@ -115,7 +113,7 @@ async fn apply<R>(
             kept_on(env, by, &detail, invoice_id).await?
         }
         _ => {
-            return Err(ApiError::bad_request(
+            return Err(Refused::invalid(
                 "invalid_decision",
                 "apply books a payment_proposed item's payment or money a payment kept \
                  (unknown_invoice, invoice_closed, currency_mismatch, overpayment)",
@@ -129,11 +127,11 @@ async fn apply<R>(
 }
 
 /// The open review item at `pk`, or 404.
-async fn read<R>(env: &Env<'_, R>, pk: &str) -> Result<Item, ApiError> {
+async fn read<R>(env: &Env<'_, R>, pk: &str) -> Result<Item, Refused> {
     env.store
         .get(pk)
         .await?
-        .ok_or_else(|| ApiError::not_found("review item"))
+        .ok_or_else(|| Refused::not_found("review item"))
 }
 
 fn detail_of(item: &Item) -> Value {
@@ -144,11 +142,7 @@ fn detail_of(item: &Item) -> Value {
 
 /// Marked under the item's being open and not claimed by another decision: from then on only
 /// this decision resolves it (a dismissal, or `same_money` against an `apply`, is refused).
-async fn mark_applying<R>(
-    env: &Env<'_, R>,
-    pk: &str,
-    decision: Decision,
-) -> Result<bool, ApiError> {
+async fn mark_applying<R>(env: &Env<'_, R>, pk: &str, decision: Decision) -> Result<bool, Refused> {
     let name = crate::store::item::tag_name(&decision);
     let applying = Update::new()
         .set(review::APPLYING, s(&name))
@@ -169,9 +163,9 @@ async fn kept_on<R>(
     by: &Actor,
     detail: &Value,
     invoice_id: Option<&str>,
-) -> Result<Target, ApiError> {
+) -> Result<Target, Refused> {
     let invoice_id = invoice_id.ok_or_else(|| {
-        ApiError::bad_request(
+        Refused::invalid(
             "invalid_field",
             "invoice_id names the invoice the kept money goes on",
         )
@@ -179,10 +173,10 @@ async fn kept_on<R>(
     let invoice_id = fields::reference("invoice_id", invoice_id, fields::REF_MAX)?;
     let invoice = crate::payments::invoice::get(env.store, by.org(), invoice_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("invoice"))?;
+        .ok_or_else(|| Refused::not_found("invoice"))?;
     if let Some(kept) = detail["currency"].as_str() {
         if kept != invoice.currency.as_str() {
-            return Err(ApiError::bad_request(
+            return Err(Refused::invalid(
                 "currency_mismatch",
                 format!(
                     "the kept money is in {kept}, the invoice in {}",
@@ -196,7 +190,7 @@ async fn kept_on<R>(
         .and_then(|a| a.parse::<rust_decimal::Decimal>().ok())
         .filter(|a| *a > rust_decimal::Decimal::ZERO)
         .ok_or_else(|| {
-            ApiError::bad_request(
+            Refused::invalid(
                 "nothing_kept",
                 "the payment kept no amount to apply (its provider named none): dismiss it",
             )
@@ -209,13 +203,13 @@ async fn kept_on<R>(
 }
 
 /// The external id a decision on the item at `pk` books under: the same for every approval.
-fn decided_id(pk: &str) -> Result<ExternalId, ApiError> {
+fn decided_id(pk: &str) -> Result<ExternalId, Refused> {
     let digest = hex::encode(Sha256::digest(pk.as_bytes()));
     ExternalId::parse(
         "review",
         &format!("{}{}", super::REVIEW_PREFIX, &digest[..32]),
     )
-    .map_err(|e| ApiError::bad_request("invalid_decision", e.to_string()))
+    .map_err(|e| Refused::invalid("invalid_decision", e.to_string()))
 }
 
 /// A payment's source and external id from its event key (`payment:SOURCE:EXTERNAL_ID`).
@@ -233,16 +227,15 @@ async fn another_payment<R>(
     org: &crate::ids::OrgId,
     key: &str,
     same_as: Option<&str>,
-) -> Result<(), ApiError> {
-    let other = same_as.ok_or_else(|| {
-        ApiError::bad_request("invalid_field", "as names the payment's event key")
-    })?;
+) -> Result<(), Refused> {
+    let other = same_as
+        .ok_or_else(|| Refused::invalid("invalid_field", "as names the payment's event key"))?;
     let other = fields::reference("as", other, fields::KEY_MAX * 2)?;
     let (other_source, other_id) = payment_of(other).ok_or_else(|| {
-        ApiError::bad_request("invalid_field", "as is a payment's event key (payment:…)")
+        Refused::invalid("invalid_field", "as is a payment's event key (payment:…)")
     })?;
     if other == key {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_field",
             "as names another payment than the item's",
         ));
@@ -251,7 +244,7 @@ async fn another_payment<R>(
     env.store
         .get(&stored)
         .await?
-        .ok_or_else(|| ApiError::not_found("payment"))?;
+        .ok_or_else(|| Refused::not_found("payment"))?;
     Ok(())
 }
 
@@ -263,11 +256,11 @@ async fn same_money<R>(
     by: &Actor,
     pk: &str,
     same_as: Option<&str>,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, Refused> {
     let item = read(env, pk).await?;
     let key = item.opt_str("key").unwrap_or_default();
     let Some((source, external_id)) = payment_of(key) else {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_decision",
             "same_money reverses the payment a review item is about; this item is about none",
         ));
@@ -278,10 +271,10 @@ async fn same_money<R>(
     let own = crate::payments::payment_pk(org, &source, &external_id);
     let applied = match env.store.get(&own).await? {
         Some(event) => crate::payments::PaymentEvent::from_item(&event)?.applied,
-        None => return Err(ApiError::not_found("payment")),
+        None => return Err(Refused::not_found("payment")),
     };
     if applied <= rust_decimal::Decimal::ZERO {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "nothing_to_reverse",
             "the item's payment put nothing on an invoice: dismiss it",
         ));
@@ -310,12 +303,7 @@ async fn same_money<R>(
 }
 
 /// The payment decided on, booked as the approving actor, its external id derived from the item.
-async fn book<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    pk: &str,
-    target: Target,
-) -> Result<Value, ApiError> {
+async fn book<R>(env: &Env<'_, R>, by: &Actor, pk: &str, target: Target) -> Result<Value, Refused> {
     let asked = Asked {
         source: target.source,
         external_id: decided_id(pk)?,

@@ -9,13 +9,13 @@ use crate::bank::import::Request;
 use crate::bank::providers::BankProvider;
 use crate::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
 use crate::bank::{self, Arrival, BankTx};
-use crate::http::ApiError;
+use crate::commands::{Made, Refused};
+use crate::delivery::tell;
 use crate::ids::{IntegrationId, OrgId};
 use crate::integrations;
 use crate::review::Kind;
 use crate::store::item::Read;
 use crate::store::{Item, Store};
-use crate::webhook::answer::tell;
 use serde_json::{json, Value};
 
 /// Where statements go beyond the table: large files' bucket and the import worker's queue
@@ -32,15 +32,15 @@ pub async fn bank_integration(
     store: &Store,
     org: &OrgId,
     raw: &str,
-) -> Result<(IntegrationId, BankProvider, Item), ApiError> {
+) -> Result<(IntegrationId, BankProvider, Item), Refused> {
     let id = IntegrationId::parse(raw)
         .ok()
         .filter(|id| id.org == *org)
-        .ok_or_else(|| ApiError::not_found("integration"))?;
+        .ok_or_else(|| Refused::not_found("integration"))?;
     let item = integrations::clear_item(store, &id)
         .await?
         .filter(|item| item.opt_str("integration_kind") == Some("bank"))
-        .ok_or_else(|| ApiError::not_found("integration"))?;
+        .ok_or_else(|| Refused::not_found("integration"))?;
     let provider = item.tag_of::<BankProvider>("provider")?;
     Ok((id, provider, item))
 }
@@ -52,19 +52,17 @@ pub(super) async fn upload<R>(
     by: &Actor,
     id: &str,
     bytes: &[u8],
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let (store, org, now) = (env.store, by.org(), env.now);
     if bytes.len() > FILE_MAX {
-        return Err(ApiError::new(
-            413,
+        return Err(Refused::too_large(
             "payload_too_large",
             "a CSV file is at most 5 MiB",
         ));
     }
     let (integration, provider, _) = bank_integration(store, org, id).await?;
     if provider != BankProvider::Csv {
-        return Err(ApiError::new(
-            409,
+        return Err(Refused::conflict(
             "not_a_csv_integration",
             "files are uploaded to a csv bank integration",
         ));
@@ -72,12 +70,9 @@ pub(super) async fn upload<R>(
     let rows = match csv::parse(bytes) {
         Ok(rows) => rows,
         Err(errors) => {
-            let body = json!({
-                "error": "invalid_csv",
-                "detail": format!("{} line(s) refused; nothing was imported", errors.len()),
-                "rows": errors,
-            });
-            return Ok((400, body));
+            let detail = format!("{} line(s) refused; nothing was imported", errors.len());
+            let refused = Refused::invalid("invalid_csv", detail).with("rows", json!(errors));
+            return Err(refused);
         }
     };
     if rows.len() > files::ROWS_AT_ONCE {
@@ -89,7 +84,7 @@ pub(super) async fn upload<R>(
         .collect();
     let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
     let context = json!({"integration_id": integration.id});
-    let recorded = crate::webhook::Recorded {
+    let recorded = crate::delivery::Recorded {
         batch: Some(answers::json(&CsvImported {
             rows: txs.len(),
             imported: rows.imported(),
@@ -101,7 +96,7 @@ pub(super) async fn upload<R>(
         review_more: false,
     };
     let told = tell(store, org, Kind::Bank, &recorded, context, now).await?;
-    Ok((200, told.answer))
+    Ok((Made::Done, told.answer))
 }
 
 /// A checked file of more than 5,000 rows: kept in the bucket and stored by the import worker;
@@ -111,12 +106,10 @@ async fn large<R>(
     org: &OrgId,
     integration: &str,
     file: (&[u8], usize),
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let unavailable = |why: &str| {
         tracing::warn!(%why, "a large file could not be taken");
-        ApiError::new(
-            503,
-            "imports_unavailable",
+        Refused::unavailable("imports_unavailable",
             "a file of more than 5000 rows is stored by the import worker, which cannot take it now; retry",
         )
     };
@@ -144,7 +137,7 @@ async fn large<R>(
         import: import.view(),
         duplicate: !new,
     };
-    Ok((202, answers::json(&answer)))
+    Ok((Made::Accepted, answers::json(&answer)))
 }
 
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
@@ -153,12 +146,11 @@ pub(super) async fn start_import<R>(
     env: &Env<'_, R>,
     by: &Actor,
     id: &str,
-) -> Result<(u16, Value), ApiError> {
+) -> Result<(Made, Value), Refused> {
     let store = env.store;
     let (integration, provider, item) = bank_integration(store, by.org(), id).await?;
     if provider != BankProvider::Monobank {
-        return Err(ApiError::new(
-            409,
+        return Err(Refused::conflict(
             "not_a_monobank_integration",
             "statements are imported for a monobank bank integration",
         ));
@@ -169,18 +161,17 @@ pub(super) async fn start_import<R>(
             started: false,
             reason: Some("running"),
         };
-        return Ok((202, answers::json(&answer)));
+        return Ok((Made::Accepted, answers::json(&answer)));
     }
     let imports = env.imports.requests.ok_or_else(|| {
-        ApiError::new(503, "imports_unavailable", "no import queue is configured")
+        Refused::unavailable("imports_unavailable", "no import queue is configured")
     })?;
     let request = Request::Statement {
         integration_id: integration.clone(),
     };
     imports.send(&request).await.map_err(|why| {
         tracing::warn!(%why, "import request not queued");
-        ApiError::new(
-            503,
+        Refused::unavailable(
             "imports_unavailable",
             "the import could not be queued; retry",
         )
@@ -189,5 +180,5 @@ pub(super) async fn start_import<R>(
         started: true,
         reason: None,
     };
-    Ok((202, answers::json(&answer)))
+    Ok((Made::Accepted, answers::json(&answer)))
 }

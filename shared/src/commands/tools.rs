@@ -4,9 +4,9 @@
 
 use super::amount::AmountText;
 use super::{Command, Decision};
+use crate::commands::Refused;
 use crate::effects::automation::Tool;
 use crate::fields;
-use crate::http::ApiError;
 use crate::ids::OrgId;
 use crate::payments::Source;
 use crate::review::{review_item_pk, Reason};
@@ -210,9 +210,9 @@ pub struct Input<'a> {
     pub org: &'a OrgId,
 }
 
-fn read<T: DeserializeOwned>(json: &str) -> Result<T, ApiError> {
+fn read<T: DeserializeOwned>(json: &str) -> Result<T, Refused> {
     serde_json::from_str(json).map_err(|e| {
-        ApiError::bad_request(
+        Refused::invalid(
             "invalid_input",
             format!("input: {}", fields::plain(&e.to_string())),
         )
@@ -221,17 +221,17 @@ fn read<T: DeserializeOwned>(json: &str) -> Result<T, ApiError> {
 
 impl Input<'_> {
     /// The tool named `name`, or 400 `unknown_tool` naming them all.
-    pub fn tool(name: &str) -> Result<Tool, ApiError> {
+    pub fn tool(name: &str) -> Result<Tool, Refused> {
         Tool::parse(name).ok_or_else(|| {
             let names: Vec<String> = Tool::ALL.iter().map(|t| t.name()).collect();
-            ApiError::bad_request(
+            Refused::invalid(
                 "unknown_tool",
                 format!("tool is one of {}", names.join(", ")),
             )
         })
     }
 
-    pub fn command(&self) -> Result<Command, ApiError> {
+    pub fn command(&self) -> Result<Command, Refused> {
         Ok(match self.tool {
             Tool::Reply => {
                 let input: ReplyInput = read(self.json)?;
@@ -266,7 +266,7 @@ impl Input<'_> {
             Tool::ResolveReview => {
                 let input: ResolveInput = read(self.json)?;
                 let reason = Reason::parse(&input.reason).ok_or_else(|| {
-                    ApiError::bad_request("invalid_input", "input: reason is not a review reason")
+                    Refused::invalid("invalid_input", "input: reason is not a review reason")
                 })?;
                 let key = fields::reference("key", &input.key, fields::KEY_MAX * 2)?;
                 Command::ResolveReview {

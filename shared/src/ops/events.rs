@@ -94,17 +94,6 @@ async fn every_mark(store: &Store, list: &str) -> Result<(u64, Option<Item>), St
     }
 }
 
-/// A kind as a request names it, or 400 `invalid_kind` listing the kinds.
-pub fn kind_named(raw: Option<&str>) -> Result<EventKind, crate::http::ApiError> {
-    raw.and_then(EventKind::parse).ok_or_else(|| {
-        let names: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
-        crate::http::ApiError::bad_request(
-            "invalid_kind",
-            format!("kind is one of {}", names.join(", ")),
-        )
-    })
-}
-
 /// What a person recognises an event by, from its stored item.
 pub fn summary(kind: EventKind, item: &Item) -> String {
     let text = |name: &str| item.opt_str(name).unwrap_or_default();

@@ -16,7 +16,6 @@ pub mod hold;
 pub mod ids;
 pub mod queues;
 pub mod recover;
-pub mod requests;
 pub mod review;
 pub mod runs;
 

@@ -5,7 +5,8 @@
 //! event → record (new, a replay of the stored answer, or a conflict) → the answer. A source
 //! declares its integration kind, builds its verifier, parses and records; it copies no wiring.
 
-pub mod answer;
+/// Where a written delivery becomes an answer: the domain's, shared with the commands.
+pub use crate::delivery as answer;
 pub mod cache;
 mod edge;
 pub mod limit;

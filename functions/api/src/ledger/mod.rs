@@ -50,7 +50,7 @@ pub async fn refund(
     ctx: &Ctx<'_>,
     ledger_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let key = firmspace::ops::requests::key_of(ctx.req)?;
+    let key = firmspace::http::idempotency_key(ctx.req)?;
     let body: NewRefund = parse_json(body_bytes(ctx.req))?;
     let command = firmspace::commands::Command::RefundLedgerLine {
         ledger_id: ledger_id.to_owned(),

@@ -4,8 +4,8 @@
 use super::NewIntegration;
 use crate::bank::providers::{upload_url, webhook_url, BankProvider, BankSettings};
 use crate::commands::answers::IntegrationCreated;
+use crate::commands::Refused;
 use crate::fields::{self, NAME_MAX, SECRET_MAX};
-use crate::http::ApiError;
 use crate::integrations::Integration;
 use crate::store::item::parse_tag;
 use secrecy::SecretString;
@@ -16,11 +16,11 @@ use serde_json::json;
 pub async fn settings(
     body: &NewIntegration,
     allows_loopback: bool,
-) -> Result<BankSettings, ApiError> {
+) -> Result<BankSettings, Refused> {
     match body.provider.as_deref().and_then(parse_tag::<BankProvider>) {
         Some(BankProvider::Monobank) => {
             let token = body.token.as_deref().ok_or_else(|| {
-                ApiError::bad_request(
+                Refused::invalid(
                     "missing_field",
                     "monobank needs token (the personal X-Token)",
                 )
@@ -38,7 +38,7 @@ pub async fn settings(
                 match account {
                     "0" => accounts.into_iter().next().unwrap_or_default(),
                     named if accounts.iter().any(|a| a == named) => named.to_owned(),
-                    _ => return Err(ApiError::bad_request(
+                    _ => return Err(Refused::invalid(
                         "unknown_account",
                         "the account is not one of the token's (monobank's client info lists them)",
                     )),
@@ -55,7 +55,7 @@ pub async fn settings(
                 name: fields::line("name", name, NAME_MAX)?.to_owned(),
             })
         }
-        None => Err(ApiError::bad_request(
+        None => Err(Refused::invalid(
             "invalid_provider",
             "a bank integration's provider is monobank or csv",
         )),
@@ -67,22 +67,20 @@ async fn token_accounts(
     token: &SecretString,
     api_url: Option<&str>,
     allows_loopback: bool,
-) -> Result<Vec<String>, ApiError> {
+) -> Result<Vec<String>, Refused> {
     use crate::bank::monobank::{accounts, AccountsError, API};
     let http = crate::egress::guarded(allows_loopback);
     let base = api_url.unwrap_or(API);
     match accounts(&http, base, token, std::time::Duration::from_secs(5)).await {
         Ok(ids) => Ok(ids),
-        Err(AccountsError::Refused(status)) => Err(ApiError::bad_request(
+        Err(AccountsError::Refused(status)) => Err(Refused::invalid(
             "invalid_token",
             format!("monobank refused the token ({status}) when asked for its accounts"),
         )),
-        Err(AccountsError::Unreadable(why)) => Err(ApiError::bad_request("no_account", why)),
+        Err(AccountsError::Unreadable(why)) => Err(Refused::invalid("no_account", why)),
         Err(AccountsError::Unavailable(why)) => {
             tracing::warn!(%why, "monobank's accounts could not be read");
-            Err(ApiError::new(
-                503,
-                "unavailable",
+            Err(Refused::unavailable("unavailable",
                 "monobank could not be asked for the token's accounts now (it allows one call a minute); retry later",
             ))
         }

@@ -2,8 +2,8 @@
 
 use super::NewIntegration;
 use crate::commands::answers::IntegrationCreated;
+use crate::commands::Refused;
 use crate::fields::{self, SECRET_MAX};
-use crate::http::ApiError;
 use crate::integrations::Integration;
 use crate::messages::providers::{webhook_url, MessageProvider, MessageSettings};
 use crate::signature::{standard, telegram};
@@ -15,12 +15,12 @@ use serde_json::json;
 /// `bot_token`, WhatsApp with `app_secret` and `access_token`, or the generic sender; the
 /// tokens Telegram and Meta are told (`secret_token`, `verify_token`) and the generic secret are
 /// generated. `api_url` only where the stage allows a loopback stand-in.
-pub fn settings(body: &NewIntegration, allows_loopback: bool) -> Result<MessageSettings, ApiError> {
+pub fn settings(body: &NewIntegration, allows_loopback: bool) -> Result<MessageSettings, Refused> {
     let need = |value: &Option<String>, field: &'static str, provider: &str| {
         let value = value.as_deref().ok_or_else(|| {
-            ApiError::bad_request("missing_field", format!("{provider} needs {field}"))
+            Refused::invalid("missing_field", format!("{provider} needs {field}"))
         })?;
-        Ok::<_, ApiError>(SecretString::from(
+        Ok::<_, Refused>(SecretString::from(
             fields::secret(field, value, SECRET_MAX)?.to_owned(),
         ))
     };
@@ -41,14 +41,14 @@ pub fn settings(body: &NewIntegration, allows_loopback: bool) -> Result<MessageS
             verify_token: SecretString::from(telegram::generate_token()),
             api_url,
         }),
-        Some(MessageProvider::Standard) if api_url.is_some() => Err(ApiError::bad_request(
+        Some(MessageProvider::Standard) if api_url.is_some() => Err(Refused::invalid(
             "invalid_url",
             "the generic channel has no API to point elsewhere",
         )),
         Some(MessageProvider::Standard) => Ok(MessageSettings::Standard {
             secret: SecretString::from(standard::generate_secret()),
         }),
-        Some(MessageProvider::Sms) | None => Err(ApiError::bad_request(
+        Some(MessageProvider::Sms) | None => Err(Refused::invalid(
             "invalid_provider",
             "a messages integration's provider is telegram, whatsapp or standard",
         )),

@@ -8,10 +8,10 @@ mod channels;
 use super::answers::{self, IntegrationCreated};
 use super::{Actor, Env};
 use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
+use crate::commands::{Made, Refused};
 use crate::effects::outbound::OutboundTarget;
 use crate::effects::targets;
 use crate::fields::{self, PUBLIC_KEY_MAX, REF_MAX, SECRET_MAX, URL_MAX};
-use crate::http::ApiError;
 use crate::ids::IntegrationId;
 use crate::integrations::bank::BankSettings;
 use crate::integrations::leads::{LeadProvider, LeadSettings};
@@ -64,8 +64,8 @@ pub(super) async fn create<R>(
     env: &Env<'_, R>,
     by: &Actor,
     new: &NewIntegration,
-) -> Result<(u16, Value), ApiError> {
-    let site = env.site.ok_or_else(|| ApiError::not_found("route"))?;
+) -> Result<(Made, Value), Refused> {
+    let site = env.site.ok_or_else(|| Refused::not_found("route"))?;
     check_lengths(new)?;
     let loopback = site.allows_loopback;
     let settings = match new.kind {
@@ -88,9 +88,7 @@ pub(super) async fn create<R>(
             let who = by.id();
             let made = integrations::create_counted(env.store, &integration, &who, max);
             if made.await? == integrations::Created::LimitReached {
-                return Err(ApiError::new(
-                    409,
-                    "limit_reached",
+                return Err(Refused::conflict("limit_reached",
                     format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
                 ));
             }
@@ -98,7 +96,7 @@ pub(super) async fn create<R>(
         _ => integrations::create_by(env.store, &integration, &by.id()).await?,
     }
     Ok((
-        201,
+        Made::Created,
         answers::json(&describe(&integration, &site.public_url)),
     ))
 }
@@ -156,7 +154,7 @@ impl std::fmt::Debug for NewIntegration {
 }
 
 /// Every text of a new integration within its limit, before anything else is looked at.
-fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
+fn check_lengths(body: &NewIntegration) -> Result<(), Refused> {
     let checks: [(&'static str, &Option<String>, usize); 12] = [
         ("account", &body.account, REF_MAX),
         ("api_key", &body.api_key, SECRET_MAX),
@@ -182,11 +180,11 @@ fn check_lengths(body: &NewIntegration) -> Result<(), ApiError> {
 /// A Stripe API key: a restricted key (`rk_…`), which may read the account's events and
 /// nothing else; a full secret key (`sk_…`) would let whoever holds it move the money, so it
 /// is refused.
-pub fn stripe_key(raw: &str) -> Result<SecretString, ApiError> {
+pub fn stripe_key(raw: &str) -> Result<SecretString, Refused> {
     let shaped = raw.starts_with("rk_") && (10..=SECRET_MAX).contains(&raw.len());
     match shaped {
         true => Ok(SecretString::from(raw.to_owned())),
-        false => Err(ApiError::bad_request(
+        false => Err(Refused::invalid(
             "invalid_api_key",
             "api_key is a Stripe restricted key (rk_…) that may read events: a secret key (sk_…) is refused",
         )),
@@ -194,7 +192,7 @@ pub fn stripe_key(raw: &str) -> Result<SecretString, ApiError> {
 }
 
 /// A payments integration's signing secret as given (or generated), usable as its provider's.
-fn signing_secret(body: &NewIntegration, provider: Provider) -> Result<SecretString, ApiError> {
+fn signing_secret(body: &NewIntegration, provider: Provider) -> Result<SecretString, Refused> {
     let secret = body
         .secret
         .clone()
@@ -204,7 +202,7 @@ fn signing_secret(body: &NewIntegration, provider: Provider) -> Result<SecretStr
         _ => secret.len() >= 16,
     };
     if !secret.starts_with("whsec_") || !usable {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_secret",
             "secret must be whsec_ followed by the base64 of 24 to 64 bytes (standard) or whsec_ and at least 10 more characters (stripe)",
         ));
@@ -215,20 +213,20 @@ fn signing_secret(body: &NewIntegration, provider: Provider) -> Result<SecretStr
 fn payment_settings(
     body: &NewIntegration,
     allows_loopback: bool,
-) -> Result<PaymentSettings, ApiError> {
+) -> Result<PaymentSettings, Refused> {
     let provider = body
         .provider
         .as_deref()
         .and_then(parse_tag::<Provider>)
         .ok_or_else(|| {
-            ApiError::bad_request(
+            Refused::invalid(
                 "invalid_provider",
                 "provider must be standard, stripe or monobank",
             )
         })?;
     let secret = || signing_secret(body, provider);
     if provider != Provider::Stripe && (body.api_url.is_some() || body.api_key.is_some()) {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_field",
             "api_url and api_key are a Stripe integration's (its events list)",
         ));
@@ -248,13 +246,13 @@ fn payment_settings(
         }
         Provider::Monobank => {
             let key = body.public_key.clone().ok_or_else(|| {
-                ApiError::bad_request(
+                Refused::invalid(
                     "missing_public_key",
                     "monobank needs public_key (base64 PEM from /api/merchant/pubkey)",
                 )
             })?;
             monobank::Verifier::new(&key).map_err(|_| {
-                ApiError::bad_request(
+                Refused::invalid(
                     "invalid_public_key",
                     "public_key is not a base64 PEM P-256 key",
                 )
@@ -268,14 +266,11 @@ fn payment_settings(
     })
 }
 
-fn outbound_target(
-    body: &NewIntegration,
-    allow_loopback: bool,
-) -> Result<OutboundTarget, ApiError> {
+fn outbound_target(body: &NewIntegration, allow_loopback: bool) -> Result<OutboundTarget, Refused> {
     let url = body
         .url
         .clone()
-        .ok_or_else(|| ApiError::bad_request("missing_url", "outbound integrations need url"))?;
+        .ok_or_else(|| Refused::invalid("missing_url", "outbound integrations need url"))?;
     check_outbound_url(&url, allow_loopback, body.port)?;
     if let Some(status_url) = &body.status_url {
         check_outbound_url(status_url, allow_loopback, body.port)?;
@@ -365,13 +360,13 @@ pub fn describe(integration: &Integration, public_url: &str) -> IntegrationCreat
 }
 
 /// A `whsec_` secret as given (base64 of 24 to 64 bytes), or a new one.
-fn standard_secret(body: &NewIntegration) -> Result<SecretString, ApiError> {
+fn standard_secret(body: &NewIntegration) -> Result<SecretString, Refused> {
     let secret = body
         .secret
         .clone()
         .unwrap_or_else(standard::generate_secret);
     if !secret.starts_with("whsec_") || standard::Verifier::new(&secret).is_err() {
-        return Err(ApiError::bad_request(
+        return Err(Refused::invalid(
             "invalid_secret",
             "secret must be whsec_ followed by the base64 of 24 to 64 bytes",
         ));
@@ -380,12 +375,12 @@ fn standard_secret(body: &NewIntegration) -> Result<SecretString, ApiError> {
 }
 
 /// An SMS carrier: `standard` (our own contract), signed with a `whsec_` secret.
-fn sms_settings(body: &NewIntegration) -> Result<SmsSettings, ApiError> {
+fn sms_settings(body: &NewIntegration) -> Result<SmsSettings, Refused> {
     match body.provider.as_deref().and_then(parse_tag::<SmsProvider>) {
         Some(SmsProvider::Standard) => Ok(SmsSettings::Standard {
             secret: standard_secret(body)?,
         }),
-        None => Err(ApiError::bad_request(
+        None => Err(Refused::invalid(
             "invalid_provider",
             "an sms integration's provider is standard",
         )),
@@ -393,12 +388,12 @@ fn sms_settings(body: &NewIntegration) -> Result<SmsSettings, ApiError> {
 }
 
 /// A lead form: `standard` (our own contract), signed with a `whsec_` secret.
-fn lead_settings(body: &NewIntegration) -> Result<LeadSettings, ApiError> {
+fn lead_settings(body: &NewIntegration) -> Result<LeadSettings, Refused> {
     match body.provider.as_deref().and_then(parse_tag::<LeadProvider>) {
         Some(LeadProvider::Standard) => Ok(LeadSettings::Standard {
             secret: standard_secret(body)?,
         }),
-        None => Err(ApiError::bad_request(
+        None => Err(Refused::invalid(
             "invalid_provider",
             "a leads integration's provider is standard",
         )),
@@ -407,11 +402,11 @@ fn lead_settings(body: &NewIntegration) -> Result<LeadSettings, ApiError> {
 
 /// `twilio` with the account's `auth_token`, or `standard` with a `whsec_` secret (generated
 /// when absent).
-fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
+fn call_settings(body: &NewIntegration) -> Result<CallSettings, Refused> {
     match body.provider.as_deref().and_then(parse_tag::<CallProvider>) {
         Some(CallProvider::Twilio) => {
             let token = body.auth_token.clone().ok_or_else(|| {
-                ApiError::bad_request(
+                Refused::invalid(
                     "missing_auth_token",
                     "twilio needs the account's auth_token",
                 )
@@ -423,7 +418,7 @@ fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
         Some(CallProvider::Standard) => Ok(CallSettings::Standard {
             secret: standard_secret(body)?,
         }),
-        None => Err(ApiError::bad_request(
+        None => Err(Refused::invalid(
             "invalid_provider",
             "a calls integration's provider is twilio or standard",
         )),
@@ -435,13 +430,13 @@ fn call_settings(body: &NewIntegration) -> Result<CallSettings, ApiError> {
 pub(super) fn stand_in_url(
     body: &NewIntegration,
     allows_loopback: bool,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, Refused> {
     match &body.api_url {
         Some(url) if allows_loopback => {
             check_outbound_url(url, true, None)?;
             Ok(Some(url.clone()))
         }
-        Some(_) => Err(ApiError::bad_request(
+        Some(_) => Err(Refused::invalid(
             "invalid_url",
             "api_url is taken on the local and test stages only",
         )),
@@ -451,7 +446,7 @@ pub(super) fn stand_in_url(
 
 /// An outbound URL must be https to a public host on port 443 or 80 (or the `port` the
 /// integration names); loopback http only where the stage allows it.
-fn check_outbound_url(raw: &str, allow_loopback: bool, port: Option<u16>) -> Result<(), ApiError> {
+fn check_outbound_url(raw: &str, allow_loopback: bool, port: Option<u16>) -> Result<(), Refused> {
     targets::check_url_on(raw, allow_loopback, port)
-        .map_err(|why| ApiError::bad_request("invalid_url", why))
+        .map_err(|why| Refused::invalid("invalid_url", why))
 }

@@ -3,42 +3,13 @@
 //! answer, a repeat while the first still runs is told so, and the same key with another
 //! request is refused. A claim whose request died is taken over after a minute.
 
-use crate::http::{header, ApiError};
-use crate::store::item::{n, s, Builder, Read};
+use super::{Outcome, Refused};
+use crate::store::item::{s, Builder, Read};
 use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Duration, Utc};
-use lambda_http::Body;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::future::Future;
-
-/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters, or 400.
-pub fn key_of(req: &lambda_http::Request) -> Result<String, ApiError> {
-    let raw = header(req, "idempotency-key").ok_or_else(|| {
-        ApiError::bad_request(
-            "missing_idempotency_key",
-            "Idempotency-Key header is required",
-        )
-    })?;
-    let visible = !raw.is_empty() && raw.len() <= 255 && raw.bytes().all(|b| b.is_ascii_graphic());
-    if !visible {
-        return Err(ApiError::bad_request(
-            "invalid_idempotency_key",
-            "Idempotency-Key is 1 to 255 visible ASCII characters",
-        ));
-    }
-    Ok(raw.to_owned())
-}
-
-/// What a request asked, for its claim: the route's segments and the body, digested.
-pub fn fingerprint(route: &str, body: &[u8]) -> String {
-    let mut digest = Sha256::new();
-    digest.update(route);
-    digest.update([0]);
-    digest.update(body);
-    hex::encode(digest.finalize())
-}
 
 /// How long a claim holds before a later request with the key may take it over.
 const HOLD_SECS: i64 = 60;
@@ -48,8 +19,8 @@ const HOLD_SECS: i64 = 60;
 pub enum Claimed {
     /// This request holds the key: run it, then `finish`.
     Run,
-    /// The key's request finished: its status and answer.
-    Done(u16, Value),
+    /// The key's request finished: its outcome and answer.
+    Done(Outcome, Value),
     /// The key's request is still running.
     Running,
     /// The key came with another request.
@@ -106,13 +77,12 @@ impl Request<'_> {
         if stored.opt_str("fingerprint") != Some(self.fingerprint.as_str()) {
             return Ok(Claimed::Reused);
         }
-        if let (Ok(status), Some(answer)) = (stored.u64_of("status"), stored.opt_str("answer")) {
-            let answer = serde_json::from_str(answer).unwrap_or(Value::Null);
-            return Ok(Claimed::Done(status as u16, answer));
+        if let Some((outcome, answer)) = kept(stored) {
+            return Ok(Claimed::Done(outcome, answer));
         }
         // Still running, unless its hold ran out: then this request takes it over.
         let take = Update::new().set("until", s(until)).when(Cond::All(vec![
-            Cond::Lacks("status".into()),
+            Cond::Lacks(OUTCOME.into()),
             Cond::Before("until".into(), s(time::format(now))),
         ]));
         Ok(if store.update_if(&self.pk(), &take).await? {
@@ -122,70 +92,47 @@ impl Request<'_> {
         })
     }
 
-    /// Runs `run` once under this request's key: a repeat gets the stored status and answer, a
-    /// repeat while the first runs is 409 `request_in_progress`, the key with another request
-    /// 409 `idempotency_key_reused`. A refusal (4xx) is the answer too and is stored; a failure
-    /// a retry may get past (5xx) gives the key up.
-    pub async fn once<F, Fut>(
-        &self,
-        store: &Store,
-        now: DateTime<Utc>,
-        run: F,
-    ) -> Result<(u16, Value), ApiError>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(u16, Value), ApiError>>,
-    {
-        let (status, answer, _) = self.once_telling(store, now, run).await?;
-        Ok((status, answer))
-    }
-
-    /// [`Request::once`], telling whether the answer is a repeat's (the stored one).
+    /// Runs `run` once under this request's key, telling whether the answer is a repeat's
+    /// (the stored one): a repeat gets the stored outcome and answer, a repeat while the first
+    /// runs is refused `request_in_progress`, the key with another request
+    /// `idempotency_key_reused`. A refusal is the answer too and is stored; a failure a retry
+    /// may get past gives the key up.
     pub async fn once_telling<F, Fut>(
         &self,
         store: &Store,
         now: DateTime<Utc>,
         run: F,
-    ) -> Result<(u16, Value, bool), ApiError>
+    ) -> Result<(Outcome, Value, bool), Refused>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(u16, Value), ApiError>>,
+        Fut: Future<Output = Result<(Outcome, Value), Refused>>,
     {
         match self.claim(store, now).await? {
             Claimed::Run => {}
-            Claimed::Done(status, answer) => return Ok((status, answer, true)),
+            Claimed::Done(outcome, answer) => return Ok((outcome, answer, true)),
             Claimed::Running => {
-                return Err(ApiError::new(
-                    409,
+                return Err(Refused::conflict(
                     "request_in_progress",
                     "a request with this Idempotency-Key is running; ask again in a moment",
                 ))
             }
             Claimed::Reused => {
-                return Err(ApiError::new(
-                    409,
+                return Err(Refused::conflict(
                     "idempotency_key_reused",
                     "this Idempotency-Key was used with another request",
                 ))
             }
         }
-        let (status, answer) = match run().await {
+        let (outcome, answer) = match run().await {
             Ok(done) => done,
-            Err(e) if e.status < 500 => {
-                let refused = e.into_response();
-                let body: Value = match refused.body() {
-                    Body::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-                    _ => Value::Null,
-                };
-                (refused.status().as_u16(), body)
-            }
+            Err(e) if !e.passing() => (Outcome::Refused(e.why), e.body()),
             Err(e) => {
                 self.release(store).await?;
                 return Err(e);
             }
         };
-        self.finish(store, status, &answer).await?;
-        Ok((status, answer, false))
+        self.finish(store, outcome, &answer).await?;
+        Ok((outcome, answer, false))
     }
 
     /// Gives the key up after a failure a retry may get past (a 5xx): the next request with it
@@ -193,7 +140,7 @@ impl Request<'_> {
     pub async fn release(&self, store: &Store) -> Result<(), StoreError> {
         let update = Update::new()
             .set("until", s("0000"))
-            .when(Cond::Lacks("status".into()));
+            .when(Cond::Lacks(OUTCOME.into()));
         store.update_if(&self.pk(), &update).await.map(|_| ())
     }
 
@@ -204,7 +151,7 @@ impl Request<'_> {
     pub async fn remember(
         &self,
         store: &Store,
-        (status, answer): (u16, &Value),
+        (outcome, answer): (Outcome, &Value),
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let item = Builder::new(&self.pk(), "ops_request", self.by)
@@ -212,7 +159,7 @@ impl Request<'_> {
             .str("until", "0000")
             .time("at", now)
             .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
-            .num("status", status)
+            .str(OUTCOME, outcome.name())
             .str("answer", answer.to_string())
             .build();
         // The first answer stays: a repeat's (`duplicate: true`) does not replace it.
@@ -220,25 +167,14 @@ impl Request<'_> {
     }
 
     /// What became of the request sent under this key (`by`, `shared` and `key` name it; the
-    /// fingerprint is not read): `done` with its status and answer, or `running` while it runs;
-    /// `None` when none arrived (or its record expired).
-    pub async fn look_up(&self, store: &Store) -> Result<Option<RequestOutcome>, StoreError> {
+    /// fingerprint is not read): done with its outcome and answer, or still running; `None`
+    /// when none arrived (or its record expired).
+    pub async fn look_up(&self, store: &Store) -> Result<Option<Looked>, StoreError> {
         let Some(item) = store.get(&self.pk()).await? else {
             return Ok(None);
         };
-        let (state, status, answer) = match (item.u64_of("status"), item.opt_str("answer")) {
-            (Ok(status), Some(answer)) => (
-                "done",
-                Some(status),
-                Some(serde_json::from_str(answer).unwrap_or(Value::Null)),
-            ),
-            _ => ("running", None, None),
-        };
-        Ok(Some(RequestOutcome {
-            key: self.key.to_owned(),
-            state,
-            status,
-            answer,
+        Ok(Some(Looked {
+            done: kept(&item),
             at: item.opt_str("at").map(str::to_owned),
         }))
     }
@@ -247,29 +183,51 @@ impl Request<'_> {
     pub async fn finish(
         &self,
         store: &Store,
-        status: u16,
+        outcome: Outcome,
         answer: &Value,
     ) -> Result<(), StoreError> {
         let update = Update::new()
-            .set("status", n(status))
+            .set(OUTCOME, s(outcome.name()))
             .set("answer", s(answer.to_string()))
             .when(Cond::Exists);
         store.update_if(&self.pk(), &update).await.map(|_| ())
     }
 }
 
-/// What became of a request, asked by its key: `running`, or `done` with what it was answered.
-#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct RequestOutcome {
-    pub key: String,
-    /// `running` or `done`.
-    #[schema(example = "done")]
-    pub state: &'static str,
-    /// `done`: the HTTP status the request was answered with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u64>,
-    /// `done`: the answer's body (null if the stored one cannot be read).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<Value>,
+/// What became of a request, asked by its key.
+#[derive(Clone, Debug)]
+pub struct Looked {
+    /// Its outcome and answer once it is done; `None` while it runs.
+    pub done: Option<(Outcome, Value)>,
     pub at: Option<String>,
+}
+
+/// The attribute of a record that names its outcome (`Outcome::name`).
+const OUTCOME: &str = "outcome";
+
+/// A finished record's outcome and answer (an answer that cannot be read is null).
+fn kept(record: &Item) -> Option<(Outcome, Value)> {
+    let outcome = match record.opt_str(OUTCOME) {
+        Some(name) => Outcome::parse(name)?,
+        None => legacy(record.u64_of("status").ok()?)?,
+    };
+    let answer = serde_json::from_str(record.opt_str("answer")?).unwrap_or(Value::Null);
+    Some((outcome, answer))
+}
+
+/// A record finished before outcomes were named kept its HTTP status instead (such records
+/// expire within `REQUEST_KEPT` of the release that named them): the outcome it stood for.
+fn legacy(status: u64) -> Option<Outcome> {
+    use super::{Made, Why};
+    Some(match status {
+        200 => Outcome::Made(Made::Done),
+        201 => Outcome::Made(Made::Created),
+        202 => Outcome::Made(Made::Accepted),
+        400 => Outcome::Refused(Why::Invalid),
+        403 => Outcome::Refused(Why::Forbidden),
+        404 => Outcome::Refused(Why::NotFound),
+        409 => Outcome::Refused(Why::Conflict),
+        413 => Outcome::Refused(Why::TooLarge),
+        _ => return None,
+    })
 }

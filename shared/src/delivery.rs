@@ -1,12 +1,10 @@
 //! Where a written delivery becomes an answer: the answer (`Written::answer`, which alone sets
 //! `duplicate`), the outcome named for the metrics, and each conflict (the same key with another
 //! payload) filed as one `payload_mismatch` review item. The webhook edge and the API's softphone
-//! calls and CSV uploads answer through `tell`; the API's `Idempotency-Key` routes (manual
-//! payments, top-ups) refuse a reused key through `key_reused`.
+//! calls and CSV uploads answer through `tell`.
 
-use crate::http::ApiError;
 use crate::ids::{EventKey, OrgId};
-use crate::review::{Kind, Reason, ReviewItem};
+use crate::review::Kind;
 use crate::store::{Answer, Store, StoreError, Written};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -80,29 +78,6 @@ pub async fn tell<T: Answer>(
         (None, None) => json!({}),
     };
     Ok(Told { answer, outcome })
-}
-
-/// A request keyed by its `Idempotency-Key` that came again with another body: a review item
-/// for a person, and 409 for the caller. `None` for a new request or a true repeat.
-pub async fn key_reused<T>(
-    store: &Store,
-    org: &OrgId,
-    kind: Kind,
-    key: &EventKey,
-    written: &Written<T>,
-    now: DateTime<Utc>,
-) -> Result<Option<ApiError>, StoreError> {
-    let Written::Conflict { mismatch, .. } = written else {
-        return Ok(None);
-    };
-    let mut item = ReviewItem::mismatch(org, kind, key, mismatch, now, json!({}));
-    item.reason = Reason::IdempotencyKeyReused;
-    item.put(store).await?;
-    Ok(Some(ApiError::new(
-        409,
-        "idempotency_key_reused",
-        "this Idempotency-Key was used with another request",
-    )))
 }
 
 /// A status this source does not record (`payment.processing`, monobank `hold`, a call still
