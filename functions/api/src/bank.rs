@@ -4,7 +4,7 @@ use crate::Ctx;
 use firmspace::bank::files;
 use firmspace::bank::{self, BankTxView};
 use firmspace::commands::statements::bank_integration;
-use firmspace::commands::{Command, RequestKey};
+use firmspace::commands::RequestKey;
 use firmspace::http::{body_bytes, page_response, query, typed_response, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -25,7 +25,7 @@ pub async fn match_row(
     tx_id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let body: MatchBody = firmspace::http::parse_json(body_bytes(ctx.req))?;
-    let command = Command::MatchBankRow {
+    let command = firmspace::commands::money::MatchBankRow {
         tx_id: tx_id.to_owned(),
         invoice_id: Some(body.invoice_id),
         confirm_unconfirmed: body.confirm_unconfirmed,
@@ -39,7 +39,7 @@ pub async fn unmatch_row(
     ctx: &Ctx<'_>,
     tx_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let command = Command::MatchBankRow {
+    let command = firmspace::commands::money::MatchBankRow {
         tx_id: tx_id.to_owned(),
         invoice_id: None,
         confirm_unconfirmed: false,
@@ -50,7 +50,7 @@ pub async fn unmatch_row(
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
 pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let command = Command::UploadStatement {
+    let command = firmspace::commands::statements::UploadStatement {
         integration_id: id.to_owned(),
         file: body_bytes(ctx.req).to_vec(),
     };
@@ -76,7 +76,7 @@ pub async fn start_import(
     ctx: &Ctx<'_>,
     id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let command = Command::StartImport {
+    let command = firmspace::commands::statements::StartImport {
         integration_id: id.to_owned(),
     };
     ctx.answer(store, RequestKey::State, command).await

@@ -2,7 +2,7 @@
 
 use crate::Ctx;
 use firmspace::calls::{self, CallFields};
-use firmspace::commands::{Command, RequestKey};
+use firmspace::commands::RequestKey;
 use firmspace::contacts::{self};
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::store::Store;
@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 /// time, 200 with `duplicate: true` and the stored call after.
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let call: CallFields = parse_json(body_bytes(ctx.req))?;
-    let command = Command::RecordCall(Box::new(call));
+    let command = firmspace::commands::records::RecordCall(Box::new(call));
     ctx.answer(store, RequestKey::State, command).await
 }
 
@@ -44,7 +44,7 @@ pub struct NewContactBody {
 /// A manual contact; a phone that already belongs to a contact is a 409 naming it.
 pub async fn create_contact(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: NewContactBody = parse_json(body_bytes(ctx.req))?;
-    let command = Command::CreateContact {
+    let command = firmspace::commands::records::CreateContact {
         name: body.name,
         phone: body.phone,
         owner: body.owner,

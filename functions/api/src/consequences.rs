@@ -1,7 +1,7 @@
 //! Reads and settings of the consequence workers: notifications, activity logs, rules, tasks.
 
 use crate::Ctx;
-use firmspace::commands::{Command, RequestKey};
+use firmspace::commands::RequestKey;
 use firmspace::effects::automation::{self};
 use firmspace::effects::{activity, notify, EntityKind};
 use firmspace::fields::{self, REF_MAX};
@@ -30,7 +30,7 @@ pub struct MarkRead {
 
 pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let key = parse_json::<MarkRead>(body_bytes(ctx.req))?.key;
-    let command = Command::MarkRead { key };
+    let command = firmspace::commands::records::MarkRead { key };
     ctx.answer(store, RequestKey::State, command).await
 }
 
@@ -61,7 +61,7 @@ pub struct NewRule {
 
 pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: NewRule = parse_json(body_bytes(ctx.req))?;
-    let command = Command::CreateRule {
+    let command = firmspace::commands::records::CreateRule {
         trigger: body.trigger,
         action: body.action,
     };

@@ -2,7 +2,7 @@
 //! `POST /api/invoices/{id}/void` for a draft; both performed by `firmspace::commands`.
 
 use crate::Ctx;
-use firmspace::commands::{Command, CreditInput, RequestKey};
+use firmspace::commands::{CreditInput, RequestKey};
 use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -12,7 +12,7 @@ use lambda_http::{Body, Response};
 pub async fn create(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
     let key = crate::invoices::idempotency_key(ctx)?;
     let note: CreditInput = parse_json(body_bytes(ctx.req))?;
-    let command = Command::CreateCreditNote {
+    let command = firmspace::commands::money::CreateCreditNote {
         invoice_id: id.to_owned(),
         note,
     };
@@ -22,7 +22,7 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
 
 /// Voids a draft invoice; a void one again gets the same answer (`duplicate: true`).
 pub async fn void(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let command = Command::VoidInvoice {
+    let command = firmspace::commands::money::VoidInvoice {
         invoice_id: id.to_owned(),
     };
     ctx.answer(store, RequestKey::State, command).await

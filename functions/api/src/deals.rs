@@ -1,7 +1,7 @@
 //! The board: a stage's cards a page at a time, and a card moved once per `Idempotency-Key`.
 
 use crate::Ctx;
-use firmspace::commands::{Command, RequestKey};
+use firmspace::commands::RequestKey;
 use firmspace::deals::{self, Stage};
 use firmspace::http::{body_bytes, page_response, parse_json, query, ApiError};
 use firmspace::store::Store;
@@ -43,7 +43,7 @@ pub async fn move_stage(
 ) -> Result<Response<Body>, ApiError> {
     let key = firmspace::http::idempotency_key(ctx.req)?;
     let stage = stage(&parse_json::<NewStage>(body_bytes(ctx.req))?.stage)?;
-    let command = Command::MoveDeal {
+    let command = firmspace::commands::crm::MoveDeal {
         deal_id: id.to_owned(),
         stage,
     };

@@ -2,7 +2,7 @@
 
 use crate::Ctx;
 use firmspace::commands::money::CreateInvoice;
-use firmspace::commands::{AmountText, Command, RequestKey};
+use firmspace::commands::{AmountText, RequestKey};
 use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
 use firmspace::ids::ExternalId;
 use firmspace::payments::credit::{CreditNote, CreditNoteView};
@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let new: CreateInvoice = parse_json(body_bytes(ctx.req))?;
-    let command = Command::CreateInvoice(new);
+    let command = new;
     ctx.answer(store, RequestKey::New, command).await
 }
 
@@ -86,7 +86,7 @@ pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body
             ))
         }
     };
-    let command = Command::RegisterPayment {
+    let command = firmspace::commands::money::RegisterPayment {
         invoice_id: id.to_owned(),
         source,
         amount: body.amount,
@@ -113,7 +113,7 @@ pub(crate) fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
 
 /// A copy on purpose: a new draft with a new number, never a retry.
 pub async fn duplicate(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let command = Command::DuplicateInvoice {
+    let command = firmspace::commands::money::DuplicateInvoice {
         invoice_id: id.to_owned(),
     };
     ctx.answer(store, RequestKey::New, command).await

@@ -3,7 +3,7 @@
 //! stronger one.
 
 use crate::Ctx;
-use firmspace::commands::{Command, RequestKey};
+use firmspace::commands::RequestKey;
 use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
 use firmspace::orgs::keys::{self, KeyInfo};
 use firmspace::store::Store;
@@ -24,7 +24,7 @@ pub struct NewKey {
 
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: NewKey = parse_json(body_bytes(ctx.req))?;
-    let command = Command::CreateKey {
+    let command = firmspace::commands::records::CreateKey {
         name: body.name,
         scopes: body.scopes,
     };
@@ -41,7 +41,7 @@ pub async fn revoke(
     ctx: &Ctx<'_>,
     key_id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let command = Command::RevokeKey {
+    let command = firmspace::commands::records::RevokeKey {
         key_id: key_id.to_owned(),
     };
     ctx.answer(store, RequestKey::State, command).await

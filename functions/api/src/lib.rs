@@ -23,7 +23,7 @@ mod setup;
 
 use chrono::{DateTime, Utc};
 use firmspace::commands::{perform, setup::Site, statements::Imports};
-use firmspace::commands::{Actor, Command, Done, Env, Queued, RequestKey};
+use firmspace::commands::{Actor, AnyCommand, Done, Env, Queued, RequestKey};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
@@ -92,7 +92,7 @@ impl Ctx<'_> {
         &self,
         store: &Store,
         (key, asked): (RequestKey, Option<Vec<u8>>),
-        command: Command,
+        command: impl Into<AnyCommand>,
     ) -> Result<Done, ApiError> {
         let env = Env {
             store,
@@ -105,7 +105,7 @@ impl Ctx<'_> {
         let (req, by) = (self.req, Actor::Key(self.key.clone()));
         let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];
         let parts = asked.as_deref().map_or(route.to_vec(), |a| vec![a]);
-        Ok(perform(&env, &by, &key, command, &parts).await?)
+        Ok(perform(&env, &by, &key, command.into(), &parts).await?)
     }
 
     /// `perform`, answered as it was done.
@@ -113,7 +113,7 @@ impl Ctx<'_> {
         &self,
         store: &Store,
         key: RequestKey,
-        command: Command,
+        command: impl Into<AnyCommand>,
     ) -> Result<Response<Body>, ApiError> {
         let done = self.perform(store, (key, None), command).await?;
         Ok(http::done_response(&done))

@@ -3,7 +3,7 @@
 use crate::Ctx;
 use firmspace::commands::answers::{Member, OrgCreated};
 use firmspace::commands::setup::NewIntegration;
-use firmspace::commands::{Command, RequestKey, Rotation};
+use firmspace::commands::{RequestKey, Rotation};
 use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
 use firmspace::ids::IntegrationId;
@@ -43,7 +43,7 @@ pub async fn create_org(
 
 pub async fn create_integration(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let new: NewIntegration = parse_json(body_bytes(ctx.req))?;
-    let command = Command::CreateIntegration(Box::new(new));
+    let command = firmspace::commands::setup::CreateIntegration(Box::new(new));
     ctx.answer(store, RequestKey::New, command).await
 }
 
@@ -133,7 +133,7 @@ pub async fn rotate_secrets(
         rotated_secret_usable(&integration.settings, name, value)?;
         secrets.insert(name.clone(), SecretString::from(value.clone()));
     }
-    let command = Command::RotateSecrets {
+    let command = firmspace::commands::operate::RotateSecrets {
         id: integration.id,
         rotation: Rotation { secrets, overlap },
     };
@@ -170,7 +170,7 @@ pub struct NewMember {
 
 pub async fn add_member(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: NewMember = parse_json(body_bytes(ctx.req))?;
-    let command = Command::AddMember {
+    let command = firmspace::commands::records::AddMember {
         user_id: body.user_id,
         name: body.name,
     };

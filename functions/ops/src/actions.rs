@@ -9,7 +9,7 @@ use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::requests::Request as Asked;
 use firmspace::commands::Refused;
-use firmspace::commands::{perform, Actor, Command, Env, Queued, RequestKey};
+use firmspace::commands::{perform, Actor, AnyCommand, Env, Queued, RequestKey};
 use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::http::{done_response, outcome_of};
 use firmspace::ops::answers::{Moved, ReplayCounted, ReplaySent, Sent};
@@ -394,7 +394,7 @@ pub(crate) async fn dispatch(
 
 /// The actions on an organisation's records are commands (`firmspace::commands`), which claim
 /// the key themselves: the organisation they act in, and the command.
-fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, Command)> {
+fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, AnyCommand)> {
     Some(match action {
         Action::Resolve {
             org,
@@ -404,29 +404,32 @@ fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, Command)> {
             named,
         } => (
             org.clone(),
-            Command::ResolveReview {
+            firmspace::commands::review::ResolveReview {
                 pk: pk.clone(),
                 note: note.clone(),
                 decision: *decision,
                 named: named.clone(),
-            },
+            }
+            .into(),
         ),
         Action::Decide { org, pk, decision } => (
             org.clone(),
-            Command::DecideRun {
+            firmspace::commands::operate::DecideRun {
                 pk: pk.clone(),
                 decision: *decision,
-            },
+            }
+            .into(),
         ),
         Action::Integration {
             id: IntegrationRef::Id(id),
             paused,
         } => (
             id.org.clone(),
-            Command::PauseIntegration {
+            firmspace::commands::operate::PauseIntegration {
                 id: id.clone(),
                 paused: *paused,
-            },
+            }
+            .into(),
         ),
         _ => return None,
     })
@@ -437,7 +440,7 @@ async fn perform_as(
     who: &Who,
     req: &Request,
     key: String,
-    (org, command): (firmspace::ids::OrgId, Command),
+    (org, command): (firmspace::ids::OrgId, AnyCommand),
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let by = match who {

@@ -11,14 +11,14 @@
 pub mod ai;
 pub mod amount;
 pub mod answers;
-mod crm;
+pub mod crm;
 pub mod model;
 pub mod money;
-mod operate;
-mod records;
+pub mod operate;
+pub mod records;
 mod refused;
 pub mod requests;
-mod review;
+pub mod review;
 pub mod setup;
 pub mod statements;
 pub mod tools;
@@ -30,12 +30,9 @@ pub use refused::{Made, Outcome, Refused, Why};
 pub use review::{Decision, Named};
 pub use tools::{Input, ToolCall};
 
-use crate::effects::automation::Tool;
 use crate::effects::AssistedReply;
 use crate::ids::{EventKey, ExternalId, OrgId};
-use crate::integrations::integration_pk;
 use crate::orgs::{Key, Scope};
-use crate::payments::Source;
 use crate::store::Store;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -127,175 +124,135 @@ impl RequestKey {
 /// What the external id of a payment a person approved on a review item begins with.
 pub(crate) const REVIEW_PREFIX: &str = "review-";
 
-/// Every write that can be asked for, typed once.
-#[derive(Debug)]
-pub enum Command {
-    /// A payment on an invoice (the "paid" button, the assistant): `amount` or the open rest.
-    RegisterPayment {
-        invoice_id: String,
-        source: Source,
-        amount: Option<AmountText>,
-        /// For whom the key acted.
-        actor: Option<String>,
-    },
-    /// A text into a Telegram or WhatsApp conversation, sent once by the automation worker.
-    Reply {
-        conversation_id: String,
-        text: String,
-    },
-    CreateTask {
-        title: String,
-    },
-    CreateCreditNote {
-        invoice_id: String,
-        note: money::CreditInput,
-    },
-    VoidInvoice {
-        invoice_id: String,
-    },
-    /// An open review item resolved, with a decision on what it proposed.
-    ResolveReview {
-        pk: String,
-        note: String,
-        decision: Option<Decision>,
-        /// What the decision names: the invoice (`apply` of kept money), the same payment
-        /// (`same_money`).
-        named: review::Named,
-    },
-    MoveDeal {
-        deal_id: String,
-        stage: crate::deals::Stage,
-    },
-    RefundLedgerLine {
-        ledger_id: String,
-        reason: String,
-    },
-    /// A person's decision on a run that needs a check.
-    DecideRun {
-        pk: String,
-        decision: crate::ops::runs::Decision,
-    },
-    /// An integration's consequences held, or sent on.
-    PauseIntegration {
-        id: crate::ids::IntegrationId,
-        paused: bool,
-    },
-    CreateInvoice(money::CreateInvoice),
-    /// A copy on purpose: a new draft with the next number.
-    DuplicateInvoice {
-        invoice_id: String,
-    },
-    /// A bank row matched to an invoice, or (`None`) its match undone.
-    MatchBankRow {
-        tx_id: String,
-        invoice_id: Option<String>,
-        /// A person's say-so to match a row the statement has not confirmed yet.
-        confirm_unconfirmed: bool,
-    },
-    /// A bank's CSV file, uploaded to its csv integration.
-    UploadStatement {
-        integration_id: String,
-        file: Vec<u8>,
-    },
-    /// A monobank integration's statement imported now.
-    StartImport {
-        integration_id: String,
-    },
-    /// The softphone's report of a call.
-    RecordCall(Box<crate::calls::CallFields>),
-    /// A contact made by hand.
-    CreateContact {
-        name: String,
-        phone: Option<String>,
-        owner: Option<String>,
-    },
-    /// Money onto the prepaid wallet.
-    TopUp {
-        amount: AmountText,
-        currency: String,
-    },
-    /// An automation rule: on a trigger, a task, a message, a reply or an AI step.
-    CreateRule {
-        trigger: String,
-        action: Value,
-    },
-    /// Another API key, granting at most the asking key's scopes.
-    CreateKey {
-        name: String,
-        scopes: Vec<String>,
-    },
-    RevokeKey {
-        key_id: String,
-    },
-    AddMember {
-        user_id: String,
-        name: String,
-    },
-    /// A notification marked read.
-    MarkRead {
-        key: String,
-    },
-    /// A new integration (a provider's webhook, an outbound target, a bank's statement).
-    CreateIntegration(Box<setup::NewIntegration>),
-    /// Every secret of an integration replaced.
-    RotateSecrets {
-        id: crate::ids::IntegrationId,
-        rotation: Rotation,
-    },
+/// How a repeat of a command is known, as the command itself says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Once {
+    /// By a request record under the request's key (`requests`): the stored answer for a
+    /// repeat.
+    ByRecord,
+    /// By its effect, whose identity is the request's key (a payment's external id, a credit
+    /// note's or a top-up's key): that effect's conditional write is the claim, and a repeat
+    /// is answered by it.
+    ByEffect,
 }
 
-impl Command {
-    /// The scopes a key needs for it: every command named, so a new one cannot fall to a
-    /// default.
-    fn requires(&self) -> &'static [Scope] {
-        match self {
-            Self::ResolveReview { .. } | Self::RotateSecrets { .. } => &[Scope::Write, Scope::Ops],
-            Self::CreateKey { .. } | Self::RevokeKey { .. } => &[Scope::Ops],
-            Self::DecideRun { .. } | Self::PauseIntegration { .. } => &[Scope::Ops],
-            Self::RegisterPayment { .. }
-            | Self::Reply { .. }
-            | Self::CreateTask { .. }
-            | Self::CreateCreditNote { .. }
-            | Self::VoidInvoice { .. }
-            | Self::MoveDeal { .. }
-            | Self::RefundLedgerLine { .. }
-            | Self::CreateInvoice(_)
-            | Self::DuplicateInvoice { .. }
-            | Self::MatchBankRow { .. }
-            | Self::UploadStatement { .. }
-            | Self::StartImport { .. }
-            | Self::RecordCall(_)
-            | Self::CreateContact { .. }
-            | Self::TopUp { .. }
-            | Self::CreateRule { .. }
-            | Self::AddMember { .. }
-            | Self::MarkRead { .. }
-            | Self::CreateIntegration(_) => &[Scope::Write],
+/// A write asked for from inside. Its name, its authority, whether a model may ask for it and
+/// how a repeat of it is known are the type's own, written once; `run` does it as `by`.
+pub trait Command: Sized + Send + std::fmt::Debug {
+    type Answer: serde::Serialize;
+    /// Its name: an operation's, a tool's, a request record's fingerprint's.
+    const NAME: &'static str;
+    /// The scopes a key needs for it.
+    const REQUIRES: &'static [Scope];
+    /// Whether a rule's AI step may ask for it (a payment it may only propose).
+    const FOR_MODEL: bool = false;
+    const ONCE: Once = Once::ByRecord;
+
+    fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> impl Future<Output = Result<(Made, Self::Answer), Refused>> + Send;
+}
+
+/// Every command, listed once: the enum that a route, a tool call or an operator's action
+/// reads into, and its dispatch to each type's own [`Command`].
+macro_rules! commands {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        /// Every write that can be asked for.
+        #[derive(Debug)]
+        pub enum AnyCommand {
+            $($variant($ty)),*
         }
-    }
 
-    /// Whether a model may ask for it at all (a payment it may only propose).
-    fn for_model(&self) -> bool {
-        matches!(
-            self,
-            Self::Reply { .. } | Self::CreateTask { .. } | Self::RegisterPayment { .. }
-        )
-    }
+        $(impl From<$ty> for AnyCommand {
+            fn from(command: $ty) -> Self {
+                Self::$variant(command)
+            }
+        })*
 
-    /// Whether its effect is identified by the request's key itself (a payment's or a credit
-    /// note's identity, a task's run): then that effect's conditional write is the claim, and a
-    /// repeat is answered by it. Every other command is claimed by a request record.
+        impl AnyCommand {
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => <$ty as Command>::NAME),*
+                }
+            }
+
+            fn requires(&self) -> &'static [Scope] {
+                match self {
+                    $(Self::$variant(_) => <$ty as Command>::REQUIRES),*
+                }
+            }
+
+            fn for_model(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => <$ty as Command>::FOR_MODEL),*
+                }
+            }
+
+            fn once(&self) -> Once {
+                match self {
+                    $(Self::$variant(_) => <$ty as Command>::ONCE),*
+                }
+            }
+
+            /// Runs it, its answer as JSON. Each on the heap: the commands' futures together
+            /// are too large for a worker's stack.
+            async fn run<R: Replies>(
+                self,
+                env: &Env<'_, R>,
+                by: &Actor,
+                key: &RequestKey,
+            ) -> Result<(Made, Value), Refused> {
+                match self {
+                    $(Self::$variant(command) => {
+                        let (made, answer) = Box::pin(command.run(env, by, key)).await?;
+                        Ok((made, answers::json(&answer)))
+                    })*
+                }
+            }
+        }
+    };
+}
+
+commands! {
+    RegisterPayment(money::RegisterPayment),
+    CreateCreditNote(money::CreateCreditNote),
+    VoidInvoice(money::VoidInvoice),
+    CreateInvoice(money::CreateInvoice),
+    DuplicateInvoice(money::DuplicateInvoice),
+    MatchBankRow(money::MatchBankRow),
+    TopUp(money::TopUp),
+    ResolveReview(review::ResolveReview),
+    Reply(crm::Reply),
+    CreateTask(crm::CreateTask),
+    MoveDeal(crm::MoveDeal),
+    RefundLedgerLine(crm::RefundLedgerLine),
+    DecideRun(operate::DecideRun),
+    PauseIntegration(operate::PauseIntegration),
+    RotateSecrets(operate::RotateSecrets),
+    CreateIntegration(setup::CreateIntegration),
+    UploadStatement(statements::UploadStatement),
+    StartImport(statements::StartImport),
+    RecordCall(records::RecordCall),
+    CreateContact(records::CreateContact),
+    CreateRule(records::CreateRule),
+    CreateKey(records::CreateKey),
+    RevokeKey(records::RevokeKey),
+    AddMember(records::AddMember),
+    MarkRead(records::MarkRead),
+}
+
+impl AnyCommand {
+    /// Whether it is claimed by its effect under `key`, or by a request record: an
+    /// assistant's `call_id` always by a record; an AI run's tool call, a state or a new
+    /// request never; an `Idempotency-Key` as the command says.
     fn claimed_by_effect(&self, key: &RequestKey) -> bool {
         match key {
             RequestKey::Call(_) => false,
             RequestKey::ToolCall(_) | RequestKey::State | RequestKey::New => true,
-            RequestKey::Header(_) => matches!(
-                self,
-                Self::RegisterPayment { .. }
-                    | Self::CreateCreditNote { .. }
-                    | Self::VoidInvoice { .. }
-                    | Self::TopUp { .. }
-            ),
+            RequestKey::Header(_) => self.once() == Once::ByEffect,
         }
     }
 }
@@ -306,7 +263,7 @@ pub fn forbidden(scope: Scope) -> Refused {
 }
 
 /// How a reply leaves: the api queues it for the automation worker, the worker sends it.
-pub trait Replies {
+pub trait Replies: Sync {
     fn reply(&self, reply: AssistedReply) -> impl Future<Output = Result<Value, Refused>> + Send;
 }
 
@@ -358,7 +315,7 @@ pub async fn perform<R: Replies>(
     env: &Env<'_, R>,
     by: &Actor,
     key: &RequestKey,
-    command: Command,
+    command: AnyCommand,
     asked: &[&[u8]],
 ) -> Result<Done, Refused> {
     by.may(command.requires())?;
@@ -372,11 +329,10 @@ pub async fn perform<R: Replies>(
         by: &who,
         shared: matches!(key, RequestKey::Call(_)).then(|| by.org()),
         key: key.id(),
-        fingerprint: fingerprint(&command.name(), asked),
+        fingerprint: fingerprint(command.name(), asked),
     };
     if command.claimed_by_effect(key) {
-        // On the heap: the commands' futures together are too large for a worker's stack.
-        let (made, answer) = Box::pin(run(env, by, key, command)).await?;
+        let (made, answer) = command.run(env, by, key).await?;
         let outcome = Outcome::Made(made);
         // Under a request's own key: kept to be asked for, and the effect's stored answer
         // given again is a replay.
@@ -393,7 +349,7 @@ pub async fn perform<R: Replies>(
         });
     }
     let work = || async {
-        let (made, answer) = Box::pin(run(env, by, key, command)).await?;
+        let (made, answer) = command.run(env, by, key).await?;
         Ok((Outcome::Made(made), answer))
     };
     let (outcome, answer, repeat) = asked.once_telling(env.store, env.now, work).await?;
@@ -417,157 +373,11 @@ pub fn fingerprint(name: &str, parts: &[&[u8]]) -> String {
     hex::encode(digest.finalize())
 }
 
-impl Command {
-    /// Its name in a request record's fingerprint: a tool's own name, else the variant's.
-    fn name(&self) -> String {
-        let tool = match self {
-            Self::RegisterPayment { .. } => Tool::RegisterPayment,
-            Self::Reply { .. } => Tool::Reply,
-            Self::CreateTask { .. } => Tool::CreateTask,
-            Self::CreateCreditNote { .. } => Tool::CreateCreditNote,
-            Self::ResolveReview { .. } => Tool::ResolveReview,
-            Self::VoidInvoice { .. } => return "void_invoice".into(),
-            Self::MoveDeal { .. } => return "move_deal".into(),
-            Self::RefundLedgerLine { .. } => return "refund_ledger_line".into(),
-            Self::DecideRun { .. } => return "decide_run".into(),
-            Self::PauseIntegration { .. } => return "pause_integration".into(),
-            Self::RotateSecrets { .. } => return "rotate_secrets".into(),
-            Self::CreateIntegration(_) => return "create_integration".into(),
-            Self::CreateRule { .. } => return "create_rule".into(),
-            Self::CreateInvoice(_) => return "create_invoice".into(),
-            Self::DuplicateInvoice { .. } => return "duplicate_invoice".into(),
-            Self::MatchBankRow { .. } => return "match_bank_row".into(),
-            Self::TopUp { .. } => return "top_up".into(),
-            Self::RecordCall(_) => return "record_call".into(),
-            Self::UploadStatement { .. } => return "upload_statement".into(),
-            Self::StartImport { .. } => return "start_import".into(),
-            Self::CreateContact { .. } => return "create_contact".into(),
-            Self::CreateKey { .. } => return "create_key".into(),
-            Self::RevokeKey { .. } => return "revoke_key".into(),
-            Self::AddMember { .. } => return "add_member".into(),
-            Self::MarkRead { .. } => return "mark_read".into(),
-        };
-        tool.name()
-    }
-}
-
-async fn run<R: Replies>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    key: &RequestKey,
-    command: Command,
-) -> Result<(Made, Value), Refused> {
-    match command {
-        Command::RegisterPayment {
-            invoice_id,
-            source,
-            amount,
-            actor,
-        } => match by {
-            Actor::Model { .. } => money::propose(env, by, key, &invoice_id, amount.as_ref()).await,
-            _ => {
-                let asked = money::Asked {
-                    source,
-                    external_id: key.identity()?,
-                    amount: amount.as_ref(),
-                    actor: actor.as_deref(),
-                };
-                Ok((Made::Done, money::pay(env, by, &invoice_id, asked).await?))
-            }
-        },
-        Command::CreateCreditNote { invoice_id, note } => {
-            money::credit(env, by, key, &invoice_id, note).await
-        }
-        Command::VoidInvoice { invoice_id } => money::void(env, by, &invoice_id).await,
-        Command::CreateInvoice(new) => money::create_invoice(env, by, &new).await,
-        Command::DuplicateInvoice { invoice_id } => {
-            money::duplicate_invoice(env, by, &invoice_id).await
-        }
-        Command::MatchBankRow {
-            tx_id,
-            invoice_id,
-            confirm_unconfirmed,
-        } => {
-            let asked = (invoice_id.as_deref(), confirm_unconfirmed);
-            money::match_row(env, by, &tx_id, asked).await
-        }
-        Command::TopUp { amount, currency } => {
-            money::top_up(env, by, key, (&amount, &currency)).await
-        }
-        Command::ResolveReview {
-            pk,
-            note,
-            decision,
-            named,
-        } => {
-            owned(by, &pk, "REVIEW#", "review item")?;
-            review::resolve(env, by, &pk, &note, (decision, &named)).await
-        }
-        other => Box::pin(run_records(env, by, key, other)).await,
-    }
-}
-
 /// 404 unless the item under `pk` is one of the actor's organisation's `kind` items: whatever
 /// an adapter decoded, a command acts in its actor's organisation only.
 fn owned(by: &Actor, pk: &str, kind: &str, what: &str) -> Result<(), Refused> {
     match pk.starts_with(&by.org().pk(kind)) {
         true => Ok(()),
         false => Err(Refused::not_found(what)),
-    }
-}
-
-/// The commands that move no money: replies, tasks, the organisation's records, operations.
-async fn run_records<R: Replies>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    key: &RequestKey,
-    command: Command,
-) -> Result<(Made, Value), Refused> {
-    match command {
-        Command::Reply {
-            conversation_id,
-            text,
-        } => crm::reply(env, by, key, &conversation_id, &text).await,
-        Command::CreateTask { title } => crm::task(env, by, key, &title).await,
-        Command::MoveDeal { deal_id, stage } => crm::move_deal(env, by, &deal_id, stage).await,
-        Command::RefundLedgerLine { ledger_id, reason } => {
-            crm::refund_line(env, by, &ledger_id, &reason).await
-        }
-        Command::DecideRun { pk, decision } => {
-            owned(by, &pk, "RUN#", "run")?;
-            operate::decide(env, by, &pk, decision).await
-        }
-        Command::PauseIntegration { id, paused } => {
-            owned(by, &integration_pk(&id), "INTEGRATION#", "integration")?;
-            operate::pause(env, by, &id, paused).await
-        }
-        Command::RotateSecrets { id, rotation } => {
-            owned(by, &integration_pk(&id), "INTEGRATION#", "integration")?;
-            operate::rotate(env, &id, rotation).await
-        }
-        Command::CreateIntegration(new) => setup::create(env, by, &new).await,
-        Command::RecordCall(call) => records::record_call(env, by, &call).await,
-        Command::UploadStatement {
-            integration_id,
-            file,
-        } => statements::upload(env, by, &integration_id, &file).await,
-        Command::StartImport { integration_id } => {
-            statements::start_import(env, by, &integration_id).await
-        }
-        Command::CreateContact { name, phone, owner } => {
-            let asked = (name.as_str(), phone.as_deref(), owner.as_deref());
-            records::create_contact(env, by, asked).await
-        }
-        Command::CreateRule { trigger, action } => {
-            records::create_rule(env, by, (&trigger, action)).await
-        }
-        Command::CreateKey { name, scopes } => records::create_key(env, by, (&name, &scopes)).await,
-        Command::RevokeKey { key_id } => records::revoke_key(env, by, &key_id).await,
-        Command::AddMember { user_id, name } => {
-            records::add_member(env, by, (&user_id, &name)).await
-        }
-        Command::MarkRead { key } => records::mark_read(env, by, &key).await,
-        // The money commands are `run`'s.
-        _ => Err(Refused::not_found("route")),
     }
 }

@@ -3,13 +3,15 @@
 
 use super::amount::AmountText;
 use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
-use super::{Actor, Env, RequestKey};
+use super::{Actor, Env};
 use crate::bank::matching::MatchError;
+use crate::commands::{Command, Once, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
 use crate::ids::{ExternalId, LocalId};
 use crate::money::{parse_amount, Currency};
+use crate::orgs::Scope;
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError, Voided};
 use crate::payments::invoice::Links;
 use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
@@ -98,9 +100,47 @@ pub(super) async fn pay<R>(
     Ok(registered.answer())
 }
 
+/// A payment on an invoice (the "paid" button, the assistant): `amount` or the open rest; the
+/// request's key is its identity. A model's is a proposal for a person, never a booking.
+#[derive(Debug)]
+pub struct RegisterPayment {
+    pub invoice_id: String,
+    pub source: Source,
+    pub amount: Option<AmountText>,
+    /// For whom the key acted.
+    pub actor: Option<String>,
+}
+
+impl Command for RegisterPayment {
+    type Answer = Value;
+    const NAME: &'static str = "register_payment";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const FOR_MODEL: bool = true;
+    const ONCE: Once = Once::ByEffect;
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let amount = self.amount.as_ref();
+        if let Actor::Model { .. } = by {
+            return propose(env, by, key, &self.invoice_id, amount).await;
+        }
+        let asked = Asked {
+            source: self.source,
+            external_id: key.identity()?,
+            amount,
+            actor: self.actor.as_deref(),
+        };
+        Ok((Made::Done, pay(env, by, &self.invoice_id, asked).await?))
+    }
+}
+
 /// A model's payment: one open `payment_proposed` review item for a person, keyed by the tool
 /// call, holding what would be booked. Nothing is booked and no invoice changes.
-pub(super) async fn propose<R>(
+async fn propose<R>(
     env: &Env<'_, R>,
     by: &Actor,
     key: &RequestKey,
@@ -148,65 +188,79 @@ pub(super) async fn propose<R>(
     ))
 }
 
+/// A credit note on an issued invoice.
+#[derive(Debug)]
+pub struct CreateCreditNote {
+    pub invoice_id: String,
+    pub note: CreditInput,
+}
+
 /// Issues a credit note on invoice `id` under the request's key: 201 with the note the first
 /// time, 200 with the stored note for the same key and body, 409 for another body.
-pub(super) async fn credit<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    key: &RequestKey,
-    id: &str,
-    body: CreditInput,
-) -> Result<(Made, Value), Refused> {
-    let lines = body.lines.unwrap_or_default();
-    if lines.len() > credit::LINES_MAX {
-        return Err(Refused::field(
-            "lines",
-            "invalid_field",
-            "at most 100 lines",
-        ));
-    }
-    let lines = lines
-        .iter()
-        .map(|l| {
-            Ok(CreditLine {
-                description: fields::line("description", &l.description, TITLE_MAX)?.to_owned(),
-                amount: l.amount.decimal("lines")?,
+impl Command for CreateCreditNote {
+    type Answer = Value;
+    const NAME: &'static str = "create_credit_note";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByEffect;
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (id, body) = (self.invoice_id.as_str(), self.note);
+        let lines = body.lines.unwrap_or_default();
+        if lines.len() > credit::LINES_MAX {
+            return Err(Refused::field(
+                "lines",
+                "invalid_field",
+                "at most 100 lines",
+            ));
+        }
+        let lines = lines
+            .iter()
+            .map(|l| {
+                Ok(CreditLine {
+                    description: fields::line("description", &l.description, TITLE_MAX)?.to_owned(),
+                    amount: l.amount.decimal("lines")?,
+                })
             })
-        })
-        .collect::<Result<Vec<_>, Refused>>()?;
-    let new = NewCreditNote {
-        org: by.org().clone(),
-        invoice_id: id.to_owned(),
-        key: key.identity()?,
-        amount: body.amount.map(|a| a.decimal("amount")).transpose()?,
-        reason: fields::line("reason", &body.reason, REASON_MAX)?.to_owned(),
-        lines,
-        actor: by.id(),
-        at: env.now,
-    };
-    if LocalId::parse("invoice_id", id).is_err() {
-        return Err(Refused::not_found("invoice"));
+            .collect::<Result<Vec<_>, Refused>>()?;
+        let new = NewCreditNote {
+            org: by.org().clone(),
+            invoice_id: id.to_owned(),
+            key: key.identity()?,
+            amount: body.amount.map(|a| a.decimal("amount")).transpose()?,
+            reason: fields::line("reason", &body.reason, REASON_MAX)?.to_owned(),
+            lines,
+            actor: by.id(),
+            at: env.now,
+        };
+        if LocalId::parse("invoice_id", id).is_err() {
+            return Err(Refused::not_found("invoice"));
+        }
+        let issued = credit::issue(env.store, &new).await.map_err(refused)?;
+        let event_key = new.event_key();
+        if let Some(refused) = key_reused(
+            env.store,
+            by.org(),
+            Kind::Payment,
+            &event_key,
+            &issued,
+            env.now,
+        )
+        .await?
+        {
+            return Err(refused);
+        }
+        let status = if issued.is_new() {
+            Made::Created
+        } else {
+            Made::Done
+        };
+        Ok((status, issued.answer()))
     }
-    let issued = credit::issue(env.store, &new).await.map_err(refused)?;
-    let event_key = new.event_key();
-    if let Some(refused) = key_reused(
-        env.store,
-        by.org(),
-        Kind::Payment,
-        &event_key,
-        &issued,
-        env.now,
-    )
-    .await?
-    {
-        return Err(refused);
-    }
-    let status = if issued.is_new() {
-        Made::Created
-    } else {
-        Made::Done
-    };
-    Ok((status, issued.answer()))
 }
 
 fn refused(e: CreditError) -> Refused {
@@ -219,28 +273,43 @@ fn refused(e: CreditError) -> Refused {
     }
 }
 
+/// A draft invoice voided.
+#[derive(Debug)]
+pub struct VoidInvoice {
+    pub invoice_id: String,
+}
+
 /// Voids a draft invoice; a void one again gets the same answer (`duplicate: true`).
-pub(super) async fn void<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    id: &str,
-) -> Result<(Made, Value), Refused> {
-    let voided = credit::void(env.store, by.org(), id, env.now)
-        .await
-        .map_err(|e| match e {
-            VoidError::Store(e) => e.into(),
-            VoidError::NoInvoice => Refused::not_found("invoice"),
-            VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
-        })?;
-    let (invoice, again) = match voided {
-        Voided::Now(invoice) => (invoice, false),
-        Voided::Already(invoice) => (invoice, true),
-    };
-    let answer = InvoiceVoided {
-        invoice: invoice.view(),
-        duplicate: again,
-    };
-    Ok((Made::Done, answers::json(&answer)))
+impl Command for VoidInvoice {
+    type Answer = Value;
+    const NAME: &'static str = "void_invoice";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByEffect;
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let id = self.invoice_id.as_str();
+        let voided = credit::void(env.store, by.org(), id, env.now)
+            .await
+            .map_err(|e| match e {
+                VoidError::Store(e) => e.into(),
+                VoidError::NoInvoice => Refused::not_found("invoice"),
+                VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
+            })?;
+        let (invoice, again) = match voided {
+            Voided::Now(invoice) => (invoice, false),
+            Voided::Already(invoice) => (invoice, true),
+        };
+        let answer = InvoiceVoided {
+            invoice: invoice.view(),
+            duplicate: again,
+        };
+        Ok((Made::Done, answers::json(&answer)))
+    }
 }
 
 /// Amounts are strings in major units; the links are optional.
@@ -260,32 +329,40 @@ pub struct CreateInvoice {
 }
 
 /// A new invoice, numbered from the organisation's series: 201 and the invoice.
-pub(super) async fn create_invoice<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    body: &CreateInvoice,
-) -> Result<(Made, Value), Refused> {
-    let currency = Currency::parse(&body.currency)
-        .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
-    let new = NewInvoice {
-        currency,
-        gross: parse_amount(&body.gross)
-            .and_then(|gross| currency.check(gross))
-            .map_err(|e| Refused::invalid("invalid_gross", e.to_string()))?,
-        status: match body.status.as_deref() {
-            None | Some("open") => InvoiceStatus::Open,
-            Some("draft") => InvoiceStatus::Draft,
-            Some(_) => {
-                return Err(Refused::invalid(
-                    "invalid_status",
-                    "status is open or draft",
-                ))
-            }
-        },
-        links: links(body)?,
-    };
-    let created = invoice::create(env.store, by.org(), new, env.now).await?;
-    Ok((Made::Created, created.to_json()))
+impl Command for CreateInvoice {
+    type Answer = Value;
+    const NAME: &'static str = "create_invoice";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let body = &self;
+        let currency = Currency::parse(&body.currency)
+            .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
+        let new = NewInvoice {
+            currency,
+            gross: parse_amount(&body.gross)
+                .and_then(|gross| currency.check(gross))
+                .map_err(|e| Refused::invalid("invalid_gross", e.to_string()))?,
+            status: match body.status.as_deref() {
+                None | Some("open") => InvoiceStatus::Open,
+                Some("draft") => InvoiceStatus::Draft,
+                Some(_) => {
+                    return Err(Refused::invalid(
+                        "invalid_status",
+                        "status is open or draft",
+                    ))
+                }
+            },
+            links: links(body)?,
+        };
+        let created = invoice::create(env.store, by.org(), new, env.now).await?;
+        Ok((Made::Created, created.to_json()))
+    }
 }
 
 /// The records an invoice links to: references, each within `REF_MAX` and without `#`.
@@ -301,32 +378,46 @@ fn links(body: &CreateInvoice) -> Result<Links, FieldError> {
     })
 }
 
+/// A copy on purpose: a new draft with the next number.
+#[derive(Debug)]
+pub struct DuplicateInvoice {
+    pub invoice_id: String,
+}
+
 /// A copy on purpose: a new draft with a new number, never a retry.
-pub(super) async fn duplicate_invoice<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    id: &str,
-) -> Result<(Made, Value), Refused> {
-    let original = invoice::get(env.store, by.org(), id)
-        .await?
-        .ok_or_else(|| Refused::not_found("invoice"))?;
-    let copy = invoice::create(
-        env.store,
-        by.org(),
-        NewInvoice {
-            currency: original.currency,
-            gross: original.gross,
-            status: InvoiceStatus::Draft,
-            links: original.links.clone(),
-        },
-        env.now,
-    )
-    .await?;
-    let answer = InvoiceCopy {
-        invoice: copy.view(),
-        duplicate_of: original.id.as_str().to_owned(),
-    };
-    Ok((Made::Created, answers::json(&answer)))
+impl Command for DuplicateInvoice {
+    type Answer = Value;
+    const NAME: &'static str = "duplicate_invoice";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let id = self.invoice_id.as_str();
+        let original = invoice::get(env.store, by.org(), id)
+            .await?
+            .ok_or_else(|| Refused::not_found("invoice"))?;
+        let copy = invoice::create(
+            env.store,
+            by.org(),
+            NewInvoice {
+                currency: original.currency,
+                gross: original.gross,
+                status: InvoiceStatus::Draft,
+                links: original.links.clone(),
+            },
+            env.now,
+        )
+        .await?;
+        let answer = InvoiceCopy {
+            invoice: copy.view(),
+            duplicate_of: original.id.as_str().to_owned(),
+        };
+        Ok((Made::Created, answers::json(&answer)))
+    }
 }
 fn match_error(e: MatchError) -> Refused {
     match e {
@@ -348,81 +439,114 @@ fn match_error(e: MatchError) -> Refused {
     }
 }
 
+/// A bank row matched to an invoice, or (`invoice_id: None`) its match undone; `confirm_unconfirmed` is a person's say-so to match a row the statement has not confirmed yet.
+#[derive(Debug)]
+pub struct MatchBankRow {
+    pub tx_id: String,
+    pub invoice_id: Option<String>,
+    pub confirm_unconfirmed: bool,
+}
+
 /// A bank row matched to an invoice (`invoice_id`), or its match undone (`None`): the row's
 /// payment booked or reverted once through the bank's one match function.
-pub(super) async fn match_row<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    tx_id: &str,
-    (invoice_id, confirm_unconfirmed): (Option<&str>, bool),
-) -> Result<(Made, Value), Refused> {
-    use crate::bank::matching;
-    // Who matched: the key (or the admin) as its payment's actor, with the time.
-    let (org, by_id) = (by.org(), by.id());
-    let actor = by_id.as_str();
-    let Some(invoice_id) = invoice_id else {
-        let unmatched = matching::unmatch_row(env.store, org, tx_id, actor, env.now)
+impl Command for MatchBankRow {
+    type Answer = Value;
+    const NAME: &'static str = "match_bank_row";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (tx_id, (invoice_id, confirm_unconfirmed)) = (
+            self.tx_id.as_str(),
+            (self.invoice_id.as_deref(), self.confirm_unconfirmed),
+        );
+        use crate::bank::matching;
+        // Who matched: the key (or the admin) as its payment's actor, with the time.
+        let (org, by_id) = (by.org(), by.id());
+        let actor = by_id.as_str();
+        let Some(invoice_id) = invoice_id else {
+            let unmatched = matching::unmatch_row(env.store, org, tx_id, actor, env.now)
+                .await
+                .map_err(match_error)?;
+            let answer = BankUnmatched {
+                reverted: crate::money::shown(
+                    unmatched.reverted,
+                    unmatched.invoice.as_ref().map(|i| i.currency),
+                ),
+                invoice: unmatched.invoice.as_ref().map(Invoice::view),
+            };
+            return Ok((Made::Done, answers::json(&answer)));
+        };
+        LocalId::parse("invoice_id", invoice_id).map_err(|_| Refused::not_found("invoice"))?;
+        let asked = (actor, confirm_unconfirmed);
+        let matched = matching::match_row(env.store, org, tx_id, invoice_id, asked, env.now)
             .await
             .map_err(match_error)?;
-        let answer = BankUnmatched {
-            reverted: crate::money::shown(
-                unmatched.reverted,
-                unmatched.invoice.as_ref().map(|i| i.currency),
-            ),
-            invoice: unmatched.invoice.as_ref().map(Invoice::view),
+        let currency = matched.invoice.as_ref().map(|i| i.currency);
+        let answer = BankMatched {
+            duplicate: matched.duplicate,
+            applied: crate::money::shown(matched.applied, currency),
+            invoice: matched.invoice.as_ref().map(Invoice::view),
+            previous_invoice: matched.previous.as_ref().map(Invoice::view),
+            by: actor.to_owned(),
+            at: crate::time::format(env.now),
         };
-        return Ok((Made::Done, answers::json(&answer)));
-    };
-    LocalId::parse("invoice_id", invoice_id).map_err(|_| Refused::not_found("invoice"))?;
-    let asked = (actor, confirm_unconfirmed);
-    let matched = matching::match_row(env.store, org, tx_id, invoice_id, asked, env.now)
-        .await
-        .map_err(match_error)?;
-    let currency = matched.invoice.as_ref().map(|i| i.currency);
-    let answer = BankMatched {
-        duplicate: matched.duplicate,
-        applied: crate::money::shown(matched.applied, currency),
-        invoice: matched.invoice.as_ref().map(Invoice::view),
-        previous_invoice: matched.previous.as_ref().map(Invoice::view),
-        by: actor.to_owned(),
-        at: crate::time::format(env.now),
-    };
-    Ok((Made::Done, answers::json(&answer)))
+        Ok((Made::Done, answers::json(&answer)))
+    }
+}
+
+/// Money onto the prepaid wallet.
+#[derive(Debug)]
+pub struct TopUp {
+    pub amount: AmountText,
+    pub currency: String,
 }
 
 /// A top-up of the prepaid wallet, once per request key.
-pub(super) async fn top_up<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    key: &RequestKey,
-    (amount, currency): (&AmountText, &str),
-) -> Result<(Made, Value), Refused> {
-    use crate::ledger::{self, Price, TOPUP_MAX};
-    let key = key.identity()?;
-    let currency = Currency::parse(currency)
-        .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
-    let amount = amount.in_currency("amount", currency)?;
-    if amount > rust_decimal::Decimal::from(TOPUP_MAX) {
-        return Err(Refused::invalid(
-            "invalid_amount",
-            format!("a top-up is at most {TOPUP_MAX}"),
-        ));
+impl Command for TopUp {
+    type Answer = Value;
+    const NAME: &'static str = "top_up";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByEffect;
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (amount, currency) = (&self.amount, self.currency.as_str());
+        use crate::ledger::{self, Price, TOPUP_MAX};
+        let key = key.identity()?;
+        let currency = Currency::parse(currency)
+            .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
+        let amount = amount.in_currency("amount", currency)?;
+        if amount > rust_decimal::Decimal::from(TOPUP_MAX) {
+            return Err(Refused::invalid(
+                "invalid_amount",
+                format!("a top-up is at most {TOPUP_MAX}"),
+            ));
+        }
+        let written = ledger::top_up(
+            env.store,
+            by.org(),
+            &key,
+            Price { amount, currency },
+            env.now,
+        )
+        .await?;
+        let event = crate::ids::EventKey::new("topup", key.as_str());
+        if let Some(refused) =
+            key_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?
+        {
+            return Err(refused);
+        }
+        Ok((Made::Done, written.answer()))
     }
-    let written = ledger::top_up(
-        env.store,
-        by.org(),
-        &key,
-        Price { amount, currency },
-        env.now,
-    )
-    .await?;
-    let event = crate::ids::EventKey::new("topup", key.as_str());
-    if let Some(refused) =
-        key_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?
-    {
-        return Err(refused);
-    }
-    Ok((Made::Done, written.answer()))
 }
 
 /// A request keyed by its `Idempotency-Key` that came again with another body: a review item

@@ -3,13 +3,16 @@
 
 use super::answers;
 use super::{Actor, Env};
+use crate::commands::{owned, Command, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::runs::RunState;
 use crate::ids::IntegrationId;
+use crate::integrations::integration_pk;
 use crate::integrations::rotation::{self, RotateError};
 use crate::ops::answers::{IntegrationPaused, RunDecided};
 use crate::ops::hold;
 use crate::ops::runs::{self, Decided, Decision};
+use crate::orgs::Scope;
 use crate::store::item::tag_name;
 use secrecy::SecretString;
 use serde_json::{json, Value};
@@ -40,88 +43,134 @@ fn conflict(code: &'static str, detail: &str, outcome: Value) -> Refused {
     Refused::conflict(code, detail).with("outcome", outcome)
 }
 
+/// A person's decision on a run that needs a check.
+#[derive(Debug)]
+pub struct DecideRun {
+    pub pk: String,
+    pub decision: Decision,
+}
+
 /// `delivered` settles the run as sent and sends nothing; `resend` queues one more attempt.
-pub(super) async fn decide<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    pk: &str,
-    decision: Decision,
-) -> Result<(Made, Value), Refused> {
-    let decided = runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now)
-        .await
-        .map_err(|e| match e {
-            runs::DecideError::Store(e) => Refused::from(e),
-            unqueued => Refused::failed(&unqueued, true),
-        })?;
-    let state = |s: Option<RunState>| s.map_or(Value::Null, |s| json!(tag_name(&s)));
-    Ok(match decided {
-        Decided::Now(now) => (Made::Done, run_state(tag_name(&now))),
-        Decided::Queued => (Made::Accepted, run_state("sending".to_owned())),
-        Decided::Already(was) => return Err(conflict(
-            "not_needs_check",
-            "the run was decided before",
-            json!({"state": state(was)}),
-        )),
-        Decided::NotFound => return Err(Refused::not_found("run")),
-        Decided::NotResendable => return Err(conflict(
-            "not_resendable",
-            "this run's request was not kept (a reply, or a run from before); settle it as delivered after checking",
-            json!({"state": "needs_check"}),
-        )),
-    })
+impl Command for DecideRun {
+    type Answer = Value;
+    const NAME: &'static str = "decide_run";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        owned(by, &self.pk, "RUN#", "run")?;
+        let (pk, decision) = (self.pk.as_str(), self.decision);
+        let decided = runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now)
+            .await
+            .map_err(|e| match e {
+                runs::DecideError::Store(e) => Refused::from(e),
+                unqueued => Refused::failed(&unqueued, true),
+            })?;
+        let state = |s: Option<RunState>| s.map_or(Value::Null, |s| json!(tag_name(&s)));
+        Ok(match decided {
+            Decided::Now(now) => (Made::Done, run_state(tag_name(&now))),
+            Decided::Queued => (Made::Accepted, run_state("sending".to_owned())),
+            Decided::Already(was) => return Err(conflict(
+                "not_needs_check",
+                "the run was decided before",
+                json!({"state": state(was)}),
+            )),
+            Decided::NotFound => return Err(Refused::not_found("run")),
+            Decided::NotResendable => return Err(conflict(
+                "not_resendable",
+                "this run's request was not kept (a reply, or a run from before); settle it as delivered after checking",
+                json!({"state": "needs_check"}),
+            )),
+        })
+    }
+}
+
+/// An integration's consequences held, or sent on.
+#[derive(Debug)]
+pub struct PauseIntegration {
+    pub id: IntegrationId,
+    pub paused: bool,
 }
 
 /// An integration's consequences held (`paused`), or sent on.
-pub(super) async fn pause<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    id: &IntegrationId,
-    paused: bool,
-) -> Result<(Made, Value), Refused> {
-    let store = env.store;
-    let pk = crate::integrations::integration_pk(id);
-    store
-        .get(&pk)
-        .await?
-        .ok_or_else(|| Refused::not_found("integration"))?;
-    if paused {
-        let changed = hold::pause(store, id, &by.id(), env.now).await?;
-        let answer = IntegrationPaused {
-            integration_id: id.id.clone(),
-            paused: true,
-            changed,
-        };
-        return Ok((Made::Done, answers::json(&answer)));
+impl Command for PauseIntegration {
+    type Answer = Value;
+    const NAME: &'static str = "pause_integration";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
+        let (id, paused) = (&self.id, self.paused);
+        let store = env.store;
+        let pk = crate::integrations::integration_pk(id);
+        store
+            .get(&pk)
+            .await?
+            .ok_or_else(|| Refused::not_found("integration"))?;
+        if paused {
+            let changed = hold::pause(store, id, &by.id(), env.now).await?;
+            let answer = IntegrationPaused {
+                integration_id: id.id.clone(),
+                paused: true,
+                changed,
+            };
+            return Ok((Made::Done, answers::json(&answer)));
+        }
+        let resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
+            .await
+            .map_err(|e| match e {
+                hold::ResumeError::Unsettled(_) => {
+                    Refused::unavailable("held_not_listed", e.to_string())
+                }
+                hold::ResumeError::Gone => Refused::not_found("integration"),
+                other => Refused::failed(&other, true),
+            })?;
+        Ok((Made::Done, answers::json(&resumed)))
     }
-    let resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
-        .await
-        .map_err(|e| match e {
-            hold::ResumeError::Unsettled(_) => {
-                Refused::unavailable("held_not_listed", e.to_string())
-            }
-            hold::ResumeError::Gone => Refused::not_found("integration"),
-            other => Refused::failed(&other, true),
-        })?;
-    Ok((Made::Done, answers::json(&resumed)))
+}
+
+/// Every secret of an integration replaced.
+#[derive(Debug)]
+pub struct RotateSecrets {
+    pub id: IntegrationId,
+    pub rotation: Rotation,
 }
 
 /// Every secret the integration holds, replaced, the previous ones verifying for `overlap`.
-pub(super) async fn rotate<R>(
-    env: &Env<'_, R>,
-    id: &IntegrationId,
-    rotation: Rotation,
-) -> Result<(Made, Value), Refused> {
-    if let Some(key) = rotation.secrets.get("api_key") {
-        super::setup::stripe_key(secrecy::ExposeSecret::expose_secret(key))?;
+impl Command for RotateSecrets {
+    type Answer = Value;
+    const NAME: &'static str = "rotate_secrets";
+    const REQUIRES: &'static [Scope] = &[Scope::Write, Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
+        let (id, rotation) = (&self.id, self.rotation);
+        if let Some(key) = rotation.secrets.get("api_key") {
+            super::setup::stripe_key(secrecy::ExposeSecret::expose_secret(key))?;
+        }
+        let state = rotation::rotate(env.store, id, rotation.secrets, rotation.overlap, env.now)
+            .await
+            .map_err(refused)?;
+        let answer = answers::SecretsRotated {
+            integration_id: id.id.clone(),
+            secrets: state,
+        };
+        Ok((Made::Done, answers::json(&answer)))
     }
-    let state = rotation::rotate(env.store, id, rotation.secrets, rotation.overlap, env.now)
-        .await
-        .map_err(refused)?;
-    let answer = answers::SecretsRotated {
-        integration_id: id.id.clone(),
-        secrets: state,
-    };
-    Ok((Made::Done, answers::json(&answer)))
 }
 
 fn refused(e: RotateError) -> Refused {

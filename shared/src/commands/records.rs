@@ -4,6 +4,7 @@
 use super::answers::MarkedRead;
 use super::{Actor, Env};
 use crate::commands::model::{Models, MAX_TOKENS_MAX};
+use crate::commands::{Command, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::automation::{self, Action};
 use crate::effects::{notify, Trigger};
@@ -89,224 +90,331 @@ fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Re
     Ok(())
 }
 
+/// An automation rule: on a trigger, a task, a message, a reply or an AI step.
+#[derive(Debug)]
+pub struct CreateRule {
+    pub trigger: String,
+    pub action: Value,
+}
+
 /// A rule: `trigger` and `action` read, the action checked for its trigger, recorded with who
 /// made it.
-pub(super) async fn create_rule<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    (trigger, action): (&str, Value),
-) -> Result<(Made, Value), Refused> {
-    let trigger = parse_tag::<Trigger>(trigger).ok_or_else(|| {
-        let names: Vec<String> = Trigger::ALL
-            .iter()
-            .map(crate::store::item::tag_name)
-            .collect();
-        Refused::invalid(
-            "invalid_trigger",
-            format!("trigger must be one of {}", names.join(", ")),
-        )
-    })?;
-    let action: Action = serde_json::from_value(action).map_err(|e| {
-        Refused::invalid(
-            "invalid_action",
-            format!(
-                "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
-                crate::fields::plain(&e.to_string())
-            ),
-        )
-    })?;
-    let models = env
-        .site
-        .map(|s| &s.models)
-        .ok_or_else(|| Refused::not_found("route"))?;
-    check_action(env.store, by, (trigger, &action), models).await?;
-    let who = by.id();
-    let made = (trigger, action);
-    let rule = automation::create_rule_by(env.store, by.org(), made, Some(&who), env.now).await?;
-    let answer = automation::RuleView {
-        rule_id: rule.rule_id,
-        trigger: rule.trigger,
-        action: rule.action,
-        created_at: Some(crate::time::format(env.now)),
-        created_by: Some(who),
-    };
-    Ok((Made::Created, super::answers::json(&answer)))
+impl Command for CreateRule {
+    type Answer = Value;
+    const NAME: &'static str = "create_rule";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (trigger, action) = (self.trigger.as_str(), self.action);
+        let trigger = parse_tag::<Trigger>(trigger).ok_or_else(|| {
+            let names: Vec<String> = Trigger::ALL
+                .iter()
+                .map(crate::store::item::tag_name)
+                .collect();
+            Refused::invalid(
+                "invalid_trigger",
+                format!("trigger must be one of {}", names.join(", ")),
+            )
+        })?;
+        let action: Action = serde_json::from_value(action).map_err(|e| {
+            Refused::invalid(
+                "invalid_action",
+                format!(
+                    "action must be create_task {{title}}, send_message {{integration_id, text}}, reply {{text}} or ai {{model, instructions, tools}}: {}",
+                    crate::fields::plain(&e.to_string())
+                ),
+            )
+        })?;
+        let models = env
+            .site
+            .map(|s| &s.models)
+            .ok_or_else(|| Refused::not_found("route"))?;
+        check_action(env.store, by, (trigger, &action), models).await?;
+        let who = by.id();
+        let made = (trigger, action);
+        let rule =
+            automation::create_rule_by(env.store, by.org(), made, Some(&who), env.now).await?;
+        let answer = automation::RuleView {
+            rule_id: rule.rule_id,
+            trigger: rule.trigger,
+            action: rule.action,
+            created_at: Some(crate::time::format(env.now)),
+            created_by: Some(who),
+        };
+        Ok((Made::Created, super::answers::json(&answer)))
+    }
+}
+
+/// Another API key, granting at most the asking key's scopes.
+#[derive(Debug)]
+pub struct CreateKey {
+    pub name: String,
+    pub scopes: Vec<String>,
 }
 
 /// Another key of the organisation, granting at most the scopes of the key that asks.
-pub(super) async fn create_key<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    (name, scopes): (&str, &[String]),
-) -> Result<(Made, Value), Refused> {
-    let name = fields::line("name", name, keys::NAME_MAX)?;
-    let parsed = scopes
-        .iter()
-        .map(|s| Scope::parse(s))
-        .collect::<Option<Vec<_>>>()
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            Refused::invalid(
-                "invalid_scopes",
-                "scopes is a non-empty list of read, write and ops",
-            )
-        })?;
-    let scopes = Scopes::of(&parsed);
-    let covered = match by {
-        Actor::Key(key) => key.scopes.covers(scopes),
-        Actor::Admin { .. } => true,
-        Actor::Model { .. } => false,
-    };
-    if !covered {
-        let detail = "a key grants only scopes the key that makes it has";
-        return Err(Refused::forbidden(detail));
+impl Command for CreateKey {
+    type Answer = Value;
+    const NAME: &'static str = "create_key";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (name, scopes) = (self.name.as_str(), self.scopes.as_slice());
+        let name = fields::line("name", name, keys::NAME_MAX)?;
+        let parsed = scopes
+            .iter()
+            .map(|s| Scope::parse(s))
+            .collect::<Option<Vec<_>>>()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Refused::invalid(
+                    "invalid_scopes",
+                    "scopes is a non-empty list of read, write and ops",
+                )
+            })?;
+        let scopes = Scopes::of(&parsed);
+        let covered = match by {
+            Actor::Key(key) => key.scopes.covers(scopes),
+            Actor::Admin { .. } => true,
+            Actor::Model { .. } => false,
+        };
+        if !covered {
+            let detail = "a key grants only scopes the key that makes it has";
+            return Err(Refused::forbidden(detail));
+        }
+        let made = keys::create(env.store, by.org(), name, scopes, &by.id(), env.now).await?;
+        let Some((info, api_key)) = made else {
+            let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
+            return Err(Refused::conflict("too_many_keys", detail));
+        };
+        Ok((
+            Made::Created,
+            super::answers::json(&super::answers::KeyCreated {
+                key_id: info.key_id,
+                api_key: api_key.expose_secret().to_owned(),
+                scopes: info.scopes,
+                name: info.name,
+                created_at: info.created_at,
+            }),
+        ))
     }
-    let made = keys::create(env.store, by.org(), name, scopes, &by.id(), env.now).await?;
-    let Some((info, api_key)) = made else {
-        let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
-        return Err(Refused::conflict("too_many_keys", detail));
-    };
-    Ok((
-        Made::Created,
-        super::answers::json(&super::answers::KeyCreated {
-            key_id: info.key_id,
-            api_key: api_key.expose_secret().to_owned(),
-            scopes: info.scopes,
-            name: info.name,
-            created_at: info.created_at,
-        }),
-    ))
 }
 
-pub(super) async fn revoke_key<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    key_id: &str,
-) -> Result<(Made, Value), Refused> {
-    let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
-        .await?
-        .ok_or_else(|| Refused::not_found("key"))?;
-    Ok((Made::Done, serde_json::to_value(info).unwrap_or_default()))
+/// An API key revoked.
+#[derive(Debug)]
+pub struct RevokeKey {
+    pub key_id: String,
+}
+
+impl Command for RevokeKey {
+    type Answer = Value;
+    const NAME: &'static str = "revoke_key";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let key_id = self.key_id.as_str();
+        let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
+            .await?
+            .ok_or_else(|| Refused::not_found("key"))?;
+        Ok((Made::Done, serde_json::to_value(info).unwrap_or_default()))
+    }
+}
+
+/// A member of the organisation's team.
+#[derive(Debug)]
+pub struct AddMember {
+    pub user_id: String,
+    pub name: String,
 }
 
 /// A member of the team, once per `user_id`.
-pub(super) async fn add_member<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    (user_id, name): (&str, &str),
-) -> Result<(Made, Value), Refused> {
-    crate::ids::LocalId::parse("user_id", user_id)
-        .map_err(|e| Refused::invalid("invalid_user_id", e.to_string()))?;
-    let member = crate::orgs::Member {
-        user_id: user_id.to_owned(),
-        name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
-    };
-    let max = env
-        .site
-        .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
-    let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await?;
-    let status = match added {
-        crate::orgs::Added::New => Made::Created,
-        crate::orgs::Added::Duplicate => Made::Done,
-        crate::orgs::Added::LimitReached => {
-            return Err(Refused::conflict(
-                "limit_reached",
-                format!("an organisation holds at most {max} members"),
-            ))
-        }
-    };
-    let answer = super::answers::MemberAdded {
-        user_id: member.user_id,
-        name: member.name,
-        duplicate: status == Made::Done,
-    };
-    Ok((status, super::answers::json(&answer)))
+impl Command for AddMember {
+    type Answer = Value;
+    const NAME: &'static str = "add_member";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (user_id, name) = (self.user_id.as_str(), self.name.as_str());
+        crate::ids::LocalId::parse("user_id", user_id)
+            .map_err(|e| Refused::invalid("invalid_user_id", e.to_string()))?;
+        let member = crate::orgs::Member {
+            user_id: user_id.to_owned(),
+            name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
+        };
+        let max = env
+            .site
+            .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
+        let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await?;
+        let status = match added {
+            crate::orgs::Added::New => Made::Created,
+            crate::orgs::Added::Duplicate => Made::Done,
+            crate::orgs::Added::LimitReached => {
+                return Err(Refused::conflict(
+                    "limit_reached",
+                    format!("an organisation holds at most {max} members"),
+                ))
+            }
+        };
+        let answer = super::answers::MemberAdded {
+            user_id: member.user_id,
+            name: member.name,
+            duplicate: status == Made::Done,
+        };
+        Ok((status, super::answers::json(&answer)))
+    }
 }
 
 /// A notification marked read.
-pub(super) async fn mark_read<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    key: &str,
-) -> Result<(Made, Value), Refused> {
-    // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
-    // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
-    const MAX: usize = 4 * KEY_MAX;
-    fields::line("key", key, MAX)?;
-    if key.len() > MAX {
-        let reason = format!("must be at most {MAX} bytes");
-        return Err(FieldError {
-            field: "key",
-            reason,
-        }
-        .into());
-    }
-    match notify::mark_read(env.store, by.org(), key).await? {
-        true => Ok((
-            Made::Done,
-            super::answers::json(&MarkedRead {
-                key: key.to_owned(),
-                read: true,
-            }),
-        )),
-        false => Err(Refused::not_found("notification")),
-    }
+#[derive(Debug)]
+pub struct MarkRead {
+    pub key: String,
 }
 
-/// The softphone's report of a call, stored once under `call:CALL_ID:DIRECTION`: 201 the
-/// first time, 200 with `duplicate: true` and the stored call after.
-pub(super) async fn record_call<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    call: &crate::calls::CallFields,
-) -> Result<(Made, Value), Refused> {
-    use crate::calls::{self, Checked};
-    use crate::delivery::{tell, Recorded};
-    let input = match call.check(by.org(), "softphone", env.now)? {
-        Checked::Call(input) => input,
-        Checked::Pending(status) => {
-            return Ok((
-                Made::Done,
-                json!({"status": "ignored", "call_status": status}),
-            ))
-        }
-    };
-    let written = calls::record(env.store, &input).await?;
-    let status = if written.is_new() {
-        Made::Created
-    } else {
-        Made::Done
-    };
-    let recorded = Recorded::one(input.key(), written);
-    let kind = crate::review::Kind::Call;
-    let told = tell(env.store, by.org(), kind, &recorded, json!({}), env.now).await?;
-    Ok((status, told.answer))
-}
+/// A notification marked read.
+impl Command for MarkRead {
+    type Answer = Value;
+    const NAME: &'static str = "mark_read";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-/// A contact made by hand; a phone that already belongs to a contact is a 409 naming it.
-pub(super) async fn create_contact<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    (name, phone, owner): (&str, Option<&str>, Option<&str>),
-) -> Result<(Made, Value), Refused> {
-    use crate::contacts::{self, Created, NewContact};
-    let new = NewContact::manual(name, phone, owner)?;
-    // The owner is told about this contact's missed calls: it must be someone who reads them.
-    if let Some(owner) = &new.owner {
-        if !crate::orgs::is_member(env.store, by.org(), owner).await? {
-            let reason = "is not a member of this organisation (POST /api/members first)".into();
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let key = self.key.as_str();
+        // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
+        // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
+        const MAX: usize = 4 * KEY_MAX;
+        fields::line("key", key, MAX)?;
+        if key.len() > MAX {
+            let reason = format!("must be at most {MAX} bytes");
             return Err(FieldError {
-                field: "owner",
+                field: "key",
                 reason,
             }
             .into());
         }
+        match notify::mark_read(env.store, by.org(), key).await? {
+            true => Ok((
+                Made::Done,
+                super::answers::json(&MarkedRead {
+                    key: key.to_owned(),
+                    read: true,
+                }),
+            )),
+            false => Err(Refused::not_found("notification")),
+        }
     }
-    match contacts::create(env.store, by.org(), new, env.now).await? {
-        Created::New(contact) => Ok((Made::Created, contact.to_json())),
-        Created::Taken(contact_id) => Err(Refused::conflict(
-            "phone_in_use",
-            format!("the phone belongs to contact {contact_id}"),
-        )),
+}
+
+/// The softphone's report of a call.
+#[derive(Debug)]
+pub struct RecordCall(pub Box<crate::calls::CallFields>);
+
+/// The softphone's report of a call, stored once under `call:CALL_ID:DIRECTION`: 201 the
+/// first time, 200 with `duplicate: true` and the stored call after.
+impl Command for RecordCall {
+    type Answer = Value;
+    const NAME: &'static str = "record_call";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let call = &*self.0;
+        use crate::calls::{self, Checked};
+        use crate::delivery::{tell, Recorded};
+        let input = match call.check(by.org(), "softphone", env.now)? {
+            Checked::Call(input) => input,
+            Checked::Pending(status) => {
+                return Ok((
+                    Made::Done,
+                    json!({"status": "ignored", "call_status": status}),
+                ))
+            }
+        };
+        let written = calls::record(env.store, &input).await?;
+        let status = if written.is_new() {
+            Made::Created
+        } else {
+            Made::Done
+        };
+        let recorded = Recorded::one(input.key(), written);
+        let kind = crate::review::Kind::Call;
+        let told = tell(env.store, by.org(), kind, &recorded, json!({}), env.now).await?;
+        Ok((status, told.answer))
+    }
+}
+
+/// A contact made by hand.
+#[derive(Debug)]
+pub struct CreateContact {
+    pub name: String,
+    pub phone: Option<String>,
+    pub owner: Option<String>,
+}
+
+/// A contact made by hand; a phone that already belongs to a contact is a 409 naming it.
+impl Command for CreateContact {
+    type Answer = Value;
+    const NAME: &'static str = "create_contact";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (name, phone, owner) = (
+            self.name.as_str(),
+            self.phone.as_deref(),
+            self.owner.as_deref(),
+        );
+        use crate::contacts::{self, Created, NewContact};
+        let new = NewContact::manual(name, phone, owner)?;
+        // The owner is told about this contact's missed calls: it must be someone who reads them.
+        if let Some(owner) = &new.owner {
+            if !crate::orgs::is_member(env.store, by.org(), owner).await? {
+                let reason =
+                    "is not a member of this organisation (POST /api/members first)".into();
+                return Err(FieldError {
+                    field: "owner",
+                    reason,
+                }
+                .into());
+            }
+        }
+        match contacts::create(env.store, by.org(), new, env.now).await? {
+            Created::New(contact) => Ok((Made::Created, contact.to_json())),
+            Created::Taken(contact_id) => Err(Refused::conflict(
+                "phone_in_use",
+                format!("the phone belongs to contact {contact_id}"),
+            )),
+        }
     }
 }

@@ -11,10 +11,12 @@
 use super::amount::AmountText;
 use super::money::{pay, Asked};
 use super::{Actor, Env};
+use crate::commands::{owned, Command, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::fields;
 use crate::ids::ExternalId;
 use crate::ops::review::outcome;
+use crate::orgs::Scope;
 use crate::payments::Source;
 use crate::review::{self, Reason, Resolved, NOTE_MAX};
 use crate::store::item::s;
@@ -54,40 +56,60 @@ const KEPT: [Reason; 4] = [
     Reason::Overpayment,
 ];
 
-pub(super) async fn resolve<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    pk: &str,
-    note: &str,
-    (decision, named): (Option<Decision>, &Named),
-) -> Result<(Made, Value), Refused> {
-    let note = fields::text("note", note.trim(), NOTE_MAX)?;
-    let who = by.id();
-    let booked = match decision {
-        Some(Decision::Apply) => apply(env, by, pk, named.invoice_id.as_deref())
-            .await?
-            .map(|p| ("payment", p)),
-        Some(Decision::SameMoney) => same_money(env, by, pk, named.same_as.as_deref())
-            .await?
-            .map(|r| ("reversal", r)),
-        _ => None,
-    };
-    let named = decision.map(|d| crate::store::item::tag_name(&d));
-    let asked = (who.as_str(), note, named.as_deref());
-    let resolved = review::resolve_deciding(env.store, by.org(), pk, asked, env.now).await?;
-    let mut shown =
-        outcome(pk, &who, note, &resolved).ok_or_else(|| Refused::not_found("review item"))?;
-    if !matches!(resolved, Resolved::Now { .. }) {
-        let detail = "the review item was resolved before";
-        let shown = super::answers::json(&shown);
-        return Err(Refused::conflict("not_open", detail).with("outcome", shown));
+/// An open review item resolved, with a decision on what it proposed; `named` is what the decision names (the invoice of an `apply` of kept money, the same payment of `same_money`).
+#[derive(Debug)]
+pub struct ResolveReview {
+    pub pk: String,
+    pub note: String,
+    pub decision: Option<Decision>,
+    pub named: Named,
+}
+
+impl Command for ResolveReview {
+    type Answer = Value;
+    const NAME: &'static str = "resolve_review";
+    const REQUIRES: &'static [Scope] = &[Scope::Write, Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        owned(by, &self.pk, "REVIEW#", "review item")?;
+        let (pk, note, (decision, named)) = (
+            self.pk.as_str(),
+            self.note.as_str(),
+            (self.decision, &self.named),
+        );
+        let note = fields::text("note", note.trim(), NOTE_MAX)?;
+        let who = by.id();
+        let booked = match decision {
+            Some(Decision::Apply) => apply(env, by, pk, named.invoice_id.as_deref())
+                .await?
+                .map(|p| ("payment", p)),
+            Some(Decision::SameMoney) => same_money(env, by, pk, named.same_as.as_deref())
+                .await?
+                .map(|r| ("reversal", r)),
+            _ => None,
+        };
+        let named = decision.map(|d| crate::store::item::tag_name(&d));
+        let asked = (who.as_str(), note, named.as_deref());
+        let resolved = review::resolve_deciding(env.store, by.org(), pk, asked, env.now).await?;
+        let mut shown =
+            outcome(pk, &who, note, &resolved).ok_or_else(|| Refused::not_found("review item"))?;
+        if !matches!(resolved, Resolved::Now { .. }) {
+            let detail = "the review item was resolved before";
+            let shown = super::answers::json(&shown);
+            return Err(Refused::conflict("not_open", detail).with("outcome", shown));
+        }
+        match booked {
+            Some(("payment", booked)) => shown.payment = Some(booked),
+            Some((_, booked)) => shown.reversal = Some(booked),
+            None => {}
+        }
+        Ok((Made::Done, super::answers::json(&shown)))
     }
-    match booked {
-        Some(("payment", booked)) => shown.payment = Some(booked),
-        Some((_, booked)) => shown.reversal = Some(booked),
-        None => {}
-    }
-    Ok((Made::Done, super::answers::json(&shown)))
 }
 
 /// `apply` on an open item that proposes or kept money: the item marked as being applied (a

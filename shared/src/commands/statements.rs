@@ -9,10 +9,12 @@ use crate::bank::import::Request;
 use crate::bank::providers::BankProvider;
 use crate::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
 use crate::bank::{self, Arrival, BankTx};
+use crate::commands::{Command, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::delivery::tell;
 use crate::ids::{IntegrationId, OrgId};
 use crate::integrations;
+use crate::orgs::Scope;
 use crate::review::Kind;
 use crate::store::item::Read;
 use crate::store::{Item, Store};
@@ -45,58 +47,72 @@ pub async fn bank_integration(
     Ok((id, provider, item))
 }
 
+/// A bank's CSV file, uploaded to its csv integration.
+#[derive(Debug)]
+pub struct UploadStatement {
+    pub integration_id: String,
+    pub file: Vec<u8>,
+}
+
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
-pub(super) async fn upload<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    id: &str,
-    bytes: &[u8],
-) -> Result<(Made, Value), Refused> {
-    let (store, org, now) = (env.store, by.org(), env.now);
-    if bytes.len() > FILE_MAX {
-        return Err(Refused::too_large(
-            "payload_too_large",
-            "a CSV file is at most 5 MiB",
-        ));
-    }
-    let (integration, provider, _) = bank_integration(store, org, id).await?;
-    if provider != BankProvider::Csv {
-        return Err(Refused::conflict(
-            "not_a_csv_integration",
-            "files are uploaded to a csv bank integration",
-        ));
-    }
-    let rows = match csv::parse(bytes) {
-        Ok(rows) => rows,
-        Err(errors) => {
-            let detail = format!("{} line(s) refused; nothing was imported", errors.len());
-            let refused = Refused::invalid("invalid_csv", detail).with("rows", json!(errors));
-            return Err(refused);
+impl Command for UploadStatement {
+    type Answer = Value;
+    const NAME: &'static str = "upload_statement";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let (id, bytes) = (self.integration_id.as_str(), self.file.as_slice());
+        let (store, org, now) = (env.store, by.org(), env.now);
+        if bytes.len() > FILE_MAX {
+            return Err(Refused::too_large(
+                "payload_too_large",
+                "a CSV file is at most 5 MiB",
+            ));
         }
-    };
-    if rows.len() > files::ROWS_AT_ONCE {
-        return large(env, org, &integration.id, (bytes, rows.len())).await;
+        let (integration, provider, _) = bank_integration(store, org, id).await?;
+        if provider != BankProvider::Csv {
+            return Err(Refused::conflict(
+                "not_a_csv_integration",
+                "files are uploaded to a csv bank integration",
+            ));
+        }
+        let rows = match csv::parse(bytes) {
+            Ok(rows) => rows,
+            Err(errors) => {
+                let detail = format!("{} line(s) refused; nothing was imported", errors.len());
+                let refused = Refused::invalid("invalid_csv", detail).with("rows", json!(errors));
+                return Err(refused);
+            }
+        };
+        if rows.len() > files::ROWS_AT_ONCE {
+            return large(env, org, &integration.id, (bytes, rows.len())).await;
+        }
+        let txs: Vec<BankTx> = rows
+            .into_iter()
+            .map(|row| BankTx::new(org, &integration.id, "csv", row, Arrival::Csv, now))
+            .collect();
+        let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
+        let context = json!({"integration_id": integration.id});
+        let recorded = crate::delivery::Recorded {
+            batch: Some(answers::json(&CsvImported {
+                rows: txs.len(),
+                imported: rows.imported(),
+                duplicates: rows.duplicates(),
+                conflicts: rows.conflicts(),
+            })),
+            events: rows.written,
+            stored_more: false,
+            review_more: false,
+        };
+        let told = tell(store, org, Kind::Bank, &recorded, context, now).await?;
+        Ok((Made::Done, told.answer))
     }
-    let txs: Vec<BankTx> = rows
-        .into_iter()
-        .map(|row| BankTx::new(org, &integration.id, "csv", row, Arrival::Csv, now))
-        .collect();
-    let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
-    let context = json!({"integration_id": integration.id});
-    let recorded = crate::delivery::Recorded {
-        batch: Some(answers::json(&CsvImported {
-            rows: txs.len(),
-            imported: rows.imported(),
-            duplicates: rows.duplicates(),
-            conflicts: rows.conflicts(),
-        })),
-        events: rows.written,
-        stored_more: false,
-        review_more: false,
-    };
-    let told = tell(store, org, Kind::Bank, &recorded, context, now).await?;
-    Ok((Made::Done, told.answer))
 }
 
 /// A checked file of more than 5,000 rows: kept in the bucket and stored by the import worker;
@@ -140,45 +156,59 @@ async fn large<R>(
     Ok((Made::Accepted, answers::json(&answer)))
 }
 
+/// A monobank integration's statement imported now.
+#[derive(Debug)]
+pub struct StartImport {
+    pub integration_id: String,
+}
+
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
 /// `{"started": false, "reason": "running"}` while a run holds the statement window.
-pub(super) async fn start_import<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    id: &str,
-) -> Result<(Made, Value), Refused> {
-    let store = env.store;
-    let (integration, provider, item) = bank_integration(store, by.org(), id).await?;
-    if provider != BankProvider::Monobank {
-        return Err(Refused::conflict(
-            "not_a_monobank_integration",
-            "statements are imported for a monobank bank integration",
-        ));
-    }
-    let digest = item.str_of("token_digest")?;
-    if crate::bank::import::is_running(store, digest, env.now).await? {
-        let answer = ImportStarted {
-            started: false,
-            reason: Some("running"),
+impl Command for StartImport {
+    type Answer = Value;
+    const NAME: &'static str = "start_import";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let id = self.integration_id.as_str();
+        let store = env.store;
+        let (integration, provider, item) = bank_integration(store, by.org(), id).await?;
+        if provider != BankProvider::Monobank {
+            return Err(Refused::conflict(
+                "not_a_monobank_integration",
+                "statements are imported for a monobank bank integration",
+            ));
+        }
+        let digest = item.str_of("token_digest")?;
+        if crate::bank::import::is_running(store, digest, env.now).await? {
+            let answer = ImportStarted {
+                started: false,
+                reason: Some("running"),
+            };
+            return Ok((Made::Accepted, answers::json(&answer)));
+        }
+        let imports = env.imports.requests.ok_or_else(|| {
+            Refused::unavailable("imports_unavailable", "no import queue is configured")
+        })?;
+        let request = Request::Statement {
+            integration_id: integration.clone(),
         };
-        return Ok((Made::Accepted, answers::json(&answer)));
+        imports.send(&request).await.map_err(|why| {
+            tracing::warn!(%why, "import request not queued");
+            Refused::unavailable(
+                "imports_unavailable",
+                "the import could not be queued; retry",
+            )
+        })?;
+        let answer = ImportStarted {
+            started: true,
+            reason: None,
+        };
+        Ok((Made::Accepted, answers::json(&answer)))
     }
-    let imports = env.imports.requests.ok_or_else(|| {
-        Refused::unavailable("imports_unavailable", "no import queue is configured")
-    })?;
-    let request = Request::Statement {
-        integration_id: integration.clone(),
-    };
-    imports.send(&request).await.map_err(|why| {
-        tracing::warn!(%why, "import request not queued");
-        Refused::unavailable(
-            "imports_unavailable",
-            "the import could not be queued; retry",
-        )
-    })?;
-    let answer = ImportStarted {
-        started: true,
-        reason: None,
-    };
-    Ok((Made::Accepted, answers::json(&answer)))
 }

@@ -3,7 +3,7 @@
 //! and a call is read into the [`Command`] it asks for.
 
 use super::amount::AmountText;
-use super::{Command, Decision};
+use super::{crm, money, review, AnyCommand, Decision};
 use crate::commands::Refused;
 use crate::effects::automation::Tool;
 use crate::fields;
@@ -231,37 +231,41 @@ impl Input<'_> {
         })
     }
 
-    pub fn command(&self) -> Result<Command, Refused> {
+    pub fn command(&self) -> Result<AnyCommand, Refused> {
         Ok(match self.tool {
             Tool::Reply => {
                 let input: ReplyInput = read(self.json)?;
-                Command::Reply {
+                crm::Reply {
                     conversation_id: input.conversation_id,
                     text: input.text,
                 }
+                .into()
             }
-            Tool::CreateTask => Command::CreateTask {
+            Tool::CreateTask => crm::CreateTask {
                 title: read::<TaskInput>(self.json)?.title,
-            },
+            }
+            .into(),
             Tool::RegisterPayment => {
                 let input: PaymentInput = read(self.json)?;
-                Command::RegisterPayment {
+                money::RegisterPayment {
                     invoice_id: input.invoice_id,
                     source: Source::Assistant,
                     amount: input.amount,
                     actor: input.actor,
                 }
+                .into()
             }
             Tool::CreateCreditNote => {
                 let input: CreditNoteInput = read(self.json)?;
-                Command::CreateCreditNote {
+                money::CreateCreditNote {
                     invoice_id: input.invoice_id,
-                    note: super::money::CreditInput {
+                    note: money::CreditInput {
                         amount: input.amount,
                         reason: input.reason,
                         lines: input.lines,
                     },
                 }
+                .into()
             }
             Tool::ResolveReview => {
                 let input: ResolveInput = read(self.json)?;
@@ -269,15 +273,16 @@ impl Input<'_> {
                     Refused::invalid("invalid_input", "input: reason is not a review reason")
                 })?;
                 let key = fields::reference("key", &input.key, fields::KEY_MAX * 2)?;
-                Command::ResolveReview {
+                review::ResolveReview {
                     pk: review_item_pk(self.org, reason, key),
                     note: input.note,
                     decision: input.decision,
-                    named: super::review::Named {
+                    named: review::Named {
                         invoice_id: input.invoice_id,
                         same_as: input.same_as,
                     },
                 }
+                .into()
             }
         })
     }
@@ -311,6 +316,27 @@ mod tests {
             resolve["properties"]["note"]["maxLength"],
             crate::review::NOTE_MAX
         );
+    }
+
+    #[test]
+    fn every_tool_is_the_command_of_its_name() {
+        let org = OrgId::parse("o1234567890ab").unwrap();
+        for tool in Tool::ALL {
+            let json = match tool {
+                Tool::Reply => r#"{"conversation_id": "cv_1", "text": "x"}"#,
+                Tool::CreateTask => r#"{"title": "x"}"#,
+                Tool::RegisterPayment => r#"{"invoice_id": "inv_1"}"#,
+                Tool::CreateCreditNote => r#"{"invoice_id": "inv_1", "reason": "x"}"#,
+                Tool::ResolveReview => r#"{"reason": "payment_proposed", "key": "k", "note": "x"}"#,
+            };
+            let input = Input {
+                tool,
+                json,
+                org: &org,
+            };
+            let command = input.command().unwrap();
+            assert_eq!(command.name(), tool.name(), "{tool:?}");
+        }
     }
 
     #[test]

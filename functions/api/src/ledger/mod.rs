@@ -27,7 +27,7 @@ pub struct NewTopUp {
 pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let key = crate::invoices::idempotency_key(ctx)?;
     let body: NewTopUp = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::Command::TopUp {
+    let command = firmspace::commands::money::TopUp {
         amount: body.amount,
         currency: body.currency,
     };
@@ -52,7 +52,7 @@ pub async fn refund(
 ) -> Result<Response<Body>, ApiError> {
     let key = firmspace::http::idempotency_key(ctx.req)?;
     let body: NewRefund = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::Command::RefundLedgerLine {
+    let command = firmspace::commands::crm::RefundLedgerLine {
         ledger_id: ledger_id.to_owned(),
         reason: body.reason,
     };

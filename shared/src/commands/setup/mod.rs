@@ -8,6 +8,7 @@ mod channels;
 use super::answers::{self, IntegrationCreated};
 use super::{Actor, Env};
 use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
+use crate::commands::{Command, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::outbound::OutboundTarget;
 use crate::effects::targets;
@@ -17,6 +18,7 @@ use crate::integrations::bank::BankSettings;
 use crate::integrations::leads::{LeadProvider, LeadSettings};
 use crate::integrations::{self, Integration, IntegrationKind, Settings};
 use crate::ledger::providers::{SmsProvider, SmsSettings};
+use crate::orgs::Scope;
 use crate::payments::providers::monobank::Merchant;
 use crate::payments::providers::{PaymentSettings, Provider};
 use crate::signature::{monobank, standard};
@@ -59,46 +61,58 @@ impl Site {
     }
 }
 
+/// A new integration (a provider's webhook, an outbound target, a bank's statement).
+#[derive(Debug)]
+pub struct CreateIntegration(pub Box<NewIntegration>);
+
 /// Makes the integration `new` asks for, as `by`: 201 and what the integrator is told.
-pub(super) async fn create<R>(
-    env: &Env<'_, R>,
-    by: &Actor,
-    new: &NewIntegration,
-) -> Result<(Made, Value), Refused> {
-    let site = env.site.ok_or_else(|| Refused::not_found("route"))?;
-    check_lengths(new)?;
-    let loopback = site.allows_loopback;
-    let settings = match new.kind {
-        IntegrationKind::Payments => Settings::Payments(payment_settings(new, loopback)?),
-        IntegrationKind::Outbound => Settings::Outbound(outbound_target(new, loopback)?),
-        IntegrationKind::Calls => Settings::Calls(call_settings(new)?),
-        IntegrationKind::Messages => Settings::Messages(channels::settings(new, loopback)?),
-        IntegrationKind::Bank => Settings::Bank(bank::settings(new, loopback).await?),
-        IntegrationKind::Sms => Settings::Sms(sms_settings(new)?),
-        IntegrationKind::Leads => Settings::Leads(lead_settings(new)?),
-    };
-    let integration = Integration {
-        id: IntegrationId::generate(by.org()),
-        settings,
-        created_at: env.now,
-    };
-    match &integration.settings {
-        Settings::Bank(BankSettings::Monobank { .. }) => {
-            let max = site.bank_imports_max;
-            let who = by.id();
-            let made = integrations::create_counted(env.store, &integration, &who, max);
-            if made.await? == integrations::Created::LimitReached {
-                return Err(Refused::conflict("limit_reached",
-                    format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
-                ));
+impl Command for CreateIntegration {
+    type Answer = Value;
+    const NAME: &'static str = "create_integration";
+    const REQUIRES: &'static [Scope] = &[Scope::Write];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Result<(Made, Value), Refused> {
+        let new = &*self.0;
+        let site = env.site.ok_or_else(|| Refused::not_found("route"))?;
+        check_lengths(new)?;
+        let loopback = site.allows_loopback;
+        let settings = match new.kind {
+            IntegrationKind::Payments => Settings::Payments(payment_settings(new, loopback)?),
+            IntegrationKind::Outbound => Settings::Outbound(outbound_target(new, loopback)?),
+            IntegrationKind::Calls => Settings::Calls(call_settings(new)?),
+            IntegrationKind::Messages => Settings::Messages(channels::settings(new, loopback)?),
+            IntegrationKind::Bank => Settings::Bank(bank::settings(new, loopback).await?),
+            IntegrationKind::Sms => Settings::Sms(sms_settings(new)?),
+            IntegrationKind::Leads => Settings::Leads(lead_settings(new)?),
+        };
+        let integration = Integration {
+            id: IntegrationId::generate(by.org()),
+            settings,
+            created_at: env.now,
+        };
+        match &integration.settings {
+            Settings::Bank(BankSettings::Monobank { .. }) => {
+                let max = site.bank_imports_max;
+                let who = by.id();
+                let made = integrations::create_counted(env.store, &integration, &who, max);
+                if made.await? == integrations::Created::LimitReached {
+                    return Err(Refused::conflict("limit_reached",
+                        format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
+                    ));
+                }
             }
+            _ => integrations::create_by(env.store, &integration, &by.id()).await?,
         }
-        _ => integrations::create_by(env.store, &integration, &by.id()).await?,
+        Ok((
+            Made::Created,
+            answers::json(&describe(&integration, &site.public_url)),
+        ))
     }
-    Ok((
-        Made::Created,
-        answers::json(&describe(&integration, &site.public_url)),
-    ))
 }
 
 /// `payments` takes `provider` (and `secret`, or monobank's `public_key` and `token`);
