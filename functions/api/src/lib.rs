@@ -27,7 +27,7 @@ use firmspace::commands::{Actor, AnyCommand, Done, Env, Queued, RequestKey};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
-use firmspace::orgs::{Key, Scope};
+use firmspace::orgs::Key;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use percent_encoding::percent_decode_str;
@@ -276,7 +276,7 @@ impl App {
     ) -> Result<Response<Body>, ApiError> {
         let key = self.authenticate(req).await?;
         let scopes = found.route.scopes();
-        if let Some(lacks) = scopes.into_iter().find_map(|s| key.may(s).err()) {
+        if let Some(lacks) = scopes.iter().find_map(|s| key.may(*s).err()) {
             return Err(firmspace::commands::forbidden(lacks).into());
         }
         let (uploads, requests) = (
@@ -293,7 +293,7 @@ impl App {
             imports: Imports { uploads, requests },
         };
         // Counted before the work: a key over its limit gets 429 and costs nothing more.
-        let reads = found.route.scope() == Some(Scope::Read);
+        let reads = found.route.reads();
         let by = (Some(&ctx.key.org), ctx.key.id.as_str());
         let limits = &self.settings.limits;
         ApiError::counted(limits.count(&self.store, by, reads, now).await?)?;

@@ -155,7 +155,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     };
     if let Some(scheme) = scheme {
         // A key's scope is a role the bearer scheme requires (OpenAPI 3.1 allows role names).
-        let scopes: Vec<&str> = route.scope().map(|s| s.name()).into_iter().collect();
+        let scopes: Vec<&str> = route.scopes().iter().map(|s| s.name()).collect();
         operation = operation.security(SecurityRequirement::new(scheme, scopes));
     }
     operation.build()

@@ -106,6 +106,36 @@ pub enum Auth {
     OrgKey,
 }
 
+impl OrgOp {
+    /// The scopes of the command the route performs, when it performs one.
+    fn requires(self) -> Option<&'static [Scope]> {
+        use firmspace::commands::{crm, money, operate, records, setup, statements, Command};
+        Some(match self {
+            Self::CreateIntegration => setup::CreateIntegration::REQUIRES,
+            Self::RotateSecrets => operate::RotateSecrets::REQUIRES,
+            Self::AddMember => records::AddMember::REQUIRES,
+            Self::CreateInvoice => money::CreateInvoice::REQUIRES,
+            Self::PayInvoice => money::RegisterPayment::REQUIRES,
+            Self::DuplicateInvoice => money::DuplicateInvoice::REQUIRES,
+            Self::CreditInvoice => money::CreateCreditNote::REQUIRES,
+            Self::VoidInvoice => money::VoidInvoice::REQUIRES,
+            Self::MarkRead => records::MarkRead::REQUIRES,
+            Self::CreateRule => records::CreateRule::REQUIRES,
+            Self::CreateCall => records::RecordCall::REQUIRES,
+            Self::CreateContact => records::CreateContact::REQUIRES,
+            Self::MoveDeal => crm::MoveDeal::REQUIRES,
+            Self::UploadCsv => statements::UploadStatement::REQUIRES,
+            Self::StartImport => statements::StartImport::REQUIRES,
+            Self::MatchBankTx | Self::UnmatchBankTx => money::MatchBankRow::REQUIRES,
+            Self::TopUp => money::TopUp::REQUIRES,
+            Self::RefundLine => crm::RefundLedgerLine::REQUIRES,
+            Self::CreateKey => records::CreateKey::REQUIRES,
+            Self::RevokeKey => records::RevokeKey::REQUIRES,
+            _ => return None,
+        })
+    }
+}
+
 impl Op {
     pub fn auth(self) -> Auth {
         match self {
@@ -191,28 +221,24 @@ pub struct Route {
 }
 
 impl Route {
-    /// The scopes an organisation key needs for this route: setting an integration's secrets
-    /// needs `write` and `ops` (a key with either alone could sign its own "provider"
-    /// payments otherwise); every other route needs its `scope`.
-    pub fn scopes(&self) -> Vec<Scope> {
+    /// The scopes an organisation key needs for this route: a route that performs a command
+    /// needs what the command requires (`Command::REQUIRES`, the one place authority is
+    /// written); listing keys needs `ops`, another read `read`, an assistant's call `write` (the
+    /// tool it names asks its own when it is performed). None for a route without a key.
+    pub fn scopes(&self) -> &'static [Scope] {
         match self.op {
-            Op::Org(OrgOp::RotateSecrets) => vec![Scope::Write, Scope::Ops],
-            _ => self.scope().into_iter().collect(),
+            Op::Org(op) => op.requires().unwrap_or(match op {
+                OrgOp::ListKeys => &[Scope::Ops],
+                _ if self.method == Method::Get => &[Scope::Read],
+                _ => &[Scope::Write],
+            }),
+            Op::OpenApi | Op::CreateOrg => &[],
         }
     }
 
-    /// The scope an organisation key needs for this route: managing keys and rotating secrets
-    /// needs `ops`, a read
-    /// `read`, anything else `write`. `None` for a route without an organisation key.
-    pub fn scope(&self) -> Option<Scope> {
-        match self.op {
-            Op::Org(
-                OrgOp::CreateKey | OrgOp::ListKeys | OrgOp::RevokeKey | OrgOp::RotateSecrets,
-            ) => Some(Scope::Ops),
-            Op::Org(_) if self.method == Method::Get => Some(Scope::Read),
-            Op::Org(_) => Some(Scope::Write),
-            Op::OpenApi | Op::CreateOrg => None,
-        }
+    /// Whether a key's request here reads (counted against the reads' limit).
+    pub fn reads(&self) -> bool {
+        self.scopes() == [Scope::Read]
     }
 
     pub(crate) fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
