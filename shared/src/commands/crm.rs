@@ -2,7 +2,7 @@
 //! line given back.
 
 use super::{Actor, Env};
-use crate::commands::{Command, Replies, RequestKey};
+use crate::commands::{Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::automation::{self, Action, Rule};
 use crate::effects::{AssistedReply, Trigger};
@@ -41,12 +41,7 @@ impl Command for Reply {
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
         let (conversation_id, text) = (self.conversation_id.as_str(), self.text.as_str());
         let text = fields::text("text", text, TEXT_MAX)?;
         // A model's reply goes into its trigger's own conversation, whatever it named: the
@@ -95,12 +90,7 @@ impl Command for CreateTask {
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
         let title = self.title.as_str();
         let title = fields::line("title", title, TITLE_MAX)?;
         let (rule_id, event_key) = run_of(by, key);
@@ -134,12 +124,7 @@ impl Command for MoveDeal {
     const NAME: &'static str = "move_deal";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (id, to) = (self.deal_id.as_str(), self.stage);
         use crate::deals::{self, Moved};
         LocalId::parse("deal_id", id).map_err(|_| Refused::not_found("deal"))?;
@@ -170,12 +155,7 @@ impl Command for RefundLedgerLine {
     const NAME: &'static str = "refund_ledger_line";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (ledger_id, reason) = (self.ledger_id.as_str(), self.reason.as_str());
         use crate::ledger::correction::{self, RefundError};
         let reason = fields::line("reason", reason, 500)?;

@@ -124,6 +124,9 @@ impl RequestKey {
 /// What the external id of a payment a person approved on a review item begins with.
 pub(crate) const REVIEW_PREFIX: &str = "review-";
 
+/// How a command's run ends: done with its answer, or refused.
+pub type Ran<T = Value> = Result<(Made, T), Refused>;
+
 /// How a repeat of a command is known, as the command itself says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Once {
@@ -153,7 +156,7 @@ pub trait Command: Sized + Send + std::fmt::Debug {
         env: &Env<'_, R>,
         by: &Actor,
         key: &RequestKey,
-    ) -> impl Future<Output = Result<(Made, Self::Answer), Refused>> + Send;
+    ) -> impl Future<Output = Ran<Self::Answer>> + Send;
 }
 
 /// Every command, listed once: the enum that a route, a tool call or an operator's action
@@ -204,7 +207,7 @@ macro_rules! commands {
                 env: &Env<'_, R>,
                 by: &Actor,
                 key: &RequestKey,
-            ) -> Result<(Made, Value), Refused> {
+            ) -> Ran {
                 match self {
                     $(Self::$variant(command) => {
                         let (made, answer) = Box::pin(command.run(env, by, key)).await?;

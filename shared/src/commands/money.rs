@@ -5,7 +5,7 @@ use super::amount::AmountText;
 use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
 use super::{Actor, Env};
 use crate::bank::matching::MatchError;
-use crate::commands::{Command, Once, Replies, RequestKey};
+use crate::commands::{Command, Once, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
@@ -118,12 +118,7 @@ impl Command for RegisterPayment {
     const FOR_MODEL: bool = true;
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
         let amount = self.amount.as_ref();
         if let Actor::Model { .. } = by {
             return propose(env, by, key, &self.invoice_id, amount).await;
@@ -203,12 +198,7 @@ impl Command for CreateCreditNote {
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
         let (id, body) = (self.invoice_id.as_str(), self.note);
         let lines = body.lines.unwrap_or_default();
         if lines.len() > credit::LINES_MAX {
@@ -286,12 +276,7 @@ impl Command for VoidInvoice {
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let id = self.invoice_id.as_str();
         let voided = credit::void(env.store, by.org(), id, env.now)
             .await
@@ -334,12 +319,7 @@ impl Command for CreateInvoice {
     const NAME: &'static str = "create_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let body = &self;
         let currency = Currency::parse(&body.currency)
             .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
@@ -390,12 +370,7 @@ impl Command for DuplicateInvoice {
     const NAME: &'static str = "duplicate_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let id = self.invoice_id.as_str();
         let original = invoice::get(env.store, by.org(), id)
             .await?
@@ -439,7 +414,8 @@ fn match_error(e: MatchError) -> Refused {
     }
 }
 
-/// A bank row matched to an invoice, or (`invoice_id: None`) its match undone; `confirm_unconfirmed` is a person's say-so to match a row the statement has not confirmed yet.
+/// A bank row matched to an invoice, or (`invoice_id: None`) its match undone;
+/// `confirm_unconfirmed` is a person's say-so to match a row the statement has not confirmed yet.
 #[derive(Debug)]
 pub struct MatchBankRow {
     pub tx_id: String,
@@ -454,12 +430,7 @@ impl Command for MatchBankRow {
     const NAME: &'static str = "match_bank_row";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (tx_id, (invoice_id, confirm_unconfirmed)) = (
             self.tx_id.as_str(),
             (self.invoice_id.as_deref(), self.confirm_unconfirmed),
@@ -513,12 +484,7 @@ impl Command for TopUp {
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
         let (amount, currency) = (&self.amount, self.currency.as_str());
         use crate::ledger::{self, Price, TOPUP_MAX};
         let key = key.identity()?;

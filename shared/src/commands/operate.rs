@@ -3,7 +3,7 @@
 
 use super::answers;
 use super::{Actor, Env};
-use crate::commands::{owned, Command, Replies, RequestKey};
+use crate::commands::{owned, Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::runs::RunState;
 use crate::ids::IntegrationId;
@@ -56,12 +56,7 @@ impl Command for DecideRun {
     const NAME: &'static str = "decide_run";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         owned(by, &self.pk, "RUN#", "run")?;
         let (pk, decision) = (self.pk.as_str(), self.decision);
         let decided = runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now)
@@ -102,12 +97,7 @@ impl Command for PauseIntegration {
     const NAME: &'static str = "pause_integration";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
         let (id, paused) = (&self.id, self.paused);
         let store = env.store;
@@ -151,12 +141,7 @@ impl Command for RotateSecrets {
     const NAME: &'static str = "rotate_secrets";
     const REQUIRES: &'static [Scope] = &[Scope::Write, Scope::Ops];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
         let (id, rotation) = (&self.id, self.rotation);
         if let Some(key) = rotation.secrets.get("api_key") {

@@ -4,7 +4,7 @@
 use super::answers::MarkedRead;
 use super::{Actor, Env};
 use crate::commands::model::{Models, MAX_TOKENS_MAX};
-use crate::commands::{Command, Replies, RequestKey};
+use crate::commands::{Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::automation::{self, Action};
 use crate::effects::{notify, Trigger};
@@ -104,12 +104,7 @@ impl Command for CreateRule {
     const NAME: &'static str = "create_rule";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (trigger, action) = (self.trigger.as_str(), self.action);
         let trigger = parse_tag::<Trigger>(trigger).ok_or_else(|| {
             let names: Vec<String> = Trigger::ALL
@@ -163,12 +158,7 @@ impl Command for CreateKey {
     const NAME: &'static str = "create_key";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (name, scopes) = (self.name.as_str(), self.scopes.as_slice());
         let name = fields::line("name", name, keys::NAME_MAX)?;
         let parsed = scopes
@@ -221,12 +211,7 @@ impl Command for RevokeKey {
     const NAME: &'static str = "revoke_key";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let key_id = self.key_id.as_str();
         let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
             .await?
@@ -248,12 +233,7 @@ impl Command for AddMember {
     const NAME: &'static str = "add_member";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (user_id, name) = (self.user_id.as_str(), self.name.as_str());
         crate::ids::LocalId::parse("user_id", user_id)
             .map_err(|e| Refused::invalid("invalid_user_id", e.to_string()))?;
@@ -296,12 +276,7 @@ impl Command for MarkRead {
     const NAME: &'static str = "mark_read";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let key = self.key.as_str();
         // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
         // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
@@ -339,12 +314,7 @@ impl Command for RecordCall {
     const NAME: &'static str = "record_call";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let call = &*self.0;
         use crate::calls::{self, Checked};
         use crate::delivery::{tell, Recorded};
@@ -384,12 +354,7 @@ impl Command for CreateContact {
     const NAME: &'static str = "create_contact";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (name, phone, owner) = (
             self.name.as_str(),
             self.phone.as_deref(),

@@ -11,7 +11,7 @@
 use super::amount::AmountText;
 use super::money::{pay, Asked};
 use super::{Actor, Env};
-use crate::commands::{owned, Command, Replies, RequestKey};
+use crate::commands::{owned, Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::fields;
 use crate::ids::ExternalId;
@@ -56,7 +56,8 @@ const KEPT: [Reason; 4] = [
     Reason::Overpayment,
 ];
 
-/// An open review item resolved, with a decision on what it proposed; `named` is what the decision names (the invoice of an `apply` of kept money, the same payment of `same_money`).
+/// An open review item resolved, with a decision on what it proposed; `named` is what the decision
+/// names (the invoice of an `apply` of kept money, the same payment of `same_money`).
 #[derive(Debug)]
 pub struct ResolveReview {
     pub pk: String,
@@ -70,12 +71,7 @@ impl Command for ResolveReview {
     const NAME: &'static str = "resolve_review";
     const REQUIRES: &'static [Scope] = &[Scope::Write, Scope::Ops];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         owned(by, &self.pk, "REVIEW#", "review item")?;
         let (pk, note, (decision, named)) = (
             self.pk.as_str(),

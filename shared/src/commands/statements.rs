@@ -9,7 +9,7 @@ use crate::bank::import::Request;
 use crate::bank::providers::BankProvider;
 use crate::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
 use crate::bank::{self, Arrival, BankTx};
-use crate::commands::{Command, Replies, RequestKey};
+use crate::commands::{Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::delivery::tell;
 use crate::ids::{IntegrationId, OrgId};
@@ -61,12 +61,7 @@ impl Command for UploadStatement {
     const NAME: &'static str = "upload_statement";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let (id, bytes) = (self.integration_id.as_str(), self.file.as_slice());
         let (store, org, now) = (env.store, by.org(), env.now);
         if bytes.len() > FILE_MAX {
@@ -169,12 +164,7 @@ impl Command for StartImport {
     const NAME: &'static str = "start_import";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let id = self.integration_id.as_str();
         let store = env.store;
         let (integration, provider, item) = bank_integration(store, by.org(), id).await?;

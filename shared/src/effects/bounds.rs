@@ -53,7 +53,8 @@ pub async fn admit_reply(
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
     let pk = cap_pk(org, conversation_id);
-    for _ in 0..8 {
+    let mut rounds = crate::store::write::Rounds::new();
+    while rounds.next().await {
         let item = store.get(&pk).await?;
         let version = item.as_ref().and_then(|i| i.u64_of("version").ok());
         let mut sent = within(item.as_ref().and_then(|i| i.opt_str("sent")), now);

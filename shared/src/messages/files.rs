@@ -60,7 +60,8 @@ impl Files {
         bytes: Vec<u8>,
         content_type: &str,
     ) -> Result<(), String> {
-        for _ in 0..3 {
+        let mut rounds = crate::store::write::Rounds::new();
+        while rounds.next().await {
             let put = self
                 .s3
                 .put_object()
@@ -80,7 +81,7 @@ impl Files {
                 // The object is there: a concurrent first delivery wrote the same bytes.
                 Some(412) => return Ok(()),
                 // A concurrent conditional write of it is under way: ask again.
-                Some(409) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Some(409) => continue,
                 _ => {
                     tracing::warn!(error = %aws_sdk_s3::error::DisplayErrorContext(&e), "S3 put failed");
                     return Err("the file store refused it".into());

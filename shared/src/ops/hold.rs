@@ -61,7 +61,8 @@ pub async fn hold_if_paused(
     let Some(id) = integration_of(item) else {
         return Ok(Held::No);
     };
-    for _ in 0..3 {
+    let mut rounds = crate::store::write::Rounds::new();
+    while rounds.next().await {
         let Some(integration) = store.get(&integration_pk(&id)).await? else {
             return Ok(Held::No);
         };

@@ -8,7 +8,7 @@ mod channels;
 use super::answers::{self, IntegrationCreated};
 use super::{Actor, Env};
 use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
-use crate::commands::{Command, Replies, RequestKey};
+use crate::commands::{Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::outbound::OutboundTarget;
 use crate::effects::targets;
@@ -71,12 +71,7 @@ impl Command for CreateIntegration {
     const NAME: &'static str = "create_integration";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(
-        self,
-        env: &Env<'_, R>,
-        by: &Actor,
-        _key: &RequestKey,
-    ) -> Result<(Made, Value), Refused> {
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
         let new = &*self.0;
         let site = env.site.ok_or_else(|| Refused::not_found("route"))?;
         check_lengths(new)?;
