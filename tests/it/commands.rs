@@ -918,3 +918,173 @@ async fn over_its_hourly_budget_an_ai_run_is_skipped_with_one_review_item() {
         "one a hour"
     );
 }
+
+/// A model that proposes `amount` on the chat's invoice for every message.
+fn proposing(amount: &'static str) -> impl Fn(&str, &str) -> Vec<Value> + Send + Sync + 'static {
+    move |input: &str, invoice: &str| match latest(input).contains("150") {
+        true => vec![pay(invoice, json!("150.00"))],
+        false => vec![pay(invoice, json!(amount))],
+    }
+}
+
+#[tokio::test]
+async fn a_proposal_names_its_cause_and_a_model_asks_at_most_what_is_open() {
+    let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("30.00")).await;
+    let text = format!("I paid 30 for the order. {}", "Details follow. ".repeat(40));
+    let key = chat.message(1, &text, 1).await;
+    let proposed = chat.proposals().await;
+    assert_eq!(proposed.len(), 1, "{proposed:?}");
+    let detail = &proposed[0]["detail"];
+    assert_eq!(detail["open_now"], "100.00", "{detail}");
+    let trigger = &detail["trigger"];
+    assert_eq!(trigger["event_key"], key.as_str());
+    assert!(
+        trigger["conversation_id"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("cv_")),
+        "{trigger}"
+    );
+    assert!(
+        trigger["sender"]["contact_id"].as_str().is_some(),
+        "{trigger}"
+    );
+    assert!(
+        trigger["sender"]["name"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty()),
+        "{trigger}"
+    );
+    let shown: String = text.chars().take(500).collect();
+    assert_eq!(
+        trigger["text"],
+        shown.as_str(),
+        "the message's first 500 characters"
+    );
+    assert_eq!(trigger["invoice_contact_id"], Value::Null);
+    assert_eq!(
+        trigger["sender_is_invoice_contact"], false,
+        "the invoice is not the sender's"
+    );
+    // More than is open: refused, recorded on the call, nothing filed.
+    let key = chat.message(2, "I paid 150 in cash", 1).await;
+    let calls = chat.calls(&key).await;
+    assert_eq!(
+        (calls[0]["outcome"].as_str(), calls[0]["error"].as_str()),
+        (Some("refused"), Some("exceeds_open")),
+        "{calls:?}"
+    );
+    assert_eq!(chat.proposals().await.len(), 1);
+    assert_eq!(chat.paid().await, "0.00");
+}
+
+#[tokio::test]
+async fn a_conversation_holds_at_most_three_open_proposals_and_a_decision_frees_a_place() {
+    let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("10.00")).await;
+    for i in 1..=3 {
+        chat.message(i, &format!("I paid 10, part {i}"), 1).await;
+    }
+    let key = chat.message(4, "I paid 10, part 4", 1).await;
+    let calls = chat.calls(&key).await;
+    assert_eq!(
+        (calls[0]["outcome"].as_str(), calls[0]["error"].as_str()),
+        (Some("refused"), Some("too_many_proposals")),
+        "{calls:?}"
+    );
+    assert_eq!(chat.proposals().await.len(), 3);
+    let ops = ops_app(&chat, crate::support::queues::client().await).await;
+    let open = open_ids(&ops, &chat.s.key).await;
+    let body = json!({"decision": "dismiss", "note": "not yet"});
+    let (status, dismissed) = resolve(&ops, &chat.s.key, &open[0].0, "dismiss-1", body).await;
+    assert_eq!(status, 200, "{dismissed}");
+    let key = chat.message(5, "I paid 10, part 5", 1).await;
+    assert_eq!(chat.calls(&key).await[0]["outcome"], "proposed");
+    assert_eq!(
+        open_ids(&ops, &chat.s.key).await.len(),
+        3,
+        "three open again"
+    );
+    assert_eq!(chat.proposals().await.len(), 4, "and the dismissed one");
+}
+
+#[tokio::test]
+async fn only_a_person_applies_a_proposal_and_never_more_than_is_open_now() {
+    let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("40.00")).await;
+    chat.message(1, "I paid 40 by card", 1).await;
+    let ops = ops_app(&chat, crate::support::queues::client().await).await;
+    let open = open_ids(&ops, &chat.s.key).await;
+    let id = open[0].0.clone();
+    // More than proposed: 400, the item stays open.
+    let body = json!({"decision": "apply", "amount": "50.00"});
+    let (status, refused) = resolve(&ops, &chat.s.key, &id, "apply-1", body).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_amount")),
+        "{refused}"
+    );
+    // The invoice meanwhile paid 70 another way: 30 open, the 40 proposed is too much.
+    let input = firmspace::payments::PaymentInput {
+        org: chat.s.org.clone(),
+        invoice_ref: Some(chat.invoice.id.as_str().to_owned()),
+        actor: "cashier".into(),
+        source: firmspace::payments::Source::Manual,
+        external_id: firmspace::ids::ExternalId::parse("id", "cash-70").unwrap(),
+        amount: Some("70.00".parse().unwrap()),
+        currency: Some(firmspace::money::Currency::parse("UAH").unwrap()),
+        at: Utc::now(),
+        reverses: None,
+        reversible: false,
+        via: None,
+    };
+    firmspace::payments::register_payment(&chat.s.env.store, &input)
+        .await
+        .unwrap();
+    let body = json!({"decision": "apply"});
+    let (status, refused) = resolve(&ops, &chat.s.key, &id, "apply-2", body).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("exceeds_open")),
+        "{refused}"
+    );
+    assert_eq!(refused["open_now"], "30.00", "{refused}");
+    assert_eq!(
+        open_ids(&ops, &chat.s.key).await.len(),
+        1,
+        "a refused approval leaves it open"
+    );
+    // What a person types, within both: booked.
+    let body = json!({"decision": "apply", "amount": "30.00"});
+    let (status, applied) = resolve(&ops, &chat.s.key, &id, "apply-3", body).await;
+    assert_eq!(status, 200, "{applied}");
+    assert_eq!(applied["payment"]["invoice"]["paid"], "100.00", "{applied}");
+    assert_eq!(chat.paid().await, "100.00");
+}
+
+#[tokio::test]
+async fn an_assistant_cannot_apply_what_a_model_proposed() {
+    let crm = crate::support::app::Crm::new().await;
+    let both = key_with(&crm, json!(["write", "ops"])).await;
+    let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
+    let item = firmspace::review::ReviewItem {
+        org: crm.org.clone(),
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::PaymentProposed,
+        key: "rule_1:call_1".into(),
+        at: Utc::now(),
+        detail: json!({"invoice_id": invoice.id.as_str(), "amount": "40.00", "currency": "UAH"}),
+    };
+    item.put(&crm.env.store).await.unwrap();
+    let call = json!({"tool": "resolve_review", "call_id": "approve-1",
+        "input": {"reason": "payment_proposed", "key": "rule_1:call_1", "note": "ok", "decision": "apply"}});
+    let (status, refused) = assistant(&crm, &both, call).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (403, Some("person_required")),
+        "{refused}"
+    );
+    let open = firmspace::review::list(&crm.env.store, &crm.org, 10)
+        .await
+        .unwrap();
+    assert_eq!(open[0].state.as_deref(), Some("open"), "nothing resolved");
+    let stored = crm.stored_invoice(invoice.id.as_str()).await;
+    assert_eq!(stored.paid, rust_decimal::Decimal::ZERO, "nothing booked");
+}

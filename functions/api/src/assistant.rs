@@ -61,7 +61,8 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     let input: Value = serde_json::from_str(body.input.get()).unwrap_or_default();
     let asked = Some(format!("{}\0{input}", body.tool).into_bytes());
     let key = RequestKey::Call(call_id.clone());
-    let done = ctx.perform(store, (key, asked), command).await?;
+    let by = firmspace::commands::Actor::Assistant(ctx.key.clone());
+    let done = ctx.perform_as(store, by, (key, asked), command).await?;
     if !done.outcome.is_made() {
         return Ok(firmspace::http::done_response(&done));
     }

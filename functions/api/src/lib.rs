@@ -91,8 +91,20 @@ impl Ctx<'_> {
     pub(crate) async fn perform(
         &self,
         store: &Store,
-        (key, asked): (RequestKey, Option<Vec<u8>>),
+        asked: (RequestKey, Option<Vec<u8>>),
         command: impl Into<AnyCommand>,
+    ) -> Result<Done, ApiError> {
+        let by = Actor::Key(self.key.clone());
+        self.perform_as(store, by, asked, command.into()).await
+    }
+
+    /// `perform` as `by`: the assistant's route names its caller a program, not a person.
+    pub(crate) async fn perform_as(
+        &self,
+        store: &Store,
+        by: Actor,
+        (key, asked): (RequestKey, Option<Vec<u8>>),
+        command: AnyCommand,
     ) -> Result<Done, ApiError> {
         let env = Env {
             store,
@@ -102,10 +114,10 @@ impl Ctx<'_> {
             site: Some(self.site),
             imports: self.imports,
         };
-        let (req, by) = (self.req, Actor::Key(self.key.clone()));
+        let req = self.req;
         let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];
         let parts = asked.as_deref().map_or(route.to_vec(), |a| vec![a]);
-        Ok(perform(&env, &by, &key, command.into(), &parts).await?)
+        Ok(perform(&env, &by, &key, command, &parts).await?)
     }
 
     /// `perform`, answered as it was done.

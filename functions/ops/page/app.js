@@ -173,15 +173,22 @@ async function renderReview(current) {
   table.tBodies[0].replaceChildren(...body.items.map((item) => {
     const cell = el("td");
     if (item.state === "open" && item.reason === "payment_proposed") {
-      // A model's proposal: a person books it (Apply) or not (Dismiss).
+      // A model's proposal: a person reads its cause, then books it (Apply, at most the amount
+      // proposed) or not (Dismiss).
       const d = item.detail || {};
+      cell.append(cause(d));
       const note = el("input", { placeholder: "note", class: "note" });
+      const amount = el("input", { placeholder: d.amount, class: "amount", size: 8 });
       const apply = el("button", { type: "button", class: "apply" }, `Apply ${d.amount} ${d.currency}`);
       const dismiss = el("button", { type: "button", class: "dismiss" }, "Dismiss");
-      const decide = (button, decision) => act(button, `review/${item.id}/resolve`, { note: note.value || decision, decision });
+      const decide = (button, decision) => {
+        const body = { note: note.value || decision, decision };
+        if (decision === "apply" && amount.value) body.amount = amount.value;
+        return act(button, `review/${item.id}/resolve`, body);
+      };
       apply.addEventListener("click", () => decide(apply, "apply"));
       dismiss.addEventListener("click", () => decide(dismiss, "dismiss"));
-      cell.append(`${d.invoice_number || d.invoice_id}: `, note, " ", apply, " ", dismiss);
+      cell.append(`${d.invoice_number || d.invoice_id}: `, amount, " ", note, " ", apply, " ", dismiss);
     } else if (item.state === "open") {
       const note = el("input", { placeholder: "note", class: "note" });
       const button = el("button", { type: "button", class: "resolve" }, "Resolve");
@@ -192,8 +199,24 @@ async function renderReview(current) {
       cell.append(`${decided}${item.resolved_by} · ${when(item.resolved_at)} · ${item.note || ""}`);
     }
     return el("tr", { "data-id": item.id }, el("td", {}, when(item.at)), el("td", {}, item.reason),
-      el("td", { class: "key" }, item.key), el("td", {}, item.state), cell);
+      el("td", {}, el("div", { class: "about" }, item.about), el("div", { class: "key" }, item.key)),
+      el("td", {}, item.state), cell);
   }));
+}
+
+// What led a model to propose: the message and its sender, what the invoice owes now, and a
+// warning when the invoice is not the sender's. Shown as text, never as markup.
+function cause(d) {
+  const t = d.trigger || {};
+  const box = el("div", { class: "cause" });
+  const sender = (t.sender && (t.sender.name || t.sender.contact_id)) || "an event";
+  box.append(el("div", {}, `From ${sender}` + (t.conversation_id ? ` in ${t.conversation_id}` : "")));
+  if (t.text) box.append(el("blockquote", { class: "message" }, t.text));
+  if (d.open_now) box.append(el("div", {}, `The invoice owes ${d.open_now} ${d.currency} now.`));
+  if (t.sender && !t.sender_is_invoice_contact) {
+    box.append(el("div", { class: "warn not-sender" }, "This invoice is not the sender's."));
+  }
+  return box;
 }
 
 async function renderRuns(current) {

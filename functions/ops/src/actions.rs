@@ -102,6 +102,8 @@ struct ResolveBody {
     invoice_id: Option<String>,
     #[serde(rename = "as")]
     same_as: Option<String>,
+    /// `apply` of a proposal: at most the proposed amount and what the invoice owes now.
+    amount: Option<firmspace::commands::AmountText>,
 }
 
 #[derive(Deserialize)]
@@ -281,6 +283,7 @@ fn resolution(
     let named = firmspace::commands::Named {
         invoice_id: body.invoice_id,
         same_as: body.same_as,
+        amount: body.amount,
     };
     Ok((note, decision, named))
 }

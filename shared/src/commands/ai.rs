@@ -273,6 +273,7 @@ impl<R: Replies> Step<'_, R> {
             org: rule.org.clone(),
             rule_id: rule.rule_id.clone(),
             event_key: fired.event_key.clone(),
+            cause: fired.context.clone(),
         };
         let json = input.to_string();
         let env = Env {

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 /// The JSON text of an `amount` field, kept as it came so that the command, not the JSON
 /// reader, decides what it means.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AmountText(String);
 
 impl utoipa::PartialSchema for AmountText {
@@ -38,6 +38,11 @@ impl<'de> Deserialize<'de> for AmountText {
 }
 
 impl AmountText {
+    /// The JSON text as it came.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
     /// The JSON text of `value` (a tool call's input, already read by another parser).
     pub fn of(value: &serde_json::Value) -> Self {
         Self(value.to_string())

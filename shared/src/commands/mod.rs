@@ -15,6 +15,7 @@ pub mod crm;
 pub mod model;
 pub mod money;
 pub mod operate;
+pub mod proposals;
 pub mod records;
 mod refused;
 pub mod requests;
@@ -41,8 +42,11 @@ use std::future::Future;
 /// Who asks. Authority is decided from this alone.
 #[derive(Clone, Debug)]
 pub enum Actor {
-    /// A person's or a program's API key, with its scopes.
+    /// A person's API key, on a REST route or the operator's page, with its scopes.
     Key(Key),
+    /// A program acting with an API key through the assistant's route (an agent, the MCP
+    /// server): what the key's scopes allow, except what only a person decides.
+    Assistant(Key),
     /// The deployment's operator (`admin:…`), acting on an organisation's items.
     Admin { name: String, org: OrgId },
     /// A rule's AI step: it may reply and make tasks; what moves money it only proposes.
@@ -50,13 +54,16 @@ pub enum Actor {
         org: OrgId,
         rule_id: String,
         event_key: EventKey,
+        /// What its trigger carried (a message's conversation, sender and text): data a
+        /// person is shown beside what the model proposes, never a say in what it may.
+        cause: Value,
     },
 }
 
 impl Actor {
     pub fn org(&self) -> &OrgId {
         match self {
-            Self::Key(key) => &key.org,
+            Self::Key(key) | Self::Assistant(key) => &key.org,
             Self::Admin { org, .. } | Self::Model { org, .. } => org,
         }
     }
@@ -64,7 +71,7 @@ impl Actor {
     /// Who acted, as records name them: the key's id, the admin's public name, `ai:RULE`.
     pub fn id(&self) -> String {
         match self {
-            Self::Key(key) => key.id.clone(),
+            Self::Key(key) | Self::Assistant(key) => key.id.clone(),
             Self::Admin { name, .. } => name.clone(),
             Self::Model { rule_id, .. } => format!("ai:{rule_id}"),
         }
@@ -73,12 +80,25 @@ impl Actor {
     /// Refused `forbidden` unless the actor holds every scope of `needs`.
     fn may(&self, needs: &[Scope]) -> Result<(), Refused> {
         let lacks = match self {
-            Self::Key(key) => needs.iter().find_map(|s| key.may(*s).err()),
+            Self::Key(key) | Self::Assistant(key) => needs.iter().find_map(|s| key.may(*s).err()),
             Self::Admin { .. } => None,
             // A model's commands are limited by `Command::for_model`, not by scopes.
             Self::Model { .. } => None,
         };
         lacks.map_or(Ok(()), |scope| Err(forbidden(scope)))
+    }
+
+    /// Refused `person_required` unless a person asks (a key on a REST route or the
+    /// operator's page, the admin): what a model proposes no program approves.
+    fn person(&self) -> Result<(), Refused> {
+        match self {
+            Self::Key(_) | Self::Admin { .. } => Ok(()),
+            Self::Assistant(_) | Self::Model { .. } => Err(Refused::new(
+                Why::Forbidden,
+                "person_required",
+                "only a person applies what a model proposes: on the operator's page",
+            )),
+        }
     }
 }
 

@@ -134,7 +134,9 @@ impl Command for RegisterPayment {
 }
 
 /// A model's payment: one open `payment_proposed` review item for a person, keyed by the tool
-/// call, holding what would be booked. Nothing is booked and no invoice changes.
+/// call, holding what would be booked, what the invoice owes now and what led to it (its
+/// trigger's message and sender). Nothing is booked and no invoice changes. A model asks at most
+/// what is open, and a conversation holds at most three open proposals.
 async fn propose<R>(
     env: &Env<'_, R>,
     by: &Actor,
@@ -146,6 +148,7 @@ async fn propose<R>(
         org,
         rule_id,
         event_key,
+        cause,
     } = by
     else {
         return Err(Refused::forbidden("only a model proposes"));
@@ -154,16 +157,24 @@ async fn propose<R>(
     let invoice = invoice::get(env.store, org, id)
         .await?
         .ok_or_else(|| Refused::not_found("invoice"))?;
-    let amount = match amount {
-        Some(a) => a.in_currency("amount", invoice.currency)?,
-        None => invoice.open(),
-    };
-    if amount <= rust_decimal::Decimal::ZERO {
+    let open = invoice.open();
+    if open <= rust_decimal::Decimal::ZERO {
         return Err(Refused::conflict(
             "nothing_open",
             "the invoice has nothing open",
         ));
     }
+    let amount = match amount {
+        Some(a) => a.in_currency("amount", invoice.currency)?,
+        None => open,
+    };
+    if amount > open {
+        let show = |a| invoice.currency.show(a);
+        let detail = format!("{} is more than the {} open", show(amount), show(open));
+        return Err(Refused::conflict("exceeds_open", detail));
+    }
+    let trigger =
+        super::proposals::cause(env.store, org, (event_key.as_str(), cause), &invoice).await?;
     let item = ReviewItem {
         org: org.clone(),
         kind: Kind::Payment,
@@ -174,9 +185,13 @@ async fn propose<R>(
             "invoice_id": invoice.id.as_str(), "invoice_number": invoice.number,
             "amount": invoice.currency.show(amount), "currency": invoice.currency.as_str(),
             "rule_id": rule_id, "event_key": event_key.as_str(), "call": key.id(),
+            "open_now": invoice.currency.show(open), "trigger": trigger,
         }),
     };
-    let filed = item.put(env.store).await?;
+    let filed = match trigger["conversation_id"].as_str() {
+        Some(conversation) => super::proposals::file(env.store, org, conversation, &item).await?,
+        None => item.put(env.store).await?,
+    };
     Ok((
         Made::Accepted,
         json!({"state": "proposed", "review_key": item.key, "filed": filed, "detail": item.detail}),

@@ -174,7 +174,7 @@ impl Command for CreateKey {
             })?;
         let scopes = Scopes::of(&parsed);
         let covered = match by {
-            Actor::Key(key) => key.scopes.covers(scopes),
+            Actor::Key(key) | Actor::Assistant(key) => key.scopes.covers(scopes),
             Actor::Admin { .. } => true,
             Actor::Model { .. } => false,
         };

@@ -46,6 +46,8 @@ pub enum Decision {
 pub struct Named {
     pub invoice_id: Option<String>,
     pub same_as: Option<String>,
+    /// `apply` of a proposal: the amount a person approves, at most the proposed one.
+    pub amount: Option<AmountText>,
 }
 
 /// The reasons of a payment that kept money a person may put on an invoice.
@@ -81,9 +83,7 @@ impl Command for ResolveReview {
         let note = fields::text("note", note.trim(), NOTE_MAX)?;
         let who = by.id();
         let booked = match decision {
-            Some(Decision::Apply) => apply(env, by, pk, named.invoice_id.as_deref())
-                .await?
-                .map(|p| ("payment", p)),
+            Some(Decision::Apply) => apply(env, by, pk, named).await?.map(|p| ("payment", p)),
             Some(Decision::SameMoney) => same_money(env, by, pk, named.same_as.as_deref())
                 .await?
                 .map(|r| ("reversal", r)),
@@ -104,6 +104,7 @@ impl Command for ResolveReview {
             Some((_, booked)) => shown.reversal = Some(booked),
             None => {}
         }
+        free_place(env, by, pk).await?;
         Ok((Made::Done, super::answers::json(&shown)))
     }
 }
@@ -116,19 +117,18 @@ async fn apply<R>(
     env: &Env<'_, R>,
     by: &Actor,
     pk: &str,
-    invoice_id: Option<&str>,
+    named: &Named,
 ) -> Result<Option<Value>, Refused> {
     let item = read(env, pk).await?;
     let detail = detail_of(&item);
     let reason = item.opt_str("reason").and_then(Reason::parse);
     let target = match reason {
-        Some(Reason::PaymentProposed) => Target {
-            invoice_id: detail["invoice_id"].as_str().unwrap_or_default().to_owned(),
-            amount: AmountText::of(&detail["amount"]),
-            source: Source::Assistant,
-        },
+        Some(Reason::PaymentProposed) => {
+            by.person()?;
+            proposed(env, by, (&item, &detail), named.amount.as_ref()).await?
+        }
         Some(kept) if KEPT.contains(&kept) && item.opt_str("review_kind") == Some("payment") => {
-            kept_on(env, by, &detail, invoice_id).await?
+            kept_on(env, by, &detail, named.invoice_id.as_deref()).await?
         }
         _ => {
             return Err(Refused::invalid(
@@ -138,10 +138,65 @@ async fn apply<R>(
             ))
         }
     };
-    if !mark_applying(env, pk, Decision::Apply).await? {
+    if !mark_applying(env, pk, Decision::Apply, Some(&target.amount)).await? {
         return Ok(None);
     }
     book(env, by, pk, target).await.map(Some)
+}
+
+/// What a person approves of a model's proposal: the amount they typed (at most the proposed
+/// one) or the proposed one, at most what the invoice owes now; refused, the item stays open.
+/// An approval cut off after it marked the item books what that first approval chose.
+async fn proposed<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    (item, detail): (&Item, &Value),
+    typed: Option<&AmountText>,
+) -> Result<Target, Refused> {
+    let invoice_id = detail["invoice_id"].as_str().unwrap_or_default().to_owned();
+    let target = |amount: &Value| Target {
+        invoice_id: invoice_id.clone(),
+        amount: AmountText::of(amount),
+        source: Source::Assistant,
+    };
+    if let Some(chosen) = item.opt_str(review::APPLYING_AMOUNT) {
+        return Ok(target(&serde_json::json!(chosen)));
+    }
+    let invoice = crate::payments::invoice::get(env.store, by.org(), &invoice_id)
+        .await?
+        .ok_or_else(|| Refused::not_found("invoice"))?;
+    let show = |a| invoice.currency.show(a);
+    let proposed = AmountText::of(&detail["amount"]).in_currency("amount", invoice.currency)?;
+    let amount = match typed {
+        Some(typed) => typed.in_currency("amount", invoice.currency)?,
+        None => proposed,
+    };
+    if amount > proposed {
+        let detail = format!("amount: at most the {} proposed", show(proposed));
+        return Err(Refused::field("amount", "invalid_amount", detail));
+    }
+    if amount > invoice.open() {
+        let open = show(invoice.open());
+        let detail = format!(
+            "{} is more than the {open} the invoice owes now",
+            show(amount)
+        );
+        return Err(Refused::conflict("exceeds_open", detail).with("open_now", open.into()));
+    }
+    Ok(target(&serde_json::json!(show(amount))))
+}
+
+/// A resolved proposal gives up its place among its conversation's open ones.
+async fn free_place<R>(env: &Env<'_, R>, by: &Actor, pk: &str) -> Result<(), Refused> {
+    let proposal = by.org().pk(&format!("REVIEW#{}#", Reason::PaymentProposed));
+    let Some(key) = pk.strip_prefix(&proposal) else {
+        return Ok(());
+    };
+    let item = read(env, pk).await?;
+    match detail_of(&item)["trigger"]["conversation_id"].as_str() {
+        Some(conversation) => super::proposals::free(env.store, by.org(), conversation, key).await,
+        None => Ok(()),
+    }
 }
 
 /// The open review item at `pk`, or 404.
@@ -160,11 +215,21 @@ fn detail_of(item: &Item) -> Value {
 
 /// Marked under the item's being open and not claimed by another decision: from then on only
 /// this decision resolves it (a dismissal, or `same_money` against an `apply`, is refused).
-async fn mark_applying<R>(env: &Env<'_, R>, pk: &str, decision: Decision) -> Result<bool, Refused> {
+async fn mark_applying<R>(
+    env: &Env<'_, R>,
+    pk: &str,
+    decision: Decision,
+    amount: Option<&AmountText>,
+) -> Result<bool, Refused> {
     let name = crate::store::item::tag_name(&decision);
-    let applying = Update::new()
-        .set(review::APPLYING, s(&name))
-        .when(review::open_for(Some(&name)));
+    let mut applying = Update::new().set(review::APPLYING, s(&name));
+    if let Some(amount) = amount {
+        let chosen = serde_json::from_str::<Value>(amount.text()).unwrap_or_default();
+        if let Some(chosen) = chosen.as_str() {
+            applying = applying.set(review::APPLYING_AMOUNT, s(chosen));
+        }
+    }
+    let applying = applying.when(review::open_for(Some(&name)));
     Ok(env.store.update_if(pk, &applying).await?)
 }
 
@@ -297,7 +362,7 @@ async fn same_money<R>(
             "the item's payment put nothing on an invoice: dismiss it",
         ));
     }
-    if !mark_applying(env, pk, Decision::SameMoney).await? {
+    if !mark_applying(env, pk, Decision::SameMoney, None).await? {
         return Ok(None);
     }
     // Under the key the provider's own reversal of it would take: whichever comes second is

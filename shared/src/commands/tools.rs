@@ -280,6 +280,8 @@ impl Input<'_> {
                     named: review::Named {
                         invoice_id: input.invoice_id,
                         same_as: input.same_as,
+                        // What a person approves; no tool applies a proposal.
+                        amount: None,
                     },
                 }
                 .into()

@@ -269,6 +269,8 @@ impl Message {
                         "provider": self.provider,
                         "chat_id": self.chat_id,
                         "contact_id": self.contact_id,
+                        "sender_name": self.sender_name,
+                        "message_id": self.provider_id,
                         "text": preview(&self.text),
                     }),
                 }

@@ -145,25 +145,64 @@ pub struct ReviewView {
     pub resolved_at: Option<String>,
     /// `apply`, `same_money` or `dismiss`, when resolved with one.
     pub decision: Option<String>,
+    /// What it is about, in words: its reason, then the invoice (number, amount), the sender
+    /// or contact, the rule and the provider's payment id its detail and key name.
+    #[schema(example = "payment proposed: invoice INV-00042, 40.00 UAH, from Olena, rule rule_1")]
+    pub about: String,
 }
 
 /// The stored review `item` as the API shows it.
 pub fn view(item: &Item) -> ReviewView {
     let text = |name: &str| item.opt_str(name).map(str::to_owned);
+    let detail = item
+        .opt_str("detail")
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or(Value::Null);
     ReviewView {
         kind: text("review_kind"),
         reason: text("reason"),
         key: text("key"),
         at: text("at"),
         state: text("state"),
-        detail: item
-            .opt_str("detail")
-            .and_then(|d| serde_json::from_str(d).ok())
-            .unwrap_or(Value::Null),
+        about: about(item.opt_str("reason"), item.opt_str("key"), &detail),
+        detail,
         note: text("note"),
         resolved_by: text("resolved_by"),
         resolved_at: text("resolved_at"),
         decision: text("decision"),
+    }
+}
+
+/// What an item is about, in the words a person reads (its raw key stays beside it, for
+/// search): the reason, then what its detail and key name.
+pub fn about(reason: Option<&str>, key: Option<&str>, detail: &Value) -> String {
+    let text = |name: &str| detail.get(name).and_then(Value::as_str);
+    let mut parts = Vec::new();
+    if let Some(invoice) = text("invoice_number").or(text("invoice_id")) {
+        parts.push(format!("invoice {invoice}"));
+    }
+    if let (Some(amount), Some(currency)) = (text("amount"), text("currency")) {
+        parts.push(format!("{amount} {currency}"));
+    }
+    let sender = &detail["trigger"]["sender"];
+    match (sender["name"].as_str(), text("contact_id")) {
+        (Some(name), _) => parts.push(format!("from {name}")),
+        (None, Some(contact)) => parts.push(format!("contact {contact}")),
+        (None, None) => {}
+    }
+    if let Some(rule) = text("rule_id") {
+        parts.push(format!("rule {rule}"));
+    }
+    let key = key.unwrap_or_default();
+    if let Some((source, id)) = key.strip_prefix("payment:").and_then(|k| k.split_once(':')) {
+        parts.push(format!("{source} payment {id}"));
+    } else if parts.is_empty() && !key.is_empty() {
+        parts.push(key.to_owned());
+    }
+    let reason = reason.unwrap_or("review").replace('_', " ");
+    match parts.is_empty() {
+        true => reason,
+        false => format!("{reason}: {}", parts.join(", ")),
     }
 }
 
@@ -228,6 +267,8 @@ pub fn open_for(decision: Option<&str>) -> Cond {
 
 /// Set on an item (to the decision's name) while an approval books what it decides.
 pub const APPLYING: &str = "applying";
+/// The amount the decision that marked the item chose (an approval of a proposal).
+pub const APPLYING_AMOUNT: &str = "applying_amount";
 
 /// The update that resolves the item at `pk` (without its condition): resolved by `by` with
 /// `note` (and the `decision`), moved to the resolved list.

@@ -25,6 +25,8 @@ pub enum Cond {
     Before(String, AttributeValue),
     /// The set attribute holds this member.
     Contains(String, AttributeValue),
+    /// The set attribute holds fewer members than this (a missing one holds none).
+    Fewer(String, usize),
     /// Every one of these.
     All(Vec<Cond>),
     /// At least one of these.
@@ -68,6 +70,12 @@ impl Cond {
             Cond::Contains(name, value) => {
                 let i = bind(name, value);
                 Some(format!("contains(#c{i}, :c{i})"))
+            }
+            Cond::Fewer(name, n) => {
+                let i = bind(name, &AttributeValue::N(n.to_string()));
+                Some(format!(
+                    "attribute_not_exists(#c{i}) OR size(#c{i}) < :c{i}"
+                ))
             }
             Cond::All(all) | Cond::Any(all) => {
                 let joint = if matches!(self, Cond::All(_)) {

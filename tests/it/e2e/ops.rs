@@ -213,7 +213,8 @@ async fn resolve_on_the_page(stack: &super::Stack, page: &Session, org: &str, it
 }
 
 /// A model's proposal (a `payment_proposed` item, put into the deployed table as the AI step
-/// files it) applied on the page: the invoice is paid through the one payment function.
+/// files it) applied on the page after reading its cause (the sender, the message, a warning
+/// that the invoice is not the sender's): the invoice is paid through the one payment function.
 async fn apply_on_the_page(stack: &super::Stack, page: &Session, key: &str, org: &str) {
     let twenty = json!({"currency": "UAH", "gross": "20.00"});
     let (_, invoice) = stack
@@ -233,7 +234,11 @@ async fn apply_on_the_page(stack: &super::Stack, page: &Session, key: &str, org:
         key: "rule_e2e:call_1".into(),
         at: chrono::Utc::now(),
         detail: json!({"invoice_id": invoice["id"], "invoice_number": invoice["number"],
-            "amount": "20.00", "currency": "UAH", "rule_id": "rule_e2e", "event_key": "message:e2e:1"}),
+            "amount": "20.00", "currency": "UAH", "rule_id": "rule_e2e", "event_key": "message:e2e:1",
+            "open_now": "20.00", "trigger": {"event_key": "message:e2e:1", "conversation_id": "cv_e2e",
+                "sender": {"contact_id": "ct_e2e", "name": "Olena <b>K</b>"},
+                "text": "I paid the invoice in cash yesterday", "invoice_contact_id": null,
+                "sender_is_invoice_contact": false}}),
     };
     assert!(proposal.put(&store).await.unwrap());
     let id = firmspace::ops::ids::encode(&proposal.pk());
@@ -250,6 +255,17 @@ async fn apply_on_the_page(stack: &super::Stack, page: &Session, key: &str, org:
         .await
             == json!(true)
     );
+    let cause = page.text(&page.find(&format!("{row} .cause")).await).await;
+    for shown in [
+        "From Olena <b>K</b> in cv_e2e",
+        "I paid the invoice in cash yesterday",
+        "The invoice owes 20.00 UAH now.",
+        "This invoice is not the sender's.",
+    ] {
+        assert!(cause.contains(shown), "{shown:?} in {cause:?}");
+    }
+    let about = page.text(&page.find(&format!("{row} .about")).await).await;
+    assert!(about.contains("from Olena <b>K</b>"), "{about}");
     page.click(&page.find(&format!("{row} button.apply")).await)
         .await;
     page.until(&format!("return !document.querySelector(\"{row}\")"))

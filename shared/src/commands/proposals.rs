@@ -1,0 +1,149 @@
+//! What a model proposes, as a person is shown it: its cause (the message that led to it, its
+//! sender, whether the invoice is the sender's), and at most [`OPEN_MAX`] open proposals in one
+//! conversation, so a model that keeps asking is heard a few times and a person is not flooded.
+
+use super::Refused;
+use crate::ids::OrgId;
+use crate::payments::Invoice;
+use crate::review::{review_item_pk, Reason, ReviewItem};
+use crate::store::item::Read;
+use crate::store::{Cond, Step, Store, Transacted, Update};
+use serde_json::{json, Value};
+
+/// Open `payment_proposed` items one conversation holds at most.
+pub const OPEN_MAX: usize = 3;
+
+/// How much of the message a proposal shows.
+const TEXT_SHOWN: usize = 500;
+
+/// The set of the open proposals' review keys of a conversation.
+const OPEN: &str = "open";
+
+fn open_pk(org: &OrgId, conversation_id: &str) -> String {
+    org.pk(&format!("PROPOSALS#{conversation_id}"))
+}
+
+/// The proposal's cause from its trigger's context: the event, the conversation, the sender
+/// (a contact and a name), the message's first 500 characters (read from the stored message),
+/// and whether the invoice is the sender's. A trigger without a message (an invoice paid) has
+/// the event alone.
+pub async fn cause(
+    store: &Store,
+    org: &OrgId,
+    (event_key, context): (&str, &Value),
+    invoice: &Invoice,
+) -> Result<Value, Refused> {
+    let text_of = |name: &str| context.get(name).and_then(Value::as_str);
+    let (conversation, sender) = (text_of("conversation_id"), text_of("contact_id"));
+    let mut text = text_of("text").map(str::to_owned);
+    if let (Some(integration), Some(message)) = (text_of("integration_id"), text_of("message_id")) {
+        let pk = crate::messages::message_pk(org, integration, message);
+        if let Some(stored) = store.get(&pk).await? {
+            text = stored.opt_str("text").map(str::to_owned).or(text);
+        }
+    }
+    let text = text.map(|t| t.chars().take(TEXT_SHOWN).collect::<String>());
+    let invoice_contact = invoice.links.contact_id.as_deref();
+    Ok(json!({
+        "event_key": event_key,
+        "conversation_id": conversation,
+        "sender": {"contact_id": sender, "name": text_of("sender_name")},
+        "text": text,
+        "invoice_contact_id": invoice_contact,
+        "sender_is_invoice_contact": sender.is_some() && sender == invoice_contact,
+    }))
+}
+
+/// Files `item` (a proposal) as one of at most [`OPEN_MAX`] open ones of `conversation_id`:
+/// the item and its key's place in the conversation's set in one transaction, so neither is
+/// written without the other. `false` when the item was filed before (the same tool call
+/// again). A full set is read against its items once: an item no longer open gives its place
+/// up (a resolution cut off before it freed it).
+pub async fn file(
+    store: &Store,
+    org: &OrgId,
+    conversation_id: &str,
+    item: &ReviewItem,
+) -> Result<bool, Refused> {
+    let pk = open_pk(org, conversation_id);
+    for healed in [false, true] {
+        let key = crate::store::item::s(&item.key);
+        let take = Update::new()
+            .add(
+                OPEN,
+                aws_sdk_dynamodb::types::AttributeValue::Ss(vec![item.key.clone()]),
+            )
+            .when(Cond::Any(vec![
+                Cond::Fewer(OPEN.into(), OPEN_MAX),
+                Cond::Contains(OPEN.into(), key),
+            ]));
+        let steps = vec![
+            Step::PutNew(item.to_item()),
+            Step::Update {
+                pk: pk.clone(),
+                update: take,
+            },
+        ];
+        match store.transact(steps).await? {
+            Transacted::Done => return Ok(true),
+            Transacted::Refused { step: 0, .. } => return Ok(false),
+            Transacted::Refused { .. } if !healed => free_closed(store, org, &pk).await?,
+            Transacted::Refused { .. } => break,
+            Transacted::Contended => {
+                return Err(Refused::unavailable(
+                    "contended",
+                    "the conversation's proposals kept changing; retry",
+                ))
+            }
+        }
+    }
+    Err(Refused::conflict(
+        "too_many_proposals",
+        format!("a conversation holds at most {OPEN_MAX} open proposals: a person decides on them first"),
+    ))
+}
+
+/// Takes out of the set at `pk` every key whose review item is no longer open.
+async fn free_closed(store: &Store, org: &OrgId, pk: &str) -> Result<(), Refused> {
+    let Some(set) = store.get(pk).await? else {
+        return Ok(());
+    };
+    let keys: Vec<String> = match set.get(OPEN) {
+        Some(aws_sdk_dynamodb::types::AttributeValue::Ss(keys)) => keys.clone(),
+        _ => return Ok(()),
+    };
+    let pks: Vec<String> = keys
+        .iter()
+        .map(|k| review_item_pk(org, Reason::PaymentProposed, k))
+        .collect();
+    let items = store.get_many(&pks).await?;
+    let closed: Vec<String> = keys
+        .into_iter()
+        .zip(items)
+        .filter(|(_, item)| item.as_ref().and_then(|i| i.opt_str("state")) != Some("open"))
+        .map(|(key, _)| key)
+        .collect();
+    if !closed.is_empty() {
+        store
+            .update_if(pk, &Update::new().take_from_set(OPEN, closed))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Gives up the place of the proposal `key` of `conversation_id` (it was applied or
+/// dismissed); nothing when it held none.
+pub async fn free(
+    store: &Store,
+    org: &OrgId,
+    conversation_id: &str,
+    key: &str,
+) -> Result<(), Refused> {
+    let update = Update::new()
+        .take_from_set(OPEN, vec![key.to_owned()])
+        .when(Cond::Exists);
+    store
+        .update_if(&open_pk(org, conversation_id), &update)
+        .await?;
+    Ok(())
+}
