@@ -65,6 +65,10 @@ pub struct ActivityLine {
     pub text: String,
     #[serde(with = "serde_millis")]
     pub at: DateTime<Utc>,
+    /// A payment's line: the money received, its currency and the payment's event key, to
+    /// find lookalikes by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub money: Option<(String, String, String)>,
 }
 
 /// A trigger fired by an event; every rule for it runs once per (rule, event key).
@@ -83,6 +87,23 @@ pub struct Fired {
 pub struct BankCredit {
     pub org: OrgId,
     pub tx_id: String,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
+/// A payment booked on an invoice, to be held against the money that reached the same
+/// invoice or the same contact in the week before it: a lookalike goes to a person
+/// (`possible_same_money`), never merged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lookalike {
+    pub org: OrgId,
+    pub event_key: EventKey,
+    pub invoice_id: String,
+    pub invoice_number: String,
+    pub contact_id: Option<String>,
+    /// The money received, as shown (`30.00`).
+    pub amount: String,
+    pub currency: String,
     #[serde(with = "serde_millis")]
     pub at: DateTime<Utc>,
 }
@@ -131,8 +152,37 @@ pub enum Consequence {
     Activity(ActivityLine),
     Trigger(Fired),
     BankCredit(BankCredit),
+    Lookalike(Lookalike),
     Resend(Resend),
     Assisted(AssistedReply),
+}
+
+/// The matching queue's messages: a credit row to match, a payment to hold against its
+/// lookalikes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Matched {
+    BankCredit(BankCredit),
+    Lookalike(Lookalike),
+}
+
+impl TryFrom<Consequence> for Matched {
+    type Error = Consequence;
+    fn try_from(c: Consequence) -> Result<Self, Consequence> {
+        match c {
+            Consequence::BankCredit(credit) => Ok(Self::BankCredit(credit)),
+            Consequence::Lookalike(lookalike) => Ok(Self::Lookalike(lookalike)),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<Matched> for Consequence {
+    fn from(job: Matched) -> Self {
+        match job {
+            Matched::BankCredit(credit) => Self::BankCredit(credit),
+            Matched::Lookalike(lookalike) => Self::Lookalike(lookalike),
+        }
+    }
 }
 
 /// The automation queue's messages: a trigger's rules to run, a person's resend, or an
@@ -181,7 +231,7 @@ impl Consequence {
             Self::Notification(_) => QueueKind::Notifications,
             Self::Activity(_) => QueueKind::Activity,
             Self::Trigger(_) | Self::Resend(_) | Self::Assisted(_) => QueueKind::Automation,
-            Self::BankCredit(_) => QueueKind::Matching,
+            Self::BankCredit(_) | Self::Lookalike(_) => QueueKind::Matching,
         }
     }
 
@@ -191,6 +241,7 @@ impl Consequence {
             Self::Activity(a) => &a.org,
             Self::Trigger(t) => &t.org,
             Self::BankCredit(c) => &c.org,
+            Self::Lookalike(l) => &l.org,
             Self::Resend(r) => &r.org,
             Self::Assisted(a) => &a.org,
         }
@@ -222,6 +273,7 @@ impl Consequence {
                 t.event_key
             ),
             Self::BankCredit(c) => format!("match:{}", c.tx_id),
+            Self::Lookalike(l) => format!("lookalike:{}", l.event_key),
             Self::Resend(r) => format!("resend:{}:{}", r.rule_id, r.event_key),
             Self::Assisted(a) => format!("assistant:{}", a.call_id),
         }
@@ -264,6 +316,7 @@ job!(Notification, Notification);
 job!(Activity, ActivityLine);
 job!(Trigger, Fired);
 job!(BankCredit, BankCredit);
+job!(Lookalike, Lookalike);
 
 #[cfg(test)]
 mod tests {

@@ -241,6 +241,7 @@ impl Lead {
                 kind: "lead".into(),
                 text: text.clone(),
                 at: i.at,
+                money: None,
             }
             .into(),
             Notification {
@@ -357,7 +358,47 @@ impl Decision for RecordLead<'_> {
         };
         steps.insert(0, Step::PutNew(lead.to_item()));
         steps.insert(1, Step::PutNew(deal.to_item()));
+        steps.extend(self.lookalike(seen, &identities, &lead)?.map(Step::PutNew));
         Ok(Plan::Write { steps, out: lead })
+    }
+}
+
+impl RecordLead<'_> {
+    /// A sender whose e-mail belongs to one contact and whose phone to another: the card goes
+    /// to the first, and a person is asked whether the two are one (`possible_same_contact`,
+    /// in the lead's own transaction, so filed once). Never merged.
+    fn lookalike(
+        &self,
+        seen: &Seen,
+        identities: &[Identity],
+        lead: &Lead,
+    ) -> Result<Option<Item>, StoreError> {
+        let mut named: Vec<Value> = Vec::new();
+        for (i, identity) in identities.iter().enumerate() {
+            let Some(item) = seen.get(i + 1) else {
+                continue;
+            };
+            let contact = contacts::known(item)?.contact_id;
+            if named.iter().all(|n| n["contact_id"] != contact.as_str()) {
+                named.push(json!({"contact_id": contact, "by": identity.channel}));
+            }
+        }
+        if named.len() < 2 {
+            return Ok(None);
+        }
+        let input = self.input;
+        let item = crate::review::ReviewItem {
+            org: input.org.clone(),
+            kind: crate::review::Kind::Lead,
+            reason: crate::review::Reason::PossibleSameContact,
+            key: lead.key().as_str().to_owned(),
+            at: input.at,
+            detail: json!({
+                "name": input.name, "email": input.email, "phone": input.phone,
+                "contacts": named, "contact_id": lead.contact_id, "deal_id": lead.deal_id,
+            }),
+        };
+        Ok(Some(item.to_item()))
     }
 }
 

@@ -161,7 +161,9 @@ async fn a_standard_payment_and_its_consequences_cost_within_budget_and_a_duplic
     for i in 0..2 {
         let inv = stage.invoice().await;
         let id = format!("pay_cost_{i}");
-        let body = fixtures::standard_body(&id, inv.id.as_str(), Some("40.00"));
+        // Two amounts: the same money on one contact's invoices is a lookalike, not this.
+        let amount = ["40.00", "45.00"][i];
+        let body = fixtures::standard_body(&id, inv.id.as_str(), Some(amount));
         let from = log.metered().len();
         stage.sqs.clear();
         let now = Utc::now().timestamp();
@@ -190,7 +192,7 @@ async fn a_standard_payment_and_its_consequences_cost_within_budget_and_a_duplic
         .str_of("invoice_id")
         .unwrap()
         .to_owned();
-    let body = fixtures::standard_body("pay_cost_1", &inv_id, Some("40.00"));
+    let body = fixtures::standard_body("pay_cost_1", &inv_id, Some("45.00"));
     let from = log.metered().len();
     let req = standard_request_with_id(&hook, &body, Utc::now().timestamp(), "msg_cost_again");
     let res = app.handle(req).await.unwrap();
@@ -211,16 +213,16 @@ async fn a_standard_payment_and_its_consequences_cost_within_budget_and_a_duplic
     assert_eq!(payment["today"], 2, "{summary}");
     let units = &payment["units"];
     // Every function wrote its first invocation's share at once (the next waits 10 s): the
-    // first payment's delivery, its fan-out (two SQS requests, one per queue) and its two
-    // workers.
+    // first payment's delivery, its fan-out (three SQS requests, one per queue) and its three
+    // workers (the notification, the activity line, the lookalike check).
     assert!(units["write"].as_f64().unwrap() > 0.0, "{summary}");
     assert_eq!(
-        units["sqs"], 1.0,
-        "two requests over two payments: {summary}"
+        units["sqs"], 1.5,
+        "three requests over two payments: {summary}"
     );
     assert_eq!(
-        units["invocations"], 2.0,
-        "four invocations over two payments: {summary}"
+        units["invocations"], 2.5,
+        "five invocations over two payments: {summary}"
     );
 }
 

@@ -119,6 +119,7 @@ pub struct Workers {
     pub notify: notify_worker::App,
     pub activity: activity_worker::App,
     pub automation: automation_worker::App,
+    pub matching: match_worker::App,
 }
 
 impl Workers {
@@ -151,6 +152,7 @@ pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
             crate::support::channels::apis(true),
             max_receives,
         ),
+        matching: match_worker::app(env.store.clone(), max_receives),
     }
 }
 
@@ -241,8 +243,8 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         receive(&sqs, &q.activity, 1).await,
         receive(&sqs, &q.automation, 1).await,
     );
-    // The deal's line and the notification went; the contact's line and the trigger (whose
-    // context names the contact) are parked.
+    // The deal's line and the notification went; the contact's line, the trigger and the
+    // lookalike check (each naming the contact) are parked.
     assert_eq!((notes.len(), lines.len(), triggers.len()), (1, 1, 0));
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(review.len(), 1, "{review:?}");
@@ -256,9 +258,10 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         .iter()
         .map(|r| r["consequence"].as_str().unwrap())
         .collect();
-    assert_eq!(parked.len(), 2, "{parked:?}");
+    assert_eq!(parked.len(), 3, "{parked:?}");
     assert!(parked[0].starts_with("activity:contact:"), "{parked:?}");
     assert!(parked[1].starts_with("trigger:invoice.paid:"), "{parked:?}");
+    assert!(parked[2].starts_with("lookalike:payment:"), "{parked:?}");
 }
 
 #[tokio::test]
@@ -373,6 +376,7 @@ async fn a_chosen_key_cannot_stand_for_another_notifications_team_copy() {
         kind: "note".into(),
         text: "hello".into(),
         at: Utc::now(),
+        money: None,
     };
     assert!(activity::append(&env.store, &line("c1#x", "k"))
         .await

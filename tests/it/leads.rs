@@ -275,3 +275,96 @@ async fn a_bad_submission_is_kept_for_a_person_and_a_forged_one_writes_nothing()
     assert_eq!((crm.count("lead").await, crm.count("deal").await), (0, 0));
     assert_eq!(crm.reasons().await, ["unparseable_payload"]);
 }
+
+/// A submission from `name` with this e-mail and phone.
+fn from(id: &str, email: &str, phone: &str) -> String {
+    json!({"type": "lead.submitted", "data": {"submission_id": id, "name": "Olena",
+        "email": email, "phone": phone}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_lead_whose_email_and_phone_are_two_contacts_makes_one_card_and_asks_a_person() {
+    let crm = Crm::new().await;
+    let (hook, secret) = form(&crm).await;
+    let app = lead_webhook::app(crm.store().clone());
+    // Two people: one known by her e-mail, one by his phone.
+    let (status, a) = answer(
+        &app,
+        signed(
+            &hook,
+            &secret,
+            "m1",
+            &from("s1", "olena@example.com", "+380441111111"),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, b) = answer(
+        &app,
+        signed(
+            &hook,
+            &secret,
+            "m2",
+            &from("s2", "ivan@example.com", "+380442222222"),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let open = |items: Vec<firmspace::review::ReviewView>| -> Vec<Value> {
+        items
+            .into_iter()
+            .filter(|i| i.reason.as_deref() == Some("possible_same_contact"))
+            .map(|i| serde_json::to_value(i).unwrap())
+            .collect()
+    };
+    // A lead matching one contact by both is that contact: nothing is filed.
+    let (status, same) = answer(
+        &app,
+        signed(
+            &hook,
+            &secret,
+            "m3",
+            &from("s3", "olena@example.com", "+380441111111"),
+        ),
+    )
+    .await;
+    assert_eq!((status, &same["contact_id"]), (201, &a["contact_id"]));
+    assert!(open(
+        firmspace::review::list(crm.store(), &crm.org, 20)
+            .await
+            .unwrap()
+    )
+    .is_empty());
+    // Her e-mail and his phone: one card, on the e-mail's contact, and one item naming both.
+    let body = from("s4", "olena@example.com", "+380442222222");
+    let (status, mixed) = answer(&app, signed(&hook, &secret, "m4", &body)).await;
+    assert_eq!((status, &mixed["contact_id"]), (201, &a["contact_id"]));
+    let (status, _) = answer(&app, signed(&hook, &secret, "m5", &body)).await;
+    assert_eq!(status, 200, "a repeat");
+    let items = open(
+        firmspace::review::list(crm.store(), &crm.org, 20)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(items.len(), 1, "filed once: {items:?}");
+    let named: Vec<&str> = items[0]["detail"]["contacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["contact_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            a["contact_id"].as_str().unwrap(),
+            b["contact_id"].as_str().unwrap()
+        ],
+        "{items:?}"
+    );
+    assert_eq!(
+        (crm.count("deal").await, crm.count("contact").await),
+        (4, 2),
+        "never merged: four cards, two contacts"
+    );
+}

@@ -21,6 +21,7 @@ mod hostile;
 mod keys;
 mod leads;
 mod ledger;
+mod lookalike;
 mod messages;
 mod monobank;
 mod ops;

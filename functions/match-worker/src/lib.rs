@@ -2,12 +2,14 @@
 //! Matching queue → a stored credit row is paid to the one open invoice of its currency that its
 //! description, reference or counterparty names (`INV-00042`), through `register_linked`; a row
 //! no single invoice claims becomes an `unmatched_bank_row` review item. A redelivered message
-//! finds the row matched (or its review item filed) and does nothing.
+//! finds the row matched (or its review item filed) and does nothing. A booked payment is held
+//! against the money that reached its invoice or contact the week before: a lookalike becomes a
+//! `possible_same_money` review item, never a merge (`effects::lookalike`).
 
 use chrono::{DateTime, Utc};
 use firmspace::bank::matching::{self, Auto, MatchError};
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
-use firmspace::effects::BankCredit;
+use firmspace::effects::{lookalike, BankCredit, Matched};
 use firmspace::review::Kind;
 use firmspace::review::Reason;
 use firmspace::store::Store;
@@ -33,10 +35,22 @@ pub async fn from_env() -> Result<App, firmspace::config::ConfigError> {
 }
 
 impl Worker for Matcher {
-    type Job = BankCredit;
+    type Job = Matched;
     const KIND: Kind = Kind::Matching;
 
-    async fn apply(&self, credit: BankCredit, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+    async fn apply(&self, job: Matched, now: DateTime<Utc>) -> Result<Applied, WorkError> {
+        match job {
+            Matched::BankCredit(credit) => self.credit(credit, now).await,
+            Matched::Lookalike(payment) => {
+                let filed = lookalike::check(&self.store, &payment).await?;
+                Ok(Applied::one(filed))
+            }
+        }
+    }
+}
+
+impl Matcher {
+    async fn credit(&self, credit: BankCredit, now: DateTime<Utc>) -> Result<Applied, WorkError> {
         match matching::auto_match(&self.store, &credit.org, &credit.tx_id, now).await {
             Ok(Auto::Matched { invoice_id }) => {
                 tracing::info!(tx = %credit.tx_id, %invoice_id, "bank row matched");

@@ -189,6 +189,24 @@ async function renderReview(current) {
       apply.addEventListener("click", () => decide(apply, "apply"));
       dismiss.addEventListener("click", () => decide(dismiss, "dismiss"));
       cell.append(`${d.invoice_number || d.invoice_id}: `, amount, " ", note, " ", apply, " ", dismiss);
+    } else if (item.state === "open" && item.reason === "possible_same_money") {
+      // Lookalike money: a person says whether it is the same (the later payment reversed
+      // once) or two payments (nothing moves). Never merged by the machine.
+      const d = item.detail || {};
+      const earlier = (d.lookalikes || []).map((l) => el("li", {}, `${l.source} ${l.external_id} · ${l.amount} · ${when(l.at)}`));
+      cell.append(el("div", { class: "cause" }, `Like ${d.amount} ${d.currency} on ${d.invoice_number || d.invoice_id}:`, el("ul", {}, ...earlier)));
+      const note = el("input", { placeholder: "note", class: "note" });
+      const same = el("button", { type: "button", class: "same-money" }, "Same money");
+      const distinct = el("button", { type: "button", class: "distinct" }, "Distinct");
+      const decide = (button, decision) => act(button, `review/${item.id}/resolve`, { note: note.value || decision, decision });
+      same.addEventListener("click", () => decide(same, "same_money"));
+      distinct.addEventListener("click", () => decide(distinct, "distinct"));
+      cell.append(note, " ", same, " ", distinct);
+    } else if (item.state === "open" && item.reason === "possible_same_contact") {
+      const note = el("input", { placeholder: "note", class: "note" });
+      const distinct = el("button", { type: "button", class: "distinct" }, "Distinct");
+      distinct.addEventListener("click", () => act(distinct, `review/${item.id}/resolve`, { note: note.value || "distinct", decision: "distinct" }));
+      cell.append(note, " ", distinct);
     } else if (item.state === "open") {
       const note = el("input", { placeholder: "note", class: "note" });
       const button = el("button", { type: "button", class: "resolve" }, "Resolve");

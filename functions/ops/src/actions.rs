@@ -270,7 +270,7 @@ fn resolution(
         Some(raw) => Some(firmspace::store::item::parse_tag(raw).ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_decision",
-                "decision is apply, same_money or dismiss",
+                "decision is apply, same_money, distinct or dismiss",
             )
         })?),
     };

@@ -261,6 +261,7 @@ impl Call {
             kind: "call".into(),
             text: text.clone(),
             at: i.at,
+            money: None,
         }
         .into()];
         if i.missed() {

@@ -36,8 +36,12 @@ pub enum Decision {
     Apply,
     /// Book nothing.
     Dismiss,
-    /// The item's payment is the same money as the payment `as` names: one reversal of it.
+    /// The item's payment is the same money as the payment `as` names (on a
+    /// `possible_same_money` item, by default its first lookalike): one reversal of it.
     SameMoney,
+    /// A lookalike is not the same (`possible_same_money`, `possible_same_contact`): nothing
+    /// moves.
+    Distinct,
 }
 
 /// What a decision names beside itself: the invoice kept money goes on, the payment a second
@@ -87,6 +91,10 @@ impl Command for ResolveReview {
             Some(Decision::SameMoney) => same_money(env, by, pk, named.same_as.as_deref())
                 .await?
                 .map(|r| ("reversal", r)),
+            Some(Decision::Distinct) => {
+                lookalike(pk)?;
+                None
+            }
             _ => None,
         };
         let named = decision.map(|d| crate::store::item::tag_name(&d));
@@ -184,6 +192,18 @@ async fn proposed<R>(
         return Err(Refused::conflict("exceeds_open", detail).with("open_now", open.into()));
     }
     Ok(target(&serde_json::json!(show(amount))))
+}
+
+/// `distinct` answers a lookalike only: `possible_same_money` or `possible_same_contact`.
+fn lookalike(pk: &str) -> Result<(), Refused> {
+    let named = [Reason::PossibleSameMoney, Reason::PossibleSameContact];
+    match named.iter().any(|r| pk.contains(&format!("#REVIEW#{r}#"))) {
+        true => Ok(()),
+        false => Err(Refused::invalid(
+            "invalid_decision",
+            "distinct answers a possible_same_money or possible_same_contact item",
+        )),
+    }
 }
 
 /// A resolved proposal gives up its place among its conversation's open ones.
@@ -342,6 +362,11 @@ async fn same_money<R>(
 ) -> Result<Option<Value>, Refused> {
     let item = read(env, pk).await?;
     let key = item.opt_str("key").unwrap_or_default();
+    // A lookalike's item names the earlier payment itself: the later one is reversed.
+    let first = detail_of(&item)["lookalikes"][0]["event_key"]
+        .as_str()
+        .map(str::to_owned);
+    let same_as = same_as.or(first.as_deref());
     let Some((source, external_id)) = payment_of(key) else {
         return Err(Refused::invalid(
             "invalid_decision",

@@ -7,7 +7,7 @@ use crate::store::item::{tag_name, Builder, Read};
 use crate::store::{Store, StoreError};
 use crate::time;
 
-fn log_pk(org: &OrgId, entity_kind: EntityKind, entity_id: &str) -> String {
+pub(super) fn log_pk(org: &OrgId, entity_kind: EntityKind, entity_id: &str) -> String {
     org.pk(&format!(
         "ACTIVITY#{}#{}",
         tag_name(&entity_kind),
@@ -33,9 +33,15 @@ pub async fn append(store: &Store, line: &ActivityLine) -> Result<bool, StoreErr
         .str("entry_kind", &line.kind)
         .str("text", &line.text)
         .str("at", &at)
-        .list(&log, &format!("{at}#{key}"))
-        .build();
-    Ok(store.put_new(item).await?.created())
+        .list(&log, &format!("{at}#{key}"));
+    let item = match &line.money {
+        Some((amount, currency, payment)) => item
+            .str("amount", amount)
+            .str("currency", currency)
+            .str("payment_key", payment),
+        None => item,
+    };
+    Ok(store.put_new(item.build()).await?.created())
 }
 
 /// The log, oldest first.

@@ -76,7 +76,7 @@ consequence_job!(
     super::Notification,
     super::ActivityLine,
     super::Automated,
-    super::BankCredit
+    super::Matched
 );
 
 /// A request of the import queue: a statement, or a large file's next steps.

@@ -49,7 +49,10 @@ fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<
         Consequence::Activity(a) => Some(("activity", c.key(), vec![activity::entry_pk(a)])),
         Consequence::Trigger(f) => Some(("rule_run", c.key(), vec![automation::handled_pk(f)])),
         // A bank credit's match shows on the row itself; a resend is no event's consequence.
-        Consequence::BankCredit(_) | Consequence::Resend(_) | Consequence::Assisted(_) => None,
+        Consequence::BankCredit(_)
+        | Consequence::Lookalike(_)
+        | Consequence::Resend(_)
+        | Consequence::Assisted(_) => None,
     }
 }
 

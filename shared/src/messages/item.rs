@@ -244,6 +244,7 @@ impl Message {
             kind: "message".into(),
             text: text.clone(),
             at: self.at,
+            money: None,
         }
         .into()];
         if self.direction == Direction::Inbound {

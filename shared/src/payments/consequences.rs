@@ -2,7 +2,7 @@
 
 use super::event::{InvoiceAfter, PaymentEvent};
 use super::Outcome;
-use crate::consequences::{Consequence, Fired, Notification, Trigger};
+use crate::consequences::{Consequence, Fired, Lookalike, Notification, Trigger};
 use crate::ids::EventKey;
 use crate::money;
 use crate::store::item::tag_name;
@@ -55,7 +55,46 @@ impl PaymentEvent {
         if invoice.closed_now {
             out.push(self.invoice_paid(invoice).into());
         }
+        out.extend(self.lookalike(invoice).map(Consequence::from));
         out
+    }
+
+    /// The money received and its currency, as shown: what a lookalike is found by. None for
+    /// a reversal or a payment that named no money.
+    fn money(&self) -> Option<(String, String)> {
+        if self.reverses.is_some() || matches!(self.outcome, Outcome::Reversed) {
+            return None;
+        }
+        let currency = self.currency?;
+        let received = self.received.unwrap_or(self.applied);
+        (received > rust_decimal::Decimal::ZERO).then(|| {
+            (
+                money::shown(received, Some(currency)),
+                currency.as_str().to_owned(),
+            )
+        })
+    }
+
+    /// A payment's activity line carries its money and its key.
+    fn money_line(&self) -> Option<(String, String, String)> {
+        let (amount, currency) = self.money()?;
+        Some((amount, currency, self.key().as_str().to_owned()))
+    }
+
+    /// The check of a booked payment against the money that reached its invoice or contact in
+    /// the week before.
+    fn lookalike(&self, invoice: &InvoiceAfter) -> Option<Lookalike> {
+        let (amount, currency) = self.money()?;
+        Some(Lookalike {
+            org: self.org.clone(),
+            event_key: self.key(),
+            invoice_id: self.invoice_id.clone()?,
+            invoice_number: invoice.number.clone(),
+            contact_id: invoice.links.contact_id.clone(),
+            amount,
+            currency,
+            at: self.at,
+        })
     }
 
     fn text(&self, invoice: &InvoiceAfter) -> String {
@@ -80,9 +119,13 @@ impl PaymentEvent {
     /// One line per linked contact, deal and company, keyed `invoice:SOURCE:EXTERNAL_ID`.
     fn activity_lines(&self, invoice: &InvoiceAfter, text: &str) -> Vec<Consequence> {
         let key = format!("invoice:{}", self.told_as().id());
-        invoice
-            .links
-            .activity(&self.org, &key, "payment", text, self.at)
+        invoice.links.activity(
+            &self.org,
+            &key,
+            ("payment", self.money_line()),
+            text,
+            self.at,
+        )
     }
 
     /// `invoice.paid`, keyed by the invoice (`invoice:INVOICE_ID:paid`), not by the payment: an

@@ -247,9 +247,13 @@ impl CreditNote {
                 self.currency.as_str()
             ));
         }
-        let mut out = self
-            .links
-            .activity(&self.org, key.as_str(), "credit_note", &text, self.at);
+        let mut out = self.links.activity(
+            &self.org,
+            key.as_str(),
+            ("credit_note", None),
+            &text,
+            self.at,
+        );
         out.push(
             Notification {
                 org: self.org.clone(),

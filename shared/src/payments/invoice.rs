@@ -319,7 +319,7 @@ impl Links {
         &self,
         org: &OrgId,
         key: &str,
-        kind: &str,
+        (kind, money): (&str, Option<(String, String, String)>),
         text: &str,
         at: DateTime<Utc>,
     ) -> Vec<crate::consequences::Consequence> {
@@ -340,6 +340,7 @@ impl Links {
                 kind: kind.into(),
                 text: text.to_owned(),
                 at,
+                money: money.clone(),
             }
             .into()
         })

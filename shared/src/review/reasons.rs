@@ -56,6 +56,7 @@ named! {
         Activity => "activity",
         Automation => "automation",
         Matching => "matching",
+        Lead => "lead",
     }
 }
 
@@ -95,6 +96,8 @@ named! {
         OutboundRejected => "outbound_rejected",
         ModelRefused => "model_refused",
         PaymentProposed => "payment_proposed",
+        PossibleSameMoney => "possible_same_money",
+        PossibleSameContact => "possible_same_contact",
         AiBudget => "ai_budget",
         NeedsCheck => "needs_check",
         UnpublishableConsequence => "unpublishable_consequence",

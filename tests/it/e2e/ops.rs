@@ -279,6 +279,37 @@ async fn apply_on_the_page(stack: &super::Stack, page: &Session, key: &str, org:
         (Some("20.00"), Some("paid")),
         "{paid}"
     );
+    // Lookalike money: the page names the earlier payment, and a person says they are two.
+    let lookalike = firmspace::review::ReviewItem {
+        org: firmspace::ids::OrgId::parse(org).unwrap(),
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::PossibleSameMoney,
+        key: "payment:bank:row_e2e".into(),
+        at: chrono::Utc::now(),
+        detail: json!({"invoice_id": invoice["id"], "invoice_number": invoice["number"],
+            "amount": "20.00", "currency": "UAH", "lookalikes": [{"event_key": "payment:stripe:pi_e2e",
+            "source": "stripe", "external_id": "pi_e2e", "amount": "20.00", "at": "2026-12-05T10:00:00Z"}]}),
+    };
+    assert!(lookalike.put(&store).await.unwrap());
+    let id = firmspace::ops::ids::encode(&lookalike.pk());
+    let row = format!("#review tr[data-id='{id}']");
+    page.click(&page.find("#refresh").await).await;
+    page.until(&format!(
+        "return !!document.querySelector(\"{row} button.distinct\")"
+    ))
+    .await;
+    let cause = page.text(&page.find(&format!("{row} .cause")).await).await;
+    assert!(cause.contains("stripe pi_e2e"), "{cause}");
+    page.click(&page.find(&format!("{row} button.distinct")).await)
+        .await;
+    page.until(&format!("return !document.querySelector(\"{row}\")"))
+        .await;
+    use firmspace::store::item::Read;
+    let stored = store.get(&lookalike.pk()).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.opt_str("state"), stored.opt_str("decision")),
+        (Some("resolved"), Some("distinct"))
+    );
 }
 
 /// The automation queue's dead letters redriven from the page; a screenshot of the page before.

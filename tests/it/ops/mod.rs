@@ -139,7 +139,13 @@ pub fn ids(list: &Value) -> Vec<String> {
 /// mapping would: what succeeded is deleted, what failed stays.
 pub(super) async fn drain(o: &Ops, w: &Workers) {
     let q = &o.consequences;
-    for (url, which) in [(&q.notifications, 0), (&q.activity, 1), (&q.automation, 2)] {
+    let queues = [
+        (&q.notifications, 0),
+        (&q.activity, 1),
+        (&q.automation, 2),
+        (&q.matching, 3),
+    ];
+    for (url, which) in queues {
         let messages = receive(&o.sqs, url, 0).await;
         if messages.is_empty() {
             continue;
@@ -147,7 +153,8 @@ pub(super) async fn drain(o: &Ops, w: &Workers) {
         let response = match which {
             0 => Box::pin(w.notify.process(event(&messages), Utc::now())).await,
             1 => Box::pin(w.activity.process(event(&messages), Utc::now())).await,
-            _ => Box::pin(w.automation.process(event(&messages), Utc::now())).await,
+            2 => Box::pin(w.automation.process(event(&messages), Utc::now())).await,
+            _ => Box::pin(w.matching.process(event(&messages), Utc::now())).await,
         };
         let failed: Vec<&str> = response
             .batch_item_failures
