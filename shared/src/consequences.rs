@@ -108,6 +108,17 @@ pub struct Lookalike {
     pub at: DateTime<Utc>,
 }
 
+/// A payment reversed: money it kept that a person put on an invoice is taken back too
+/// (`effects::kept`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unkeep {
+    pub org: OrgId,
+    /// The reversed payment's event key.
+    pub reversed: EventKey,
+    #[serde(with = "serde_millis")]
+    pub at: DateTime<Utc>,
+}
+
 /// A person's decision to send an automation run's kept request once more. The operator's
 /// view moves the run to `sending` under `lease`; the automation worker, which alone opens the
 /// target's secret, takes the run from that lease, sends, and settles it.
@@ -153,6 +164,7 @@ pub enum Consequence {
     Trigger(Fired),
     BankCredit(BankCredit),
     Lookalike(Lookalike),
+    Unkeep(Unkeep),
     Resend(Resend),
     Assisted(AssistedReply),
 }
@@ -163,6 +175,7 @@ pub enum Consequence {
 pub enum Matched {
     BankCredit(BankCredit),
     Lookalike(Lookalike),
+    Unkeep(Unkeep),
 }
 
 impl TryFrom<Consequence> for Matched {
@@ -171,6 +184,7 @@ impl TryFrom<Consequence> for Matched {
         match c {
             Consequence::BankCredit(credit) => Ok(Self::BankCredit(credit)),
             Consequence::Lookalike(lookalike) => Ok(Self::Lookalike(lookalike)),
+            Consequence::Unkeep(unkeep) => Ok(Self::Unkeep(unkeep)),
             other => Err(other),
         }
     }
@@ -181,6 +195,7 @@ impl From<Matched> for Consequence {
         match job {
             Matched::BankCredit(credit) => Self::BankCredit(credit),
             Matched::Lookalike(lookalike) => Self::Lookalike(lookalike),
+            Matched::Unkeep(unkeep) => Self::Unkeep(unkeep),
         }
     }
 }
@@ -231,7 +246,7 @@ impl Consequence {
             Self::Notification(_) => QueueKind::Notifications,
             Self::Activity(_) => QueueKind::Activity,
             Self::Trigger(_) | Self::Resend(_) | Self::Assisted(_) => QueueKind::Automation,
-            Self::BankCredit(_) | Self::Lookalike(_) => QueueKind::Matching,
+            Self::BankCredit(_) | Self::Lookalike(_) | Self::Unkeep(_) => QueueKind::Matching,
         }
     }
 
@@ -242,6 +257,7 @@ impl Consequence {
             Self::Trigger(t) => &t.org,
             Self::BankCredit(c) => &c.org,
             Self::Lookalike(l) => &l.org,
+            Self::Unkeep(u) => &u.org,
             Self::Resend(r) => &r.org,
             Self::Assisted(a) => &a.org,
         }
@@ -274,6 +290,7 @@ impl Consequence {
             ),
             Self::BankCredit(c) => format!("match:{}", c.tx_id),
             Self::Lookalike(l) => format!("lookalike:{}", l.event_key),
+            Self::Unkeep(u) => format!("unkeep:{}", u.reversed),
             Self::Resend(r) => format!("resend:{}:{}", r.rule_id, r.event_key),
             Self::Assisted(a) => format!("assistant:{}", a.call_id),
         }
@@ -317,6 +334,7 @@ job!(Activity, ActivityLine);
 job!(Trigger, Fired);
 job!(BankCredit, BankCredit);
 job!(Lookalike, Lookalike);
+job!(Unkeep, Unkeep);
 
 #[cfg(test)]
 mod tests {

@@ -4,12 +4,13 @@
 //! no single invoice claims becomes an `unmatched_bank_row` review item. A redelivered message
 //! finds the row matched (or its review item filed) and does nothing. A booked payment is held
 //! against the money that reached its invoice or contact the week before: a lookalike becomes a
-//! `possible_same_money` review item, never a merge (`effects::lookalike`).
+//! `possible_same_money` review item, never a merge (`effects::lookalike`). A reversed payment's
+//! kept money that a person put on an invoice is taken back once (`effects::kept`).
 
 use chrono::{DateTime, Utc};
 use firmspace::bank::matching::{self, Auto, MatchError};
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
-use firmspace::effects::{lookalike, BankCredit, Matched};
+use firmspace::effects::{kept, lookalike, BankCredit, Matched};
 use firmspace::review::Kind;
 use firmspace::review::Reason;
 use firmspace::store::Store;
@@ -45,6 +46,12 @@ impl Worker for Matcher {
                 let filed = lookalike::check(&self.store, &payment).await?;
                 Ok(Applied::one(filed))
             }
+            // A reversed payment's kept money, where a person applied it, taken back once.
+            Matched::Unkeep(unkeep) => match kept::follow(&self.store, &unkeep).await {
+                Ok(reverted) => Ok(Applied::one(reverted > 0)),
+                Err(e) if e.is_retryable() => Err(WorkError::transient(e)),
+                Err(e) => Err(WorkError::permanent(Reason::MatchRefused, e.to_string())),
+            },
         }
     }
 }

@@ -142,7 +142,7 @@ impl RequestKey {
 }
 
 /// What the external id of a payment a person approved on a review item begins with.
-pub(crate) const REVIEW_PREFIX: &str = "review-";
+pub(crate) const REVIEW_PREFIX: &str = crate::review::DECIDED_PREFIX;
 
 /// How a command's run ends: done with its answer, or refused.
 pub type Ran<T = Value> = Result<(Made, T), Refused>;

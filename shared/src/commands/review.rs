@@ -24,7 +24,6 @@ use crate::store::item::Read;
 use crate::store::{Item, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 /// A person's decision on what a review item proposed.
@@ -53,14 +52,6 @@ pub struct Named {
     /// `apply` of a proposal: the amount a person approves, at most the proposed one.
     pub amount: Option<AmountText>,
 }
-
-/// The reasons of a payment that kept money a person may put on an invoice.
-const KEPT: [Reason; 4] = [
-    Reason::UnknownInvoice,
-    Reason::InvoiceClosed,
-    Reason::CurrencyMismatch,
-    Reason::Overpayment,
-];
 
 /// An open review item resolved, with a decision on what it proposed; `named` is what the decision
 /// names (the invoice of an `apply` of kept money, the same payment of `same_money`).
@@ -135,7 +126,11 @@ async fn apply<R>(
             by.person()?;
             proposed(env, by, (&item, &detail), named.amount.as_ref()).await?
         }
-        Some(kept) if KEPT.contains(&kept) && item.opt_str("review_kind") == Some("payment") => {
+        Some(kept)
+            if review::KEPT.contains(&kept) && item.opt_str("review_kind") == Some("payment") =>
+        {
+            let key = item.opt_str("key").unwrap_or_default();
+            not_reversed(env, by, key).await?;
             kept_on(env, by, &detail, named.invoice_id.as_deref()).await?
         }
         _ => {
@@ -260,6 +255,23 @@ struct Target {
     source: Source,
 }
 
+/// Refused `source_reversed` when the payment the item is about (its key) was reversed: the
+/// money it kept is no longer there to put anywhere.
+async fn not_reversed<R>(env: &Env<'_, R>, by: &Actor, key: &str) -> Result<(), Refused> {
+    let Some((source, external_id)) = payment_of(key) else {
+        return Ok(());
+    };
+    let reversal = crate::payments::reversal_id(&external_id);
+    let pk = crate::payments::payment_pk(by.org(), &source, &reversal);
+    match env.store.get(&pk).await? {
+        Some(_) => Err(Refused::conflict(
+            "source_reversed",
+            "the payment that kept this money was reversed: there is nothing to apply; dismiss it",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The money a payment kept (`unapplied`), on the invoice a person names: in its currency only.
 async fn kept_on<R>(
     env: &Env<'_, R>,
@@ -303,16 +315,6 @@ async fn kept_on<R>(
         amount: AmountText::of(&serde_json::json!(invoice.currency.show(kept))),
         source: Source::Manual,
     })
-}
-
-/// The external id a decision on the item at `pk` books under: the same for every approval.
-fn decided_id(pk: &str) -> Result<ExternalId, Refused> {
-    let digest = hex::encode(Sha256::digest(pk.as_bytes()));
-    ExternalId::parse(
-        "review",
-        &format!("{}{}", super::REVIEW_PREFIX, &digest[..32]),
-    )
-    .map_err(|e| Refused::invalid("invalid_decision", e.to_string()))
 }
 
 /// A payment's source and external id from its event key (`payment:SOURCE:EXTERNAL_ID`).
@@ -414,7 +416,7 @@ async fn same_money<R>(
 async fn book<R>(env: &Env<'_, R>, by: &Actor, pk: &str, target: Target) -> Result<Value, Refused> {
     let asked = Asked {
         source: target.source,
-        external_id: decided_id(pk)?,
+        external_id: review::decided_id(pk),
         amount: Some(&target.amount),
         actor: None,
     };

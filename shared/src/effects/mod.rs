@@ -10,6 +10,7 @@ pub mod automation;
 pub mod bounds;
 pub mod derive;
 pub mod job;
+pub mod kept;
 pub mod lookalike;
 pub mod notify;
 pub mod queue;

@@ -51,6 +51,7 @@ fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<
         // A bank credit's match shows on the row itself; a resend is no event's consequence.
         Consequence::BankCredit(_)
         | Consequence::Lookalike(_)
+        | Consequence::Unkeep(_)
         | Consequence::Resend(_)
         | Consequence::Assisted(_) => None,
     }

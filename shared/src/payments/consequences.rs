@@ -2,7 +2,7 @@
 
 use super::event::{InvoiceAfter, PaymentEvent};
 use super::Outcome;
-use crate::consequences::{Consequence, Fired, Lookalike, Notification, Trigger};
+use crate::consequences::{Consequence, Fired, Lookalike, Notification, Trigger, Unkeep};
 use crate::ids::EventKey;
 use crate::money;
 use crate::store::item::tag_name;
@@ -37,8 +37,9 @@ impl PaymentEvent {
     /// notification (the owner, or the team), and `invoice.paid` when it closed the invoice.
     /// Unmatched money has no invoice to tell anyone about; its review item is the consequence.
     pub fn consequences(&self) -> Vec<Consequence> {
+        let unkeep = self.unkeep().map(Consequence::from);
         let Some(invoice) = &self.invoice else {
-            return Vec::new();
+            return unkeep.into_iter().collect();
         };
         let text = self.text(invoice);
         let mut out = self.activity_lines(invoice, &text);
@@ -56,7 +57,18 @@ impl PaymentEvent {
             out.push(self.invoice_paid(invoice).into());
         }
         out.extend(self.lookalike(invoice).map(Consequence::from));
+        out.extend(unkeep);
         out
+    }
+
+    /// A reversal: the money its payment kept, where a person put it on an invoice, follows.
+    fn unkeep(&self) -> Option<Unkeep> {
+        let original = self.reverses.as_ref()?;
+        Some(Unkeep {
+            org: self.org.clone(),
+            reversed: super::event_key(&self.source, original),
+            at: self.at,
+        })
     }
 
     /// The money received and its currency, as shown: what a lookalike is found by. None for

@@ -267,6 +267,26 @@ pub fn open_for(decision: Option<&str>) -> Cond {
 
 /// Set on an item (to the decision's name) while an approval books what it decides.
 pub const APPLYING: &str = "applying";
+
+/// The reasons of a payment that kept money a person may put on an invoice.
+pub const KEPT: [Reason; 4] = [
+    Reason::UnknownInvoice,
+    Reason::InvoiceClosed,
+    Reason::CurrencyMismatch,
+    Reason::Overpayment,
+];
+
+/// What the external id of a payment a person books on a review item begins with: the
+/// approvals' own, which no client's key may take.
+pub const DECIDED_PREFIX: &str = "review-";
+
+/// The external id a decision on the item at `pk` books under: the same for every approval.
+pub fn decided_id(pk: &str) -> crate::ids::ExternalId {
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(pk.as_bytes()));
+    let id = format!("{DECIDED_PREFIX}{}", &digest[..32]);
+    crate::ids::ExternalId::parse("review", &id).expect("a prefix and 32 hex digits are an id")
+}
 /// The amount the decision that marked the item chose (an approval of a proposal).
 pub const APPLYING_AMOUNT: &str = "applying_amount";
 

@@ -200,3 +200,86 @@ async fn a_second_payment_said_to_be_the_same_money_is_reversed_once() {
         .count();
     assert_eq!(reversals, 1, "one keyed reversal");
 }
+
+/// The provider's reversal of the payment `key` names (`payment:SOURCE:ID`), booked as its
+/// webhook books one, and its consequences' kept-money follow-up through the match worker twice.
+async fn reversed(o: &Ops, org: &OrgId, key: &str) {
+    use firmspace::effects::Consequence;
+    use firmspace::payments::{register, PaymentEvent, PaymentInput, Source};
+    let (source, id) = key
+        .strip_prefix("payment:")
+        .unwrap()
+        .rsplit_once(':')
+        .unwrap();
+    let original = firmspace::ids::ExternalId::parse("id", id).unwrap();
+    let source = Source::parse(source).unwrap();
+    let input = PaymentInput {
+        org: org.clone(),
+        invoice_ref: None,
+        external_id: firmspace::payments::reversal_id(&original),
+        source,
+        amount: None,
+        currency: None,
+        at: Utc::now(),
+        actor: "provider".into(),
+        reverses: Some(original),
+        reversible: false,
+        via: None,
+    };
+    let input = register::on_its_payments_invoice(&o.env.store, input)
+        .await
+        .unwrap();
+    register::register_payment(&o.env.store, &input)
+        .await
+        .unwrap();
+    let stored = o.env.store.get(&input.pk()).await.unwrap().unwrap();
+    let worker = match_worker::app(o.env.store.clone(), 5);
+    let follow: Vec<Consequence> = PaymentEvent::from_item(&stored)
+        .unwrap()
+        .consequences()
+        .into_iter()
+        .filter(|c| matches!(c, Consequence::Unkeep(_)))
+        .collect();
+    assert_eq!(follow.len(), 1, "a reversal's kept money follows it");
+    let body = serde_json::to_string(&follow[0]).unwrap();
+    for copy in ["1", "2"] {
+        let event = crate::support::queues::event_of(copy, &body);
+        let out = worker.process(event, Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    }
+}
+
+#[tokio::test]
+async fn kept_money_a_person_applied_follows_the_reversal_of_its_payment_once() {
+    let o = Ops::new().await;
+    let (key, org) = org_by_key(&o).await;
+    let hook = fixtures::integration(&o.env, &org, Provider::Standard).await;
+    let small = fixtures::invoice(&o.env, &org, dec!(10), "UAH").await;
+    let target = fixtures::invoice(&o.env, &org, dec!(100), "UAH").await;
+    // 15.00 on a 10.00 invoice: its 5.00 excess put on the target by a person.
+    pay(&o, &hook, small.id.as_str(), "pi_over", "15.00").await;
+    let (over, over_key) = open_item(&o, &key, "overpayment").await;
+    let body = json!({"decision": "apply", "invoice_id": target.id.as_str()});
+    let (status, answer) = o.post(&resolve(&over), &key, "k-over", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(paid(&o, &org, target.id.as_str()).await, "5.00");
+    // The provider reverses the payment: what it applied and what a person put elsewhere go back.
+    reversed(&o, &org, &over_key).await;
+    assert_eq!(paid(&o, &org, small.id.as_str()).await, "0.00");
+    assert_eq!(
+        paid(&o, &org, target.id.as_str()).await,
+        "0.00",
+        "the kept 5.00 taken back once, however often the follow-up came"
+    );
+    // Money kept and not yet applied when its payment is reversed can no longer be applied.
+    pay(&o, &hook, "inv_0000000000000000", "pi_lost", "40.00").await;
+    let (lost, lost_key) = open_item(&o, &key, "unknown_invoice").await;
+    reversed(&o, &org, &lost_key).await;
+    let (status, refused) = o.post(&resolve(&lost), &key, "k-lost", &body).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("source_reversed")),
+        "{refused}"
+    );
+    assert_eq!(paid(&o, &org, target.id.as_str()).await, "0.00");
+}
