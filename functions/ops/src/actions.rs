@@ -303,6 +303,7 @@ fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
     );
     let (from, to) = window_of((&asked.from, &asked.to), longest)?;
     Ok(Action::Recover(firmspace::ops::recover::Ask {
+        org: id.org.to_string(),
         integration_id: id.to_string(),
         from,
         to,

@@ -8,6 +8,7 @@ use crate::bank::import::{self, Limits};
 use crate::egress::Apis;
 use crate::ids::IntegrationId;
 use crate::integrations::bank::BankSettings;
+use crate::integrations::payments::PaymentSettings;
 use crate::integrations::{self, Settings};
 use crate::payments::recover::{self, RecoverError};
 use crate::store::Store;
@@ -23,6 +24,8 @@ pub const WINDOW_MAX: Duration = Duration::days(31);
 /// page) where the next page ends.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ask {
+    /// The organisation the asker acts for: the integration must be one of its own.
+    pub org: String,
     pub integration_id: String,
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
@@ -58,7 +61,12 @@ pub async fn run(
     now: DateTime<Utc>,
     deadline: Instant,
 ) -> Result<Value, crate::store::StoreError> {
-    let Ok(id) = IntegrationId::parse(&ask.integration_id) else {
+    // The import function checks what it is given as the ops function did: an integration of
+    // the organisation the asker acts for, of a kind it recovers, stored.
+    let id = IntegrationId::parse(&ask.integration_id)
+        .ok()
+        .filter(|id| id.org.as_str() == ask.org);
+    let Some(id) = id else {
         return Ok(refused(404, "not_found", "integration not found"));
     };
     let Some(integration) = integrations::get(store, &id).await? else {
@@ -80,7 +88,7 @@ pub async fn run(
                 })?;
             statement_answer(&read)
         }
-        _ => {
+        Settings::Payments(PaymentSettings::Stripe { .. }) => {
             let target = (&integration, apis.allow_loopback);
             // A call that ran out of time goes on from the last event it booked.
             let to = ask
@@ -93,6 +101,8 @@ pub async fn run(
                 Err(e) => stripe_refused(e),
             }
         }
+        // Nothing else is recovered from a provider: nothing is asked.
+        _ => stripe_refused(RecoverError::NotRecoverable),
     })
 }
 

@@ -296,3 +296,64 @@ async fn a_monobank_statement_window_is_read_again_and_its_rows_stored_once() {
     );
     assert_eq!(o.env.count("bank_tx").await, 10);
 }
+
+#[tokio::test]
+async fn the_import_function_recovers_only_an_integration_of_the_organisation_it_is_told() {
+    let o = Ops::new().await;
+    let (_, org) = org_by_key(&o).await;
+    let importer = bank_import::App::new(
+        o.env.store.clone(),
+        crate::support::channels::apis(true),
+        firmspace::bank::import::Limits {
+            interval: Duration::from_millis(400),
+            max_wait: Duration::from_secs(1),
+            max_pages: 1,
+        },
+        firmspace::bank::import::Requests {
+            sqs: o.sqs.clone(),
+            queue_url: o.consequences.automation.clone(),
+            files_queue_url: o.consequences.automation.clone(),
+        },
+        None,
+    );
+    let standard = fixtures::integration(
+        &o.env,
+        &org,
+        firmspace::payments::providers::Provider::Standard,
+    )
+    .await;
+    let ask = |org: String| firmspace::ops::recover::Ask {
+        org,
+        integration_id: standard.to_string(),
+        from: chrono::Utc::now() - chrono::Duration::days(1),
+        to: chrono::Utc::now(),
+        cursor: None,
+    };
+    // Another organisation's asker: as if the integration were not there.
+    let other = fixtures::org(&o.env).await.id;
+    let answer = importer
+        .process(&ask(other.to_string()).event())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            answer["status"].as_u64(),
+            answer["answer"]["error"].as_str()
+        ),
+        (Some(404), Some("not_found")),
+        "{answer}"
+    );
+    // Its own: a Standard Webhooks integration has no provider to ask.
+    let answer = importer
+        .process(&ask(org.to_string()).event())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            answer["status"].as_u64(),
+            answer["answer"]["error"].as_str()
+        ),
+        (Some(400), Some("not_recoverable")),
+        "{answer}"
+    );
+}
