@@ -7,8 +7,9 @@
 //! Configured by `FIRMSPACE_API_URL` (the stack's base URL, `https://…/`) and
 //! `FIRMSPACE_API_KEY` (an organisation's API key with the scopes its tools need). The call's
 //! `call_id` is the one the client names in the request's `_meta` (`call_id`, or `toolUseId`
-//! as agent frameworks call it), else a digest of the tool and its arguments: the same call sent
-//! again is the same call.
+//! as agent frameworks call it), else the `call_id` argument every tool takes, else a digest of
+//! the tool and its arguments: the same call sent again is the same call, and two calls a client
+//! names apart are two.
 
 use anyhow::{Context, Result};
 use rmcp::model::{
@@ -77,18 +78,32 @@ impl Tools {
         listed
             .into_iter()
             .map(|t| {
+                // Every tool takes the client's id of the call as an argument too.
+                let mut schema = t["input_schema"].clone();
+                schema["properties"][CALL_ID] = json!({"type": "string", "maxLength": 255,
+                    "description": "Your id of this call: the same id again is the same call,                                     another id another call (else the arguments name it)"});
                 let tool = json!({"name": t["name"], "description": t["description"],
-                    "inputSchema": t["input_schema"], "annotations": t["annotations"]});
+                    "inputSchema": schema, "annotations": t["annotations"]});
                 serde_json::from_value(tool).map_err(unavailable)
             })
             .collect()
     }
 
     /// One call, as `POST /api/assistant/calls` answers it: the result, or the refusal as a
-    /// tool error the model can read.
-    async fn call(&self, request: CallToolRequestParams) -> Result<CallToolResult, McpError> {
-        let input = Value::Object(request.arguments.clone().unwrap_or_default());
-        let call_id = call_id(&request, &input);
+    /// tool error the model can read. `meta` is the request's `_meta` (the SDK hands it to the
+    /// handler beside the request, not in it).
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        meta: &Map<String, Value>,
+    ) -> Result<CallToolResult, McpError> {
+        let mut arguments = request.arguments.clone().unwrap_or_default();
+        let argument = match arguments.remove(CALL_ID) {
+            Some(Value::String(id)) => Some(id),
+            _ => None,
+        };
+        let input = Value::Object(arguments);
+        let call_id = call_id((&request.name, &input), meta, argument);
         let body = json!({"tool": request.name, "input": input, "call_id": call_id});
         let url = format!("{}/api/assistant/calls", self.base);
         let res = self
@@ -105,10 +120,17 @@ impl Tools {
             return Err(refused(status, Ok(answer.to_string())));
         }
         let shown = match status {
-            200 => answer["result"].clone(),
-            _ => answer.clone(),
+            200 => answer["result"].to_string(),
+            _ => answer.to_string(),
         };
-        let content = vec![Content::text(shown.to_string())];
+        // A repeat says so in the text a client of any protocol revision reads.
+        let shown = match answer["duplicate"] == true {
+            true => format!(
+                "This call ({call_id}) was made before; nothing was done again. Its answer:                  {shown}. Another call_id makes another call."
+            ),
+            false => shown,
+        };
+        let content = vec![Content::text(shown)];
         let mut result = match status {
             200 => CallToolResult::success(content),
             _ => CallToolResult::error(content),
@@ -118,17 +140,23 @@ impl Tools {
     }
 }
 
-/// The call's `call_id`: the client's (`_meta.call_id`, `_meta.toolUseId`), else `mcp_` and a
-/// digest of the tool and its arguments.
-fn call_id(request: &CallToolRequestParams, input: &Value) -> String {
-    let named = request.meta.as_ref().and_then(|meta| {
-        ["call_id", "toolUseId"]
-            .into_iter()
-            .find_map(|k| meta.0.get(k).and_then(Value::as_str).map(str::to_owned))
-    });
+/// The argument every tool takes beside its own input: the client's id of the call.
+const CALL_ID: &str = "call_id";
+
+/// The call's `call_id`: the client's (`_meta.call_id`, `_meta.toolUseId`, then the `call_id`
+/// argument), else `mcp_` and a digest of the tool and its arguments.
+fn call_id(
+    (tool, input): (&str, &Value),
+    meta: &Map<String, Value>,
+    argument: Option<String>,
+) -> String {
+    let named = ["call_id", "toolUseId"]
+        .into_iter()
+        .find_map(|k| meta.get(k).and_then(Value::as_str).map(str::to_owned))
+        .or(argument);
     named.unwrap_or_else(|| {
         let mut digest = Sha256::new();
-        digest.update(request.name.as_bytes());
+        digest.update(tool.as_bytes());
         digest.update([0]);
         digest.update(canonical(input).as_bytes());
         format!("mcp_{}", &hex::encode(digest.finalize())[..32])
@@ -195,9 +223,14 @@ impl ServerHandler for Tools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        self.call(request).await
+        // The SDK moves the request's `_meta` into the context before the handler runs.
+        let mut meta = context.meta.0.clone();
+        if let Some(own) = &request.meta {
+            meta.extend(own.0.clone());
+        }
+        self.call(request, &meta).await
     }
 }
 
@@ -246,7 +279,9 @@ mod tests {
         let b = params("create_task", json!({"due": 1, "title": "Call back"}), None);
         let other = params("create_task", json!({"title": "Call later"}), None);
         let id = |p: &CallToolRequestParams| {
-            call_id(p, &Value::Object(p.arguments.clone().unwrap_or_default()))
+            let meta = p.meta.clone().map(|m| m.0).unwrap_or_default();
+            let input = Value::Object(p.arguments.clone().unwrap_or_default());
+            call_id((&p.name, &input), &meta, None)
         };
         assert_eq!(id(&a), id(&b), "key order is not another call");
         assert_ne!(id(&a), id(&other));
@@ -257,5 +292,11 @@ mod tests {
             Some(json!({"toolUseId": "toolu_7"})),
         );
         assert_eq!(id(&named), "toolu_7");
+        let input = json!({"title": "Call back"});
+        let argument = Some("call-9".to_owned());
+        assert_eq!(
+            call_id(("create_task", &input), &Map::new(), argument),
+            "call-9"
+        );
     }
 }

@@ -146,4 +146,74 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         json!({"name": "register_payment", "arguments": {"invoice_id": "inv_0000000000000000"}});
     let refused = client.request(5, "tools/call", wrong).await;
     assert_eq!(refused["isError"], true, "{refused}");
+
+    // Two payments the client names apart (`_meta.call_id`, as the official SDKs send it),
+    // with equal arguments: two payments. The first id again with another amount: refused,
+    // nothing more booked. The repeat says so in its text.
+    let invoice: Value = http
+        .post(format!("{api_url}/api/invoices"))
+        .bearer_auth(&key)
+        .json(&json!({"currency": "UAH", "gross": "100.00"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let invoice_id = invoice["id"].as_str().unwrap().to_owned();
+    let pay = |call: &str, amount: &str| {
+        json!({"name": "register_payment", "_meta": {"call_id": call},
+            "arguments": {"invoice_id": invoice_id, "amount": amount}})
+    };
+    let one = client
+        .request(6, "tools/call", pay("toolu_one", "10.00"))
+        .await;
+    let two = client
+        .request(7, "tools/call", pay("toolu_two", "10.00"))
+        .await;
+    assert_eq!(
+        (&one["isError"], &two["isError"]),
+        (&json!(false), &json!(false)),
+        "{two}"
+    );
+    let again = client
+        .request(8, "tools/call", pay("toolu_one", "10.00"))
+        .await;
+    assert_eq!(again["structuredContent"]["duplicate"], true, "{again}");
+    assert!(
+        again["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("made before"),
+        "{again}"
+    );
+    let reused = client
+        .request(9, "tools/call", pay("toolu_one", "25.00"))
+        .await;
+    assert_eq!(reused["isError"], true, "{reused}");
+    assert!(
+        reused["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("idempotency_key_reused"),
+        "{reused}"
+    );
+    // The argument names a call too, where a client sends no `_meta`.
+    let argument = json!({"name": "register_payment",
+        "arguments": {"invoice_id": invoice_id, "amount": "10.00", "call_id": "arg_three"}});
+    let three = client.request(10, "tools/call", argument).await;
+    assert_eq!(three["isError"], false, "{three}");
+    let shown: Value = http
+        .get(format!("{api_url}/api/invoices/{invoice_id}"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        shown["paid"], "30.00",
+        "three payments named apart: {shown}"
+    );
 }
