@@ -237,11 +237,52 @@ impl ServerHandler for Tools {
 #[tokio::main]
 async fn main() -> Result<()> {
     let tools = Tools::from_env()?;
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (from_sdk, to_sdk) = tokio::io::split(theirs);
+    tokio::spawn(relay(ours));
     let running = tools
-        .serve(rmcp::transport::stdio())
+        .serve((from_sdk, to_sdk))
         .await
         .context("the MCP handshake on stdio")?;
     running.waiting().await?;
+    Ok(())
+}
+
+/// Stdio to the SDK and back, line by line, answering what the SDK's handshake would not: a
+/// request before `initialize` that it does not know (a newer client's `server/discover`) gets
+/// JSON-RPC's "method not found", so the client can fall back to initialising, where the SDK
+/// would end the session.
+async fn relay(sdk: tokio::io::DuplexStream) -> Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (sdk_out, mut sdk_in) = tokio::io::split(sdk);
+    let stdout = std::sync::Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+    let answers = stdout.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(sdk_out).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut out = answers.lock().await;
+            let _ = out.write_all(format!("{line}\n").as_bytes()).await;
+            let _ = out.flush().await;
+        }
+    });
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut initialised = false;
+    while let Some(line) = lines.next_line().await? {
+        let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        let method = message["method"].as_str();
+        initialised |= method == Some("initialize");
+        if let (false, Some(method), Some(id)) = (initialised, method, message.get("id")) {
+            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
+                "message": format!("method not found: {method}; initialize first")}});
+            let mut out = stdout.lock().await;
+            out.write_all(format!("{error}\n").as_bytes()).await?;
+            out.flush().await?;
+            continue;
+        }
+        sdk_in.write_all(format!("{line}\n").as_bytes()).await?;
+        sdk_in.flush().await?;
+    }
+    sdk_in.shutdown().await?;
     Ok(())
 }
 

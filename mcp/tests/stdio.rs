@@ -87,6 +87,12 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         stdin,
         stdout: BufReader::new(stdout).lines(),
     };
+    // A newer client probes first: an error it can fall back on, not the end of the session.
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}))
+        .await;
+    let probe = client.answer(0).await;
+    assert_eq!(probe["error"]["code"], -32601, "{probe}");
     let hello = json!({"protocolVersion": "2025-03-26", "capabilities": {},
         "clientInfo": {"name": "firmspace-tests", "version": "1"}});
     let init = client.request(1, "initialize", hello).await;
