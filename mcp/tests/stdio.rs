@@ -50,6 +50,12 @@ impl Client {
     }
 }
 
+/// A `GET` of the API as `key`: its JSON.
+async fn get(http: &reqwest::Client, url: &str, key: &str) -> Value {
+    let res = http.get(url).bearer_auth(key).send().await.unwrap();
+    res.json().await.unwrap()
+}
+
 #[tokio::test]
 async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
     let path = std::env::var("FIRMSPACE_TEST_STACK").unwrap_or_else(|_| {
@@ -136,15 +142,7 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         (&json!(false), &json!(true)),
         "{again}"
     );
-    let tasks: Value = http
-        .get(format!("{api_url}/api/tasks"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tasks = get(&http, &format!("{api_url}/api/tasks"), &key).await;
     assert_eq!(tasks["items"].as_array().map(Vec::len), Some(1), "{tasks}");
 
     // A refusal is a tool error the model reads, not a broken server.
@@ -209,15 +207,7 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         "arguments": {"invoice_id": invoice_id, "amount": "10.00", "call_id": "arg_three"}});
     let three = client.request(10, "tools/call", argument).await;
     assert_eq!(three["isError"], false, "{three}");
-    let shown: Value = http
-        .get(format!("{api_url}/api/invoices/{invoice_id}"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = get(&http, &format!("{api_url}/api/invoices/{invoice_id}"), &key).await;
     assert_eq!(
         shown["paid"], "30.00",
         "three payments named apart: {shown}"

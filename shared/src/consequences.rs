@@ -169,65 +169,53 @@ pub enum Consequence {
     Assisted(AssistedReply),
 }
 
-/// The matching queue's messages: a credit row to match, a payment to hold against its
-/// lookalikes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Matched {
-    BankCredit(BankCredit),
-    Lookalike(Lookalike),
-    Unkeep(Unkeep),
+/// A queue's messages: some of the consequences, each as the queue's own enum, to and from a
+/// consequence (`(queue variant, consequence variant, its type)`).
+macro_rules! queue_jobs {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident <- $consequence:ident($ty:ty)),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum $name {
+            $($variant($ty)),*
+        }
+
+        impl TryFrom<Consequence> for $name {
+            type Error = Consequence;
+            fn try_from(c: Consequence) -> Result<Self, Consequence> {
+                match c {
+                    $(Consequence::$consequence(job) => Ok(Self::$variant(job)),)*
+                    other => Err(other),
+                }
+            }
+        }
+
+        impl From<$name> for Consequence {
+            fn from(job: $name) -> Self {
+                match job {
+                    $($name::$variant(job) => Self::$consequence(job),)*
+                }
+            }
+        }
+    };
 }
 
-impl TryFrom<Consequence> for Matched {
-    type Error = Consequence;
-    fn try_from(c: Consequence) -> Result<Self, Consequence> {
-        match c {
-            Consequence::BankCredit(credit) => Ok(Self::BankCredit(credit)),
-            Consequence::Lookalike(lookalike) => Ok(Self::Lookalike(lookalike)),
-            Consequence::Unkeep(unkeep) => Ok(Self::Unkeep(unkeep)),
-            other => Err(other),
-        }
+queue_jobs! {
+    /// The matching queue's messages: a credit row to match, a payment to hold against its
+    /// lookalikes, a reversed payment's kept money to take back.
+    Matched {
+        BankCredit <- BankCredit(BankCredit),
+        Lookalike <- Lookalike(Lookalike),
+        Unkeep <- Unkeep(Unkeep),
     }
 }
 
-impl From<Matched> for Consequence {
-    fn from(job: Matched) -> Self {
-        match job {
-            Matched::BankCredit(credit) => Self::BankCredit(credit),
-            Matched::Lookalike(lookalike) => Self::Lookalike(lookalike),
-            Matched::Unkeep(unkeep) => Self::Unkeep(unkeep),
-        }
-    }
-}
-
-/// The automation queue's messages: a trigger's rules to run, a person's resend, or an
-/// assistant's reply.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Automated {
-    Fired(Fired),
-    Resend(Resend),
-    Assisted(AssistedReply),
-}
-
-impl TryFrom<Consequence> for Automated {
-    type Error = Consequence;
-    fn try_from(c: Consequence) -> Result<Self, Consequence> {
-        match c {
-            Consequence::Trigger(fired) => Ok(Self::Fired(fired)),
-            Consequence::Resend(resend) => Ok(Self::Resend(resend)),
-            Consequence::Assisted(reply) => Ok(Self::Assisted(reply)),
-            other => Err(other),
-        }
-    }
-}
-
-impl From<Automated> for Consequence {
-    fn from(job: Automated) -> Self {
-        match job {
-            Automated::Fired(fired) => Self::Trigger(fired),
-            Automated::Resend(resend) => Self::Resend(resend),
-            Automated::Assisted(reply) => Self::Assisted(reply),
-        }
+queue_jobs! {
+    /// The automation queue's messages: a trigger's rules to run, a person's resend, or an
+    /// assistant's reply.
+    Automated {
+        Fired <- Trigger(Fired),
+        Resend <- Resend(Resend),
+        Assisted <- Assisted(AssistedReply),
     }
 }
 

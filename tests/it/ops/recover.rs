@@ -27,9 +27,9 @@ fn event(evt: &str, kind: &str, created: i64, cents: u32, invoice_id: &str) -> V
                             "metadata": {"invoice_id": invoice_id}}}})
 }
 
-/// The ops function handing recoveries to the import function in this process.
-fn with_recovery(o: Ops) -> Ops {
-    let importer = Arc::new(bank_import::App::new(
+/// The import function over the same table, in this process.
+fn importer(o: &Ops) -> bank_import::App {
+    bank_import::App::new(
         o.env.store.clone(),
         crate::support::channels::apis(true),
         firmspace::bank::import::Limits {
@@ -43,7 +43,12 @@ fn with_recovery(o: Ops) -> Ops {
             files_queue_url: o.consequences.automation.clone(),
         },
         None,
-    ));
+    )
+}
+
+/// The ops function handing recoveries to the import function in this process.
+fn with_recovery(o: Ops) -> Ops {
+    let importer = Arc::new(importer(&o));
     let recovery = Recovery::Local(Box::new(move |event: Value| {
         let importer = importer.clone();
         Box::pin(async move { importer.process(&event).await.unwrap_or(Value::Null) })
@@ -301,21 +306,7 @@ async fn a_monobank_statement_window_is_read_again_and_its_rows_stored_once() {
 async fn the_import_function_recovers_only_an_integration_of_the_organisation_it_is_told() {
     let o = Ops::new().await;
     let (_, org) = org_by_key(&o).await;
-    let importer = bank_import::App::new(
-        o.env.store.clone(),
-        crate::support::channels::apis(true),
-        firmspace::bank::import::Limits {
-            interval: Duration::from_millis(400),
-            max_wait: Duration::from_secs(1),
-            max_pages: 1,
-        },
-        firmspace::bank::import::Requests {
-            sqs: o.sqs.clone(),
-            queue_url: o.consequences.automation.clone(),
-            files_queue_url: o.consequences.automation.clone(),
-        },
-        None,
-    );
+    let importer = importer(&o);
     let standard = fixtures::integration(
         &o.env,
         &org,
