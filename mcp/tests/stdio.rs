@@ -50,6 +50,18 @@ impl Client {
     }
 }
 
+/// A `POST` of `body` to the API as `key`: its JSON.
+async fn post(http: &reqwest::Client, url: &str, key: &str, body: Value) -> Value {
+    let res = http
+        .post(url)
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    res.json().await.unwrap()
+}
+
 /// A `GET` of the API as `key`: its JSON.
 async fn get(http: &reqwest::Client, url: &str, key: &str) -> Value {
     let res = http.get(url).bearer_auth(key).send().await.unwrap();
@@ -68,16 +80,14 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         .trim_end_matches('/')
         .to_owned();
     let http = firmspace::http::client(reqwest::Client::builder());
-    let org: Value = http
-        .post(format!("{api_url}/api/orgs"))
-        .bearer_auth(coords["admin_token"].as_str().unwrap())
-        .json(&json!({"name": "MCP"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let admin = coords["admin_token"].as_str().unwrap();
+    let org = post(
+        &http,
+        &format!("{api_url}/api/orgs"),
+        admin,
+        json!({"name": "MCP"}),
+    )
+    .await;
     let key = org["api_key"].as_str().expect("an API key").to_owned();
     let mut child = Command::new(env!("CARGO_BIN_EXE_firmspace-mcp"))
         .env("FIRMSPACE_API_URL", &api_url)
@@ -154,16 +164,8 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
     // Two payments the client names apart (`_meta.call_id`, as the official SDKs send it),
     // with equal arguments: two payments. The first id again with another amount: refused,
     // nothing more booked. The repeat says so in its text.
-    let invoice: Value = http
-        .post(format!("{api_url}/api/invoices"))
-        .bearer_auth(&key)
-        .json(&json!({"currency": "UAH", "gross": "100.00"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let new = json!({"currency": "UAH", "gross": "100.00"});
+    let invoice = post(&http, &format!("{api_url}/api/invoices"), &key, new).await;
     let invoice_id = invoice["id"].as_str().unwrap().to_owned();
     let pay = |call: &str, amount: &str| {
         json!({"name": "register_payment", "_meta": {"call_id": call},
