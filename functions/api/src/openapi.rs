@@ -67,7 +67,10 @@ pub fn document() -> OpenApi {
     let components = ComponentsBuilder::new()
         .schemas_from_iter(schemas)
         .security_scheme(ORG_KEY, bearer("the organisation's API key (`fsk_...`)"))
-        .security_scheme(ADMIN_TOKEN, bearer("the admin token (POST /api/orgs only)"));
+        .security_scheme(
+            ADMIN_TOKEN,
+            bearer("the admin token (POST /api/orgs, and every /ops route)"),
+        );
     OpenApiBuilder::new()
         .openapi(OpenApiVersion::Version31)
         .info(info)
@@ -190,5 +193,30 @@ pub fn tag(path: &str) -> String {
         (Some("hooks"), _) => "webhooks".into(),
         (Some(first), _) => first.to_owned(),
         (None, _) => "other".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_operation_that_needs_a_key_declares_it() {
+        let document = serde_json::to_value(super::document()).expect("the document serialises");
+        let mut open = Vec::new();
+        for (path, item) in document["paths"].as_object().expect("paths") {
+            for (method, operation) in item.as_object().expect("an item") {
+                let security = operation["security"].as_array().map_or(0, Vec::len);
+                let public = ["/ops", "/api/openapi.json"].contains(&path.as_str())
+                    || path.starts_with("/hooks/");
+                if security == 0 && !public {
+                    open.push(format!("{method} {path}"));
+                }
+            }
+        }
+        assert!(open.is_empty(), "operations with no security: {open:?}");
+        let resolve = &document["paths"]["/ops/review/{id}/resolve"]["post"]["security"];
+        assert_eq!(
+            resolve,
+            &serde_json::json!([{"organisation_api_key": ["write", "ops"]}, {"admin_token": []}])
+        );
     }
 }

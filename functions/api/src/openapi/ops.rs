@@ -10,6 +10,7 @@ use firmspace::payments::recover::Recovered;
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::{
     ContentBuilder, HttpMethod, PathItem, PathsBuilder, ResponseBuilder, ResponsesBuilder,
+    SecurityRequirement,
 };
 
 const fn param(name: &'static str, at: In, required: bool, doc: &'static str) -> Param {
@@ -119,14 +120,39 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     {
         responses = responses.response(status.to_string(), error(codes));
     }
-    OperationBuilder::new()
+    let operation = OperationBuilder::new()
         .operation_id(Some(route.name))
         .tag("ops")
         .summary(Some(route.summary))
         .parameters(Some(route.params.iter().map(parameter)))
-        .responses(responses.build())
+        .responses(responses.build());
+    // Every route but the page itself takes a key: an organisation's (`read` to look, `ops`
+    // to act; resolving also `write`) or the admin token.
+    let admin = SecurityRequirement::new(super::ADMIN_TOKEN, Vec::<&str>::new());
+    let scopes: &[&str] = match (route.method.clone(), route.name) {
+        (_, "opsPage") => return operation.build(),
+        (_, name) if ADMIN_ONLY.contains(&name) => return operation.security(admin).build(),
+        (HttpMethod::Get, _) => &["read"],
+        (_, "resolveOpsReviewItem") => &["write", "ops"],
+        _ => &["ops"],
+    };
+    operation
+        .security(SecurityRequirement::new(
+            super::ORG_KEY,
+            scopes.iter().copied(),
+        ))
+        .security(admin)
         .build()
 }
+
+/// The deployment's routes: the admin token's alone (an organisation's key is 403).
+const ADMIN_ONLY: &[&str] = &[
+    "listOpsDeadLetters",
+    "redriveOpsDeadLetters",
+    "listOpsConsumers",
+    "pauseOpsConsumer",
+    "resumeOpsConsumer",
+];
 
 /// The ops routes, added to the document's paths (their answers' schemas to `schemas`).
 pub fn paths(mut paths: PathsBuilder, schemas: &mut Schemas) -> PathsBuilder {
