@@ -32,8 +32,22 @@ async fn the_tools_are_listed_with_their_input_schemas() {
             "create_task",
             "register_payment",
             "create_credit_note",
-            "resolve_review"
+            "resolve_review",
+            "find_invoices",
+            "read_invoice",
+            "list_conversations",
+            "list_review"
         ]
+    );
+    let read_only: Vec<bool> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["annotations"]["readOnlyHint"] == true)
+        .collect();
+    assert_eq!(
+        read_only,
+        [false, false, false, false, false, true, true, true, true]
     );
     for t in listed["tools"].as_array().unwrap() {
         assert_eq!(t["input_schema"]["type"], "object", "{t}");
@@ -43,6 +57,152 @@ async fn the_tools_are_listed_with_their_input_schemas() {
     assert_eq!(
         (status, unknown["error"].as_str()),
         (400, Some("unknown_tool"))
+    );
+    assert!(
+        unknown["detail"]
+            .as_str()
+            .unwrap()
+            .contains("find_invoices"),
+        "{unknown}"
+    );
+}
+
+#[tokio::test]
+async fn an_assistant_finds_the_ids_its_tools_need_with_the_read_tools_alone() {
+    let crm = Crm::new().await;
+    let inv = crm
+        .invoice(json!({"currency": "UAH", "gross": "100.00", "contact_id": "ct_olena"}))
+        .await;
+    crm.invoice(json!({"currency": "UAH", "gross": "7.00"}))
+        .await;
+    let number = inv["number"].as_str().unwrap().to_lowercase();
+    // "Olena paid 40 UAH of INV-00001": find it by its number, pay it, read it back.
+    let made = crm
+        .expect_status(
+            "POST",
+            "/api/keys",
+            json!({"name": "reader", "scopes": ["read"]}),
+            201,
+        )
+        .await;
+    let reader = made["api_key"].as_str().unwrap().to_owned();
+    let call =
+        |tool: &str, id: &str, input: Value| json!({"tool": tool, "call_id": id, "input": input});
+    let (status, found) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call("find_invoices", "r-1", json!({"number": number})),
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    let items = found["result"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{found}");
+    assert_eq!(
+        (&items[0]["id"], &items[0]["open"]),
+        (&inv["id"], &json!("100.00"))
+    );
+    let (status, refused) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call(
+                "register_payment",
+                "r-2",
+                json!({"invoice_id": inv["id"], "amount": "40.00"}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (403, Some("forbidden")),
+        "a read key reads only"
+    );
+    let (status, _) = tool(
+        &crm,
+        "register_payment",
+        "w-1",
+        json!({"invoice_id": inv["id"], "amount": "40.00"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, read) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call("read_invoice", "r-3", json!({"invoice_id": inv["id"]})),
+        )
+        .await;
+    assert_eq!(read["result"]["open"], "60.00", "{read}");
+    assert_eq!(
+        read["result"]["payments"].as_array().map(Vec::len),
+        Some(1),
+        "{read}"
+    );
+    let (_, by_contact) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call(
+                "find_invoices",
+                "r-4",
+                json!({"contact_id": "ct_olena", "open": true}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        by_contact["result"]["items"].as_array().map(Vec::len),
+        Some(1),
+        "{by_contact}"
+    );
+    let (status, review) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call("list_review", "r-5", json!({})),
+        )
+        .await;
+    assert_eq!(
+        (status, review["result"]["items"].is_array()),
+        (200, true),
+        "{review}"
+    );
+    let (status, conversations) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call(
+                "list_conversations",
+                "r-6",
+                json!({"contact_id": "ct_olena"}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (
+            status,
+            conversations["result"]["items"].as_array().map(Vec::len)
+        ),
+        (200, Some(0))
+    );
+    let (status, bad) = crm
+        .call_as(
+            &reader,
+            "POST",
+            "/api/assistant/calls",
+            call("read_invoice", "r-7", json!({"id": "x"})),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["error"].as_str()),
+        (400, Some("invalid_input")),
+        "{bad}"
     );
 }
 

@@ -4,6 +4,7 @@
 //! `call_id`): an agent framework that retries a tool call acts once and gets the stored
 //! result; a `call_id` reused with another input is 409.
 
+use crate::reads::ReadTool;
 use crate::Ctx;
 use firmspace::commands::tools::{self, ToolView};
 use firmspace::commands::{Input, RequestKey, ToolCall};
@@ -18,13 +19,16 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-/// `GET /api/assistant/tools`.
+/// `GET /api/assistant/tools`: the writing tools, then the read tools.
 pub fn tools() -> Response<Body> {
-    let tools = Tool::ALL.into_iter().map(tools::view).collect();
+    let writing = Tool::ALL.into_iter().map(tools::view);
+    let tools = writing.chain(ReadTool::ALL.map(ReadTool::view)).collect();
     typed_response(200, &AssistantTools { tools })
 }
 
-/// The tools: `reply`, `create_task`, `register_payment`, `create_credit_note`, `resolve_review`.
+/// The tools: `reply`, `create_task`, `register_payment`, `create_credit_note`,
+/// `resolve_review`; and the read tools `find_invoices`, `read_invoice`, `list_conversations`,
+/// `list_review` (`readOnlyHint`).
 #[derive(Serialize, ToSchema)]
 pub struct AssistantTools {
     tools: Vec<ToolView>,
@@ -41,6 +45,18 @@ pub struct AssistantCallAnswer {
     duplicate: bool,
 }
 
+/// 400 `unknown_tool`, naming every tool.
+fn unknown_tool() -> ApiError {
+    let writing = Tool::ALL.into_iter().map(|t| t.name());
+    let names: Vec<String> = writing
+        .chain(ReadTool::ALL.map(|t| t.name().to_owned()))
+        .collect();
+    ApiError::bad_request(
+        "unknown_tool",
+        format!("tool is one of {}", names.join(", ")),
+    )
+}
+
 /// Performs a tool call once per (organisation, `call_id`): `{"call_id", "result",
 /// "duplicate"}`; a refusal is the call's answer too, given again to a repeat.
 pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
@@ -49,7 +65,20 @@ pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
         field: Some("call_id"),
         ..ApiError::bad_request("invalid_field", e.to_string())
     })?;
-    let tool = Input::tool(&body.tool)?;
+    // A read tool reads, under the key's `read` scope: nothing to claim, nothing kept.
+    if let Some(read) = ReadTool::parse(&body.tool) {
+        if let Err(scope) = ctx.key.may(firmspace::orgs::Scope::Read) {
+            return Err(firmspace::commands::forbidden(scope).into());
+        }
+        let result = read.run(store, ctx, body.input.get()).await?;
+        let answer = AssistantCallAnswer {
+            call_id: call_id.as_str().to_owned(),
+            result,
+            duplicate: false,
+        };
+        return Ok(typed_response(200, &answer));
+    }
+    let tool = Input::tool(&body.tool).map_err(|_| unknown_tool())?;
     let input = Input {
         tool,
         json: body.input.get(),

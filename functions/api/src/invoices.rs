@@ -34,17 +34,25 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
 }
 
 pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let found = invoice::get(store, &ctx.org, id)
+    Ok(typed_response(200, &detail(store, &ctx.org, id).await?))
+}
+
+/// The invoice `id` of `org` with its payments and credit notes, or 404.
+pub(crate) async fn detail(
+    store: &Store,
+    org: &firmspace::ids::OrgId,
+    id: &str,
+) -> Result<InvoiceDetail, ApiError> {
+    let found = invoice::get(store, org, id)
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
-    let payments = list_for_invoice(store, &ctx.org, id).await?;
-    let notes = firmspace::payments::credit::list_for_invoice(store, &ctx.org, id).await?;
-    let detail = InvoiceDetail {
+    let payments = list_for_invoice(store, org, id).await?;
+    let notes = firmspace::payments::credit::list_for_invoice(store, org, id).await?;
+    Ok(InvoiceDetail {
         invoice: found.view(),
         payments: payments.iter().map(PaymentEvent::view).collect(),
         credit_notes: notes.iter().map(CreditNote::view).collect(),
-    };
-    Ok(typed_response(200, &detail))
+    })
 }
 
 /// An invoice with its payments and its credit notes.

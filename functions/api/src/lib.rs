@@ -16,6 +16,7 @@ mod ledger;
 mod messages;
 pub mod openapi;
 mod paging;
+mod reads;
 pub mod route;
 pub mod routes;
 mod schemas;

@@ -223,12 +223,16 @@ pub struct Route {
 impl Route {
     /// The scopes an organisation key needs for this route: a route that performs a command
     /// needs what the command requires (`Command::REQUIRES`, the one place authority is
-    /// written); listing keys needs `ops`, another read `read`, an assistant's call `write` (the
-    /// tool it names asks its own when it is performed). None for a route without a key.
+    /// written); listing keys needs `ops`, another read `read`, an assistant's call none of its
+    /// own (the tool it names asks its own: a read tool `read`, a writing one its command's
+    /// scopes when it is performed). None for a route without a key.
     pub fn scopes(&self) -> &'static [Scope] {
         match self.op {
             Op::Org(op) => op.requires().unwrap_or(match op {
                 OrgOp::ListKeys => &[Scope::Ops],
+                // The tool it names asks its own: a read tool `read`, a writing one what its
+                // command requires.
+                OrgOp::AssistantCall => &[],
                 _ if self.method == Method::Get => &[Scope::Read],
                 _ => &[Scope::Write],
             }),
@@ -238,7 +242,7 @@ impl Route {
 
     /// Whether a key's request here reads (counted against the reads' limit).
     pub fn reads(&self) -> bool {
-        self.scopes() == [Scope::Read]
+        self.method == Method::Get
     }
 
     pub(crate) fn matches<'a>(&self, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {

@@ -1,0 +1,246 @@
+//! The assistant's read tools: what an assistant needs to find the ids its writing tools take
+//! (an invoice by its number or its contact, with what is open; an invoice with its payments;
+//! a contact's conversations and their last messages; the open review items with what they are
+//! about). Each only reads (`readOnlyHint`), needs the key's `read` scope, answers the types the
+//! REST routes answer, and is listed and called beside the writing tools.
+
+use crate::Ctx;
+use firmspace::commands::tools::{Annotations, ToolView};
+use firmspace::fields;
+use firmspace::http::ApiError;
+use firmspace::messages;
+use firmspace::messages::conversation::ConversationView;
+use firmspace::messages::item::MessageView;
+use firmspace::payments::invoice::{self, InvoiceView};
+use firmspace::review::{self, ReviewView};
+use firmspace::store::Store;
+use rust_decimal::Decimal;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{PartialSchema, ToSchema};
+
+/// How many items a read tool answers at most.
+const SHOWN: usize = 20;
+/// How many of a conversation's last messages `list_conversations` shows.
+const LAST_MESSAGES: usize = 3;
+
+/// The read tools, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadTool {
+    FindInvoices,
+    ReadInvoice,
+    ListConversations,
+    ListReview,
+}
+
+/// `find_invoices`: invoices by number or contact, newest first.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindInvoicesInput {
+    /// The invoice's number as people write it (`INV-00012`, any case).
+    #[schema(max_length = 32)]
+    number: Option<String>,
+    /// `ct_...`: the contact's invoices.
+    #[schema(max_length = 128)]
+    contact_id: Option<String>,
+    /// Only invoices with money still open.
+    open: Option<bool>,
+}
+
+/// `read_invoice`: one invoice with its payments and credit notes.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInvoiceInput {
+    /// `inv_...`.
+    #[schema(max_length = 128)]
+    invoice_id: String,
+}
+
+/// `list_conversations`: conversations, the latest first, each with its last messages.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListConversationsInput {
+    /// `ct_...`: only this contact's.
+    #[schema(max_length = 128)]
+    contact_id: Option<String>,
+}
+
+/// `list_review`: the open review items, newest first, each with what it is about.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListReviewInput {
+    /// Only items of this reason (`payment_proposed`, `possible_same_money`, ...).
+    #[schema(max_length = 64)]
+    reason: Option<String>,
+}
+
+/// A conversation with its last messages.
+#[derive(Serialize, ToSchema)]
+pub struct ConversationWithMessages {
+    #[serde(flatten)]
+    conversation: ConversationView,
+    /// Its last messages, oldest first.
+    last_messages: Vec<MessageView>,
+}
+
+impl ReadTool {
+    pub const ALL: [Self; 4] = [
+        Self::FindInvoices,
+        Self::ReadInvoice,
+        Self::ListConversations,
+        Self::ListReview,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FindInvoices => "find_invoices",
+            Self::ReadInvoice => "read_invoice",
+            Self::ListConversations => "list_conversations",
+            Self::ListReview => "list_review",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Self::FindInvoices => {
+                "Find invoices by number (INV-00012) or by contact, newest first, each with \
+                 what is paid and what is open: the invoice_id register_payment takes."
+            }
+            Self::ReadInvoice => "Read one invoice with its payments and credit notes.",
+            Self::ListConversations => {
+                "List conversations (a contact's, or all), the latest first, each with its last \
+                 messages: the conversation_id reply takes."
+            }
+            Self::ListReview => {
+                "List the open review items, newest first, each saying what it is about: the \
+                 reason and key resolve_review takes."
+            }
+        }
+    }
+
+    fn input_schema(self) -> Value {
+        let schema = match self {
+            Self::FindInvoices => FindInvoicesInput::schema(),
+            Self::ReadInvoice => ReadInvoiceInput::schema(),
+            Self::ListConversations => ListConversationsInput::schema(),
+            Self::ListReview => ListReviewInput::schema(),
+        };
+        serde_json::to_value(schema).unwrap_or(Value::Null)
+    }
+
+    /// As `GET /api/assistant/tools` lists it: read only, and so harmless to call again.
+    pub fn view(self) -> ToolView {
+        ToolView {
+            name: self.name().to_owned(),
+            description: self.description(),
+            input_schema: self.input_schema(),
+            annotations: Annotations {
+                read_only_hint: true,
+                destructive_hint: false,
+                idempotent_hint: true,
+                open_world_hint: false,
+            },
+        }
+    }
+
+    /// What the tool reads, for the organisation of `ctx`, from its input's JSON text.
+    pub async fn run(self, store: &Store, ctx: &Ctx<'_>, json: &str) -> Result<Value, ApiError> {
+        let answer = match self {
+            Self::FindInvoices => to_value(find_invoices(store, ctx, read(json)?).await?),
+            Self::ReadInvoice => {
+                let input: ReadInvoiceInput = read(json)?;
+                to_value(crate::invoices::detail(store, &ctx.org, &input.invoice_id).await?)
+            }
+            Self::ListConversations => to_value(list_conversations(store, ctx, read(json)?).await?),
+            Self::ListReview => to_value(list_review(store, ctx, read(json)?).await?),
+        };
+        Ok(answer)
+    }
+}
+
+fn read<T: DeserializeOwned>(json: &str) -> Result<T, ApiError> {
+    serde_json::from_str(json).map_err(|e| {
+        let detail = format!("input: {}", fields::plain(&e.to_string()));
+        ApiError::bad_request("invalid_input", detail)
+    })
+}
+
+fn to_value<T: Serialize>(answer: T) -> Value {
+    serde_json::to_value(answer).expect("an answer serialises")
+}
+
+#[derive(Serialize)]
+struct Items<T> {
+    items: Vec<T>,
+}
+
+async fn find_invoices(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    input: FindInvoicesInput,
+) -> Result<Items<InvoiceView>, ApiError> {
+    let number = input.number.map(|n| n.trim().to_uppercase());
+    let items = invoice::list(store, &ctx.org, 200)
+        .await?
+        .iter()
+        .map(|i| i.view())
+        .filter(|i| {
+            number
+                .as_ref()
+                .is_none_or(|n| i.number.to_uppercase() == *n)
+        })
+        .filter(|i| input.contact_id.is_none() || i.contact_id == input.contact_id)
+        .filter(|i| {
+            !input.open.unwrap_or(false) || i.open.parse().is_ok_and(|o: Decimal| o > Decimal::ZERO)
+        })
+        .take(SHOWN)
+        .collect();
+    Ok(Items { items })
+}
+
+async fn list_conversations(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    input: ListConversationsInput,
+) -> Result<Items<ConversationWithMessages>, ApiError> {
+    let found = messages::conversations(store, &ctx.org).await?;
+    let mut items = Vec::new();
+    let chosen = found
+        .iter()
+        .filter(|c| {
+            input
+                .contact_id
+                .as_ref()
+                .is_none_or(|id| c.contact_id == *id)
+        })
+        .take(SHOWN);
+    for conversation in chosen {
+        let all = messages::messages(store, &ctx.org, &conversation.id).await?;
+        let urls = Default::default();
+        let last = all.iter().rev().take(LAST_MESSAGES).rev();
+        items.push(ConversationWithMessages {
+            conversation: conversation.view(),
+            last_messages: last.map(|m| m.view(&urls)).collect(),
+        });
+    }
+    Ok(Items { items })
+}
+
+async fn list_review(
+    store: &Store,
+    ctx: &Ctx<'_>,
+    input: ListReviewInput,
+) -> Result<Items<ReviewView>, ApiError> {
+    let (open, _) = review::page(store, &ctx.org, "open", 200, None, review::view).await?;
+    let items = open
+        .into_iter()
+        .filter(|i| input.reason.is_none() || i.reason == input.reason)
+        .take(SHOWN)
+        .collect();
+    Ok(Items { items })
+}
