@@ -120,7 +120,11 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
     let listed = client.request(2, "tools/list", json!({})).await;
     let tools = listed["tools"].as_array().unwrap();
     let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();
-    assert_eq!(tools.len(), 9, "five writing tools and four read tools: {listed}");
+    assert_eq!(
+        tools.len(),
+        9,
+        "five writing tools and four read tools: {listed}"
+    );
     assert_eq!(
         tool("find_invoices")["annotations"]["readOnlyHint"],
         true,

@@ -28,8 +28,7 @@ use utoipa::openapi::{
     ResponsesBuilder, Schema, SecurityRequirement,
 };
 
-const ORG_KEY: &str = "organisation_api_key";
-const ADMIN_TOKEN: &str = "admin_token";
+use parts::{ADMIN_TOKEN, ORG_KEY};
 
 /// The whole document.
 pub fn document() -> OpenApi {
@@ -213,10 +212,57 @@ mod tests {
             }
         }
         assert!(open.is_empty(), "operations with no security: {open:?}");
+        let mut unsatisfiable = Vec::new();
+        no_value_satisfies(&document, "", &mut unsatisfiable);
+        assert!(
+            unsatisfiable.is_empty(),
+            "schemas no value satisfies: {unsatisfiable:?}"
+        );
         let resolve = &document["paths"]["/ops/review/{id}/resolve"]["post"]["security"];
         assert_eq!(
             resolve,
             &serde_json::json!([{"organisation_api_key": ["write", "ops"]}, {"admin_token": []}])
         );
+    }
+
+    /// Every `allOf` whose members' types have nothing in common, by where it is.
+    fn no_value_satisfies(value: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+        use serde_json::Value;
+        let types = |v: &Value| -> Option<Vec<String>> {
+            match &v["type"] {
+                Value::String(t) => Some(vec![t.clone()]),
+                Value::Array(ts) => Some(
+                    ts.iter()
+                        .filter_map(|t| t.as_str().map(str::to_owned))
+                        .collect(),
+                ),
+                _ => None,
+            }
+        };
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::Array(all)) = map.get("allOf") {
+                    let mut common: Option<Vec<String>> = None;
+                    for member in all.iter().filter_map(types) {
+                        common = Some(match common {
+                            None => member,
+                            Some(c) => c.into_iter().filter(|t| member.contains(t)).collect(),
+                        });
+                    }
+                    if common.is_some_and(|c| c.is_empty()) {
+                        out.push(at.to_owned());
+                    }
+                }
+                for (name, inner) in map {
+                    no_value_satisfies(inner, &format!("{at}/{name}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    no_value_satisfies(inner, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
     }
 }

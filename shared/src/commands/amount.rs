@@ -21,7 +21,10 @@ impl utoipa::PartialSchema for AmountText {
             .schema_type(SchemaType::from_iter([Type::String, Type::Number]))
             .description(Some(
                 "Major units: a decimal string (\"40.00\") or a JSON number (40); positive, \
-                 no sign, comma or suffix, at most as many decimals as the currency has.",
+                 no sign, comma or suffix, at most as many decimals as the currency has. A \
+                 number is read exactly from its JSON text, never through a float: a binary \
+                 float's artefact (0.30000000000000004) is refused as too many decimals; send \
+                 a string to be safe.",
             ))
             .examples([serde_json::json!("40.00")])
             .into()

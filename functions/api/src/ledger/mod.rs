@@ -12,10 +12,10 @@ use lambda_http::{Body, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+/// A top-up: `amount` in major units, positive, at most 1000000 and the currency's fraction
+/// digits, a decimal string or a JSON number (read from its JSON text, never through a float).
 #[derive(Deserialize, ToSchema)]
 pub struct NewTopUp {
-    /// Major units, positive, at most 1000000 and the currency's fraction digits: a decimal
-    /// string or a JSON number.
     #[schema(inline)]
     amount: firmspace::commands::AmountText,
     /// ISO 4217; the wallet's first top-up sets its currency.

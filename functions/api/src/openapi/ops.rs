@@ -128,7 +128,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         .responses(responses.build());
     // Every route but the page itself takes a key: an organisation's (`read` to look, `ops`
     // to act; resolving also `write`) or the admin token.
-    let admin = SecurityRequirement::new(super::ADMIN_TOKEN, Vec::<&str>::new());
+    let admin = SecurityRequirement::new(super::parts::ADMIN_TOKEN, Vec::<&str>::new());
     let scopes: &[&str] = match (route.method.clone(), route.name) {
         (_, "opsPage") => return operation.build(),
         (_, name) if ADMIN_ONLY.contains(&name) => return operation.security(admin).build(),
@@ -138,7 +138,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     };
     operation
         .security(SecurityRequirement::new(
-            super::ORG_KEY,
+            super::parts::ORG_KEY,
             scopes.iter().copied(),
         ))
         .security(admin)

@@ -10,6 +10,10 @@ use utoipa::openapi::{
 };
 use utoipa::{PartialSchema, ToSchema};
 
+/// The security schemes: an organisation's API key, and the admin token.
+pub(super) const ORG_KEY: &str = "organisation_api_key";
+pub(super) const ADMIN_TOKEN: &str = "admin_token";
+
 pub const JSON: &str = "application/json";
 
 /// An answer's schema and media type.
