@@ -18,7 +18,9 @@ pub struct NewKey {
     /// 1-100 characters: what the key is for.
     #[schema(min_length = 1, max_length = 100)]
     name: String,
-    /// At least one of `read`, `write`, `ops`; none the asking key lacks.
+    /// At least one of `read`, `write`, `ops`; none the asking key lacks (read as text, so an
+    /// unknown one is `400 invalid_scopes`, not a parse error).
+    #[schema(value_type = Vec<firmspace::orgs::Scope>, min_items = 1)]
     scopes: Vec<String>,
 }
 

@@ -70,9 +70,23 @@ pub fn document() -> OpenApi {
             ADMIN_TOKEN,
             bearer("the admin token (POST /api/orgs, and every /ops route)"),
         );
+    // The stack's base URL: a deployed stack's `ApiUrl`, or the local stack's `api_url`.
+    let server = utoipa::openapi::ServerBuilder::new()
+        .url("{api_url}")
+        .description(Some(
+            "the stack: its ApiUrl output, or target/local-stack.json's api_url",
+        ))
+        .parameter(
+            "api_url",
+            utoipa::openapi::ServerVariableBuilder::new()
+                .default_value("http://127.0.0.1:4566/_aws/execute-api/local")
+                .description(Some("the stack's base URL, without a trailing slash")),
+        )
+        .build();
     OpenApiBuilder::new()
         .openapi(OpenApiVersion::Version31)
         .info(info)
+        .servers(Some(vec![server]))
         .paths(paths)
         .components(Some(components.build()))
         .build()
@@ -217,6 +231,26 @@ mod tests {
         assert!(
             unsatisfiable.is_empty(),
             "schemas no value satisfies: {unsatisfiable:?}"
+        );
+        // Every `limit` an integer, the stack a server, a new key's scopes the closed set.
+        let limits: Vec<&serde_json::Value> = document["paths"]
+            .as_object()
+            .expect("paths")
+            .values()
+            .flat_map(|item| item.as_object().expect("an item").values())
+            .flat_map(|op| op["parameters"].as_array().into_iter().flatten())
+            .filter(|p| p["name"] == "limit")
+            .collect();
+        assert!(limits.len() >= 5, "{limits:?}");
+        assert!(
+            limits.iter().all(|p| p["schema"]["type"] == "integer"),
+            "{limits:?}"
+        );
+        assert_eq!(document["servers"][0]["url"], "{api_url}");
+        let scopes = &document["components"]["schemas"]["NewKey"]["properties"]["scopes"];
+        assert_eq!(
+            scopes["items"]["$ref"], "#/components/schemas/Scope",
+            "{scopes}"
         );
         let resolve = &document["paths"]["/ops/review/{id}/resolve"]["post"]["security"];
         assert_eq!(

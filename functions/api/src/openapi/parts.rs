@@ -152,6 +152,13 @@ pub fn parameter(param: &Param) -> Parameter {
                 .min_length(Some(1))
                 .max_length(Some(firmspace::fields::KEY_MAX))
                 .into(),
+            // Every list's page size: an integer, 1 to 200.
+            "limit" => ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(200))
+                .default(Some(serde_json::json!(50)))
+                .into(),
             _ => String::schema(),
         }))
         .build()
