@@ -87,6 +87,7 @@ pub struct ContactView {
     pub emails: Vec<String>,
     pub owner: Option<String>,
     pub source: ContactSource,
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

@@ -123,7 +123,9 @@ pub struct DealView {
     pub stage: Stage,
     /// The key of the event that made it (`lead:INTEGRATION_ID:SUBMISSION_ID`).
     pub source: String,
+    #[schema(format = DateTime)]
     pub created_at: String,
+    #[schema(format = DateTime)]
     pub updated_at: String,
     pub version: u64,
     /// A move's answer only: whether it moved now.

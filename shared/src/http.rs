@@ -229,6 +229,7 @@ pub struct RequestOutcome {
     /// `done`: the answer's body (null if the stored one cannot be read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<Value>,
+    #[schema(format = DateTime)]
     pub at: Option<String>,
 }
 

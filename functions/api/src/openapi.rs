@@ -247,6 +247,8 @@ mod tests {
             "{limits:?}"
         );
         assert_eq!(document["servers"][0]["url"], "{api_url}");
+        let times = document.to_string().matches(r#""format":"date-time""#).count();
+        assert!(times >= 30, "timestamps are date-times: {times}");
         let scopes = &document["components"]["schemas"]["NewKey"]["properties"]["scopes"];
         assert_eq!(
             scopes["items"]["$ref"], "#/components/schemas/Scope",

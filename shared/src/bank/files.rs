@@ -86,7 +86,9 @@ pub struct FileImportView {
     pub imported: usize,
     pub duplicates: usize,
     pub conflicts: usize,
+    #[schema(format = DateTime)]
     pub created_at: String,
+    #[schema(format = DateTime)]
     pub updated_at: String,
 }
 

@@ -143,6 +143,7 @@ pub struct CallView {
     pub missed: bool,
     /// The contact the peer's number belongs to (a new lead when it was unknown).
     pub contact_id: String,
+    #[schema(format = DateTime)]
     pub at: String,
 }
 

@@ -39,6 +39,7 @@ pub struct BankMatched {
     pub previous_invoice: Option<InvoiceView>,
     /// The key's id (or the admin's name) that matched.
     pub by: String,
+    #[schema(format = DateTime)]
     pub at: String,
 }
 
@@ -165,6 +166,7 @@ pub struct KeyCreated {
     pub api_key: String,
     pub scopes: Vec<crate::orgs::keys::Scope>,
     pub name: String,
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

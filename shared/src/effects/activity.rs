@@ -75,5 +75,6 @@ pub struct ActivityView {
     /// `payment`, `message`, `call`, `credit_note`, `lead`, ...
     pub kind: String,
     pub text: String,
+    #[schema(format = DateTime)]
     pub at: String,
 }

@@ -169,6 +169,7 @@ pub struct RuleView {
     pub rule_id: String,
     pub trigger: Trigger,
     pub action: Action,
+    #[schema(format = DateTime)]
     pub created_at: Option<String>,
     pub created_by: Option<String>,
 }
@@ -342,5 +343,6 @@ pub struct TaskView {
     pub rule_id: String,
     pub event_key: String,
     pub title: String,
+    #[schema(format = DateTime)]
     pub at: String,
 }

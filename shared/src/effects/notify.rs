@@ -123,6 +123,7 @@ pub struct NotificationView {
     pub key: Option<String>,
     pub recipient: Option<String>,
     pub text: Option<String>,
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     pub read: bool,
 }

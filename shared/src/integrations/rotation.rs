@@ -48,6 +48,7 @@ impl Previous {
 pub struct SecretsState {
     /// The names of the secrets it holds (`secret`, `token`, `auth_token`, ...).
     pub names: Vec<&'static str>,
+    #[schema(format = DateTime)]
     pub rotated_at: Option<String>,
     /// Until when the previous secrets still verify; absent when none are kept.
     pub previous_valid_until: Option<String>,

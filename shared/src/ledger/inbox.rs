@@ -162,6 +162,7 @@ pub struct InboxView {
     pub status: InboxStatus,
     /// Every event that wrote to the line.
     pub event_ids: Vec<String>,
+    #[schema(format = DateTime)]
     pub at: String,
     pub integration_id: String,
     pub segments: Option<u32>,

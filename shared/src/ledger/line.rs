@@ -227,6 +227,7 @@ pub struct LedgerLineView {
     pub amount: String,
     pub currency: &'static str,
     /// When it was booked (RFC 3339, UTC).
+    #[schema(format = DateTime)]
     pub at: String,
     pub integration_id: Option<String>,
     /// `outbound` or `inbound`: the message's direction, for an SMS line.

@@ -126,6 +126,8 @@ pub struct ConversationView {
     /// Telegram's `chat.id`, WhatsApp's customer `wa_id`, the generic `chat_id`.
     pub chat_id: String,
     pub contact_id: String,
+    #[schema(format = DateTime)]
     pub created_at: String,
+    #[schema(format = DateTime)]
     pub last_message_at: String,
 }

@@ -59,6 +59,7 @@ pub struct MessageView {
     pub conversation_id: String,
     pub direction: Direction,
     pub text: String,
+    #[schema(format = DateTime)]
     pub at: String,
     /// Outgoing messages: `sent`, `delivered`, `read` or `failed`; absent on incoming ones.
     #[serde(skip_serializing_if = "Option::is_none")]

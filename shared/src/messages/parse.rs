@@ -282,6 +282,7 @@ pub struct GenericMessageData {
     #[schema(max_items = 10)]
     pub attachments: Option<Vec<GenericAttachment>>,
     /// RFC 3339.
+    #[schema(format = DateTime)]
     pub sent_at: Option<String>,
 }
 

@@ -14,6 +14,7 @@ pub struct Counts {
     pub today: u64,
     pub week: u64,
     pub waiting: u64,
+    #[schema(format = DateTime)]
     pub oldest_waiting_at: Option<String>,
     /// What an event of the kind cost today: the units, SQS requests and invocations the
     /// day's events of the kind and their consequences spent, divided by the day's events
@@ -59,6 +60,7 @@ pub struct Summary {
     pub runs: RunFigures,
     /// Organisations counted (1 for an organisation's key).
     pub orgs: u64,
+    #[schema(format = DateTime)]
     pub at: String,
 }
 
@@ -97,6 +99,7 @@ pub struct EventRow {
     pub org: Option<String>,
     pub key: String,
     pub kind: &'static str,
+    #[schema(format = DateTime)]
     pub at: String,
     /// The event in a line a person recognises.
     pub summary: String,
@@ -162,7 +165,9 @@ pub struct RunRow {
     /// `needs_check`, `failed`, `sending`, `not_sent`, `sent`, `done` or `skipped`.
     pub state: Option<String>,
     pub attempts: Option<u64>,
+    #[schema(format = DateTime)]
     pub at: Option<String>,
+    #[schema(format = DateTime)]
     pub updated_at: Option<String>,
     /// Its request was kept, so `resend` may send it again.
     pub resendable: bool,
@@ -204,6 +209,7 @@ pub struct DeadLetter {
     /// How many times a worker received it.
     pub receives: Option<u64>,
     /// When it was first sent.
+    #[schema(format = DateTime)]
     pub first_at: Option<String>,
 }
 
@@ -227,6 +233,7 @@ pub struct Resolution {
     /// `resolved`.
     pub state: Option<String>,
     pub by: Option<String>,
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     pub note: Option<String>,
     /// `apply`: the payment booked (a payment's answer).
@@ -253,6 +260,7 @@ pub struct ConsumerState {
     /// Its SQS event source mapping's state (`Enabled`, `Disabling`, ...).
     pub mapping_state: String,
     pub by: Option<String>,
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     /// `paused` or `resumed`; null when never.
     pub action: Option<String>,
@@ -265,6 +273,7 @@ pub struct PausedIntegration {
     pub integration_id: String,
     pub kind: Option<String>,
     pub provider: Option<String>,
+    #[schema(format = DateTime)]
     pub paused_at: Option<String>,
     pub paused_by: Option<String>,
     /// Resumed, with events still to send on (a resumption cut short): resume again.

@@ -110,8 +110,10 @@ pub struct KeyInfo {
     pub key_id: String,
     pub name: String,
     pub scopes: Vec<Scope>,
+    #[schema(format = DateTime)]
     pub created_at: String,
     pub created_by: Option<String>,
+    #[schema(format = DateTime)]
     pub revoked_at: Option<String>,
     pub revoked_by: Option<String>,
     /// Made before keys had scopes: it holds every scope until revoked.

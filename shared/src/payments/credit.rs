@@ -115,6 +115,7 @@ pub struct CreditNoteView {
     pub refund_due: String,
     /// The API key that issued it.
     pub actor: String,
+    #[schema(format = DateTime)]
     pub at: String,
 }
 

@@ -32,6 +32,7 @@ pub struct PaymentLineView {
     pub unapplied: String,
     pub currency: Option<&'static str>,
     pub outcome: Outcome,
+    #[schema(format = DateTime)]
     pub at: String,
 }
 

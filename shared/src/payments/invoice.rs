@@ -182,6 +182,7 @@ pub struct InvoiceView {
     pub contact_id: Option<String>,
     pub deal_id: Option<String>,
     pub company_id: Option<String>,
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

@@ -133,6 +133,7 @@ pub struct ReviewView {
     /// `overpayment`, `invoice_closed`, `currency_mismatch`, `unknown_invoice`, ...
     pub reason: Option<String>,
     pub key: Option<String>,
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     /// `open` or `resolved`.
     pub state: Option<String>,
@@ -142,6 +143,7 @@ pub struct ReviewView {
     /// A person's note on resolving it.
     pub note: Option<String>,
     pub resolved_by: Option<String>,
+    #[schema(format = DateTime)]
     pub resolved_at: Option<String>,
     /// `apply`, `same_money` or `dismiss`, when resolved with one.
     pub decision: Option<String>,
