@@ -247,12 +247,31 @@ mod tests {
             "{limits:?}"
         );
         assert_eq!(document["servers"][0]["url"], "{api_url}");
-        let times = document.to_string().matches(r#""format":"date-time""#).count();
+        let times = document
+            .to_string()
+            .matches(r#""format":"date-time""#)
+            .count();
         assert!(times >= 30, "timestamps are date-times: {times}");
         let scopes = &document["components"]["schemas"]["NewKey"]["properties"]["scopes"];
         assert_eq!(
             scopes["items"]["$ref"], "#/components/schemas/Scope",
             "{scopes}"
+        );
+        // A review item's closed sets are enums, its always-present fields required.
+        let item = &document["components"]["schemas"]["ReviewItem"];
+        for field in ["kind", "reason", "key", "at", "state", "about"] {
+            let required = item["required"].as_array().expect("required fields");
+            assert!(
+                required.contains(&serde_json::json!(field)),
+                "{field}: {item}"
+            );
+        }
+        let reasons = &document["components"]["schemas"]["Reason"]["enum"];
+        assert!(
+            reasons
+                .as_array()
+                .is_some_and(|r| r.contains(&serde_json::json!("possible_same_money"))),
+            "{reasons}"
         );
         let resolve = &document["paths"]["/ops/review/{id}/resolve"]["post"]["security"];
         assert_eq!(

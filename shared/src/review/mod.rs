@@ -129,13 +129,16 @@ pub async fn file_conflicts<T>(
 #[schema(as = ReviewItem)]
 pub struct ReviewView {
     /// What it is about: `payment`, `automation`, `webhook`, ...
+    #[schema(value_type = Kind, required = true)]
     pub kind: Option<String>,
     /// `overpayment`, `invoice_closed`, `currency_mismatch`, `unknown_invoice`, ...
+    #[schema(value_type = Reason, required = true)]
     pub reason: Option<String>,
+    #[schema(value_type = String, required = true)]
     pub key: Option<String>,
-    #[schema(format = DateTime)]
+    #[schema(value_type = String, format = DateTime, required = true)]
     pub at: Option<String>,
-    /// `open` or `resolved`.
+    #[schema(value_type = ReviewState, required = true)]
     pub state: Option<String>,
     /// What the machine saw: the reason's own fields (null if unreadable).
     #[schema(value_type = Option<Object>)]
@@ -145,12 +148,20 @@ pub struct ReviewView {
     pub resolved_by: Option<String>,
     #[schema(format = DateTime)]
     pub resolved_at: Option<String>,
-    /// `apply`, `same_money` or `dismiss`, when resolved with one.
+    /// `apply`, `same_money`, `distinct` or `dismiss`, when resolved with one.
     pub decision: Option<String>,
     /// What it is about, in words: its reason, then the invoice (number, amount), the sender
     /// or contact, the rule and the provider's payment id its detail and key name.
     #[schema(example = "payment proposed: invoice INV-00042, 40.00 UAH, from Olena, rule rule_1")]
     pub about: String,
+}
+
+/// A review item's state: `open` until a person resolves it.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum ReviewState {
+    Open,
+    Resolved,
 }
 
 /// The stored review `item` as the API shows it.

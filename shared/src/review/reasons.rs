@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 macro_rules! named {
     ($(#[$doc:meta])* $name:ident { $($variant:ident => $text:literal,)* }) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(
+            Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+        )]
         #[serde(rename_all = "snake_case")]
         pub enum $name {
             $($variant,)*
