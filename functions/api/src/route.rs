@@ -11,6 +11,15 @@ pub type Schemas = Vec<(String, RefOr<Schema>)>;
 /// A documented body type: adds its schema (and those it refers to) and returns its name.
 pub type Doc = fn(&mut Schemas) -> String;
 
+/// The answer of the command a route performs, from the command's own type: a route that
+/// names another command's answer does not compile.
+pub const fn answer_of<C: firmspace::commands::Command>() -> Doc
+where
+    C::Answer: ToSchema,
+{
+    doc::<C::Answer>
+}
+
 /// The `Doc` of a `ToSchema` type, for the route table.
 pub fn doc<T: ToSchema>(schemas: &mut Schemas) -> String {
     let name = T::name().into_owned();

@@ -9,8 +9,7 @@ pub use firmspace::bank::files::FileImportView as FileImport;
 pub use firmspace::bank::BankTxView as BankTransaction;
 pub use firmspace::calls::{CallAnswer, CallView as Call};
 pub use firmspace::commands::answers::{
-    BankMatched, BankUnmatched, CsvImported, FileAccepted, ImportStarted, IntegrationCreated,
-    InvoiceCopy, InvoiceVoided, MarkedRead, Member, MemberAdded, OrgCreated, SecretsRotated,
+    BankMatched, BankUnmatched, CsvImported, FileAccepted, IntegrationCreated, Member, OrgCreated,
 };
 pub use firmspace::contacts::ContactView as Contact;
 pub use firmspace::deals::DealView as Deal;

@@ -286,12 +286,17 @@ pub struct VoidInvoice {
 
 /// Voids a draft invoice; a void one again gets the same answer (`duplicate: true`).
 impl Command for VoidInvoice {
-    type Answer = Value;
+    type Answer = InvoiceVoided;
     const NAME: &'static str = "void_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<InvoiceVoided> {
         let id = self.invoice_id.as_str();
         let voided = credit::void(env.store, by.org(), id, env.now)
             .await
@@ -308,7 +313,7 @@ impl Command for VoidInvoice {
             invoice: invoice.view(),
             duplicate: again,
         };
-        Ok((Made::Done, answers::json(&answer)))
+        Ok((Made::Done, answer))
     }
 }
 
@@ -381,11 +386,16 @@ pub struct DuplicateInvoice {
 
 /// A copy on purpose: a new draft with a new number, never a retry.
 impl Command for DuplicateInvoice {
-    type Answer = Value;
+    type Answer = InvoiceCopy;
     const NAME: &'static str = "duplicate_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<InvoiceCopy> {
         let id = self.invoice_id.as_str();
         let original = invoice::get(env.store, by.org(), id)
             .await?
@@ -406,7 +416,7 @@ impl Command for DuplicateInvoice {
             invoice: copy.view(),
             duplicate_of: original.id.as_str().to_owned(),
         };
-        Ok((Made::Created, answers::json(&answer)))
+        Ok((Made::Created, answer))
     }
 }
 fn match_error(e: MatchError) -> Refused {

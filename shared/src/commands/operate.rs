@@ -137,11 +137,16 @@ pub struct RotateSecrets {
 
 /// Every secret the integration holds, replaced, the previous ones verifying for `overlap`.
 impl Command for RotateSecrets {
-    type Answer = Value;
+    type Answer = answers::SecretsRotated;
     const NAME: &'static str = "rotate_secrets";
     const REQUIRES: &'static [Scope] = &[Scope::Write, Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<answers::SecretsRotated> {
         owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
         let (id, rotation) = (&self.id, self.rotation);
         if let Some(key) = rotation.secrets.get("api_key") {
@@ -154,7 +159,7 @@ impl Command for RotateSecrets {
             integration_id: id.id.clone(),
             secrets: state,
         };
-        Ok((Made::Done, answers::json(&answer)))
+        Ok((Made::Done, answer))
     }
 }
 

@@ -100,11 +100,16 @@ pub struct CreateRule {
 /// A rule: `trigger` and `action` read, the action checked for its trigger, recorded with who
 /// made it.
 impl Command for CreateRule {
-    type Answer = Value;
+    type Answer = automation::RuleView;
     const NAME: &'static str = "create_rule";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<automation::RuleView> {
         let (trigger, action) = (self.trigger.as_str(), self.action);
         let trigger = parse_tag::<Trigger>(trigger).ok_or_else(|| {
             let names: Vec<String> = Trigger::ALL
@@ -141,7 +146,7 @@ impl Command for CreateRule {
             created_at: Some(crate::time::format(env.now)),
             created_by: Some(who),
         };
-        Ok((Made::Created, super::answers::json(&answer)))
+        Ok((Made::Created, answer))
     }
 }
 
@@ -154,11 +159,16 @@ pub struct CreateKey {
 
 /// Another key of the organisation, granting at most the scopes of the key that asks.
 impl Command for CreateKey {
-    type Answer = Value;
+    type Answer = super::answers::KeyCreated;
     const NAME: &'static str = "create_key";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<super::answers::KeyCreated> {
         let (name, scopes) = (self.name.as_str(), self.scopes.as_slice());
         let name = fields::line("name", name, keys::NAME_MAX)?;
         let parsed = scopes
@@ -189,13 +199,13 @@ impl Command for CreateKey {
         };
         Ok((
             Made::Created,
-            super::answers::json(&super::answers::KeyCreated {
+            super::answers::KeyCreated {
                 key_id: info.key_id,
                 api_key: api_key.expose_secret().to_owned(),
                 scopes: info.scopes,
                 name: info.name,
                 created_at: info.created_at,
-            }),
+            },
         ))
     }
 }
@@ -229,11 +239,16 @@ pub struct AddMember {
 
 /// A member of the team, once per `user_id`.
 impl Command for AddMember {
-    type Answer = Value;
+    type Answer = super::answers::MemberAdded;
     const NAME: &'static str = "add_member";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<super::answers::MemberAdded> {
         let (user_id, name) = (self.user_id.as_str(), self.name.as_str());
         crate::ids::LocalId::parse("user_id", user_id)
             .map_err(|e| Refused::invalid("invalid_user_id", e.to_string()))?;
@@ -260,7 +275,7 @@ impl Command for AddMember {
             name: member.name,
             duplicate: status == Made::Done,
         };
-        Ok((status, super::answers::json(&answer)))
+        Ok((status, answer))
     }
 }
 
@@ -272,11 +287,16 @@ pub struct MarkRead {
 
 /// A notification marked read.
 impl Command for MarkRead {
-    type Answer = Value;
+    type Answer = MarkedRead;
     const NAME: &'static str = "mark_read";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<MarkedRead> {
         let key = self.key.as_str();
         // A notification key is an encoded event key (a `%` of the key becomes `%25`), or that and
         // `#` and an encoded member id: bounded in bytes, as the partition key it names is.
@@ -293,10 +313,10 @@ impl Command for MarkRead {
         match notify::mark_read(env.store, by.org(), key).await? {
             true => Ok((
                 Made::Done,
-                super::answers::json(&MarkedRead {
+                MarkedRead {
                     key: key.to_owned(),
                     read: true,
-                }),
+                },
             )),
             false => Err(Refused::not_found("notification")),
         }

@@ -160,11 +160,16 @@ pub struct StartImport {
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
 /// `{"started": false, "reason": "running"}` while a run holds the statement window.
 impl Command for StartImport {
-    type Answer = Value;
+    type Answer = ImportStarted;
     const NAME: &'static str = "start_import";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<ImportStarted> {
         let id = self.integration_id.as_str();
         let store = env.store;
         let (integration, provider, item) = bank_integration(store, by.org(), id).await?;
@@ -180,7 +185,7 @@ impl Command for StartImport {
                 started: false,
                 reason: Some("running"),
             };
-            return Ok((Made::Accepted, answers::json(&answer)));
+            return Ok((Made::Accepted, answer));
         }
         let imports = env.imports.requests.ok_or_else(|| {
             Refused::unavailable("imports_unavailable", "no import queue is configured")
@@ -199,6 +204,6 @@ impl Command for StartImport {
             started: true,
             reason: None,
         };
-        Ok((Made::Accepted, answers::json(&answer)))
+        Ok((Made::Accepted, answer))
     }
 }

@@ -1,11 +1,10 @@
 //! The API keys' `/api/` routes: made, listed and revoked with the `ops` scope.
 
 use crate::keys::NewKey;
-use crate::route::doc;
 use crate::route::Answer::{Items, One};
 use crate::route::Method::{Delete, Get, Post};
+use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route};
-use firmspace::commands::answers::KeyCreated;
 use firmspace::orgs::keys::KeyInfo;
 
 pub static ROUTES: &[Route] = &[
@@ -17,7 +16,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewKey>),
         ok: &[(201, "created; `api_key` is never shown again")],
-        answer: One(doc::<KeyCreated>),
+        answer: One(answer_of::<firmspace::commands::records::CreateKey>()),
         errors: &[
             (
                 400,

@@ -5,9 +5,9 @@ use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::deals::NewStage;
 use crate::invoices::ManualPayment;
-use crate::route::doc;
 use crate::route::Answer::{Document, Items, One, OneOf, Paged};
 use crate::route::Method::{Delete, Get, Post};
+use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::schemas as s;
 use crate::setup::{NewMember, NewOrg, NewSecrets};
@@ -16,6 +16,7 @@ use firmspace::commands::money::CreateInvoice;
 use firmspace::commands::setup::NewIntegration;
 use firmspace::commands::CreditInput as NewNote;
 use firmspace::commands::ToolCall;
+use firmspace::commands::{money, operate, records, statements};
 
 const fn path(name: &'static str, doc: &'static str) -> Param {
     Param {
@@ -95,7 +96,7 @@ pub static ROUTES: &[Route] = &[
         params: &[path("id", "the integration's id"), IDEMPOTENCY_KEY],
         body: Some(doc::<NewSecrets>),
         ok: &[(200, "rotated; the same key again gets the same answer")],
-        answer: One(doc::<s::SecretsRotated>),
+        answer: One(answer_of::<operate::RotateSecrets>()),
         errors: &[
             (
                 400,
@@ -122,7 +123,7 @@ pub static ROUTES: &[Route] = &[
             (201, "added"),
             (200, "already a member (`duplicate: true`)"),
         ],
-        answer: One(doc::<s::MemberAdded>),
+        answer: One(answer_of::<records::AddMember>()),
         errors: &[(
             400,
             "`malformed`, `invalid_user_id`, `invalid_field` (`name`)",
@@ -214,7 +215,7 @@ pub static ROUTES: &[Route] = &[
         params: INVOICE_ID,
         body: None,
         ok: CREATED,
-        answer: One(doc::<s::InvoiceCopy>),
+        answer: One(answer_of::<money::DuplicateInvoice>()),
         errors: &[NO_INVOICE],
     },
     Route {
@@ -253,7 +254,7 @@ pub static ROUTES: &[Route] = &[
         params: INVOICE_ID,
         body: None,
         ok: &[(200, "void now, or void already (`duplicate: true`)")],
-        answer: One(doc::<s::InvoiceVoided>),
+        answer: One(answer_of::<money::VoidInvoice>()),
         errors: &[
             NO_INVOICE,
             (409, "`not_draft`: an issued invoice is corrected by a credit note"),
@@ -283,7 +284,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<MarkRead>),
         ok: OK,
-        answer: One(doc::<s::MarkedRead>),
+        answer: One(answer_of::<records::MarkRead>()),
         errors: &[
             MALFORMED,
             (400, "`invalid_field` (`key`)"),
@@ -312,7 +313,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewRule>),
         ok: CREATED,
-        answer: One(doc::<s::Rule>),
+        answer: One(answer_of::<records::CreateRule>()),
         errors: &[(
             400,
             "`malformed`, `invalid_trigger`, `invalid_action`, `model_not_allowed` (an ai \
@@ -481,7 +482,7 @@ pub static ROUTES: &[Route] = &[
         params: &[path("id", "the monobank bank integration's id")],
         body: None,
         ok: &[(202, "`started: true`, or `started: false, reason: running` while a run holds the window")],
-        answer: One(doc::<s::ImportStarted>),
+        answer: One(answer_of::<statements::StartImport>()),
         errors: &[
             (404, "`not_found`: no such bank integration in this organisation"),
             (409, "`not_a_monobank_integration`"),
