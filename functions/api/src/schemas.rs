@@ -9,7 +9,7 @@ pub use firmspace::bank::files::FileImportView as FileImport;
 pub use firmspace::bank::BankTxView as BankTransaction;
 pub use firmspace::calls::{CallAnswer, CallView as Call};
 pub use firmspace::commands::answers::{
-    BankMatched, BankUnmatched, CsvImported, FileAccepted, IntegrationCreated, Member, OrgCreated,
+    BankMatched, BankUnmatched, CsvImported, FileAccepted, Member, OrgCreated,
 };
 pub use firmspace::contacts::ContactView as Contact;
 pub use firmspace::deals::DealView as Deal;

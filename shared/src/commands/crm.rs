@@ -120,11 +120,16 @@ pub struct MoveDeal {
 
 /// Moves a card; a card on that stage already is answered with `moved: false`.
 impl Command for MoveDeal {
-    type Answer = Value;
+    type Answer = crate::deals::DealView;
     const NAME: &'static str = "move_deal";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<crate::deals::DealView> {
         let (id, to) = (self.deal_id.as_str(), self.stage);
         use crate::deals::{self, Moved};
         LocalId::parse("deal_id", id).map_err(|_| Refused::not_found("deal"))?;
@@ -138,7 +143,7 @@ impl Command for MoveDeal {
             from: Some(from),
             ..deal.view()
         };
-        Ok((Made::Done, json!(answer)))
+        Ok((Made::Done, answer))
     }
 }
 

@@ -335,11 +335,16 @@ pub struct CreateInvoice {
 
 /// A new invoice, numbered from the organisation's series: 201 and the invoice.
 impl Command for CreateInvoice {
-    type Answer = Value;
+    type Answer = crate::payments::invoice::InvoiceView;
     const NAME: &'static str = "create_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<crate::payments::invoice::InvoiceView> {
         let body = &self;
         let currency = Currency::parse(&body.currency)
             .map_err(|e| Refused::invalid("invalid_currency", e.to_string()))?;
@@ -361,7 +366,7 @@ impl Command for CreateInvoice {
             links: links(body)?,
         };
         let created = invoice::create(env.store, by.org(), new, env.now).await?;
-        Ok((Made::Created, created.to_json()))
+        Ok((Made::Created, created.view()))
     }
 }
 

@@ -67,7 +67,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewIntegration>),
         ok: CREATED,
-        answer: One(doc::<s::IntegrationCreated>),
+        answer: One(answer_of::<firmspace::commands::setup::CreateIntegration>()),
         errors: &[(
             400,
             "`malformed`, `invalid_provider`, `invalid_secret`, `missing_public_key`, \
@@ -148,7 +148,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<CreateInvoice>),
         ok: CREATED,
-        answer: One(doc::<s::Invoice>),
+        answer: One(answer_of::<money::CreateInvoice>()),
         errors: &[(
             400,
             "`malformed`, `invalid_currency` (not ISO 4217 with minor units), `invalid_gross` \
@@ -573,7 +573,7 @@ pub static ROUTES: &[Route] = &[
             "moved (`moved: true`, `from`), or on that stage already (`moved: false`); the same \
              key again gets the same answer",
         )],
-        answer: One(doc::<s::Deal>),
+        answer: One(answer_of::<firmspace::commands::crm::MoveDeal>()),
         errors: &[
             (
                 400,

@@ -5,7 +5,7 @@
 mod bank;
 mod channels;
 
-use super::answers::{self, IntegrationCreated};
+use super::answers::IntegrationCreated;
 use super::{Actor, Env};
 use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
 use crate::commands::{Command, Ran, Replies, RequestKey};
@@ -25,7 +25,7 @@ use crate::signature::{monobank, standard};
 use crate::store::item::parse_tag;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use utoipa::ToSchema;
 
 /// What the api's deployment tells integrators and allows: the public base URL webhook URLs
@@ -67,11 +67,16 @@ pub struct CreateIntegration(pub Box<NewIntegration>);
 
 /// Makes the integration `new` asks for, as `by`: 201 and what the integrator is told.
 impl Command for CreateIntegration {
-    type Answer = Value;
+    type Answer = IntegrationCreated;
     const NAME: &'static str = "create_integration";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<IntegrationCreated> {
         let new = &*self.0;
         let site = env.site.ok_or_else(|| Refused::not_found("route"))?;
         check_lengths(new)?;
@@ -103,10 +108,7 @@ impl Command for CreateIntegration {
             }
             _ => integrations::create_by(env.store, &integration, &by.id()).await?,
         }
-        Ok((
-            Made::Created,
-            answers::json(&describe(&integration, &site.public_url)),
-        ))
+        Ok((Made::Created, describe(&integration, &site.public_url)))
     }
 }
 
