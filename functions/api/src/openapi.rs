@@ -151,6 +151,12 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     for (status, codes) in route.errors.iter().chain(common_errors(auth)) {
         responses = responses.response(status.to_string(), error(codes));
     }
+    // A path parameter names something that may not be there: every such route can be 404.
+    let named = route.path.contains('{');
+    if named && !route.errors.iter().any(|(status, _)| *status == 404) {
+        let codes = "`not_found`: nothing of the caller's under that id";
+        responses = responses.response("404", error(codes));
+    }
     let mut operation = OperationBuilder::new()
         .operation_id(Some(route.op.name()))
         .tag(tag(route.path))
@@ -247,6 +253,13 @@ mod tests {
             "{limits:?}"
         );
         assert_eq!(document["servers"][0]["url"], "{api_url}");
+        for (path, item) in document["paths"].as_object().expect("paths") {
+            for (method, operation) in item.as_object().expect("an item") {
+                if path.contains('{') {
+                    assert!(operation["responses"]["404"].is_object(), "{method} {path}");
+                }
+            }
+        }
         let times = document
             .to_string()
             .matches(r#""format":"date-time""#)

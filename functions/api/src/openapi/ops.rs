@@ -120,6 +120,11 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
     {
         responses = responses.response(status.to_string(), error(codes));
     }
+    // A path parameter names something that may not be there: every such route can be 404.
+    if route.path.contains('{') && !route.errors.iter().any(|(status, _)| *status == 404) {
+        let codes = "`not_found`: nothing of the caller's under that id";
+        responses = responses.response("404", error(codes));
+    }
     let operation = OperationBuilder::new()
         .operation_id(Some(route.name))
         .tag("ops")
