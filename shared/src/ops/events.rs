@@ -462,6 +462,17 @@ pub async fn dry_run(
     window: &Window,
     cursor: Option<&str>,
 ) -> Result<Found, StoreError> {
+    dry_run_within(store, org, (window, cursor), DRY_RUN_CALL).await
+}
+
+/// [`dry_run`] for `budget` at most: a page at a time, answering with the cursor of the next
+/// once the budget is spent.
+pub async fn dry_run_within(
+    store: &Store,
+    org: &OrgId,
+    (window, cursor): (&Window, Option<&str>),
+    budget: std::time::Duration,
+) -> Result<Found, StoreError> {
     let started = Instant::now();
     let mut found = Found {
         cursor: cursor.map(str::to_owned),
@@ -472,7 +483,7 @@ pub async fn dry_run(
         found.events += page.len() as u64;
         found.missing += page.iter().map(|(.., cs)| cs.len() as u64).sum::<u64>();
         found.cursor = next;
-        if found.cursor.is_none() || started.elapsed() >= DRY_RUN_CALL {
+        if found.cursor.is_none() || started.elapsed() >= budget {
             return Ok(found);
         }
     }

@@ -308,3 +308,36 @@ async fn the_admins_key_is_claimed_per_organisation() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_dry_run_past_its_time_answers_what_it_counted_and_a_cursor_to_go_on() {
+    use firmspace::ops::events::{dry_run_within, Window};
+    use firmspace::ops::EventKind;
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = super::waiting::calls_hook(&o, &org).await;
+    // 60 events: more than one page (50) of the list.
+    super::waiting::missed_calls(&o, (&hook.0, &hook.1), "many", 60).await;
+    let window = Window {
+        kind: EventKind::Call,
+        from: Utc::now() - chrono::Duration::hours(1),
+        to: Utc::now() + chrono::Duration::minutes(1),
+    };
+    let org_id = org.clone();
+    // Its time spent after the first page: that page's figures, and where to go on.
+    let first = dry_run_within(&o.env.store, &org_id, (&window, None), Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(first.events, 50, "{first:?}");
+    let cursor = first.cursor.clone().expect("a cursor to go on");
+    let rest = dry_run_within(
+        &o.env.store,
+        &org_id,
+        (&window, Some(&cursor)),
+        Duration::ZERO,
+    )
+    .await
+    .unwrap();
+    assert_eq!((rest.events, rest.cursor), (10, None), "the rest, and done");
+    assert_eq!(first.missing + rest.missing, 180, "three consequences each");
+}
