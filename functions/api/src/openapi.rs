@@ -279,6 +279,18 @@ mod tests {
                 "{field}: {item}"
             );
         }
+        let schemas = &document["components"]["schemas"];
+        assert_eq!(
+            schemas["RunRow"]["properties"]["state"]["$ref"],
+            "#/components/schemas/RunState"
+        );
+        assert_eq!(
+            schemas["EventRow"]["properties"]["kind"]["$ref"],
+            "#/components/schemas/EventKind"
+        );
+        assert!(schemas["RunState"]["enum"]
+            .as_array()
+            .is_some_and(|s| s.contains(&serde_json::json!("needs_check"))));
         let reasons = &document["components"]["schemas"]["Reason"]["enum"];
         assert!(
             reasons

@@ -98,6 +98,7 @@ pub struct EventRow {
     pub id: String,
     pub org: Option<String>,
     pub key: String,
+    #[schema(value_type = crate::store::lists::EventKind)]
     pub kind: &'static str,
     #[schema(format = DateTime)]
     pub at: String,
@@ -163,6 +164,7 @@ pub struct RunRow {
     pub rule_id: Option<String>,
     pub event_key: Option<String>,
     /// `needs_check`, `failed`, `sending`, `not_sent`, `sent`, `done` or `skipped`.
+    #[schema(value_type = crate::effects::runs::RunState, required = true)]
     pub state: Option<String>,
     pub attempts: Option<u64>,
     #[schema(format = DateTime)]
