@@ -226,11 +226,35 @@ pub struct RequestOutcome {
     /// `done`: the HTTP status the request was answered with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u64>,
-    /// `done`: the answer's body (null if the stored one cannot be read).
+    /// `done`: the answer's body (null if the stored one cannot be read): one of the answers
+    /// of the requests a key is kept for, or the problem a refusal answered.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<KeptAnswer>)]
     pub answer: Option<Value>,
     #[schema(format = DateTime)]
     pub at: Option<String>,
+}
+
+/// What a kept request answered (the document's shape of `RequestOutcome.answer`): the answer
+/// of a route that takes an `Idempotency-Key`, of an assistant's call, or a problem.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum KeptAnswer {
+    Payment(crate::payments::event::PaymentAnswer),
+    CreditNote(crate::payments::credit::CreditNoteIssued),
+    TopUp(crate::ledger::topup::TopUpAnswer),
+    Refund(crate::ledger::correction::RefundAnswer),
+    Deal(crate::deals::DealView),
+    SecretsRotated(crate::commands::answers::SecretsRotated),
+    /// An assistant's call: what its tool answered.
+    Call {
+        call_id: String,
+        #[schema(value_type = Object)]
+        result: Value,
+        duplicate: bool,
+    },
+    Problem(Problem),
 }
 
 impl RequestOutcome {

@@ -291,6 +291,11 @@ mod tests {
         assert!(schemas["RunState"]["enum"]
             .as_array()
             .is_some_and(|s| s.contains(&serde_json::json!("needs_check"))));
+        let kept = &schemas["KeptAnswer"]["oneOf"];
+        assert!(
+            kept.as_array().is_some_and(|k| k.len() >= 7),
+            "a kept answer's shapes: {kept}"
+        );
         let reasons = &document["components"]["schemas"]["Reason"]["enum"];
         assert!(
             reasons
