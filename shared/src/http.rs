@@ -239,7 +239,6 @@ pub struct RequestOutcome {
 /// of a route that takes an `Idempotency-Key`, of an assistant's call, or a problem.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
 pub enum KeptAnswer {
     Payment(crate::payments::event::PaymentAnswer),
     CreditNote(crate::payments::credit::CreditNoteIssued),

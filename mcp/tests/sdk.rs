@@ -1,0 +1,89 @@
+//! The official MCP Python SDK (`mcp` 2.3.0, installed by `cargo xtask` into `.venv`) drives the
+//! server over stdio in its default mode, against the stack `cargo xtask test` deploys: it
+//! connects (its probe before `initialize` is answered with an error it falls back on), lists
+//! the tools with their annotations, and its `_meta` call ids keep payments apart and a reused
+//! id with another amount books nothing.
+
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
+    let path = std::env::var("FIRMSPACE_TEST_STACK").unwrap_or_else(|_| {
+        panic!("FIRMSPACE_TEST_STACK is not set: run `cargo xtask test`, which deploys the stack into ministack")
+    });
+    let coords: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let api_url = coords["api_url"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let http = firmspace::http::client(reqwest::Client::builder());
+    let post = |url: String, token: String, body: Value| {
+        let http = http.clone();
+        async move {
+            let res = http
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            res.json::<Value>().await.unwrap()
+        }
+    };
+    let admin = coords["admin_token"].as_str().unwrap().to_owned();
+    let org = post(format!("{api_url}/api/orgs"), admin, json!({"name": "SDK"})).await;
+    let key = org["api_key"].as_str().expect("an API key").to_owned();
+    let new = json!({"currency": "UAH", "gross": "100.00"});
+    let invoice = post(format!("{api_url}/api/invoices"), key.clone(), new).await;
+    let invoice_id = invoice["id"].as_str().unwrap().to_owned();
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{}: run `cargo xtask test`, which installs the SDK",
+        python.display()
+    );
+    let out = tokio::process::Command::new(python)
+        .arg(root.join("mcp/tests/sdk_client.py"))
+        .arg(env!("CARGO_BIN_EXE_firmspace-mcp"))
+        .arg(&invoice_id)
+        .env("FIRMSPACE_API_URL", &api_url)
+        .env("FIRMSPACE_API_KEY", &key)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the SDK's client failed: {stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    assert_eq!(seen["tools"]["register_payment"], false, "{seen}");
+    assert_eq!(seen["tools"]["find_invoices"], true, "read only: {seen}");
+    assert_eq!(
+        (&seen["one"]["error"], &seen["two"]["error"]),
+        (&json!(false), &json!(false)),
+        "{seen}"
+    );
+    assert_eq!(seen["again"]["structured"]["duplicate"], true, "{seen}");
+    assert!(
+        seen["again"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("made before"),
+        "{seen}"
+    );
+    assert_eq!(seen["reused"]["error"], true, "{seen}");
+    assert!(
+        seen["reused"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("idempotency_key_reused"),
+        "{seen}"
+    );
+    let found = &seen["found"]["structured"]["result"]["items"];
+    assert_eq!(
+        found[0]["paid"], "20.00",
+        "two payments named apart, nothing more: {seen}"
+    );
+}
