@@ -291,6 +291,8 @@ mod tests {
         assert!(schemas["RunState"]["enum"]
             .as_array()
             .is_some_and(|s| s.contains(&serde_json::json!("needs_check"))));
+        let direction = &schemas["CallFields"]["properties"]["direction"]["$ref"];
+        assert_eq!(direction, "#/components/schemas/Direction");
         let kept = &schemas["KeptAnswer"]["oneOf"];
         assert!(
             kept.as_array().is_some_and(|k| k.len() >= 7),

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CallFields {
     pub call_id: String,
-    /// `inbound` or `outbound`.
+    /// `inbound` or `outbound` (read as text, so another is `400 invalid_field`).
+    #[schema(value_type = Direction)]
     pub direction: String,
     /// E.164.
     pub peer: String,
