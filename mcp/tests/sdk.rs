@@ -4,39 +4,17 @@
 //! the tools with their annotations, and its `_meta` call ids keep payments apart and a reused
 //! id with another amount books nothing.
 
+mod stack;
+
 use serde_json::{json, Value};
 
 #[tokio::test]
 async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
-    let path = std::env::var("FIRMSPACE_TEST_STACK").unwrap_or_else(|_| {
-        panic!("FIRMSPACE_TEST_STACK is not set: run `cargo xtask test`, which deploys the stack into ministack")
-    });
-    let coords: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let api_url = coords["api_url"]
-        .as_str()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
-    let http = firmspace::http::client(reqwest::Client::builder());
-    let post = |url: String, token: String, body: Value| {
-        let http = http.clone();
-        async move {
-            let res = http
-                .post(url)
-                .bearer_auth(token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            res.json::<Value>().await.unwrap()
-        }
-    };
-    let admin = coords["admin_token"].as_str().unwrap().to_owned();
-    let org = post(format!("{api_url}/api/orgs"), admin, json!({"name": "SDK"})).await;
-    let key = org["api_key"].as_str().expect("an API key").to_owned();
+    let org = stack::Org::new("SDK").await;
     let new = json!({"currency": "UAH", "gross": "100.00"});
-    let invoice = post(format!("{api_url}/api/invoices"), key.clone(), new).await;
+    let invoice = org.post("/api/invoices", new).await;
     let invoice_id = invoice["id"].as_str().unwrap().to_owned();
+    let (api_url, key) = (&org.api_url, &org.key);
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let python = root.join(".venv/bin/python");
@@ -49,8 +27,8 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
         .arg(root.join("mcp/tests/sdk_client.py"))
         .arg(env!("CARGO_BIN_EXE_firmspace-mcp"))
         .arg(&invoice_id)
-        .env("FIRMSPACE_API_URL", &api_url)
-        .env("FIRMSPACE_API_KEY", &key)
+        .env("FIRMSPACE_API_URL", api_url)
+        .env("FIRMSPACE_API_KEY", key)
         .output()
         .await
         .unwrap();

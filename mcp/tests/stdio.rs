@@ -2,6 +2,8 @@
 //! xtask test` deploys (`FIRMSPACE_TEST_STACK`): its tools are the API's, with their
 //! annotations, and one call sent twice acts once.
 
+mod stack;
+
 use serde_json::{json, Value};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -50,45 +52,10 @@ impl Client {
     }
 }
 
-/// A `POST` of `body` to the API as `key`: its JSON.
-async fn post(http: &reqwest::Client, url: &str, key: &str, body: Value) -> Value {
-    let res = http
-        .post(url)
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    res.json().await.unwrap()
-}
-
-/// A `GET` of the API as `key`: its JSON.
-async fn get(http: &reqwest::Client, url: &str, key: &str) -> Value {
-    let res = http.get(url).bearer_auth(key).send().await.unwrap();
-    res.json().await.unwrap()
-}
-
 #[tokio::test]
 async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
-    let path = std::env::var("FIRMSPACE_TEST_STACK").unwrap_or_else(|_| {
-        panic!("FIRMSPACE_TEST_STACK is not set: run `cargo xtask test`, which deploys the stack into ministack")
-    });
-    let coords: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let api_url = coords["api_url"]
-        .as_str()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
-    let http = firmspace::http::client(reqwest::Client::builder());
-    let admin = coords["admin_token"].as_str().unwrap();
-    let org = post(
-        &http,
-        &format!("{api_url}/api/orgs"),
-        admin,
-        json!({"name": "MCP"}),
-    )
-    .await;
-    let key = org["api_key"].as_str().expect("an API key").to_owned();
+    let org = stack::Org::new("MCP").await;
+    let (api_url, key) = (org.api_url.clone(), org.key.clone());
     let mut child = Command::new(env!("CARGO_BIN_EXE_firmspace-mcp"))
         .env("FIRMSPACE_API_URL", &api_url)
         .env("FIRMSPACE_API_KEY", &key)
@@ -161,7 +128,7 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         (&json!(false), &json!(true)),
         "{again}"
     );
-    let tasks = get(&http, &format!("{api_url}/api/tasks"), &key).await;
+    let tasks = org.get("/api/tasks").await;
     assert_eq!(tasks["items"].as_array().map(Vec::len), Some(1), "{tasks}");
 
     // A refusal is a tool error the model reads, not a broken server.
@@ -174,7 +141,7 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
     // with equal arguments: two payments. The first id again with another amount: refused,
     // nothing more booked. The repeat says so in its text.
     let new = json!({"currency": "UAH", "gross": "100.00"});
-    let invoice = post(&http, &format!("{api_url}/api/invoices"), &key, new).await;
+    let invoice = org.post("/api/invoices", new).await;
     let invoice_id = invoice["id"].as_str().unwrap().to_owned();
     let pay = |call: &str, amount: &str| {
         json!({"name": "register_payment", "_meta": {"call_id": call},
@@ -218,7 +185,7 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         "arguments": {"invoice_id": invoice_id, "amount": "10.00", "call_id": "arg_three"}});
     let three = client.request(10, "tools/call", argument).await;
     assert_eq!(three["isError"], false, "{three}");
-    let shown = get(&http, &format!("{api_url}/api/invoices/{invoice_id}"), &key).await;
+    let shown = org.get(&format!("/api/invoices/{invoice_id}")).await;
     assert_eq!(
         shown["paid"], "30.00",
         "three payments named apart: {shown}"
