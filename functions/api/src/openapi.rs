@@ -312,6 +312,33 @@ mod tests {
         );
     }
 
+    #[test]
+    fn every_reference_names_a_schema_of_the_document() {
+        let document = serde_json::to_value(super::document()).expect("the document serialises");
+        let text = document.to_string();
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .expect("schemas");
+        let prefix = "\"$ref\":\"#/components/schemas/";
+        let dangling: Vec<&str> = text
+            .split(prefix)
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap_or_default())
+            .filter(|name| !schemas.contains_key(*name))
+            .collect();
+        assert!(dangling.is_empty(), "references to no schema: {dangling:?}");
+        // A command's answer is its own type's schema: an event's answer as the event's, the
+        // softphone's report either the call or a report not ended yet.
+        let call = &document["paths"]["/api/calls"]["post"]["responses"]["201"]["content"]
+            ["application/json"]["schema"]["$ref"];
+        assert_eq!(call, "#/components/schemas/CallRecorded");
+        let shapes = schemas["CallRecorded"]["oneOf"].to_string();
+        assert!(
+            shapes.contains("CallAnswer") && shapes.contains("CallIgnored"),
+            "{shapes}"
+        );
+    }
+
     /// Every `allOf` whose members' types have nothing in common, by where it is.
     fn no_value_satisfies(value: &serde_json::Value, at: &str, out: &mut Vec<String>) {
         use serde_json::Value;

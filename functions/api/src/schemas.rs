@@ -8,9 +8,7 @@ pub use crate::setup::IntegrationInfo;
 pub use firmspace::bank::files::FileImportView as FileImport;
 pub use firmspace::bank::BankTxView as BankTransaction;
 pub use firmspace::calls::{CallAnswer, CallView as Call};
-pub use firmspace::commands::answers::{
-    BankMatched, BankUnmatched, CsvImported, FileAccepted, Member, OrgCreated,
-};
+pub use firmspace::commands::answers::{BankMatched, BankUnmatched, Member, OrgCreated};
 pub use firmspace::contacts::ContactView as Contact;
 pub use firmspace::deals::DealView as Deal;
 pub use firmspace::effects::activity::ActivityView as ActivityLine;
@@ -20,7 +18,6 @@ pub use firmspace::http::Problem as ErrorBody;
 pub use firmspace::http::RequestOutcome;
 pub use firmspace::messages::conversation::ConversationView as Conversation;
 pub use firmspace::messages::item::MessageView as Message;
-pub use firmspace::payments::credit::CreditNoteIssued;
 pub use firmspace::payments::event::PaymentAnswer;
 pub use firmspace::payments::invoice::InvoiceView as Invoice;
 pub use firmspace::review::ReviewView as ReviewItem;

@@ -5,13 +5,13 @@
 use super::Automation;
 use chrono::{DateTime, Utc};
 use firmspace::commands::ai::Step;
+use firmspace::commands::answers::ReplyState;
 use firmspace::commands::Refused;
 use firmspace::commands::Replies;
 use firmspace::effects::automation::Rule;
 use firmspace::effects::worker::{Applied, WorkError};
 use firmspace::effects::{AssistedReply, Fired};
 use firmspace::ids::EventKey;
-use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 impl Automation {
@@ -48,7 +48,7 @@ struct ModelReplies<'a> {
 }
 
 impl Replies for ModelReplies<'_> {
-    async fn reply(&self, reply: AssistedReply) -> Result<Value, Refused> {
+    async fn reply(&self, reply: AssistedReply) -> Result<ReplyState, Refused> {
         let key = format!("{}:{}", self.fired.event_key, reply.call_id);
         let fired = Fired {
             event_key: EventKey::new("ai", &key),
@@ -59,7 +59,7 @@ impl Replies for ModelReplies<'_> {
             .reply(self.rule, &reply.text, &fired, self.now)
             .await;
         match sent {
-            Ok(_) => Ok(json!({"state": "sent"})),
+            Ok(_) => Ok(ReplyState::Sent),
             Err(WorkError::Permanent { reason, detail }) => {
                 Err(Refused::conflict(reason.name(), detail))
             }

@@ -176,3 +176,156 @@ pub struct SecretsRotated {
     pub integration_id: String,
     pub secrets: crate::integrations::rotation::SecretsState,
 }
+
+/// An integration paused (`changed`: it was not before), or resumed with its held events sent.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PauseAnswer {
+    Paused(crate::ops::answers::IntegrationPaused),
+    Resumed(crate::ops::answers::IntegrationResumed),
+}
+
+/// A task a command made (`created: false`: the same run made it before).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskCreated {
+    #[schema(example = "task_0123456789abcdef")]
+    pub task_id: String,
+    pub created: bool,
+}
+
+/// An event's answer as its write gives it ([`crate::store::Written::answer`]: the event's own
+/// answer, `duplicate` set by whether this arrival wrote it), documented as `S`: the event
+/// decides its answer once, and a repeat gives the same.
+pub struct EventAnswer<S> {
+    json: Value,
+    doc: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<S> EventAnswer<S> {
+    pub fn of<T: crate::store::Answer>(written: &crate::store::Written<T>) -> Self {
+        Self::from_json(written.answer())
+    }
+
+    pub(super) fn from_json(json: Value) -> Self {
+        Self {
+            json,
+            doc: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for EventAnswer<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.json.fmt(f)
+    }
+}
+
+impl<S> Serialize for EventAnswer<S> {
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+impl<S: ToSchema> utoipa::PartialSchema for EventAnswer<S> {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        S::schema()
+    }
+}
+
+impl<S: ToSchema> ToSchema for EventAnswer<S> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        S::name()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        S::schemas(schemas)
+    }
+}
+
+/// A bank row matched to an invoice, or its match undone.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum BankMatch {
+    Matched(Box<BankMatched>),
+    Unmatched(Box<BankUnmatched>),
+}
+
+/// Where a reply is: queued for the automation worker (`sending`), or sent by it (`sent`, a
+/// model's reply, which the worker running the model sends itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyState {
+    Sending,
+    Sent,
+}
+
+/// A reply into a conversation, sent once as its run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplyQueued {
+    pub state: ReplyState,
+    pub conversation_id: String,
+    /// The run that sends it (`{rule}:{key}`).
+    pub run: String,
+}
+
+/// A CSV statement: stored now (up to 5,000 rows) or kept for the import worker.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum StatementUploaded {
+    Imported(CsvImported),
+    Accepted(FileAccepted),
+}
+
+/// A softphone's report of a call that has not ended: nothing stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallIgnored {
+    pub status: crate::delivery::Ignored,
+    /// What the softphone said (`ringing`, `in-progress`, ...).
+    pub call_status: String,
+}
+
+/// A call stored now, or met again (`duplicate`).
+pub type CallAnswered = EventAnswer<crate::calls::CallAnswer>;
+
+/// A softphone's report: the call (stored now, or `duplicate`), or one not ended yet.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum CallRecorded {
+    Call(CallAnswered),
+    Ignored(CallIgnored),
+}
+
+/// The state of a model's payment: `proposed`, for a person to apply or dismiss.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Proposed {
+    Proposed,
+}
+
+/// A model's payment: a `payment_proposed` review item, nothing booked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaymentProposed {
+    pub state: Proposed,
+    /// The review item's key (`{rule}:{call}`).
+    pub review_key: String,
+    /// Whether this call filed it (`false`: the same call filed it before).
+    pub filed: bool,
+    /// What the item holds: the invoice, the amount, what is open now and the trigger.
+    pub detail: Value,
+}
+
+/// A payment booked (or met again: `duplicate`), as its event answers.
+pub type PaymentBooked = EventAnswer<crate::payments::event::PaymentAnswer>;
+
+/// A payment: booked by a person or an assistant, or proposed by a model.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PaymentRegistered {
+    Booked(PaymentBooked),
+    Proposed(PaymentProposed),
+}

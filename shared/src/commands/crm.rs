@@ -1,6 +1,7 @@
 //! The commands that change the CRM's records: a reply, a task, a deal's stage, a ledger
 //! line given back.
 
+use super::answers::EventAnswer;
 use super::{Actor, Env};
 use crate::commands::{Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
@@ -9,7 +10,9 @@ use crate::effects::{AssistedReply, Trigger};
 use crate::fields::{self, TEXT_MAX, TITLE_MAX};
 use crate::ids::{EventKey, LocalId};
 use crate::orgs::Scope;
-use serde_json::{json, Value};
+
+/// A ledger line given back: the refund line, or the stored one for a repeat.
+pub type Refunded = EventAnswer<crate::ledger::correction::RefundAnswer>;
 
 /// The run a command's effect is keyed by: the model's rule and its trigger's tool call, or
 /// the assistant's (every assistant call is a run of the one `assistant` rule).
@@ -36,12 +39,17 @@ pub struct Reply {
 }
 
 impl Command for Reply {
-    type Answer = Value;
+    type Answer = super::answers::ReplyQueued;
     const NAME: &'static str = "reply";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Ran<super::answers::ReplyQueued> {
         let (conversation_id, text) = (self.conversation_id.as_str(), self.text.as_str());
         let text = fields::text("text", text, TEXT_MAX)?;
         // A model's reply goes into its trigger's own conversation, whatever it named: the
@@ -57,9 +65,11 @@ impl Command for Reply {
             text: text.to_owned(),
             at: env.now,
         };
-        let mut answer = env.replies.reply(asked).await?;
-        answer["conversation_id"] = json!(conversation_id);
-        answer["run"] = json!(automation::run_key(&rule, &event_key));
+        let answer = super::answers::ReplyQueued {
+            state: env.replies.reply(asked).await?,
+            conversation_id: conversation_id.to_owned(),
+            run: automation::run_key(&rule, &event_key),
+        };
         Ok((Made::Done, answer))
     }
 }
@@ -85,12 +95,17 @@ pub struct CreateTask {
 }
 
 impl Command for CreateTask {
-    type Answer = Value;
+    type Answer = super::answers::TaskCreated;
     const NAME: &'static str = "create_task";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Ran<super::answers::TaskCreated> {
         let title = self.title.as_str();
         let title = fields::line("title", title, TITLE_MAX)?;
         let (rule_id, event_key) = run_of(by, key);
@@ -104,10 +119,9 @@ impl Command for CreateTask {
         };
         let created = automation::create_task(env.store, &rule, title, &event_key, env.now).await?;
         let run = automation::run_key(&rule.rule_id, &event_key);
-        Ok((
-            Made::Done,
-            json!({"task_id": automation::task_id(&rule.org, &run), "created": created}),
-        ))
+        let task_id = automation::task_id(&rule.org, &run);
+        let answer = super::answers::TaskCreated { task_id, created };
+        Ok((Made::Done, answer))
     }
 }
 
@@ -156,11 +170,16 @@ pub struct RefundLedgerLine {
 
 /// Gives a debit line of the prepaid ledger back once, keyed by the line.
 impl Command for RefundLedgerLine {
-    type Answer = Value;
+    type Answer = Refunded;
     const NAME: &'static str = "refund_ledger_line";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<Refunded> {
         let (ledger_id, reason) = (self.ledger_id.as_str(), self.reason.as_str());
         use crate::ledger::correction::{self, RefundError};
         let reason = fields::line("reason", reason, 500)?;
@@ -173,6 +192,6 @@ impl Command for RefundLedgerLine {
                 RefundError::NotFound => Refused::not_found("ledger line"),
                 RefundError::NotADebit(_) => Refused::conflict("not_a_debit", e.to_string()),
             })?;
-        Ok((Made::Done, written.answer()))
+        Ok((Made::Done, EventAnswer::of(&written)))
     }
 }

@@ -287,7 +287,10 @@ pub fn forbidden(scope: Scope) -> Refused {
 
 /// How a reply leaves: the api queues it for the automation worker, the worker sends it.
 pub trait Replies: Sync {
-    fn reply(&self, reply: AssistedReply) -> impl Future<Output = Result<Value, Refused>> + Send;
+    fn reply(
+        &self,
+        reply: AssistedReply,
+    ) -> impl Future<Output = Result<answers::ReplyState, Refused>> + Send;
 }
 
 /// A reply queued for the automation worker, which alone opens the channel's secret and sends
@@ -295,7 +298,7 @@ pub trait Replies: Sync {
 pub struct Queued<'a>(pub Option<&'a crate::effects::queue::Publisher>);
 
 impl Replies for Queued<'_> {
-    async fn reply(&self, reply: AssistedReply) -> Result<Value, Refused> {
+    async fn reply(&self, reply: AssistedReply) -> Result<answers::ReplyState, Refused> {
         let unavailable = || {
             let detail = "the reply could not be queued; retry";
             Refused::unavailable("replies_unavailable", detail)
@@ -303,7 +306,7 @@ impl Replies for Queued<'_> {
         let publisher = self.0.ok_or_else(unavailable)?;
         let message = crate::effects::Consequence::Assisted(reply);
         match publisher.publish(std::slice::from_ref(&message)).await {
-            Ok(p) if p.sent == 1 => Ok(serde_json::json!({"state": "sending"})),
+            Ok(p) if p.sent == 1 => Ok(answers::ReplyState::Sending),
             _ => Err(unavailable()),
         }
     }

@@ -2,6 +2,7 @@
 //! note, a void. Each books through the payments domain's one function for it.
 
 use super::amount::AmountText;
+use super::answers::EventAnswer;
 use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
 use super::{Actor, Env};
 use crate::bank::matching::MatchError;
@@ -18,6 +19,11 @@ use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
 use serde::Deserialize;
+
+/// A top-up's answer: its line and the wallet after, or the stored one for a repeat.
+pub type ToppedUp = EventAnswer<crate::ledger::topup::TopUpAnswer>;
+/// A credit note issued, or the stored one for a repeat.
+pub type CreditIssued = EventAnswer<crate::payments::credit::CreditNoteIssued>;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
@@ -112,16 +118,25 @@ pub struct RegisterPayment {
 }
 
 impl Command for RegisterPayment {
-    type Answer = Value;
+    type Answer = answers::PaymentRegistered;
     const NAME: &'static str = "register_payment";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Ran<answers::PaymentRegistered> {
         let amount = self.amount.as_ref();
         if let Actor::Model { .. } = by {
-            return propose(env, by, key, &self.invoice_id, amount).await;
+            let proposed = propose(env, by, key, &self.invoice_id, amount).await?;
+            return Ok((
+                Made::Accepted,
+                answers::PaymentRegistered::Proposed(proposed),
+            ));
         }
         let asked = Asked {
             source: self.source,
@@ -129,7 +144,8 @@ impl Command for RegisterPayment {
             amount,
             actor: self.actor.as_deref(),
         };
-        Ok((Made::Done, pay(env, by, &self.invoice_id, asked).await?))
+        let booked = EventAnswer::from_json(pay(env, by, &self.invoice_id, asked).await?);
+        Ok((Made::Done, answers::PaymentRegistered::Booked(booked)))
     }
 }
 
@@ -143,7 +159,7 @@ async fn propose<R>(
     key: &RequestKey,
     id: &str,
     amount: Option<&AmountText>,
-) -> Result<(Made, Value), Refused> {
+) -> Result<answers::PaymentProposed, Refused> {
     let Actor::Model {
         org,
         rule_id,
@@ -192,10 +208,12 @@ async fn propose<R>(
         Some(conversation) => super::proposals::file(env.store, org, conversation, &item).await?,
         None => item.put(env.store).await?,
     };
-    Ok((
-        Made::Accepted,
-        json!({"state": "proposed", "review_key": item.key, "filed": filed, "detail": item.detail}),
-    ))
+    Ok(answers::PaymentProposed {
+        state: answers::Proposed::Proposed,
+        review_key: item.key,
+        filed,
+        detail: item.detail,
+    })
 }
 
 /// A credit note on an issued invoice.
@@ -208,12 +226,17 @@ pub struct CreateCreditNote {
 /// Issues a credit note on invoice `id` under the request's key: 201 with the note the first
 /// time, 200 with the stored note for the same key and body, 409 for another body.
 impl Command for CreateCreditNote {
-    type Answer = Value;
+    type Answer = CreditIssued;
     const NAME: &'static str = "create_credit_note";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Ran<CreditIssued> {
         let (id, body) = (self.invoice_id.as_str(), self.note);
         let lines = body.lines.unwrap_or_default();
         if lines.len() > credit::LINES_MAX {
@@ -264,7 +287,7 @@ impl Command for CreateCreditNote {
         } else {
             Made::Done
         };
-        Ok((status, issued.answer()))
+        Ok((status, EventAnswer::of(&issued)))
     }
 }
 
@@ -456,11 +479,16 @@ pub struct MatchBankRow {
 /// A bank row matched to an invoice (`invoice_id`), or its match undone (`None`): the row's
 /// payment booked or reverted once through the bank's one match function.
 impl Command for MatchBankRow {
-    type Answer = Value;
+    type Answer = answers::BankMatch;
     const NAME: &'static str = "match_bank_row";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<answers::BankMatch> {
         let (tx_id, (invoice_id, confirm_unconfirmed)) = (
             self.tx_id.as_str(),
             (self.invoice_id.as_deref(), self.confirm_unconfirmed),
@@ -480,7 +508,7 @@ impl Command for MatchBankRow {
                 ),
                 invoice: unmatched.invoice.as_ref().map(Invoice::view),
             };
-            return Ok((Made::Done, answers::json(&answer)));
+            return Ok((Made::Done, answers::BankMatch::Unmatched(Box::new(answer))));
         };
         LocalId::parse("invoice_id", invoice_id).map_err(|_| Refused::not_found("invoice"))?;
         let asked = (actor, confirm_unconfirmed);
@@ -496,7 +524,7 @@ impl Command for MatchBankRow {
             by: actor.to_owned(),
             at: crate::time::format(env.now),
         };
-        Ok((Made::Done, answers::json(&answer)))
+        Ok((Made::Done, answers::BankMatch::Matched(Box::new(answer))))
     }
 }
 
@@ -509,12 +537,17 @@ pub struct TopUp {
 
 /// A top-up of the prepaid wallet, once per request key.
 impl Command for TopUp {
-    type Answer = Value;
+    type Answer = ToppedUp;
     const NAME: &'static str = "top_up";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const ONCE: Once = Once::ByEffect;
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        key: &RequestKey,
+    ) -> Ran<ToppedUp> {
         let (amount, currency) = (&self.amount, self.currency.as_str());
         use crate::ledger::{self, Price, TOPUP_MAX};
         let key = key.identity()?;
@@ -541,7 +574,7 @@ impl Command for TopUp {
         {
             return Err(refused);
         }
-        Ok((Made::Done, written.answer()))
+        Ok((Made::Done, EventAnswer::of(&written)))
     }
 }
 

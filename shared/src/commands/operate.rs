@@ -34,8 +34,8 @@ fn publisher<'a, R>(env: &'a Env<'_, R>) -> Result<&'a crate::effects::queue::Pu
     })
 }
 
-fn run_state(state: String) -> Value {
-    answers::json(&RunDecided { state })
+fn run_state(state: String) -> RunDecided {
+    RunDecided { state }
 }
 
 /// A conflict naming the run's state as its `outcome`.
@@ -52,11 +52,16 @@ pub struct DecideRun {
 
 /// `delivered` settles the run as sent and sends nothing; `resend` queues one more attempt.
 impl Command for DecideRun {
-    type Answer = Value;
+    type Answer = RunDecided;
     const NAME: &'static str = "decide_run";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<RunDecided> {
         owned(by, &self.pk, "RUN#", "run")?;
         let (pk, decision) = (self.pk.as_str(), self.decision);
         let decided = runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now)
@@ -93,11 +98,16 @@ pub struct PauseIntegration {
 
 /// An integration's consequences held (`paused`), or sent on.
 impl Command for PauseIntegration {
-    type Answer = Value;
+    type Answer = answers::PauseAnswer;
     const NAME: &'static str = "pause_integration";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<answers::PauseAnswer> {
         owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
         let (id, paused) = (&self.id, self.paused);
         let store = env.store;
@@ -113,7 +123,7 @@ impl Command for PauseIntegration {
                 paused: true,
                 changed,
             };
-            return Ok((Made::Done, answers::json(&answer)));
+            return Ok((Made::Done, answers::PauseAnswer::Paused(answer)));
         }
         let resumed = hold::resume(store, publisher(env)?, id, &by.id(), env.now)
             .await
@@ -124,7 +134,7 @@ impl Command for PauseIntegration {
                 hold::ResumeError::Gone => Refused::not_found("integration"),
                 other => Refused::failed(&other, true),
             })?;
-        Ok((Made::Done, answers::json(&resumed)))
+        Ok((Made::Done, answers::PauseAnswer::Resumed(resumed)))
     }
 }
 

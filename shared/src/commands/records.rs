@@ -217,16 +217,21 @@ pub struct RevokeKey {
 }
 
 impl Command for RevokeKey {
-    type Answer = Value;
+    type Answer = keys::KeyInfo;
     const NAME: &'static str = "revoke_key";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<keys::KeyInfo> {
         let key_id = self.key_id.as_str();
         let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
             .await?
             .ok_or_else(|| Refused::not_found("key"))?;
-        Ok((Made::Done, serde_json::to_value(info).unwrap_or_default()))
+        Ok((Made::Done, info))
     }
 }
 
@@ -330,21 +335,27 @@ pub struct RecordCall(pub Box<crate::calls::CallFields>);
 /// The softphone's report of a call, stored once under `call:CALL_ID:DIRECTION`: 201 the
 /// first time, 200 with `duplicate: true` and the stored call after.
 impl Command for RecordCall {
-    type Answer = Value;
+    type Answer = super::answers::CallRecorded;
     const NAME: &'static str = "record_call";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<super::answers::CallRecorded> {
         let call = &*self.0;
         use crate::calls::{self, Checked};
         use crate::delivery::{tell, Recorded};
         let input = match call.check(by.org(), "softphone", env.now)? {
             Checked::Call(input) => input,
             Checked::Pending(status) => {
-                return Ok((
-                    Made::Done,
-                    json!({"status": "ignored", "call_status": status}),
-                ))
+                let ignored = super::answers::CallIgnored {
+                    status: crate::delivery::Ignored::Ignored,
+                    call_status: status,
+                };
+                return Ok((Made::Done, super::answers::CallRecorded::Ignored(ignored)));
             }
         };
         let written = calls::record(env.store, &input).await?;
@@ -356,7 +367,8 @@ impl Command for RecordCall {
         let recorded = Recorded::one(input.key(), written);
         let kind = crate::review::Kind::Call;
         let told = tell(env.store, by.org(), kind, &recorded, json!({}), env.now).await?;
-        Ok((status, told.answer))
+        let call = super::answers::EventAnswer::from_json(told.answer);
+        Ok((status, super::answers::CallRecorded::Call(call)))
     }
 }
 
@@ -370,11 +382,16 @@ pub struct CreateContact {
 
 /// A contact made by hand; a phone that already belongs to a contact is a 409 naming it.
 impl Command for CreateContact {
-    type Answer = Value;
+    type Answer = crate::contacts::ContactView;
     const NAME: &'static str = "create_contact";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<crate::contacts::ContactView> {
         let (name, phone, owner) = (
             self.name.as_str(),
             self.phone.as_deref(),
@@ -395,7 +412,7 @@ impl Command for CreateContact {
             }
         }
         match contacts::create(env.store, by.org(), new, env.now).await? {
-            Created::New(contact) => Ok((Made::Created, contact.to_json())),
+            Created::New(contact) => Ok((Made::Created, contact.view())),
             Created::Taken(contact_id) => Err(Refused::conflict(
                 "phone_in_use",
                 format!("the phone belongs to contact {contact_id}"),

@@ -64,11 +64,16 @@ pub struct ResolveReview {
 }
 
 impl Command for ResolveReview {
-    type Answer = Value;
+    type Answer = crate::ops::answers::Resolution;
     const NAME: &'static str = "resolve_review";
     const REQUIRES: &'static [Scope] = &[Scope::Write, Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<crate::ops::answers::Resolution> {
         owned(by, &self.pk, "REVIEW#", "review item")?;
         let (pk, note, (decision, named)) = (
             self.pk.as_str(),
@@ -104,7 +109,7 @@ impl Command for ResolveReview {
             None => {}
         }
         free_place(env, by, pk).await?;
-        Ok((Made::Done, super::answers::json(&shown)))
+        Ok((Made::Done, shown))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::orgs::Scope;
 use crate::review::Kind;
 use crate::store::item::Read;
 use crate::store::{Item, Store};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Where statements go beyond the table: large files' bucket and the import worker's queue
 /// (the api's; without them a large file or an import now is 503).
@@ -57,11 +57,16 @@ pub struct UploadStatement {
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
 impl Command for UploadStatement {
-    type Answer = Value;
+    type Answer = answers::StatementUploaded;
     const NAME: &'static str = "upload_statement";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<answers::StatementUploaded> {
         let (id, bytes) = (self.integration_id.as_str(), self.file.as_slice());
         let (store, org, now) = (env.store, by.org(), env.now);
         if bytes.len() > FILE_MAX {
@@ -94,19 +99,21 @@ impl Command for UploadStatement {
             .collect();
         let rows = bank::store_rows(store, &txs, CONCURRENCY).await?;
         let context = json!({"integration_id": integration.id});
+        let imported = CsvImported {
+            rows: txs.len(),
+            imported: rows.imported(),
+            duplicates: rows.duplicates(),
+            conflicts: rows.conflicts(),
+        };
+        // The batch's answer is the file's, whatever its rows: `tell` files the conflicts.
         let recorded = crate::delivery::Recorded {
-            batch: Some(answers::json(&CsvImported {
-                rows: txs.len(),
-                imported: rows.imported(),
-                duplicates: rows.duplicates(),
-                conflicts: rows.conflicts(),
-            })),
+            batch: Some(answers::json(&imported)),
             events: rows.written,
             stored_more: false,
             review_more: false,
         };
-        let told = tell(store, org, Kind::Bank, &recorded, context, now).await?;
-        Ok((Made::Done, told.answer))
+        tell(store, org, Kind::Bank, &recorded, context, now).await?;
+        Ok((Made::Done, answers::StatementUploaded::Imported(imported)))
     }
 }
 
@@ -117,7 +124,7 @@ async fn large<R>(
     org: &OrgId,
     integration: &str,
     file: (&[u8], usize),
-) -> Result<(Made, Value), Refused> {
+) -> Result<(Made, answers::StatementUploaded), Refused> {
     let unavailable = |why: &str| {
         tracing::warn!(%why, "a large file could not be taken");
         Refused::unavailable("imports_unavailable",
@@ -148,7 +155,7 @@ async fn large<R>(
         import: import.view(),
         duplicate: !new,
     };
-    Ok((Made::Accepted, answers::json(&answer)))
+    Ok((Made::Accepted, answers::StatementUploaded::Accepted(answer)))
 }
 
 /// A monobank integration's statement imported now.

@@ -3,7 +3,7 @@
 
 use super::parts::{error, parameter, SERVER};
 use crate::route::Answer::{self, Html, Items, One, OneOf, Paged};
-use crate::route::{doc, Schemas};
+use crate::route::{answer_of, doc, Schemas};
 use crate::route::{In, Param};
 use firmspace::ops::answers as a;
 use firmspace::payments::recover::Recovered;
@@ -80,9 +80,9 @@ const ROUTES: &[Route] = &[
     Route { method: HttpMethod::Post, path: "/ops/events/{id}/replay", name: "replayOpsEvent", summary: "Derive a stored event's consequences again and send them; what happened is absorbed by its key", params: &[ID, KEY],
         ok: &[(200, "how many consequences were sent")], answer: One(doc::<a::Sent>), errors: &[(400, "`missing_idempotency_key`"), (404, "`not_found`: no such event of the caller's"), (409, "`request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/review/{id}/resolve", name: "resolveOpsReviewItem", summary: "Resolve an open review item with `{\"note\", \"decision\"?, \"invoice_id\"?, \"as\"?}` (note 1-2000 characters; `apply` books a `payment_proposed` item's payment once, or puts money a payment kept (unknown_invoice, invoice_closed, currency_mismatch, an overpayment's excess) on `invoice_id` once; `same_money` books one reversal of the item's payment, the same money as the payment `as` names; `dismiss` books nothing; a key needs `write` and `ops`)", params: &[ID, KEY],
-        ok: &[(200, "the item resolved, with the payment or reversal a decision booked")], answer: One(doc::<a::Resolution>), errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`, `invalid_decision`, `currency_mismatch`"), (403, "`forbidden`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "the item resolved, with the payment or reversal a decision booked")], answer: One(answer_of::<firmspace::commands::review::ResolveReview>()), errors: &[(400, "`missing_idempotency_key`, `malformed`, `invalid_field`, `invalid_decision`, `currency_mismatch`"), (403, "`forbidden`"), (404, "`not_found`"), (409, "`not_open` with the stored `outcome`; `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Post, path: "/ops/runs/{id}/decide", name: "decideOpsRun", summary: "Decide a `needs_check` run: `{\"decision\": \"delivered\" | \"resend\"}`", params: &[ID, KEY],
-        ok: &[(200, "`delivered`: the run settled as `sent`"), (202, "`resend`: `sending`, queued for the automation worker, which sends and settles it")], answer: One(doc::<a::RunDecided>), errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
+        ok: &[(200, "`delivered`: the run settled as `sent`"), (202, "`resend`: `sending`, queued for the automation worker, which sends and settles it")], answer: One(answer_of::<firmspace::commands::operate::DecideRun>()), errors: &[(400, "`missing_idempotency_key`, `invalid_decision`, `malformed`"), (404, "`not_found`"), (409, "`not_needs_check` with the run's `outcome`, `not_resendable`, `request_in_progress`, `idempotency_key_reused`")] },
     Route { method: HttpMethod::Get, path: "/ops/consumers", name: "listOpsConsumers", summary: "The workers, whether each takes messages, and who paused or resumed it last (admin token)", params: &[],
         ok: &[(200, "every worker")], answer: Items(doc::<a::ConsumerState>), errors: &[(403, "`forbidden`: an organisation's key")] },
     Route { method: HttpMethod::Post, path: "/ops/consumers/{name}/pause", name: "pauseOpsConsumer", summary: "Pause a worker: its SQS event source mapping disabled, its messages wait in the queue (admin token)", params: &[param("name", In::Path, true, "notify-worker, activity-worker, automation-worker, match-worker or bank-import"), KEY],

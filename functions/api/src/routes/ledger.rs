@@ -2,10 +2,11 @@
 
 use crate::ledger::schemas as s;
 use crate::ledger::{NewRefund, NewTopUp};
-use crate::route::doc;
 use crate::route::Answer::{Csv, One, Paged};
 use crate::route::Method::{Get, Post};
+use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route};
+use firmspace::commands::{crm, money};
 use firmspace::ledger::LedgerLine;
 
 const fn query(name: &'static str, required: bool, doc: &'static str) -> Param {
@@ -54,7 +55,7 @@ pub static ROUTES: &[Route] = &[
             200,
             "booked, or the stored answer to the same key and body (`duplicate: true`)",
         )],
-        answer: One(doc::<s::TopUpAnswer>),
+        answer: One(answer_of::<money::TopUp>()),
         errors: &[
             (
                 400,
@@ -90,7 +91,7 @@ pub static ROUTES: &[Route] = &[
             "given back now, or before (`duplicate: true`: by a request under any key, or by the \
              message's failure)",
         )],
-        answer: One(doc::<s::RefundAnswer>),
+        answer: One(answer_of::<crm::RefundLedgerLine>()),
         errors: &[
             (
                 400,

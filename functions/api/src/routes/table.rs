@@ -5,7 +5,7 @@ use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::deals::NewStage;
 use crate::invoices::ManualPayment;
-use crate::route::Answer::{Document, Items, One, OneOf, Paged};
+use crate::route::Answer::{Document, Items, One, Paged};
 use crate::route::Method::{Delete, Get, Post};
 use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
@@ -229,7 +229,7 @@ pub static ROUTES: &[Route] = &[
             (201, "issued"),
             (200, "the same key and body again: the stored note (`duplicate: true`)"),
         ],
-        answer: One(doc::<s::CreditNoteIssued>),
+        answer: One(answer_of::<money::CreateCreditNote>()),
         errors: &[
             (
                 400,
@@ -371,7 +371,7 @@ pub static ROUTES: &[Route] = &[
             (201, "the first report of this call"),
             (200, "a repeat (`duplicate: true`, the stored call), or a status before the end (`status: ignored`)"),
         ],
-        answer: One(doc::<s::CallAnswer>),
+        answer: One(answer_of::<records::RecordCall>()),
         errors: &[(
             400,
             "`malformed`, `invalid_field` (`call_id` 1-255 bytes, `direction`, `peer` in \
@@ -397,7 +397,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewContactBody>),
         ok: CREATED,
-        answer: One(doc::<s::Contact>),
+        answer: One(answer_of::<records::CreateContact>()),
         errors: &[
             (400, "`malformed`, `invalid_field` (`name`, `phone`, `owner`)"),
             (409, "`phone_in_use`: the phone belongs to another contact"),
@@ -452,7 +452,7 @@ pub static ROUTES: &[Route] = &[
                  `status_url`, and `duplicate` for the same file again)",
             ),
         ],
-        answer: OneOf(&[doc::<s::CsvImported>, doc::<s::FileAccepted>]),
+        answer: One(answer_of::<statements::UploadStatement>()),
         errors: &[
             (
                 400,
