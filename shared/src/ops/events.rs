@@ -33,27 +33,16 @@ pub async fn counts(
         .and_hms_opt(0, 0, 0)
         .expect("midnight")
         .and_utc();
-    // What waits is the marks listed: an organisation's counted in its range of the list (one
-    // query, however many events came) and the first of them the oldest; the deployment's, all
-    // of the list, read once.
+    // What waits is the marks listed (on the waiting index, and the marks of before it on the
+    // first): an organisation's counted in its range of the list (one query, however many
+    // events came) and the first of them the oldest; the deployment's, all of the list.
     let list = counters::waiting_all(kind);
-    let (waiting, oldest) = match org {
-        Some(org) => {
-            let (low, high) = counters::waiting_range(org);
-            let range = Some((low.as_str(), high.as_str()));
-            let ((first, _), waiting) = futures::try_join!(
-                store.page_in(Index::Lists, &list, range, false, 1, None),
-                store.count_in(Index::Lists, &list, range),
-            )?;
-            (waiting, first.into_iter().next())
-        }
-        None => every_mark(store, &list).await?,
-    };
-    let oldest_waiting_at = oldest
-        .as_ref()
-        .and_then(|mark| mark.opt_str(Index::Lists.sk()))
-        .and_then(counters::waiting_at)
-        .map(str::to_owned);
+    let ((waiting, oldest), (legacy, legacy_oldest)) = futures::try_join!(
+        marks(store, Index::Waiting, &list, org),
+        marks(store, counters::LEGACY_WAITING, &list, org),
+    )?;
+    let oldest_waiting_at = [oldest, legacy_oldest].into_iter().flatten().min();
+    let waiting = waiting + legacy;
     let today = counted.since(kind, midnight);
     Ok(Counts {
         today,
@@ -64,29 +53,36 @@ pub async fn counts(
     })
 }
 
-/// Every waiting mark of a list: how many, and the one of the oldest event (the list is in
-/// organisation order). Reads the marks alone: none when nothing waits.
-async fn every_mark(store: &Store, list: &str) -> Result<(u64, Option<Item>), StoreError> {
-    let (mut count, mut oldest, mut cursor) = (0, None::<Item>, None::<String>);
+/// The waiting marks of a list on `index`: how many, and when the oldest one's event was
+/// listed. An organisation's: a count of its range and its first mark; the deployment's: every
+/// mark, read once (the list is in organisation order).
+async fn marks(
+    store: &Store,
+    index: Index,
+    list: &str,
+    org: Option<&OrgId>,
+) -> Result<(u64, Option<String>), StoreError> {
+    let at = |mark: &Item| {
+        mark.opt_str(index.sk())
+            .and_then(counters::waiting_at)
+            .map(str::to_owned)
+    };
+    if let Some(org) = org {
+        let (low, high) = counters::waiting_range(org);
+        let range = Some((low.as_str(), high.as_str()));
+        let ((first, _), waiting) = futures::try_join!(
+            store.page_in(index, list, range, false, 1, None),
+            store.count_in(index, list, range),
+        )?;
+        return Ok((waiting, first.first().and_then(at)));
+    }
+    let (mut count, mut oldest, mut cursor) = (0, None::<String>, None::<String>);
     loop {
         let (page, next) = store
-            .page_in(Index::Lists, list, None, false, 1000, cursor.as_deref())
+            .page_in(index, list, None, false, 1000, cursor.as_deref())
             .await?;
         count += page.len() as u64;
-        let at = |mark: &Item| {
-            mark.opt_str(Index::Lists.sk())
-                .and_then(counters::waiting_at)
-                .map(str::to_owned)
-        };
-        for mark in page {
-            let Some(this) = at(&mark) else { continue };
-            if oldest
-                .as_ref()
-                .is_none_or(|o| at(o).is_none_or(|o| this < o))
-            {
-                oldest = Some(mark);
-            }
-        }
+        oldest = page.iter().filter_map(at).chain(oldest).min();
         match next {
             Some(next) => cursor = Some(next),
             None => return Ok((count, oldest)),

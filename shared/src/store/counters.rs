@@ -104,10 +104,16 @@ pub const PENDING: &str = "pending";
 pub const WAITS: &str = "waits";
 pub const WAITS_ON: &str = "waits_on";
 
-/// The waiting marks of a kind (on the first index), each at `{org}#{time}#{key}`: one
-/// organisation's are one range of it, oldest first, and the deployment's are all of it. One
-/// index entry a mark: every write of a mark (its put, each settle, its delete) writes one
-/// index, not two.
+/// Where marks put before the waiting index are listed: counted beside the new ones until the
+/// last of them is settled (their consequences happen within minutes of a release).
+pub const LEGACY_WAITING: super::Index = super::Index::Lists;
+
+/// The waiting marks of a kind (on the index of keys alone, `Index::Waiting`), each at
+/// `{org}#{time}#{key}`: one organisation's are one range of it, oldest first, and the
+/// deployment's are all of it. One index entry a mark, of its keys: its put and its delete
+/// write it, its settles (which change its set, not its keys) do not. Marks put before this
+/// index are on the first index (`Index::Lists`) under the same list, and counted there too
+/// until they settle (`LEGACY_WAITING`).
 pub fn waiting_all(kind: EventKind) -> String {
     format!("WAITING#{}", kind.name())
 }
@@ -155,7 +161,7 @@ fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
         .str("event_kind", kind.name())
         .str("event", item.opt_str("pk")?)
         .str("source", source)
-        .list(&waiting_all(kind), &format!("{org_id}#{position}"))
+        .waiting(&waiting_all(kind), &format!("{org_id}#{position}"))
         .build();
     // The keys of the consequences still to happen, each taken out once by the worker that
     // applies it (`effects::waiting::settle`).
@@ -576,8 +582,9 @@ mod tests {
             .expect("a waiting mark");
         assert_eq!(mark.opt_str("pk"), Some(waiting_pk(&pk).as_str()));
         assert_eq!(mark.opt_str("gsi2pk"), None, "one index entry");
-        assert_eq!(mark.opt_str("gsi1pk"), Some("WAITING#payment"));
-        let position = mark.opt_str("gsi1sk").unwrap();
+        assert_eq!(mark.opt_str("gsi1pk"), None, "one index entry");
+        assert_eq!(mark.opt_str("gsi3pk"), Some("WAITING#payment"));
+        let position = mark.opt_str("gsi3sk").unwrap();
         let (low, high) = waiting_range(&org);
         assert!(low.as_str() <= position && position < high.as_str());
         assert_eq!(waiting_at(position), Some("2026-12-03T17:00:00Z"));

@@ -112,13 +112,18 @@ pub const RAW_BODY_KEPT: chrono::Duration = chrono::Duration::days(90);
 pub const GSI: &str = "gsi1";
 /// The second index: the operator's lists of events by kind, review items and runs by state.
 pub const GSI2: &str = "gsi2";
+/// The third index: the waiting marks, of their keys alone.
+pub const GSI3: &str = "gsi3";
 
-/// The table's two secondary indexes, each sparse: `Lists` (`gsi1`, every list the API reads)
-/// and `States` (`gsi2`, what the operator counts; see `ops`).
+/// The table's secondary indexes, each sparse: `Lists` (`gsi1`, every list the API reads),
+/// `States` (`gsi2`, what the operator counts; see `ops`), both of whole items, and `Waiting`
+/// (`gsi3`, the waiting marks of each kind), of keys alone: a mark's settles change what it
+/// holds, not its keys, so they write no index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Index {
     Lists,
     States,
+    Waiting,
 }
 
 impl Index {
@@ -126,6 +131,7 @@ impl Index {
         match self {
             Self::Lists => GSI,
             Self::States => GSI2,
+            Self::Waiting => GSI3,
         }
     }
 
@@ -133,6 +139,7 @@ impl Index {
         match self {
             Self::Lists => "gsi1pk",
             Self::States => "gsi2pk",
+            Self::Waiting => "gsi3pk",
         }
     }
 
@@ -140,6 +147,7 @@ impl Index {
         match self {
             Self::Lists => "gsi1sk",
             Self::States => "gsi2sk",
+            Self::Waiting => "gsi3sk",
         }
     }
 }

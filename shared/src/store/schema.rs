@@ -24,36 +24,36 @@ fn key(name: &str, key_type: KeyType) -> KeySchemaElement {
         .expect("name and type are set")
 }
 
-/// A secondary index of the whole item (both lists read items, not keys).
-fn index(index: Index) -> GlobalSecondaryIndex {
+/// A secondary index: of the whole item (`Lists` and `States` read items), or of its keys
+/// alone (`Waiting`: its marks are counted, not read).
+fn index(index: Index, projection: ProjectionType) -> GlobalSecondaryIndex {
     GlobalSecondaryIndex::builder()
         .index_name(index.name())
         .key_schema(key(index.pk(), KeyType::Hash))
         .key_schema(key(index.sk(), KeyType::Range))
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
+        .projection(Projection::builder().projection_type(projection).build())
         .build()
         .expect("index fields are set")
 }
 
-/// Creates the table (on-demand, stream NEW_IMAGE, `gsi1` and `gsi2`). Returns the stream ARN.
+/// Creates the table (on-demand, stream NEW_IMAGE, `gsi1`, `gsi2` and `gsi3`). Returns the stream ARN.
 pub async fn create_table(client: &Client, name: &str) -> Result<Option<String>, StoreError> {
     let out = client
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
         .set_attribute_definitions(Some(
-            ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"]
-                .map(attr)
-                .to_vec(),
+            [
+                "pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk",
+            ]
+            .map(attr)
+            .to_vec(),
         ))
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
-        .global_secondary_indexes(index(Index::Lists))
-        .global_secondary_indexes(index(Index::States))
+        .global_secondary_indexes(index(Index::Lists, ProjectionType::All))
+        .global_secondary_indexes(index(Index::States, ProjectionType::All))
+        .global_secondary_indexes(index(Index::Waiting, ProjectionType::KeysOnly))
         .stream_specification(
             StreamSpecification::builder()
                 .stream_enabled(true)
