@@ -190,4 +190,20 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         shown["paid"], "30.00",
         "three payments named apart: {shown}"
     );
+
+    // What a model proposed, only a person applies: never a tool, whatever its key may do.
+    let proposed = org.proposal(&invoice, "20.00").await;
+    let apply = json!({"name": "resolve_review", "arguments": {"reason": "payment_proposed",
+        "key": proposed, "note": "the assistant approves", "decision": "apply"}});
+    let refused = client.request(11, "tools/call", apply).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("person_required"),
+        "{refused}"
+    );
+    let shown = org.get(&format!("/api/invoices/{invoice_id}")).await;
+    assert_eq!(shown["paid"], "30.00", "nothing more booked: {shown}");
 }

@@ -136,6 +136,14 @@ async fn an_overpayment_caps_paid_at_gross_and_asks_for_review() {
     assert_eq!(review.len(), 1);
     assert_eq!(review[0]["reason"], "overpayment");
     assert_eq!(review[0]["detail"]["unapplied"], "30.00");
+    // It says in words what it is about: the invoice by its number, the money received.
+    let about = review[0]["about"].as_str().unwrap_or_default();
+    assert!(
+        about.starts_with("overpayment: ")
+            && about.contains(&format!("invoice {}", inv.number))
+            && about.contains("130.00"),
+        "{about}"
+    );
 }
 
 #[tokio::test]

@@ -231,8 +231,12 @@ function cause(d) {
   box.append(el("div", {}, `From ${sender}` + (t.conversation_id ? ` in ${t.conversation_id}` : "")));
   if (t.text) box.append(el("blockquote", { class: "message" }, t.text));
   if (d.open_now) box.append(el("div", {}, `The invoice owes ${d.open_now} ${d.currency} now.`));
-  if (t.sender && !t.sender_is_invoice_contact) {
+  const known = t.sender && t.sender.contact_id;
+  if (known && !t.sender_is_invoice_contact) {
     box.append(el("div", { class: "warn not-sender" }, "This invoice is not the sender's."));
+  } else if (t.sender && !known) {
+    box.append(el("div", { class: "warn unknown-sender" },
+      "The sender is no known contact: nothing ties this invoice to them."));
   }
   return box;
 }

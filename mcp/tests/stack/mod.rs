@@ -9,6 +9,10 @@ pub struct Org {
     pub http: reqwest::Client,
     pub api_url: String,
     pub key: String,
+    pub org_id: String,
+    /// The deployed table and where ministack answers, for what only a model files.
+    table: String,
+    endpoint: String,
 }
 
 impl Org {
@@ -25,9 +29,30 @@ impl Org {
         let org = post(&http, &url, admin, json!({"name": name})).await;
         Self {
             key: org["api_key"].as_str().expect("an API key").to_owned(),
+            org_id: org["org_id"].as_str().expect("an org id").to_owned(),
             api_url: api_url.to_owned(),
             http,
+            table: coords["table"].as_str().unwrap().to_owned(),
+            endpoint: coords["aws_endpoint_url"].as_str().unwrap().to_owned(),
         }
+    }
+
+    /// A model's proposal to book `amount` on `invoice` (a `payment_proposed` review item, put
+    /// into the deployed table as the AI step files it): its review key.
+    pub async fn proposal(&self, invoice: &Value, amount: &str) -> String {
+        let store = firmspace::store::Store::connect(&self.table, Some(&self.endpoint)).await;
+        let item = firmspace::review::ReviewItem {
+            org: firmspace::ids::OrgId::parse(&self.org_id).unwrap(),
+            kind: firmspace::review::Kind::Payment,
+            reason: firmspace::review::Reason::PaymentProposed,
+            key: "rule_mcp:call_1".into(),
+            at: chrono::Utc::now(),
+            detail: json!({"invoice_id": invoice["id"], "invoice_number": invoice["number"],
+                "amount": amount, "currency": invoice["currency"], "rule_id": "rule_mcp",
+                "event_key": "message:mcp:1", "open_now": amount}),
+        };
+        assert!(item.put(&store).await.unwrap());
+        item.key
     }
 
     /// A `POST` of `body` to `path` as the organisation's key: its JSON.

@@ -413,12 +413,16 @@ fn steps(
         _ => {}
     }
     if let Some(reason) = event.outcome.review_reason() {
-        steps.push(Step::PutNew(review_for(event, reason).to_item()));
+        let number = before.map(|inv| inv.number.as_str());
+        steps.push(Step::PutNew(review_for(event, reason, number).to_item()));
     }
     steps
 }
 
-fn review_for(event: &PaymentEvent, reason: Reason) -> ReviewItem {
+/// The review item of a payment a person must look at: its invoice (by number, when it has
+/// one), the money received and what of it was not applied, so the item says what it is about.
+fn review_for(event: &PaymentEvent, reason: Reason, number: Option<&str>) -> ReviewItem {
+    let shown = |a| crate::money::shown(a, event.currency);
     ReviewItem {
         org: event.org.clone(),
         kind: Kind::Payment,
@@ -427,8 +431,10 @@ fn review_for(event: &PaymentEvent, reason: Reason) -> ReviewItem {
         at: event.at,
         detail: serde_json::json!({
             "invoice_id": event.invoice_id,
-            "received": event.received.map(|a| crate::money::shown(a, event.currency)),
-            "unapplied": crate::money::shown(event.unapplied, event.currency),
+            "invoice_number": number,
+            "received": event.received.map(shown),
+            "amount": event.received.map(shown),
+            "unapplied": shown(event.unapplied),
             "currency": event.currency.as_ref().map(|c| c.as_str()),
         }),
     }
