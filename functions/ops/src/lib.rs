@@ -249,18 +249,13 @@ impl App {
             ("GET", ["ops", "dlq", queue]) => Box::pin(views::dlq(self, who, req, queue)).await,
             ("GET", ["ops", "consumers"]) => Box::pin(views::consumers(self, who)).await,
             ("GET", ["ops", "integrations"]) => Box::pin(views::integrations(self, who, req)).await,
-            ("POST", ["ops", ..]) => {
+            ("POST", _) if views::takes(segments) == Some("POST") => {
                 Box::pin(actions::dispatch(self, who, req, segments, now)).await
             }
-            (_, ["ops", ..]) if views::known(segments) => {
-                let acts = segments.len() == 4 || segments == ["ops", "events", "replay"];
-                Err(ApiError::method_not_allowed(if acts {
-                    &["POST"]
-                } else {
-                    &["GET"]
-                }))
-            }
-            _ => Err(ApiError::not_found("route")),
+            _ => match views::takes(segments) {
+                Some(takes) => Err(ApiError::method_not_allowed(&[takes])),
+                None => Err(ApiError::not_found("route")),
+            },
         }
     }
 

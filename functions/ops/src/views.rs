@@ -13,26 +13,20 @@ use lambda_http::{Body, Request, Response};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// Whether a path is one of ours (for a 405 rather than a 404).
-pub(crate) fn known(segments: &[&str]) -> bool {
-    matches!(
-        segments,
-        [
-            "ops",
-            "summary"
-                | "orgs"
-                | "events"
-                | "review"
-                | "runs"
-                | "chart"
-                | "consumers"
-                | "integrations"
-        ] | ["ops", "dlq", _]
-            | ["ops", "consumers" | "integrations", _, _]
-            | ["ops", "dlq", _, "redrive"]
-            | ["ops", "events", "replay"]
-            | ["ops", "events" | "review" | "runs", _, _]
-    )
+/// The method a path of ours takes (`None`: not ours, a 404): the page and the reads `GET`,
+/// the actions `POST`. Another method on one of them is a 405 naming it.
+pub(crate) fn takes(segments: &[&str]) -> Option<&'static str> {
+    match segments {
+        ["ops"]
+        | ["ops", "summary" | "orgs" | "events" | "review" | "runs" | "chart" | "consumers"
+        | "integrations"]
+        | ["ops", "dlq", _] => Some("GET"),
+        ["ops", "consumers" | "integrations", _, _]
+        | ["ops", "dlq", _, "redrive"]
+        | ["ops", "events", "replay"]
+        | ["ops", "events" | "review" | "runs", _, _] => Some("POST"),
+        _ => None,
+    }
 }
 
 /// `limit`: 50 by default, at most 200.

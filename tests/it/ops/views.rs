@@ -203,6 +203,30 @@ async fn pages_chart_and_refusals(o: &Ops, a: &str) {
     }
     assert_eq!(o.get("/ops/summary", "fsk_wrong").await.0, 401);
     assert_eq!(o.get("/ops/summary", "not-the-admin-token").await.0, 401);
+
+    // A path of ours asked with a method it does not take: 405 naming the one it takes, never
+    // a 404 nor an action run (a POST to a read, a GET of an action, the page traced).
+    for (path, method, takes) in [
+        ("/ops/summary", "POST", "GET"),
+        ("/ops/integrations", "POST", "GET"),
+        ("/ops/dlq/notify", "POST", "GET"),
+        ("/ops/events/replay", "GET", "POST"),
+        ("/ops", "TRACE", "GET"),
+    ] {
+        let auth = format!("Bearer {a}");
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("idempotency-key", "k405"),
+        ];
+        let req = crate::support::request(method, path, &headers, Vec::new());
+        let res = o.app.handle(req).await.unwrap();
+        let allow = res.headers().get("allow").and_then(|v| v.to_str().ok());
+        assert_eq!(
+            (res.status().as_u16(), allow),
+            (405, Some(takes)),
+            "{method} {path}"
+        );
+    }
 }
 
 #[tokio::test]
