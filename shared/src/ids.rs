@@ -75,6 +75,9 @@ impl fmt::Display for OrgId {
     }
 }
 
+/// What a [`LocalId`] (and a member's user id) is, as the document says it.
+pub const LOCAL_ID_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
+
 /// An identifier minted by us inside an organisation (invoice, integration, rule, ...).
 /// Integration ids carry their organisation (`{org}_{hex}`) so a webhook URL routes without a
 /// global lookup item.

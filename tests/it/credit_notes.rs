@@ -232,6 +232,15 @@ async fn a_credit_notes_consequences_happen_once() {
         1,
         "the owner, once: {inbox}"
     );
+    // A recipient that is no member's id (as the document's pattern says) names no one: 400.
+    let (status, refused) = crm
+        .call("GET", "/api/notifications?recipient=u%C3%A9", Value::Null)
+        .await;
+    assert_eq!(
+        (status, refused["field"].as_str()),
+        (400, Some("recipient")),
+        "{refused}"
+    );
     let log = crm.get("/api/activity/contact/ct_1").await;
     assert_eq!(log["items"].as_array().unwrap().len(), 1, "{log}");
     assert_eq!(

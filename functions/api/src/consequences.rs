@@ -18,13 +18,21 @@ pub async fn notifications(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body
         ApiError::bad_request("missing_recipient", "?recipient=<user_id> is required")
     })?;
     let recipient = fields::reference("recipient", &recipient, REF_MAX)?;
+    // A member's user id, as `POST /api/members` takes it: anything else names no one.
+    if firmspace::ids::LocalId::parse("recipient", recipient).is_err() {
+        return Err(fields::FieldError {
+            field: "recipient",
+            reason: "must be a member's user id: 1-64 characters of A-Z a-z 0-9 _ - .".into(),
+        }
+        .into());
+    }
     let items = notify::list(store, &ctx.org, recipient).await?;
     Ok(json_response(200, &json!({ "items": items })))
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct MarkRead {
-    #[schema(max_length = 1020)]
+    #[schema(min_length = 1, max_length = 1020)]
     key: String,
 }
 

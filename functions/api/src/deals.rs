@@ -31,6 +31,7 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
 #[derive(Deserialize, ToSchema)]
 pub struct NewStage {
     /// `new`, `qualified`, `won` or `lost`.
+    #[schema(value_type = firmspace::deals::Stage)]
     stage: String,
 }
 

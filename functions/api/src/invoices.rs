@@ -69,13 +69,13 @@ pub struct InvoiceDetail {
 #[serde(deny_unknown_fields)]
 pub struct ManualPayment {
     /// `manual` or `assistant`.
-    #[schema(example = "manual")]
+    #[schema(example = "manual", pattern = "^(manual|assistant)$")]
     source: String,
     /// Major units; without it the invoice's open amount.
     #[schema(inline)]
     amount: Option<AmountText>,
     /// Who pressed the button; defaults to the source.
-    #[schema(max_length = 128)]
+    #[schema(min_length = 1, max_length = 128)]
     actor: Option<String>,
 }
 

@@ -305,6 +305,38 @@ mod tests {
                 .is_some_and(|r| r.contains(&serde_json::json!("possible_same_money"))),
             "{reasons}"
         );
+        // Every field the server holds to a limit says it: a cursor is never empty, a window's
+        // ends are times, a recipient a member's id, an activity log's kind one of three, a
+        // call's status one of the nine a softphone sends.
+        let params = |path: &str, method: &str| {
+            document["paths"][path][method]["parameters"]
+                .as_array()
+                .expect("parameters")
+                .clone()
+        };
+        let param = |path: &str, method: &str, name: &str| {
+            params(path, method)
+                .into_iter()
+                .find(|p| p["name"] == name)
+                .unwrap_or_else(|| panic!("{name} of {method} {path}"))["schema"]
+                .clone()
+        };
+        assert_eq!(param("/api/deals", "get", "cursor")["minLength"], 1);
+        assert_eq!(param("/api/ledger", "get", "from")["format"], "date-time");
+        assert_eq!(
+            param("/api/notifications", "get", "recipient")["pattern"],
+            firmspace::ids::LOCAL_ID_PATTERN
+        );
+        assert_eq!(
+            param("/api/activity/{kind}/{entity_id}", "get", "kind")["enum"],
+            serde_json::json!(["contact", "deal", "company"])
+        );
+        let call = &schemas["CallFields"]["properties"];
+        assert!(call["status"]["pattern"]
+            .as_str()
+            .is_some_and(|p| p.contains("no-answer")));
+        assert_eq!(call["duration"]["maximum"], 86400);
+        assert_eq!(call["call_id"]["minLength"], 1);
         let resolve = &document["paths"]["/ops/review/{id}/resolve"]["post"]["security"];
         assert_eq!(
             resolve,

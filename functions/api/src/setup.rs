@@ -163,6 +163,7 @@ fn rotated_secret_usable(settings: &Settings, name: &str, value: &str) -> Result
 
 #[derive(Deserialize, ToSchema)]
 pub struct NewMember {
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
     user_id: String,
     #[schema(min_length = 1, max_length = 200)]
     name: String,

@@ -10,17 +10,31 @@ use serde::{Deserialize, Serialize};
 /// generic provider's `data`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CallFields {
+    /// The softphone's id of the call: 1 to 255 bytes, no control characters, white space or `#`.
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[^\\s#\\x00-\\x1f\\x7f]+$"
+    )]
     pub call_id: String,
     /// `inbound` or `outbound` (read as text, so another is `400 invalid_field`).
     #[schema(value_type = Direction)]
     pub direction: String,
-    /// E.164.
+    /// E.164: `+` and 8 to 15 digits (spaces, dashes, dots and brackets between them allowed).
+    #[schema(
+        pattern = "^\\+[ ().-]*[1-9](?:[ ().-]*[0-9]){7,14}[ ().-]*$",
+        example = "+380441234567"
+    )]
     pub peer: String,
-    /// `completed`, `busy`, `failed`, `no-answer`, `canceled` (and, ignored: `queued`, `ringing`,
-    /// `in-progress`).
+    /// `completed`, `busy`, `failed`, `no-answer`, `canceled` (and, ignored: `initiated`,
+    /// `queued`, `ringing`, `in-progress`).
+    #[schema(
+        pattern = "^(completed|busy|failed|no-answer|canceled|initiated|queued|ringing|in-progress)$"
+    )]
     pub status: String,
     /// Seconds, 0 to 86400.
     #[serde(default)]
+    #[schema(maximum = 86400)]
     pub duration: u32,
 }
 
