@@ -30,6 +30,21 @@ pub struct FieldError {
     pub reason: String,
 }
 
+/// A whole number as JSON may write it: `227` or `227.0` (JSON Schema's `integer` is either),
+/// never `227.5`, a negative or more than `u32` holds.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    use serde::de::Error;
+    let number = <serde_json::Number as serde::Deserialize>::deserialize(d)?;
+    let whole = match (number.as_u64(), number.as_f64()) {
+        (Some(n), _) => u32::try_from(n).ok(),
+        (None, Some(f)) if f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f) => {
+            Some(f as u32)
+        }
+        _ => None,
+    };
+    whole.ok_or_else(|| D::Error::custom(format!("expected a whole number, not {number}")))
+}
+
 /// Characters no field may hold: control characters and the noncharacters U+FFFE and U+FFFF,
 /// which SQS refuses (a consequence carrying one could never be queued).
 fn forbidden(c: char) -> bool {
@@ -159,6 +174,21 @@ pub fn plain(message: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_whole_number_may_be_written_with_a_zero_fraction_and_nothing_else() {
+        #[derive(serde::Deserialize)]
+        struct Seconds {
+            #[serde(deserialize_with = "super::whole_number")]
+            n: u32,
+        }
+        let read = |raw: &str| serde_json::from_str::<Seconds>(raw).map(|s| s.n).ok();
+        assert_eq!(read(r#"{"n": 227}"#), Some(227));
+        assert_eq!(read(r#"{"n": 227.0}"#), Some(227));
+        for refused in ["227.5", "-1", "4294967296", "\"227\"", "1e400"] {
+            assert_eq!(read(&format!(r#"{{"n": {refused}}}"#)), None, "{refused}");
+        }
+    }
 
     #[test]
     fn references_refuse_separators_space_control_and_length() {

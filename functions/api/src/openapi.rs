@@ -322,6 +322,8 @@ mod tests {
                 .clone()
         };
         assert_eq!(param("/api/deals", "get", "cursor")["minLength"], 1);
+        let id = param("/api/integrations/{id}/import", "post", "id");
+        assert_eq!(id["pattern"], super::parts::PATH_SEGMENT, "{id}");
         assert_eq!(param("/api/ledger", "get", "from")["format"], "date-time");
         assert_eq!(
             param("/api/notifications", "get", "recipient")["pattern"],

@@ -33,7 +33,7 @@ pub struct CallFields {
     )]
     pub status: String,
     /// Seconds, 0 to 86400.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::fields::whole_number")]
     #[schema(maximum = 86400)]
     pub duration: u32,
 }

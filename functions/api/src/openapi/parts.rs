@@ -130,6 +130,9 @@ fn header(description: &str) -> utoipa::openapi::header::Header {
         .build()
 }
 
+/// What an id in a path is: one segment, with no character that would end or change it.
+pub const PATH_SEGMENT: &str = "^[^\\s/?#%\\x00-\\x1f\\x7f]+$";
+
 pub fn parameter(param: &Param) -> Parameter {
     let at = match param.at {
         In::Path => ParameterIn::Path,
@@ -181,6 +184,14 @@ pub fn parameter(param: &Param) -> Parameter {
             ("kind", In::Path) => ObjectBuilder::new()
                 .schema_type(Type::String)
                 .enum_values(Some(["contact", "deal", "company"]))
+                .into(),
+            // Every other id in a path: one segment of it, so never a `/`, `?` or `#` (which
+            // would make it another path), white space or a control character.
+            (_, In::Path) => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(1024))
+                .pattern(Some(PATH_SEGMENT))
                 .into(),
             _ => String::schema(),
         }))
