@@ -13,8 +13,8 @@
 
 use anyhow::{Context, Result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
@@ -130,7 +130,7 @@ impl Tools {
             ),
             false => shown,
         };
-        let content = vec![Content::text(shown)];
+        let content = vec![ContentBlock::text(shown)];
         let mut result = match status {
             200 => CallToolResult::success(content),
             _ => CallToolResult::error(content),
@@ -195,21 +195,16 @@ fn refused(status: u16, body: Result<String, reqwest::Error>) -> McpError {
 }
 
 impl ServerHandler for Tools {
-    fn get_info(&self) -> ServerInfo {
-        ServerInfo {
-            capabilities: ServerCapabilities::builder().enable_tools().build(),
-            server_info: Implementation {
-                name: "firmspace-mcp".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                ..Implementation::default()
-            },
-            instructions: Some(
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "firmspace-mcp",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
                 "The CRM's tools: each call acts once; a tool that moves money (destructiveHint) \
-                 books as the key's person, and from a rule's AI step only proposes."
-                    .into(),
-            ),
-            ..ServerInfo::default()
-        }
+                 books as the key's person, and from a rule's AI step only proposes.",
+            )
     }
 
     async fn list_tools(
@@ -224,65 +219,26 @@ impl ServerHandler for Tools {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         // The SDK moves the request's `_meta` into the context before the handler runs.
-        let mut meta = context.meta.0.clone();
+        let mut meta = context.meta.0 .0.clone();
         if let Some(own) = &request.meta {
-            meta.extend(own.0.clone());
+            meta.extend(own.0 .0.clone());
         }
-        self.call(request, &meta).await
+        self.call(request, &meta).await.map(CallToolResponse::from)
     }
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let tools = Tools::from_env()?;
-    let (ours, theirs) = tokio::io::duplex(64 * 1024);
-    let (from_sdk, to_sdk) = tokio::io::split(theirs);
-    tokio::spawn(relay(ours));
+    // The SDK speaks every revision a client may: `server/discover` and the per-request
+    // metadata of the newest, `initialize` of the older ones.
     let running = tools
-        .serve((from_sdk, to_sdk))
+        .serve(rmcp::transport::stdio())
         .await
         .context("the MCP handshake on stdio")?;
     running.waiting().await?;
-    Ok(())
-}
-
-/// Stdio to the SDK and back, line by line, answering what the SDK's handshake would not: a
-/// request before `initialize` that it does not know (a newer client's `server/discover`) gets
-/// JSON-RPC's "method not found", so the client can fall back to initialising, where the SDK
-/// would end the session.
-async fn relay(sdk: tokio::io::DuplexStream) -> Result<()> {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let (sdk_out, mut sdk_in) = tokio::io::split(sdk);
-    let stdout = std::sync::Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
-    let answers = stdout.clone();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(sdk_out).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let mut out = answers.lock().await;
-            let _ = out.write_all(format!("{line}\n").as_bytes()).await;
-            let _ = out.flush().await;
-        }
-    });
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let mut initialised = false;
-    while let Some(line) = lines.next_line().await? {
-        let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-        let method = message["method"].as_str();
-        initialised |= method == Some("initialize");
-        if let (false, Some(method), Some(id)) = (initialised, method, message.get("id")) {
-            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
-                "message": format!("method not found: {method}; initialize first")}});
-            let mut out = stdout.lock().await;
-            out.write_all(format!("{error}\n").as_bytes()).await?;
-            out.flush().await?;
-            continue;
-        }
-        sdk_in.write_all(format!("{line}\n").as_bytes()).await?;
-        sdk_in.flush().await?;
-    }
-    sdk_in.shutdown().await?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The official MCP Python SDK (`mcp` 2.3.0, installed by `cargo xtask` into `.venv`) drives the
 //! server over stdio in its default mode, against the stack `cargo xtask test` deploys: it
-//! connects (its probe before `initialize` is answered with an error it falls back on), lists
-//! the tools with their annotations, and its `_meta` call ids keep payments apart and a reused
+//! connects with `server/discover` at the newest revision both speak (2026-07-28), lists the
+//! tools with their annotations, and its `_meta` call ids keep payments apart and a reused
 //! id with another amount books nothing.
 
 mod stack;
@@ -36,6 +36,8 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
     assert!(out.status.success(), "the SDK's client failed: {stderr}");
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
 
+    // The newest revision the SDK offers, reached through its `server/discover`.
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
     assert_eq!(seen["tools"]["register_payment"], false, "{seen}");
     assert_eq!(seen["tools"]["find_invoices"], true, "read only: {seen}");
     assert_eq!(

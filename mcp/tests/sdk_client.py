@@ -22,6 +22,7 @@ async def main(server, invoice_id):
     env = {name: os.environ[name] for name in ("FIRMSPACE_API_URL", "FIRMSPACE_API_KEY")}
     seen = {}
     async with Client(StdioServerParameters(command=server, env=env)) as client:
+        seen["protocol"] = client.protocol_version
         tools = await client.list_tools()
         seen["tools"] = {t.name: bool(t.annotations and t.annotations.read_only_hint) for t in tools.tools}
 

@@ -70,15 +70,26 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         stdin,
         stdout: BufReader::new(stdout).lines(),
     };
-    // A newer client probes first: an error it can fall back on, not the end of the session.
+    // A newer client discovers first: every revision the server speaks, the newest among them.
+    // A probe it cannot read is an error the client can fall back on, not the end of the session.
     client
-        .send(json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}))
+        .send(json!({"jsonrpc": "2.0", "id": 90, "method": "server/discover", "params": {}}))
         .await;
-    let probe = client.answer(0).await;
-    assert_eq!(probe["error"]["code"], -32601, "{probe}");
-    let hello = json!({"protocolVersion": "2025-03-26", "capabilities": {},
+    let probe = client.answer(90).await;
+    assert!(probe["error"]["code"].is_i64(), "{probe}");
+    let modern = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}});
+    let discovered = client.request(0, "server/discover", modern).await;
+    let versions = discovered["supportedVersions"].to_string();
+    assert!(
+        versions.contains("2026-07-28") && versions.contains("2025-11-25"),
+        "{discovered}"
+    );
+    // An older client initialises: the newest revision with `initialize` is agreed.
+    let hello = json!({"protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "firmspace-tests", "version": "1"}});
     let init = client.request(1, "initialize", hello).await;
+    assert_eq!(init["protocolVersion"], "2025-11-25", "{init}");
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
     client
         .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
