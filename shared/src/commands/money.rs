@@ -18,6 +18,7 @@ use crate::payments::invoice::Links;
 use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
+use rust_decimal::Decimal;
 use serde::Deserialize;
 
 /// A top-up's answer: its line and the wallet after, or the stored one for a repeat.
@@ -173,22 +174,7 @@ async fn propose<R>(
     let invoice = invoice::get(env.store, org, id)
         .await?
         .ok_or_else(|| Refused::not_found("invoice"))?;
-    let open = invoice.open();
-    if open <= rust_decimal::Decimal::ZERO {
-        return Err(Refused::conflict(
-            "nothing_open",
-            "the invoice has nothing open",
-        ));
-    }
-    let amount = match amount {
-        Some(a) => a.in_currency("amount", invoice.currency)?,
-        None => open,
-    };
-    if amount > open {
-        let show = |a| invoice.currency.show(a);
-        let detail = format!("{} is more than the {} open", show(amount), show(open));
-        return Err(Refused::conflict("exceeds_open", detail));
-    }
+    let (open, amount) = (invoice.open(), at_most_open(&invoice, amount)?);
     let trigger =
         super::proposals::cause(env.store, org, (event_key.as_str(), cause), &invoice).await?;
     let item = ReviewItem {
@@ -214,6 +200,25 @@ async fn propose<R>(
         filed,
         detail: item.detail,
     })
+}
+
+/// What a model may propose on `invoice`: `amount`, or all that is open, never more than that.
+fn at_most_open(invoice: &Invoice, amount: Option<&AmountText>) -> Result<Decimal, Refused> {
+    let open = invoice.open();
+    if open <= Decimal::ZERO {
+        let detail = "the invoice has nothing open";
+        return Err(Refused::conflict("nothing_open", detail));
+    }
+    let amount = match amount {
+        Some(a) => a.in_currency("amount", invoice.currency)?,
+        None => open,
+    };
+    if amount > open {
+        let show = |a| invoice.currency.show(a);
+        let detail = format!("{} is more than the {} open", show(amount), show(open));
+        return Err(Refused::conflict("exceeds_open", detail));
+    }
+    Ok(amount)
 }
 
 /// A credit note on an issued invoice.

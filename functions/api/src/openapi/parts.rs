@@ -148,52 +148,57 @@ pub fn parameter(param: &Param) -> Parameter {
             Required::False
         })
         .description(Some(param.doc))
-        .schema(Some(match (param.name, param.at) {
-            // The one header a route reads: its limit is the document's too.
-            ("Idempotency-Key", _) => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1))
-                .max_length(Some(firmspace::fields::KEY_MAX))
-                .into(),
-            // Every list's page size: an integer, 1 to 200.
-            ("limit", _) => ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .minimum(Some(1))
-                .maximum(Some(200))
-                .default(Some(serde_json::json!(50)))
-                .into(),
-            // What a page's answer gave, never empty.
-            ("cursor", _) => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1))
-                .max_length(Some(4096))
-                .into(),
-            // A window's ends: RFC 3339 times.
-            ("from" | "to", _) => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::DateTime,
-                )))
-                .into(),
-            // A member's id, as `POST /api/members` takes it.
-            ("recipient", _) => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .pattern(Some(firmspace::ids::LOCAL_ID_PATTERN))
-                .into(),
-            // An activity log's entity.
-            ("kind", In::Path) => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some(["contact", "deal", "company"]))
-                .into(),
-            // Every other id in a path: one segment of it, so never a `/`, `?` or `#` (which
-            // would make it another path), white space or a control character.
-            (_, In::Path) => ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1))
-                .max_length(Some(1024))
-                .pattern(Some(PATH_SEGMENT))
-                .into(),
-            _ => String::schema(),
-        }))
+        .schema(Some(parameter_schema(param)))
         .build()
+}
+
+/// What a parameter takes: the limits the server holds it to.
+fn parameter_schema(param: &Param) -> RefOr<Schema> {
+    match (param.name, param.at) {
+        // The one header a route reads: its limit is the document's too.
+        ("Idempotency-Key", _) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(firmspace::fields::KEY_MAX))
+            .into(),
+        // Every list's page size: an integer, 1 to 200.
+        ("limit", _) => ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(200))
+            .default(Some(serde_json::json!(50)))
+            .into(),
+        // What a page's answer gave, never empty.
+        ("cursor", _) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(4096))
+            .into(),
+        // A window's ends: RFC 3339 times.
+        ("from" | "to", _) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                utoipa::openapi::KnownFormat::DateTime,
+            )))
+            .into(),
+        // A member's id, as `POST /api/members` takes it.
+        ("recipient", _) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(firmspace::ids::LOCAL_ID_PATTERN))
+            .into(),
+        // An activity log's entity.
+        ("kind", In::Path) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["contact", "deal", "company"]))
+            .into(),
+        // Every other id in a path: one segment of it, so never a `/`, `?` or `#` (which
+        // would make it another path), white space or a control character.
+        (_, In::Path) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(1024))
+            .pattern(Some(PATH_SEGMENT))
+            .into(),
+        _ => String::schema(),
+    }
 }
