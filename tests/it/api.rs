@@ -22,6 +22,23 @@ async fn only_the_admin_token_creates_organisations() {
     assert!(!items.contains(&key));
 }
 
+/// What reaches the api through the gateway's `$default` route with a method its path does not
+/// take: 405, never a 404 (the operator's page is routed for `GET` alone, a webhook URL for
+/// `POST`).
+#[tokio::test]
+async fn another_method_on_the_page_or_a_webhook_url_is_405() {
+    let env = TestEnv::new().await;
+    let app = app(&env);
+    for (method, path) in [("TRACE", "/ops"), ("GET", "/hooks/org_x/payments")] {
+        let (status, body) = call(&app, method, path, "any", Value::Null).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (405, Some("method_not_allowed")),
+            "{method} {path}: {body}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn integrations_return_their_webhook_url_and_secret() {
     let crm = Crm::new().await;

@@ -460,9 +460,11 @@ fn decoded_segments(req: &Request) -> Vec<String> {
 }
 
 /// A request outside `/api` that reached us through the gateway's `$default` route: a webhook
-/// URL called with another method than POST is a 405, anything else a 404.
+/// URL called with another method than POST is a 405, as is the operator's page (the gateway
+/// sends it `GET /ops` alone), anything else a 404.
 fn unrouted(method: &str, segments: &[&str]) -> ApiError {
     match segments {
+        ["ops"] => ApiError::method_not_allowed(&["GET"]),
         ["hooks", _, "messages" | "bank"] => ApiError::method_not_allowed(&["GET", "POST"]),
         ["hooks", _, _] if method != "POST" => ApiError::method_not_allowed(&["POST"]),
         _ => ApiError::not_found("route"),

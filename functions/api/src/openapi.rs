@@ -157,6 +157,10 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         let codes = "`not_found`: nothing of the caller's under that id";
         responses = responses.response("404", error(codes));
     }
+    if named && !route.errors.iter().any(|(status, _)| *status == 405) {
+        let (status, codes) = parts::OTHER_PATH;
+        responses = responses.response(status.to_string(), error(codes));
+    }
     let mut operation = OperationBuilder::new()
         .operation_id(Some(route.op.name()))
         .tag(tag(route.path))
@@ -257,6 +261,9 @@ mod tests {
             for (method, operation) in item.as_object().expect("an item") {
                 if path.contains('{') {
                     assert!(operation["responses"]["404"].is_object(), "{method} {path}");
+                    // An id that makes the path another route's (a webhook URL's is its own).
+                    let other = operation["responses"]["405"].is_object();
+                    assert!(other || path.starts_with("/hooks/"), "{method} {path}");
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! routes, real Lambda processes, the real table.
 
 mod channels;
+mod contract;
 mod ledger;
 mod ops;
 

@@ -125,6 +125,10 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         let codes = "`not_found`: nothing of the caller's under that id";
         responses = responses.response("404", error(codes));
     }
+    if route.path.contains('{') {
+        let (status, codes) = super::parts::OTHER_PATH;
+        responses = responses.response(status.to_string(), error(codes));
+    }
     let operation = OperationBuilder::new()
         .operation_id(Some(route.name))
         .tag("ops")

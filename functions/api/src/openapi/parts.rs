@@ -92,6 +92,13 @@ pub const SERVER: [(u16, &str); 2] = [
 ];
 
 /// A caller over its reads or writes of the minute.
+/// What a route with an id in its path may answer besides its own: an id the document refuses
+/// (holding `/`, `?` or `#`) makes the path another's, which may take another method.
+pub const OTHER_PATH: (u16, &str) = (
+    405,
+    "`method_not_allowed`: the id made the path another route's, which takes the methods `Allow` names",
+);
+
 pub const LIMITED: (u16, &str) = (
     429,
     "`rate_limited`: over the key's reads or writes of this minute (`Retry-After`)",
