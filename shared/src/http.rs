@@ -246,14 +246,17 @@ pub enum KeptAnswer {
     Refund(crate::ledger::correction::RefundAnswer),
     Deal(crate::deals::DealView),
     SecretsRotated(crate::commands::answers::SecretsRotated),
-    /// An assistant's call: what its tool answered.
-    Call {
-        call_id: String,
-        #[schema(value_type = Object)]
-        result: Value,
-        duplicate: bool,
-    },
+    Call(KeptCall),
     Problem(Problem),
+}
+
+/// An assistant's call as it was kept: what its tool answered.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct KeptCall {
+    pub call_id: String,
+    #[schema(value_type = Object)]
+    pub result: Value,
+    pub duplicate: bool,
 }
 
 impl RequestOutcome {
