@@ -1,6 +1,6 @@
 //! Lookalike money goes to a person and is never merged: a payment booked on an invoice is
 //! held against the money of the same amount and currency that reached the same invoice or the
-//! same contact in the week before (`possible_same_money`); `distinct` moves nothing,
+//! same contact within a week of it, either way (`possible_same_money`); `distinct` moves nothing,
 //! `same_money` reverses the later payment once.
 
 use crate::support::api::ADMIN;
@@ -155,6 +155,51 @@ async fn a_card_payment_and_the_same_money_on_a_bank_row_the_next_day_go_to_a_pe
         1,
         "8 days after the last 30.00: nothing new"
     );
+}
+
+/// The lookalike check of the payment booked `key`, run again (a check delayed behind the
+/// payment booked after it, or redelivered): the review items then.
+async fn checked_again(env: &TestEnv, invoice: &Invoice, pk: &str) -> Vec<Value> {
+    let stored = env.store.get(pk).await.unwrap().unwrap();
+    let worker = match_worker::app(env.store.clone(), 5);
+    for consequence in PaymentEvent::from_item(&stored).unwrap().consequences() {
+        if let Consequence::Lookalike(_) = &consequence {
+            let body = serde_json::to_string(&consequence).unwrap();
+            let out = worker.process(event_of("late", &body), Utc::now()).await;
+            assert!(out.batch_item_failures.is_empty(), "{out:?}");
+        }
+    }
+    lookalikes(env, &invoice.org).await
+}
+
+#[tokio::test]
+async fn money_booked_after_a_lookalike_that_happened_later_goes_to_a_person_once() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let invoice = invoice_of(&env, &org, "ct_taras").await;
+    let day = Utc::now() - Duration::days(3);
+    // The bank row first; the card payment it followed is recovered from Stripe after it.
+    let bank = (Source::Bank, "row_9", dec!(45));
+    assert!(booked(&env, &invoice, bank, day + Duration::days(1))
+        .await
+        .is_empty());
+    let card = (Source::Stripe, "pi_late", dec!(45));
+    let items = booked(&env, &invoice, card, day).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["key"], "payment:stripe:pi_late", "{items:?}");
+    let named = items[0]["detail"]["lookalikes"].to_string();
+    assert!(named.contains("row_9"), "{named}");
+    // The bank row's check again, now that the card payment is booked: the pair is with a
+    // person already, so nothing more is filed.
+    use firmspace::store::item::Read;
+    let row = env
+        .items_of(firmspace::payments::event::KIND)
+        .await
+        .into_iter()
+        .find(|i| i.opt_str("external_id") == Some("row_9"))
+        .expect("the bank row's payment");
+    let pk = row.opt_str("pk").unwrap().to_owned();
+    assert_eq!(checked_again(&env, &invoice, &pk).await.len(), 1);
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! Lookalike money goes to a person, never merged. A payment booked on an invoice is held
 //! against the payments of the same amount and currency that reached the same invoice, or the
-//! same contact, in the week before it, under another key (another source, another id): a card
-//! payment booked from Stripe and the same money arriving the next day as a bank row are two
-//! payments, and only a person can say whether they are one. One `possible_same_money` review
-//! item is filed for the later payment, naming every earlier lookalike; nothing is unbooked.
+//! same contact, within a week of it either way, under another key (another source, another
+//! id): a card payment booked from Stripe and the same money arriving the next day as a bank
+//! row are two payments, and only a person can say whether they are one. One
+//! `possible_same_money` review item is filed for the payment booked later, naming every
+//! lookalike booked before it, whichever happened first (a card payment recovered after the
+//! bank row that followed it is held against that row).
 //!
 //! Two reads of one window each: the invoice's payments list and the contact's activity log
 //! (a payment's line carries its money), both on the lists index.
@@ -18,7 +20,7 @@ use crate::time;
 use chrono::Duration;
 use serde_json::{json, Value};
 
-/// How far back a payment is held against the money before it.
+/// How far apart (either way) two payments may have happened to be held against each other.
 pub const WINDOW_DAYS: i64 = 7;
 
 /// At most this many earlier payments are read from each list of the window.
@@ -28,8 +30,12 @@ const READ_MAX: i32 = 50;
 /// (a redelivered check finds it filed).
 pub async fn check(store: &Store, payment: &Lookalike) -> Result<bool, StoreError> {
     let from = time::format(payment.at - Duration::days(WINDOW_DAYS));
-    // Up to the payment itself: a later lookalike is held against this one when it comes.
-    let to = format!("{}#\u{10FFFF}", time::format(payment.at));
+    // Either way: what is booked already, whenever it happened (the payment itself is taken
+    // out below).
+    let to = format!(
+        "{}#\u{10FFFF}",
+        time::format(payment.at + Duration::days(WINDOW_DAYS))
+    );
     let window = Some((from.as_str(), to.as_str()));
     let mut found = Vec::new();
     let list = payments_list_pk(&payment.org, &payment.invoice_id);
@@ -66,6 +72,13 @@ pub async fn check(store: &Store, payment: &Lookalike) -> Result<bool, StoreErro
         }
     }
     found.retain(|f| f["event_key"] != payment.event_key.as_str());
+    let mut apart = Vec::with_capacity(found.len());
+    for lookalike in found {
+        if !named_by(store, payment, &lookalike).await? {
+            apart.push(lookalike);
+        }
+    }
+    let found = apart;
     if found.is_empty() {
         return Ok(false);
     }
@@ -83,6 +96,31 @@ pub async fn check(store: &Store, payment: &Lookalike) -> Result<bool, StoreErro
     };
     tracing::info!(event_key = %payment.event_key, lookalikes = found.len(), "possible same money");
     item.put(store).await
+}
+
+/// Whether `lookalike`'s own item names `payment` already: the pair is with a person (its check
+/// ran after this payment was booked), so it is not filed twice. One read, only when a
+/// lookalike is found.
+async fn named_by(
+    store: &Store,
+    payment: &Lookalike,
+    lookalike: &Value,
+) -> Result<bool, StoreError> {
+    let Some(key) = lookalike["event_key"].as_str() else {
+        return Ok(false);
+    };
+    let pk = crate::review::review_item_pk(&payment.org, Reason::PossibleSameMoney, key);
+    let Some(item) = store.get(&pk).await? else {
+        return Ok(false);
+    };
+    let detail: Value = item
+        .opt_str("detail")
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or_default();
+    let named = detail["lookalikes"].as_array().into_iter().flatten();
+    Ok(named
+        .into_iter()
+        .any(|l| l["event_key"] == payment.event_key.as_str()))
 }
 
 fn same(payment: &Lookalike, amount: Option<&str>, currency: Option<&str>) -> bool {

@@ -93,8 +93,8 @@ impl PaymentEvent {
         Some((amount, currency, self.key().as_str().to_owned()))
     }
 
-    /// The check of a booked payment against the money that reached its invoice or contact in
-    /// the week before.
+    /// The check of a booked payment against the money that reached its invoice or contact
+    /// within a week of it, either way.
     fn lookalike(&self, invoice: &InvoiceAfter) -> Option<Lookalike> {
         let (amount, currency) = self.money()?;
         Some(Lookalike {
