@@ -49,6 +49,7 @@ async fn a_twilio_callback_through_the_gateway_is_one_call() {
         (items[0]["key"].as_str(), items[0]["missed"].as_bool()),
         (Some("call:CAe2e:inbound"), Some(true))
     );
+    stack.answers_follow_the_document().await;
 }
 
 /// Members u1 and u2, and two rules on a received message: a task, and a reply.
@@ -149,6 +150,7 @@ async fn a_telegram_update_delivered_three_times_through_the_gateway_is_one_mess
     the_first_message_holds_the_photo(&stack, &key, conversation).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(observe().await, expected, "late redeliveries add nothing");
+    stack.answers_follow_the_document().await;
 }
 
 /// The conversation's first message is the inbound caption, its photo behind a presigned URL.
@@ -241,4 +243,5 @@ async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
     let inv = stack.get(&invoice_path, &key).await;
     let payments = inv["payments"].as_array().cloned().unwrap_or_default();
     assert!(payments.iter().any(|p| p["source"] == "bank"), "{inv}");
+    stack.answers_follow_the_document().await;
 }

@@ -82,4 +82,5 @@ async fn an_incoming_sms_delivered_three_times_through_the_gateway_is_one_line_a
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(observe().await, expected, "late redeliveries add nothing");
+    stack.answers_follow_the_document().await;
 }

@@ -8,11 +8,17 @@ mod ops;
 
 use firmspace::signature::standard;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Each test's answers go to a file of their own.
+static ANSWERS: AtomicUsize = AtomicUsize::new(0);
 
 pub struct Stack {
     pub api_url: String,
     pub admin_token: String,
     pub http: reqwest::Client,
+    /// Every answer the test received, for `answers_follow_the_document`.
+    seen: std::sync::Mutex<Vec<Value>>,
 }
 
 pub fn stack() -> Stack {
@@ -28,6 +34,7 @@ pub fn stack() -> Stack {
             .expect("admin_token")
             .to_owned(),
         http: firmspace::http::client(reqwest::Client::builder()),
+        seen: std::sync::Mutex::new(Vec::new()),
     }
 }
 
@@ -39,6 +46,7 @@ impl Stack {
         token: &str,
         body: Value,
     ) -> (u16, Value) {
+        let asked = method.to_string();
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.api_url))
@@ -47,8 +55,72 @@ impl Stack {
             req = req.json(&body);
         }
         let res = req.send().await.expect("API reachable");
+        self.answered(&asked, res).await
+    }
+
+    /// The status and JSON body of an answer, kept to be held against the document.
+    async fn answered(&self, method: &str, res: reqwest::Response) -> (u16, Value) {
         let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
+        let url = res.url().clone();
+        let content_type = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or_default().trim().to_owned());
+        let headers: serde_json::Map<String, Value> = res
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.to_string(), json!(v.to_str().ok()?))))
+            .collect();
+        let text = res.text().await.unwrap_or_default();
+        let base = self.api_url.trim_end_matches('/');
+        if let (Some(path), Some(content_type)) = (url.as_str().strip_prefix(base), content_type) {
+            self.seen.lock().unwrap().push(json!({
+                "method": method, "path": path.split('?').next().unwrap_or_default(),
+                "query": url.query(), "status": status, "content_type": content_type,
+                "body": text, "headers": headers,
+            }));
+        }
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Every JSON answer this test received, held against the served document by openapi-core
+    /// (`validate_answers.py`, with `application/problem+json` read as JSON): none may be one
+    /// the document does not declare.
+    pub async fn answers_follow_the_document(&self) {
+        let seen = std::mem::take(&mut *self.seen.lock().unwrap());
+        let api = self.api_url.trim_end_matches('/');
+        let served = self
+            .http
+            .get(format!("{api}/api/openapi.json"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "answers-{}",
+            ANSWERS.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("openapi.json"), served).unwrap();
+        std::fs::write(dir.join("answers.json"), Value::from(seen).to_string()).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let out = std::process::Command::new(root.join(".venv/bin/python"))
+            .arg(root.join("tests/it/e2e/validate_answers.py"))
+            .arg(dir.join("openapi.json"))
+            .arg(dir.join("answers.json"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "answers the document does not declare: {said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let checked: Value = serde_json::from_str(&said).unwrap();
+        assert!(checked["validated"].as_u64() > Some(0), "{said}");
     }
 
     /// `POST path` with `token` and this `Idempotency-Key`: the status and the JSON body.
@@ -68,8 +140,7 @@ impl Stack {
             .send()
             .await
             .expect("API reachable");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
+        self.answered("POST", res).await
     }
 
     /// `GET path` with `token`: the JSON body, whatever the status.
@@ -174,6 +245,7 @@ async fn a_signed_webhook_posted_three_times_through_the_gateway_books_one_payme
         (status, refused["error"].as_str()),
         (401, Some("invalid_signature"))
     );
+    stack.answers_follow_the_document().await;
 }
 
 /// Polls `observe` every 250 ms until it gives `expected`, for at most `patience`; what it
@@ -248,6 +320,7 @@ async fn through_the_stack_a_payment_delivered_three_and_twenty_times_has_each_c
     // Late redeliveries must not add anything either.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_eq!(observe().await, expected);
+    stack.answers_follow_the_document().await;
 }
 
 /// Through the gateway, what no route serves is still answered by us: the `$default` route.
@@ -301,4 +374,5 @@ async fn unrouted_requests_through_the_gateway_get_our_json() {
         assert_eq!(body["instance"], format!("urn:request:{id}"), "{body}");
         assert_eq!(header("allow").as_deref(), allow, "{method} {path}");
     }
+    stack.answers_follow_the_document().await;
 }

@@ -394,6 +394,7 @@ async fn in_a_real_browser_the_page_shows_the_apis_numbers_resolves_and_redrives
         "{} bytes",
         written.len()
     );
+    stack.answers_follow_the_document().await;
 }
 
 /// The admin token's record name, keyed by the deployed stack's `DigestKey`.
