@@ -66,15 +66,7 @@ async fn a_client_generated_from_the_served_document_books_once_asks_by_key_and_
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let venv = root.join(".venv/bin");
     let api = stack.api_url.trim_end_matches('/');
-    let served = stack
-        .http
-        .get(format!("{api}/api/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let served = stack.served_document().await;
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-client");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("openapi.json"), served).unwrap();

@@ -84,21 +84,19 @@ impl Stack {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// The OpenAPI document the deployed API serves, as text.
+    pub async fn served_document(&self) -> String {
+        let api = self.api_url.trim_end_matches('/');
+        let res = self.http.get(format!("{api}/api/openapi.json")).send();
+        res.await.unwrap().text().await.unwrap()
+    }
+
     /// Every JSON answer this test received, held against the served document by openapi-core
     /// (`validate_answers.py`, with `application/problem+json` read as JSON): none may be one
     /// the document does not declare.
     pub async fn answers_follow_the_document(&self) {
         let seen = std::mem::take(&mut *self.seen.lock().unwrap());
-        let api = self.api_url.trim_end_matches('/');
-        let served = self
-            .http
-            .get(format!("{api}/api/openapi.json"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let served = self.served_document().await;
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "answers-{}",
             ANSWERS.fetch_add(1, Ordering::Relaxed)
