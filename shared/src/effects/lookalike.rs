@@ -29,9 +29,36 @@ const READ_MAX: i32 = 50;
 /// Files `possible_same_money` when `payment` has lookalikes: `true` when this call filed it
 /// (a redelivered check finds it filed).
 pub async fn check(store: &Store, payment: &Lookalike) -> Result<bool, StoreError> {
+    let mut found = Vec::new();
+    for lookalike in lookalikes(store, payment).await? {
+        if !named_by(store, payment, &lookalike).await? {
+            found.push(lookalike);
+        }
+    }
+    if found.is_empty() {
+        return Ok(false);
+    }
+    let item = ReviewItem {
+        org: payment.org.clone(),
+        kind: Kind::Payment,
+        reason: Reason::PossibleSameMoney,
+        key: payment.event_key.as_str().to_owned(),
+        at: payment.at,
+        detail: json!({
+            "invoice_id": payment.invoice_id, "invoice_number": payment.invoice_number,
+            "contact_id": payment.contact_id, "amount": payment.amount,
+            "currency": payment.currency, "lookalikes": found,
+        }),
+    };
+    tracing::info!(event_key = %payment.event_key, lookalikes = found.len(), "possible same money");
+    item.put(store).await
+}
+
+/// The payments of the same money within the window, either way, on the invoice's payments
+/// list and the contact's activity log: each once, the payment itself not among them.
+async fn lookalikes(store: &Store, payment: &Lookalike) -> Result<Vec<Value>, StoreError> {
     let from = time::format(payment.at - Duration::days(WINDOW_DAYS));
-    // Either way: what is booked already, whenever it happened (the payment itself is taken
-    // out below).
+    // Either way: what is booked already, whenever it happened.
     let to = format!(
         "{}#\u{10FFFF}",
         time::format(payment.at + Duration::days(WINDOW_DAYS))
@@ -72,30 +99,7 @@ pub async fn check(store: &Store, payment: &Lookalike) -> Result<bool, StoreErro
         }
     }
     found.retain(|f| f["event_key"] != payment.event_key.as_str());
-    let mut apart = Vec::with_capacity(found.len());
-    for lookalike in found {
-        if !named_by(store, payment, &lookalike).await? {
-            apart.push(lookalike);
-        }
-    }
-    let found = apart;
-    if found.is_empty() {
-        return Ok(false);
-    }
-    let item = ReviewItem {
-        org: payment.org.clone(),
-        kind: Kind::Payment,
-        reason: Reason::PossibleSameMoney,
-        key: payment.event_key.as_str().to_owned(),
-        at: payment.at,
-        detail: json!({
-            "invoice_id": payment.invoice_id, "invoice_number": payment.invoice_number,
-            "contact_id": payment.contact_id, "amount": payment.amount,
-            "currency": payment.currency, "lookalikes": found,
-        }),
-    };
-    tracing::info!(event_key = %payment.event_key, lookalikes = found.len(), "possible same money");
-    item.put(store).await
+    Ok(found)
 }
 
 /// Whether `lookalike`'s own item names `payment` already: the pair is with a person (its check
