@@ -39,6 +39,45 @@ async fn another_method_on_the_page_or_a_webhook_url_is_405() {
     }
 }
 
+/// A failure of ours (here: a table that is not there) answers a problem that says nothing
+/// internal: no table, no item key, no SDK's words; the cause goes to the log alone.
+#[tokio::test]
+async fn a_failure_of_ours_answers_nothing_internal() {
+    let env = TestEnv::new().await;
+    let key = new_org(&app(&env)).await;
+    let missing = format!("{}-gone", env.store.table());
+    let client = aws_sdk_dynamodb::Client::new(&crate::support::sdk_config().await);
+    let store = firmspace::store::Store::new(client, &missing);
+    let app = api::App::new(store, crate::support::api::settings());
+    let admin = crate::support::api::ADMIN;
+    for (method, path, token) in [
+        ("GET", "/api/invoices", key.as_str()),
+        ("POST", "/api/orgs", admin),
+    ] {
+        let body = json!({"name": "Acme"});
+        let (status, answer) = call(&app, method, path, token, body).await;
+        let shown = answer.to_string();
+        assert!(
+            matches!(status, 500 | 503),
+            "{method} {path}: {status} {shown}"
+        );
+        for internal in [
+            missing.as_str(),
+            "ResourceNotFound",
+            "ORG#",
+            "dynamodb",
+            "Dynamo",
+        ] {
+            assert!(!shown.contains(internal), "{internal} in {shown}");
+        }
+        assert!(
+            ["internal error", "temporarily unavailable; retry later"]
+                .contains(&answer["detail"].as_str().unwrap_or_default()),
+            "{shown}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn integrations_return_their_webhook_url_and_secret() {
     let crm = Crm::new().await;
