@@ -414,18 +414,24 @@ fn every_json_answer_has_a_schema_with_its_fields() {
     assert!(page["properties"]["cursor"].is_object(), "{page}");
 }
 
+/// A tool `cargo xtask` installs into `.venv` from `infra/requirements.txt`.
+fn venv_tool(name: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tool = root.join(".venv/bin").join(name);
+    assert!(
+        tool.exists(),
+        "{} is missing: `cargo xtask test` (or `cargo xtask up`) installs it",
+        tool.display()
+    );
+    tool
+}
+
 /// The document checked by a validator of the OpenAPI 3.1 specification of its own
 /// (`openapi-spec-validator`, which `cargo xtask` installs into `.venv` from
 /// `infra/requirements.txt`): its structure, every `$ref`, every schema.
 #[test]
 fn the_document_passes_an_openapi_3_1_validator() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let validator = root.join(".venv/bin/openapi-spec-validator");
-    assert!(
-        validator.exists(),
-        "{} is missing: `cargo xtask test` (or `cargo xtask up`) installs it",
-        validator.display()
-    );
+    let validator = venv_tool("openapi-spec-validator");
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("openapi.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&json()).unwrap()).unwrap();
     let out = std::process::Command::new(&validator)
@@ -446,13 +452,7 @@ fn the_document_passes_an_openapi_3_1_validator() {
 /// schema becomes a model, with no warning and nothing left out.
 #[test]
 fn a_python_client_is_generated_from_the_document_without_a_warning() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let generator = root.join(".venv/bin/openapi-python-client");
-    assert!(
-        generator.exists(),
-        "{} is missing: `cargo xtask test` (or `cargo xtask up`) installs it",
-        generator.display()
-    );
+    let generator = venv_tool("openapi-python-client");
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-client");
     std::fs::create_dir_all(&dir).unwrap();
     let (file, config) = (dir.join("openapi.json"), dir.join("config.yaml"));

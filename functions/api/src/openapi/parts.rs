@@ -203,7 +203,8 @@ fn parameter_schema(param: &Param) -> RefOr<Schema> {
         (_, In::Path) => ObjectBuilder::new()
             .schema_type(Type::String)
             .min_length(Some(1))
-            .max_length(Some(1024))
+            // An operator's id is an item's key, encoded: at most 2048 (`ops::ids`).
+            .max_length(Some(2048))
             .pattern(Some(PATH_SEGMENT))
             .into(),
         _ => String::schema(),
