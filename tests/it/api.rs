@@ -22,6 +22,26 @@ async fn only_the_admin_token_creates_organisations() {
     assert!(!items.contains(&key));
 }
 
+/// An id longer than the document allows names nothing: 404, never a server error.
+#[tokio::test]
+async fn an_id_longer_than_the_document_allows_is_not_found() {
+    let env = TestEnv::new().await;
+    let app = app(&env);
+    let key = new_org(&app).await;
+    let long = "0".repeat(api::PATH_ID_MAX + 1);
+    for path in [
+        format!("/api/assistant/calls/{long}"),
+        format!("/api/conversations/{long}/messages"),
+    ] {
+        let (status, body) = call(&app, "GET", &path, &key, Value::Null).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (404, Some("not_found")),
+            "{body}"
+        );
+    }
+}
+
 /// What reaches the api through the gateway's `$default` route with a method its path does not
 /// take: 405, never a 404 (the operator's page is routed for `GET` alone, a webhook URL for
 /// `POST`).

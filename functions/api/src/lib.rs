@@ -259,6 +259,10 @@ impl App {
             // The gateway's `$default` route: whatever no function serves gets our JSON too.
             return Err(unrouted(req.method().as_str(), &segments));
         }
+        // An id longer than any we hand out names nothing (and would not fit a key).
+        if segments.iter().any(|s| s.len() > PATH_ID_MAX) {
+            return Err(ApiError::not_found("route"));
+        }
         let Some(found) = routes::find(req.method().as_str(), &segments) else {
             // An unknown route is told apart only to a caller with a valid key.
             self.authenticate(req).await?;
@@ -450,6 +454,9 @@ fn within_size(req: &Request) -> Result<(), ApiError> {
 }
 
 /// The path's segments, each percent-decoded after the split: `c_1-%C3%A4.x` is the id `c_1-ä.x`.
+/// The longest id a path may carry, in bytes: the document's limit too.
+pub const PATH_ID_MAX: usize = 1024;
+
 fn decoded_segments(req: &Request) -> Vec<String> {
     http::route_path(req)
         .trim_end_matches('/')

@@ -203,8 +203,7 @@ fn parameter_schema(param: &Param) -> RefOr<Schema> {
         (_, In::Path) => ObjectBuilder::new()
             .schema_type(Type::String)
             .min_length(Some(1))
-            // An operator's id is an item's key, encoded: at most 2048 (`ops::ids`).
-            .max_length(Some(2048))
+            .max_length(Some(crate::PATH_ID_MAX))
             .pattern(Some(PATH_SEGMENT))
             .into(),
         _ => String::schema(),
