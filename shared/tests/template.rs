@@ -157,3 +157,19 @@ fn functions_log_json_and_the_gateway_writes_an_access_log_with_the_request_ids(
     }
     assert!(resource("HttpApiAccessLogs").contains("RetentionInDays: !Ref LogRetentionDays"));
 }
+
+#[test]
+fn a_recovery_runs_in_the_import_function_within_its_concurrency_cap() {
+    // Recoveries are handed to the import function (above), which takes at most
+    // `ImportConcurrency` executions at once: statement turns, file steps and recoveries
+    // together, so a burst of recoveries cannot take the account's concurrency.
+    let import = resource("BankImportFunction");
+    assert!(
+        import.contains(
+            "ReservedConcurrentExecutions: !If [ReservesConcurrency, !Ref ImportConcurrency, !Ref AWS::NoValue]"
+        ),
+        "{import}"
+    );
+    let cap = resource("ImportConcurrency");
+    assert!(cap.contains("MinValue: 1"), "{cap}");
+}

@@ -348,3 +348,61 @@ async fn the_import_function_recovers_only_an_integration_of_the_organisation_it
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn a_live_integrations_recovery_books_no_test_mode_event() {
+    const LIVE: &str = "rk_live_recovery_0001";
+    let o = with_recovery(Ops::new().await);
+    let (key, org) = org_by_key(&o).await;
+    let invoice = fixtures::invoice(&o.env, &org, rust_decimal_macros::dec!(100), "UAH").await;
+    let inv = invoice.id.as_str();
+    let mode = |mut e: Value, live: bool| {
+        e["livemode"] = json!(live);
+        e
+    };
+    let stripe = spawn_stripe(
+        LIVE,
+        vec![
+            mode(
+                event("evt_l", "payment_intent.succeeded", NOW - 3600, 1000, inv),
+                true,
+            ),
+            mode(
+                event("evt_t", "payment_intent.succeeded", NOW - 7200, 2000, inv),
+                false,
+            ),
+        ],
+    )
+    .await;
+    let made = json!({"kind": "payments", "provider": "stripe", "secret": STRIPE_SECRET,
+        "api_url": stripe.url(), "api_key": LIVE});
+    let (status, created) = call(&o.api, "POST", "/api/integrations", &key, made).await;
+    assert_eq!(status, 201, "{created}");
+    let recover = format!(
+        "/ops/integrations/{}/recover",
+        created["integration_id"].as_str().unwrap()
+    );
+    let window = json!({"from": at(NOW - 24 * 3600), "to": at(NOW)});
+    let (status, recovered) = o.post(&recover, &key, "live-1", &window).await;
+    assert_eq!(status, 200, "{recovered}");
+    assert_eq!(
+        (
+            &recovered["asked"],
+            &recovered["new"],
+            &recovered["ignored"]
+        ),
+        (&json!(2), &json!(1), &json!(1)),
+        "the test-mode event is ignored: {recovered}"
+    );
+    let paid = firmspace::payments::invoice::get(&o.env.store, &org, inv)
+        .await
+        .unwrap()
+        .unwrap()
+        .paid;
+    assert_eq!(paid, rust_decimal_macros::dec!(10), "the live 10.00 alone");
+    assert_eq!(
+        o.env.count("payment_event").await,
+        1,
+        "one payment event stored"
+    );
+}

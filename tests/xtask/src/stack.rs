@@ -128,11 +128,7 @@ impl Stack {
         }
         let log =
             std::fs::File::create(root().join(format!("target/ministack-{}.log", self.port)))?;
-        // In a session of its own (`setsid`, util-linux): closing the terminal that started it
-        // does not stop it; `cargo xtask down` does. The spawned process is no group leader, so
-        // `setsid` becomes ministack itself and the pid written below is ministack's.
-        let mut cmd = Command::new("setsid");
-        cmd.arg(venv.join("bin/ministack"));
+        let mut cmd = in_own_session(&venv.join("bin/ministack"));
         aws_env(&mut cmd, &self.endpoint());
         cmd.env("BIND_HOST", "127.0.0.1")
             .env("GATEWAY_PORT", self.port.to_string())
@@ -299,4 +295,49 @@ pub fn local_template(template: &str, bootstrap_dir: &Path) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `program` to be run in a session of its own (`setsid`, util-linux): closing the terminal
+/// that started it does not stop it; `cargo xtask down` does. The spawned process is no group
+/// leader, so `setsid` becomes `program` itself and the child's pid is the program's.
+fn in_own_session(program: &std::path::Path) -> Command {
+    let mut cmd = Command::new("setsid");
+    cmd.arg(program);
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    /// The session a process belongs to: the sixth field of `/proc/{pid}/stat` (after the
+    /// command's name in parentheses).
+    fn session(pid: u32) -> u32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.split(' ').nth(3).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn the_local_stack_runs_in_a_session_of_its_own_so_its_terminal_closing_does_not_stop_it() {
+        let mut child = super::in_own_session(std::path::Path::new("sleep"))
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // `setsid` makes its session and then becomes the program: wait until it has.
+        let mut led = false;
+        for _ in 0..100 {
+            let became = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "sleep");
+            if became && session(pid) == pid {
+                led = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let ours = session(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(led, "the program leads a session of its own");
+        assert_ne!(ours, pid, "not the session of the terminal that started it");
+    }
 }
