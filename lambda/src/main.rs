@@ -9,6 +9,7 @@
 #![recursion_limit = "256"]
 
 use firmspace::serve;
+use firmspace::webhook::{Edge, Source};
 use lambda_runtime::{service_fn, Error};
 
 /// Every function, by the name its `Handler` carries.
@@ -50,32 +51,20 @@ fn chosen(variable: Option<&str>, handler: Option<&str>) -> Result<&'static str,
     })
 }
 
+/// A webhook function: the shared edge over its source, answering HTTP.
+async fn edge<S: Source>() -> Result<(), Error> {
+    let app = Edge::<S>::from_env().await?;
+    serve::run(|req| app.handle(req)).await
+}
+
 async fn run(function: &'static str) -> Result<(), Error> {
     match function {
-        "payment-webhook" => {
-            let app = payment_webhook::from_env().await?;
-            serve::run(|req| app.handle(req)).await
-        }
-        "call-webhook" => {
-            let app = call_webhook::from_env().await?;
-            serve::run(|req| app.handle(req)).await
-        }
-        "message-webhook" => {
-            let app = message_webhook::from_env().await?;
-            serve::run(|req| app.handle(req)).await
-        }
-        "bank-webhook" => {
-            let app = bank_webhook::from_env().await?;
-            serve::run(|req| app.handle(req)).await
-        }
-        "sms-webhook" => {
-            let app = sms_webhook::from_env().await?;
-            serve::run(|req| app.handle(req)).await
-        }
-        "lead-webhook" => {
-            let app = lead_webhook::from_env().await?;
-            serve::run(|req| app.handle(req)).await
-        }
+        "payment-webhook" => edge::<payment_webhook::Payments>().await,
+        "call-webhook" => edge::<call_webhook::Calls>().await,
+        "message-webhook" => edge::<message_webhook::Messages>().await,
+        "bank-webhook" => edge::<bank_webhook::Bank>().await,
+        "sms-webhook" => edge::<sms_webhook::Sms>().await,
+        "lead-webhook" => edge::<lead_webhook::Leads>().await,
         "api" => {
             let app = api::App::from_env().await?;
             serve::run(|req| app.handle(req)).await

@@ -6,12 +6,11 @@
 //! row's id), the same key the scheduled import and a CSV upload use. monobank waits 5 s: one
 //! conditional put, answered at once.
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
 use firmspace::bank::monobank::Pushed;
 use firmspace::bank::providers::BankSettings;
 use firmspace::bank::{self, Arrival, BankRow, BankTx};
-use firmspace::config::Config;
+use firmspace::config::{Config, ConfigError};
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::review::Kind;
@@ -24,11 +23,6 @@ pub type App = Edge<Bank>;
 
 pub fn app(store: Store) -> App {
     Edge::new(Bank, store)
-}
-
-pub async fn from_env() -> anyhow::Result<App> {
-    let config = Config::from_env().context("loading configuration")?;
-    Ok(app(config.store().await))
 }
 
 pub struct Bank;
@@ -63,6 +57,10 @@ impl Source for Bank {
     type Verifier = AnyVerifier;
     type Event = PushedRow;
     type Stored = BankTx;
+
+    async fn from_config(_config: &Config) -> Result<Self, ConfigError> {
+        Ok(Self)
+    }
 
     /// Only a monobank integration has a webhook: a CSV one's id is answered 404 like any id
     /// that names no webhook.

@@ -5,11 +5,10 @@
 //! final status makes a call; the first report answers 201, every repeat 200 with the stored call.
 //! A generic sender's calls are keyed within its integration, Twilio's within the organisation.
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
 use firmspace::calls::providers::{self, webhook_url, CallProvider, CallSettings, Posted};
 use firmspace::calls::{self, Call, CallInput, Checked};
-use firmspace::config::{self, Config};
+use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::review::Kind;
@@ -31,12 +30,6 @@ pub fn app(store: Store, public_url: &str) -> App {
     )
 }
 
-pub async fn from_env() -> anyhow::Result<App> {
-    let config = Config::from_env().context("loading configuration")?;
-    let public_url = config::require("PUBLIC_URL").context("loading configuration")?;
-    Ok(app(config.store().await, &public_url))
-}
-
 pub struct Calls {
     public_url: String,
 }
@@ -48,6 +41,13 @@ impl Source for Calls {
     type Verifier = AnyVerifier;
     type Event = CallInput;
     type Stored = Call;
+
+    /// `PUBLIC_URL`: the base the providers were given.
+    async fn from_config(_config: &Config) -> Result<Self, ConfigError> {
+        Ok(Self {
+            public_url: config::require("PUBLIC_URL")?,
+        })
+    }
 
     fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
         Ok(

@@ -5,9 +5,8 @@
 //! often and under however many `webhook-id`s it comes. This crate is only what is particular to
 //! the form: its verifier and its parser. The first delivery answers 201, every repeat 200.
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
-use firmspace::config::Config;
+use firmspace::config::{Config, ConfigError};
 use firmspace::http::ApiError;
 use firmspace::integrations::leads::LeadSettings;
 use firmspace::integrations::{Integration, IntegrationKind};
@@ -15,18 +14,12 @@ use firmspace::leads::{self, Lead, LeadInput, Posted};
 use firmspace::signature::{standard, SignatureError, Verified};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Parsed, Recorded, Source};
-use secrecy::ExposeSecret;
 
 /// The lead webhook: the shared edge over the form source.
 pub type App = Edge<Leads>;
 
 pub fn app(store: Store) -> App {
     Edge::new(Leads, store)
-}
-
-pub async fn from_env() -> anyhow::Result<App> {
-    let config = Config::from_env().context("loading configuration")?;
-    Ok(app(config.store().await))
 }
 
 pub struct Leads;
@@ -38,13 +31,14 @@ impl Source for Leads {
     type Event = LeadInput;
     type Stored = Lead;
 
+    async fn from_config(_config: &Config) -> Result<Self, ConfigError> {
+        Ok(Self)
+    }
+
     fn verifier(&self, integration: &Integration) -> Result<standard::Verifier, SignatureError> {
-        match Self::settings(integration) {
-            Some(LeadSettings::Standard { secret }) => {
-                standard::Verifier::new(secret.expose_secret())
-            }
-            None => Err(SignatureError::BadKey),
-        }
+        Self::settings(integration)
+            .ok_or(SignatureError::BadKey)?
+            .verifier()
     }
 
     fn parse(

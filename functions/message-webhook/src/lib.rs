@@ -5,9 +5,8 @@
 //! Webhooks), a parser per messenger; `messages::deliver` records what a delivery carries.
 //! WhatsApp deliveries are answered in the batch form; the others with one message.
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
-use firmspace::config::{self, Config};
+use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{query, ApiError};
 use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::messages::media::{Apis, Files, Media};
@@ -27,20 +26,6 @@ pub fn app(store: Store, media: Media) -> App {
     Edge::new(Messages { media }, store)
 }
 
-/// `ATTACHMENTS_BUCKET` holds attachments; `TELEGRAM_API_URL`, `WHATSAPP_API_URL` and
-/// `CHANNEL_TIMEOUT_MS` set the messengers' APIs (see `Apis::from_env`).
-pub async fn from_env() -> anyhow::Result<App> {
-    let config = Config::from_env().context("loading configuration")?;
-    let bucket = config::require("ATTACHMENTS_BUCKET").context("loading configuration")?;
-    let apis = Apis::from_env(config.allows_loopback()).context("loading configuration")?;
-    let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
-    let s3 = firmspace::aws::s3(&sdk, config.endpoint_url.is_some());
-    Ok(app(
-        config.store().await,
-        Media::new(apis, Files::new(s3, bucket)),
-    ))
-}
-
 pub struct Messages {
     media: Media,
 }
@@ -53,6 +38,18 @@ impl Source for Messages {
     type Verifier = AnyVerifier;
     type Event = Delivery;
     type Stored = Message;
+
+    /// `ATTACHMENTS_BUCKET` holds attachments; `TELEGRAM_API_URL`, `WHATSAPP_API_URL` and
+    /// `CHANNEL_TIMEOUT_MS` set the messengers' APIs (see `Apis::from_env`).
+    async fn from_config(config: &Config) -> Result<Self, ConfigError> {
+        let bucket = config::require("ATTACHMENTS_BUCKET")?;
+        let apis = Apis::from_env(config.allows_loopback())?;
+        let sdk = firmspace::aws::sdk_config(config.endpoint_url.as_deref()).await;
+        let s3 = firmspace::aws::s3(&sdk, config.endpoint_url.is_some());
+        Ok(Self {
+            media: Media::new(apis, Files::new(s3, bucket)),
+        })
+    }
 
     fn verifier(&self, integration: &Integration) -> Result<AnyVerifier, SignatureError> {
         Ok(

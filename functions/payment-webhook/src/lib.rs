@@ -6,9 +6,8 @@
 mod monobank_keys;
 mod monobank_status;
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
-use firmspace::config::{self, Config};
+use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::payments::providers::{
@@ -44,12 +43,6 @@ pub fn app_with_monobank_api(store: Store, monobank_api: &str) -> App {
     )
 }
 
-pub async fn from_env() -> anyhow::Result<App> {
-    let config = Config::from_env().context("loading configuration")?;
-    let monobank_api = config::var("MONOBANK_API_URL").unwrap_or_else(|| MONOBANK_API.into());
-    Ok(app_with_monobank_api(config.store().await, &monobank_api))
-}
-
 pub struct Payments {
     monobank: MonobankKeys,
 }
@@ -58,6 +51,14 @@ impl Source for Payments {
     const KIND: IntegrationKind = IntegrationKind::Payments;
     type Settings = PaymentSettings;
     type Verifier = AnyVerifier;
+
+    /// `MONOBANK_API_URL`, where a rotated monobank key is fetched (`MONOBANK_API` unless set).
+    async fn from_config(_config: &Config) -> Result<Self, ConfigError> {
+        let monobank_api = config::var("MONOBANK_API_URL").unwrap_or_else(|| MONOBANK_API.into());
+        Ok(Self {
+            monobank: MonobankKeys::new(&monobank_api),
+        })
+    }
     type Event = PaymentInput;
     type Stored = PaymentEvent;
 

@@ -4,9 +4,8 @@
 //! read (a delivery outside the window is 401 and writes nothing); `ledger::record` books each
 //! event once. This crate is only what is particular to the carrier: its verifier and its parser.
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
-use firmspace::config::Config;
+use firmspace::config::{Config, ConfigError};
 use firmspace::http::ApiError;
 use firmspace::integrations::{Integration, IntegrationKind};
 use firmspace::ledger::providers::SmsSettings;
@@ -14,18 +13,12 @@ use firmspace::ledger::{self, Acked, SmsEvent};
 use firmspace::signature::{standard, SignatureError, Verified};
 use firmspace::store::Store;
 use firmspace::webhook::{Edge, Parsed, Recorded, Source};
-use secrecy::ExposeSecret;
 
 /// The SMS webhook: the shared edge over the carrier source.
 pub type App = Edge<Sms>;
 
 pub fn app(store: Store) -> App {
     Edge::new(Sms, store)
-}
-
-pub async fn from_env() -> anyhow::Result<App> {
-    let config = Config::from_env().context("loading configuration")?;
-    Ok(app(config.store().await))
 }
 
 pub struct Sms;
@@ -37,13 +30,14 @@ impl Source for Sms {
     type Event = SmsEvent;
     type Stored = Acked;
 
+    async fn from_config(_config: &Config) -> Result<Self, ConfigError> {
+        Ok(Self)
+    }
+
     fn verifier(&self, integration: &Integration) -> Result<standard::Verifier, SignatureError> {
-        match Self::settings(integration) {
-            Some(SmsSettings::Standard { secret }) => {
-                standard::Verifier::new(secret.expose_secret())
-            }
-            None => Err(SignatureError::BadKey),
-        }
+        Self::settings(integration)
+            .ok_or(SignatureError::BadKey)?
+            .verifier()
     }
 
     fn parse(

@@ -10,6 +10,7 @@ pub mod messages;
 pub mod pause;
 pub mod payments;
 pub mod rotation;
+mod signed;
 pub mod sms;
 
 use self::bank::BankSettings;

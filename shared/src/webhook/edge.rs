@@ -82,6 +82,14 @@ impl<S: Source> Edge<S> {
         }
     }
 
+    /// The deployed function's edge: its configuration read from the environment, and the
+    /// store and the source made from it (every webhook function starts so).
+    pub async fn from_env() -> Result<Self, crate::config::ConfigError> {
+        let config = crate::config::Config::from_env()?;
+        let source = S::from_config(&config).await?;
+        Ok(Self::new(source, config.store().await))
+    }
+
     /// The same edge with another limit of deliveries per integration and minute.
     pub fn with_deliveries_per_minute(mut self, per_minute: u64) -> Self {
         self.limiter = super::limit::Limiter::new(per_minute);

@@ -15,6 +15,7 @@ mod unparseable;
 pub use answer::{Recorded, Told};
 pub use edge::Edge;
 
+use crate::config::{Config, ConfigError};
 use crate::http::ApiError;
 use crate::integrations::{Integration, IntegrationKind, ProviderSettings};
 use crate::review::Kind;
@@ -85,6 +86,12 @@ pub trait Source: Send + Sync {
 
     /// Whether the route also takes `GET`: a subscription handshake (WhatsApp's).
     const HANDSHAKE: bool = false;
+
+    /// The source as its deployed function makes it from its configuration: what it needs
+    /// beyond the store (a public URL, a bucket, a provider's API), read from the environment.
+    fn from_config(config: &Config) -> impl Future<Output = Result<Self, ConfigError>> + Send
+    where
+        Self: Sized;
 
     /// Answers a `GET` on the route with the integration loaded: the text to answer 200
     /// `text/plain`, or the refusal. Only called when `HANDSHAKE` is true.
