@@ -3,7 +3,7 @@
 //! and a call is read into the [`Command`] it asks for.
 
 use super::amount::AmountText;
-use super::{crm, money, review, AnyCommand, Decision};
+use super::{crm, money, review, AnyCommand, Command, Decision};
 use crate::commands::Refused;
 use crate::effects::automation::Tool;
 use crate::fields;
@@ -86,46 +86,145 @@ pub struct ResolveInput {
     same_as: Option<String>,
 }
 
-/// What each tool does, as the assistant and the model are told.
-fn description(tool: Tool) -> &'static str {
+/// A tool an assistant or a model may call, as one type: its input (whose JSON schema is what
+/// is offered, so what is offered is what is read), what it is told, MCP's hints, and the
+/// command an input asks for, whose `NAME` is the tool's (a unit test holds them).
+pub trait ToolInput: DeserializeOwned + PartialSchema {
+    type Command: Command + Into<AnyCommand>;
+    /// What it does, as the assistant and the model are told.
+    const DESCRIPTION: &'static str;
+    /// It moves money (or, resolving a review item, may).
+    const MOVES_MONEY: bool = false;
+    /// It reaches the world outside (a messenger).
+    const OPEN_WORLD: bool = false;
+
+    /// The command this input asks for, in the organisation `org`.
+    fn command(self, org: &OrgId) -> Result<Self::Command, Refused>;
+}
+
+/// What a tool is, read from its one type.
+struct Spec {
+    name: &'static str,
+    description: &'static str,
+    moves_money: bool,
+    open_world: bool,
+    schema: fn() -> Value,
+    command: fn(&str, &OrgId) -> Result<AnyCommand, Refused>,
+}
+
+fn spec_of<I: ToolInput>() -> Spec {
+    Spec {
+        name: <I::Command as Command>::NAME,
+        description: I::DESCRIPTION,
+        moves_money: I::MOVES_MONEY,
+        open_world: I::OPEN_WORLD,
+        schema: || serde_json::to_value(I::schema()).unwrap_or(Value::Null),
+        command: |json, org| Ok(read::<I>(json)?.command(org)?.into()),
+    }
+}
+
+/// Each tool's type: the one place a tool is tied to what it is.
+fn spec(tool: Tool) -> Spec {
     match tool {
-        Tool::Reply => {
-            "Send a text into a Telegram or WhatsApp conversation, once. The send goes \
-                        through the channel's API from the automation worker; the result says \
-                        `sending`, and the conversation shows the message once it is sent."
-        }
-        Tool::CreateTask => "Create a task for the team, once.",
-        Tool::RegisterPayment => {
-            "Record a payment on an invoice (source `assistant`), through the \
-                        same payment function as every other payment: the open amount when no \
-                        amount is given; never more than is open. `amount` is a decimal string \
-                        or a JSON number in major units. Called by a rule's AI step, it books \
-                        nothing: it proposes the payment to a person (a `payment_proposed` \
-                        review item)."
-        }
-        Tool::CreateCreditNote => {
-            "Issue a credit note (CN-00001, ...) on an issued invoice: the \
-                        unpaid part is credited first; what falls on the paid part is a refund \
-                        for a person."
-        }
-        Tool::ResolveReview => {
-            "Resolve an open review item (GET /api/review lists them) with a \
-                        note; `decision: apply` books what a `payment_proposed` item proposes. \
-                        Needs a key with the `write` and `ops` scopes."
-        }
+        Tool::Reply => spec_of::<ReplyInput>(),
+        Tool::CreateTask => spec_of::<TaskInput>(),
+        Tool::RegisterPayment => spec_of::<PaymentInput>(),
+        Tool::CreateCreditNote => spec_of::<CreditNoteInput>(),
+        Tool::ResolveReview => spec_of::<ResolveInput>(),
+    }
+}
+
+impl ToolInput for ReplyInput {
+    type Command = crm::Reply;
+    const DESCRIPTION: &'static str = "Send a text into a Telegram or WhatsApp conversation, \
+        once. The send goes through the channel's API from the automation worker; the result \
+        says `sending`, and the conversation shows the message once it is sent.";
+    const OPEN_WORLD: bool = true;
+
+    fn command(self, _org: &OrgId) -> Result<crm::Reply, Refused> {
+        Ok(crm::Reply {
+            conversation_id: self.conversation_id,
+            text: self.text,
+        })
+    }
+}
+
+impl ToolInput for TaskInput {
+    type Command = crm::CreateTask;
+    const DESCRIPTION: &'static str = "Create a task for the team, once.";
+
+    fn command(self, _org: &OrgId) -> Result<crm::CreateTask, Refused> {
+        Ok(crm::CreateTask { title: self.title })
+    }
+}
+
+impl ToolInput for PaymentInput {
+    type Command = money::RegisterPayment;
+    const DESCRIPTION: &'static str = "Record a payment on an invoice (source `assistant`), \
+        through the same payment function as every other payment: the open amount when no \
+        amount is given; never more than is open. `amount` is a decimal string or a JSON \
+        number in major units. Called by a rule's AI step, it books nothing: it proposes the \
+        payment to a person (a `payment_proposed` review item).";
+    const MOVES_MONEY: bool = true;
+
+    fn command(self, _org: &OrgId) -> Result<money::RegisterPayment, Refused> {
+        Ok(money::RegisterPayment {
+            invoice_id: self.invoice_id,
+            source: Source::Assistant,
+            amount: self.amount,
+            actor: self.actor,
+        })
+    }
+}
+
+impl ToolInput for CreditNoteInput {
+    type Command = money::CreateCreditNote;
+    const DESCRIPTION: &'static str = "Issue a credit note (CN-00001, ...) on an issued \
+        invoice: the unpaid part is credited first; what falls on the paid part is a refund \
+        for a person.";
+    const MOVES_MONEY: bool = true;
+
+    fn command(self, _org: &OrgId) -> Result<money::CreateCreditNote, Refused> {
+        Ok(money::CreateCreditNote {
+            invoice_id: self.invoice_id,
+            note: money::CreditInput {
+                amount: self.amount,
+                reason: self.reason,
+                lines: self.lines,
+            },
+        })
+    }
+}
+
+impl ToolInput for ResolveInput {
+    type Command = review::ResolveReview;
+    const DESCRIPTION: &'static str = "Resolve an open review item (GET /api/review lists \
+        them) with a note; `decision: apply` books what a `payment_proposed` item proposes. \
+        Needs a key with the `write` and `ops` scopes.";
+    const MOVES_MONEY: bool = true;
+
+    fn command(self, org: &OrgId) -> Result<review::ResolveReview, Refused> {
+        let reason = Reason::parse(&self.reason).ok_or_else(|| {
+            Refused::invalid("invalid_input", "input: reason is not a review reason")
+        })?;
+        let key = fields::reference("key", &self.key, fields::KEY_MAX * 2)?;
+        Ok(review::ResolveReview {
+            pk: review_item_pk(org, reason, key),
+            note: self.note,
+            decision: self.decision,
+            named: review::Named {
+                invoice_id: self.invoice_id,
+                same_as: self.same_as,
+                // What a person approves; no tool applies a proposal.
+                amount: None,
+            },
+        })
     }
 }
 
 /// The tool's input schema, derived from its input type.
 pub fn input_schema(tool: Tool) -> Value {
-    let schema = match tool {
-        Tool::Reply => ReplyInput::schema(),
-        Tool::CreateTask => TaskInput::schema(),
-        Tool::RegisterPayment => PaymentInput::schema(),
-        Tool::CreateCreditNote => CreditNoteInput::schema(),
-        Tool::ResolveReview => ResolveInput::schema(),
-    };
-    serde_json::to_value(schema).unwrap_or(Value::Null)
+    (spec(tool).schema)()
 }
 
 /// A tool as `GET /api/assistant/tools` lists it, with MCP's annotations, so a client can ask
@@ -166,24 +265,22 @@ pub struct Annotations {
     pub open_world_hint: bool,
 }
 
-/// MCP's tool annotations: none reads only; a tool that moves money (or, resolving a review
-/// item, may) is destructive; every one acts once per `call_id`, so a call sent again has no
-/// further effect; a reply reaches the world outside (the messenger).
+/// MCP's tool annotations: no writing tool reads only; a tool that moves money (or, resolving
+/// a review item, may) is destructive; every one acts once per `call_id`, so a call sent again
+/// has no further effect; a reply reaches the world outside (the messenger).
 pub fn annotations(tool: Tool) -> Annotations {
-    let moves_money = matches!(
-        tool,
-        Tool::RegisterPayment | Tool::CreateCreditNote | Tool::ResolveReview
-    );
+    let spec = spec(tool);
     Annotations {
         read_only_hint: false,
-        destructive_hint: moves_money,
+        destructive_hint: spec.moves_money,
         idempotent_hint: true,
-        open_world_hint: matches!(tool, Tool::Reply),
+        open_world_hint: spec.open_world,
     }
 }
 
 pub fn describe(tool: Tool) -> (String, &'static str, Value) {
-    (tool.name(), description(tool), input_schema(tool))
+    let spec = spec(tool);
+    (spec.name.to_owned(), spec.description, (spec.schema)())
 }
 
 /// One tool call as an assistant sends it: `{"tool", "input", "call_id"}`. `input` is kept as
@@ -232,61 +329,7 @@ impl Input<'_> {
     }
 
     pub fn command(&self) -> Result<AnyCommand, Refused> {
-        Ok(match self.tool {
-            Tool::Reply => {
-                let input: ReplyInput = read(self.json)?;
-                crm::Reply {
-                    conversation_id: input.conversation_id,
-                    text: input.text,
-                }
-                .into()
-            }
-            Tool::CreateTask => crm::CreateTask {
-                title: read::<TaskInput>(self.json)?.title,
-            }
-            .into(),
-            Tool::RegisterPayment => {
-                let input: PaymentInput = read(self.json)?;
-                money::RegisterPayment {
-                    invoice_id: input.invoice_id,
-                    source: Source::Assistant,
-                    amount: input.amount,
-                    actor: input.actor,
-                }
-                .into()
-            }
-            Tool::CreateCreditNote => {
-                let input: CreditNoteInput = read(self.json)?;
-                money::CreateCreditNote {
-                    invoice_id: input.invoice_id,
-                    note: money::CreditInput {
-                        amount: input.amount,
-                        reason: input.reason,
-                        lines: input.lines,
-                    },
-                }
-                .into()
-            }
-            Tool::ResolveReview => {
-                let input: ResolveInput = read(self.json)?;
-                let reason = Reason::parse(&input.reason).ok_or_else(|| {
-                    Refused::invalid("invalid_input", "input: reason is not a review reason")
-                })?;
-                let key = fields::reference("key", &input.key, fields::KEY_MAX * 2)?;
-                review::ResolveReview {
-                    pk: review_item_pk(self.org, reason, key),
-                    note: input.note,
-                    decision: input.decision,
-                    named: review::Named {
-                        invoice_id: input.invoice_id,
-                        same_as: input.same_as,
-                        // What a person approves; no tool applies a proposal.
-                        amount: None,
-                    },
-                }
-                .into()
-            }
-        })
+        (spec(self.tool).command)(self.json, self.org)
     }
 }
 
