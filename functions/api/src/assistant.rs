@@ -20,9 +20,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 /// `GET /api/assistant/tools`: the writing tools, then the read tools.
-pub fn tools() -> Response<Body> {
-    let writing = Tool::ALL.into_iter().map(tools::view);
-    let tools = writing.chain(ReadTool::ALL.map(ReadTool::view)).collect();
+pub(crate) fn tools() -> Response<Body> {
+    let tools = tool_views().collect();
     typed_response(200, &AssistantTools { tools })
 }
 
@@ -59,7 +58,7 @@ fn unknown_tool() -> ApiError {
 
 /// Performs a tool call once per (organisation, `call_id`): `{"call_id", "result",
 /// "duplicate"}`; a refusal is the call's answer too, given again to a repeat.
-pub async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let body: ToolCall = parse_json(body_bytes(ctx.req))?;
     let call_id = ExternalId::parse("call_id", &body.call_id).map_err(|e| ApiError {
         field: Some("call_id"),
@@ -125,5 +124,86 @@ pub(crate) async fn ask(
             "never_arrived",
             "nothing arrived under this key",
         )),
+    }
+}
+
+/// The names of the tools, as `GET /api/assistant/tools` lists them.
+pub fn listed_names() -> Vec<String> {
+    tool_views().map(|t| t.name).collect()
+}
+
+/// The body of `POST /api/assistant/calls` as the document describes it (`ToolCall`): one shape
+/// per tool (`{Tool}Call`), each with that tool's own input (`{Tool}Input`), as `GET
+/// /api/assistant/tools` lists them (`ToolCall` reads the call, the tool's input type its
+/// `input`).
+pub struct CallBody;
+
+/// `create_task` → `CreateTask`.
+fn camel(name: &str) -> String {
+    name.split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
+}
+
+fn tool_views() -> impl Iterator<Item = ToolView> {
+    let writing = Tool::ALL.into_iter().map(tools::view);
+    writing.chain(ReadTool::ALL.map(ReadTool::view))
+}
+
+fn schema_of(value: Value) -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    serde_json::from_value(value).expect("a schema")
+}
+
+impl utoipa::PartialSchema for CallBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let shapes: Vec<Value> = tool_views()
+            .map(|tool| serde_json::json!({"$ref": format!("#/components/schemas/{}Call", camel(&tool.name))}))
+            .collect();
+        schema_of(serde_json::json!({
+            "description": "One tool call: `tool` names one of the tools `GET \
+                /api/assistant/tools` lists, `input` is that tool's input, `call_id` the agent's \
+                id of the call.",
+            "oneOf": shapes,
+        }))
+    }
+}
+
+impl ToSchema for CallBody {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "ToolCall".into()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        for tool in tool_views() {
+            let name = camel(&tool.name);
+            schemas.push((format!("{name}Input"), schema_of(tool.input_schema)));
+            let call = serde_json::json!({
+                "type": "object",
+                "description": format!("A call of `{}`.", tool.name),
+                "properties": {
+                    "tool": {"type": "string", "enum": [tool.name]},
+                    "input": {"$ref": format!("#/components/schemas/{name}Input")},
+                    "call_id": {
+                        "type": "string", "minLength": 1, "maxLength": 255,
+                        "description": "The agent's id of this call (1 to 255 bytes): the same \
+                            id again is the same call.",
+                        "example": "toolu_01A2b3",
+                    },
+                },
+                "required": ["tool", "input", "call_id"],
+                "additionalProperties": false,
+            });
+            schemas.push((format!("{name}Call"), schema_of(call)));
+        }
     }
 }

@@ -54,6 +54,11 @@ pub async fn activity_log(
             "entity kind must be contact, deal or company",
         )
     })?;
+    // An id longer than any the CRM's entities have names none: not found, as any other id
+    // in a path past its limit.
+    if entity_id.len() > REF_MAX {
+        return Err(ApiError::not_found("entity"));
+    }
     let entity_id = fields::reference("entity_id", entity_id, REF_MAX)?;
     let items = activity::list(store, &ctx.org, entity_kind, entity_id).await?;
     Ok(json_response(200, &json!({ "items": items })))

@@ -4,7 +4,7 @@
 //! `GET /api/openapi.json` (the document of every route, from the table `routes` dispatches by)
 //! takes none.
 
-mod assistant;
+pub mod assistant;
 mod bank;
 mod calls;
 mod consequences;

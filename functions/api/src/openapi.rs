@@ -18,14 +18,13 @@ use crate::routes;
 use crate::schemas::ErrorBody;
 use firmspace::http::{json_response, ApiError};
 use lambda_http::{Body, Response};
-use parts::{answer_schema, error, parameter, replayed, JSON, LIMITED, REPLAYED, SERVER};
+use parts::{answer_schema, error, parameter, replayed, LIMITED, REPLAYED, SERVER};
 use utoipa::openapi::path::{Operation, OperationBuilder};
-use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
     ComponentsBuilder, ContentBuilder, HttpMethod, InfoBuilder, OpenApi, OpenApiBuilder,
-    OpenApiVersion, PathItem, PathsBuilder, Ref, RefOr, Required, ResponseBuilder,
-    ResponsesBuilder, Schema, SecurityRequirement,
+    OpenApiVersion, PathItem, PathsBuilder, RefOr, ResponseBuilder, ResponsesBuilder, Schema,
+    SecurityRequirement,
 };
 
 use parts::{ADMIN_TOKEN, ORG_KEY};
@@ -166,13 +165,7 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         .tag(tag(route.path))
         .summary(Some(route.summary))
         .parameters(Some(route.params.iter().map(parameter)))
-        .request_body(route.body.map(|doc| {
-            let content = ContentBuilder::new().schema(Some(Ref::from_schema_name(doc(schemas))));
-            RequestBodyBuilder::new()
-                .required(Some(Required::True))
-                .content(JSON, content.build())
-                .build()
-        }))
+        .request_body(route.body.map(|doc| parts::json_body(doc, true, schemas)))
         .responses(responses.build());
     let scheme = match auth {
         Auth::Public => None,

@@ -101,6 +101,7 @@ pub struct NewSecrets {
     /// `whsec_` and the base64 of 24 to 64 bytes.
     #[schema(value_type = Object)]
     secrets: std::collections::BTreeMap<String, String>,
+    #[schema(maximum = 168)]
     overlap_hours: Option<u32>,
 }
 

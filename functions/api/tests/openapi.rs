@@ -482,3 +482,36 @@ fn a_python_client_is_generated_from_the_document_without_a_warning() {
         "{said}"
     );
 }
+
+#[test]
+fn a_tool_call_is_one_shape_per_tool_with_that_tools_own_input() {
+    let doc = json();
+    let schemas = &doc["components"]["schemas"];
+    let call = &schemas["ToolCall"];
+    let shapes = call["oneOf"].as_array().expect("one shape per tool");
+    let listed = api::assistant::listed_names();
+    assert_eq!(shapes.len(), listed.len(), "{call}");
+    let named = |reference: &Value| {
+        let name = reference["$ref"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        schemas[name].clone()
+    };
+    for (shape, name) in shapes.iter().zip(&listed) {
+        let shape = named(shape);
+        assert_eq!(
+            shape["properties"]["tool"]["enum"],
+            serde_json::json!([name]),
+            "{shape}"
+        );
+        assert_eq!(shape["additionalProperties"], false, "{shape}");
+        let input = named(&shape["properties"]["input"]);
+        assert_eq!(input["type"], "object", "{name}: {input}");
+    }
+    // A payment's input is the payment tool's: an invoice id, required.
+    let pay = named(&schemas["RegisterPaymentCall"]["properties"]["input"]);
+    assert_eq!(pay["required"], serde_json::json!(["invoice_id"]));
+}

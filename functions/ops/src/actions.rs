@@ -7,6 +7,7 @@
 use crate::views::{admin_only, kind_named};
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
+use firmspace::commands::asks;
 use firmspace::commands::requests::Request as Asked;
 use firmspace::commands::Refused;
 use firmspace::commands::{perform, Actor, AnyCommand, Env, Queued, RequestKey};
@@ -21,7 +22,6 @@ use firmspace::ops::ids;
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Where each event kind's items are kept: the ids `replay` takes.
@@ -85,54 +85,6 @@ enum Action {
     Recover(firmspace::ops::recover::Ask),
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RedriveBody {
-    ids: Option<Vec<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResolveBody {
-    note: Option<String>,
-    /// `apply` books what a `payment_proposed` item proposes or puts money a payment kept on
-    /// `invoice_id`; `same_money` reverses the item's payment (the same money as `as`);
-    /// `dismiss` (or none) nothing.
-    decision: Option<String>,
-    invoice_id: Option<String>,
-    #[serde(rename = "as")]
-    same_as: Option<String>,
-    /// `apply` of a proposal: at most the proposed amount and what the invoice owes now.
-    amount: Option<firmspace::commands::AmountText>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WindowBody {
-    kind: String,
-    from: String,
-    to: String,
-    #[serde(default)]
-    dry_run: bool,
-    cursor: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RecoverBody {
-    from: String,
-    to: String,
-    /// A monobank statement read page by page: where the next page ends (as the last answer
-    /// gave it).
-    cursor: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DecideBody {
-    decision: String,
-}
-
 fn unknown(what: &str) -> ApiError {
     ApiError::not_found(what)
 }
@@ -143,7 +95,7 @@ fn redrive(app: &App, who: &Who, queue: &str, body: &[u8]) -> Result<Action, Api
     app.queues.pair(queue).ok_or_else(|| unknown("queue"))?;
     let ids = match body.is_empty() {
         true => None,
-        false => parse_json::<RedriveBody>(body)?.ids,
+        false => parse_json::<asks::Redrive>(body)?.ids,
     };
     if ids
         .as_ref()
@@ -187,7 +139,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         ["ops", "integrations", raw, "recover"] => recovering(who, raw, body),
         ["ops", "runs", id, "decide"] => {
             let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
-            let decision = match parse_json::<DecideBody>(body)?.decision.as_str() {
+            let decision = match parse_json::<asks::Decide>(body)?.decision.as_str() {
                 "delivered" => Decision::Delivered,
                 "resend" => Decision::Resend,
                 _ => {
@@ -232,7 +184,7 @@ fn window_of(
 /// A bulk replay's window: a kind, `from` before `to`, at most 7 days.
 fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
     let org = who.one(req)?;
-    let asked = parse_json::<WindowBody>(body)?;
+    let asked = parse_json::<asks::ReplayWindow>(body)?;
     let kind = kind_named(Some(&asked.kind))?;
     let (from, to) = window_of(
         (&asked.from, &asked.to),
@@ -264,7 +216,7 @@ fn resolution(
     ),
     ApiError,
 > {
-    let body = parse_json::<ResolveBody>(body)?;
+    let body = parse_json::<asks::Resolve>(body)?;
     let decision = match body.decision.as_deref() {
         None => None,
         Some(raw) => Some(firmspace::store::item::parse_tag(raw).ok_or_else(|| {
@@ -295,7 +247,7 @@ fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
         .ok()
         .filter(|id| who.owner().is_none_or(|org| *org == id.org))
         .ok_or_else(|| unknown("integration"))?;
-    let asked = parse_json::<RecoverBody>(body)?;
+    let asked = parse_json::<asks::Recover>(body)?;
     let longest = (
         firmspace::ops::recover::WINDOW_MAX,
         "a recovery's",

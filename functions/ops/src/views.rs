@@ -164,10 +164,10 @@ pub(crate) fn gauges(f: &Figures, now: DateTime<Utc>) {
 
 /// `GET /ops/orgs`: the organisations the caller may look at (the admin's picker).
 pub(crate) async fn orgs(app: &App, who: &Who, req: &Request) -> Result<Response<Body>, ApiError> {
-    let cursor = query(req, "cursor");
+    let (cursor, limit) = (query(req, "cursor"), limit(req)?);
     let (orgs, next) = match who {
         Who::Org(key) => (vec![(key.org.clone(), String::new())], None),
-        Who::Admin(_) => firmspace::orgs::page(&app.store, limit(req)?, cursor.as_deref())
+        Who::Admin(_) => firmspace::orgs::page(&app.store, limit, cursor.as_deref())
             .await
             .map_err(|e| read_error(e, cursor.as_deref()))?,
     };

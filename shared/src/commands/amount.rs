@@ -9,6 +9,9 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+/// What an amount given as a string looks like: digits with at most one point, above zero.
+pub const POSITIVE_DECIMAL: &str = "^(0*[1-9][0-9]*(\\.[0-9]+)?|0+\\.[0-9]*[1-9][0-9]*)$";
+
 /// The JSON text of an `amount` field, kept as it came so that the command, not the JSON
 /// reader, decides what it means.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +22,10 @@ impl utoipa::PartialSchema for AmountText {
         use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
         ObjectBuilder::new()
             .schema_type(SchemaType::from_iter([Type::String, Type::Number]))
+            // A number above zero; a string of digits with at most one point, above zero.
+            .exclusive_minimum(Some(0.0))
+            .pattern(Some(POSITIVE_DECIMAL))
+            .max_length(Some(crate::money::MAX_AMOUNT_CHARS))
             .description(Some(
                 "Major units: a decimal string (\"40.00\") or a JSON number (40); positive, \
                  no sign, comma or suffix, at most as many decimals as the currency has. A \
@@ -132,5 +139,27 @@ mod tests {
             text.in_currency("amount", bhd).unwrap(),
             "40.001".parse::<Decimal>().unwrap()
         );
+    }
+}
+
+#[cfg(test)]
+mod pattern {
+    use super::*;
+
+    /// The document's pattern takes what the server takes, and refuses what it refuses.
+    #[test]
+    fn the_documented_pattern_is_the_servers_reading_of_a_string() {
+        let pattern = regex_lite::Regex::new(POSITIVE_DECIMAL).unwrap();
+        use crate::money::parse_amount;
+        for text in ["1", "40.00", "00.50", "0.01", "10", "007"] {
+            assert!(pattern.is_match(text), "{text}");
+            assert!(parse_amount(text).is_ok(), "{text}");
+        }
+        for text in [
+            "0", "0.0", "00", "-1", "1,5", "1e5", " 1", "1.", ".5", "", "+1",
+        ] {
+            assert!(!pattern.is_match(text), "{text}");
+            assert!(parse_amount(text).is_err(), "{text}");
+        }
     }
 }

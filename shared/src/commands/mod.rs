@@ -11,6 +11,7 @@
 pub mod ai;
 pub mod amount;
 pub mod answers;
+pub mod asks;
 pub mod crm;
 pub mod model;
 pub mod money;

@@ -20,17 +20,23 @@ use sha2::{Digest, Sha256};
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Action {
     CreateTask {
+        /// 1 to 500 characters, on one line.
+        #[schema(min_length = 1, max_length = 500)]
         title: String,
     },
     /// To an outbound integration of this organisation.
     SendMessage {
         #[schema(value_type = String)]
         integration_id: IntegrationId,
+        /// 1 to 4000 characters.
+        #[schema(min_length = 1, max_length = 4000)]
         text: String,
     },
     /// Sends `text` back into the conversation the trigger came from (`message.received`), or
     /// the contact's latest Telegram or WhatsApp conversation (`call.missed`).
     Reply {
+        /// 1 to 4000 characters.
+        #[schema(min_length = 1, max_length = 4000)]
         text: String,
     },
     /// Asks `model` (Amazon Bedrock's Converse) what to do about the event, with `instructions`
@@ -38,10 +44,13 @@ pub enum Action {
     Ai {
         #[schema(example = "anthropic.claude-3-5-haiku-20241022-v1:0")]
         model: String,
+        /// 1 to 4000 characters.
+        #[schema(min_length = 1, max_length = 4000)]
         instructions: String,
         tools: Vec<Tool>,
         /// The bound on the answer's tokens (default 1024, at most 4096).
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(minimum = 1, maximum = 4096)]
         max_tokens: Option<u32>,
     },
 }

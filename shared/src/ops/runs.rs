@@ -79,7 +79,9 @@ pub enum Decided {
 }
 
 /// What a person decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = RunDecision)]
 pub enum Decision {
     Delivered,
     Resend,

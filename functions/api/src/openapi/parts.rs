@@ -3,6 +3,7 @@
 
 use crate::route::{Answer, In, Param, Schemas};
 use crate::schemas::ErrorBody;
+use firmspace::store::lists::EventKind;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::{
     ArrayBuilder, ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, RefOr, Required,
@@ -141,6 +142,11 @@ fn header(description: &str) -> utoipa::openapi::header::Header {
 pub const PATH_SEGMENT: &str = "^[^\\s/?#%\\x00-\\x1f\\x7f]+$";
 
 pub fn parameter(param: &Param) -> Parameter {
+    parameter_of("", param)
+}
+
+/// A parameter of the route at `path` (where a name's values differ by route: `state`).
+pub fn parameter_of(path: &str, param: &Param) -> Parameter {
     let at = match param.at {
         In::Path => ParameterIn::Path,
         In::Query => ParameterIn::Query,
@@ -155,13 +161,69 @@ pub fn parameter(param: &Param) -> Parameter {
             Required::False
         })
         .description(Some(param.doc))
-        .schema(Some(parameter_schema(param)))
+        .schema(Some(parameter_schema(path, param)))
         .build()
 }
 
+/// A JSON request body of the type `doc` names, which must be sent when `required`.
+pub fn json_body(
+    doc: crate::route::Doc,
+    required: bool,
+    schemas: &mut Schemas,
+) -> utoipa::openapi::request_body::RequestBody {
+    let schema = utoipa::openapi::Ref::from_schema_name(doc(schemas));
+    let content = utoipa::openapi::ContentBuilder::new().schema(Some(schema));
+    let required = match required {
+        true => utoipa::openapi::Required::True,
+        false => utoipa::openapi::Required::False,
+    };
+    utoipa::openapi::request_body::RequestBodyBuilder::new()
+        .required(Some(required))
+        .content(JSON, content.build())
+        .build()
+}
+
+fn one_of(values: Vec<String>) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values))
+        .into()
+}
+
+/// A closed set a query parameter takes on the route at `path`, if it is one.
+fn closed_set(path: &str, name: &str) -> Option<RefOr<Schema>> {
+    let names = |all: &[&str]| all.iter().map(|s| (*s).to_owned()).collect();
+    Some(match name {
+        // An event list's kind.
+        "kind" => one_of(EventKind::ALL.iter().map(|k| k.name().into()).collect()),
+        // A board's stage.
+        "stage" => one_of(
+            firmspace::deals::Stage::ALL
+                .iter()
+                .map(firmspace::store::item::tag_name)
+                .collect(),
+        ),
+        // A list's state: the review's, or the runs'.
+        "state" if path == "/ops/review" => one_of(names(&firmspace::ops::review::STATES)),
+        "state" if path == "/ops/runs" => one_of(names(&firmspace::ops::runs::STATES)),
+        _ => return None,
+    })
+}
+
 /// What a parameter takes: the limits the server holds it to.
-fn parameter_schema(param: &Param) -> RefOr<Schema> {
+fn parameter_schema(path: &str, param: &Param) -> RefOr<Schema> {
+    if param.at == In::Query {
+        if let Some(set) = closed_set(path, param.name) {
+            return set;
+        }
+    }
     match (param.name, param.at) {
+        // Text to find in an event list: 1 to 200 characters.
+        ("q", In::Query) => ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(firmspace::ops::events::QUERY_MAX))
+            .into(),
         // The one header a route reads: its limit is the document's too.
         ("Idempotency-Key", _) => ObjectBuilder::new()
             .schema_type(Type::String)

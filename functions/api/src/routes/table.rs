@@ -15,7 +15,6 @@ use firmspace::calls::CallFields;
 use firmspace::commands::money::CreateInvoice;
 use firmspace::commands::setup::NewIntegration;
 use firmspace::commands::CreditInput as NewNote;
-use firmspace::commands::ToolCall;
 use firmspace::commands::{money, operate, records, statements};
 
 const fn path(name: &'static str, doc: &'static str) -> Param {
@@ -298,7 +297,11 @@ pub static ROUTES: &[Route] = &[
         summary: "A contact's, deal's or company's activity log, in time order",
         params: &[
             path("kind", "`contact`, `deal` or `company`"),
-            path("entity_id", "the CRM's id of the contact, deal or company"),
+            path(
+                "entity_id",
+                "the CRM's id of the contact, deal or company (1 to 128 bytes; a longer one is \
+                 no entity's: 404)",
+            ),
         ],
         body: None,
         ok: OK,
@@ -506,7 +509,7 @@ pub static ROUTES: &[Route] = &[
         op: Op::Org(AssistantCall),
         summary: "Perform one tool call, once per (organisation, `call_id`)",
         params: &[],
-        body: Some(doc::<ToolCall>),
+        body: Some(doc::<crate::assistant::CallBody>),
         ok: &[(
             200,
             "performed, or the stored result of this `call_id` (`duplicate: true`)",
