@@ -263,7 +263,14 @@ impl RequestOutcome {
     /// The record of the request under `key`, as an answer.
     pub fn of(key: &str, looked: crate::commands::requests::Looked) -> Self {
         let (state, status, answer) = match looked.done {
-            Some((outcome, answer)) => ("done", Some(u64::from(status(outcome))), Some(answer)),
+            Some((outcome, answer)) => {
+                let status = status(outcome);
+                (
+                    "done",
+                    Some(u64::from(status)),
+                    Some(as_answered(status, answer)),
+                )
+            }
             None => ("running", None, None),
         };
         Self {
@@ -273,6 +280,17 @@ impl RequestOutcome {
             answer,
             at: looked.at,
         }
+    }
+}
+
+/// A kept body as it was answered: a refusal as its problem (`type`, `title`, `status` beside
+/// the kept fields), as `json_response` gave it.
+fn as_answered(status: u16, body: Value) -> Value {
+    match body.get("error").and_then(Value::as_str) {
+        Some(code) if status >= 400 => {
+            serde_json::to_value(Problem::of(status, code, &body)).unwrap_or(body)
+        }
+        _ => body,
     }
 }
 
@@ -576,5 +594,20 @@ mod tests {
             "detail": 3, "rows": [{"line": 2}],
         });
         assert_eq!(body, expected);
+    }
+
+    #[test]
+    fn a_kept_refusal_is_asked_for_as_the_problem_it_was_answered() {
+        use crate::commands::{requests::Looked, Why};
+        let kept = json!({"error": "not_found", "detail": "invoice not found"});
+        let looked = Looked {
+            done: Some((Outcome::Refused(Why::NotFound), kept.clone())),
+            at: None,
+        };
+        let outcome = serde_json::to_value(RequestOutcome::of("k", looked)).unwrap();
+        let (_, _, answered) = parts(json_response(404, &kept));
+        assert_eq!(outcome["status"], 404);
+        assert_eq!(outcome["answer"], answered, "{outcome}");
+        assert_eq!(outcome["answer"]["title"], "Not found");
     }
 }

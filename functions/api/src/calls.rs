@@ -36,8 +36,13 @@ pub struct NewContactBody {
     name: String,
     /// E.164; one contact per number.
     phone: Option<String>,
-    /// The member told about this contact's calls and messages.
-    #[schema(max_length = 128)]
+    /// The member told about this contact's calls and messages (a member's id: `POST
+    /// /api/members`).
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\s#\\x00-\\x1f\\x7f-\\x9f\\uFFFE\\uFFFF]+$"
+    )]
     owner: Option<String>,
 }
 

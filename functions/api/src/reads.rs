@@ -71,7 +71,7 @@ pub struct ListConversationsInput {
 #[serde(deny_unknown_fields)]
 pub struct ListReviewInput {
     /// Only items of this reason (`payment_proposed`, `possible_same_money`, ...).
-    #[schema(max_length = 64)]
+    #[schema(value_type = Option<firmspace::review::Reason>)]
     reason: Option<String>,
 }
 
@@ -236,6 +236,14 @@ async fn list_review(
     ctx: &Ctx<'_>,
     input: ListReviewInput,
 ) -> Result<Items<ReviewView>, ApiError> {
+    if input
+        .reason
+        .as_deref()
+        .is_some_and(|r| firmspace::review::Reason::parse(r).is_none())
+    {
+        let detail = "input: reason is not a review reason";
+        return Err(ApiError::bad_request("invalid_input", detail));
+    }
     let (open, _) = review::page(store, &ctx.org, "open", 200, None, review::view).await?;
     let items = open
         .into_iter()

@@ -166,6 +166,13 @@ pub(crate) fn gauges(f: &Figures, now: DateTime<Utc>) {
 pub(crate) async fn orgs(app: &App, who: &Who, req: &Request) -> Result<Response<Body>, ApiError> {
     let (cursor, limit) = (query(req, "cursor"), limit(req)?);
     let (orgs, next) = match who {
+        // A key's list is its own organisation, one page: no cursor is one it gave.
+        Who::Org(_) if cursor.is_some() => {
+            return Err(ApiError::bad_request(
+                "invalid_cursor",
+                "cursor is not one this list gave",
+            ))
+        }
         Who::Org(key) => (vec![(key.org.clone(), String::new())], None),
         Who::Admin(_) => firmspace::orgs::page(&app.store, limit, cursor.as_deref())
             .await

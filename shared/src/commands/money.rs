@@ -345,19 +345,55 @@ impl Command for VoidInvoice {
     }
 }
 
+/// The statuses a new invoice may be made in.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // A document's type: the body reads `status` as text.
+enum InvoiceStatusAsked {
+    Open,
+    Draft,
+}
+
 /// Amounts are strings in major units; the links are optional.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateInvoice {
     #[schema(example = "UAH")]
     currency: String,
-    #[schema(example = "100.00")]
+    /// Major units, as many decimals as the currency has at most.
+    #[schema(
+        example = "100.00",
+        pattern = "^(0*[1-9][0-9]*(\\.[0-9]+)?|0+\\.[0-9]*[1-9][0-9]*)$",
+        max_length = 32
+    )]
     gross: String,
-    /// The member notified of its payments; without one, the whole team is.
+    /// The member notified of its payments; without one, the whole team is. Each link is 1 to
+    /// 128 bytes, without white space, control characters or `#`.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\s#\\x00-\\x1f\\x7f-\\x9f\\uFFFE\\uFFFF]+$"
+    )]
     owner: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\s#\\x00-\\x1f\\x7f-\\x9f\\uFFFE\\uFFFF]+$"
+    )]
     contact_id: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\s#\\x00-\\x1f\\x7f-\\x9f\\uFFFE\\uFFFF]+$"
+    )]
     deal_id: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\s#\\x00-\\x1f\\x7f-\\x9f\\uFFFE\\uFFFF]+$"
+    )]
     company_id: Option<String>,
     /// `open` (default: issued, takes payments) or `draft` (not issued yet; can be voided).
+    #[schema(value_type = Option<InvoiceStatusAsked>)]
     status: Option<String>,
 }
 
