@@ -34,15 +34,20 @@ pub enum ReadTool {
     ListReview,
 }
 
+/// The longest invoice number a search takes, in characters.
+const NUMBER_MAX: usize = 32;
+/// The longest contact id a search takes, in characters (its schema's `maxLength`).
+const REF_CHARS: usize = 128;
+
 /// `find_invoices`: invoices by number or contact, newest first.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindInvoicesInput {
     /// The invoice's number as people write it (`INV-00012`, any case).
-    #[schema(max_length = 32)]
+    #[schema(min_length = 1, max_length = 32)]
     number: Option<String>,
     /// `ct_...`: the contact's invoices.
-    #[schema(max_length = 128)]
+    #[schema(min_length = 1, max_length = 128)]
     contact_id: Option<String>,
     /// Only invoices with money still open.
     open: Option<bool>,
@@ -53,7 +58,7 @@ pub struct FindInvoicesInput {
 #[serde(deny_unknown_fields)]
 pub struct ReadInvoiceInput {
     /// `inv_...`.
-    #[schema(max_length = 128)]
+    #[schema(min_length = 1, max_length = 128)]
     invoice_id: String,
 }
 
@@ -62,7 +67,7 @@ pub struct ReadInvoiceInput {
 #[serde(deny_unknown_fields)]
 pub struct ListConversationsInput {
     /// `ct_...`: only this contact's.
-    #[schema(max_length = 128)]
+    #[schema(min_length = 1, max_length = 128)]
     contact_id: Option<String>,
 }
 
@@ -154,6 +159,7 @@ impl ReadTool {
             Self::FindInvoices => to_value(find_invoices(store, ctx, read(json)?).await?),
             Self::ReadInvoice => {
                 let input: ReadInvoiceInput = read(json)?;
+                within("invoice_id", Some(&input.invoice_id), REF_CHARS)?;
                 to_value(crate::invoices::detail(store, &ctx.org, &input.invoice_id).await?)
             }
             Self::ListConversations => to_value(list_conversations(store, ctx, read(json)?).await?),
@@ -170,6 +176,17 @@ fn read<T: DeserializeOwned>(json: &str) -> Result<T, ApiError> {
     })
 }
 
+/// An input's field held to the limit its schema documents: `invalid_input` naming it.
+fn within(field: &str, value: Option<&str>, max_chars: usize) -> Result<(), ApiError> {
+    match value {
+        Some(v) if v.is_empty() || v.chars().count() > max_chars => {
+            let detail = format!("input: {field} is 1 to {max_chars} characters");
+            Err(ApiError::bad_request("invalid_input", detail))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn to_value<T: Serialize>(answer: T) -> Value {
     serde_json::to_value(answer).expect("an answer serialises")
 }
@@ -184,6 +201,8 @@ async fn find_invoices(
     ctx: &Ctx<'_>,
     input: FindInvoicesInput,
 ) -> Result<Items<InvoiceView>, ApiError> {
+    within("number", input.number.as_deref(), NUMBER_MAX)?;
+    within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
     let number = input.number.map(|n| n.trim().to_uppercase());
     let items = invoice::list(store, &ctx.org, 200)
         .await?
@@ -208,6 +227,7 @@ async fn list_conversations(
     ctx: &Ctx<'_>,
     input: ListConversationsInput,
 ) -> Result<Items<ConversationWithMessages>, ApiError> {
+    within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
     let found = messages::conversations(store, &ctx.org).await?;
     let mut items = Vec::new();
     let chosen = found

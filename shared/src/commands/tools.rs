@@ -71,7 +71,7 @@ pub struct ResolveInput {
     #[schema(value_type = crate::review::Reason)]
     reason: String,
     /// The item's key, as `GET /api/review` lists it.
-    #[schema(max_length = 510)]
+    #[schema(min_length = 1, max_length = 510)]
     key: String,
     /// 1 to 2000 characters.
     #[schema(min_length = 1, max_length = 2000)]
