@@ -9,7 +9,7 @@
 use serde_json::json;
 
 #[tokio::test]
-async fn every_answer_to_requests_made_from_the_document_is_one_the_document_declares() {
+async fn every_request_made_from_the_document_and_its_answer_keep_to_the_document() {
     let stack = super::stack();
     let key = new_key(&stack, "Contract").await;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
