@@ -5,8 +5,7 @@
 
 use crate::ids::{LocalId, OrgId};
 use crate::store::item::{n, s, tag_name, Builder, Read};
-use crate::store::write::Rounds;
-use crate::store::{Cond, Item, Store, StoreError, Update};
+use crate::store::{Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -164,54 +163,81 @@ pub async fn page(
     Ok((deals, next))
 }
 
-/// How a move ended.
+/// A card after a move, and the stage it left (its own, when it stood there already).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Moved {
-    /// Moved now, from `from`.
-    Moved { deal: Deal, from: Stage },
-    /// It stood on that stage already: nothing written.
-    Already(Deal),
+pub struct Moved {
+    pub deal: Deal,
+    pub from: Stage,
 }
 
-/// Moves a card to `stage`: one update of its stage and list, conditioned on the version read;
-/// a card another move changed meanwhile is read again.
+#[derive(Debug, thiserror::Error)]
+pub enum MoveError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no such deal")]
+    NoDeal,
+}
+
+/// A card's move, as a decision: its one read, and one update of its stage and list held to
+/// the version read (a card another move changed meanwhile is read again). A card on that
+/// stage already is a repeat: nothing written.
+struct Move<'a> {
+    org: &'a OrgId,
+    id: &'a str,
+    stage: Stage,
+}
+
+impl Decision for Move<'_> {
+    type Out = Moved;
+    type Error = MoveError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![deal_pk(self.org, self.id)]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Moved>, MoveError> {
+        let deal = match seen.stored() {
+            Some(item) => Deal::from_item(item)?,
+            None => return Err(MoveError::NoDeal),
+        };
+        let from = deal.stage;
+        if from == self.stage {
+            return Ok(Plan::Done(Written::Repeat {
+                stored: Moved { deal, from },
+            }));
+        }
+        let update = Update::new()
+            .set("stage", s(tag_name(&self.stage)))
+            .set("gsi1pk", s(stage_list(self.org, self.stage)))
+            .set("updated_at", s(time::format(now)))
+            .set("version", n(deal.version + 1))
+            .when(Cond::Equals("version".into(), n(deal.version)));
+        let steps = vec![Step::Update {
+            pk: deal.pk(),
+            update,
+        }];
+        let deal = Deal {
+            stage: self.stage,
+            updated_at: now,
+            version: deal.version + 1,
+            ..deal
+        };
+        Ok(Plan::Write {
+            steps,
+            out: Moved { deal, from },
+        })
+    }
+}
+
+/// Moves a card to `stage`: new, or a repeat when it stood there already.
 pub async fn move_to(
     store: &Store,
     org: &OrgId,
     id: &str,
     stage: Stage,
     now: DateTime<Utc>,
-) -> Result<Option<Moved>, StoreError> {
-    let mut rounds = Rounds::new();
-    while rounds.next().await {
-        let Some(deal) = get(store, org, id).await? else {
-            return Ok(None);
-        };
-        if deal.stage == stage {
-            return Ok(Some(Moved::Already(deal)));
-        }
-        let moved = Deal {
-            stage,
-            updated_at: now,
-            version: deal.version + 1,
-            ..deal.clone()
-        };
-        let update = Update::new()
-            .set("stage", s(tag_name(&stage)))
-            .set("gsi1pk", s(stage_list(org, stage)))
-            .set("updated_at", s(time::format(now)))
-            .set("version", n(moved.version))
-            .when(Cond::Equals("version".into(), n(deal.version)));
-        if store.update_if(&deal.pk(), &update).await? {
-            return Ok(Some(Moved::Moved {
-                deal: moved,
-                from: deal.stage,
-            }));
-        }
-    }
-    Err(StoreError::Contended {
-        pk: deal_pk(org, id),
-    })
+) -> Result<Written<Moved>, MoveError> {
+    store.write(&mut Move { org, id, stage }, now).await
 }
 
 #[cfg(test)]

@@ -145,13 +145,17 @@ impl Command for MoveDeal {
         _key: &RequestKey,
     ) -> Ran<crate::deals::DealView> {
         let (id, to) = (self.deal_id.as_str(), self.stage);
-        use crate::deals::{self, Moved};
+        use crate::deals::{self, MoveError};
         LocalId::parse("deal_id", id).map_err(|_| Refused::not_found("deal"))?;
-        let moved = deals::move_to(env.store, by.org(), id, to, env.now).await?;
-        let (deal, moved, from) = match moved.ok_or_else(|| Refused::not_found("deal"))? {
-            Moved::Moved { deal, from } => (deal, true, Some(from)),
-            Moved::Already(deal) => (deal, false, None),
-        };
+        let written = deals::move_to(env.store, by.org(), id, to, env.now)
+            .await
+            .map_err(|e| match e {
+                MoveError::Store(e) => Refused::from(e),
+                MoveError::NoDeal => Refused::not_found("deal"),
+            })?;
+        let moved = written.is_new();
+        let deals::Moved { deal, from } = written.into_value();
+        let from = moved.then_some(from);
         let answer = crate::deals::DealView {
             moved: Some(moved),
             from: Some(from),

@@ -13,7 +13,7 @@ use crate::fields::{self, REF_MAX, TITLE_MAX};
 use crate::ids::{ExternalId, LocalId};
 use crate::money::{parse_amount, Currency};
 use crate::orgs::Scope;
-use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError, Voided};
+use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError};
 use crate::payments::invoice::Links;
 use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
@@ -333,13 +333,9 @@ impl Command for VoidInvoice {
                 VoidError::NoInvoice => Refused::not_found("invoice"),
                 VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
             })?;
-        let (invoice, again) = match voided {
-            Voided::Now(invoice) => (invoice, false),
-            Voided::Already(invoice) => (invoice, true),
-        };
         let answer = InvoiceVoided {
-            invoice: invoice.view(),
-            duplicate: again,
+            duplicate: !voided.is_new(),
+            invoice: voided.into_value().view(),
         };
         Ok((Made::Done, answer))
     }

@@ -12,7 +12,6 @@ use crate::ids::{key_part, EventKey, ExternalId, LocalId, OrgId};
 use crate::money::{self, Currency};
 use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::item::{n, s, tag_name, Builder, Read};
-use crate::store::write::Rounds;
 use crate::store::{
     Answer, Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Update, Written,
 };
@@ -568,14 +567,6 @@ pub async fn list_for_invoice(
         .collect()
 }
 
-/// How voiding ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Voided {
-    Now(Invoice),
-    /// It was void already: the same answer, nothing written.
-    Already(Invoice),
-}
-
 #[derive(Debug, Error)]
 pub enum VoidError {
     #[error(transparent)]
@@ -587,21 +578,29 @@ pub enum VoidError {
     NotDraft(String),
 }
 
-/// Voids a draft invoice: one update conditioned on the version read. Voiding a void invoice
-/// again is the same answer; a void invoice takes no payment (`invoice_void`).
-pub async fn void(
-    store: &Store,
-    org: &OrgId,
-    id: &str,
-    now: DateTime<Utc>,
-) -> Result<Voided, VoidError> {
-    let mut rounds = Rounds::new();
-    while rounds.next().await {
-        let invoice = super::invoice::get(store, org, id)
-            .await?
-            .ok_or(VoidError::NoInvoice)?;
+/// Voiding a draft invoice, as a decision: its one read, and one update held to the version
+/// read (a lost condition reads again). A void invoice is a repeat: the same answer, nothing
+/// written.
+struct Void<'a> {
+    org: &'a OrgId,
+    id: &'a str,
+}
+
+impl Decision for Void<'_> {
+    type Out = Invoice;
+    type Error = VoidError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![invoice_pk(self.org, self.id)]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Invoice>, VoidError> {
+        let invoice = match seen.stored() {
+            Some(item) => Invoice::from_item(item)?,
+            None => return Err(VoidError::NoInvoice),
+        };
         match invoice.status {
-            InvoiceStatus::Void => return Ok(Voided::Already(invoice)),
+            InvoiceStatus::Void => return Ok(Plan::Done(Written::Repeat { stored: invoice })),
             InvoiceStatus::Draft => {}
             other => return Err(VoidError::NotDraft(tag_name(&other))),
         }
@@ -610,18 +609,31 @@ pub async fn void(
             .set("version", n(invoice.version + 1))
             .set("updated_at", s(time::format(now)))
             .when(Cond::Equals("version".into(), n(invoice.version)));
-        if store.update_if(&invoice.pk(), &update).await? {
-            return Ok(Voided::Now(Invoice {
-                status: InvoiceStatus::Void,
-                version: invoice.version + 1,
-                ..invoice
-            }));
-        }
+        let steps = vec![Step::Update {
+            pk: invoice.pk(),
+            update,
+        }];
+        let out = Invoice {
+            status: InvoiceStatus::Void,
+            version: invoice.version + 1,
+            ..invoice
+        };
+        Ok(Plan::Write { steps, out })
     }
-    Err(StoreError::Contended {
-        pk: invoice_pk(org, id),
+}
+
+/// Voids a draft invoice: new, or a repeat when it was void already. A void invoice takes no
+/// payment (`invoice_void`).
+pub async fn void(
+    store: &Store,
+    org: &OrgId,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<Written<Invoice>, VoidError> {
+    if LocalId::parse("invoice_id", id).is_err() {
+        return Err(VoidError::NoInvoice);
     }
-    .into())
+    store.write(&mut Void { org, id }, now).await
 }
 
 #[cfg(test)]

@@ -51,11 +51,13 @@ pub enum Transacted {
 
 impl Store {
     /// Writes the steps all or none, the cheapest way: a lone put-if-new is one conditional
-    /// `PutItem` (half the write capacity of a transaction, the same answer), anything more
-    /// one `TransactWriteItems`.
+    /// `PutItem` and a lone update one conditional `UpdateItem` (half the write capacity of a
+    /// transaction, the same answer: a lost condition is step 0 refused), anything more one
+    /// `TransactWriteItems`.
     pub async fn commit(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
         let item = match <[Step; 1]>::try_from(steps) {
             Ok([Step::PutNew(item)]) => item,
+            Ok([Step::Update { pk, update }]) => return self.commit_update(&pk, &update).await,
             Ok([other]) => return self.transact(vec![other]).await,
             Err(steps) => return self.transact(steps).await,
         };
@@ -69,6 +71,21 @@ impl Store {
             Err(e) if e.code() == Some("TransactionConflictException") => Transacted::Contended,
             Err(StoreError::Contended { .. }) => Transacted::Contended,
             Err(e) => return Err(e),
+        })
+    }
+
+    /// A lone update: one conditional `UpdateItem`. No update is counted (`counters` counts
+    /// puts), so nothing is lost by leaving the transaction.
+    async fn commit_update(&self, pk: &str, update: &Update) -> Result<Transacted, StoreError> {
+        Ok(match self.update_if(pk, update).await {
+            Ok(true) => Transacted::Done,
+            Ok(false) => Transacted::Refused {
+                step: 0,
+                existing: None,
+            },
+            Err(e) if e.code() == Some("TransactionConflictException") => Transacted::Contended,
+            Err(StoreError::Contended { .. }) => Transacted::Contended,
+            Err(e) => Err(e)?,
         })
     }
 
