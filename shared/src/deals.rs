@@ -197,8 +197,8 @@ impl Decision for Move<'_> {
 
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Moved>, MoveError> {
         let deal = match seen.stored() {
-            Some(item) => Deal::from_item(item)?,
-            None => return Err(MoveError::NoDeal),
+            Some(item) if item.opt_str("kind") == Some(KIND) => Deal::from_item(item)?,
+            _ => return Err(MoveError::NoDeal),
         };
         let from = deal.stage;
         if from == self.stage {

@@ -51,6 +51,8 @@ async fn the_tools_are_listed_with_their_input_schemas() {
     );
     for t in listed["tools"].as_array().unwrap() {
         assert_eq!(t["input_schema"]["type"], "object", "{t}");
+        // Listed alone, a schema must stand alone: no reference into a document it is not in.
+        assert!(!t["input_schema"].to_string().contains("$ref"), "{t}");
         assert!(!t["description"].as_str().unwrap().is_empty());
     }
     let (status, unknown) = tool(&crm, "delete_everything", "c-0", json!({})).await;

@@ -195,8 +195,9 @@ impl ToSchema for CallBody {
                     "input": {"$ref": format!("#/components/schemas/{name}Input")},
                     "call_id": {
                         "type": "string", "minLength": 1, "maxLength": 255,
-                        "description": "The agent's id of this call (1 to 255 bytes): the same \
-                            id again is the same call.",
+                        "pattern": "^[^\\s#\\x00-\\x1f\\x7f-\\x9f]+$",
+                        "description": "The agent's id of this call (1 to 255 bytes, no white \
+                            space, control character or `#`): the same id again is the same call.",
                         "example": "toolu_01A2b3",
                     },
                 },

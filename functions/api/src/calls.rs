@@ -37,7 +37,7 @@ pub struct NewContactBody {
     /// E.164; one contact per number.
     phone: Option<String>,
     /// The member told about this contact's calls and messages (a member's id: `POST
-    /// /api/members`).
+    /// /api/members`; 1 to 128 bytes).
     #[schema(
         min_length = 1,
         max_length = 128,

@@ -76,7 +76,7 @@ pub struct ListConversationsInput {
 #[serde(deny_unknown_fields)]
 pub struct ListReviewInput {
     /// Only items of this reason (`payment_proposed`, `possible_same_money`, ...).
-    #[schema(value_type = Option<firmspace::review::Reason>)]
+    #[schema(value_type = Option<firmspace::review::Reason>, inline)]
     reason: Option<String>,
 }
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 /// What an amount given as a string looks like: digits with at most one point, above zero.
-pub const POSITIVE_DECIMAL: &str = "^(0*[1-9][0-9]*(\\.[0-9]+)?|0+\\.[0-9]*[1-9][0-9]*)$";
+/// At most 10 digits before the point and 4 after it (trailing zeros aside), as `parse_amount`
+/// reads it; within the currency's own decimals is the server's to say.
+pub const POSITIVE_DECIMAL: &str = "^(0*[1-9][0-9]{0,9}(\\.[0-9]{1,4}0*)?|0+\\.[0-9]{0,3}[1-9]0*)$";
 
 /// The JSON text of an `amount` field, kept as it came so that the command, not the JSON
 /// reader, decides what it means.
@@ -24,6 +26,7 @@ impl utoipa::PartialSchema for AmountText {
             .schema_type(SchemaType::from_iter([Type::String, Type::Number]))
             // A number above zero; a string of digits with at most one point, above zero.
             .exclusive_minimum(Some(0.0))
+            .maximum(Some(9_999_999_999.999_9))
             .pattern(Some(POSITIVE_DECIMAL))
             .max_length(Some(crate::money::MAX_AMOUNT_CHARS))
             .description(Some(
@@ -146,18 +149,32 @@ mod tests {
 mod pattern {
     use super::*;
 
+    /// An invoice's `gross` is documented with the same pattern.
+    #[test]
+    fn an_invoices_gross_is_documented_with_the_same_pattern() {
+        use utoipa::PartialSchema;
+        let schema = serde_json::to_value(crate::commands::money::CreateInvoice::schema()).unwrap();
+        assert_eq!(schema["properties"]["gross"]["pattern"], POSITIVE_DECIMAL);
+    }
+
     /// The document's pattern takes what the server takes, and refuses what it refuses.
     #[test]
     fn the_documented_pattern_is_the_servers_reading_of_a_string() {
         let pattern = regex_lite::Regex::new(POSITIVE_DECIMAL).unwrap();
         use crate::money::parse_amount;
-        for text in ["1", "40.00", "00.50", "0.01", "10", "007"] {
+        let widest = ["9999999999.9999", "0.0001", "1.50000", "0012345678.5"];
+        for text in ["1", "40.00", "00.50", "0.01", "10", "007"]
+            .iter()
+            .chain(&widest)
+        {
             assert!(pattern.is_match(text), "{text}");
             assert!(parse_amount(text).is_ok(), "{text}");
         }
-        for text in [
+        let beyond = ["12345678901", "1.00001", "0.00001", "1e-05"];
+        let refused = [
             "0", "0.0", "00", "-1", "1,5", "1e5", " 1", "1.", ".5", "", "+1",
-        ] {
+        ];
+        for text in refused.iter().chain(&beyond) {
             assert!(!pattern.is_match(text), "{text}");
             assert!(parse_amount(text).is_err(), "{text}");
         }

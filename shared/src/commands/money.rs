@@ -358,7 +358,7 @@ pub struct CreateInvoice {
     /// Major units, as many decimals as the currency has at most.
     #[schema(
         example = "100.00",
-        pattern = "^(0*[1-9][0-9]*(\\.[0-9]+)?|0+\\.[0-9]*[1-9][0-9]*)$",
+        pattern = "^(0*[1-9][0-9]{0,9}(\\.[0-9]{1,4}0*)?|0+\\.[0-9]{0,3}[1-9]0*)$",
         max_length = 32
     )]
     gross: String,

@@ -68,7 +68,7 @@ pub struct CreditNoteInput {
 #[serde(deny_unknown_fields)]
 pub struct ResolveInput {
     /// The item's reason, e.g. `payment_proposed`.
-    #[schema(value_type = crate::review::Reason)]
+    #[schema(value_type = crate::review::Reason, inline)]
     reason: String,
     /// The item's key, as `GET /api/review` lists it.
     #[schema(min_length = 1, max_length = 510)]

@@ -1,5 +1,7 @@
 //! The one write path of every event: read the keys in one consistent `BatchGetItem`, decide
-//! purely, write one `TransactWriteItems`, and on a lost condition back off and decide again.
+//! purely, write all of the plan at once (one `TransactWriteItems`; a lone put or update, one
+//! conditional `PutItem` or `UpdateItem`: `Store::commit`), and on a lost condition back off and
+//! decide again.
 //!
 //! A domain supplies a [`Decision`]; the store owns the loop, the backoff and the one attempt
 //! limit. The result is a [`Written`]: new, a repeat of what is stored, or a conflict (the same
