@@ -8,8 +8,10 @@ use firmspace::payments::invoice;
 use firmspace::payments::{
     register_payment, Invoice, InvoiceStatus, PaymentInput, Registered, Source,
 };
+use firmspace::store::item::s;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
+use serde_json::Value;
 
 fn input(org: &OrgId, invoice_id: &str, key: &str, amount: Option<Decimal>) -> PaymentInput {
     PaymentInput {
@@ -227,4 +229,37 @@ async fn invoices_created_at_once_get_consecutive_numbers() {
     numbers.sort();
     let expected: Vec<String> = (1..=8).map(|n| format!("INV-{n:05}")).collect();
     assert_eq!(numbers, expected);
+}
+
+#[tokio::test]
+async fn invoices_listed_whole_before_their_list_held_keys_alone_are_listed_with_the_new_ones() {
+    let (crm, old) = with_invoice(dec!(100)).await;
+    // As an invoice was stored before: its list on the first index, whole.
+    let mut item = old.to_item();
+    item.remove("gsi3pk");
+    let sk = item.remove("gsi3sk").expect("a place on the list");
+    item.insert("gsi1pk".into(), s(crm.org.pk("INVOICES")));
+    item.insert("gsi1sk".into(), sk);
+    crm.env.store.replace(item).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let new = crate::support::fixtures::invoice(&crm.env, &crm.org, dec!(40), "UAH").await;
+    // A payment on the old one changes it where it is listed.
+    pay(&crm, &old, "old-1", Some(dec!(30))).await;
+    let listed = crm
+        .expect_status("GET", "/api/invoices", Value::Null, 200)
+        .await;
+    let shown: Vec<(&str, &str)> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["number"].as_str().unwrap(), i["paid"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (new.number.as_str(), "0.00"),
+            (old.number.as_str(), "30.00")
+        ],
+        "newest first, each once: {listed}"
+    );
 }

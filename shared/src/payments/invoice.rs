@@ -3,7 +3,7 @@
 use crate::ids::{LocalId, OrgId};
 use crate::money::Currency;
 use crate::store::item::{n, Builder, Read};
-use crate::store::{Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update};
+use crate::store::{Cond, Decision, Index, Item, Plan, Seen, Step, Store, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
@@ -95,8 +95,8 @@ impl Invoice {
             .opt_str("deal_id", self.links.deal_id.clone())
             .opt_str("company_id", self.links.company_id.clone())
             .time("created_at", self.created_at)
-            .list(
-                &self.org.pk("INVOICES"),
+            .keys_list(
+                &list_pk(&self.org),
                 &format!("{}#{}", time::format(self.created_at), self.number),
             )
             .build()
@@ -361,13 +361,37 @@ pub async fn get(store: &Store, org: &OrgId, id: &str) -> Result<Option<Invoice>
 }
 
 /// The organisation's invoices, newest first.
+/// An organisation's invoices, a list of keys alone (`gsi3`): a payment changes an invoice but
+/// not its place on the list, so it writes no index entry (on a list of whole items it wrote
+/// one each time).
+fn list_pk(org: &OrgId) -> String {
+    org.pk("INVOICES")
+}
+
 pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<Invoice>, StoreError> {
-    store
-        .list(&org.pk("INVOICES"), true, limit)
-        .await?
+    let list = list_pk(org);
+    let (listed, _) = store
+        .page_in(Index::Waiting, &list, None, true, limit, None)
+        .await?;
+    let pks: Vec<String> = listed
+        .iter()
+        .filter_map(|i| i.opt_str("pk").map(str::to_owned))
+        .collect();
+    let mut items: Vec<Item> = store.get_many(&pks).await?.into_iter().flatten().collect();
+    // Invoices made before their list held keys alone are on the first index, whole.
+    let legacy = store.list(&list, true, limit).await?;
+    items.extend(
+        legacy
+            .into_iter()
+            .filter(|i| !pks.iter().any(|pk| i.opt_str("pk") == Some(pk))),
+    );
+    let mut invoices = items
         .iter()
         .map(Invoice::from_item)
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    invoices.sort_by(|a, b| (b.created_at, &b.number).cmp(&(a.created_at, &a.number)));
+    invoices.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok(invoices)
 }
 
 /// The payments list of an invoice, oldest first.

@@ -161,7 +161,7 @@ fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
         .str("event_kind", kind.name())
         .str("event", item.opt_str("pk")?)
         .str("source", source)
-        .waiting(&waiting_all(kind), &format!("{org_id}#{position}"))
+        .keys_list(&waiting_all(kind), &format!("{org_id}#{position}"))
         .build();
     // The keys of the consequences still to happen, each taken out once by the worker that
     // applies it (`effects::waiting::settle`).

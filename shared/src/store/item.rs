@@ -130,8 +130,9 @@ impl Builder {
         self.str("gsi2pk", gsi2pk).str("gsi2sk", gsi2sk)
     }
 
-    /// Puts the item on a list of keys alone, read through `gsi3` (the waiting marks).
-    pub fn waiting(self, gsi3pk: &str, gsi3sk: &str) -> Self {
+    /// Puts the item on a list of keys alone, read through `gsi3` (the waiting marks, an
+    /// organisation's invoices): an update that keeps its place writes no index entry.
+    pub fn keys_list(self, gsi3pk: &str, gsi3sk: &str) -> Self {
         self.str("gsi3pk", gsi3pk).str("gsi3sk", gsi3sk)
     }
 
