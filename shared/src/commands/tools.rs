@@ -67,7 +67,8 @@ pub struct CreditNoteInput {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveInput {
-    /// The item's reason, e.g. `payment_proposed`.
+    // The item's reason, e.g. `payment_proposed` (no doc comment: utoipa would wrap the
+    // inlined enum in an `allOf` with an `object`, a schema no value satisfies).
     #[schema(value_type = crate::review::Reason, inline)]
     reason: String,
     /// The item's key, as `GET /api/review` lists it.
