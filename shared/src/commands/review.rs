@@ -18,7 +18,7 @@ use crate::ids::ExternalId;
 use crate::ops::review::outcome;
 use crate::orgs::Scope;
 use crate::payments::Source;
-use crate::review::{self, Reason, Resolved, NOTE_MAX};
+use crate::review::{self, Reason, NOTE_MAX};
 use crate::store::item::s;
 use crate::store::item::Read;
 use crate::store::{Item, Update};
@@ -95,10 +95,14 @@ impl Command for ResolveReview {
         };
         let named = decision.map(|d| crate::store::item::tag_name(&d));
         let asked = (who.as_str(), note, named.as_deref());
-        let resolved = review::resolve_deciding(env.store, by.org(), pk, asked, env.now).await?;
-        let mut shown =
-            outcome(pk, &who, note, &resolved).ok_or_else(|| Refused::not_found("review item"))?;
-        if !matches!(resolved, Resolved::Now { .. }) {
+        let resolved = review::resolve_deciding(env.store, by.org(), pk, asked, env.now)
+            .await
+            .map_err(|e| match e {
+                review::ResolveError::Store(e) => Refused::from(e),
+                review::ResolveError::NotFound => Refused::not_found("review item"),
+            })?;
+        let mut shown = outcome(resolved.value());
+        if !resolved.is_new() {
             let detail = "the review item was resolved before";
             let shown = super::answers::json(&shown);
             return Err(Refused::conflict("not_open", detail).with("outcome", shown));

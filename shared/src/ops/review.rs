@@ -1,9 +1,9 @@
 //! Review items as the operator sees them: each with its id, and a resolution's outcome. Listing
-//! by state and resolving are `review::page` and `review::resolve`.
+//! by state and resolving are `review::page` and `review::resolve_deciding`.
 
 use super::answers::{OpsReviewItem, Resolution};
 use super::ids;
-use crate::review::{self, Resolved};
+use crate::review;
 use crate::store::item::Read;
 use crate::store::Item;
 
@@ -18,29 +18,17 @@ pub fn view(item: &Item) -> OpsReviewItem {
     }
 }
 
-/// A resolution as the page shows it: `{"id", "state", "by", "at", "note"}`, for the item under
-/// `pk` resolved now by `by` with `note`, or as it was resolved before.
-pub fn outcome(pk: &str, by: &str, note: &str, resolved: &Resolved) -> Option<Resolution> {
-    let text = |item: &Item, name: &str| item.opt_str(name).map(str::to_owned);
-    match resolved {
-        Resolved::Now { at } => Some(Resolution {
-            id: ids::encode(pk),
-            state: Some("resolved".to_owned()),
-            by: Some(by.to_owned()),
-            at: Some(at.clone()),
-            note: Some(note.to_owned()),
-            payment: None,
-            reversal: None,
-        }),
-        Resolved::Already(item) => Some(Resolution {
-            id: ids::encode(item.opt_str("pk").unwrap_or_default()),
-            state: text(item, "state"),
-            by: text(item, "resolved_by"),
-            at: text(item, "resolved_at"),
-            note: text(item, "note"),
-            payment: None,
-            reversal: None,
-        }),
-        Resolved::NotFound => None,
+/// A resolution as the page shows it: `{"id", "state", "by", "at", "note"}`, from the item as
+/// it was resolved (now, or before).
+pub fn outcome(item: &Item) -> Resolution {
+    let text = |name: &str| item.opt_str(name).map(str::to_owned);
+    Resolution {
+        id: ids::encode(item.opt_str("pk").unwrap_or_default()),
+        state: text("state"),
+        by: text("resolved_by"),
+        at: text("resolved_at"),
+        note: text("note"),
+        payment: None,
+        reversal: None,
     }
 }

@@ -15,7 +15,10 @@ use crate::ids::{EventKey, OrgId};
 use crate::store::item::{s, Builder, Read};
 use crate::store::lists::review_pk;
 use crate::store::write::Rounds;
-use crate::store::{Cond, Item, Mismatch, Step, Store, StoreError, Transacted, Update, Written};
+use crate::store::{
+    Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Transacted, Update,
+    Written,
+};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -237,18 +240,6 @@ pub async fn page<T>(
     crate::store::lists::page(store, &review_pk(org, state), limit, cursor, shown).await
 }
 
-/// How a resolution ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Resolved {
-    /// Resolved now.
-    Now {
-        at: String,
-    },
-    /// Resolved before (by this request's twin or another person): the stored item.
-    Already(Item),
-    NotFound,
-}
-
 /// Resolves the open item under `pk` of `org`, by `by`, with `note`: one conditional update
 /// that moves it from the operator's open list to the resolved one. `false` when no open item
 /// is there (never filed, or resolved before), with nothing read back.
@@ -355,35 +346,88 @@ pub async fn settle_deciding(
     Err(StoreError::Contended { pk: pk.to_owned() })
 }
 
-/// `settle`, telling how it ended: resolved now, resolved before (the stored item), or unknown.
-pub async fn resolve(
-    store: &Store,
-    org: &OrgId,
-    pk: &str,
-    by: &str,
-    note: &str,
-    now: DateTime<Utc>,
-) -> Result<Resolved, StoreError> {
-    resolve_deciding(store, org, pk, (by, note, None), now).await
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no such review item")]
+    NotFound,
 }
 
-/// `resolve`, keeping a person's `decision` with the resolution.
+/// Whether `item` is open for `decision`, as `open_for` holds a write to it.
+fn is_open_for(item: &Item, decision: Option<&str>) -> bool {
+    let applying = item.opt_str(APPLYING);
+    item.opt_str("state") == Some("open")
+        && match decision {
+            Some(d) if d != "dismiss" => applying.is_none_or(|a| a == d),
+            _ => applying.is_none(),
+        }
+}
+
+/// A resolution as a decision: the item read, and one transaction that moves it to the
+/// resolved list and takes it off the open counters, held to its being open for this decision
+/// (`open_for`; a lost race reads again). An item resolved before, or held by another
+/// decision's approval, is a repeat: the stored item.
+struct Resolve<'a> {
+    org: &'a OrgId,
+    pk: &'a str,
+    asked: (&'a str, &'a str, Option<&'a str>),
+}
+
+impl Decision for Resolve<'_> {
+    type Out = Item;
+    type Error = ResolveError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![self.pk.to_owned()]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Item>, ResolveError> {
+        let (Some(item), Some(uncount)) = (
+            seen.stored(),
+            crate::store::counters::resolved(self.org, self.pk),
+        ) else {
+            return Err(ResolveError::NotFound);
+        };
+        let (by, note, decision) = self.asked;
+        if !is_open_for(item, decision) {
+            return Ok(Plan::Done(Written::Repeat {
+                stored: item.clone(),
+            }));
+        }
+        let update = resolution(self.org, self.pk, self.asked, now).when(open_for(decision));
+        let mut steps = vec![Step::Update {
+            pk: self.pk.to_owned(),
+            update,
+        }];
+        steps.extend(uncount);
+        let mut out = item.clone();
+        let at = time::format(now);
+        for (name, value) in [
+            ("state", "resolved"),
+            ("resolved_by", by),
+            ("resolved_at", &at),
+        ] {
+            out.insert(name.into(), s(value));
+        }
+        out.insert("note".into(), s(note));
+        if let Some(decision) = decision {
+            out.insert("decision".into(), s(decision));
+        }
+        Ok(Plan::Write { steps, out })
+    }
+}
+
+/// Resolves the review item under `pk` by `by` with `note` (keeping a person's `decision`):
+/// new, or a repeat (resolved before) with the stored item.
 pub async fn resolve_deciding(
     store: &Store,
     org: &OrgId,
     pk: &str,
     asked: (&str, &str, Option<&str>),
     now: DateTime<Utc>,
-) -> Result<Resolved, StoreError> {
-    if settle_deciding(store, org, pk, asked, now).await? {
-        return Ok(Resolved::Now {
-            at: time::format(now),
-        });
-    }
-    Ok(match store.get(pk).await? {
-        Some(item) => Resolved::Already(item),
-        None => Resolved::NotFound,
-    })
+) -> Result<Written<Item>, ResolveError> {
+    store.write(&mut Resolve { org, pk, asked }, now).await
 }
 
 /// Open review items by reason, from their counters (`store::counters`): one read of 8 items
