@@ -7,8 +7,9 @@ use super::Notification;
 use crate::ids::{key_part, OrgId};
 use crate::orgs;
 use crate::store::item::{b, Builder, Read};
-use crate::store::{Cond, Item, Step, Store, StoreError, Transacted, Update};
+use crate::store::{Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update, Written};
 use crate::time;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 fn pk(org: &OrgId, key: &str) -> String {
@@ -84,34 +85,54 @@ const ONE_BY_ONE: usize = 2;
 /// Copies a transaction puts at once: a team of 1,000 is 10 reads and 10 transactions.
 const COPIES_AT_ONCE: usize = 100;
 
-/// One chunk of copies: the ones there read in one batch, the rest put in one transaction, each
-/// under its own conditional key. A copy put meanwhile by a redelivery refuses the transaction:
-/// the chunk is read and decided again.
+/// One chunk of copies, as a decision: the ones there read in one batch, the rest put in one
+/// transaction, each under its own conditional key. A copy put meanwhile by a redelivery
+/// refuses the transaction: the chunk is read and decided again. A chunk all there is a repeat.
+struct Chunk<'a> {
+    n: &'a Notification,
+    targets: &'a [(String, String)],
+}
+
+impl Decision for Chunk<'_> {
+    type Out = Applied;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .map(|(_, key)| pk(&self.n.org, key))
+            .collect()
+    }
+
+    fn decide(&self, seen: &Seen, _now: DateTime<Utc>) -> Result<Plan<Applied>, StoreError> {
+        let steps: Vec<Step> = self
+            .targets
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| seen.get(*i).is_none())
+            .map(|(_, (recipient, key))| Step::PutNew(item(self.n, key, recipient)))
+            .collect();
+        let out = Applied {
+            written: steps.len(),
+            absorbed: self.targets.len() - steps.len(),
+        };
+        Ok(match steps.is_empty() {
+            true => Plan::Done(Written::Repeat { stored: out }),
+            false => Plan::Write { steps, out },
+        })
+    }
+}
+
 async fn deliver_chunk(
     store: &Store,
     n: &Notification,
     targets: &[(String, String)],
 ) -> Result<Applied, StoreError> {
-    let pks: Vec<String> = targets.iter().map(|(_, key)| pk(&n.org, key)).collect();
-    let mut rounds = crate::store::write::Rounds::new();
-    while rounds.next().await {
-        let found = store.get_many(&pks).await?;
-        let missing: Vec<Step> = targets
-            .iter()
-            .zip(&found)
-            .filter(|(_, there)| there.is_none())
-            .map(|((recipient, key), _)| Step::PutNew(item(n, key, recipient)))
-            .collect();
-        let written = missing.len();
-        let absorbed = targets.len() - written;
-        if written > 0 && store.commit(missing).await? != Transacted::Done {
-            continue;
-        }
-        return Ok(Applied { written, absorbed });
-    }
-    Err(StoreError::Contended {
-        pk: pks.first().cloned().unwrap_or_default(),
-    })
+    let now = chrono::Utc::now();
+    Ok(store
+        .write(&mut Chunk { n, targets }, now)
+        .await?
+        .into_value())
 }
 
 /// A notification as a member's list shows it: the type the answer is made of and the OpenAPI
