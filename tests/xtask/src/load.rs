@@ -212,7 +212,10 @@ impl Target {
         match s.kind {
             "payment" => signed(&self.payments, "payments", format!("msg_load_{n}"), json!({
                 "type": "payment.succeeded",
-                "data": {"payment_id": format!("pay_load_{n}"), "invoice_id": self.invoice, "amount": "1.00", "currency": "UAH"}})),
+                // Amounts of their own (odd cents, never a bank row's whole amount): the same
+                // amount again on one invoice is lookalike money, a review item each.
+                "data": {"payment_id": format!("pay_load_{n}"), "invoice_id": self.invoice,
+                         "amount": format!("{}.{:02}", 1 + n / 99, n % 99 + 1), "currency": "UAH"}})),
             "message" => signed(&self.messages, "messages", format!("msg_load_{n}"), json!({
                 "type": "message.received",
                 "data": {"message_id": format!("m_load_{n}"), "chat_id": format!("chat-{}", n % 40),
