@@ -38,7 +38,7 @@ pub async fn counts(
     // events came) and the first of them the oldest; the deployment's, all of the list.
     let list = counters::waiting_all(kind);
     let ((waiting, oldest), (legacy, legacy_oldest)) = futures::try_join!(
-        marks(store, Index::Waiting, &list, org),
+        marks(store, Index::Keys, &list, org),
         marks(store, counters::LEGACY_WAITING, &list, org),
     )?;
     let oldest_waiting_at = [oldest, legacy_oldest].into_iter().flatten().min();

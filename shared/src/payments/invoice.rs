@@ -371,7 +371,7 @@ fn list_pk(org: &OrgId) -> String {
 pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<Invoice>, StoreError> {
     let list = list_pk(org);
     let (listed, _) = store
-        .page_in(Index::Waiting, &list, None, true, limit, None)
+        .page_in(Index::Keys, &list, None, true, limit, None)
         .await?;
     let pks: Vec<String> = listed
         .iter()
@@ -380,10 +380,11 @@ pub async fn list(store: &Store, org: &OrgId, limit: i32) -> Result<Vec<Invoice>
     let mut items: Vec<Item> = store.get_many(&pks).await?.into_iter().flatten().collect();
     // Invoices made before their list held keys alone are on the first index, whole.
     let legacy = store.list(&list, true, limit).await?;
+    let listed: std::collections::HashSet<&str> = pks.iter().map(String::as_str).collect();
     items.extend(
         legacy
             .into_iter()
-            .filter(|i| !pks.iter().any(|pk| i.opt_str("pk") == Some(pk))),
+            .filter(|i| i.opt_str("pk").is_some_and(|pk| !listed.contains(pk))),
     );
     let mut invoices = items
         .iter()

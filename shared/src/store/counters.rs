@@ -108,7 +108,7 @@ pub const WAITS_ON: &str = "waits_on";
 /// last of them is settled (their consequences happen within minutes of a release).
 pub const LEGACY_WAITING: super::Index = super::Index::Lists;
 
-/// The waiting marks of a kind (on the index of keys alone, `Index::Waiting`), each at
+/// The waiting marks of a kind (on the index of keys alone, `Index::Keys`), each at
 /// `{org}#{time}#{key}`: one organisation's are one range of it, oldest first, and the
 /// deployment's are all of it. One index entry a mark, of its keys: its put and its delete
 /// write it, its settles (which change its set, not its keys) do not. Marks put before this

@@ -112,18 +112,19 @@ pub const RAW_BODY_KEPT: chrono::Duration = chrono::Duration::days(90);
 pub const GSI: &str = "gsi1";
 /// The second index: the operator's lists of events by kind, review items and runs by state.
 pub const GSI2: &str = "gsi2";
-/// The third index: the waiting marks, of their keys alone.
+/// The third index: lists of keys alone (the waiting marks, an organisation's invoices).
 pub const GSI3: &str = "gsi3";
 
-/// The table's secondary indexes, each sparse: `Lists` (`gsi1`, every list the API reads),
-/// `States` (`gsi2`, what the operator counts; see `ops`), both of whole items, and `Waiting`
-/// (`gsi3`, the waiting marks of each kind), of keys alone: a mark's settles change what it
-/// holds, not its keys, so they write no index.
+/// The table's secondary indexes, each sparse: `Lists` (`gsi1`, every list the API reads
+/// whole), `States` (`gsi2`, what the operator counts; see `ops`), both of whole items, and
+/// `Keys` (`gsi3`: the waiting marks of each kind, an organisation's invoices), of keys alone:
+/// a mark's settle or an invoice's payment changes what it holds, not its keys, so it writes
+/// no index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Index {
     Lists,
     States,
-    Waiting,
+    Keys,
 }
 
 impl Index {
@@ -131,7 +132,7 @@ impl Index {
         match self {
             Self::Lists => GSI,
             Self::States => GSI2,
-            Self::Waiting => GSI3,
+            Self::Keys => GSI3,
         }
     }
 
@@ -139,7 +140,7 @@ impl Index {
         match self {
             Self::Lists => "gsi1pk",
             Self::States => "gsi2pk",
-            Self::Waiting => "gsi3pk",
+            Self::Keys => "gsi3pk",
         }
     }
 
@@ -147,7 +148,7 @@ impl Index {
         match self {
             Self::Lists => "gsi1sk",
             Self::States => "gsi2sk",
-            Self::Waiting => "gsi3sk",
+            Self::Keys => "gsi3sk",
         }
     }
 }

@@ -25,7 +25,7 @@ fn key(name: &str, key_type: KeyType) -> KeySchemaElement {
 }
 
 /// A secondary index: of the whole item (`Lists` and `States` read items), or of its keys
-/// alone (`Waiting`: its marks are counted, not read).
+/// alone (`Keys`: its marks are counted and its invoices fetched by key, not read from it).
 fn index(index: Index, projection: ProjectionType) -> GlobalSecondaryIndex {
     GlobalSecondaryIndex::builder()
         .index_name(index.name())
@@ -53,7 +53,7 @@ pub async fn create_table(client: &Client, name: &str) -> Result<Option<String>,
         .key_schema(key("sk", KeyType::Range))
         .global_secondary_indexes(index(Index::Lists, ProjectionType::All))
         .global_secondary_indexes(index(Index::States, ProjectionType::All))
-        .global_secondary_indexes(index(Index::Waiting, ProjectionType::KeysOnly))
+        .global_secondary_indexes(index(Index::Keys, ProjectionType::KeysOnly))
         .stream_specification(
             StreamSpecification::builder()
                 .stream_enabled(true)

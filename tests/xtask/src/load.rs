@@ -378,7 +378,7 @@ async fn waiting_counted(
     for kind in firmspace::ops::EventKind::ALL {
         let list = firmspace::store::counters::waiting_all(kind);
         waiting += store
-            .count_in(firmspace::store::Index::Waiting, &list, Some((&low, &high)))
+            .count_in(firmspace::store::Index::Keys, &list, Some((&low, &high)))
             .await?;
     }
     Ok(waiting)
