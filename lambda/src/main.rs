@@ -13,7 +13,7 @@ use firmspace::webhook::{Edge, Source};
 use lambda_runtime::{service_fn, Error};
 
 /// Every function, by the name its `Handler` carries.
-const FUNCTIONS: [&str; 14] = [
+const FUNCTIONS: [&str; 13] = [
     "payment-webhook",
     "call-webhook",
     "message-webhook",
@@ -24,7 +24,6 @@ const FUNCTIONS: [&str; 14] = [
     "ops",
     "fanout",
     "notify-worker",
-    "activity-worker",
     "automation-worker",
     "match-worker",
     "bank-import",
@@ -79,10 +78,6 @@ async fn run(function: &'static str) -> Result<(), Error> {
         }
         "notify-worker" => {
             let app = notify_worker::from_env().await?;
-            lambda_runtime::run(service_fn(|event| app.handle(event))).await
-        }
-        "activity-worker" => {
-            let app = activity_worker::from_env().await?;
             lambda_runtime::run(service_fn(|event| app.handle(event))).await
         }
         "automation-worker" => {

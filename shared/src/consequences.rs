@@ -219,11 +219,20 @@ queue_jobs! {
     }
 }
 
+queue_jobs! {
+    /// What tells people: a notification, or a line in an activity log. The notifications
+    /// queue's messages hold one event's, all in one message (`effects::job::Records`).
+    Told {
+        Notification <- Notification(Notification),
+        Line <- Activity(ActivityLine),
+    }
+}
+
 /// The queue a consequence goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QueueKind {
+    /// Notifications and activity lines: what tells people, one message an event.
     Notifications,
-    Activity,
     Automation,
     Matching,
 }
@@ -231,8 +240,7 @@ pub enum QueueKind {
 impl Consequence {
     pub fn queue(&self) -> QueueKind {
         match self {
-            Self::Notification(_) => QueueKind::Notifications,
-            Self::Activity(_) => QueueKind::Activity,
+            Self::Notification(_) | Self::Activity(_) => QueueKind::Notifications,
             Self::Trigger(_) | Self::Resend(_) | Self::Assisted(_) => QueueKind::Automation,
             Self::BankCredit(_) | Self::Lookalike(_) | Self::Unkeep(_) => QueueKind::Matching,
         }

@@ -3,9 +3,8 @@
 //! age for each. The test reads `infra/template.yaml` itself.
 
 const TEMPLATE: &str = include_str!("../../infra/template.yaml");
-const QUEUES: [&str; 6] = [
+const QUEUES: [&str; 5] = [
     "NotificationsQueue",
-    "ActivityQueue",
     "AutomationQueue",
     "MatchingQueue",
     "ImportQueue",
@@ -66,11 +65,7 @@ fn a_schedule_emits_the_figures_every_5_minutes_and_an_alarm_reads_the_oldest_wa
 
 #[test]
 fn a_worker_may_delete_waiting_marks_only() {
-    for worker in [
-        "NotifyWorkerFunction",
-        "ActivityWorkerFunction",
-        "AutomationWorkerFunction",
-    ] {
+    for worker in ["NotifyWorkerFunction", "AutomationWorkerFunction"] {
         let policy = resource(worker);
         let delete = policy
             .split("Action: [dynamodb:DeleteItem]")

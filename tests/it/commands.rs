@@ -304,7 +304,6 @@ async fn ops_app(chat: &Chat, sqs: aws_sdk_sqs::Client) -> ops::App {
         queues: firmspace::effects::queue::Queues {
             automation: String::new(),
             notifications: String::new(),
-            activity: String::new(),
             matching: String::new(),
         },
     };

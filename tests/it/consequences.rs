@@ -16,7 +16,7 @@ use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
 use firmspace::store::Item;
 use rust_decimal_macros::dec;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 async fn team(env: &TestEnv, org: &OrgId, size: usize) {
@@ -56,6 +56,18 @@ pub(crate) async fn closing_payment_linked(
     links: Links,
     payment_id: &str,
 ) -> Item {
+    payment_linked(env, org, links, payment_id, None).await
+}
+
+/// Books the payment `payment_id` of `amount` (all that is open when `None`) on a new invoice
+/// of 40.00 UAH with these links.
+pub(crate) async fn payment_linked(
+    env: &TestEnv,
+    org: &OrgId,
+    links: Links,
+    payment_id: &str,
+    amount: Option<rust_decimal::Decimal>,
+) -> Item {
     let inv = invoice::create(
         &env.store,
         org,
@@ -74,8 +86,8 @@ pub(crate) async fn closing_payment_linked(
         invoice_ref: Some(inv.id.as_str().to_owned()),
         source: Source::Stripe,
         external_id: ExternalId::parse("id", payment_id).unwrap(),
-        amount: None,
-        currency: None,
+        amount,
+        currency: amount.map(|_| Currency::parse("UAH").unwrap()),
         at: Utc::now(),
         actor: "test".into(),
         reverses: None,
@@ -117,22 +129,16 @@ pub async fn fanout_app(env: &TestEnv) -> (aws_sdk_sqs::Client, Queues, fanout::
 
 pub struct Workers {
     pub notify: notify_worker::App,
-    pub activity: activity_worker::App,
     pub automation: automation_worker::App,
     pub matching: match_worker::App,
 }
 
 impl Workers {
-    /// The notify worker takes these messages; none comes back.
+    /// The notify worker takes these messages (notifications and activity lines); none comes
+    /// back.
     pub async fn notify_all(&self, messages: &[Message]) {
         let out = self.notify.process(event(messages), Utc::now()).await;
         assert!(out.batch_item_failures.is_empty(), "notify: {out:?}");
-    }
-
-    /// The activity worker takes these messages; none comes back.
-    pub async fn activity_all(&self, messages: &[Message]) {
-        let out = self.activity.process(event(messages), Utc::now()).await;
-        assert!(out.batch_item_failures.is_empty(), "activity: {out:?}");
     }
 
     /// The automation worker takes these messages; none comes back.
@@ -145,7 +151,6 @@ impl Workers {
 pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
     Workers {
         notify: notify_worker::app(env.store.clone(), max_receives),
-        activity: activity_worker::app(env.store.clone(), max_receives),
         automation: automation_worker::app(
             env.store.clone(),
             Outbound::new(timeout, true),
@@ -181,14 +186,25 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
         assert!(response.batch_item_failures.is_empty());
     }
     let notes = receive(&sqs, &q.notifications, 1).await;
-    let lines = receive(&sqs, &q.activity, 1).await;
     let triggers = receive(&sqs, &q.automation, 1).await;
-    // Per stored event: 1 notification, 2 activity lines (contact, deal), 1 trigger — sent twice.
-    assert_eq!((notes.len(), lines.len(), triggers.len()), (2, 4, 2));
+    // Per stored event: one message telling people (1 notification, 2 activity lines: contact,
+    // deal) and 1 trigger — sent twice.
+    assert_eq!((notes.len(), triggers.len()), (2, 2));
+    for note in &notes {
+        let body: Value = serde_json::from_str(note.body().unwrap()).unwrap();
+        let types: Vec<&str> = body["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["notification", "activity", "activity"]);
+        // The trigger is waited on too: the message settles its own keys, not the whole mark.
+        assert_eq!(body["whole"], false);
+    }
     let w = workers(&env, Duration::from_secs(2), 5);
     for _ in 0..2 {
         w.notify_all(&notes).await;
-        w.activity_all(&lines).await;
         w.automation_all(&triggers).await;
     }
     for user in ["u1", "u2", "u3"] {
@@ -238,14 +254,14 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         response.batch_item_failures.is_empty(),
         "the record is not retried"
     );
-    let (notes, lines, triggers) = (
+    let (told, triggers) = (
         receive(&sqs, &q.notifications, 1).await,
-        receive(&sqs, &q.activity, 1).await,
         receive(&sqs, &q.automation, 1).await,
     );
-    // The deal's line and the notification went; the contact's line, the trigger and the
-    // lookalike check (each naming the contact) are parked.
-    assert_eq!((notes.len(), lines.len(), triggers.len()), (1, 1, 0));
+    // The deal's line and the notification went, one message each (SQS would refuse a message
+    // holding the contact's line, so the event's records go apart); the contact's line, the
+    // trigger and the lookalike check (each naming the contact) are parked.
+    assert_eq!((told.len(), triggers.len()), (2, 0));
     let review = firmspace::review::list(&env.store, &org, 10).await.unwrap();
     assert_eq!(review.len(), 1, "{review:?}");
     assert_eq!(
@@ -298,7 +314,7 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     let sqs = queues::client().await;
-    let (url, _) = queues::queue(&sqs, "activity", 1, None).await;
+    let (url, _) = queues::queue(&sqs, "notifications", 1, None).await;
     let body = json!({"type": "activity", "org": org.as_str(), "entity_kind": "contact", "entity_id": "c9",
                       "key": "invoice:standard:p9", "kind": "payment", "text": "paid", "at": "2026-12-02T10:00:00.000Z"});
     sqs.send_message()
@@ -310,14 +326,14 @@ async fn a_worker_that_dies_before_deleting_the_message_adds_no_second_effect_on
     let w = workers(&env, Duration::from_secs(1), 5);
     let first = receive(&sqs, &url, 2).await;
     assert_eq!(first.len(), 1);
-    w.activity.process(event(&first), Utc::now()).await;
+    w.notify.process(event(&first), Utc::now()).await;
     // The worker dies here: the message is never deleted. After the visibility timeout SQS
     // delivers it again.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let second = receive(&sqs, &url, 3).await;
     assert_eq!(second.len(), 1, "redelivered");
     assert_eq!(second[0].message_id(), first[0].message_id());
-    let response = w.activity.process(event(&second), Utc::now()).await;
+    let response = w.notify.process(event(&second), Utc::now()).await;
     assert!(response.batch_item_failures.is_empty());
     queues::delete(&sqs, &url, &second).await;
     assert_eq!(

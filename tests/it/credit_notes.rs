@@ -217,14 +217,12 @@ async fn a_credit_notes_consequences_happen_once() {
         let out = fanout.process(stream_event(&note, seq), Utc::now()).await;
         assert!(out.batch_item_failures.is_empty());
     }
-    let (notes, lines, triggers) = (
+    let (notes, triggers) = (
         receive(&sqs, &q.notifications, 1).await,
-        receive(&sqs, &q.activity, 1).await,
         receive(&sqs, &q.automation, 1).await,
     );
     let w = workers(&crm.env, Duration::from_secs(2), 5);
     w.notify_all(&notes).await;
-    w.activity_all(&lines).await;
     w.automation_all(&triggers).await;
     let inbox = crm.get("/api/notifications?recipient=u1").await;
     assert_eq!(

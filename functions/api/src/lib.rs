@@ -194,7 +194,6 @@ impl App {
                     queues: firmspace::effects::queue::Queues {
                         automation,
                         notifications: String::new(),
-                        activity: String::new(),
                         matching: String::new(),
                     },
                 }),

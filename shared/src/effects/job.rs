@@ -43,10 +43,21 @@ pub trait Job: Sized + Send {
     /// The organisation and key, for logs and review items.
     fn about(&self) -> (OrgId, String);
 
-    /// Whether its event waits on it (`effects::waiting`): a tracked consequence.
-    fn tracked(&self) -> bool {
-        false
+    /// What applying it settles of its event's waiting mark (`effects::waiting`).
+    fn settles(&self) -> Settles {
+        Settles::Nothing
     }
+}
+
+/// What a job, once applied, settles of the waiting mark of the event its message names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settles {
+    /// Nothing: not a tracked consequence.
+    Nothing,
+    /// These tracked consequences' keys, taken out of the mark's set.
+    Keys(Vec<String>),
+    /// The whole mark: the message held every consequence its event still waited on.
+    All,
 }
 
 /// A consequence's job: read as a consequence, taken only when it is this queue's kind.
@@ -65,19 +76,88 @@ macro_rules! consequence_job {
                 (consequence.org().clone(), consequence.key())
             }
 
-            fn tracked(&self) -> bool {
-                Consequence::from(self.clone()).is_tracked()
+            fn settles(&self) -> Settles {
+                let consequence = Consequence::from(self.clone());
+                match consequence.is_tracked() {
+                    true => Settles::Keys(vec![consequence.key()]),
+                    false => Settles::Nothing,
+                }
             }
         }
     )*};
 }
 
-consequence_job!(
-    super::Notification,
-    super::ActivityLine,
-    super::Automated,
-    super::Matched
-);
+consequence_job!(super::Automated, super::Matched);
+
+/// The notifications queue's message: what tells people of one event (its notifications and
+/// activity lines, notifications first), and whether that is all its event waits on
+/// (`whole`): then the worker, having applied them, deletes the event's waiting mark at once
+/// instead of taking each key out of it. A message of one consequence alone (as sent before
+/// events' messages were one) reads as a set of one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Records {
+    told: Vec<super::Told>,
+    whole: bool,
+}
+
+/// The field of a message body holding its records.
+pub const RECORDS: &str = "records";
+/// The field of a message body saying its records are all its event waits on.
+pub const WHOLE: &str = "whole";
+
+impl Records {
+    /// What it tells, in order: never empty (a message of none is not read).
+    pub fn told(self) -> Vec<super::Told> {
+        self.told
+    }
+}
+
+impl Job for Records {
+    fn read(body: &str) -> Result<Self, Unread> {
+        #[derive(serde::Deserialize)]
+        struct Many {
+            records: Vec<Consequence>,
+            #[serde(default)]
+            whole: bool,
+        }
+        let (all, whole) = match serde_json::from_str::<Many>(body) {
+            Ok(many) => (many.records, many.whole),
+            Err(_) => {
+                let one = serde_json::from_str::<Consequence>(body)
+                    .map_err(|e| Unread::Malformed(e.to_string()))?;
+                (vec![one], false)
+            }
+        };
+        let Some(first) = all.first() else {
+            return Err(Unread::Malformed("a message of no records".into()));
+        };
+        let (org, key) = (first.org().clone(), first.key());
+        let told = all
+            .into_iter()
+            .map(super::Told::try_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| Unread::Elsewhere { org, key })?;
+        Ok(Self { told, whole })
+    }
+
+    /// The first record's: a notification when there is one (the one that can fail for good).
+    fn about(&self) -> (OrgId, String) {
+        let first = Consequence::from(self.told.first().expect("read holds one or more").clone());
+        (first.org().clone(), first.key())
+    }
+
+    fn settles(&self) -> Settles {
+        match self.whole {
+            true => Settles::All,
+            false => Settles::Keys(
+                self.told
+                    .iter()
+                    .map(|t| Consequence::from(t.clone()).key())
+                    .collect(),
+            ),
+        }
+    }
+}
 
 /// A request of the import queue: a statement, or a large file's next steps.
 impl Job for crate::bank::import::Request {
@@ -96,5 +176,59 @@ impl Job for crate::bank::import::Request {
             Self::File { org, import_id } => (org.clone(), format!("import:{import_id}")),
             Self::Turn { org } => (org.clone(), format!("imports:{org}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn line(key: &str) -> serde_json::Value {
+        json!({"type": "activity", "org": "o7ab54e84e6e3", "entity_kind": "contact",
+               "entity_id": "c1", "key": key, "kind": "payment", "text": "paid",
+               "at": "2026-12-02T10:00:00.000Z"})
+    }
+
+    #[test]
+    fn one_events_records_read_as_one_job_that_settles_what_it_says() {
+        let body = json!({"source": "PK", "whole": true, RECORDS: [line("a"), line("b")]});
+        let job = Records::read(&body.to_string()).unwrap();
+        assert_eq!(job.settles(), Settles::All);
+        assert_eq!(job.about().1, "activity:contact:c1:a");
+        assert_eq!(job.told().len(), 2);
+        let part = json!({"source": "PK", RECORDS: [line("a"), line("b")]});
+        assert_eq!(
+            Records::read(&part.to_string()).unwrap().settles(),
+            Settles::Keys(vec![
+                "activity:contact:c1:a".into(),
+                "activity:contact:c1:b".into()
+            ])
+        );
+    }
+
+    #[test]
+    fn a_message_of_one_record_as_sent_before_reads_as_a_set_of_one() {
+        let job = Records::read(&line("a").to_string()).unwrap();
+        assert_eq!(
+            job.settles(),
+            Settles::Keys(vec!["activity:contact:c1:a".into()])
+        );
+    }
+
+    #[test]
+    fn no_records_or_another_queues_are_not_this_queues_job() {
+        let none = json!({"source": "PK", RECORDS: []});
+        assert!(matches!(
+            Records::read(&none.to_string()),
+            Err(Unread::Malformed(_))
+        ));
+        let credit = json!({"type": "bank_credit", "org": "o7ab54e84e6e3", "tx_id": "t1",
+                            "at": "2026-12-02T10:00:00.000Z"});
+        let mixed = json!({RECORDS: [line("a"), credit]});
+        assert!(matches!(
+            Records::read(&mixed.to_string()),
+            Err(Unread::Elsewhere { .. })
+        ));
     }
 }

@@ -1,15 +1,16 @@
 //! Sends consequences to their SQS queues in batches of ten.
 
+use super::job::{RECORDS, WHOLE};
 use super::{Consequence, QueueKind};
 use crate::config::{require, ConfigError};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use serde_json::json;
 use thiserror::Error;
 
 /// Queue URLs the fan-out sends consequences to.
 #[derive(Clone, Debug)]
 pub struct Queues {
     pub notifications: String,
-    pub activity: String,
     pub automation: String,
     pub matching: String,
 }
@@ -18,7 +19,6 @@ impl Queues {
     pub fn from_env() -> Result<Self, ConfigError> {
         Ok(Self {
             notifications: require("NOTIFICATIONS_QUEUE_URL")?,
-            activity: require("ACTIVITY_QUEUE_URL")?,
             automation: require("AUTOMATION_QUEUE_URL")?,
             matching: require("MATCHING_QUEUE_URL")?,
         })
@@ -44,7 +44,8 @@ pub struct Refused {
     pub reason: String,
 }
 
-/// What a publish did: how many were queued, and which were refused for good.
+/// What a publish did: how many consequences were queued (an event's records are one message),
+/// and which were refused for good.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Published {
     pub sent: usize,
@@ -63,7 +64,6 @@ impl Publisher {
     fn url(&self, kind: QueueKind) -> &str {
         match kind {
             QueueKind::Notifications => &self.queues.notifications,
-            QueueKind::Activity => &self.queues.activity,
             QueueKind::Automation => &self.queues.automation,
             QueueKind::Matching => &self.queues.matching,
         }
@@ -88,20 +88,21 @@ impl Publisher {
         let mut published = Published::default();
         for kind in [
             QueueKind::Notifications,
-            QueueKind::Activity,
             QueueKind::Automation,
             QueueKind::Matching,
         ] {
             let mut bodies = Vec::new();
-            for c in consequences.iter().filter(|c| c.queue() == kind) {
-                let body = body(source, c);
-                if body.len() > MAX_BYTES {
+            for message in messages(source, kind, consequences) {
+                if message.body.len() > MAX_BYTES {
                     published.refused.push(Refused {
-                        key: c.key(),
-                        reason: format!("message of {} bytes is over SQS's limit", body.len()),
+                        reason: format!(
+                            "message of {} bytes is over SQS's limit",
+                            message.body.len()
+                        ),
+                        key: message.key,
                     });
                 } else {
-                    bodies.push((c.key(), body));
+                    bodies.push(message);
                 }
             }
             for batch in batches(&bodies) {
@@ -114,16 +115,16 @@ impl Publisher {
     async fn send(
         &self,
         kind: QueueKind,
-        batch: &[(String, String)],
+        batch: &[Outgoing],
         published: &mut Published,
     ) -> Result<(), QueueError> {
         let entries = batch
             .iter()
             .enumerate()
-            .map(|(i, (_, body))| {
+            .map(|(i, message)| {
                 SendMessageBatchRequestEntry::builder()
                     .id(i.to_string())
-                    .message_body(body)
+                    .message_body(&message.body)
                     .build()
                     .expect("id and body are set")
             })
@@ -144,7 +145,7 @@ impl Publisher {
                 .parse::<usize>()
                 .ok()
                 .and_then(|i| batch.get(i))
-                .map(|(key, _)| key.clone());
+                .map(|message| message.key.clone());
             match key {
                 Some(key) if failed.sender_fault => published.refused.push(Refused {
                     key,
@@ -157,12 +158,66 @@ impl Publisher {
                 _ => unsent += 1,
             }
         }
-        published.sent += out.successful.len();
+        published.sent += out
+            .successful
+            .iter()
+            .filter_map(|sent| batch.get(sent.id.parse::<usize>().ok()?))
+            .map(|message| message.holds)
+            .sum::<usize>();
         if unsent > 0 {
             return Err(QueueError::Unsent(unsent));
         }
         Ok(())
     }
+}
+
+/// The messages (each with the key it is known by) of `consequences` bound for the queue
+/// `kind`. What tells people of a stored event (its notifications and activity lines) is one
+/// message, `whole` when nothing else it carries is tracked (`effects::job::Records`); one
+/// over SQS's limit goes as one message a consequence instead. Everything else is one message
+/// a consequence.
+fn messages(source: Option<&str>, kind: QueueKind, consequences: &[Consequence]) -> Vec<Outgoing> {
+    let mut of_kind: Vec<&Consequence> =
+        consequences.iter().filter(|c| c.queue() == kind).collect();
+    // Notifications first: the one that can fail for good names the message.
+    of_kind.sort_by_key(|c| !matches!(c, Consequence::Notification(_)));
+    if let (Some(source), QueueKind::Notifications, Some(first)) = (source, kind, of_kind.first()) {
+        let whole = consequences
+            .iter()
+            .all(|c| !c.is_tracked() || c.queue() == QueueKind::Notifications);
+        let records = json!({SOURCE: source, WHOLE: whole, RECORDS: of_kind}).to_string();
+        if records.len() <= MAX_BYTES && sqs_accepts(&records) {
+            return vec![Outgoing {
+                key: first.key(),
+                body: records,
+                holds: of_kind.len(),
+            }];
+        }
+    }
+    of_kind
+        .into_iter()
+        .map(|c| Outgoing {
+            key: c.key(),
+            body: body(source, c),
+            holds: 1,
+        })
+        .collect()
+}
+
+/// One message to send: the key it is known by, its body, and how many consequences it holds.
+struct Outgoing {
+    key: String,
+    body: String,
+    holds: usize,
+}
+
+/// Whether every character of `body` is one SQS takes in a message (#x9, #xA, #xD, #x20 to
+/// #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF): a record SQS would refuse goes alone, so it
+/// keeps no other record of its event from its queue.
+fn sqs_accepts(body: &str) -> bool {
+    body.chars().all(|c| {
+        matches!(c, '\t' | '\n' | '\r' | ' '..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+    })
 }
 
 /// A message's body: the consequence, and the item it came from when there is one.
@@ -187,15 +242,15 @@ pub fn source_of(body: &str) -> Option<String> {
 }
 
 /// Consecutive runs of at most ten bodies and `MAX_BYTES` together.
-fn batches(bodies: &[(String, String)]) -> Vec<&[(String, String)]> {
+fn batches(bodies: &[Outgoing]) -> Vec<&[Outgoing]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
-    for (i, (_, body)) in bodies.iter().enumerate() {
-        if i - start == 10 || bytes + body.len() > MAX_BYTES {
+    for (i, message) in bodies.iter().enumerate() {
+        if i - start == 10 || bytes + message.body.len() > MAX_BYTES {
             out.push(&bodies[start..i]);
             (start, bytes) = (i, 0);
         }
-        bytes += body.len();
+        bytes += message.body.len();
     }
     if start < bodies.len() {
         out.push(&bodies[start..]);
@@ -207,14 +262,69 @@ fn batches(bodies: &[(String, String)]) -> Vec<&[(String, String)]> {
 mod tests {
     use super::*;
 
+    use crate::payments::event::tests::sample;
+    use serde_json::Value;
+
+    fn sent(source: Option<&str>, kind: QueueKind, closes: bool) -> Vec<Value> {
+        let all = super::super::derive::consequences(&sample(closes).to_item()).unwrap();
+        messages(source, kind, &all)
+            .into_iter()
+            .map(|m| serde_json::from_str(&m.body).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn what_tells_people_of_an_event_is_one_message_and_the_whole_of_what_it_waits_on() {
+        let told = sent(Some("PK"), QueueKind::Notifications, false);
+        assert_eq!(told.len(), 1);
+        let types: Vec<&str> = told[0][RECORDS]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["notification", "activity", "activity"]);
+        assert_eq!(
+            (&told[0][SOURCE], &told[0][WHOLE]),
+            (&json!("PK"), &json!(true))
+        );
+        // The lookalike check is no record and waits on nothing: a message of its own queue.
+        assert_eq!(sent(Some("PK"), QueueKind::Matching, false).len(), 1);
+    }
+
+    #[test]
+    fn a_trigger_waited_on_too_keeps_the_message_from_settling_the_whole_mark() {
+        let told = sent(Some("PK"), QueueKind::Notifications, true);
+        assert_eq!((told.len(), &told[0][WHOLE]), (1, &json!(false)));
+        assert_eq!(sent(Some("PK"), QueueKind::Automation, true).len(), 1);
+    }
+
+    #[test]
+    fn without_a_source_each_record_is_a_message() {
+        let told = sent(None, QueueKind::Notifications, false);
+        assert_eq!(told.len(), 3);
+        assert!(told.iter().all(|m| m.get(RECORDS).is_none()));
+    }
+
+    #[test]
+    fn sqs_takes_what_its_character_set_holds() {
+        assert!(sqs_accepts("tab\tnew line\nüñí 🦀 \u{E000}\u{FFFD}"));
+        assert!(!sqs_accepts("c\u{FFFF}"));
+        assert!(!sqs_accepts("c\u{FFFE}"));
+        assert!(!sqs_accepts("bell\u{7}"));
+    }
+
     #[test]
     fn batches_hold_at_most_ten_messages_and_the_byte_limit() {
-        let small: Vec<(String, String)> = (0..23).map(|i| (i.to_string(), "x".into())).collect();
+        let of = |body: String| Outgoing {
+            key: "k".into(),
+            body,
+            holds: 1,
+        };
+        let small: Vec<Outgoing> = (0..23).map(|_| of("x".into())).collect();
         let sizes: Vec<usize> = batches(&small).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [10, 10, 3]);
-        let big: Vec<(String, String)> = (0..3)
-            .map(|i| (i.to_string(), "x".repeat(MAX_BYTES / 2)))
-            .collect();
+        let big: Vec<Outgoing> = (0..3).map(|_| of("x".repeat(MAX_BYTES / 2))).collect();
         let sizes: Vec<usize> = batches(&big).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [2, 1]);
         assert!(batches(&[]).is_empty());

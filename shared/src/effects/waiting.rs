@@ -3,15 +3,16 @@
 //! event's waiting mark as its consequences happen.
 //!
 //! Exact under at-least-once delivery and concurrency: the mark, holding the keys of the
-//! event's tracked consequences (`pending`), and its tally are written in the event's own
-//! transaction (`store::counters::with_counts`). Every worker, after applying a consequence (or
+//! event's tracked consequences (`pending`), is written in the event's own transaction (`store::counters::with_counts`). Every worker, after applying a consequence (or
 //! finding it applied: a key shared by several events is settled for each), takes its key out
 //! of the set in one conditional update (held to the key being in it, so a redelivery takes
 //! nothing twice) that answers the set as it is after; the one that leaves it empty deletes the
-//! mark on the condition that it is there, with the tally's decrement in the same
-//! transaction. A worker cut off between the two finds, on its redelivery, the key already
-//! out: it deletes a mark whose set is empty. One update per consequence, one transaction per
-//! event.
+//! mark on the condition that it is there. A worker cut off between the two finds, on its
+//! redelivery, the key already out: it deletes a mark whose set is empty. What tells people of
+//! an event (its notifications and activity lines) travels in one message; when that is all
+//! the event waits on, its worker deletes the mark once they are applied, and takes no key out
+//! (`settle_all`). So an event costs one update per tracked consequence of another queue and
+//! one delete.
 
 use super::{activity, automation, derive, notify, Consequence};
 use crate::ids::OrgId;
@@ -149,17 +150,25 @@ pub async fn states(
         .collect())
 }
 
-/// After the consequence `key` of the event whose consequences `source` carries happened (or
-/// was found done): its key taken out of the event's waiting mark, and the mark settled when
-/// none is left. `true` when this call took the event off the tally; nothing when no mark waits.
-pub async fn settle(store: &Store, source: &str, key: &str) -> Result<bool, StoreError> {
+/// After the consequences `keys` of the event whose consequences `source` carries happened (or
+/// were found done): their keys taken out of the event's waiting mark in one update (held to
+/// one of them being in it), and the mark settled when none is left. `true` when this call
+/// deleted the mark; nothing when no mark waits.
+pub async fn settle(store: &Store, source: &str, keys: &[String]) -> Result<bool, StoreError> {
+    if keys.is_empty() {
+        return Ok(false);
+    }
     let pk = counters::waiting_pk(source);
+    let held = keys
+        .iter()
+        .map(|key| Cond::Contains(counters::PENDING.into(), s(key)))
+        .collect();
     let take = Update::new()
-        .take_from_set(counters::PENDING, vec![key.to_owned()])
-        .when(Cond::Contains(counters::PENDING.into(), s(key)));
+        .take_from_set(counters::PENDING, keys.to_vec())
+        .when(Cond::Any(held));
     let mark = match store.update_returning(&pk, &take).await? {
         Some(after) => after,
-        // Not in the set: taken before (a redelivery), or no mark waits. A mark left with an
+        // None in the set: taken before (a redelivery), or no mark waits. A mark left with an
         // empty set (its last taker cut off) is settled now.
         None => match store.get(&pk).await? {
             Some(mark) => mark,
@@ -169,8 +178,15 @@ pub async fn settle(store: &Store, source: &str, key: &str) -> Result<bool, Stor
     settle_empty(store, &mark).await
 }
 
+/// After every consequence the event whose consequences `source` carries still waited on
+/// happened (one message held them all, `effects::job::Settles::All`): its waiting mark
+/// deleted while it is there, whatever its set holds. `true` when this call deleted it.
+pub async fn settle_all(store: &Store, source: &str) -> Result<bool, StoreError> {
+    store.delete_present(&counters::waiting_pk(source)).await
+}
+
 /// Settles a mark whose event waits on nothing more (a held SMS decided, whose consequences
-/// no message carries): `true` when this call took the event off the tally.
+/// no message carries): `true` when this call deleted its mark.
 pub async fn settle_held(store: &Store, source: &str) -> Result<bool, StoreError> {
     match store.get(&counters::waiting_pk(source)).await? {
         Some(mark) => settle_empty(store, &mark).await,

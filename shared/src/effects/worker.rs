@@ -4,7 +4,7 @@
 //! acknowledged and parked as a review item; the last failing receive of a message records a
 //! `dead_letter` review item before SQS moves it to the DLQ. A worker crate keeps only `apply`.
 
-pub use super::job::{Applied, Job, Unread};
+pub use super::job::{Applied, Job, Settles, Unread};
 use crate::config::{parse_var, Config, ConfigError};
 use crate::ids::OrgId;
 use crate::review::{Kind, Reason, ReviewItem};
@@ -203,7 +203,7 @@ impl<W: Worker> SqsApp<W> {
             }
         };
         let (org, key) = job.about();
-        let tracked = job.tracked();
+        let settles = job.settles();
         let span = tracing::info_span!("job", worker = W::NAME, key = %key);
         match self
             .worker
@@ -217,27 +217,31 @@ impl<W: Worker> SqsApp<W> {
                 metrics::counter!("effects", "worker" => W::NAME, "result" => "absorbed")
                     .increment(applied.absorbed as u64);
                 tracing::info!(key = %key, written = applied.written, absorbed = applied.absorbed, "applied");
-                match tracked {
-                    true => self.settle(msg, (&org, key), now).await,
-                    false => Ok(()),
-                }
+                self.settle(msg, settles, (&org, key), now).await
             }
             Err(err) => self.failed(msg, &org, key, err, now).await,
         }
     }
 
-    /// After a consequence happened (or was found done): the event it came from stops waiting
-    /// if it was its last. A failure here is retried with the message, which is absorbed then.
+    /// After a job's consequences happened (or were found done): the event they came from
+    /// stops waiting on them, and waits no more when they were its last. A failure here is
+    /// retried with the message, which is absorbed then.
     async fn settle(
         &self,
         msg: &SqsMessage,
+        settles: Settles,
         (org, key): (&OrgId, String),
         now: DateTime<Utc>,
     ) -> Result<(), ()> {
         let Some(source) = msg.body.as_deref().and_then(super::queue::source_of) else {
             return Ok(());
         };
-        match super::waiting::settle(&self.store, &source, &key).await {
+        let settled = match settles {
+            Settles::Nothing => return Ok(()),
+            Settles::Keys(keys) => super::waiting::settle(&self.store, &source, &keys).await,
+            Settles::All => super::waiting::settle_all(&self.store, &source).await,
+        };
+        match settled {
             Ok(_) => Ok(()),
             Err(e) => {
                 let err = WorkError::transient(e);

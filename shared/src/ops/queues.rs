@@ -42,8 +42,7 @@ where
 }
 
 impl Queues {
-    /// `{NAME}_QUEUE_URL` and `{NAME}_DLQ_URL` for notifications, activity, automation and
-    /// matching.
+    /// `{NAME}_QUEUE_URL` and `{NAME}_DLQ_URL` for notifications, automation and matching.
     pub fn from_env(sqs: aws_sdk_sqs::Client) -> Result<Self, ConfigError> {
         let pair = |name, url, dlq| -> Result<Pair, ConfigError> {
             Ok(Pair {
@@ -60,7 +59,6 @@ impl Queues {
                     "NOTIFICATIONS_QUEUE_URL",
                     "NOTIFICATIONS_DLQ_URL",
                 )?,
-                pair("activity", "ACTIVITY_QUEUE_URL", "ACTIVITY_DLQ_URL")?,
                 pair("automation", "AUTOMATION_QUEUE_URL", "AUTOMATION_DLQ_URL")?,
                 pair("matching", "MATCHING_QUEUE_URL", "MATCHING_DLQ_URL")?,
             ],

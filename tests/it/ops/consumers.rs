@@ -40,8 +40,8 @@ async fn a_paused_workers_messages_wait_in_its_queue_and_are_taken_once_it_is_re
         .functions()
         .iter()
         .filter_map(|f| f.function_name())
-        .find(|n| n.contains("ActivityWorker"))
-        .expect("the deployed activity worker")
+        .find(|n| n.contains("NotifyWorker"))
+        .expect("the deployed notify worker")
         .to_owned();
     let (url, _) = queue(&ops.sqs, "paused", 60, None).await;
     let arn = ops
@@ -70,12 +70,12 @@ async fn a_paused_workers_messages_wait_in_its_queue_and_are_taken_once_it_is_re
     let consumers = Consumers {
         lambda: lambda.clone(),
         list: vec![Consumer {
-            name: "activity-worker".into(),
+            name: "notify-worker".into(),
             mapping: mapping.clone(),
         }],
     };
     let ops = ops.with_consumers(consumers);
-    let path = "/ops/consumers/activity-worker";
+    let path = "/ops/consumers/notify-worker";
     let (status, paused) = ops
         .post(
             &format!("{path}/pause"),

@@ -43,7 +43,7 @@ impl Ops {
         let env = TestEnv::new().await;
         let sqs = queues::client().await;
         let mut pairs = Vec::new();
-        for name in ["notifications", "activity", "automation", "matching"] {
+        for name in ["notifications", "automation", "matching"] {
             let (url, dlq) = queue(&sqs, name, 1, Some(2)).await;
             pairs.push(Pair {
                 name,
@@ -54,9 +54,8 @@ impl Ops {
         let url = |i: usize| pairs[i].url.clone();
         let consequences = Consequences {
             notifications: url(0),
-            activity: url(1),
-            automation: url(2),
-            matching: url(3),
+            automation: url(1),
+            matching: url(2),
         };
         let queues = Queues {
             sqs: sqs.clone(),
@@ -139,12 +138,7 @@ pub fn ids(list: &Value) -> Vec<String> {
 /// mapping would: what succeeded is deleted, what failed stays.
 pub(super) async fn drain(o: &Ops, w: &Workers) {
     let q = &o.consequences;
-    let queues = [
-        (&q.notifications, 0),
-        (&q.activity, 1),
-        (&q.automation, 2),
-        (&q.matching, 3),
-    ];
+    let queues = [(&q.notifications, 0), (&q.automation, 2), (&q.matching, 3)];
     for (url, which) in queues {
         let messages = receive(&o.sqs, url, 0).await;
         if messages.is_empty() {
@@ -152,7 +146,6 @@ pub(super) async fn drain(o: &Ops, w: &Workers) {
         }
         let response = match which {
             0 => Box::pin(w.notify.process(event(&messages), Utc::now())).await,
-            1 => Box::pin(w.activity.process(event(&messages), Utc::now())).await,
             2 => Box::pin(w.automation.process(event(&messages), Utc::now())).await,
             _ => Box::pin(w.matching.process(event(&messages), Utc::now())).await,
         };

@@ -75,7 +75,7 @@ async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resum
         assert!(out.batch_item_failures.is_empty());
     }
     let q = &o.consequences;
-    for url in [&q.notifications, &q.activity, &q.automation] {
+    for url in [&q.notifications, &q.automation] {
         assert!(
             receive(&o.sqs, url, 1).await.is_empty(),
             "nothing published"

@@ -227,7 +227,7 @@ async fn a_bulk_replay_counts_first_then_sends_each_missing_consequence_once() {
         )
     );
     let q = &o.consequences;
-    for url in [&q.notifications, &q.activity, &q.automation] {
+    for url in [&q.notifications, &q.automation] {
         assert!(
             crate::support::queues::receive(&o.sqs, url, 0)
                 .await

@@ -232,7 +232,7 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
     assert_eq!(notes.len(), 1);
     // The notification is written, and the worker dies before it settles the event's mark.
     let body = notes[0].body().unwrap();
-    let job = firmspace::effects::Notification::read(body).unwrap();
+    let job = firmspace::effects::job::Records::read(body).unwrap();
     w.notify.worker.apply(job, Utc::now()).await.unwrap();
     Box::pin(drain_but_notifications(&o, &w)).await;
     assert_eq!(
@@ -252,20 +252,68 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
     }
 }
 
-/// Every consequence but the notifications applied by its worker.
+/// Every consequence but the notifications and activity lines applied by its worker.
 async fn drain_but_notifications(o: &Ops, w: &crate::consequences::Workers) {
     let q = &o.consequences;
     for _ in 0..3 {
-        let activity = crate::support::queues::receive(&o.sqs, &q.activity, 0).await;
-        if !activity.is_empty() {
-            w.activity_all(&activity).await;
-            crate::support::queues::delete(&o.sqs, &q.activity, &activity).await;
-        }
         let automation = crate::support::queues::receive(&o.sqs, &q.automation, 0).await;
         if !automation.is_empty() {
             w.automation_all(&automation).await;
             crate::support::queues::delete(&o.sqs, &q.automation, &automation).await;
         }
+    }
+}
+
+#[tokio::test]
+async fn one_message_holding_all_its_event_waits_on_deletes_the_mark_once_even_cut_off() {
+    use firmspace::effects::job::{Job, Records, Settles};
+    use firmspace::effects::worker::Worker;
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    // A part payment: no `invoice.paid`, so its event waits on its records alone.
+    let links = firmspace::payments::invoice::Links {
+        owner: Some("u1".into()),
+        contact_id: Some("c1".into()),
+        ..Default::default()
+    };
+    let item = crate::consequences::payment_linked(
+        &o.env,
+        &org,
+        links,
+        "pi_part",
+        Some(rust_decimal_macros::dec!(10)),
+    )
+    .await;
+    let publisher = Publisher {
+        sqs: o.sqs.clone(),
+        queues: o.consequences.clone(),
+    };
+    let fanout = fanout::App::new(publisher, o.env.store.clone());
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(payments_waiting(&o, &org).await, (1, 0));
+    let notes = crate::support::queues::receive(&o.sqs, &o.consequences.notifications, 0).await;
+    assert_eq!(
+        notes.len(),
+        1,
+        "the notification and the activity line: one message"
+    );
+    let job = Records::read(notes[0].body().unwrap()).unwrap();
+    assert_eq!(job.settles(), Settles::All);
+    // Both written, and the worker dies before it deletes the mark: still waiting.
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    w.notify.worker.apply(job, Utc::now()).await.unwrap();
+    assert_eq!(payments_waiting(&o, &org).await, (1, 1));
+    assert_eq!(o.env.items_of("activity").await.len(), 1);
+    // Delivered again: absorbed by the keys, the mark deleted; and once more: nothing moves.
+    for _ in 0..2 {
+        let out = w
+            .notify
+            .process(crate::support::queues::event(&notes), Utc::now())
+            .await;
+        assert!(out.batch_item_failures.is_empty());
+        assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+        assert_eq!(o.env.items_of("activity").await.len(), 1);
     }
 }
 
@@ -279,17 +327,13 @@ async fn two_workers_taking_the_same_consequences_at_once_count_once() {
         workers(&o.env, Duration::from_secs(2), 5),
     );
     let q = &o.consequences;
-    for url in [&q.notifications, &q.activity, &q.automation] {
+    for url in [&q.notifications, &q.automation] {
         let messages = crate::support::queues::receive(&o.sqs, url, 0).await;
         let batch = || crate::support::queues::event(&messages);
         let (x, y) = match url {
             u if u == &q.notifications => futures::join!(
                 a.notify.process(batch(), Utc::now()),
                 b.notify.process(batch(), Utc::now())
-            ),
-            u if u == &q.activity => futures::join!(
-                a.activity.process(batch(), Utc::now()),
-                b.activity.process(batch(), Utc::now())
             ),
             _ => futures::join!(
                 a.automation.process(batch(), Utc::now()),

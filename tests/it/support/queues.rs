@@ -64,7 +64,6 @@ pub async fn queue(
 pub async fn three_queues(sqs: &aws_sdk_sqs::Client) -> Queues {
     Queues {
         notifications: queue(sqs, "notifications", 30, None).await.0,
-        activity: queue(sqs, "activity", 30, None).await.0,
         automation: queue(sqs, "automation", 30, None).await.0,
         matching: queue(sqs, "matching", 30, None).await.0,
     }

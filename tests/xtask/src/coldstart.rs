@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FUNCTIONS: &str =
-    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook lead-webhook api ops fanout notify-worker activity-worker automation-worker match-worker bank-import";
+    "payment-webhook call-webhook message-webhook bank-webhook sms-webhook lead-webhook api ops fanout notify-worker automation-worker match-worker bank-import";
 const RUNS: usize = 10;
 const NOWHERE: &str = "http://127.0.0.1:9";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -212,11 +212,9 @@ fn command(bin: &Path, name: &str, addr: SocketAddr) -> Command {
         .env("PUBLIC_URL", "https://api.example.com")
         .env("ATTACHMENTS_BUCKET", "coldstart")
         .env("NOTIFICATIONS_QUEUE_URL", &queue)
-        .env("ACTIVITY_QUEUE_URL", &queue)
         .env("AUTOMATION_QUEUE_URL", &queue)
         .env("MATCHING_QUEUE_URL", &queue)
         .env("NOTIFICATIONS_DLQ_URL", &queue)
-        .env("ACTIVITY_DLQ_URL", &queue)
         .env("AUTOMATION_DLQ_URL", &queue)
         .env("MATCHING_DLQ_URL", &queue)
         .env("IMPORT_QUEUE_URL", &queue)
@@ -285,11 +283,11 @@ fn event(name: &str) -> Value {
             "headers": {"authorization": format!("Bearer fsk_{ORG}_x")}}),
         ),
         "fanout" => stream_event(),
-        "notify-worker" => sqs_event(json!({"type": "notification", "org": ORG, "key": key,
-            "recipient": "u1", "text": "Invoice paid", "at": at})),
-        "activity-worker" => sqs_event(json!({"type": "activity", "org": ORG,
-            "entity_kind": "contact", "entity_id": "c1", "key": "k1", "kind": "note",
-            "text": "hello", "at": at})),
+        "notify-worker" => sqs_event(json!({"records": [
+            {"type": "notification", "org": ORG, "key": key, "recipient": "u1",
+            "text": "Invoice paid", "at": at},
+            {"type": "activity", "org": ORG, "entity_kind": "contact", "entity_id": "c1",
+            "key": "k1", "kind": "note", "text": "hello", "at": at}]})),
         "bank-import" => {
             json!({"version": "0", "id": "coldstart", "detail-type": "Scheduled Event",
             "source": "aws.events", "account": "000000000000", "time": at, "region": "eu-central-1",

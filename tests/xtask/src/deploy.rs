@@ -92,7 +92,7 @@ pub async fn env(function: &str) -> Result<()> {
         }
     }
     let Some(config) = found else {
-        bail!("the local stack has no function {function:?} (api, ops, payment-webhook, fanout, activity-worker, ...)");
+        bail!("the local stack has no function {function:?} (api, ops, payment-webhook, fanout, notify-worker, ...)");
     };
     let quote = |v: &str| format!("'{}'", v.replace('\'', r"'\''"));
     println!(

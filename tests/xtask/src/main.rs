@@ -87,7 +87,7 @@ enum Cmd {
     Deploy(deploy::Args),
     /// Print the exports `cargo lambda watch` needs to run FUNCTION against the local stack.
     Env {
-        /// One of the 14 functions (`api`, `payment-webhook`, `activity-worker`, ...).
+        /// One of the 13 functions (`api`, `payment-webhook`, `notify-worker`, ...).
         function: String,
     },
 }
