@@ -225,12 +225,14 @@ impl NewContact {
     }
 }
 
-/// How a creation ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Created {
-    New(Contact),
+/// Why a contact was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// The phone already belongs to this contact.
-    Taken(String),
+    #[error("the phone belongs to contact {0}")]
+    PhoneTaken(String),
 }
 
 /// Creates a contact, and the identity item of its phone in the same transaction.
@@ -239,7 +241,7 @@ pub async fn create(
     org: &OrgId,
     new: NewContact,
     now: DateTime<Utc>,
-) -> Result<Created, StoreError> {
+) -> Result<Contact, CreateError> {
     let contact = Contact {
         org: org.clone(),
         id: LocalId::generate("ct_"),
@@ -260,16 +262,17 @@ pub async fn create(
     }
     steps.push(Step::PutNew(contact.to_item()));
     match store.transact(steps).await? {
-        Transacted::Done => Ok(Created::New(contact)),
+        Transacted::Done => Ok(contact),
         Transacted::Refused {
             existing: Some(item),
             ..
-        } if item.opt_str("kind") == Some("identity") => {
-            Ok(Created::Taken(item.str_of("contact_id")?.to_owned()))
-        }
+        } if item.opt_str("kind") == Some("identity") => Err(CreateError::PhoneTaken(
+            item.str_of("contact_id")?.to_owned(),
+        )),
         _ => Err(StoreError::Contended {
             pk: contact_pk(org, contact.id.as_str()),
-        }),
+        }
+        .into()),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::integrations::integration_pk;
 use crate::integrations::rotation::{self, RotateError};
 use crate::ops::answers::{IntegrationPaused, RunDecided};
 use crate::ops::hold;
-use crate::ops::runs::{self, Decided, Decision};
+use crate::ops::runs::{self, DecideError, Decision};
 use crate::orgs::Scope;
 use crate::store::item::tag_name;
 use secrecy::SecretString;
@@ -64,28 +64,29 @@ impl Command for DecideRun {
     ) -> Ran<RunDecided> {
         owned(by, &self.pk, "RUN#", "run")?;
         let (pk, decision) = (self.pk.as_str(), self.decision);
-        let decided = runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now)
-            .await
-            .map_err(|e| match e {
-                runs::DecideError::Store(e) => Refused::from(e),
-                unqueued => Refused::failed(&unqueued, true),
-            })?;
         let state = |s: Option<RunState>| s.map_or(Value::Null, |s| json!(tag_name(&s)));
-        Ok(match decided {
-            Decided::Now(now) => (Made::Done, run_state(tag_name(&now))),
-            Decided::Queued => (Made::Accepted, run_state("sending".to_owned())),
-            Decided::Already(was) => return Err(conflict(
+        let now = match runs::decide(env.store, publisher(env)?, by.org(), pk, decision, env.now).await {
+            Ok(written) => written.into_value(),
+            Err(DecideError::Store(e)) => return Err(Refused::from(e)),
+            Err(DecideError::NotFound) => return Err(Refused::not_found("run")),
+            Err(DecideError::Already(was)) => return Err(conflict(
                 "not_needs_check",
                 "the run was decided before",
                 json!({"state": state(was)}),
             )),
-            Decided::NotFound => return Err(Refused::not_found("run")),
-            Decided::NotResendable => return Err(conflict(
+            Err(DecideError::NotResendable) => return Err(conflict(
                 "not_resendable",
                 "this run's request was not kept (a reply, or a run from before); settle it as delivered after checking",
                 json!({"state": "needs_check"}),
             )),
-        })
+            Err(unqueued @ DecideError::Unqueued(_)) => return Err(Refused::failed(&unqueued, true)),
+        };
+        // A resend is taken, not done: the automation worker sends it.
+        let made = match now {
+            RunState::Sending => Made::Accepted,
+            _ => Made::Done,
+        };
+        Ok((made, run_state(tag_name(&now))))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::fields::{self, FieldError, KEY_MAX, TEXT_MAX, TITLE_MAX};
 use crate::integrations::{self, IntegrationKind};
 use crate::orgs::keys::{self, Scope, Scopes};
 use crate::store::item::parse_tag;
-use crate::store::Store;
+use crate::store::{CapError, Store};
 use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 
@@ -264,11 +264,12 @@ impl Command for AddMember {
         let max = env
             .site
             .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
-        let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await?;
-        let status = match added {
-            crate::orgs::Added::New => Made::Created,
-            crate::orgs::Added::Duplicate => Made::Done,
-            crate::orgs::Added::LimitReached => {
+        let status = match crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await
+        {
+            Ok(added) if added.is_new() => Made::Created,
+            Ok(_) => Made::Done,
+            Err(CapError::Store(e)) => return Err(e.into()),
+            Err(CapError::Full) => {
                 return Err(Refused::conflict(
                     "limit_reached",
                     format!("an organisation holds at most {max} members"),
@@ -397,7 +398,7 @@ impl Command for CreateContact {
             self.phone.as_deref(),
             self.owner.as_deref(),
         );
-        use crate::contacts::{self, Created, NewContact};
+        use crate::contacts::{self, CreateError, NewContact};
         let new = NewContact::manual(name, phone, owner)?;
         // The owner is told about this contact's missed calls: it must be someone who reads them.
         if let Some(owner) = &new.owner {
@@ -411,12 +412,12 @@ impl Command for CreateContact {
                 .into());
             }
         }
-        match contacts::create(env.store, by.org(), new, env.now).await? {
-            Created::New(contact) => Ok((Made::Created, contact.view())),
-            Created::Taken(contact_id) => Err(Refused::conflict(
-                "phone_in_use",
-                format!("the phone belongs to contact {contact_id}"),
-            )),
+        match contacts::create(env.store, by.org(), new, env.now).await {
+            Ok(contact) => Ok((Made::Created, contact.view())),
+            Err(CreateError::Store(e)) => Err(e.into()),
+            Err(taken @ CreateError::PhoneTaken(_)) => {
+                Err(Refused::conflict("phone_in_use", taken.to_string()))
+            }
         }
     }
 }

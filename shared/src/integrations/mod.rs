@@ -264,14 +264,6 @@ pub async fn create_by(
 /// `BANK_IMPORTS_MAX` says otherwise: each is a statement import every period.
 pub const BANK_IMPORTS_MAX: u64 = 20;
 
-/// How creating a counted integration ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Created {
-    New,
-    /// The organisation holds its cap of them.
-    LimitReached,
-}
-
 /// Creates a monobank bank integration, as made by `by`, counted in the same transaction and
 /// held under `max` per organisation: two at once cannot pass it.
 pub async fn create_counted(
@@ -279,7 +271,7 @@ pub async fn create_counted(
     integration: &Integration,
     by: &str,
     max: u64,
-) -> Result<Created, StoreError> {
+) -> Result<(), crate::store::CapError> {
     let mut item = integration.to_item(store).await?;
     item.insert("created_by".into(), crate::store::item::s(by));
     let (org, counter) = (
@@ -287,11 +279,8 @@ pub async fn create_counted(
         integration.org().pk("BANK_IMPORTS_COUNT"),
     );
     let counted = (counter.as_str(), "bank_import_count", org.as_str());
-    Ok(match store.put_under_cap(item, counted, max).await? {
-        crate::store::Capped::New => Created::New,
-        // A new integration's id is random: only the cap refuses it.
-        crate::store::Capped::Taken | crate::store::Capped::Full => Created::LimitReached,
-    })
+    // A new integration's id is random: only the cap refuses it.
+    store.put_under_cap(item, counted, max).await.map(drop)
 }
 
 /// Replaces an integration's settings (a rotated secret or key); the id and its creator stay.

@@ -13,7 +13,7 @@ use crate::effects::{Consequence, Resend};
 use crate::ids::{EventKey, IntegrationId, OrgId};
 use crate::integrations::{self, Settings};
 use crate::store::item::Read;
-use crate::store::{Item, Store, StoreError};
+use crate::store::{Item, Store, StoreError, Written};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -63,21 +63,6 @@ pub async fn page(
     super::page_of(store, &runs_pk(org, state), limit, cursor, view).await
 }
 
-/// How a decision ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Decided {
-    /// The run's state after the decision.
-    Now(RunState),
-    /// The run was not `needs_check` (decided before): its state.
-    Already(Option<RunState>),
-    NotFound,
-    /// `resend` taken: the run is `sending`, the automation worker sends it and settles it.
-    Queued,
-    /// `resend` of a run whose request was not kept (a reply, or a run from before requests
-    /// were kept): only `delivered` can settle it.
-    NotResendable,
-}
-
 /// What a person decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -110,15 +95,27 @@ async fn read(store: &Store, pk: &str) -> Result<Option<Run>, StoreError> {
 /// call with its check. A resend that never settles is the person's to decide again after it.
 pub const RESEND_HOLD: chrono::Duration = chrono::Duration::minutes(5);
 
+/// Why a person's decision on a run was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("no such run")]
+    NotFound,
+    /// The run was not `needs_check` (decided before): its state.
+    #[error("the run was decided before")]
+    Already(Option<RunState>),
+    /// `resend` of a run whose request was not kept (a reply, or a run from before requests
+    /// were kept): only `delivered` can settle it.
+    #[error("the run's request was not kept")]
+    NotResendable,
     /// The resend message could not be queued; the run is `needs_check` again.
     #[error("the resend of {0} could not be queued")]
     Unqueued(String),
 }
 
+/// A person's decision on a run that needs a check: the run's state after it, new (`sent`, or
+/// `sending` when a resend was queued: the automation worker sends it and settles it).
 pub async fn decide(
     store: &Store,
     publisher: &Publisher,
@@ -126,19 +123,19 @@ pub async fn decide(
     pk: &str,
     decision: Decision,
     now: DateTime<Utc>,
-) -> Result<Decided, DecideError> {
+) -> Result<Written<RunState>, DecideError> {
     let Some(run) = read(store, pk).await? else {
-        return Ok(Decided::NotFound);
+        return Err(DecideError::NotFound);
     };
     if !runs::is_undecided(&run.item, now) {
         let state = run.item.tag_of::<RunState>("state").ok();
-        return Ok(Decided::Already(state));
+        return Err(DecideError::Already(state));
     }
     match decision {
         Decision::Delivered => {
             let settled =
                 runs::settle_checked(store, org, &run.rule_id, &run.event_key, now).await?;
-            Ok(settled.map_or_else(Decided::Already, Decided::Now))
+            settled.map(Written::New).map_err(DecideError::Already)
         }
         Decision::Resend => resend(store, publisher, org, &run, now).await,
     }
@@ -154,20 +151,20 @@ async fn resend(
     org: &OrgId,
     run: &Run,
     now: DateTime<Utc>,
-) -> Result<Decided, DecideError> {
+) -> Result<Written<RunState>, DecideError> {
     let kept = run.item.opt_str("request").is_some();
     let target = match run.item.opt_str("integration_id").map(IntegrationId::parse) {
         Some(Ok(id)) if id.org == *org => integrations::get_sealed(store, &id).await?,
         _ => None,
     };
     if !kept || !matches!(target.map(|t| t.settings), Some(Settings::Outbound(_))) {
-        return Ok(Decided::NotResendable);
+        return Err(DecideError::NotResendable);
     }
     let lease = match runs::take_checked(store, org, &run.rule_id, &run.event_key, now, RESEND_HOLD)
         .await?
     {
         Ok(lease) => lease,
-        Err(state) => return Ok(Decided::Already(state)),
+        Err(state) => return Err(DecideError::Already(state)),
     };
     let message = Consequence::Resend(Resend {
         org: org.clone(),
@@ -191,5 +188,5 @@ async fn resend(
         return Err(DecideError::Unqueued(message.key()));
     }
     tracing::info!(run = %message.key(), "resend queued by a person");
-    Ok(Decided::Queued)
+    Ok(Written::New(RunState::Sending))
 }

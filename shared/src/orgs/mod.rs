@@ -2,7 +2,7 @@
 
 use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
-use crate::store::{Capped, Step, Store, StoreError, Transacted};
+use crate::store::{CapError, Step, Store, StoreError, Transacted, Written};
 use chrono::{DateTime, Utc};
 use keys::Scopes;
 use secrecy::SecretString;
@@ -62,14 +62,15 @@ pub struct Member {
     pub name: String,
 }
 
-/// Adds a member; adding the same user id again changes nothing and returns `false`.
+/// Adds a member: new, or a repeat (nothing changed) for a user id that is a member already;
+/// `CapError::Full` when the organisation holds its cap of members.
 pub async fn add_member(
     store: &Store,
     org: &OrgId,
     member: &Member,
     max: u64,
     now: DateTime<Utc>,
-) -> Result<Added, StoreError> {
+) -> Result<Written<()>, CapError> {
     let item = Builder::new(
         &org.pk(&format!("MEMBER#{}", member.user_id)),
         "member",
@@ -82,26 +83,9 @@ pub async fn add_member(
     .build();
     // Counted in the same transaction, held under the cap: two at once cannot pass it.
     let counter = (org.pk("MEMBER_COUNT"), org.as_str());
-    Ok(
-        match store
-            .put_under_cap(item, (&counter.0, "member_count", counter.1), max)
-            .await?
-        {
-            Capped::New => Added::New,
-            Capped::Taken => Added::Duplicate,
-            Capped::Full => Added::LimitReached,
-        },
-    )
-}
-
-/// How adding a member ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Added {
-    New,
-    /// The `user_id` is a member already.
-    Duplicate,
-    /// The organisation holds its cap of members (`MEMBERS_MAX`).
-    LimitReached,
+    store
+        .put_under_cap(item, (&counter.0, "member_count", counter.1), max)
+        .await
 }
 
 /// The most members an organisation holds, unless `MEMBERS_MAX` says otherwise: what a team

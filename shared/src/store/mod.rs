@@ -153,14 +153,72 @@ impl Index {
     }
 }
 
-/// How a put under a cap ended (`Store::put_under_cap`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Capped {
-    New,
-    /// Its key was taken: nothing written.
-    Taken,
-    /// The count is at its cap: nothing written.
+/// Why a put under a cap wrote nothing (`Store::put_under_cap`).
+#[derive(Debug, thiserror::Error)]
+pub enum CapError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The count is at its cap.
+    #[error("the count is at its cap")]
     Full,
+}
+
+/// A put under a cap, as a decision. It writes at once (no read): the put and the count's
+/// increment held under `max` in one transaction. A taken key hands its holder over (a repeat);
+/// a refused count is read and decided again, `Full` when the count is at the cap.
+struct UnderCap<'a> {
+    item: Item,
+    counter: (&'a str, &'a str, &'a str),
+    max: u64,
+}
+
+impl Decision for UnderCap<'_> {
+    type Out = ();
+    type Error = CapError;
+
+    fn keys(&self) -> Vec<String> {
+        let pk = self.item.get("pk").and_then(|v| v.as_s().ok());
+        vec![pk.cloned().unwrap_or_default(), self.counter.0.to_owned()]
+    }
+
+    fn reads(&self) -> bool {
+        false
+    }
+
+    fn decide(
+        &self,
+        seen: &Seen,
+        _now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Plan<()>, CapError> {
+        if seen.stored().is_some() {
+            return Ok(Plan::Done(Written::Repeat { stored: () }));
+        }
+        let count = seen
+            .get(1)
+            .and_then(|c| item::Read::u64_of(c, "count").ok());
+        if count.is_some_and(|count| count >= self.max) {
+            return Err(CapError::Full);
+        }
+        let (counter, kind, org) = self.counter;
+        let counted = Update::new()
+            .set("kind", item::s(kind))
+            .set("org", item::s(org))
+            .add("count", item::n(1))
+            .when(Cond::Any(vec![
+                Cond::Missing,
+                Cond::Before("count".into(), item::n(self.max)),
+            ]));
+        Ok(Plan::Write {
+            steps: vec![
+                Step::PutNew(self.item.clone()),
+                Step::Update {
+                    pk: counter.to_owned(),
+                    update: counted,
+                },
+            ],
+            out: (),
+        })
+    }
 }
 
 /// What a put-if-new found.
@@ -388,40 +446,57 @@ impl Store {
     }
 
     /// Puts `item` if its key is new, with one more on the `count` of the item at `counter`, in
-    /// one transaction held under `max`: two at once cannot pass it.
+    /// one transaction held under `max`: two at once cannot pass it. New, or a repeat when its
+    /// key was taken (nothing written); `CapError::Full` at the cap.
     pub async fn put_under_cap(
         &self,
         item: Item,
         (counter, kind, org): (&str, &str, &str),
         max: u64,
-    ) -> Result<Capped, StoreError> {
-        let counted = Update::new()
-            .set("kind", item::s(kind))
-            .set("org", item::s(org))
-            .add("count", item::n(1))
-            .when(Cond::Any(vec![
-                Cond::Missing,
-                Cond::Before("count".into(), item::n(max)),
-            ]));
-        let steps = vec![
-            Step::PutNew(item),
-            Step::Update {
-                pk: counter.to_owned(),
-                update: counted,
-            },
-        ];
-        let mut rounds = write::Rounds::new();
-        while rounds.next().await {
-            return match self.transact(steps.clone()).await? {
-                Transacted::Done => Ok(Capped::New),
-                // The key is taken (the first refusal DynamoDB names is the lowest step).
-                Transacted::Refused { step: 0, .. } => Ok(Capped::Taken),
-                Transacted::Refused { .. } => Ok(Capped::Full),
-                Transacted::Contended => continue,
-            };
-        }
-        Err(StoreError::Contended {
-            pk: counter.to_owned(),
-        })
+    ) -> Result<Written<()>, CapError> {
+        let mut under = UnderCap {
+            item,
+            counter: (counter, kind, org),
+            max,
+        };
+        self.write(&mut under, chrono::Utc::now()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_put_under_a_cap_is_new_below_it_a_repeat_when_taken_and_full_at_it() {
+        let item =
+            item::Builder::new("ORG#o0123456789ab#MEMBER#u1", "member", "o0123456789ab").build();
+        let under = UnderCap {
+            item: item.clone(),
+            counter: (
+                "ORG#o0123456789ab#MEMBER_COUNT",
+                "member_count",
+                "o0123456789ab",
+            ),
+            max: 2,
+        };
+        let counted = |count: u64| {
+            let mut c = Item::new();
+            c.insert("count".into(), item::n(count));
+            Some(c)
+        };
+        let now = chrono::Utc::now();
+        let plan = under.decide(&Seen::of(vec![None, None]), now).unwrap();
+        assert!(matches!(plan, Plan::Write { ref steps, .. } if steps.len() == 2));
+        let below = under
+            .decide(&Seen::of(vec![None, counted(1)]), now)
+            .unwrap();
+        assert!(matches!(below, Plan::Write { .. }));
+        let taken = under
+            .decide(&Seen::of(vec![Some(item), counted(2)]), now)
+            .unwrap();
+        assert!(matches!(taken, Plan::Done(Written::Repeat { .. })));
+        let full = under.decide(&Seen::of(vec![None, counted(2)]), now);
+        assert!(matches!(full, Err(CapError::Full)));
     }
 }

@@ -94,6 +94,12 @@ impl Default for Rounds {
 pub struct Seen(Vec<Option<Item>>);
 
 impl Seen {
+    /// What a read found, as a unit test of a decision gives it.
+    #[cfg(test)]
+    pub(crate) fn of(items: Vec<Option<Item>>) -> Self {
+        Self(items)
+    }
+
     /// The item under the `i`th key, if it is stored.
     pub fn get(&self, i: usize) -> Option<&Item> {
         self.0.get(i).and_then(Option::as_ref)

@@ -99,11 +99,12 @@ impl Command for CreateIntegration {
             Settings::Bank(BankSettings::Monobank { .. }) => {
                 let max = site.bank_imports_max;
                 let who = by.id();
-                let made = integrations::create_counted(env.store, &integration, &who, max);
-                if made.await? == integrations::Created::LimitReached {
-                    return Err(Refused::conflict("limit_reached",
+                match integrations::create_counted(env.store, &integration, &who, max).await {
+                    Ok(()) => {}
+                    Err(crate::store::CapError::Store(e)) => return Err(e.into()),
+                    Err(crate::store::CapError::Full) => return Err(Refused::conflict("limit_reached",
                         format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
-                    ));
+                    )),
                 }
             }
             _ => integrations::create_by(env.store, &integration, &by.id()).await?,
