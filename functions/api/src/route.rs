@@ -199,8 +199,6 @@ pub const IDEMPOTENCY_KEY: Param = Param {
 /// The body of a success answer.
 pub enum Answer {
     One(Doc),
-    /// One of these, by what the request met (the route's `ok` statuses say when).
-    OneOf(&'static [Doc]),
     /// `{"items": [...]}`.
     Items(Doc),
     /// A page: `{"items": [...], "cursor"}`, `cursor` while more remain (at the end: absent

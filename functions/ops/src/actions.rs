@@ -13,11 +13,8 @@ use firmspace::commands::Refused;
 use firmspace::commands::{perform, Actor, AnyCommand, Env, Queued, RequestKey};
 use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::http::{done_response, outcome_of};
-use firmspace::ops::answers::{Moved, ReplayCounted, ReplaySent, Sent};
-use firmspace::ops::events::{
-    dry_run as dry_run_of, replay, replay_window as replay_window_of, ReplayError, Window,
-    WINDOW_MAX,
-};
+use firmspace::ops::answers::Moved;
+use firmspace::ops::events::{Window, WINDOW_MAX};
 use firmspace::ops::ids;
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
@@ -50,6 +47,7 @@ enum Action {
         ids: Option<Vec<String>>,
     },
     Replay {
+        org: firmspace::ids::OrgId,
         pk: String,
     },
     /// The missing consequences of a kind's events in a window, sent (or counted: `dry_run`).
@@ -72,15 +70,9 @@ enum Action {
         decision: Decision,
     },
     /// A worker paused (its event source mapping disabled) or resumed.
-    Consumer {
-        name: String,
-        paused: bool,
-    },
+    Consumer { name: String, paused: bool },
     /// An integration's consequences held, or sent on.
-    Integration {
-        id: IntegrationRef,
-        paused: bool,
-    },
+    Integration { id: IntegrationRef, paused: bool },
     /// What a provider sent in a window, asked of the provider and booked once.
     Recover(firmspace::ops::recover::Ask),
 }
@@ -120,8 +112,8 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
         ["ops", "dlq", queue, "redrive"] => redrive(app, who, queue, body),
         ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
-            let (_, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
-            Ok(Action::Replay { pk })
+            let (org, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
+            Ok(Action::Replay { org, pk })
         }
         ["ops", "review", id, "resolve"] => {
             let (org, pk) =
@@ -387,6 +379,24 @@ fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, AnyCommand)
             }
             .into(),
         ),
+        Action::Replay { org, pk } => (
+            org.clone(),
+            firmspace::commands::operate::ReplayEvent { pk: pk.clone() }.into(),
+        ),
+        Action::ReplayWindow {
+            org,
+            window,
+            dry_run,
+            cursor,
+        } => (
+            org.clone(),
+            firmspace::commands::operate::ReplayWindow {
+                window: *window,
+                dry_run: *dry_run,
+                cursor: cursor.clone(),
+            }
+            .into(),
+        ),
         _ => return None,
     })
 }
@@ -399,12 +409,15 @@ async fn perform_as(
     (org, command): (firmspace::ids::OrgId, AnyCommand),
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    let by = match who {
-        Who::Admin(name) => Actor::Admin {
-            name: name.clone(),
-            org,
-        },
-        Who::Org(key) => Actor::Key(key.clone()),
+    // The admin's key is claimed per organisation it acts in (after a space no key holds): the
+    // same key for another organisation is another request, never the first one's answer.
+    let (by, key) = match who {
+        Who::Admin(name) => {
+            let key = format!("{key} {org}");
+            let name = name.clone();
+            (Actor::Admin { name, org }, key)
+        }
+        Who::Org(key_of) => (Actor::Key(key_of.clone()), key),
     };
     let env = Env {
         store: &app.store,
@@ -436,49 +449,6 @@ async fn pause_consumer(
     Ok((200, json!(state)))
 }
 
-/// `POST /ops/events/replay`: a dry run counts (20 s at most a call), a replay sends what is
-/// missing, each once (15 s at most a call); each answers `more` with a `cursor` to go on.
-async fn replay_window(
-    app: &App,
-    (org, window): (&firmspace::ids::OrgId, &Window),
-    dry_run: bool,
-    cursor: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<(u16, Value), ApiError> {
-    let refused = |e: firmspace::store::StoreError| match e {
-        firmspace::store::StoreError::Malformed { .. } if cursor.is_some() => {
-            ApiError::bad_request("invalid_cursor", "cursor is not one this replay gave")
-        }
-        other => other.into(),
-    };
-    if dry_run {
-        let found = dry_run_of(&app.store, org, window, cursor)
-            .await
-            .map_err(refused)?;
-        let counted = ReplayCounted {
-            events: found.events,
-            missing: found.missing,
-            dry_run: true,
-            more: found.cursor.is_some(),
-            cursor: found.cursor,
-        };
-        return Ok((200, json!(counted)));
-    }
-    let done = replay_window_of(&app.store, &app.publisher, (org, window), cursor, now)
-        .await
-        .map_err(|e| match e {
-            ReplayError::Store(e) => refused(e),
-            other => ApiError::internal(&other, true),
-        })?;
-    let sent = ReplaySent {
-        events: done.events,
-        sent: done.sent,
-        more: done.cursor.is_some(),
-        cursor: done.cursor,
-    };
-    Ok((200, json!(sent)))
-}
-
 /// A provider's window recovered by the import function, which opens the key: unless a person
 /// paused it.
 async fn recover(app: &App, ask: &firmspace::ops::recover::Ask) -> Result<(u16, Value), ApiError> {
@@ -504,14 +474,13 @@ async fn recover(app: &App, ask: &firmspace::ops::recover::Ask) -> Result<(u16, 
     Ok((status, answer))
 }
 
-/// The deployment's actions: a DLQ redriven, an event's consequences replayed, a worker paused.
+/// The deployment's actions: a DLQ redriven, a worker paused, a provider's window recovered.
 async fn run(
     app: &App,
     by: &str,
     action: Action,
     now: DateTime<Utc>,
 ) -> Result<(u16, Value), ApiError> {
-    let store = &app.store;
     Ok(match action {
         Action::Redrive { queue, ids } => {
             let pair = app.queues.pair(&queue).ok_or_else(|| unknown("queue"))?;
@@ -523,24 +492,15 @@ async fn run(
                 .map_err(|e| ApiError::internal(&e, true))?;
             (200, json!(Moved { moved, more }))
         }
-        Action::Replay { pk } => match replay(store, &app.publisher, &pk).await {
-            Ok(sent) => (200, json!(Sent { sent })),
-            Err(ReplayError::NotFound) => return Err(unknown("event")),
-            Err(e) => return Err(ApiError::internal(&e, true)),
-        },
-        Action::ReplayWindow {
-            org,
-            window,
-            dry_run,
-            cursor,
-        } => return replay_window(app, (&org, &window), dry_run, cursor.as_deref(), now).await,
         Action::Consumer { name, paused } => {
             return pause_consumer(app, by, (name, paused), now).await
         }
         Action::Recover(ask) => recover(app, &ask).await?,
         // Commands, performed by `perform_as`.
-        Action::Resolve { .. } | Action::Decide { .. } | Action::Integration { .. } => {
-            return Err(unknown("route"))
-        }
+        Action::Resolve { .. }
+        | Action::Decide { .. }
+        | Action::Integration { .. }
+        | Action::Replay { .. }
+        | Action::ReplayWindow { .. } => return Err(unknown("route")),
     })
 }

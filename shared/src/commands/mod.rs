@@ -256,6 +256,8 @@ commands! {
     DecideRun(operate::DecideRun),
     PauseIntegration(operate::PauseIntegration),
     RotateSecrets(operate::RotateSecrets),
+    ReplayEvent(operate::ReplayEvent),
+    ReplayWindow(operate::ReplayWindow),
     CreateIntegration(setup::CreateIntegration),
     UploadStatement(statements::UploadStatement),
     StartImport(statements::StartImport),

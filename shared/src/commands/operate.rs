@@ -1,5 +1,6 @@
 //! The operator's commands on an organisation's records: a person's decision on a run that
-//! needs a check, an integration paused or resumed, an integration's secrets rotated.
+//! needs a check, an integration paused or resumed, an integration's secrets rotated, an
+//! event's missing consequences sent again (one event's, or a kind's in a window).
 
 use super::answers;
 use super::{Actor, Env};
@@ -9,7 +10,10 @@ use crate::effects::runs::RunState;
 use crate::ids::IntegrationId;
 use crate::integrations::integration_pk;
 use crate::integrations::rotation::{self, RotateError};
-use crate::ops::answers::{IntegrationPaused, RunDecided};
+use crate::ops::answers::{
+    IntegrationPaused, ReplayCounted, ReplaySent, Replayed, RunDecided, Sent,
+};
+use crate::ops::events::{self, ReplayError, Window};
 use crate::ops::hold;
 use crate::ops::runs::{self, DecideError, Decision};
 use crate::orgs::Scope;
@@ -186,5 +190,92 @@ fn refused(e: RotateError) -> Refused {
             "another rotation changed the secrets meanwhile; read the integration and ask again",
         ),
         RotateError::Store(e) => e.into(),
+    }
+}
+
+/// A stored event's missing consequences derived again and sent: what happened is absorbed by
+/// its key, so a second replay sends nothing that happened meanwhile.
+#[derive(Debug)]
+pub struct ReplayEvent {
+    /// The event's item, of the actor's organisation.
+    pub pk: String,
+}
+
+impl Command for ReplayEvent {
+    type Answer = Sent;
+    const NAME: &'static str = "replay_event";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran<Sent> {
+        owned(by, &self.pk, "", "event")?;
+        match events::replay(env.store, publisher(env)?, &self.pk).await {
+            Ok(sent) => Ok((Made::Done, Sent { sent })),
+            Err(ReplayError::NotFound) => Err(Refused::not_found("event")),
+            Err(ReplayError::Store(e)) => Err(e.into()),
+            Err(e @ ReplayError::Queue(_)) => Err(Refused::failed(&e, true)),
+        }
+    }
+}
+
+/// A kind's events in a window of the actor's organisation: their missing consequences
+/// counted (`dry_run`, 20 s at most a call) or sent, each once (15 s at most a call); each
+/// call answers `more` with a `cursor` to go on.
+#[derive(Debug)]
+pub struct ReplayWindow {
+    pub window: Window,
+    pub dry_run: bool,
+    pub cursor: Option<String>,
+}
+
+impl Command for ReplayWindow {
+    type Answer = Replayed;
+    const NAME: &'static str = "replay_window";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<Replayed> {
+        let (org, cursor) = (by.org(), self.cursor.as_deref());
+        // A cursor no replay gave reads as a malformed key: the caller's to fix.
+        let refused = |e: crate::store::StoreError| match e {
+            crate::store::StoreError::Malformed { .. } if cursor.is_some() => {
+                Refused::invalid("invalid_cursor", "cursor is not one this replay gave")
+            }
+            other => other.into(),
+        };
+        if self.dry_run {
+            let found = events::dry_run(env.store, org, &self.window, cursor)
+                .await
+                .map_err(refused)?;
+            return Ok((
+                Made::Done,
+                Replayed::Counted(ReplayCounted {
+                    events: found.events,
+                    missing: found.missing,
+                    dry_run: true,
+                    more: found.cursor.is_some(),
+                    cursor: found.cursor,
+                }),
+            ));
+        }
+        let window = (org, &self.window);
+        let done = events::replay_window(env.store, publisher(env)?, window, cursor, env.now)
+            .await
+            .map_err(|e| match e {
+                ReplayError::Store(e) => refused(e),
+                other => Refused::failed(&other, true),
+            })?;
+        Ok((
+            Made::Done,
+            Replayed::Sent(ReplaySent {
+                events: done.events,
+                sent: done.sent,
+                more: done.cursor.is_some(),
+                cursor: done.cursor,
+            }),
+        ))
     }
 }

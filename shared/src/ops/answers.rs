@@ -144,6 +144,14 @@ pub struct ReplaySent {
     pub cursor: Option<String>,
 }
 
+/// One call of a bulk replay: a dry run's counts, or what it sent.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum Replayed {
+    Counted(ReplayCounted),
+    Sent(ReplaySent),
+}
+
 /// A review item as the operator's list shows it, with its id and organisation.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OpsReviewItem {

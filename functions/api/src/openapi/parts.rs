@@ -6,8 +6,8 @@ use crate::schemas::ErrorBody;
 use firmspace::store::lists::EventKind;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::{
-    ArrayBuilder, ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, RefOr, Required,
-    ResponseBuilder, Schema, Type,
+    ArrayBuilder, ContentBuilder, ObjectBuilder, Ref, RefOr, Required, ResponseBuilder, Schema,
+    Type,
 };
 use utoipa::{PartialSchema, ToSchema};
 
@@ -30,12 +30,6 @@ pub fn answer_schema(answer: &Answer, schemas: &mut Schemas) -> (RefOr<Schema>, 
                 .into(),
             "text/html",
         ),
-        Answer::OneOf(docs) => {
-            let one_of = docs.iter().fold(OneOfBuilder::new(), |one_of, doc| {
-                one_of.item(Ref::from_schema_name(doc(schemas)))
-            });
-            (one_of.into(), JSON)
-        }
         Answer::Document => (
             ObjectBuilder::new()
                 .schema_type(Type::Object)
