@@ -109,7 +109,7 @@ impl App {
                 return Err(());
             }
         }
-        match self.publisher.publish_from(Some(&pk), &consequences).await {
+        match self.publisher.publish_event(&pk, &consequences).await {
             Ok(published) => {
                 self.requests
                     .fetch_add(published.requests, Ordering::Relaxed);

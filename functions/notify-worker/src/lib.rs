@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use firmspace::effects::job::Records;
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
-use firmspace::effects::{activity, notify, Told};
+use firmspace::effects::{activity, notify, Consequence, Told};
 use firmspace::review::Kind;
 use firmspace::review::Reason;
 use firmspace::store::Store;
@@ -46,16 +46,18 @@ impl Worker for Notify {
     const KIND: Kind = Kind::Notify;
 
     /// Every record, each once: a failure that retrying can help fails the message (what was
-    /// applied is absorbed the next time); one that cannot is reported after the others are
-    /// applied, so a notification nobody can receive keeps no activity line from its log.
+    /// applied is absorbed the next time); one that cannot is reported, as that record's, after
+    /// the others are applied, so a notification nobody can receive keeps no activity line
+    /// from its log, and the others settle while its event waits on it.
     async fn apply(&self, records: Records, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
         let mut applied = Applied::default();
         let mut refused = None;
         for told in records.told() {
+            let key = Consequence::from(told.clone()).key();
             match self.tell(told).await {
                 Ok(one) => applied = applied.and(one),
                 Err(e @ WorkError::Transient(_)) => return Err(e),
-                Err(e) => refused = refused.or(Some(e)),
+                Err(e) => refused = refused.or(Some(e.of_part(key))),
             }
         }
         refused.map_or(Ok(applied), Err)

@@ -56,8 +56,22 @@ pub enum Settles {
     Nothing,
     /// These tracked consequences' keys, taken out of the mark's set.
     Keys(Vec<String>),
-    /// The whole mark: the message held every consequence its event still waited on.
-    All,
+    /// The whole mark: the message held every consequence of its event (the fan-out's, which
+    /// derived them all from the stored event), whose keys these are.
+    All(Vec<String>),
+}
+
+impl Settles {
+    /// What is left to settle when the consequence `key` failed for good: the other keys,
+    /// taken out one by one (the mark stays for the failed one).
+    pub fn without(self, key: &str) -> Self {
+        match self {
+            Self::Keys(keys) | Self::All(keys) => {
+                Self::Keys(keys.into_iter().filter(|k| k != key).collect())
+            }
+            Self::Nothing => Self::Nothing,
+        }
+    }
 }
 
 /// A consequence's job: read as a consequence, taken only when it is this queue's kind.
@@ -91,9 +105,10 @@ consequence_job!(super::Automated, super::Matched);
 
 /// The notifications queue's message: what tells people of one event (its notifications and
 /// activity lines, notifications first), and whether that is all its event waits on
-/// (`whole`): then the worker, having applied them, deletes the event's waiting mark at once
-/// instead of taking each key out of it. A message of one consequence alone (as sent before
-/// events' messages were one) reads as a set of one.
+/// (`whole`, which only the fan-out, sending every consequence of the event, says): then the
+/// worker, having applied them, deletes the event's waiting mark at once instead of taking each
+/// key out of it. A message of one consequence alone (sent without a source, one too large or
+/// holding a character SQS refuses, or sent by an earlier release) reads as a set of one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Records {
     told: Vec<super::Told>,
@@ -147,14 +162,14 @@ impl Job for Records {
     }
 
     fn settles(&self) -> Settles {
+        let keys = self
+            .told
+            .iter()
+            .map(|t| Consequence::from(t.clone()).key())
+            .collect();
         match self.whole {
-            true => Settles::All,
-            false => Settles::Keys(
-                self.told
-                    .iter()
-                    .map(|t| Consequence::from(t.clone()).key())
-                    .collect(),
-            ),
+            true => Settles::All(keys),
+            false => Settles::Keys(keys),
         }
     }
 }
@@ -194,7 +209,17 @@ mod tests {
     fn one_events_records_read_as_one_job_that_settles_what_it_says() {
         let body = json!({"source": "PK", "whole": true, RECORDS: [line("a"), line("b")]});
         let job = Records::read(&body.to_string()).unwrap();
-        assert_eq!(job.settles(), Settles::All);
+        assert_eq!(
+            job.settles(),
+            Settles::All(vec![
+                "activity:contact:c1:a".into(),
+                "activity:contact:c1:b".into()
+            ])
+        );
+        assert_eq!(
+            job.settles().without("activity:contact:c1:a"),
+            Settles::Keys(vec!["activity:contact:c1:b".into()])
+        );
         assert_eq!(job.about().1, "activity:contact:c1:a");
         assert_eq!(job.told().len(), 2);
         let part = json!({"source": "PK", RECORDS: [line("a"), line("b")]});

@@ -3,16 +3,18 @@
 //! event's waiting mark as its consequences happen.
 //!
 //! Exact under at-least-once delivery and concurrency: the mark, holding the keys of the
-//! event's tracked consequences (`pending`), is written in the event's own transaction (`store::counters::with_counts`). Every worker, after applying a consequence (or
-//! finding it applied: a key shared by several events is settled for each), takes its key out
-//! of the set in one conditional update (held to the key being in it, so a redelivery takes
-//! nothing twice) that answers the set as it is after; the one that leaves it empty deletes the
-//! mark on the condition that it is there. A worker cut off between the two finds, on its
-//! redelivery, the key already out: it deletes a mark whose set is empty. What tells people of
-//! an event (its notifications and activity lines) travels in one message; when that is all
-//! the event waits on, its worker deletes the mark once they are applied, and takes no key out
-//! (`settle_all`). So an event costs one update per tracked consequence of another queue and
-//! one delete.
+//! event's tracked consequences (`pending`), is written in the event's own transaction
+//! (`store::counters::with_counts`). Every worker, after applying a message's consequences (or
+//! finding them applied: a key shared by several events is settled for each), takes their keys
+//! out of the set in one conditional update (held to one of them being in it, so a redelivery
+//! takes nothing twice) that answers the set as it is after; the one that leaves it empty
+//! deletes the mark on the condition that it is there. A worker cut off between the two finds,
+//! on its redelivery, the keys already out: it deletes a mark whose set is empty. What tells
+//! people of an event (its notifications and activity lines) travels in one message; when the
+//! fan-out sent it with every other consequence of the event and none of those is tracked
+//! (`whole`), its worker deletes the mark once they are applied and takes no key out
+//! (`settle_all`). So an event costs one update per message of tracked consequences that is
+//! not `whole` (a Telegram message: its records' and its trigger's) and one delete.
 
 use super::{activity, automation, derive, notify, Consequence};
 use crate::ids::OrgId;
@@ -143,7 +145,8 @@ pub async fn states(
                 .map(|(kind, key, pks)| State {
                     kind,
                     key,
-                    done: pks.iter().all(|pk| present.contains(pk)),
+                    // A team notification of a team of none has no copy: it has not happened.
+                    done: !pks.is_empty() && pks.iter().all(|pk| present.contains(pk)),
                 })
                 .collect()
         })
@@ -178,8 +181,8 @@ pub async fn settle(store: &Store, source: &str, keys: &[String]) -> Result<bool
     settle_empty(store, &mark).await
 }
 
-/// After every consequence the event whose consequences `source` carries still waited on
-/// happened (one message held them all, `effects::job::Settles::All`): its waiting mark
+/// After every tracked consequence of the event whose consequences `source` carries happened
+/// (the fan-out sent them all in one message, `effects::job::Settles::All`): its waiting mark
 /// deleted while it is there, whatever its set holds. `true` when this call deleted it.
 pub async fn settle_all(store: &Store, source: &str) -> Result<bool, StoreError> {
     store.delete_present(&counters::waiting_pk(source)).await

@@ -26,6 +26,14 @@ pub enum WorkError {
     /// Retrying cannot help; a person has to look. `reason` names the review item.
     #[error("permanent ({reason}): {detail}")]
     Permanent { reason: Reason, detail: String },
+    /// Retrying cannot help one part of the job, the consequence `key`, and a person has to
+    /// look; every other part of it was applied.
+    #[error("permanent for {key} ({reason}): {detail}")]
+    PermanentPart {
+        key: String,
+        reason: Reason,
+        detail: String,
+    },
 }
 
 impl WorkError {
@@ -37,6 +45,19 @@ impl WorkError {
         Self::Permanent {
             reason,
             detail: detail.into(),
+        }
+    }
+
+    /// A permanent failure, as one part of a job's: the consequence `key`'s. A transient one
+    /// stays the whole job's (the job comes back, its other parts absorbed by their keys).
+    pub fn of_part(self, key: String) -> Self {
+        match self {
+            Self::Permanent { reason, detail } => Self::PermanentPart {
+                key,
+                reason,
+                detail,
+            },
+            other => other,
         }
     }
 }
@@ -219,7 +240,18 @@ impl<W: Worker> SqsApp<W> {
                 tracing::info!(key = %key, written = applied.written, absorbed = applied.absorbed, "applied");
                 self.settle(msg, settles, (&org, key), now).await
             }
-            Err(err) => self.failed(msg, &org, key, err, now).await,
+            Err(err) => {
+                // One part failed for good: the others happened, and settle.
+                let rest = match &err {
+                    WorkError::PermanentPart { key: part, .. } => Some(settles.without(part)),
+                    _ => None,
+                };
+                self.failed(msg, &org, key.clone(), err, now).await?;
+                match rest {
+                    Some(rest) => self.settle(msg, rest, (&org, key), now).await,
+                    None => Ok(()),
+                }
+            }
         }
     }
 
@@ -237,9 +269,11 @@ impl<W: Worker> SqsApp<W> {
             return Ok(());
         };
         let settled = match settles {
-            Settles::Nothing => return Ok(()),
-            Settles::Keys(keys) => super::waiting::settle(&self.store, &source, &keys).await,
-            Settles::All => super::waiting::settle_all(&self.store, &source).await,
+            Settles::Keys(keys) if !keys.is_empty() => {
+                super::waiting::settle(&self.store, &source, &keys).await
+            }
+            Settles::All(_) => super::waiting::settle_all(&self.store, &source).await,
+            Settles::Nothing | Settles::Keys(_) => return Ok(()),
         };
         match settled {
             Ok(_) => Ok(()),
@@ -262,12 +296,14 @@ impl<W: Worker> SqsApp<W> {
     ) -> Result<(), ()> {
         match err {
             WorkError::Permanent { reason, detail } => {
-                tracing::warn!(%key, %reason, %detail, "permanent failure; parked for review");
-                metrics::counter!("effects", "worker" => W::NAME, "result" => "parked")
-                    .increment(1);
-                self.park(org, key, reason, json!({"error": detail}), now)
-                    .await
+                self.parked(org, key, (reason, detail), now).await
             }
+            // Parked under the part that failed.
+            WorkError::PermanentPart {
+                key,
+                reason,
+                detail,
+            } => self.parked(org, key, (reason, detail), now).await,
             WorkError::Transient(_) => {
                 tracing::error!(%key, error.message = %err, error.cause_chain = ?err, "transient failure");
                 metrics::counter!("effects", "worker" => W::NAME, "result" => "retried")
@@ -280,6 +316,20 @@ impl<W: Worker> SqsApp<W> {
                 Err(())
             }
         }
+    }
+
+    /// A permanent failure parked for a person, and the message acknowledged.
+    async fn parked(
+        &self,
+        org: &OrgId,
+        key: String,
+        (reason, detail): (Reason, String),
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        tracing::warn!(%key, %reason, %detail, "permanent failure; parked for review");
+        metrics::counter!("effects", "worker" => W::NAME, "result" => "parked").increment(1);
+        self.park(org, key, reason, json!({"error": detail}), now)
+            .await
     }
 
     async fn unreadable(

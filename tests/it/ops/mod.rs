@@ -28,7 +28,7 @@ use firmspace::orgs::{self, Member};
 use serde_json::json;
 use serde_json::Value;
 
-/// A table, four queues each with a DLQ (a message dies after 2 receives; visible again after
+/// A table, three queues each with a DLQ (a message dies after 2 receives; visible again after
 /// 1 s), the api, and the ops function.
 pub struct Ops {
     pub env: TestEnv,

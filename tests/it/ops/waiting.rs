@@ -242,13 +242,26 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
     );
     // SQS hands the message over again: absorbed by its key, and the mark settled now, once;
     // and once more: nothing moves, nothing below zero.
+    delivered_again_twice(&o, &w, &notes, &org, 0).await;
+}
+
+/// The notify worker handed `notes` again, twice: each time every record absorbed by its key,
+/// nothing waiting, one notification and `lines` activity lines.
+async fn delivered_again_twice(
+    o: &Ops,
+    w: &crate::consequences::Workers,
+    notes: &[aws_sdk_sqs::types::Message],
+    org: &OrgId,
+    lines: usize,
+) {
     for _ in 0..2 {
         let out = w
             .notify
-            .process(crate::support::queues::event(&notes), Utc::now())
+            .process(crate::support::queues::event(notes), Utc::now())
             .await;
         assert!(out.batch_item_failures.is_empty());
-        assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+        assert_eq!(payments_waiting(o, org).await, (0, 1));
+        assert_eq!(o.env.items_of("activity").await.len(), lines);
     }
 }
 
@@ -299,22 +312,73 @@ async fn one_message_holding_all_its_event_waits_on_deletes_the_mark_once_even_c
         "the notification and the activity line: one message"
     );
     let job = Records::read(notes[0].body().unwrap()).unwrap();
-    assert_eq!(job.settles(), Settles::All);
+    assert!(matches!(job.settles(), Settles::All(_)));
     // Both written, and the worker dies before it deletes the mark: still waiting.
     let w = workers(&o.env, Duration::from_secs(2), 5);
     w.notify.worker.apply(job, Utc::now()).await.unwrap();
     assert_eq!(payments_waiting(&o, &org).await, (1, 1));
     assert_eq!(o.env.items_of("activity").await.len(), 1);
     // Delivered again: absorbed by the keys, the mark deleted; and once more: nothing moves.
-    for _ in 0..2 {
-        let out = w
-            .notify
-            .process(crate::support::queues::event(&notes), Utc::now())
-            .await;
-        assert!(out.batch_item_failures.is_empty());
-        assert_eq!(payments_waiting(&o, &org).await, (0, 1));
-        assert_eq!(o.env.items_of("activity").await.len(), 1);
-    }
+    delivered_again_twice(&o, &w, &notes, &org, 1).await;
+}
+
+#[tokio::test]
+async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_event() {
+    let o = Ops::new().await;
+    // No member and no owner: the payment's team notification reaches nobody.
+    let org = crate::support::fixtures::org(&o.env).await.id;
+    let links = firmspace::payments::invoice::Links {
+        contact_id: Some("c1".into()),
+        ..Default::default()
+    };
+    let amount = Some(rust_decimal_macros::dec!(10));
+    let item = crate::consequences::payment_linked(&o.env, &org, links, "pi_none", amount).await;
+    let publisher = Publisher {
+        sqs: o.sqs.clone(),
+        queues: o.consequences.clone(),
+    };
+    let fanout = fanout::App::new(publisher, o.env.store.clone());
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    Box::pin(drain(&o, &w)).await;
+    // The activity line is written and settled; the notification is a review item of its own
+    // key, and the event waits on it alone.
+    assert_eq!(o.env.items_of("activity").await.len(), 1);
+    assert_eq!(payments_waiting(&o, &org).await, (1, 0));
+    let review = firmspace::review::list(&o.env.store, &org, 10).await.unwrap();
+    assert_eq!(review.len(), 1, "{review:?}");
+    assert_eq!(review[0].reason.as_deref(), Some("no_recipients"));
+    let parked = review[0].key.as_deref().unwrap_or_default();
+    assert!(parked.starts_with("notification:"), "{review:?}");
+    let mark = o
+        .env
+        .store
+        .get(&firmspace::store::counters::waiting_pk(item.str_of("pk").unwrap()))
+        .await
+        .unwrap()
+        .expect("the mark stays");
+    let pending: Vec<String> = mark
+        .get(firmspace::store::counters::PENDING)
+        .and_then(|p| p.as_ss().ok())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert!(pending[0].starts_with("notification:"), "{pending:?}");
+    // A member now, and the event replayed: its notification, missing, is sent and settles it.
+    let member = firmspace::orgs::Member {
+        user_id: "u1".into(),
+        name: "Olena".into(),
+    };
+    firmspace::orgs::add_member(&o.env.store, &org, &member, 10, Utc::now())
+        .await
+        .unwrap();
+    let id = firmspace::ops::ids::encode(item.str_of("pk").unwrap());
+    let path = format!("/ops/events/{id}/replay?org={org}");
+    let (status, replayed) = admin_post(&o, &path, "replay-none").await;
+    assert_eq!((status, replayed["sent"].as_u64()), (200, Some(1)), "{replayed}");
+    Box::pin(drain(&o, &w)).await;
+    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
 }
 
 #[tokio::test]
