@@ -114,6 +114,7 @@ impl Ctx<'_> {
             publisher: None,
             site: Some(self.site),
             imports: self.imports,
+            deployment: Default::default(),
         };
         let req = self.req;
         let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];

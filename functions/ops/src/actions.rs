@@ -4,22 +4,22 @@
 //! redrive moves what is in the DLQ now, a replay's consequences are absorbed by their keys,
 //! and a resolution or a decision is a conditional move out of `open` or `needs_check`.
 
-use crate::views::{admin_only, kind_named};
+use crate::views::kind_named;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::asks;
 use firmspace::commands::requests::Request as Asked;
 use firmspace::commands::Refused;
-use firmspace::commands::{perform, Actor, AnyCommand, Env, Queued, RequestKey};
+use firmspace::commands::{perform, Actor, AnyCommand, Deployment, Env, Queued, RequestKey};
+use firmspace::effects::worker::operator_org;
 use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::http::{done_response, outcome_of};
-use firmspace::ops::answers::Moved;
 use firmspace::ops::events::{Window, WINDOW_MAX};
 use firmspace::ops::ids;
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Where each event kind's items are kept: the ids `replay` takes.
 const EVENT_ITEMS: [&str; 7] = [
@@ -81,9 +81,9 @@ fn unknown(what: &str) -> ApiError {
     ApiError::not_found(what)
 }
 
-/// A redrive (the admin's): a queue of ours, and all its dead letters or 1 to 1000 named.
-fn redrive(app: &App, who: &Who, queue: &str, body: &[u8]) -> Result<Action, ApiError> {
-    admin_only(who)?;
+/// A redrive (the admin's: `RedriveDeadLetters` holds it to that): a queue of ours, and all
+/// its dead letters or 1 to 1000 named.
+fn redrive(app: &App, queue: &str, body: &[u8]) -> Result<Action, ApiError> {
     app.queues.pair(queue).ok_or_else(|| unknown("queue"))?;
     let ids = match body.is_empty() {
         true => None,
@@ -109,7 +109,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
     let body = body_bytes(req);
     let owner = who.owner();
     match segments {
-        ["ops", "dlq", queue, "redrive"] => redrive(app, who, queue, body),
+        ["ops", "dlq", queue, "redrive"] => redrive(app, queue, body),
         ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
             let (org, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
@@ -259,8 +259,8 @@ fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
 fn pausing(app: &App, who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
     let paused = segments.last() == Some(&"pause");
     match segments {
+        // The admin's: `PauseWorker` holds it to that.
         ["ops", "consumers", name, _] => {
-            admin_only(who)?;
             app.consumers
                 .as_ref()
                 .and_then(|c| c.find(name))
@@ -314,6 +314,10 @@ pub(crate) async fn dispatch(
     if let Some((org, command)) = action_command(&action) {
         return perform_as(app, who, req, key, (org, command), now).await;
     }
+    // A recovery: events booked through the webhook's own path, not a person's command.
+    let Action::Recover(ask) = action else {
+        return Err(unknown("route"));
+    };
     let by = who.by();
     // The admin's key is claimed per organisation it names (`org=`, after a space no key holds):
     // the same key for another organisation is another request, never the first one's answer.
@@ -327,9 +331,9 @@ pub(crate) async fn dispatch(
         key: &key,
         fingerprint: firmspace::commands::fingerprint(&segments.join("/"), &[body_bytes(req)]),
     };
-    // The deployment's actions answer HTTP themselves: their status is the outcome kept.
+    // The import function answers HTTP itself: its status is the outcome kept.
     let work = || async {
-        let (status, answer) = run(app, &by, action, now).await.map_err(Refused::from)?;
+        let (status, answer) = recover(app, &ask).await.map_err(Refused::from)?;
         Ok((outcome_of(status), answer))
     };
     let (outcome, answer, repeat) = asked.once_telling(&app.store, now, work).await?;
@@ -340,8 +344,9 @@ pub(crate) async fn dispatch(
     ))
 }
 
-/// The actions on an organisation's records are commands (`firmspace::commands`), which claim
-/// the key themselves: the organisation they act in, and the command.
+/// Every action but a recovery is a command (`firmspace::commands`), which claims the key
+/// itself: the organisation it acts in (the deployment's own parts: the operator's), and the
+/// command.
 fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, AnyCommand)> {
     Some(match action {
         Action::Resolve {
@@ -375,6 +380,22 @@ fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, AnyCommand)
             id.org.clone(),
             firmspace::commands::operate::PauseIntegration {
                 id: id.clone(),
+                paused: *paused,
+            }
+            .into(),
+        ),
+        Action::Redrive { queue, ids } => (
+            operator_org(),
+            firmspace::commands::operate::RedriveDeadLetters {
+                queue: queue.clone(),
+                ids: ids.clone(),
+            }
+            .into(),
+        ),
+        Action::Consumer { name, paused } => (
+            operator_org(),
+            firmspace::commands::operate::PauseWorker {
+                name: name.clone(),
                 paused: *paused,
             }
             .into(),
@@ -426,27 +447,14 @@ async fn perform_as(
         publisher: Some(&app.publisher),
         site: None,
         imports: Default::default(),
+        deployment: Deployment {
+            queues: Some(&app.queues),
+            consumers: app.consumers.as_ref(),
+        },
     };
     let asked = [firmspace::http::route_path(req).as_bytes(), body_bytes(req)];
     let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
     Ok(done_response(&done))
-}
-
-/// A worker paused (its event source mapping disabled) or resumed: the deployment's, not an
-/// organisation's, so an operator's action rather than a command.
-async fn pause_consumer(
-    app: &App,
-    by: &str,
-    (name, paused): (String, bool),
-    now: DateTime<Utc>,
-) -> Result<(u16, Value), ApiError> {
-    let consumers = app.consumers.as_ref().ok_or_else(|| unknown("consumer"))?;
-    let consumer = consumers.find(&name).ok_or_else(|| unknown("consumer"))?;
-    let state = consumers
-        .set(&app.store, consumer, paused, by, now)
-        .await
-        .map_err(|e| ApiError::internal(&e, true))?;
-    Ok((200, json!(state)))
 }
 
 /// A provider's window recovered by the import function, which opens the key: unless a person
@@ -472,35 +480,4 @@ async fn recover(app: &App, ask: &firmspace::ops::recover::Ask) -> Result<(u16, 
         .unwrap_or_default();
     tracing::info!(integration = %digest, status, "recovery asked");
     Ok((status, answer))
-}
-
-/// The deployment's actions: a DLQ redriven, a worker paused, a provider's window recovered.
-async fn run(
-    app: &App,
-    by: &str,
-    action: Action,
-    now: DateTime<Utc>,
-) -> Result<(u16, Value), ApiError> {
-    Ok(match action {
-        Action::Redrive { queue, ids } => {
-            let pair = app.queues.pair(&queue).ok_or_else(|| unknown("queue"))?;
-            // Within the gateway's 30 s: what is left is moved by the next redrive.
-            let (moved, more) = app
-                .queues
-                .redrive(pair, ids.as_deref(), std::time::Duration::from_secs(20))
-                .await
-                .map_err(|e| ApiError::internal(&e, true))?;
-            (200, json!(Moved { moved, more }))
-        }
-        Action::Consumer { name, paused } => {
-            return pause_consumer(app, by, (name, paused), now).await
-        }
-        Action::Recover(ask) => recover(app, &ask).await?,
-        // Commands, performed by `perform_as`.
-        Action::Resolve { .. }
-        | Action::Decide { .. }
-        | Action::Integration { .. }
-        | Action::Replay { .. }
-        | Action::ReplayWindow { .. } => return Err(unknown("route")),
-    })
 }

@@ -283,6 +283,7 @@ impl<R: Replies> Step<'_, R> {
             publisher: None,
             site: None,
             imports: Default::default(),
+            deployment: Default::default(),
         };
         let asked = Input {
             tool,

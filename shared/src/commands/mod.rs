@@ -160,6 +160,14 @@ pub enum Once {
     ByEffect,
 }
 
+/// Whose a command's object is: an organisation's records, or the deployment's own parts
+/// (its queues, its workers), which the admin alone acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whose {
+    Organisation,
+    Deployment,
+}
+
 /// A write asked for from inside. Its name, its authority, whether a model may ask for it and
 /// how a repeat of it is known are the type's own, written once; `run` does it as `by`.
 pub trait Command: Sized + Send + std::fmt::Debug {
@@ -168,6 +176,8 @@ pub trait Command: Sized + Send + std::fmt::Debug {
     const NAME: &'static str;
     /// The scopes a key needs for it.
     const REQUIRES: &'static [Scope];
+    /// What it acts on: a deployment's part is the admin's alone, whatever a key's scopes.
+    const WHOSE: Whose = Whose::Organisation;
     /// Whether a rule's AI step may ask for it (a payment it may only propose).
     const FOR_MODEL: bool = false;
     const ONCE: Once = Once::ByRecord;
@@ -206,6 +216,12 @@ macro_rules! commands {
             fn requires(&self) -> &'static [Scope] {
                 match self {
                     $(Self::$variant(_) => <$ty as Command>::REQUIRES),*
+                }
+            }
+
+            fn whose(&self) -> Whose {
+                match self {
+                    $(Self::$variant(_) => <$ty as Command>::WHOSE),*
                 }
             }
 
@@ -258,6 +274,8 @@ commands! {
     RotateSecrets(operate::RotateSecrets),
     ReplayEvent(operate::ReplayEvent),
     ReplayWindow(operate::ReplayWindow),
+    RedriveDeadLetters(operate::RedriveDeadLetters),
+    PauseWorker(operate::PauseWorker),
     CreateIntegration(setup::CreateIntegration),
     UploadStatement(statements::UploadStatement),
     StartImport(statements::StartImport),
@@ -327,6 +345,16 @@ pub struct Env<'a, R> {
     pub site: Option<&'a setup::Site>,
     /// Large files' bucket and the import queue (the api's).
     pub imports: statements::Imports<'a>,
+    /// The deployment's queues and workers (the operator's function's).
+    pub deployment: Deployment<'a>,
+}
+
+/// What only the operator's function holds: the deployment's queues with their DLQs, and the
+/// workers' event source mappings.
+#[derive(Clone, Copy, Default)]
+pub struct Deployment<'a> {
+    pub queues: Option<&'a crate::ops::queues::Queues>,
+    pub consumers: Option<&'a crate::ops::consumers::Consumers>,
 }
 
 /// A command's answer: how it ended and its body, and whether it was a repeat's stored answer
@@ -348,6 +376,11 @@ pub async fn perform<R: Replies>(
     asked: &[&[u8]],
 ) -> Result<Done, Refused> {
     by.may(command.requires())?;
+    if command.whose() == Whose::Deployment && !matches!(by, Actor::Admin { .. }) {
+        return Err(Refused::forbidden(
+            "the queues and workers are the deployment's: the admin token only",
+        ));
+    }
     if matches!(by, Actor::Model { .. }) && !command.for_model() {
         return Err(Refused::forbidden(
             "an AI step may reply, make a task and propose a payment; nothing else",

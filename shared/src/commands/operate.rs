@@ -1,18 +1,19 @@
 //! The operator's commands on an organisation's records: a person's decision on a run that
 //! needs a check, an integration paused or resumed, an integration's secrets rotated, an
-//! event's missing consequences sent again (one event's, or a kind's in a window).
+//! event's missing consequences sent again (one event's, or a kind's in a window); and on the
+//! deployment's own parts, the admin's alone: a DLQ's messages moved back to their queue, a
+//! worker paused or resumed.
 
 use super::answers;
 use super::{Actor, Env};
-use crate::commands::{owned, Command, Ran, Replies, RequestKey};
+use crate::commands::{owned, Command, Ran, Replies, RequestKey, Whose};
 use crate::commands::{Made, Refused};
 use crate::effects::runs::RunState;
 use crate::ids::IntegrationId;
 use crate::integrations::integration_pk;
 use crate::integrations::rotation::{self, RotateError};
-use crate::ops::answers::{
-    IntegrationPaused, ReplayCounted, ReplaySent, Replayed, RunDecided, Sent,
-};
+use crate::ops::answers::{ConsumerState, IntegrationPaused, Moved, ReplayCounted, ReplaySent};
+use crate::ops::answers::{Replayed, RunDecided, Sent};
 use crate::ops::events::{self, ReplayError, Window};
 use crate::ops::hold;
 use crate::ops::runs::{self, DecideError, Decision};
@@ -277,5 +278,73 @@ impl Command for ReplayWindow {
                 cursor: done.cursor,
             }),
         ))
+    }
+}
+
+/// A DLQ's messages (all, or the named ones) moved back to their queue, within the gateway's
+/// 30 s: what is left is moved by the next redrive (`more`).
+#[derive(Debug)]
+pub struct RedriveDeadLetters {
+    /// The queue's name (`notifications`, `automation`, `matching`).
+    pub queue: String,
+    /// 1 to 1,000 message ids; none: every message.
+    pub ids: Option<Vec<String>>,
+}
+
+impl Command for RedriveDeadLetters {
+    type Answer = Moved;
+    const NAME: &'static str = "redrive_dead_letters";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+    const WHOSE: Whose = Whose::Deployment;
+
+    async fn run<R: Replies>(self, env: &Env<'_, R>, _by: &Actor, _key: &RequestKey) -> Ran<Moved> {
+        let queues = env
+            .deployment
+            .queues
+            .ok_or_else(|| Refused::not_found("queue"))?;
+        let pair = queues
+            .pair(&self.queue)
+            .ok_or_else(|| Refused::not_found("queue"))?;
+        let budget = std::time::Duration::from_secs(20);
+        let (moved, more) = queues
+            .redrive(pair, self.ids.as_deref(), budget)
+            .await
+            .map_err(|e| Refused::failed(&e, true))?;
+        Ok((Made::Done, Moved { moved, more }))
+    }
+}
+
+/// A worker paused (its SQS event source mapping disabled: its messages wait in its queue) or
+/// resumed.
+#[derive(Debug)]
+pub struct PauseWorker {
+    pub name: String,
+    pub paused: bool,
+}
+
+impl Command for PauseWorker {
+    type Answer = ConsumerState;
+    const NAME: &'static str = "pause_worker";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+    const WHOSE: Whose = Whose::Deployment;
+
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<ConsumerState> {
+        let consumers = env
+            .deployment
+            .consumers
+            .ok_or_else(|| Refused::not_found("consumer"))?;
+        let consumer = consumers
+            .find(&self.name)
+            .ok_or_else(|| Refused::not_found("consumer"))?;
+        let state = consumers
+            .set(env.store, consumer, self.paused, &by.id(), env.now)
+            .await
+            .map_err(|e| Refused::failed(&e, true))?;
+        Ok((Made::Done, state))
     }
 }

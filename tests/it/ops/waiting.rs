@@ -346,7 +346,9 @@ async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_eve
     // key, and the event waits on it alone.
     assert_eq!(o.env.items_of("activity").await.len(), 1);
     assert_eq!(payments_waiting(&o, &org).await, (1, 0));
-    let review = firmspace::review::list(&o.env.store, &org, 10).await.unwrap();
+    let review = firmspace::review::list(&o.env.store, &org, 10)
+        .await
+        .unwrap();
     assert_eq!(review.len(), 1, "{review:?}");
     assert_eq!(review[0].reason.as_deref(), Some("no_recipients"));
     let parked = review[0].key.as_deref().unwrap_or_default();
@@ -354,7 +356,9 @@ async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_eve
     let mark = o
         .env
         .store
-        .get(&firmspace::store::counters::waiting_pk(item.str_of("pk").unwrap()))
+        .get(&firmspace::store::counters::waiting_pk(
+            item.str_of("pk").unwrap(),
+        ))
         .await
         .unwrap()
         .expect("the mark stays");
@@ -376,7 +380,11 @@ async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_eve
     let id = firmspace::ops::ids::encode(item.str_of("pk").unwrap());
     let path = format!("/ops/events/{id}/replay?org={org}");
     let (status, replayed) = admin_post(&o, &path, "replay-none").await;
-    assert_eq!((status, replayed["sent"].as_u64()), (200, Some(1)), "{replayed}");
+    assert_eq!(
+        (status, replayed["sent"].as_u64()),
+        (200, Some(1)),
+        "{replayed}"
+    );
     Box::pin(drain(&o, &w)).await;
     assert_eq!(payments_waiting(&o, &org).await, (0, 1));
 }
