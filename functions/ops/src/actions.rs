@@ -14,23 +14,12 @@ use firmspace::commands::{perform, Actor, AnyCommand, Deployment, Env, Queued, R
 use firmspace::effects::worker::operator_org;
 use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::http::{done_response, outcome_of};
-use firmspace::ops::events::{Window, WINDOW_MAX};
+use firmspace::ops::events::{Window, EVENT_ITEMS, WINDOW_MAX};
 use firmspace::ops::ids;
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
-
-/// Where each event kind's items are kept: the ids `replay` takes.
-const EVENT_ITEMS: [&str; 7] = [
-    "PAYMENT#",
-    "MESSAGE#",
-    "CALL#",
-    "BANKTX#",
-    "SMS_EVENT#",
-    "LEAD#",
-    "CREDIT_NOTE#",
-];
 
 /// An integration as a request names it: by its id, or (resuming) by the digest the paused
 /// list shows, found in the organisation's paused list when the action runs.
@@ -81,10 +70,9 @@ fn unknown(what: &str) -> ApiError {
     ApiError::not_found(what)
 }
 
-/// A redrive (the admin's: `RedriveDeadLetters` holds it to that): a queue of ours, and all
-/// its dead letters or 1 to 1000 named.
-fn redrive(app: &App, queue: &str, body: &[u8]) -> Result<Action, ApiError> {
-    app.queues.pair(queue).ok_or_else(|| unknown("queue"))?;
+/// A redrive: a queue's name, and all its dead letters or 1 to 1000 named. Whose it is and
+/// whether the queue is ours, `RedriveDeadLetters` says (403 for a key before anything else).
+fn redrive(queue: &str, body: &[u8]) -> Result<Action, ApiError> {
     let ids = match body.is_empty() {
         true => None,
         false => parse_json::<asks::Redrive>(body)?.ids,
@@ -105,11 +93,11 @@ fn redrive(app: &App, queue: &str, body: &[u8]) -> Result<Action, ApiError> {
 }
 
 /// The request's action, or why it is refused.
-fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiError> {
+fn action(who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiError> {
     let body = body_bytes(req);
     let owner = who.owner();
     match segments {
-        ["ops", "dlq", queue, "redrive"] => redrive(app, queue, body),
+        ["ops", "dlq", queue, "redrive"] => redrive(queue, body),
         ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
             let (org, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
@@ -127,7 +115,7 @@ fn action(app: &App, who: &Who, req: &Request, segments: &[&str]) -> Result<Acti
                 named,
             })
         }
-        ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(app, who, segments),
+        ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(who, segments),
         ["ops", "integrations", raw, "recover"] => recovering(who, raw, body),
         ["ops", "runs", id, "decide"] => {
             let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
@@ -256,20 +244,14 @@ fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
 }
 
 /// Pausing or resuming a worker (admin) or an integration (its organisation's key, or the admin).
-fn pausing(app: &App, who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
+fn pausing(who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
     let paused = segments.last() == Some(&"pause");
     match segments {
         // The admin's: `PauseWorker` holds it to that.
-        ["ops", "consumers", name, _] => {
-            app.consumers
-                .as_ref()
-                .and_then(|c| c.find(name))
-                .ok_or_else(|| unknown("consumer"))?;
-            Ok(Action::Consumer {
-                name: (*name).to_owned(),
-                paused,
-            })
-        }
+        ["ops", "consumers", name, _] => Ok(Action::Consumer {
+            name: (*name).to_owned(),
+            paused,
+        }),
         ["ops", "integrations", raw, _] => {
             let owner = who.owner();
             let id = firmspace::ids::IntegrationId::parse(raw)
@@ -297,7 +279,7 @@ pub(crate) async fn dispatch(
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let key = firmspace::http::idempotency_key(req)?;
-    let mut action = action(app, who, req, segments)?;
+    let mut action = action(who, req, segments)?;
     if let Action::Integration {
         id: IntegrationRef::Digest(digest),
         ..
@@ -319,11 +301,11 @@ pub(crate) async fn dispatch(
         return Err(unknown("route"));
     };
     let by = who.by();
-    // The admin's key is claimed per organisation it names (`org=`, after a space no key holds):
-    // the same key for another organisation is another request, never the first one's answer.
-    let key = match (who, who.scope(req)?) {
-        (Who::Admin(_), Some(org)) => format!("{key} {org}"),
-        _ => key,
+    // The admin's key is claimed per organisation the recovery is of (after a space no key
+    // holds): the same key for another organisation is another request.
+    let key = match who {
+        Who::Admin(_) => format!("{key} {}", ask.org),
+        Who::Org(_) => key,
     };
     let asked = Asked {
         by: &by,

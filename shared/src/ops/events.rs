@@ -334,6 +334,17 @@ async fn matching(
     Ok((items, next.filter(|_| !rest.is_empty())))
 }
 
+/// Where each event kind's items are kept: the ids a replay takes.
+pub const EVENT_ITEMS: [&str; 7] = [
+    "PAYMENT#",
+    "MESSAGE#",
+    "CALL#",
+    "BANKTX#",
+    "SMS_EVENT#",
+    "LEAD#",
+    "CREDIT_NOTE#",
+];
+
 /// Why a replay did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {

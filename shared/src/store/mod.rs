@@ -193,10 +193,12 @@ impl Decision for UnderCap<'_> {
         if seen.stored().is_some() {
             return Ok(Plan::Done(Written::Repeat { stored: () }));
         }
-        let count = seen
-            .get(1)
-            .and_then(|c| item::Read::u64_of(c, "count").ok());
-        if count.is_some_and(|count| count >= self.max) {
+        // A counter there is read as stored: one without a count holds no cap, and says so.
+        let count = match seen.get(1) {
+            Some(c) => item::Read::u64_of(c, "count")?,
+            None => 0,
+        };
+        if count >= self.max {
             return Err(CapError::Full);
         }
         let (counter, kind, org) = self.counter;

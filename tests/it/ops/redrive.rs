@@ -47,6 +47,12 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
             .0,
         403
     );
+    // Whose the queues are is decided first: a key learns no queue's name, the admin does.
+    let unknown = "/ops/dlq/nope/redrive";
+    assert_eq!(o.post(unknown, &key, "k-nope", &Value::Null).await.0, 403);
+    assert_eq!(o.post(unknown, ADMIN, "k-nope", &Value::Null).await.0, 404);
+    let worker = "/ops/consumers/nope/pause";
+    assert_eq!(o.post(worker, &key, "w-nope", &Value::Null).await.0, 403);
 }
 
 /// The trigger fails each receive (connection refused): after two, SQS moves it to the DLQ,
