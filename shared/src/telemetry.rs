@@ -72,9 +72,10 @@ pub fn flush_metrics() {
 }
 
 /// Writes the metrics recorded since the last flush to `out`: the invocation's DynamoDB calls
-/// and units (`aws::meter`) are one document, `dynamodb_calls`, `dynamodb_read_units`,
-/// `dynamodb_write_units` and `dynamodb_index_write_units`.
-pub fn flush_metrics_to(out: impl std::io::Write) {
+/// and units (`aws::meter`: `dynamodb_calls`, `dynamodb_read_units`, `dynamodb_write_units`,
+/// `dynamodb_index_write_units`) and every other metric, in as few documents as EMF allows
+/// ([`merged`]): one an invocation, unless one metric was recorded under two label values.
+pub fn flush_metrics_to(mut out: impl std::io::Write) {
     let (calls, units) = crate::aws::meter::take();
     if calls > 0 {
         metrics::counter!("dynamodb_calls").increment(calls);
@@ -82,11 +83,64 @@ pub fn flush_metrics_to(out: impl std::io::Write) {
         metrics::histogram!("dynamodb_write_units").record(units.write);
         metrics::histogram!("dynamodb_index_write_units").record(units.index_write);
     }
-    if let Some(collector) = METRICS.get() {
-        if let Err(e) = collector.flush(out) {
+    let Some(collector) = METRICS.get() else {
+        return;
+    };
+    let mut lines = Vec::new();
+    if let Err(e) = collector.flush(&mut lines) {
+        tracing::warn!(error.message = %e, "metrics flush failed");
+    }
+    let text = String::from_utf8_lossy(&lines);
+    for document in merged(&text) {
+        if let Err(e) = writeln!(out, "{document}") {
             tracing::warn!(error.message = %e, "metrics flush failed");
         }
     }
+}
+
+/// EMF documents (one a line) merged into as few as hold them: one document may carry several
+/// metric directives (`_aws.CloudWatchMetrics`), each naming its dimensions and metrics among
+/// the document's members, so documents whose members agree wherever they share a name are
+/// one (the log bytes of each document's head and of the shared `function`, once). Two that
+/// disagree (a counter under two label values) stay two. A line that is no JSON object is kept
+/// as it is.
+fn merged(text: &str) -> Vec<String> {
+    use serde_json::{Map, Value};
+    let mut out: Vec<Map<String, Value>> = Vec::new();
+    let mut kept = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(Value::Object(document)) = serde_json::from_str::<Value>(line) else {
+            kept.push(line.to_owned());
+            continue;
+        };
+        let fits = |into: &Map<String, Value>| {
+            document
+                .iter()
+                .filter(|(name, _)| *name != "_aws")
+                .all(|(name, value)| into.get(name).is_none_or(|v| v == value))
+        };
+        match out.iter_mut().find(|into| fits(into)) {
+            Some(into) => {
+                let directives = document["_aws"]["CloudWatchMetrics"].as_array().cloned();
+                for (name, value) in document {
+                    if name != "_aws" {
+                        into.insert(name, value);
+                    }
+                }
+                if let Some(Value::Array(all)) = into
+                    .get_mut("_aws")
+                    .and_then(|aws| aws.get_mut("CloudWatchMetrics"))
+                {
+                    all.extend(directives.unwrap_or_default());
+                }
+            }
+            None => out.push(document),
+        }
+    }
+    out.into_iter()
+        .map(|d| Value::Object(d).to_string())
+        .chain(kept)
+        .collect()
 }
 
 #[cfg(test)]
@@ -124,6 +178,56 @@ mod tests {
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], NAMESPACE);
         assert_eq!(directive["Metrics"][0]["Name"], "deliveries");
+    }
+
+    #[test]
+    fn an_invocations_metrics_are_one_document_unless_two_disagree() {
+        let doc = |dims: &[&str], members: serde_json::Value| {
+            let mut d = serde_json::json!({"_aws": {"Timestamp": 1, "CloudWatchMetrics": [
+                {"Namespace": NAMESPACE, "Dimensions": [dims], "Metrics": [{"Name": "m"}]}]}});
+            for (k, v) in members.as_object().unwrap() {
+                d[k] = v.clone();
+            }
+            d.to_string()
+        };
+        let text = [
+            doc(
+                &["function"],
+                serde_json::json!({"function": "f", "dynamodb_calls": 2}),
+            ),
+            doc(
+                &["function", "kind"],
+                serde_json::json!({"function": "f", "kind": "payments", "latency_ms": [3.0]}),
+            ),
+            doc(
+                &["function", "outcome"],
+                serde_json::json!({"function": "f", "outcome": "stored", "deliveries": 1}),
+            ),
+            doc(
+                &["function", "outcome"],
+                serde_json::json!({"function": "f", "outcome": "duplicate", "deliveries": 1}),
+            ),
+            "not json".to_owned(),
+        ]
+        .join("\n");
+        let out = merged(&text);
+        assert_eq!(out.len(), 3, "{out:?}");
+        let first: serde_json::Value = serde_json::from_str(&out[0]).unwrap();
+        assert_eq!(
+            first["_aws"]["CloudWatchMetrics"].as_array().unwrap().len(),
+            3
+        );
+        assert_eq!(
+            (&first["dynamodb_calls"], &first["kind"], &first["outcome"]),
+            (
+                &serde_json::json!(2),
+                &serde_json::json!("payments"),
+                &serde_json::json!("stored")
+            )
+        );
+        let second: serde_json::Value = serde_json::from_str(&out[1]).unwrap();
+        assert_eq!(second["outcome"], "duplicate");
+        assert_eq!(out[2], "not json");
     }
 
     #[test]
