@@ -21,49 +21,27 @@ use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
 
-/// An integration as a request names it: by its id, or (resuming) by the digest the paused
-/// list shows, found in the organisation's paused list when the action runs.
-enum IntegrationRef {
-    Id(firmspace::ids::IntegrationId),
-    Digest(String),
-}
+use firmspace::commands::operate::{
+    DecideRun, PauseIntegration, PauseWorker, RedriveDeadLetters, ReplayEvent, ReplayWindow,
+};
+use firmspace::ids::OrgId;
 
 /// One action, checked: everything it needs was read from the request before the key is
-/// claimed, so a refused request claims nothing.
+/// claimed, so a refused request claims nothing. Every action but a recovery is a command
+/// (`firmspace::commands`), in the organisation it acts in (the deployment's own parts: the
+/// operator's).
 enum Action {
-    Redrive {
-        queue: String,
-        ids: Option<Vec<String>>,
-    },
-    Replay {
-        org: firmspace::ids::OrgId,
-        pk: String,
-    },
-    /// The missing consequences of a kind's events in a window, sent (or counted: `dry_run`).
-    ReplayWindow {
-        org: firmspace::ids::OrgId,
-        window: Window,
-        dry_run: bool,
-        cursor: Option<String>,
-    },
-    Resolve {
-        org: firmspace::ids::OrgId,
-        pk: String,
-        note: String,
-        decision: Option<firmspace::commands::Decision>,
-        named: firmspace::commands::Named,
-    },
-    Decide {
-        org: firmspace::ids::OrgId,
-        pk: String,
-        decision: Decision,
-    },
-    /// A worker paused (its event source mapping disabled) or resumed.
-    Consumer { name: String, paused: bool },
-    /// An integration's consequences held, or sent on.
-    Integration { id: IntegrationRef, paused: bool },
+    Command(OrgId, AnyCommand),
+    /// Resuming an integration its paused list names by its digest: found in the
+    /// organisation's paused list when the action runs.
+    ResumeListed(String),
     /// What a provider sent in a window, asked of the provider and booked once.
     Recover(firmspace::ops::recover::Ask),
+}
+
+/// The action of `command`, in `org`.
+fn command(org: OrgId, command: impl Into<AnyCommand>) -> Action {
+    Action::Command(org, command.into())
 }
 
 fn unknown(what: &str) -> ApiError {
@@ -86,10 +64,8 @@ fn redrive(queue: &str, body: &[u8]) -> Result<Action, ApiError> {
             "ids names 1 to 1000 messages",
         ));
     }
-    Ok(Action::Redrive {
-        queue: queue.to_owned(),
-        ids,
-    })
+    let queue = queue.to_owned();
+    Ok(command(operator_org(), RedriveDeadLetters { queue, ids }))
 }
 
 /// The request's action, or why it is refused.
@@ -101,19 +77,19 @@ fn action(who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiErro
         ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
             let (org, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
-            Ok(Action::Replay { org, pk })
+            Ok(command(org, ReplayEvent { pk }))
         }
         ["ops", "review", id, "resolve"] => {
             let (org, pk) =
                 ids::decode(id, owner, &["REVIEW#"]).ok_or_else(|| unknown("review item"))?;
             let (note, decision, named) = resolution(body)?;
-            Ok(Action::Resolve {
-                org,
+            let resolve = firmspace::commands::review::ResolveReview {
                 pk,
                 note,
                 decision,
                 named,
-            })
+            };
+            Ok(command(org, resolve))
         }
         ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(who, segments),
         ["ops", "integrations", raw, "recover"] => recovering(who, raw, body),
@@ -129,7 +105,7 @@ fn action(who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiErro
                     ))
                 }
             };
-            Ok(Action::Decide { org, pk, decision })
+            Ok(command(org, DecideRun { pk, decision }))
         }
         _ => Err(ApiError::not_found("route")),
     }
@@ -176,12 +152,12 @@ fn window(who: &Who, req: &Request, body: &[u8]) -> Result<Action, ApiError> {
             "cursor is not one this replay gave",
         ));
     }
-    Ok(Action::ReplayWindow {
-        org,
+    let replay = ReplayWindow {
         window: Window { kind, from, to },
         dry_run: asked.dry_run,
         cursor: asked.cursor,
-    })
+    };
+    Ok(command(org, replay))
 }
 
 /// A resolution's note, decision and what the decision names, the note defaulting to the
@@ -248,24 +224,23 @@ fn pausing(who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
     let paused = segments.last() == Some(&"pause");
     match segments {
         // The admin's: `PauseWorker` holds it to that.
-        ["ops", "consumers", name, _] => Ok(Action::Consumer {
-            name: (*name).to_owned(),
-            paused,
-        }),
+        ["ops", "consumers", name, _] => {
+            let name = (*name).to_owned();
+            Ok(command(operator_org(), PauseWorker { name, paused }))
+        }
         ["ops", "integrations", raw, _] => {
             let owner = who.owner();
             let id = firmspace::ids::IntegrationId::parse(raw)
                 .ok()
-                .filter(|id| owner.is_none_or(|org| *org == id.org))
-                .map(IntegrationRef::Id)
-                .or_else(|| {
-                    // A paused integration as its list names it (resumption only).
-                    let digest = (!paused && raw.starts_with("int_") && raw.len() <= 40)
-                        .then(|| (*raw).to_owned())?;
-                    Some(IntegrationRef::Digest(digest))
-                })
-                .ok_or_else(|| unknown("integration"))?;
-            Ok(Action::Integration { id, paused })
+                .filter(|id| owner.is_none_or(|org| *org == id.org));
+            match id {
+                Some(id) => Ok(command(id.org.clone(), PauseIntegration { id, paused })),
+                // A paused integration as its list names it (resumption only).
+                None if !paused && raw.starts_with("int_") && raw.len() <= 40 => {
+                    Ok(Action::ResumeListed((*raw).to_owned()))
+                }
+                None => Err(unknown("integration")),
+            }
         }
         _ => Err(ApiError::not_found("route")),
     }
@@ -279,26 +254,20 @@ pub(crate) async fn dispatch(
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let key = firmspace::http::idempotency_key(req)?;
-    let mut action = action(who, req, segments)?;
-    if let Action::Integration {
-        id: IntegrationRef::Digest(digest),
-        ..
-    } = &action
-    {
-        let org = who.one(req)?;
-        let found = firmspace::ops::hold::paused_by_digest(&app.store, &org, digest)
-            .await?
-            .ok_or_else(|| unknown("integration"))?;
-        if let Action::Integration { id, .. } = &mut action {
-            *id = IntegrationRef::Id(found);
+    let ask = match action(who, req, segments)? {
+        Action::Command(org, command) => {
+            return perform_as(app, who, req, key, (org, command), now).await
         }
-    }
-    if let Some((org, command)) = action_command(&action) {
-        return perform_as(app, who, req, key, (org, command), now).await;
-    }
-    // A recovery: events booked through the webhook's own path, not a person's command.
-    let Action::Recover(ask) = action else {
-        return Err(unknown("route"));
+        Action::ResumeListed(digest) => {
+            let org = who.one(req)?;
+            let id = firmspace::ops::hold::paused_by_digest(&app.store, &org, &digest)
+                .await?
+                .ok_or_else(|| unknown("integration"))?;
+            let resume = PauseIntegration { id, paused: false };
+            return perform_as(app, who, req, key, (org, resume.into()), now).await;
+        }
+        // A recovery: events booked through the webhook's own path, not a person's command.
+        Action::Recover(ask) => ask,
     };
     let by = who.by();
     // The admin's key is claimed per organisation the recovery is of (after a space no key
@@ -324,84 +293,6 @@ pub(crate) async fn dispatch(
         &answer,
         repeat,
     ))
-}
-
-/// Every action but a recovery is a command (`firmspace::commands`), which claims the key
-/// itself: the organisation it acts in (the deployment's own parts: the operator's), and the
-/// command.
-fn action_command(action: &Action) -> Option<(firmspace::ids::OrgId, AnyCommand)> {
-    Some(match action {
-        Action::Resolve {
-            org,
-            pk,
-            note,
-            decision,
-            named,
-        } => (
-            org.clone(),
-            firmspace::commands::review::ResolveReview {
-                pk: pk.clone(),
-                note: note.clone(),
-                decision: *decision,
-                named: named.clone(),
-            }
-            .into(),
-        ),
-        Action::Decide { org, pk, decision } => (
-            org.clone(),
-            firmspace::commands::operate::DecideRun {
-                pk: pk.clone(),
-                decision: *decision,
-            }
-            .into(),
-        ),
-        Action::Integration {
-            id: IntegrationRef::Id(id),
-            paused,
-        } => (
-            id.org.clone(),
-            firmspace::commands::operate::PauseIntegration {
-                id: id.clone(),
-                paused: *paused,
-            }
-            .into(),
-        ),
-        Action::Redrive { queue, ids } => (
-            operator_org(),
-            firmspace::commands::operate::RedriveDeadLetters {
-                queue: queue.clone(),
-                ids: ids.clone(),
-            }
-            .into(),
-        ),
-        Action::Consumer { name, paused } => (
-            operator_org(),
-            firmspace::commands::operate::PauseWorker {
-                name: name.clone(),
-                paused: *paused,
-            }
-            .into(),
-        ),
-        Action::Replay { org, pk } => (
-            org.clone(),
-            firmspace::commands::operate::ReplayEvent { pk: pk.clone() }.into(),
-        ),
-        Action::ReplayWindow {
-            org,
-            window,
-            dry_run,
-            cursor,
-        } => (
-            org.clone(),
-            firmspace::commands::operate::ReplayWindow {
-                window: *window,
-                dry_run: *dry_run,
-                cursor: cursor.clone(),
-            }
-            .into(),
-        ),
-        _ => return None,
-    })
 }
 
 async fn perform_as(

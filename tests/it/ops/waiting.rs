@@ -245,6 +245,17 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
     delivered_again_twice(&o, &w, &notes, &org, 0).await;
 }
 
+/// The stored `item` handed to a fan-out over `o`'s queues, as the stream would.
+async fn fanned_out(o: &Ops, item: &firmspace::store::Item) {
+    let publisher = Publisher {
+        sqs: o.sqs.clone(),
+        queues: o.consequences.clone(),
+    };
+    let fanout = fanout::App::new(publisher, o.env.store.clone());
+    let out = fanout.process(stream_event(item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+}
+
 /// The notify worker handed `notes` again, twice: each time every record absorbed by its key,
 /// nothing waiting, one notification and `lines` activity lines.
 async fn delivered_again_twice(
@@ -297,13 +308,7 @@ async fn one_message_holding_all_its_event_waits_on_deletes_the_mark_once_even_c
         Some(rust_decimal_macros::dec!(10)),
     )
     .await;
-    let publisher = Publisher {
-        sqs: o.sqs.clone(),
-        queues: o.consequences.clone(),
-    };
-    let fanout = fanout::App::new(publisher, o.env.store.clone());
-    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
-    assert!(out.batch_item_failures.is_empty());
+    fanned_out(&o, &item).await;
     assert_eq!(payments_waiting(&o, &org).await, (1, 0));
     let notes = crate::support::queues::receive(&o.sqs, &o.consequences.notifications, 0).await;
     assert_eq!(
@@ -333,13 +338,7 @@ async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_eve
     };
     let amount = Some(rust_decimal_macros::dec!(10));
     let item = crate::consequences::payment_linked(&o.env, &org, links, "pi_none", amount).await;
-    let publisher = Publisher {
-        sqs: o.sqs.clone(),
-        queues: o.consequences.clone(),
-    };
-    let fanout = fanout::App::new(publisher, o.env.store.clone());
-    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
-    assert!(out.batch_item_failures.is_empty());
+    fanned_out(&o, &item).await;
     let w = workers(&o.env, Duration::from_secs(2), 5);
     Box::pin(drain(&o, &w)).await;
     // The activity line is written and settled; the notification is a review item of its own
