@@ -20,7 +20,7 @@
 //! Duplicates are not counted here: a duplicate writes nothing (see `ops::chart`).
 
 use super::item::{n, s, Read};
-use super::lists::EventKind;
+use super::lists::{EventKind, List};
 use super::{Item, Step, Store, StoreError, Update};
 use crate::ids::OrgId;
 use chrono::{DateTime, Duration, DurationRound, NaiveDate, Timelike, Utc};
@@ -186,29 +186,40 @@ fn counted(item: &Item) -> Option<(Vec<Change>, String, Vec<Item>)> {
     if item.opt_str("kind") == Some("org") && pk.ends_with("#ORG") {
         return Some((vec![Change::Orgs], item.opt_str("org")?.to_owned(), vec![]));
     }
-    let list = item.opt_str("gsi2pk")?;
-    let rest = list.strip_prefix("ORG#")?;
-    let (org, list) = rest.split_once('#')?;
-    if let Some(kind) = list.strip_prefix("EVENTS#") {
-        let position = item.opt_str("gsi2sk")?;
-        let at = crate::time::parse(position.split_once('#')?.0)?;
-        let stored = Change::Stored {
-            at,
-            kind: kind.to_owned(),
-        };
-        // What waits is the marks themselves, counted where they are listed: no tally.
-        let marks = marker(item, org, kind, position).into_iter().collect();
-        return Some((vec![stored], org.to_owned(), marks));
+    match List::of(item.opt_str("gsi2pk")?)? {
+        List::Events { org, kind } => {
+            let position = item.opt_str("gsi2sk")?;
+            let at = crate::time::parse(position.split_once('#')?.0)?;
+            let kind = kind.name();
+            let stored = Change::Stored {
+                at,
+                kind: kind.to_owned(),
+            };
+            // What waits is the marks themselves, counted where they are listed: no tally.
+            let marks = marker(item, org.as_str(), kind, position)
+                .into_iter()
+                .collect();
+            Some((vec![stored], org.as_str().to_owned(), marks))
+        }
+        List::Review { org, state } if state == "open" => {
+            let reason = item.opt_str("reason")?.to_owned();
+            Some((
+                vec![Change::Open { reason }],
+                org.as_str().to_owned(),
+                vec![],
+            ))
+        }
+        List::Runs { org, state } if TALLIED_RUNS.contains(&state.as_str()) => {
+            let attr = format!("runs_{state}");
+            Some((
+                vec![Change::Tally { attr }],
+                org.as_str().to_owned(),
+                vec![],
+            ))
+        }
+        // Resolved review items and the other runs' states are listed, not counted.
+        List::Review { .. } | List::Runs { .. } => None,
     }
-    if list == "REVIEW#open" {
-        let reason = item.opt_str("reason")?.to_owned();
-        return Some((vec![Change::Open { reason }], org.to_owned(), vec![]));
-    }
-    let state = list.strip_prefix("RUNS#")?;
-    TALLIED_RUNS.contains(&state).then(|| {
-        let attr = format!("runs_{state}");
-        (vec![Change::Tally { attr }], org.to_owned(), vec![])
-    })
 }
 
 /// The counter updates these changes make, in both scopes: one update per counter item (a
