@@ -269,11 +269,9 @@ impl<W: Worker> SqsApp<W> {
             return Ok(());
         };
         let settled = match settles {
-            Settles::Keys(keys) if !keys.is_empty() => {
-                super::waiting::settle(&self.store, &source, &keys).await
-            }
+            Settles::Keys(keys) => super::waiting::settle(&self.store, &source, &keys).await,
             Settles::All(_) => super::waiting::settle_all(&self.store, &source).await,
-            Settles::Nothing | Settles::Keys(_) => return Ok(()),
+            Settles::Nothing => return Ok(()),
         };
         match settled {
             Ok(_) => Ok(()),
