@@ -269,6 +269,18 @@ impl Consequence {
         )
     }
 
+    /// Whether the fan-out writes it itself as it reads its event: a record under its own key
+    /// (an activity line, a notification to one member), one conditional put, so the event
+    /// waits on no queue for it. A team's notification (a copy a member, read from the team)
+    /// and everything else goes to its queue.
+    pub fn is_written_at_once(&self) -> bool {
+        match self {
+            Self::Activity(_) => true,
+            Self::Notification(n) => n.recipient.is_some(),
+            _ => false,
+        }
+    }
+
     /// The consequence's own key, for logs and review items.
     pub fn key(&self) -> String {
         match self {
@@ -294,12 +306,14 @@ impl Consequence {
 }
 
 /// What an event item whose consequences are `consequences`, carried by the item at `source`,
-/// waits on: the source and the keys of its tracked consequences, when there are any (the
-/// event is then put with its waiting mark, `store::counters`).
+/// waits on once it is stored: the source and the keys of its tracked consequences that go to a
+/// queue, when there are any (the event is then put with its waiting mark, `store::counters`).
+/// What the fan-out writes at once is not waited on: the figure trails the event by the
+/// fan-out's batch, and a record it cannot write is put on the mark then (`effects::waiting`).
 pub fn waits(consequences: &[Consequence], source: &str) -> Option<(String, Vec<String>)> {
     let on: Vec<String> = consequences
         .iter()
-        .filter(|c| c.is_tracked())
+        .filter(|c| c.is_tracked() && !c.is_written_at_once())
         .map(Consequence::key)
         .collect();
     (!on.is_empty()).then(|| (source.to_owned(), on))

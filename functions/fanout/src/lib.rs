@@ -7,9 +7,9 @@ use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
-use firmspace::effects::derive;
 use firmspace::effects::queue::{Publisher, Queues, Refused};
-use firmspace::effects::worker::operator_org;
+use firmspace::effects::worker::{operator_org, WorkError};
+use firmspace::effects::{derive, told, Consequence, Told};
 use firmspace::ids::OrgId;
 use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
@@ -96,8 +96,13 @@ impl App {
             Ok(c) => c,
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
         };
+        // What the fan-out writes itself (what tells people), and what goes to a queue.
+        let (at_once, queued): (Vec<Consequence>, Vec<Consequence>) = consequences
+            .into_iter()
+            .partition(Consequence::is_written_at_once);
+        let records: Vec<String> = at_once.iter().map(Consequence::key).collect();
         // A paused integration's consequences wait for its resumption.
-        match hold::hold_if_paused(&self.store, &item, &pk, now).await {
+        match hold::hold_if_paused(&self.store, &item, &pk, &records, now).await {
             Ok(Held::Yes) => {
                 metrics::counter!("consequences_held").increment(1);
                 tracing::info!(item = %pk, "held: its integration is paused");
@@ -109,7 +114,8 @@ impl App {
                 return Err(());
             }
         }
-        match self.publisher.publish_event(&pk, &consequences).await {
+        self.tell(&item, &pk, at_once, now).await?;
+        match self.publisher.publish_from(Some(&pk), &queued).await {
             Ok(published) => {
                 self.requests
                     .fetch_add(published.requests, Ordering::Relaxed);
@@ -123,6 +129,54 @@ impl App {
                 Err(())
             }
         }
+    }
+
+    /// Writes what tells people of the event (its notifications and activity lines) at once,
+    /// each under its own key, so a retried batch writes nothing twice. A record the table
+    /// refuses for good goes on the event's waiting mark and, with the event, to a person (one
+    /// review item), and the others are written; a failure a retry can help fails the record.
+    async fn tell(
+        &self,
+        item: &Item,
+        pk: &str,
+        at_once: Vec<Consequence>,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        let told = at_once.into_iter().filter_map(|c| Told::try_from(c).ok());
+        let refused = match told::tell_all(&self.store, told.collect()).await {
+            Ok((applied, refused)) => {
+                metrics::counter!("records_written").increment(applied.written as u64);
+                refused
+            }
+            Err(e) => {
+                tracing::error!(item = %pk, error.message = %e, "could not write what tells people");
+                return Err(());
+            }
+        };
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<String> = refused.iter().map(|(key, _)| key.clone()).collect();
+        if let Some(waits) = firmspace::store::counters::wait_on(item, &keys) {
+            if let Err(e) = self.store.commit(vec![waits]).await {
+                tracing::error!(item = %pk, error.message = %e, "could not mark what waits");
+                return Err(());
+            }
+        }
+        tracing::warn!(item = %pk, refused = keys.len(), "records cannot be written; parked for review");
+        metrics::counter!("records_refused").increment(keys.len() as u64);
+        let reason = match &refused[0].1 {
+            WorkError::Permanent { reason, .. } | WorkError::PermanentPart { reason, .. } => {
+                *reason
+            }
+            WorkError::Transient(_) => Reason::StoreRefused,
+        };
+        let detail: Vec<_> = refused
+            .iter()
+            .map(|(key, e)| json!({"consequence": key, "reason": e.to_string()}))
+            .collect();
+        self.review(item, pk, reason, json!({ "refused": detail }), now)
+            .await
     }
 
     /// Consequences SQS refuses for good are parked as one review item, and the stream moves on:

@@ -5,10 +5,9 @@
 
 use chrono::{DateTime, Utc};
 use firmspace::effects::job::Records;
+use firmspace::effects::told;
 use firmspace::effects::worker::{Applied, SqsApp, WorkError, Worker};
-use firmspace::effects::{activity, notify, Consequence, Told};
 use firmspace::review::Kind;
-use firmspace::review::Reason;
 use firmspace::store::Store;
 
 pub struct Notify {
@@ -27,40 +26,19 @@ pub fn app(store: Store, max_receives: u32) -> App {
     )
 }
 
-impl Notify {
-    async fn tell(&self, told: Told) -> Result<Applied, WorkError> {
-        match told {
-            Told::Notification(n) => notify::deliver(&self.store, &n).await?.ok_or_else(|| {
-                WorkError::permanent(
-                    Reason::NoRecipients,
-                    "the invoice has no owner and the organisation has no members",
-                )
-            }),
-            Told::Line(line) => Ok(Applied::one(activity::append(&self.store, &line).await?)),
-        }
-    }
-}
-
 impl Worker for Notify {
     type Job = Records;
     const KIND: Kind = Kind::Notify;
 
-    /// Every record, each once: a failure that retrying can help fails the message (what was
-    /// applied is absorbed the next time); one that cannot is reported, as that record's, after
-    /// the others are applied, so a notification nobody can receive keeps no activity line
-    /// from its log, and the others settle while its event waits on it.
+    /// Every record, each once (`told::tell_all`): one that cannot be written is reported as
+    /// that record's failure, after the others are written, so the others settle while its
+    /// event waits on it.
     async fn apply(&self, records: Records, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
-        let mut applied = Applied::default();
-        let mut refused = None;
-        for told in records.told() {
-            let key = Consequence::from(told.clone()).key();
-            match self.tell(told).await {
-                Ok(one) => applied = applied.and(one),
-                Err(e @ WorkError::Transient(_)) => return Err(e),
-                Err(e) => refused = refused.or(Some(e.of_part(key))),
-            }
+        let (applied, refused) = told::tell_all(&self.store, records.told()).await?;
+        match refused.into_iter().next() {
+            None => Ok(applied),
+            Some((key, e)) => Err(e.of_part(key)),
         }
-        refused.map_or(Ok(applied), Err)
     }
 }
 

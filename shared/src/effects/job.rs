@@ -56,9 +56,6 @@ pub enum Settles {
     Nothing,
     /// These tracked consequences' keys, taken out of the mark's set.
     Keys(Vec<String>),
-    /// The whole mark: the message held every consequence of its event (the fan-out's, which
-    /// derived them all from the stored event), whose keys these are.
-    All(Vec<String>),
 }
 
 impl Settles {
@@ -66,9 +63,7 @@ impl Settles {
     /// taken out one by one (the mark stays for the failed one).
     pub fn without(self, key: &str) -> Self {
         match self {
-            Self::Keys(keys) | Self::All(keys) => {
-                Self::Keys(keys.into_iter().filter(|k| k != key).collect())
-            }
+            Self::Keys(keys) => Self::Keys(keys.into_iter().filter(|k| k != key).collect()),
             Self::Nothing => Self::Nothing,
         }
     }
@@ -104,21 +99,18 @@ macro_rules! consequence_job {
 consequence_job!(super::Automated, super::Matched);
 
 /// The notifications queue's message: what tells people of one event (its notifications and
-/// activity lines, notifications first), and whether that is all its event waits on
-/// (`whole`, which only the fan-out, sending every consequence of the event, says): then the
-/// worker, having applied them, deletes the event's waiting mark at once instead of taking each
-/// key out of it. A message of one consequence alone (sent without a source, one too large or
-/// holding a character SQS refuses, or sent by an earlier release) reads as a set of one.
+/// activity lines, notifications first) that the fan-out did not write at once (a team's
+/// notification, a replay's or a resumption's records); the worker takes each key out of the
+/// event's waiting mark once they are written. A message of one consequence alone (sent
+/// without a source, one too large or holding a character SQS refuses, or sent by an earlier
+/// release) reads as a set of one; an earlier release's `whole` is read as any other.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Records {
     told: Vec<super::Told>,
-    whole: bool,
 }
 
 /// The field of a message body holding its records.
 pub const RECORDS: &str = "records";
-/// The field of a message body saying its records are all its event waits on.
-pub const WHOLE: &str = "whole";
 
 impl Records {
     /// What it tells, in order: never empty (a message of none is not read).
@@ -132,15 +124,13 @@ impl Job for Records {
         #[derive(serde::Deserialize)]
         struct Many {
             records: Vec<Consequence>,
-            #[serde(default)]
-            whole: bool,
         }
-        let (all, whole) = match serde_json::from_str::<Many>(body) {
-            Ok(many) => (many.records, many.whole),
+        let all = match serde_json::from_str::<Many>(body) {
+            Ok(many) => many.records,
             Err(_) => {
                 let one = serde_json::from_str::<Consequence>(body)
                     .map_err(|e| Unread::Malformed(e.to_string()))?;
-                (vec![one], false)
+                vec![one]
             }
         };
         let Some(first) = all.first() else {
@@ -152,7 +142,7 @@ impl Job for Records {
             .map(super::Told::try_from)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| Unread::Elsewhere { org, key })?;
-        Ok(Self { told, whole })
+        Ok(Self { told })
     }
 
     /// The first record's: a notification when there is one (the one that can fail for good).
@@ -162,15 +152,12 @@ impl Job for Records {
     }
 
     fn settles(&self) -> Settles {
-        let keys = self
-            .told
-            .iter()
-            .map(|t| Consequence::from(t.clone()).key())
-            .collect();
-        match self.whole {
-            true => Settles::All(keys),
-            false => Settles::Keys(keys),
-        }
+        Settles::Keys(
+            self.told
+                .iter()
+                .map(|t| Consequence::from(t.clone()).key())
+                .collect(),
+        )
     }
 }
 
@@ -206,12 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn one_events_records_read_as_one_job_that_settles_what_it_says() {
+    fn one_events_records_read_as_one_job_that_settles_their_keys() {
+        // A message of an earlier release says `whole`: its keys are taken out all the same.
         let body = json!({"source": "PK", "whole": true, RECORDS: [line("a"), line("b")]});
         let job = Records::read(&body.to_string()).unwrap();
         assert_eq!(
             job.settles(),
-            Settles::All(vec![
+            Settles::Keys(vec![
                 "activity:contact:c1:a".into(),
                 "activity:contact:c1:b".into()
             ])

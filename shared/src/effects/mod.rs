@@ -16,6 +16,7 @@ pub mod notify;
 pub mod queue;
 pub mod replies;
 pub mod runs;
+pub mod told;
 pub mod waiting;
 pub mod worker;
 

@@ -1,6 +1,6 @@
 //! Sends consequences to their SQS queues in batches of ten.
 
-use super::job::{RECORDS, WHOLE};
+use super::job::RECORDS;
 use super::{Consequence, QueueKind};
 use crate::config::{require, ConfigError};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
@@ -77,34 +77,13 @@ impl Publisher {
         self.publish_from(None, consequences).await
     }
 
-    /// [`Publisher::publish`] of some of a stored event's consequences (those a replay finds
-    /// missing): each message names `source`, the item that carries them, so the worker that
-    /// applies one takes its keys out of the event's waiting mark, and the one that empties it
-    /// deletes it (`effects::waiting`).
+    /// [`Publisher::publish`] of a stored event's consequences (what the fan-out does not write
+    /// at once, or those a replay finds missing): each message names `source`, the item that
+    /// carries them, so the worker that applies one takes its keys out of the event's waiting
+    /// mark, and the one that empties it deletes it (`effects::waiting`).
     pub async fn publish_from(
         &self,
         source: Option<&str>,
-        consequences: &[Consequence],
-    ) -> Result<Published, QueueError> {
-        self.send_all(source.map(|s| (s, false)), consequences)
-            .await
-    }
-
-    /// [`Publisher::publish`] of every consequence of the stored event at `source`, as the
-    /// fan-out derived them from it: the message of its records is `whole` when nothing else it
-    /// has is tracked, so its worker deletes the event's waiting mark at once.
-    pub async fn publish_event(
-        &self,
-        source: &str,
-        consequences: &[Consequence],
-    ) -> Result<Published, QueueError> {
-        self.send_all(Some((source, true)), consequences).await
-    }
-
-    /// Sends `consequences`, from `source` (and whether they are all of its event's) if any.
-    async fn send_all(
-        &self,
-        source: Option<(&str, bool)>,
         consequences: &[Consequence],
     ) -> Result<Published, QueueError> {
         let mut published = Published::default();
@@ -195,26 +174,15 @@ impl Publisher {
 
 /// The messages (each with the key it is known by) of `consequences` bound for the queue
 /// `kind`. What tells people of a stored event (its notifications and activity lines) is one
-/// message (`effects::job::Records`), `whole` when `consequences` are all of its event's and
-/// nothing else of them is tracked; one over SQS's limit or holding a character SQS refuses
+/// message (`effects::job::Records`); one over SQS's limit or holding a character SQS refuses
 /// goes as one message a consequence instead. Everything else is one message a consequence.
-fn messages(
-    source: Option<(&str, bool)>,
-    kind: QueueKind,
-    consequences: &[Consequence],
-) -> Vec<Outgoing> {
+fn messages(source: Option<&str>, kind: QueueKind, consequences: &[Consequence]) -> Vec<Outgoing> {
     let mut of_kind: Vec<&Consequence> =
         consequences.iter().filter(|c| c.queue() == kind).collect();
     // Notifications first: the one that can fail for good names the message.
     of_kind.sort_by_key(|c| !matches!(c, Consequence::Notification(_)));
-    if let (Some((source, all)), QueueKind::Notifications, Some(first)) =
-        (source, kind, of_kind.first())
-    {
-        let whole = all
-            && consequences
-                .iter()
-                .all(|c| !c.is_tracked() || c.queue() == QueueKind::Notifications);
-        let records = json!({SOURCE: source, WHOLE: whole, RECORDS: of_kind}).to_string();
+    if let (Some(source), QueueKind::Notifications, Some(first)) = (source, kind, of_kind.first()) {
+        let records = json!({SOURCE: source, RECORDS: of_kind}).to_string();
         if records.len() <= MAX_BYTES && sqs_accepts(&records) {
             return vec![Outgoing {
                 key: first.key(),
@@ -227,7 +195,7 @@ fn messages(
         .into_iter()
         .map(|c| Outgoing {
             key: c.key(),
-            body: body(source.map(|(s, _)| s), c),
+            body: body(source, c),
             holds: 1,
         })
         .collect()
@@ -294,7 +262,7 @@ mod tests {
     use crate::payments::event::tests::sample;
     use serde_json::Value;
 
-    fn sent(source: Option<(&str, bool)>, kind: QueueKind, closes: bool) -> Vec<Value> {
+    fn sent(source: Option<&str>, kind: QueueKind, closes: bool) -> Vec<Value> {
         let all = super::super::derive::consequences(&sample(closes).to_item()).unwrap();
         messages(source, kind, &all)
             .into_iter()
@@ -303,8 +271,8 @@ mod tests {
     }
 
     #[test]
-    fn what_tells_people_of_an_event_is_one_message_and_the_whole_of_what_it_waits_on() {
-        let told = sent(Some(("PK", true)), QueueKind::Notifications, false);
+    fn what_tells_people_of_an_event_is_one_message_naming_its_source() {
+        let told = sent(Some("PK"), QueueKind::Notifications, false);
         assert_eq!(told.len(), 1);
         let types: Vec<&str> = told[0][RECORDS]
             .as_array()
@@ -313,28 +281,11 @@ mod tests {
             .map(|r| r["type"].as_str().unwrap())
             .collect();
         assert_eq!(types, ["notification", "activity", "activity"]);
-        assert_eq!(
-            (&told[0][SOURCE], &told[0][WHOLE]),
-            (&json!("PK"), &json!(true))
-        );
-        // The lookalike check is no record and waits on nothing: a message of its own queue.
-        assert_eq!(
-            sent(Some(("PK", true)), QueueKind::Matching, false).len(),
-            1
-        );
-        // Some of them (a replay's): never the whole mark.
-        let replayed = sent(Some(("PK", false)), QueueKind::Notifications, false);
-        assert_eq!((replayed.len(), &replayed[0][WHOLE]), (1, &json!(false)));
-    }
-
-    #[test]
-    fn a_trigger_waited_on_too_keeps_the_message_from_settling_the_whole_mark() {
-        let told = sent(Some(("PK", true)), QueueKind::Notifications, true);
-        assert_eq!((told.len(), &told[0][WHOLE]), (1, &json!(false)));
-        assert_eq!(
-            sent(Some(("PK", true)), QueueKind::Automation, true).len(),
-            1
-        );
+        assert_eq!(&told[0][SOURCE], &json!("PK"));
+        // The lookalike check is no record: a message of its own queue.
+        assert_eq!(sent(Some("PK"), QueueKind::Matching, false).len(), 1);
+        // A trigger goes to the automation queue, a message of its own.
+        assert_eq!(sent(Some("PK"), QueueKind::Automation, true).len(), 1);
     }
 
     #[test]

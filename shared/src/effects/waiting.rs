@@ -181,13 +181,6 @@ pub async fn settle(store: &Store, source: &str, keys: &[String]) -> Result<bool
     settle_empty(store, &mark).await
 }
 
-/// After every tracked consequence of the event whose consequences `source` carries happened
-/// (the fan-out sent them all in one message, `effects::job::Settles::All`): its waiting mark
-/// deleted while it is there, whatever its set holds. `true` when this call deleted it.
-pub async fn settle_all(store: &Store, source: &str) -> Result<bool, StoreError> {
-    store.delete_present(&counters::waiting_pk(source)).await
-}
-
 /// Settles a mark whose event waits on nothing more (a held SMS decided, whose consequences
 /// no message carries): `true` when this call deleted its mark.
 pub async fn settle_held(store: &Store, source: &str) -> Result<bool, StoreError> {

@@ -270,7 +270,6 @@ impl<W: Worker> SqsApp<W> {
         };
         let settled = match settles {
             Settles::Keys(keys) => super::waiting::settle(&self.store, &source, &keys).await,
-            Settles::All(_) => super::waiting::settle_all(&self.store, &source).await,
             Settles::Nothing => return Ok(()),
         };
         match settled {

@@ -23,6 +23,7 @@ use super::item::{n, s, Read};
 use super::lists::{EventKind, List};
 use super::{Item, Step, Store, StoreError, Update};
 use crate::ids::OrgId;
+use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Duration, DurationRound, NaiveDate, Timelike, Utc};
 use std::collections::{BTreeMap, HashMap};
 
@@ -177,6 +178,24 @@ pub fn waiting_mark(item: &Item) -> Option<Item> {
     let list = item.opt_str("gsi2pk")?;
     let (org, kind) = list.strip_prefix("ORG#")?.split_once("#EVENTS#")?;
     marker(item, org, kind, item.opt_str("gsi2sk")?)
+}
+
+/// The update that puts `keys` on the waiting mark of the stored event `item` (its own
+/// consequences' keys), making the mark when there is none: for what the event waits on only
+/// once the fan-out knows it (a paused integration's records, a record it could not write).
+/// Adding to the set twice adds nothing, so a stream's retry may send it again.
+pub fn wait_on(item: &Item, keys: &[String]) -> Option<Step> {
+    let mut waiting = item.clone();
+    waiting.insert(WAITS.into(), s(item.opt_str("pk")?));
+    waiting.remove(WAITS_ON);
+    let mark = waiting_mark(&waiting)?;
+    let pk = mark.opt_str("pk")?.to_owned();
+    let update = mark
+        .into_iter()
+        .filter(|(name, _)| name != "pk" && name != "sk")
+        .fold(Update::new(), |u, (name, value)| u.set(&name, value))
+        .add(PENDING, AttributeValue::Ss(keys.to_vec()));
+    Some(Step::Update { pk, update })
 }
 
 /// What a put adds: its changes (each by the put's key, for the shard), its organisation, and

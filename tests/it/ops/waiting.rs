@@ -171,10 +171,16 @@ async fn payments_waiting(o: &Ops, org: &OrgId) -> (u64, usize) {
     (waiting, o.env.items_of("notification").await.len())
 }
 
-/// A paid invoice's payment, stored with its waiting mark, and its fan-out over `o`'s queues.
-async fn one_payment(o: &Ops, org: &OrgId, id: &str) -> (firmspace::store::Item, fanout::App) {
+/// A paid invoice's payment (owned by `owner`, or the team's to hear of), stored with its
+/// waiting mark (its `invoice.paid` trigger's), and its fan-out over `o`'s queues.
+async fn one_payment(
+    o: &Ops,
+    org: &OrgId,
+    id: &str,
+    owner: Option<&str>,
+) -> (firmspace::store::Item, fanout::App) {
     let links = firmspace::payments::invoice::Links {
-        owner: Some("u1".into()),
+        owner: owner.map(str::to_owned),
         ..Default::default()
     };
     let item = crate::consequences::closing_payment_linked(&o.env, org, links, id).await;
@@ -188,10 +194,11 @@ async fn one_payment(o: &Ops, org: &OrgId, id: &str) -> (firmspace::store::Item,
     (item, fanout)
 }
 
-/// An organisation with one paid invoice's payment, its consequences sent to the queues once.
+/// An organisation with one paid invoice's payment, its consequences sent to the queues once:
+/// its team's notification (a copy a member, not written at once) and its trigger.
 async fn published_payment(o: &Ops, id: &str) -> OrgId {
     let org = org_with_team(o).await;
-    let (item, fanout) = one_payment(o, &org, id).await;
+    let (item, fanout) = one_payment(o, &org, id, None).await;
     let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
     assert!(out.batch_item_failures.is_empty());
     org
@@ -201,7 +208,7 @@ async fn published_payment(o: &Ops, id: &str) -> OrgId {
 async fn a_fan_out_batch_delivered_twice_counts_once() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
-    let (item, fanout) = one_payment(&o, &org, "pi_twice").await;
+    let (item, fanout) = one_payment(&o, &org, "pi_twice", Some("u1")).await;
     assert_eq!(payments_waiting(&o, &org).await, (1, 0));
     // The stream hands the same batch over twice: every consequence is sent twice.
     for _ in 0..2 {
@@ -289,12 +296,10 @@ async fn drain_but_notifications(o: &Ops, w: &crate::consequences::Workers) {
 }
 
 #[tokio::test]
-async fn one_message_holding_all_its_event_waits_on_deletes_the_mark_once_even_cut_off() {
-    use firmspace::effects::job::{Job, Records, Settles};
-    use firmspace::effects::worker::Worker;
+async fn what_tells_people_of_a_payment_is_written_at_once_and_never_waits() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
-    // A part payment: no `invoice.paid`, so its event waits on its records alone.
+    // A part payment: no `invoice.paid`, so its event has nothing a queue carries.
     let links = firmspace::payments::invoice::Links {
         owner: Some("u1".into()),
         contact_id: Some("c1".into()),
@@ -308,23 +313,82 @@ async fn one_message_holding_all_its_event_waits_on_deletes_the_mark_once_even_c
         Some(rust_decimal_macros::dec!(10)),
     )
     .await;
-    fanned_out(&o, &item).await;
-    assert_eq!(payments_waiting(&o, &org).await, (1, 0));
+    // Stored: no mark, nothing waits (the figure trails the event by the fan-out's batch).
+    assert_eq!(payments_waiting(&o, &org).await, (0, 0));
+    assert!(o.env.items_of("waiting").await.is_empty());
+    // The stream hands it over twice: the notification and the contact's line written once,
+    // no message on the notifications queue, and still nothing waits.
+    for _ in 0..2 {
+        fanned_out(&o, &item).await;
+        assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+        assert_eq!(o.env.items_of("activity").await.len(), 1);
+    }
     let notes = crate::support::queues::receive(&o.sqs, &o.consequences.notifications, 0).await;
-    assert_eq!(
-        notes.len(),
-        1,
-        "the notification and the activity line: one message"
-    );
-    let job = Records::read(notes[0].body().unwrap()).unwrap();
-    assert!(matches!(job.settles(), Settles::All(_)));
-    // Both written, and the worker dies before it deletes the mark: still waiting.
-    let w = workers(&o.env, Duration::from_secs(2), 5);
-    w.notify.worker.apply(job, Utc::now()).await.unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+    assert!(o.env.items_of("waiting").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_record_the_table_refuses_waits_on_the_mark_and_goes_to_a_person() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    // A contact id past a key's 2,048 bytes: its activity line can never be written.
+    let links = firmspace::payments::invoice::Links {
+        owner: Some("u1".into()),
+        contact_id: Some("c".repeat(2100)),
+        ..Default::default()
+    };
+    let amount = Some(rust_decimal_macros::dec!(10));
+    let item = crate::consequences::payment_linked(&o.env, &org, links, "pi_long", amount).await;
+    // Twice (the stream's retry): the notification written once, one mark, one review item.
+    for _ in 0..2 {
+        fanned_out(&o, &item).await;
+    }
     assert_eq!(payments_waiting(&o, &org).await, (1, 1));
-    assert_eq!(o.env.items_of("activity").await.len(), 1);
-    // Delivered again: absorbed by the keys, the mark deleted; and once more: nothing moves.
-    delivered_again_twice(&o, &w, &notes, &org, 1).await;
+    let marks = o.env.items_of("waiting").await;
+    let pending = marks[0]
+        .get(firmspace::store::counters::PENDING)
+        .and_then(|p| p.as_ss().ok())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!((marks.len(), pending.len()), (1, 1), "{marks:?}");
+    assert!(pending[0].starts_with("activity:contact:"), "{pending:?}");
+    let review = firmspace::review::list(&o.env.store, &org, 10)
+        .await
+        .unwrap();
+    assert_eq!(review.len(), 1, "{review:?}");
+    assert_eq!(
+        review[0].reason.as_deref(),
+        Some("store_refused"),
+        "{review:?}"
+    );
+    assert_eq!(review[0].key.as_deref(), item.opt_str("pk"));
+}
+
+#[tokio::test]
+async fn a_paused_integrations_payment_waits_on_what_would_have_been_written_at_once() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = calls_hook(&o, &org).await;
+    let pause = format!("/ops/integrations/{}/pause", hook.0.id);
+    assert_eq!(admin_post(&o, &pause, "pause-one").await.0, 200);
+    missed_calls(&o, (&hook.0, &hook.1), "one", 1).await;
+    let item = o.env.items_of("call").await.remove(0);
+    // Held twice (the stream's retry): one mark, holding the records' keys.
+    for _ in 0..2 {
+        fanned_out(&o, &item).await;
+    }
+    let marks = o.env.items_of("waiting").await;
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    let pending = marks[0]
+        .get(firmspace::store::counters::PENDING)
+        .and_then(|p| p.as_ss().ok())
+        .cloned()
+        .unwrap_or_default();
+    assert!(!pending.is_empty(), "{marks:?}");
+    assert!(o.env.items_of("notification").await.is_empty());
+    let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(calls_of(&summary)["waiting"], 1, "{summary}");
 }
 
 #[tokio::test]
