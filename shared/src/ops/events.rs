@@ -357,20 +357,31 @@ pub enum ReplayError {
 }
 
 /// Sends the stored event's missing consequences again: those the list shows `missing`, no
-/// other. Returns how many were sent now.
+/// other. Returns how many were sent now. When none is missing, a waiting mark that still
+/// names some of them (its settle lost, or put by an earlier release for records the fan-out
+/// now writes at once) is settled: the event waits on nothing that happened.
 pub async fn replay(store: &Store, publisher: &Publisher, pk: &str) -> Result<usize, ReplayError> {
     let item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
     let org = OrgId::parse(item.str_of("org")?).map_err(|_| ReplayError::NotFound)?;
-    let [(_, source, consequences)] =
-        <[_; 1]>::try_from(missing_of(store, &org, vec![item]).await?)
-            .map_err(|_| ReplayError::NotFound)?;
-    if consequences.is_empty() {
+    let [missing] = <[_; 1]>::try_from(missing_of(store, &org, vec![item]).await?)
+        .map_err(|_| ReplayError::NotFound)?;
+    if missing.consequences.is_empty() {
+        waiting::settle(store, &missing.source, &missing.done).await?;
         return Ok(0);
     }
     Ok(publisher
-        .publish_from(Some(&source), &consequences)
+        .publish_from(Some(&missing.source), &missing.consequences)
         .await?
         .sent)
+}
+
+/// An event, the item its consequences are stored from, those of them the list shows
+/// `missing`, and the keys of its tracked ones that happened.
+struct Missing {
+    event: Item,
+    source: String,
+    consequences: Vec<Consequence>,
+    done: Vec<String>,
 }
 
 /// A bulk replay's window: one kind's events listed at `from` to `to` (exclusive).
@@ -413,7 +424,7 @@ async fn missing_of(
     store: &Store,
     org: &OrgId,
     events: Vec<Item>,
-) -> Result<Vec<(Item, String, Vec<Consequence>)>, StoreError> {
+) -> Result<Vec<Missing>, StoreError> {
     let carriers = waiting::carriers(store, &events).await?;
     let states = waiting::states(store, org, &carriers).await?;
     let mut out = Vec::with_capacity(events.len());
@@ -423,11 +434,20 @@ async fn missing_of(
             .filter(|s| !s.done)
             .map(|s| s.key)
             .collect();
-        let consequences = derive::consequences(carrier)?
-            .into_iter()
-            .filter(|c| missing.contains(&shown_key(c)))
-            .collect();
-        out.push((event, carrier.str_of("pk")?.to_owned(), consequences));
+        let (consequences, happened): (Vec<Consequence>, Vec<Consequence>) =
+            derive::consequences(carrier)?
+                .into_iter()
+                .partition(|c| missing.contains(&shown_key(c)));
+        out.push(Missing {
+            event,
+            source: carrier.str_of("pk")?.to_owned(),
+            consequences,
+            done: happened
+                .iter()
+                .filter(|c| c.is_tracked())
+                .map(Consequence::key)
+                .collect(),
+        });
     }
     Ok(out)
 }
@@ -438,7 +458,7 @@ async fn missing_page(
     org: &OrgId,
     window: &Window,
     cursor: Option<&str>,
-) -> Result<(Vec<(Item, String, Vec<Consequence>)>, Option<String>), StoreError> {
+) -> Result<(Vec<Missing>, Option<String>), StoreError> {
     let (low, high) = window.range();
     let (events, next) = store
         .page_in(
@@ -488,7 +508,10 @@ pub async fn dry_run_within(
     loop {
         let (page, next) = missing_page(store, org, window, found.cursor.as_deref()).await?;
         found.events += page.len() as u64;
-        found.missing += page.iter().map(|(.., cs)| cs.len() as u64).sum::<u64>();
+        found.missing += page
+            .iter()
+            .map(|m| m.consequences.len() as u64)
+            .sum::<u64>();
         found.cursor = next;
         if found.cursor.is_none() || started.elapsed() >= budget {
             return Ok(found);
@@ -522,7 +545,13 @@ pub async fn replay_window(
     let mut cursor = cursor.map(str::to_owned);
     loop {
         let (page, next) = missing_page(store, org, window, cursor.as_deref()).await?;
-        for (event, source, consequences) in page {
+        for Missing {
+            event,
+            source,
+            consequences,
+            ..
+        } in page
+        {
             if consequences.is_empty() {
                 continue;
             }

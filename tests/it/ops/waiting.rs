@@ -366,6 +366,41 @@ async fn a_record_the_table_refuses_waits_on_the_mark_and_goes_to_a_person() {
 }
 
 #[tokio::test]
+async fn a_replay_of_an_event_whose_consequences_all_happened_settles_a_mark_left_waiting() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let links = firmspace::payments::invoice::Links {
+        owner: Some("u1".into()),
+        contact_id: Some("c1".into()),
+        ..Default::default()
+    };
+    let amount = Some(rust_decimal_macros::dec!(10));
+    let item = crate::consequences::payment_linked(&o.env, &org, links, "pi_old", amount).await;
+    fanned_out(&o, &item).await;
+    // The mark an earlier release put with the event, naming the records the fan-out wrote.
+    let records: Vec<String> = firmspace::effects::derive::consequences(&item)
+        .unwrap()
+        .iter()
+        .filter(|c| c.is_written_at_once())
+        .map(firmspace::effects::Consequence::key)
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    let mark = firmspace::store::counters::wait_on(&item, &records).unwrap();
+    o.env.store.commit(vec![mark]).await.unwrap();
+    assert_eq!(payments_waiting(&o, &org).await, (1, 1));
+    let id = firmspace::ops::ids::encode(item.str_of("pk").unwrap());
+    let path = format!("/ops/events/{id}/replay?org={org}");
+    let (status, replayed) = admin_post(&o, &path, "replay-settles").await;
+    assert_eq!(
+        (status, replayed["sent"].as_u64()),
+        (200, Some(0)),
+        "{replayed}"
+    );
+    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+    assert!(o.env.items_of("waiting").await.is_empty());
+}
+
+#[tokio::test]
 async fn a_paused_integrations_payment_waits_on_what_would_have_been_written_at_once() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
