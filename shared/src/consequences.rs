@@ -305,20 +305,6 @@ impl Consequence {
     }
 }
 
-/// What an event item whose consequences are `consequences`, carried by the item at `source`,
-/// waits on once it is stored: the source and the keys of its tracked consequences that go to a
-/// queue, when there are any (the event is then put with its waiting mark, `store::counters`).
-/// What the fan-out writes at once is not waited on: the figure trails the event by the
-/// fan-out's batch, and a record it cannot write is put on the mark then (`effects::waiting`).
-pub fn waits(consequences: &[Consequence], source: &str) -> Option<(String, Vec<String>)> {
-    let on: Vec<String> = consequences
-        .iter()
-        .filter(|c| c.is_tracked() && !c.is_written_at_once())
-        .map(Consequence::key)
-        .collect();
-    (!on.is_empty()).then(|| (source.to_owned(), on))
-}
-
 macro_rules! job {
     ($variant:ident, $ty:ty) => {
         impl TryFrom<Consequence> for $ty {

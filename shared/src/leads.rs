@@ -180,7 +180,6 @@ impl Lead {
     pub fn to_item(&self) -> Item {
         let i = &self.input;
         Builder::new(&i.pk(), KIND, i.org.as_str())
-            .waits(crate::consequences::waits(&self.consequences(), &i.pk()))
             .str("key", self.key().as_str())
             .str("integration_id", &i.integration)
             .str("submission_id", i.submission_id.as_str())

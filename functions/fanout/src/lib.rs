@@ -30,6 +30,15 @@ fn spent_on(record: &EventRecord) -> Option<(OrgId, EventKind)> {
     Some((spent::org_of_pk(pk)?, spent::kind_of_pk(pk)?))
 }
 
+/// The keys of the consequences the operator's view tracks (`Consequence::is_tracked`).
+fn tracked(consequences: &[Consequence]) -> Vec<String> {
+    consequences
+        .iter()
+        .filter(|c| c.is_tracked())
+        .map(Consequence::key)
+        .collect()
+}
+
 pub struct App {
     publisher: Publisher,
     store: Store,
@@ -96,13 +105,9 @@ impl App {
             Ok(c) => c,
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
         };
-        // What the fan-out writes itself (what tells people), and what goes to a queue.
-        let (at_once, queued): (Vec<Consequence>, Vec<Consequence>) = consequences
-            .into_iter()
-            .partition(Consequence::is_written_at_once);
-        let records: Vec<String> = at_once.iter().map(Consequence::key).collect();
-        // A paused integration's consequences wait for its resumption.
-        match hold::hold_if_paused(&self.store, &item, &pk, &records, now).await {
+        // A paused integration's consequences wait for its resumption, and the event on them.
+        let waits_on = tracked(&consequences);
+        match hold::hold_if_paused(&self.store, &item, &pk, &waits_on, now).await {
             Ok(Held::Yes) => {
                 metrics::counter!("consequences_held").increment(1);
                 tracing::info!(item = %pk, "held: its integration is paused");
@@ -114,7 +119,13 @@ impl App {
                 return Err(());
             }
         }
+        // What the fan-out writes itself (what tells people), and what goes to a queue.
+        let (at_once, queued): (Vec<Consequence>, Vec<Consequence>) = consequences
+            .into_iter()
+            .partition(Consequence::is_written_at_once);
         self.tell(&item, &pk, at_once, now).await?;
+        // The event waits on what a queue carries from before it is sent until it happened.
+        self.wait_on(&item, &pk, &tracked(&queued)).await?;
         match self.publisher.publish_from(Some(&pk), &queued).await {
             Ok(published) => {
                 self.requests
@@ -157,12 +168,7 @@ impl App {
             return Ok(());
         }
         let keys: Vec<String> = refused.iter().map(|(key, _)| key.clone()).collect();
-        if let Some(waits) = firmspace::store::counters::wait_on(item, &keys) {
-            if let Err(e) = self.store.commit(vec![waits]).await {
-                tracing::error!(item = %pk, error.message = %e, "could not mark what waits");
-                return Err(());
-            }
-        }
+        self.wait_on(item, pk, &keys).await?;
         tracing::warn!(item = %pk, refused = keys.len(), "records cannot be written; parked for review");
         metrics::counter!("records_refused").increment(keys.len() as u64);
         let reason = match &refused[0].1 {
@@ -177,6 +183,24 @@ impl App {
             .collect();
         self.review(item, pk, reason, json!({ "refused": detail }), now)
             .await
+    }
+
+    /// Puts `keys` on the event's waiting mark (made when there is none; nothing when `keys`
+    /// is empty).
+    async fn wait_on(&self, item: &Item, pk: &str, keys: &[String]) -> Result<(), ()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let Some(waits) = firmspace::store::counters::wait_on(item, keys) else {
+            return Ok(());
+        };
+        self.store
+            .commit(vec![waits])
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                tracing::error!(item = %pk, error.message = %e, "could not mark what waits");
+            })
     }
 
     /// Consequences SQS refuses for good are parked as one review item, and the stream moves on:

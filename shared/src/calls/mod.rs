@@ -165,7 +165,6 @@ impl Call {
     pub fn to_item(&self) -> Item {
         let i = &self.input;
         Builder::new(&i.pk(), KIND, i.org.as_str())
-            .waits(crate::consequences::waits(&self.consequences(), &i.pk()))
             .str("key", self.key().as_str())
             .str("call_id", i.call_id.as_str())
             .tag("direction", &i.direction)

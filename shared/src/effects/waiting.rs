@@ -2,19 +2,18 @@
 //! item the consequence leaves when it happens: the operator's list), and the settling of the
 //! event's waiting mark as its consequences happen.
 //!
-//! Exact under at-least-once delivery and concurrency: the mark, holding the keys of the
-//! event's tracked consequences (`pending`), is written in the event's own transaction
-//! (`store::counters::with_counts`). Every worker, after applying a message's consequences (or
+//! Exact under at-least-once delivery and concurrency. What tells people of an event the
+//! fan-out writes at once (`effects::told`): the event does not wait on it. For what a queue
+//! carries, the fan-out puts the keys (`pending`) on the event's waiting mark before it sends
+//! them (`store::counters::wait_on`, making the mark when there is none); a held event's are
+//! put in its hold's transaction. Every worker, after applying a message's consequences (or
 //! finding them applied: a key shared by several events is settled for each), takes their keys
 //! out of the set in one conditional update (held to one of them being in it, so a redelivery
 //! takes nothing twice) that answers the set as it is after; the one that leaves it empty
 //! deletes the mark on the condition that it is there. A worker cut off between the two finds,
-//! on its redelivery, the keys already out: it deletes a mark whose set is empty. What tells
-//! people of an event (its notifications and activity lines) travels in one message; when the
-//! fan-out sent it with every other consequence of the event and none of those is tracked
-//! (`whole`), its worker deletes the mark once they are applied and takes no key out
-//! (`settle_all`). So an event costs one update per message of tracked consequences that is
-//! not `whole` (a Telegram message: its records' and its trigger's) and one delete.
+//! on its redelivery, the keys already out: it deletes a mark whose set is empty. So an event
+//! that waits costs the mark's put, one update per message of tracked consequences but the
+//! last, and one delete; one that waits on no queue costs nothing here.
 
 use super::{activity, automation, derive, notify, Consequence};
 use crate::ids::OrgId;

@@ -17,9 +17,9 @@ use crate::integrations::Integration;
 use crate::messages::providers::MessageProvider;
 use crate::messages::{Incoming, Placement, Sender};
 use crate::review::{Kind, ReviewItem};
+use crate::store::counters;
 use crate::store::item::{n, s, tag_name, Read};
 use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
-use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 
 /// The keys one event reads, in order.
@@ -190,7 +190,7 @@ impl Decision for RecordSms<'_> {
         let plan = decide(event, org, &seen, now);
         let mut steps = steps(org, event, &seen, &plan, now);
         if let (true, Some((placement, incoming))) = (plan.message, &self.keys.placement) {
-            let (_, placed) = placement.steps(
+            let (_, mut placed) = placement.steps(
                 self.integration,
                 MessageProvider::Sms,
                 incoming,
@@ -199,9 +199,7 @@ impl Decision for RecordSms<'_> {
                 Vec::new(),
                 now,
             )?;
-            if let Some(waits) = message_waits(&placed)? {
-                wait_on(&mut steps, waits, self.release);
-            }
+            counted_as_ack(&mut steps, &mut placed, self.release);
             steps.extend(placed);
         }
         if self.release {
@@ -294,40 +292,29 @@ fn decided_now(steps: &mut [Step], answer: &serde_json::Value) {
     };
 }
 
-/// An incoming SMS's consequences are its conversation message's: what the acknowledgement (the
-/// SMS event the operator counts) waits on, from the message placed with it.
-fn message_waits(
-    placed: &[Step],
-) -> Result<Option<(String, Vec<String>)>, crate::store::StoreError> {
-    let message = placed.iter().find_map(|step| match step {
-        Step::PutNew(item) if item.opt_str("kind") == Some(crate::messages::KIND) => Some(item),
-        _ => None,
-    });
-    let Some(message) = message else {
-        return Ok(None);
-    };
-    let consequences = crate::messages::Message::from_item(message)?.consequences();
-    Ok(crate::consequences::waits(
-        &consequences,
-        message.str_of("pk")?,
-    ))
-}
-
-/// Puts what the acknowledgement waits on: on the new acknowledgement; or, for a held event
-/// decided now, its waiting mark (put when it was held, on itself) moves to the message placed
-/// now, with the keys of the message's consequences (the event still waits: the tally stays).
-fn wait_on(steps: &mut Vec<Step>, (source, on): (String, Vec<String>), release: bool) {
-    let Some(Step::PutNew(ack)) = steps.first_mut() else {
+/// An incoming SMS's consequences are its conversation message's, and the operator counts them
+/// as the SMS event's: the message placed with it names the acknowledgement and its place on the
+/// SMS list (`counters::COUNTED_AS`, `COUNTED_AT`), so what of them waits on a queue is the
+/// event's (the fan-out puts the mark). A held event decided now waits on its decision no more:
+/// its mark goes in the same transaction.
+fn counted_as_ack(steps: &mut Vec<Step>, placed: &mut [Step], release: bool) {
+    let Some(Step::PutNew(ack)) = steps.first() else {
         return;
     };
-    ack.insert("waits".into(), s(&source));
-    ack.insert("waits_on".into(), AttributeValue::Ss(on));
-    if !release {
+    let (Some(pk), Some(position)) = (ack.opt_str("pk"), ack.opt_str("gsi2sk")) else {
         return;
+    };
+    let (pk, position) = (pk.to_owned(), position.to_owned());
+    for step in placed.iter_mut() {
+        if let Step::PutNew(item) = step {
+            if item.opt_str("kind") == Some(crate::messages::KIND) {
+                item.insert(counters::COUNTED_AS.into(), s(&pk));
+                item.insert(counters::COUNTED_AT.into(), s(&position));
+            }
+        }
     }
-    let held = crate::store::counters::waiting_pk(ack.opt_str("pk").unwrap_or_default());
-    if let Some(mark) = crate::store::counters::waiting_mark(ack) {
-        steps.extend([Step::Delete(held), Step::PutNew(mark)]);
+    if release {
+        steps.push(Step::Delete(counters::waiting_pk(&pk)));
     }
 }
 

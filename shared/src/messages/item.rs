@@ -119,15 +119,10 @@ impl Message {
         let builder = match (self.direction, self.provider) {
             // An incoming SMS is counted once, as an SMS event.
             (Direction::Inbound, MessageProvider::Sms) => builder,
-            (Direction::Inbound, _) => builder
-                .index(
-                    &crate::store::lists::events_pk(
-                        &self.org,
-                        crate::store::lists::EventKind::Message,
-                    ),
-                    &crate::store::lists::event_position(self.at, self.key().as_str()),
-                )
-                .waits(crate::consequences::waits(&self.consequences(), &self.pk())),
+            (Direction::Inbound, _) => builder.index(
+                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::Message),
+                &crate::store::lists::event_position(self.at, self.key().as_str()),
+            ),
             (Direction::Outbound, _) => builder,
         };
         builder

@@ -51,14 +51,14 @@ pub enum Held {
 
 /// Holds the event `item` (under `pk`) if its integration is paused: one read of the integration,
 /// and for a paused one a transaction that writes the mark only while that pause stands (a
-/// resumption meanwhile makes it read again and publish). A held event waits on `records` too
-/// (the keys of what the fan-out would have written at once): they go on its waiting mark in
-/// the same transaction, so the operator counts it while it is held.
+/// resumption meanwhile makes it read again and publish). A held event waits on `tracked` (the
+/// keys of its consequences the operator's view tracks): they go on its waiting mark in the same
+/// transaction, so the operator counts it while it is held.
 pub async fn hold_if_paused(
     store: &Store,
     item: &Item,
     pk: &str,
-    records: &[String],
+    tracked: &[String],
     now: DateTime<Utc>,
 ) -> Result<Held, StoreError> {
     let Some(id) = integration_of(item) else {
@@ -74,8 +74,8 @@ pub async fn hold_if_paused(
         };
         let mark = pause::held_mark(&id, pk, now, now).build();
         let mut steps = pause::hold_steps(&id, &since, mark, now);
-        if !records.is_empty() {
-            steps.extend(crate::store::counters::wait_on(item, records));
+        if !tracked.is_empty() {
+            steps.extend(crate::store::counters::wait_on(item, tracked));
         }
         match store.transact(steps).await? {
             Transacted::Done => return Ok(Held::Yes),

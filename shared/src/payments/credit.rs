@@ -136,7 +136,6 @@ impl CreditNote {
             .org
             .pk(&format!("CREDIT_NOTE#{}", key_part(self.key.as_str())));
         Builder::new(&pk, KIND, self.org.as_str())
-            .waits(crate::consequences::waits(&self.consequences(), &pk))
             .str("credit_note_id", self.id.as_str())
             .str("number", &self.number)
             .str("idempotency_key", self.key.as_str())

@@ -223,7 +223,6 @@ impl PaymentEvent {
 
     pub fn to_item(&self) -> Item {
         let builder = Builder::new(&self.pk(), KIND, self.org.as_str())
-            .waits(crate::consequences::waits(&self.consequences(), &self.pk()))
             .str("event_key", self.key().as_str())
             .str("source", self.source.to_string())
             .str("external_id", self.external_id.as_str())
@@ -407,12 +406,8 @@ pub(crate) mod tests {
         event.source = Source::parse("o0123456789ab_9a188af13079fdf632f69789db2484c2").unwrap();
         event.external_id = ExternalId::parse("id", "pay_0123456789abcdef").unwrap();
         event.answer = event.rebuilt_answer();
-        let mut item = event.to_item();
+        let item = event.to_item();
         assert_eq!(item.get("answer"), None, "rebuilt, not stored");
-        // With what it waits on, as the store gets it (`counters::with_counts` moves that
-        // onto the waiting mark).
-        item.remove(crate::store::counters::WAITS);
-        item.remove(crate::store::counters::WAITS_ON);
         let size = crate::store::item::size(&item);
         assert!(size < 1024, "{size} bytes: {item:?}");
         assert_eq!(PaymentEvent::from_item(&item).unwrap(), event);

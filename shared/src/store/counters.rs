@@ -100,10 +100,9 @@ pub fn waiting_pk(source: &str) -> String {
 /// The set on a waiting mark of the keys of the consequences still to happen.
 pub const PENDING: &str = "pending";
 
-/// On an event item as it is handed to the store: the item whose consequences it waits on,
-/// and their keys. Both go onto its waiting mark; the stored event carries neither.
+/// On a held event item as it is handed to the store: the item whose consequences it waits on
+/// (itself: its decision). It goes onto its waiting mark; the stored event does not carry it.
 pub const WAITS: &str = "waits";
-pub const WAITS_ON: &str = "waits_on";
 
 /// Where marks put before the waiting index are listed: counted beside the new ones until the
 /// last of them is settled (their consequences happen within minutes of a release).
@@ -153,42 +152,65 @@ enum Change {
     Orgs,
 }
 
-/// The waiting mark an event put implies: when the item `waits` on a source's consequences.
-fn marker(item: &Item, org: &str, kind: &str, position: &str) -> Option<Item> {
-    let source = item.opt_str(WAITS)?;
+/// A waiting mark, with no key pending yet: of the consequences `source` carries, counted as
+/// the event `event` of `kind` at `position` on its kind's list.
+fn marker(source: &str, event: &str, org: &str, kind: EventKind, position: &str) -> Option<Item> {
     let org_id = OrgId::parse(org).ok()?;
-    let kind = EventKind::parse(kind)?;
-    let mut mark = super::item::Builder::new(&waiting_pk(source), "waiting", org)
-        .str("event_kind", kind.name())
-        .str("event", item.opt_str("pk")?)
-        .str("source", source)
-        .keys_list(&waiting_all(kind), &format!("{org_id}#{position}"))
-        .build();
-    // The keys of the consequences still to happen, each taken out once by the worker that
-    // applies it (`effects::waiting::settle`).
-    if let Some(on) = item.get(WAITS_ON) {
-        mark.insert(PENDING.into(), on.clone());
-    }
-    Some(mark)
+    Some(
+        super::item::Builder::new(&waiting_pk(source), "waiting", org)
+            .str("event_kind", kind.name())
+            .str("event", event)
+            .str("source", source)
+            .keys_list(&waiting_all(kind), &format!("{org_id}#{position}"))
+            .build(),
+    )
 }
 
-/// The waiting mark of an event item (on its kind's list, marked `waits`), as its put would
-/// make it: for a held event decided later, whose consequences another item carries.
-pub fn waiting_mark(item: &Item) -> Option<Item> {
+/// An event item's organisation, kind and place on its kind's list.
+fn listed(item: &Item) -> Option<(&str, EventKind, &str)> {
     let list = item.opt_str("gsi2pk")?;
     let (org, kind) = list.strip_prefix("ORG#")?.split_once("#EVENTS#")?;
-    marker(item, org, kind, item.opt_str("gsi2sk")?)
+    Some((org, EventKind::parse(kind)?, item.opt_str("gsi2sk")?))
 }
 
-/// The update that puts `keys` on the waiting mark of the stored event `item` (its own
-/// consequences' keys), making the mark when there is none: for what the event waits on only
-/// once the fan-out knows it (a paused integration's records, a record it could not write).
-/// Adding to the set twice adds nothing, so a stream's retry may send it again.
+/// The waiting mark of a held event item (on its kind's list, marked `waits`): there from its
+/// put until its decision, with no key pending.
+pub fn waiting_mark(item: &Item) -> Option<Item> {
+    let (org, kind, position) = listed(item)?;
+    marker(
+        item.opt_str(WAITS)?,
+        item.opt_str("pk")?,
+        org,
+        kind,
+        position,
+    )
+}
+
+/// On an incoming SMS's message (which is on no list of its own): the SMS event it is counted
+/// as, and that event's place on the SMS list, so its waiting mark is the SMS event's.
+pub const COUNTED_AS: &str = "counted_as";
+pub const COUNTED_AT: &str = "counted_at";
+
+/// The update that puts `keys` (of consequences the stored `item` carries) on the waiting mark
+/// of the event it is, or is counted as (`COUNTED_AS`), making the mark when there is none:
+/// the fan-out's, before it sends what a queue carries, so the event waits from then until the
+/// last of them happened. Adding to the set twice adds nothing, so a stream's retry may send it
+/// again (and a mark settled meanwhile is made again, to be settled again by the resend).
 pub fn wait_on(item: &Item, keys: &[String]) -> Option<Step> {
-    let mut waiting = item.clone();
-    waiting.insert(WAITS.into(), s(item.opt_str("pk")?));
-    waiting.remove(WAITS_ON);
-    let mark = waiting_mark(&waiting)?;
+    let source = item.opt_str("pk")?;
+    let mark = match (item.opt_str(COUNTED_AS), item.opt_str(COUNTED_AT)) {
+        (Some(event), Some(position)) => marker(
+            source,
+            event,
+            item.opt_str("org")?,
+            EventKind::Sms,
+            position,
+        ),
+        _ => {
+            let (org, kind, position) = listed(item)?;
+            marker(source, source, org, kind, position)
+        }
+    }?;
     let pk = mark.opt_str("pk")?.to_owned();
     let update = mark
         .into_iter()
@@ -214,10 +236,9 @@ fn counted(item: &Item) -> Option<(Vec<Change>, String, Vec<Item>)> {
                 at,
                 kind: kind.to_owned(),
             };
-            // What waits is the marks themselves, counted where they are listed: no tally.
-            let marks = marker(item, org.as_str(), kind, position)
-                .into_iter()
-                .collect();
+            // What waits is the marks themselves, counted where they are listed: no tally. A
+            // held event is put with its mark (its decision is what it waits on).
+            let marks = waiting_mark(item).into_iter().collect();
             Some((vec![stored], org.as_str().to_owned(), marks))
         }
         List::Review { org, state } if state == "open" => {
@@ -304,11 +325,9 @@ pub fn with_counts(steps: &[Step]) -> Option<Vec<Step>> {
         let key = item.opt_str("pk").unwrap_or_default().to_owned();
         changes.extend(made.into_iter().map(|c| (key.clone(), org.clone(), c, 1)));
         marks.extend(with.into_iter().map(Step::PutNew));
-        // What it waits on is its mark's to hold, not the event's: the event item stays
-        // small (under 1 KB, half the units of every index's copy too).
+        // What it waits on is its mark's to hold, not the event's.
         let mut item = item.clone();
         item.remove(WAITS);
-        item.remove(WAITS_ON);
         all.push(Step::PutNew(item));
     }
     if changes.is_empty() {
@@ -590,18 +609,13 @@ mod tests {
     }
 
     #[test]
-    fn an_event_that_waits_is_put_with_its_mark_on_one_list_and_no_tally() {
+    fn a_held_event_is_put_with_its_mark_on_one_list_and_no_tally() {
         let org = OrgId::generate();
         let Step::PutNew(mut item) = event(&org, "p1", "2026-12-03T17:00:00Z") else {
             panic!()
         };
         let pk = item.opt_str("pk").unwrap().to_owned();
         item.insert("waits".into(), s(&pk));
-        let on = vec![
-            "activity:contact:c1:k".to_owned(),
-            "notification:k".to_owned(),
-        ];
-        item.insert("waits_on".into(), AttributeValue::Ss(on.clone()));
         let all = with_counts(&[Step::PutNew(item)]).unwrap();
         let mark = all
             .iter()
@@ -623,13 +637,13 @@ mod tests {
             Some("2026-12-03T17:00:00Z"),
             "a mark put before the organisation led its place"
         );
-        assert_eq!(mark.get(PENDING), Some(&AttributeValue::Ss(on)));
+        assert_eq!(mark.get(PENDING), None, "it waits on its decision");
         let Some(Step::PutNew(stored)) = all.first() else {
             panic!("the event first")
         };
         assert_eq!(stored.opt_str("pk"), Some(pk.as_str()));
         assert!(
-            stored.get(WAITS).is_none() && stored.get(WAITS_ON).is_none(),
+            stored.get(WAITS).is_none(),
             "what it waits on is the mark's: {stored:?}"
         );
         let tallies: Vec<&str> = all
@@ -638,6 +652,44 @@ mod tests {
             .filter(|pk| pk.contains("#TALLY#"))
             .collect();
         assert!(tallies.is_empty(), "{tallies:?}");
+    }
+
+    #[test]
+    fn what_the_fan_out_sends_goes_on_the_mark_of_the_event_it_is_or_is_counted_as() {
+        let org = OrgId::generate();
+        let Step::PutNew(event) = event(&org, "p1", "2026-12-03T17:00:00Z") else {
+            panic!()
+        };
+        let pk = event.opt_str("pk").unwrap().to_owned();
+        let keys = vec!["trigger:invoice.paid:k".to_owned()];
+        let Some(Step::Update { pk: mark, update }) = wait_on(&event, &keys) else {
+            panic!("an update of the mark")
+        };
+        assert_eq!(mark, waiting_pk(&pk));
+        let expression = update.expression();
+        assert!(expression.condition.is_none(), "made when there is none");
+        let values: Vec<&AttributeValue> = expression.values.values().collect();
+        assert!(values.contains(&&AttributeValue::Ss(keys.clone())));
+        assert!(values.contains(&&s("WAITING#payment")));
+        assert!(values.contains(&&s(&pk)), "the event and the source");
+        // An incoming SMS's message: the mark is its SMS event's, at that event's place.
+        let mut message = Item::new();
+        message.insert("pk".into(), s(org.pk("MESSAGE#m1")));
+        message.insert("org".into(), s(org.as_str()));
+        message.insert(COUNTED_AS.into(), s(org.pk("SMS#e1")));
+        message.insert(COUNTED_AT.into(), s("2026-12-03T17:00:00Z#sms:e1"));
+        let Some(Step::Update { pk: mark, update }) = wait_on(&message, &keys) else {
+            panic!("an update of the mark")
+        };
+        assert_eq!(mark, waiting_pk(&org.pk("MESSAGE#m1")));
+        let values = update.expression().values;
+        let values: Vec<&AttributeValue> = values.values().collect();
+        assert!(values.contains(&&s("WAITING#sms")));
+        assert!(values.contains(&&s(org.pk("SMS#e1"))), "counted as the SMS event");
+        assert!(values.contains(&&s(format!("{org}#2026-12-03T17:00:00Z#sms:e1"))));
+        // An item on no list, counted as nothing: no mark.
+        message.remove(COUNTED_AS);
+        assert!(wait_on(&message, &keys).is_none());
     }
 
     #[test]

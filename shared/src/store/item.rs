@@ -84,18 +84,6 @@ impl Builder {
         }
     }
 
-    /// Marks an event item as waiting on the consequences `on` (their keys) that the item at
-    /// `source` carries: `store::counters` puts it with its waiting mark.
-    pub fn waits(self, waits: Option<(String, Vec<String>)>) -> Self {
-        match waits {
-            Some((source, on)) if on.is_empty() => self.str("waits", source),
-            Some((source, on)) => self
-                .str("waits", source)
-                .set("waits_on", AttributeValue::Ss(on)),
-            None => self,
-        }
-    }
-
     pub fn num(self, name: &str, value: impl ToString) -> Self {
         self.set(name, n(value))
     }

@@ -278,9 +278,10 @@ async fn a_paused_sms_integration_holds_its_debits_and_decides_them_in_event_ord
         ]
         .into()
     );
-    // The incoming SMS still waits for its message's consequences; once they happen, nothing.
+    // Decided, the incoming SMS waits on its decision no more; it waits on its message's
+    // consequences from when the fan-out reads the message until they happen.
     let (_, summary) = o.get("/ops/summary", &key).await;
-    assert_eq!(summary["events"]["sms"]["waiting"], 1, "{summary}");
+    assert_eq!(summary["events"]["sms"]["waiting"], 0, "{summary}");
     let messages = o.env.items_of("message").await;
     assert_eq!(messages.len(), 1, "one message for the SMS and its re-push");
     let fanout = fanout::App::new(
@@ -294,6 +295,8 @@ async fn a_paused_sms_integration_holds_its_debits_and_decides_them_in_event_ord
         .process(stream_event(&messages[0], "1"), Utc::now())
         .await;
     assert!(out.batch_item_failures.is_empty());
+    let (_, summary) = o.get("/ops/summary", &key).await;
+    assert_eq!(summary["events"]["sms"]["waiting"], 1, "{summary}");
     let w = workers(&o.env, Duration::from_secs(2), 5);
     for _ in 0..3 {
         Box::pin(drain(&o, &w)).await;

@@ -32,6 +32,29 @@ async fn busy_org(o: &Ops, payments: usize) -> (String, OrgId) {
             assert_eq!(app.handle(req).await.unwrap().status(), 200);
         }
     }
+    // Read by the fan-out: each waits on its team's notification, which nobody takes here.
+    let fanout = fanout::App::new(
+        firmspace::effects::queue::Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    let mine: Vec<_> = o
+        .env
+        .items_of("payment_event")
+        .await
+        .into_iter()
+        .filter(|e| firmspace::store::item::Read::opt_str(e, "org") == Some(org.as_str()))
+        .collect();
+    for (i, item) in mine.iter().enumerate() {
+        let event = crate::consequences::stream_event(item, &i.to_string());
+        assert!(fanout
+            .process(event, Utc::now())
+            .await
+            .batch_item_failures
+            .is_empty());
+    }
     ReviewItem {
         org: org.clone(),
         kind: firmspace::review::Kind::Payment,

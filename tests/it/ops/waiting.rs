@@ -128,6 +128,27 @@ async fn a_pause_of_150_events_is_150_waiting_and_after_the_resumption_none() {
     assert_eq!(notes.len(), 150, "one notification per missed call");
 }
 
+/// Every stored call handed to a fan-out, as the stream would, eight at a time (a held one
+/// again is held once).
+async fn fanned_out_all(o: &Ops) {
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    let fanout = &fanout;
+    futures::stream::iter(o.env.items_of("call").await)
+        .map(|item| async move {
+            let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+            assert!(out.batch_item_failures.is_empty());
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+}
+
 /// The DynamoDB calls one summary makes.
 async fn summary_calls(o: &Ops, path: &str) -> (Vec<String>, Value) {
     o.env.calls.clear();
@@ -142,12 +163,17 @@ async fn the_summary_reads_as_much_at_1000_events_as_at_10() {
     let org = org_with_team(&o).await;
     let hook = calls_hook(&o, &org).await;
     let one = format!("/ops/summary?org={org}");
+    // Held by a pause, every event waits: 10 marks, then 1,000.
+    let pause = format!("/ops/integrations/{}/pause", hook.0.id);
+    assert_eq!(admin_post(&o, &pause, "pause-1000").await.0, 200);
     missed_calls(&o, (&hook.0, &hook.1), "a", 10).await;
+    fanned_out_all(&o).await;
     let (at_10, summary) = summary_calls(&o, &one).await;
     assert_eq!(calls_of(&summary)["waiting"], 10, "{summary}");
     let (all_at_10, _) = summary_calls(&o, "/ops/summary").await;
 
     missed_calls(&o, (&hook.0, &hook.1), "b", 990).await;
+    fanned_out_all(&o).await;
     let (at_1000, summary) = summary_calls(&o, &one).await;
     assert_eq!(calls_of(&summary)["today"], 1000, "{summary}");
     assert_eq!(calls_of(&summary)["waiting"], 1000, "{summary}");
@@ -209,11 +235,14 @@ async fn a_fan_out_batch_delivered_twice_counts_once() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
     let (item, fanout) = one_payment(&o, &org, "pi_twice", Some("u1")).await;
-    assert_eq!(payments_waiting(&o, &org).await, (1, 0));
-    // The stream hands the same batch over twice: every consequence is sent twice.
+    // Stored: it waits from when the fan-out reads it (its batch), not before.
+    assert_eq!(payments_waiting(&o, &org).await, (0, 0));
+    // The stream hands the same batch over twice: every consequence is sent twice, the
+    // notification written once, and the event waits (on its trigger) once.
     for _ in 0..2 {
         let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
         assert!(out.batch_item_failures.is_empty());
+        assert_eq!(payments_waiting(&o, &org).await, (1, 1));
     }
     let w = workers(&o.env, Duration::from_secs(2), 5);
     for _ in 0..3 {
