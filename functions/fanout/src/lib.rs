@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::{operator_org, WorkError};
-use firmspace::effects::{derive, told, Consequence, Told};
+use firmspace::effects::{automation, derive, told, Consequence, Told};
 use firmspace::ids::OrgId;
 use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
@@ -124,6 +124,7 @@ impl App {
             .into_iter()
             .partition(Consequence::is_written_at_once);
         self.tell(&item, &pk, at_once, now).await?;
+        let queued = self.untaken(&pk, queued, now).await?;
         // The event waits on what a queue carries from before it is sent until it happened.
         self.wait_on(&item, &pk, &tracked(&queued)).await?;
         match self.publisher.publish_from(Some(&pk), &queued).await {
@@ -183,6 +184,43 @@ impl App {
             .collect();
         self.review(item, pk, reason, json!({ "refused": detail }), now)
             .await
+    }
+
+    /// A trigger no rule takes is handled at once, as the automation worker would handle it (its
+    /// handled mark written, `automation::mark_handled`): it is sent nowhere and waits on
+    /// nothing. The rest go to their queues. A rule made meanwhile takes the events the fan-out
+    /// reads after it (its list is read as the worker reads it).
+    async fn untaken(
+        &self,
+        pk: &str,
+        queued: Vec<Consequence>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Consequence>, ()> {
+        let mut sent = Vec::with_capacity(queued.len());
+        for c in queued {
+            if let Consequence::Trigger(fired) = &c {
+                let taken = automation::rules_for(&self.store, &fired.org, fired.trigger)
+                    .await
+                    .map(|rules| !rules.is_empty());
+                let handled = match taken {
+                    Ok(true) => Ok(false),
+                    Ok(false) => automation::mark_handled(&self.store, fired, now)
+                        .await
+                        .map(|()| true),
+                    Err(e) => Err(e),
+                };
+                match handled {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::error!(item = %pk, error.message = %e, "could not read the trigger's rules");
+                        return Err(());
+                    }
+                }
+            }
+            sent.push(c);
+        }
+        Ok(sent)
     }
 
     /// Puts `keys` on the event's waiting mark (made when there is none; nothing when `keys`

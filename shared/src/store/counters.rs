@@ -685,7 +685,10 @@ mod tests {
         let values = update.expression().values;
         let values: Vec<&AttributeValue> = values.values().collect();
         assert!(values.contains(&&s("WAITING#sms")));
-        assert!(values.contains(&&s(org.pk("SMS#e1"))), "counted as the SMS event");
+        assert!(
+            values.contains(&&s(org.pk("SMS#e1"))),
+            "counted as the SMS event"
+        );
         assert!(values.contains(&&s(format!("{org}#2026-12-03T17:00:00Z#sms:e1"))));
         // An item on no list, counted as nothing: no mark.
         message.remove(COUNTED_AS);

@@ -234,6 +234,18 @@ async fn published_payment(o: &Ops, id: &str) -> OrgId {
 async fn a_fan_out_batch_delivered_twice_counts_once() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
+    // A rule takes `invoice.paid`: the trigger goes to its queue, and the event waits on it.
+    firmspace::effects::automation::create_rule(
+        &o.env.store,
+        &org,
+        firmspace::effects::Trigger::InvoicePaid,
+        firmspace::effects::automation::Action::CreateTask {
+            title: "Ship".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let (item, fanout) = one_payment(&o, &org, "pi_twice", Some("u1")).await;
     // Stored: it waits from when the fan-out reads it (its batch), not before.
     assert_eq!(payments_waiting(&o, &org).await, (0, 0));
@@ -255,6 +267,36 @@ async fn a_fan_out_batch_delivered_twice_counts_once() {
     );
     let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
     assert_eq!(summary["events"]["payment"]["today"], 1, "{summary}");
+    let tasks = firmspace::effects::automation::tasks(&o.env.store, &org)
+        .await
+        .unwrap();
+    assert_eq!(tasks.len(), 1, "the rule ran once: {tasks:?}");
+}
+
+#[tokio::test]
+async fn a_trigger_no_rule_takes_is_handled_by_the_fan_out_and_sent_nowhere() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let (item, fanout) = one_payment(&o, &org, "pi_no_rule", Some("u1")).await;
+    for _ in 0..2 {
+        let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty());
+    }
+    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+    let sent = crate::support::queues::receive(&o.sqs, &o.consequences.automation, 0).await;
+    assert!(sent.is_empty(), "{sent:?}");
+    // The event list shows the trigger done: its handled mark is there.
+    let (_, events) = o
+        .get(&format!("/ops/events?kind=payment&org={org}"), ADMIN)
+        .await;
+    let states: Vec<(&str, &str)> = events["items"][0]["consequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["kind"].as_str().unwrap(), c["state"].as_str().unwrap()))
+        .collect();
+    assert!(states.contains(&("rule_run", "done")), "{events}");
+    assert!(states.iter().all(|(_, s)| *s == "done"), "{events}");
 }
 
 #[tokio::test]
