@@ -281,6 +281,11 @@ impl Consequence {
         }
     }
 
+    /// Whether it is a notification to every member of a team (a copy each).
+    pub fn is_for_team(&self) -> bool {
+        matches!(self, Self::Notification(n) if n.recipient.is_none())
+    }
+
     /// The consequence's own key, for logs and review items.
     pub fn key(&self) -> String {
         match self {

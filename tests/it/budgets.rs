@@ -26,7 +26,7 @@ use std::time::Duration;
 /// consequences included.
 const NEW_PAYMENT: (f64, f64, usize) = (14.0, 4.0, 1);
 const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 2.0, 0);
-const NEW_MESSAGE: (f64, f64, usize) = (22.0, 5.0, 1);
+const NEW_MESSAGE: (f64, f64, usize) = (17.0, 5.0, 0);
 const NEW_SMS_DEBIT: (f64, f64, usize) = (17.0, 6.0, 0);
 
 /// What one event cost, and what each request of it cost.

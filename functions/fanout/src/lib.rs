@@ -119,11 +119,14 @@ impl App {
                 return Err(());
             }
         }
-        // What the fan-out writes itself (what tells people), and what goes to a queue.
+        // What the fan-out writes itself (what tells people: a team's too, when it is small),
+        // and what goes to a queue.
+        let team = self.small_team(&pk, &consequences).await?;
         let (at_once, queued): (Vec<Consequence>, Vec<Consequence>) = consequences
             .into_iter()
-            .partition(Consequence::is_written_at_once);
-        self.tell(&item, &pk, at_once, now).await?;
+            .partition(|c| c.is_written_at_once() || (c.is_for_team() && team.is_some()));
+        self.tell(&item, &pk, (at_once, team.as_deref()), now)
+            .await?;
         let queued = self.untaken(&pk, queued, now).await?;
         // The event waits on what a queue carries from before it is sent until it happened.
         self.wait_on(&item, &pk, &tracked(&queued)).await?;
@@ -151,11 +154,11 @@ impl App {
         &self,
         item: &Item,
         pk: &str,
-        at_once: Vec<Consequence>,
+        (at_once, team): (Vec<Consequence>, Option<&[String]>),
         now: DateTime<Utc>,
     ) -> Result<(), ()> {
         let told = at_once.into_iter().filter_map(|c| Told::try_from(c).ok());
-        let refused = match told::tell_all(&self.store, told.collect()).await {
+        let refused = match told::tell_all(&self.store, told.collect(), team).await {
             Ok((applied, refused)) => {
                 metrics::counter!("records_written").increment(applied.written as u64);
                 refused
@@ -184,6 +187,23 @@ impl App {
             .collect();
         self.review(item, pk, reason, json!({ "refused": detail }), now)
             .await
+    }
+
+    /// The event's organisation's members, read once when a team's notification is among
+    /// `consequences` and the team is small enough to be told at once (`told::small_team`).
+    async fn small_team(
+        &self,
+        pk: &str,
+        consequences: &[Consequence],
+    ) -> Result<Option<Vec<String>>, ()> {
+        let Some(team) = consequences.iter().find(|c| c.is_for_team()) else {
+            return Ok(None);
+        };
+        told::small_team(&self.store, team.org())
+            .await
+            .map_err(|e| {
+                tracing::error!(item = %pk, error.message = %e, "could not read the team");
+            })
     }
 
     /// A trigger no rule takes is handled at once, as the automation worker would handle it (its

@@ -34,7 +34,7 @@ impl Worker for Notify {
     /// that record's failure, after the others are written, so the others settle while its
     /// event waits on it.
     async fn apply(&self, records: Records, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
-        let (applied, refused) = told::tell_all(&self.store, records.told()).await?;
+        let (applied, refused) = told::tell_all(&self.store, records.told(), None).await?;
         match refused.into_iter().next() {
             None => Ok(applied),
             Some((key, e)) => Err(e.of_part(key)),

@@ -48,15 +48,28 @@ pub fn copies(n: &Notification, team: &[String]) -> Vec<(String, String)> {
 }
 
 /// Delivers a notification: what was new and what a redelivery found already there.
-/// `Ok(None)` means a team notification found no team.
-pub async fn deliver(store: &Store, n: &Notification) -> Result<Option<Applied>, StoreError> {
+/// `Ok(None)` means a team notification found no team. A team's is delivered to `team` when it
+/// was read already, else to the members read now.
+pub async fn deliver(
+    store: &Store,
+    n: &Notification,
+    team: Option<&[String]>,
+) -> Result<Option<Applied>, StoreError> {
     let key = key_part(n.key.as_str());
-    let targets: Vec<(String, String)> = match &n.recipient {
-        Some(r) => vec![(r.clone(), key.into_owned())],
-        None => orgs::members(store, &n.org)
+    let team: Vec<String> = match (&n.recipient, team) {
+        (Some(_), _) => Vec::new(),
+        (None, Some(team)) => team.to_vec(),
+        (None, None) => orgs::members(store, &n.org)
             .await?
             .into_iter()
-            .map(|m| (format!("{key}#{}", key_part(&m.user_id)), m.user_id))
+            .map(|m| m.user_id)
+            .collect(),
+    };
+    let targets: Vec<(String, String)> = match &n.recipient {
+        Some(r) => vec![(r.clone(), key.into_owned())],
+        None => team
+            .into_iter()
+            .map(|member| (format!("{key}#{}", key_part(&member)), member))
             .map(|(k, r)| (r, k))
             .collect(),
     };

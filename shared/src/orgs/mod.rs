@@ -101,8 +101,17 @@ pub async fn is_member(store: &Store, org: &OrgId, user_id: &str) -> Result<bool
 }
 
 pub async fn members(store: &Store, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+    members_up_to(store, org, 1000).await
+}
+
+/// The organisation's first `limit` members.
+pub async fn members_up_to(
+    store: &Store,
+    org: &OrgId,
+    limit: i32,
+) -> Result<Vec<Member>, StoreError> {
     store
-        .list(&org.pk("MEMBERS"), false, 1000)
+        .list(&org.pk("MEMBERS"), false, limit)
         .await?
         .iter()
         .map(|item| {

@@ -32,29 +32,6 @@ async fn busy_org(o: &Ops, payments: usize) -> (String, OrgId) {
             assert_eq!(app.handle(req).await.unwrap().status(), 200);
         }
     }
-    // Read by the fan-out: each waits on its team's notification, which nobody takes here.
-    let fanout = fanout::App::new(
-        firmspace::effects::queue::Publisher {
-            sqs: o.sqs.clone(),
-            queues: o.consequences.clone(),
-        },
-        o.env.store.clone(),
-    );
-    let mine: Vec<_> = o
-        .env
-        .items_of("payment_event")
-        .await
-        .into_iter()
-        .filter(|e| firmspace::store::item::Read::opt_str(e, "org") == Some(org.as_str()))
-        .collect();
-    for (i, item) in mine.iter().enumerate() {
-        let event = crate::consequences::stream_event(item, &i.to_string());
-        assert!(fanout
-            .process(event, Utc::now())
-            .await
-            .batch_item_failures
-            .is_empty());
-    }
     ReviewItem {
         org: org.clone(),
         kind: firmspace::review::Kind::Payment,
@@ -84,12 +61,13 @@ async fn the_summary_is_what_was_stored(o: &Ops, a: &str, org_b: &OrgId) {
     let (status, summary) = o.get("/ops/summary", a).await;
     assert_eq!(status, 200, "{summary}");
     let payments = &summary["events"]["payment"];
+    // Not yet read by the fan-out, they wait on nothing yet (and once read, on no queue).
     assert_eq!(
         (&payments["today"], &payments["week"], &payments["waiting"]),
-        (&json!(3), &json!(3), &json!(3)),
+        (&json!(3), &json!(3), &json!(0)),
         "{summary}"
     );
-    assert!(payments["oldest_waiting_at"].is_string(), "{summary}");
+    assert!(payments["oldest_waiting_at"].is_null(), "{summary}");
     for kind in ["message", "call", "bank_row", "sms", "lead", "credit_note"] {
         assert_eq!(
             summary["events"][kind],

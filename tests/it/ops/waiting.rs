@@ -221,9 +221,30 @@ async fn one_payment(
 }
 
 /// An organisation with one paid invoice's payment, its consequences sent to the queues once:
-/// its team's notification (a copy a member, not written at once) and its trigger.
+/// its team's notification (a team of `BIG_TEAM`, too many to be told at once: the notify
+/// worker's) and its trigger, which a rule takes.
 async fn published_payment(o: &Ops, id: &str) -> OrgId {
     let org = org_with_team(o).await;
+    for i in 2..=BIG_TEAM {
+        let member = firmspace::orgs::Member {
+            user_id: format!("u{i}"),
+            name: format!("Member {i}"),
+        };
+        firmspace::orgs::add_member(&o.env.store, &org, &member, 100, Utc::now())
+            .await
+            .unwrap();
+    }
+    firmspace::effects::automation::create_rule(
+        &o.env.store,
+        &org,
+        firmspace::effects::Trigger::InvoicePaid,
+        firmspace::effects::automation::Action::CreateTask {
+            title: "Ship".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let (item, fanout) = one_payment(o, &org, id, None).await;
     let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
     assert!(out.batch_item_failures.is_empty());
@@ -299,6 +320,9 @@ async fn a_trigger_no_rule_takes_is_handled_by_the_fan_out_and_sent_nowhere() {
     assert!(states.iter().all(|(_, s)| *s == "done"), "{events}");
 }
 
+/// A team one larger than a team's notification is written for at once.
+const BIG_TEAM: usize = firmspace::effects::told::TEAM_AT_ONCE + 1;
+
 #[tokio::test]
 async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once() {
     use firmspace::effects::job::Job;
@@ -315,12 +339,12 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
     Box::pin(drain_but_notifications(&o, &w)).await;
     assert_eq!(
         payments_waiting(&o, &org).await,
-        (1, 1),
+        (1, BIG_TEAM),
         "written, not yet settled: still waiting"
     );
     // SQS hands the message over again: absorbed by its key, and the mark settled now, once;
     // and once more: nothing moves, nothing below zero.
-    delivered_again_twice(&o, &w, &notes, &org, 0).await;
+    delivered_again_twice(&o, &w, &notes, &org, (0, BIG_TEAM)).await;
 }
 
 /// The stored `item` handed to a fan-out over `o`'s queues, as the stream would.
@@ -335,13 +359,13 @@ async fn fanned_out(o: &Ops, item: &firmspace::store::Item) {
 }
 
 /// The notify worker handed `notes` again, twice: each time every record absorbed by its key,
-/// nothing waiting, one notification and `lines` activity lines.
+/// nothing waiting, `notifications` notifications and `lines` activity lines.
 async fn delivered_again_twice(
     o: &Ops,
     w: &crate::consequences::Workers,
     notes: &[aws_sdk_sqs::types::Message],
     org: &OrgId,
-    lines: usize,
+    (lines, notifications): (usize, usize),
 ) {
     for _ in 0..2 {
         let out = w
@@ -349,7 +373,7 @@ async fn delivered_again_twice(
             .process(crate::support::queues::event(notes), Utc::now())
             .await;
         assert!(out.batch_item_failures.is_empty());
-        assert_eq!(payments_waiting(o, org).await, (0, 1));
+        assert_eq!(payments_waiting(o, org).await, (0, notifications));
         assert_eq!(o.env.items_of("activity").await.len(), lines);
     }
 }
@@ -511,8 +535,8 @@ async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_eve
     fanned_out(&o, &item).await;
     let w = workers(&o.env, Duration::from_secs(2), 5);
     Box::pin(drain(&o, &w)).await;
-    // The activity line is written and settled; the notification is a review item of its own
-    // key, and the event waits on it alone.
+    // The activity line is written; the notification is a review item of the event naming
+    // it, and the event waits on it alone.
     assert_eq!(o.env.items_of("activity").await.len(), 1);
     assert_eq!(payments_waiting(&o, &org).await, (1, 0));
     let review = firmspace::review::list(&o.env.store, &org, 10)
@@ -520,7 +544,10 @@ async fn a_record_that_fails_for_good_waits_alone_and_its_replay_settles_the_eve
         .unwrap();
     assert_eq!(review.len(), 1, "{review:?}");
     assert_eq!(review[0].reason.as_deref(), Some("no_recipients"));
-    let parked = review[0].key.as_deref().unwrap_or_default();
+    assert_eq!(review[0].key.as_deref(), item.opt_str("pk"));
+    let parked = review[0].detail["refused"][0]["consequence"]
+        .as_str()
+        .unwrap_or_default();
     assert!(parked.starts_with("notification:"), "{review:?}");
     let mark = o
         .env
@@ -583,7 +610,11 @@ async fn two_workers_taking_the_same_consequences_at_once_count_once() {
         };
         assert!(x.batch_item_failures.is_empty() && y.batch_item_failures.is_empty());
     }
-    assert_eq!(payments_waiting(&o, &org).await, (0, 1));
+    assert_eq!(payments_waiting(&o, &org).await, (0, BIG_TEAM));
     let marks = o.env.items_of("waiting").await;
     assert!(marks.is_empty(), "the mark deleted: {marks:?}");
+    let tasks = firmspace::effects::automation::tasks(&o.env.store, &org)
+        .await
+        .unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
 }
