@@ -16,7 +16,7 @@ use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
 use firmspace::store::Item;
 use rust_decimal_macros::dec;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 async fn team(env: &TestEnv, org: &OrgId, size: usize) {
