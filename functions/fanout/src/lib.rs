@@ -172,21 +172,20 @@ impl App {
             return Ok(());
         }
         let keys: Vec<String> = refused.iter().map(|(key, _)| key.clone()).collect();
-        self.wait_on(item, pk, &keys).await?;
         tracing::warn!(item = %pk, refused = keys.len(), "records cannot be written; parked for review");
         metrics::counter!("records_refused").increment(keys.len() as u64);
-        let reason = match &refused[0].1 {
-            WorkError::Permanent { reason, .. } | WorkError::PermanentPart { reason, .. } => {
-                *reason
-            }
-            WorkError::Transient(_) => Reason::StoreRefused,
+        let Some(WorkError::PermanentParts(parts)) = WorkError::of_parts(refused) else {
+            return Ok(());
         };
-        let detail: Vec<_> = refused
+        let detail: Vec<_> = parts
             .iter()
-            .map(|(key, e)| json!({"consequence": key, "reason": e.to_string()}))
+            .map(|p| json!({"consequence": p.key, "reason": p.reason, "error": p.detail}))
             .collect();
-        self.review(item, pk, reason, json!({ "refused": detail }), now)
-            .await
+        // The person's item first, then the mark: a record written on a retry meanwhile
+        // leaves no key waiting that no item names.
+        self.review(item, pk, parts[0].reason, json!({ "refused": detail }), now)
+            .await?;
+        self.wait_on(item, pk, &keys).await
     }
 
     /// The event's organisation's members, read once when a team's notification is among
@@ -199,11 +198,19 @@ impl App {
         let Some(team) = consequences.iter().find(|c| c.is_for_team()) else {
             return Ok(None);
         };
-        told::small_team(&self.store, team.org())
-            .await
-            .map_err(|e| {
+        match told::small_team(&self.store, team.org()).await {
+            Ok(team) => Ok(team),
+            // A team that cannot be read as it is (a malformed member) is the notify worker's
+            // to park: the notification goes to its queue.
+            Err(e) if !e.is_retryable() => {
+                tracing::warn!(item = %pk, error.message = %e, "the team cannot be read; sent to its worker");
+                Ok(None)
+            }
+            Err(e) => {
                 tracing::error!(item = %pk, error.message = %e, "could not read the team");
-            })
+                Err(())
+            }
+        }
     }
 
     /// A trigger no rule takes is handled at once, as the automation worker would handle it (its
@@ -219,9 +226,14 @@ impl App {
         let mut sent = Vec::with_capacity(queued.len());
         for c in queued {
             if let Consequence::Trigger(fired) = &c {
-                let taken = automation::rules_for(&self.store, &fired.org, fired.trigger)
-                    .await
-                    .map(|rules| !rules.is_empty());
+                // Rules that cannot be read as they are (a malformed rule) are the automation
+                // worker's to park: the trigger goes to its queue.
+                let taken =
+                    match automation::rules_for(&self.store, &fired.org, fired.trigger).await {
+                        Ok(rules) => Ok(!rules.is_empty()),
+                        Err(e) if !e.is_retryable() => Ok(true),
+                        Err(e) => Err(e),
+                    };
                 let handled = match taken {
                     Ok(true) => Ok(false),
                     Ok(false) => automation::mark_handled(&self.store, fired, now)

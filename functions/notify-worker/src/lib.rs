@@ -30,15 +30,12 @@ impl Worker for Notify {
     type Job = Records;
     const KIND: Kind = Kind::Notify;
 
-    /// Every record, each once (`told::tell_all`): one that cannot be written is reported as
-    /// that record's failure, after the others are written, so the others settle while its
-    /// event waits on it.
+    /// Every record, each once (`told::tell_all`): those that cannot be written are reported
+    /// as their records' failures (each parked on its own), after the others are written, so
+    /// the others settle while their event waits on them.
     async fn apply(&self, records: Records, _now: DateTime<Utc>) -> Result<Applied, WorkError> {
         let (applied, refused) = told::tell_all(&self.store, records.told(), None).await?;
-        match refused.into_iter().next() {
-            None => Ok(applied),
-            Some((key, e)) => Err(e.of_part(key)),
-        }
+        WorkError::of_parts(refused).map_or(Ok(applied), Err)
     }
 }
 

@@ -59,11 +59,15 @@ pub enum Settles {
 }
 
 impl Settles {
-    /// What is left to settle when the consequence `key` failed for good: the other keys,
-    /// taken out one by one (the mark stays for the failed one).
-    pub fn without(self, key: &str) -> Self {
+    /// What is left to settle when the consequences `failed` failed for good: the other keys,
+    /// taken out (the mark stays for the failed ones).
+    pub fn without(self, failed: &[&str]) -> Self {
         match self {
-            Self::Keys(keys) => Self::Keys(keys.into_iter().filter(|k| k != key).collect()),
+            Self::Keys(keys) => Self::Keys(
+                keys.into_iter()
+                    .filter(|k| !failed.contains(&k.as_str()))
+                    .collect(),
+            ),
             Self::Nothing => Self::Nothing,
         }
     }
@@ -205,7 +209,7 @@ mod tests {
             ])
         );
         assert_eq!(
-            job.settles().without("activity:contact:c1:a"),
+            job.settles().without(&["activity:contact:c1:a"]),
             Settles::Keys(vec!["activity:contact:c1:b".into()])
         );
         assert_eq!(job.about().1, "activity:contact:c1:a");

@@ -190,7 +190,8 @@ pub async fn settle_held(store: &Store, source: &str) -> Result<bool, StoreError
 }
 
 /// Deletes `mark` while it is there, if its set of pending keys is empty: `true` when this call
-/// deleted it (another worker may have, meanwhile).
+/// deleted it (another worker may have, meanwhile). Held to the set being empty still, so keys
+/// the fan-out adds meanwhile (a stream's retry) keep it.
 async fn settle_empty(store: &Store, mark: &Item) -> Result<bool, StoreError> {
     if mark.contains_key(counters::PENDING) {
         return Ok(false);
@@ -198,5 +199,5 @@ async fn settle_empty(store: &Store, mark: &Item) -> Result<bool, StoreError> {
     let Some(pk) = mark.opt_str("pk") else {
         return Ok(false);
     };
-    store.delete_present(pk).await
+    store.delete_if_empty(pk, counters::PENDING).await
 }

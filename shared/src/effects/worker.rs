@@ -26,14 +26,18 @@ pub enum WorkError {
     /// Retrying cannot help; a person has to look. `reason` names the review item.
     #[error("permanent ({reason}): {detail}")]
     Permanent { reason: Reason, detail: String },
-    /// Retrying cannot help one part of the job, the consequence `key`, and a person has to
-    /// look; every other part of it was applied.
-    #[error("permanent for {key} ({reason}): {detail}")]
-    PermanentPart {
-        key: String,
-        reason: Reason,
-        detail: String,
-    },
+    /// Retrying cannot help some parts of the job, each a consequence of its own, and a person
+    /// has to look at each; every other part of it was applied.
+    #[error("permanent for {} part(s), the first {}", .0.len(), .0.first().map_or("", |p| p.key.as_str()))]
+    PermanentParts(Vec<Part>),
+}
+
+/// A part of a job that failed for good: its consequence's key, why, and what happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub key: String,
+    pub reason: Reason,
+    pub detail: String,
 }
 
 impl WorkError {
@@ -48,17 +52,27 @@ impl WorkError {
         }
     }
 
-    /// A permanent failure, as one part of a job's: the consequence `key`'s. A transient one
-    /// stays the whole job's (the job comes back, its other parts absorbed by their keys).
-    pub fn of_part(self, key: String) -> Self {
-        match self {
-            Self::Permanent { reason, detail } => Self::PermanentPart {
-                key,
-                reason,
-                detail,
-            },
-            other => other,
-        }
+    /// The permanent failures of some parts of a job (each with its consequence's key), as
+    /// one failure of those parts; `None` when there is none.
+    pub fn of_parts(failed: Vec<(String, WorkError)>) -> Option<Self> {
+        let parts: Vec<Part> = failed
+            .into_iter()
+            .flat_map(|(key, err)| match err {
+                Self::Permanent { reason, detail } => vec![Part {
+                    key,
+                    reason,
+                    detail,
+                }],
+                Self::PermanentParts(parts) => parts,
+                // A part a retry can help is the whole job's to retry, not a part's.
+                Self::Transient(e) => vec![Part {
+                    key,
+                    reason: Reason::StoreRefused,
+                    detail: e.to_string(),
+                }],
+            })
+            .collect();
+        (!parts.is_empty()).then_some(Self::PermanentParts(parts))
     }
 }
 
@@ -243,7 +257,10 @@ impl<W: Worker> SqsApp<W> {
             Err(err) => {
                 // One part failed for good: the others happened, and settle.
                 let rest = match &err {
-                    WorkError::PermanentPart { key: part, .. } => Some(settles.without(part)),
+                    WorkError::PermanentParts(parts) => {
+                        let failed: Vec<&str> = parts.iter().map(|p| p.key.as_str()).collect();
+                        Some(settles.without(&failed))
+                    }
                     _ => None,
                 };
                 self.failed(msg, &org, key.clone(), err, now).await?;
@@ -295,12 +312,18 @@ impl<W: Worker> SqsApp<W> {
             WorkError::Permanent { reason, detail } => {
                 self.parked(org, key, (reason, detail), now).await
             }
-            // Parked under the part that failed.
-            WorkError::PermanentPart {
-                key,
-                reason,
-                detail,
-            } => self.parked(org, key, (reason, detail), now).await,
+            // Each parked under the part that failed.
+            WorkError::PermanentParts(parts) => {
+                for Part {
+                    key,
+                    reason,
+                    detail,
+                } in parts
+                {
+                    self.parked(org, key, (reason, detail), now).await?;
+                }
+                Ok(())
+            }
             WorkError::Transient(_) => {
                 tracing::error!(%key, error.message = %err, error.cause_chain = ?err, "transient failure");
                 metrics::counter!("effects", "worker" => W::NAME, "result" => "retried")

@@ -199,7 +199,7 @@ impl Decision for RecordSms<'_> {
                 Vec::new(),
                 now,
             )?;
-            counted_as_ack(&mut steps, &mut placed, self.release);
+            counted_as_ack(&steps, &mut placed);
             steps.extend(placed);
         }
         if self.release {
@@ -295,9 +295,9 @@ fn decided_now(steps: &mut [Step], answer: &serde_json::Value) {
 /// An incoming SMS's consequences are its conversation message's, and the operator counts them
 /// as the SMS event's: the message placed with it names the acknowledgement and its place on the
 /// SMS list (`counters::COUNTED_AS`, `COUNTED_AT`), so what of them waits on a queue is the
-/// event's (the fan-out puts the mark). A held event decided now waits on its decision no more:
-/// its mark goes in the same transaction.
-fn counted_as_ack(steps: &mut Vec<Step>, placed: &mut [Step], release: bool) {
+/// event's (the fan-out puts the mark). (A held event decided now waits on its decision no
+/// more: its mark is settled after the decision, `waiting::settle_held`.)
+fn counted_as_ack(steps: &[Step], placed: &mut [Step]) {
     let Some(Step::PutNew(ack)) = steps.first() else {
         return;
     };
@@ -312,9 +312,6 @@ fn counted_as_ack(steps: &mut Vec<Step>, placed: &mut [Step], release: bool) {
                 item.insert(counters::COUNTED_AT.into(), s(&position));
             }
         }
-    }
-    if release {
-        steps.push(Step::Delete(counters::waiting_pk(&pk)));
     }
 }
 

@@ -357,16 +357,16 @@ pub enum ReplayError {
 }
 
 /// Sends the stored event's missing consequences again: those the list shows `missing`, no
-/// other. Returns how many were sent now. When none is missing, a waiting mark that still
-/// names some of them (its settle lost, or put by an earlier release for records the fan-out
-/// now writes at once) is settled: the event waits on nothing that happened.
+/// other. Returns how many were sent now. Its waiting mark is settled of those that happened
+/// (a settle lost; a held event's records written before its hold; a mark an earlier release
+/// put for records the fan-out now writes at once): the event waits on nothing that happened.
 pub async fn replay(store: &Store, publisher: &Publisher, pk: &str) -> Result<usize, ReplayError> {
     let item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
     let org = OrgId::parse(item.str_of("org")?).map_err(|_| ReplayError::NotFound)?;
     let [missing] = <[_; 1]>::try_from(missing_of(store, &org, vec![item]).await?)
         .map_err(|_| ReplayError::NotFound)?;
+    waiting::settle(store, &missing.source, &missing.done).await?;
     if missing.consequences.is_empty() {
-        waiting::settle(store, &missing.source, &missing.done).await?;
         return Ok(0);
     }
     Ok(publisher
@@ -549,7 +549,7 @@ pub async fn replay_window(
             event,
             source,
             consequences,
-            ..
+            done: happened,
         } in page
         {
             if consequences.is_empty() {
@@ -565,6 +565,7 @@ pub async fn replay_window(
                 continue;
             }
             let published = publisher.publish_from(Some(&source), &consequences).await?;
+            waiting::settle(store, &source, &happened).await?;
             done.events += 1;
             done.sent += published.sent as u64;
         }

@@ -377,12 +377,32 @@ impl Store {
     /// Deletes the item at `pk` while it is there (one conditional `DeleteItem`): `true` when
     /// this call deleted it, `false` when it was gone.
     pub async fn delete_present(&self, pk: &str) -> Result<bool, StoreError> {
+        self.delete_when(pk, "attribute_exists(pk)", None).await
+    }
+
+    /// Deletes the item at `pk` while it is there and holds no `set` (a set emptied by its last
+    /// member's removal is gone): `true` when this call deleted it, `false` when it was gone or
+    /// a member was added to it meanwhile.
+    pub async fn delete_if_empty(&self, pk: &str, set: &str) -> Result<bool, StoreError> {
+        let condition = "attribute_exists(pk) AND attribute_not_exists(#set)";
+        self.delete_when(pk, condition, Some(set)).await
+    }
+
+    async fn delete_when(
+        &self,
+        pk: &str,
+        condition: &str,
+        set: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let deleted = self
             .client
             .delete_item()
             .table_name(&self.table)
             .set_key(Some(Self::key(pk)))
-            .condition_expression("attribute_exists(pk)")
+            .condition_expression(condition)
+            .set_expression_attribute_names(
+                set.map(|set| HashMap::from([("#set".to_owned(), set.to_owned())])),
+            )
             .send()
             .await;
         match deleted {

@@ -496,6 +496,97 @@ async fn a_replay_of_an_event_whose_consequences_all_happened_settles_a_mark_lef
 }
 
 #[tokio::test]
+async fn a_resumption_settles_what_a_held_event_had_done_before_its_hold() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = calls_hook(&o, &org).await;
+    missed_calls(&o, (&hook.0, &hook.1), "before", 1).await;
+    let item = o.env.items_of("call").await.remove(0);
+    // Read once: its notification and line written, its trigger (no rule) handled.
+    fanned_out(&o, &item).await;
+    let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(calls_of(&summary)["waiting"], 0, "{summary}");
+    // Paused, and the stream hands the record over again: held, waiting on every tracked key.
+    let pause = format!("/ops/integrations/{}/pause", hook.0.id);
+    assert_eq!(admin_post(&o, &pause, "pause-done").await.0, 200);
+    fanned_out(&o, &item).await;
+    let (_, held) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(calls_of(&held)["waiting"], 1, "{held}");
+    // Resumed: nothing is missing, nothing is sent, and the mark is settled of what happened.
+    let resume = format!("/ops/integrations/{}/resume", hook.0.id);
+    let (status, resumed) = admin_post(&o, &resume, "resume-done").await;
+    assert_eq!(
+        (status, resumed["events"].as_u64(), resumed["sent"].as_u64()),
+        (200, Some(1), Some(0)),
+        "{resumed}"
+    );
+    let (_, after) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(calls_of(&after)["waiting"], 0, "{after}");
+    assert!(o.env.items_of("waiting").await.is_empty());
+    assert_eq!(o.env.items_of("notification").await.len(), 1);
+}
+
+#[tokio::test]
+async fn every_record_a_worker_cannot_write_is_parked_and_waits_on_its_own() {
+    let o = Ops::new().await;
+    // No member: neither team notification reaches anybody.
+    let org = crate::support::fixtures::org(&o.env).await.id;
+    let note = |key: &str| {
+        json!({"type": "notification", "org": org.as_str(), "key": key, "recipient": null,
+               "text": "paid", "at": "2026-12-02T10:00:00.000Z"})
+    };
+    let line = json!({"type": "activity", "org": org.as_str(), "entity_kind": "contact",
+                      "entity_id": "c1", "key": "k3", "kind": "payment", "text": "paid",
+                      "at": "2026-12-02T10:00:00.000Z"});
+    let body = json!({"source": "PK", "records": [note("k1"), note("k2"), line]}).to_string();
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    let out = w
+        .notify
+        .process(crate::support::queues::event_of("m1", &body), Utc::now())
+        .await;
+    assert!(out.batch_item_failures.is_empty(), "acknowledged: parked");
+    assert_eq!(o.env.items_of("activity").await.len(), 1);
+    let review = firmspace::review::list(&o.env.store, &org, 10)
+        .await
+        .unwrap();
+    let mut keys: Vec<&str> = review.iter().filter_map(|r| r.key.as_deref()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["notification:k1", "notification:k2"], "{review:?}");
+    assert!(review
+        .iter()
+        .all(|r| r.reason.as_deref() == Some("no_recipients")));
+}
+
+#[tokio::test]
+async fn a_mark_is_deleted_only_while_its_set_is_empty() {
+    let o = Ops::new().await;
+    let store = &o.env.store;
+    let mut mark =
+        firmspace::store::item::Builder::new("ORG#o1#X#WAITING", "waiting", "o1").build();
+    mark.insert(
+        firmspace::store::counters::PENDING.into(),
+        aws_sdk_dynamodb::types::AttributeValue::Ss(vec!["k".into()]),
+    );
+    store.put_new(mark.clone()).await.unwrap();
+    let pending = firmspace::store::counters::PENDING;
+    assert!(!store
+        .delete_if_empty("ORG#o1#X#WAITING", pending)
+        .await
+        .unwrap());
+    assert!(store.get("ORG#o1#X#WAITING").await.unwrap().is_some());
+    let take = firmspace::store::Update::new().take_from_set(pending, vec!["k".into()]);
+    assert!(store.update_if("ORG#o1#X#WAITING", &take).await.unwrap());
+    assert!(store
+        .delete_if_empty("ORG#o1#X#WAITING", pending)
+        .await
+        .unwrap());
+    assert!(!store
+        .delete_if_empty("ORG#o1#X#WAITING", pending)
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
 async fn a_paused_integrations_payment_waits_on_what_would_have_been_written_at_once() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
