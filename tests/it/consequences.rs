@@ -238,6 +238,18 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         deal_id: Some("d1".into()),
         company_id: None,
     };
+    // A rule takes `invoice.paid`, so its trigger (naming the contact) goes to its queue.
+    automation::create_rule(
+        &env.store,
+        &org,
+        Trigger::InvoicePaid,
+        Action::CreateTask {
+            title: "Ship".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
     let item = closing_payment_linked(&env, &org, links, "pay_poison").await;
     let (sqs, q, fanout) = fanout_app(&env).await;
     let response = fanout.process(stream_event(&item, "300"), Utc::now()).await;
@@ -250,8 +262,8 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         receive(&sqs, &q.automation, 1).await,
     );
     // The notification and both lines the fan-out wrote itself (DynamoDB takes the
-    // character), and the trigger, which no rule takes, it handled; the lookalike check
-    // (naming the contact) is parked.
+    // character) and the lookalike check it made; the trigger (naming the contact) is parked,
+    // and the event waits on it.
     assert_eq!((told.len(), triggers.len()), (0, 0));
     assert_eq!(
         (env.count("notification").await, env.count("activity").await),
@@ -270,7 +282,12 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         .map(|r| r["consequence"].as_str().unwrap())
         .collect();
     assert_eq!(parked.len(), 1, "{parked:?}");
-    assert!(parked[0].starts_with("lookalike:payment:"), "{parked:?}");
+    assert!(parked[0].starts_with("trigger:invoice.paid:"), "{parked:?}");
+    assert_eq!(
+        env.count("waiting").await,
+        1,
+        "the event waits on the parked trigger"
+    );
 }
 
 #[tokio::test]

@@ -1,7 +1,10 @@
 #![forbid(unsafe_code)]
-//! The table's stream → SQS. Only INSERTs of event items reach this function (the event source
-//! mapping filters); every consequence is derived from the stored item alone, so no crash between
-//! "stored" and "published" can lose one. A resend after a partial failure is harmless.
+//! The table's stream → what an event implies. Only INSERTs of event items reach this function
+//! (the event source mapping filters); every consequence is derived from the stored item alone,
+//! so no crash between "stored" and "done" can lose one. What is cheap and bounded it does at
+//! once, each under its own key (what tells people, a trigger no rule takes, a payment's
+//! lookalike check); what calls out or may be large goes to its queue, with the event's waiting
+//! mark holding its keys. A retry after a partial failure is harmless.
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -9,7 +12,7 @@ use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::{operator_org, WorkError};
-use firmspace::effects::{automation, derive, told, Consequence, Told};
+use firmspace::effects::{automation, derive, lookalike, told, Consequence, Told};
 use firmspace::ids::OrgId;
 use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
@@ -213,10 +216,13 @@ impl App {
         }
     }
 
-    /// A trigger no rule takes is handled at once, as the automation worker would handle it (its
-    /// handled mark written, `automation::mark_handled`): it is sent nowhere and waits on
-    /// nothing. The rest go to their queues. A rule made meanwhile takes the events the fan-out
-    /// reads after it (its list is read as the worker reads it).
+    /// What the fan-out decides at once, as the worker would, rather than send: a trigger no
+    /// rule takes is handled (its rules read, its handled mark written,
+    /// `automation::mark_handled`; a rule made meanwhile takes the events the fan-out reads after
+    /// it), and a booked payment is held against its lookalikes (two reads of one window each,
+    /// `lookalike::check`, and its review item when it has some). Neither is sent nor waited on.
+    /// The rest go to their queues, and so does either of these when what it reads cannot be
+    /// read as it is (a malformed rule or payment): its worker parks it for a person.
     async fn untaken(
         &self,
         pk: &str,
@@ -225,34 +231,43 @@ impl App {
     ) -> Result<Vec<Consequence>, ()> {
         let mut sent = Vec::with_capacity(queued.len());
         for c in queued {
-            if let Consequence::Trigger(fired) = &c {
-                // Rules that cannot be read as they are (a malformed rule) are the automation
-                // worker's to park: the trigger goes to its queue.
-                let taken =
-                    match automation::rules_for(&self.store, &fired.org, fired.trigger).await {
-                        Ok(rules) => Ok(!rules.is_empty()),
-                        Err(e) if !e.is_retryable() => Ok(true),
-                        Err(e) => Err(e),
-                    };
-                let handled = match taken {
-                    Ok(true) => Ok(false),
-                    Ok(false) => automation::mark_handled(&self.store, fired, now)
-                        .await
-                        .map(|()| true),
-                    Err(e) => Err(e),
-                };
-                match handled {
-                    Ok(true) => continue,
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::error!(item = %pk, error.message = %e, "could not read the trigger's rules");
-                        return Err(());
-                    }
+            let done = match &c {
+                Consequence::Trigger(fired) => self.untaken_trigger(fired, now).await,
+                Consequence::Lookalike(payment) => {
+                    lookalike::check(&self.store, payment).await.map(|_| true)
+                }
+                _ => Ok(false),
+            };
+            match done {
+                Ok(true) => continue,
+                Ok(false) => sent.push(c),
+                Err(e) if !e.is_retryable() => {
+                    tracing::warn!(item = %pk, key = %c.key(), error.message = %e, "cannot be decided here; sent to its worker");
+                    sent.push(c);
+                }
+                Err(e) => {
+                    tracing::error!(item = %pk, key = %c.key(), error.message = %e, "could not decide at once");
+                    return Err(());
                 }
             }
-            sent.push(c);
         }
         Ok(sent)
+    }
+
+    /// `true` when no rule takes the trigger and it is handled now.
+    async fn untaken_trigger(
+        &self,
+        fired: &firmspace::effects::Fired,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        if !automation::rules_for(&self.store, &fired.org, fired.trigger)
+            .await?
+            .is_empty()
+        {
+            return Ok(false);
+        }
+        automation::mark_handled(&self.store, fired, now).await?;
+        Ok(true)
     }
 
     /// Puts `keys` on the event's waiting mark (made when there is none; nothing when `keys`
