@@ -177,8 +177,14 @@ impl App {
         let keys: Vec<String> = refused.iter().map(|(key, _)| key.clone()).collect();
         tracing::warn!(item = %pk, refused = keys.len(), "records cannot be written; parked for review");
         metrics::counter!("records_refused").increment(keys.len() as u64);
-        let Some(WorkError::PermanentParts(parts)) = WorkError::of_parts(refused) else {
-            return Ok(());
+        let parts = match WorkError::of_parts(refused) {
+            Some(WorkError::PermanentParts(parts)) => parts,
+            None => return Ok(()),
+            // One a retry can help: the record is retried (what was written is absorbed).
+            Some(e) => {
+                tracing::error!(item = %pk, error.message = %e, "could not write what tells people");
+                return Err(());
+            }
         };
         let detail: Vec<_> = parts
             .iter()

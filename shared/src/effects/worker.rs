@@ -52,26 +52,23 @@ impl WorkError {
         }
     }
 
-    /// The permanent failures of some parts of a job (each with its consequence's key), as
-    /// one failure of those parts; `None` when there is none.
+    /// The failures of some parts of a job (each with its consequence's key), as one failure:
+    /// of those parts when each is permanent; the whole job's to retry when one is not (a retry
+    /// can help it, and the parts applied are absorbed by their keys then). `None` when there
+    /// is none.
     pub fn of_parts(failed: Vec<(String, WorkError)>) -> Option<Self> {
-        let parts: Vec<Part> = failed
-            .into_iter()
-            .flat_map(|(key, err)| match err {
-                Self::Permanent { reason, detail } => vec![Part {
+        let mut parts = Vec::with_capacity(failed.len());
+        for (key, err) in failed {
+            match err {
+                Self::Permanent { reason, detail } => parts.push(Part {
                     key,
                     reason,
                     detail,
-                }],
-                Self::PermanentParts(parts) => parts,
-                // A part a retry can help is the whole job's to retry, not a part's.
-                Self::Transient(e) => vec![Part {
-                    key,
-                    reason: Reason::StoreRefused,
-                    detail: e.to_string(),
-                }],
-            })
-            .collect();
+                }),
+                Self::PermanentParts(more) => parts.extend(more),
+                transient @ Self::Transient(_) => return Some(transient),
+            }
+        }
         (!parts.is_empty()).then_some(Self::PermanentParts(parts))
     }
 }

@@ -357,31 +357,70 @@ pub enum ReplayError {
 }
 
 /// Sends the stored event's missing consequences again: those the list shows `missing`, no
-/// other. Returns how many were sent now. Its waiting mark is settled of those that happened
-/// (a settle lost; a held event's records written before its hold; a mark an earlier release
-/// put for records the fan-out now writes at once): the event waits on nothing that happened.
+/// other. Returns how many were sent now. What it sends the event waits on, from before it is
+/// sent (its keys on the event's waiting mark, as the fan-out puts them); the mark is settled
+/// of what happened (a settle lost; a held event's records written before its hold; a mark an
+/// earlier release put for records the fan-out now writes at once).
 pub async fn replay(store: &Store, publisher: &Publisher, pk: &str) -> Result<usize, ReplayError> {
+    send_missing(store, publisher, pk, false).await
+}
+
+/// A held event's consequences sent on at its resumption: the missing ones, as a replay sends
+/// them, and those no item tells happened (a payment's lookalike check, a reversal's kept money
+/// taken back), which its hold kept from ever being made.
+pub async fn send_held(
+    store: &Store,
+    publisher: &Publisher,
+    pk: &str,
+) -> Result<usize, ReplayError> {
+    send_missing(store, publisher, pk, true).await
+}
+
+async fn send_missing(
+    store: &Store,
+    publisher: &Publisher,
+    pk: &str,
+    held: bool,
+) -> Result<usize, ReplayError> {
     let item = store.get(pk).await?.ok_or(ReplayError::NotFound)?;
     let org = OrgId::parse(item.str_of("org")?).map_err(|_| ReplayError::NotFound)?;
     let [missing] = <[_; 1]>::try_from(missing_of(store, &org, vec![item]).await?)
         .map_err(|_| ReplayError::NotFound)?;
+    let waits: Vec<String> = missing
+        .consequences
+        .iter()
+        .filter(|c| c.is_tracked())
+        .map(Consequence::key)
+        .collect();
+    if let Some(mark) = (!waits.is_empty())
+        .then(|| crate::store::counters::wait_on(&missing.carrier, &waits))
+        .flatten()
+    {
+        store.commit(vec![mark]).await?;
+    }
     waiting::settle(store, &missing.source, &missing.done).await?;
-    if missing.consequences.is_empty() {
+    let mut sending = missing.consequences;
+    if held {
+        sending.extend(missing.untracked);
+    }
+    if sending.is_empty() {
         return Ok(0);
     }
     Ok(publisher
-        .publish_from(Some(&missing.source), &missing.consequences)
+        .publish_from(Some(&missing.source), &sending)
         .await?
         .sent)
 }
 
 /// An event, the item its consequences are stored from, those of them the list shows
-/// `missing`, and the keys of its tracked ones that happened.
+/// `missing`, the keys of its tracked ones that happened, and those no item tells happened.
 struct Missing {
     event: Item,
+    carrier: Item,
     source: String,
     consequences: Vec<Consequence>,
     done: Vec<String>,
+    untracked: Vec<Consequence>,
 }
 
 /// A bulk replay's window: one kind's events listed at `from` to `to` (exclusive).
@@ -438,15 +477,15 @@ async fn missing_of(
             derive::consequences(carrier)?
                 .into_iter()
                 .partition(|c| missing.contains(&shown_key(c)));
+        let (done, untracked): (Vec<Consequence>, Vec<Consequence>) =
+            happened.into_iter().partition(Consequence::is_tracked);
         out.push(Missing {
             event,
+            carrier: carrier.clone(),
             source: carrier.str_of("pk")?.to_owned(),
             consequences,
-            done: happened
-                .iter()
-                .filter(|c| c.is_tracked())
-                .map(Consequence::key)
-                .collect(),
+            done: done.iter().map(Consequence::key).collect(),
+            untracked,
         });
     }
     Ok(out)
@@ -550,6 +589,7 @@ pub async fn replay_window(
             source,
             consequences,
             done: happened,
+            ..
         } in page
         {
             if consequences.is_empty() {

@@ -1,8 +1,9 @@
 //! A paused integration's consequences wait. Its deliveries are stored and answered as ever; the
 //! fan-out holds each new event of a paused integration (a `HELD#` mark, written only while the
 //! pause it read still stands) instead of publishing the event's consequences. Resuming lifts the
-//! pause first and then sends what was held, derived again from each stored event (their keys
-//! absorb a repeat), so nothing held is lost and nothing is sent twice.
+//! pause first and then sends what was held, derived again from each stored event (what is
+//! missing of what leaves an item, and what no item tells happened: `events::send_held`; their
+//! keys absorb a repeat), so nothing held is lost and nothing is sent twice.
 
 use super::answers::{IntegrationResumed, PausedIntegration};
 use crate::effects::queue::{Publisher, QueueError};
@@ -291,7 +292,7 @@ async fn send_on(
 ) -> Result<usize, ResumeError> {
     let event = mark.str_of("event_pk")?;
     let Some(raw) = mark.opt_str("sms_event") else {
-        return Ok(crate::ops::events::replay(store, publisher, event).await?);
+        return Ok(crate::ops::events::send_held(store, publisher, event).await?);
     };
     let sms = crate::ledger::held::from_json(raw)
         .ok_or_else(|| crate::store::item::malformed(mark, "sms_event"))?;

@@ -446,3 +446,80 @@ async fn a_resumption_waits_for_a_mark_the_index_does_not_show_yet() {
     );
     assert!(o.env.items_of("held").await.is_empty(), "the mark is gone");
 }
+
+#[tokio::test]
+async fn a_paused_integrations_payment_is_held_against_its_lookalikes_when_it_resumes() {
+    use crate::support::fixtures;
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = fixtures::integration(
+        &o.env,
+        &org,
+        firmspace::payments::providers::Provider::Standard,
+    )
+    .await;
+    let inv = fixtures::invoice(&o.env, &org, rust_decimal_macros::dec!(1000), "UAH").await;
+    let app = payment_webhook::app(o.env.store.clone());
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    let pay = |id: &'static str| {
+        let body = fixtures::standard_body(id, inv.id.as_str(), Some("40.00"));
+        fixtures::standard_request_with_id(&hook, &body, Utc::now().timestamp(), id)
+    };
+    // The first 40.00, read by the fan-out; then a pause, and the same money under another id.
+    assert_eq!(app.handle(pay("pay_first")).await.unwrap().status(), 200);
+    let stored = |id: &'static str| {
+        let o = &o;
+        async move {
+            o.env
+                .items_of("payment_event")
+                .await
+                .into_iter()
+                .find(|e| e.get("external_id").and_then(|v| v.as_s().ok()) == Some(&id.to_owned()))
+                .unwrap()
+        }
+    };
+    let first = stored("pay_first").await;
+    assert!(fanout
+        .process(stream_event(&first, "1"), Utc::now())
+        .await
+        .batch_item_failures
+        .is_empty());
+    let pause = format!("/ops/integrations/{}/pause", hook.id);
+    assert_eq!(admin_post(&o, &pause, "pause-money").await.0, 200);
+    assert_eq!(app.handle(pay("pay_second")).await.unwrap().status(), 200);
+    let second = stored("pay_second").await;
+    assert!(fanout
+        .process(stream_event(&second, "2"), Utc::now())
+        .await
+        .batch_item_failures
+        .is_empty());
+    let reasons = |o: &Ops| {
+        let store = o.env.store.clone();
+        let org = org.clone();
+        async move {
+            firmspace::review::list(&store, &org, 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter_map(|r| r.reason)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(reasons(&o).await.is_empty(), "held: not yet checked");
+    // Resumed: its records and its lookalike check are sent on, and the check finds the first.
+    let resume = format!("/ops/integrations/{}/resume", hook.id);
+    assert_eq!(admin_post(&o, &resume, "resume-money").await.0, 200);
+    let w = workers(&o.env, Duration::from_secs(2), 5);
+    for _ in 0..3 {
+        Box::pin(drain(&o, &w)).await;
+    }
+    assert_eq!(reasons(&o).await, ["possible_same_money"]);
+    let (_, summary) = o.get(&format!("/ops/summary?org={org}"), ADMIN).await;
+    assert_eq!(summary["events"]["payment"]["waiting"], 0, "{summary}");
+}
