@@ -148,6 +148,21 @@ impl Workers {
     }
 }
 
+/// A rule of `org` that `invoice.paid` takes (a task to make): the trigger goes to its queue.
+pub async fn invoice_paid_rule(store: &firmspace::store::Store, org: &OrgId) -> automation::Rule {
+    automation::create_rule(
+        store,
+        org,
+        Trigger::InvoicePaid,
+        Action::CreateTask {
+            title: "Ship".into(),
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap()
+}
+
 pub fn workers(env: &TestEnv, timeout: Duration, max_receives: u32) -> Workers {
     Workers {
         notify: notify_worker::app(env.store.clone(), max_receives),
@@ -166,17 +181,7 @@ async fn the_same_stream_record_and_the_same_messages_twice_give_one_effect_each
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
     team(&env, &org, 3).await;
-    let rule = automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::CreateTask {
-            title: "Ship".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    let rule = invoice_paid_rule(&env.store, &org).await;
     let item = closing_payment(&env, &org, None).await;
     // `invoice.paid` is keyed by the invoice, not by the payment that closed it.
     let paid_key = format!("invoice:{}:paid", item["invoice_id"].as_s().unwrap());
@@ -239,17 +244,7 @@ async fn a_consequence_sqs_refuses_is_parked_and_the_stream_moves_on() {
         company_id: None,
     };
     // A rule takes `invoice.paid`, so its trigger (naming the contact) goes to its queue.
-    automation::create_rule(
-        &env.store,
-        &org,
-        Trigger::InvoicePaid,
-        Action::CreateTask {
-            title: "Ship".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    invoice_paid_rule(&env.store, &org).await;
     let item = closing_payment_linked(&env, &org, links, "pay_poison").await;
     let (sqs, q, fanout) = fanout_app(&env).await;
     let response = fanout.process(stream_event(&item, "300"), Utc::now()).await;

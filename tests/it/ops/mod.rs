@@ -22,7 +22,7 @@ use chrono::Utc;
 use firmspace::effects::automation::{self, Action};
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
 use firmspace::effects::Trigger;
-use firmspace::ids::OrgId;
+use firmspace::ids::{IntegrationId, OrgId};
 use firmspace::ops::queues::{Pair, Queues};
 use firmspace::orgs::{self, Member};
 use serde_json::json;
@@ -160,6 +160,26 @@ pub(super) async fn drain(o: &Ops, w: &Workers) {
             .collect();
         delete(&o.sqs, url, &done).await;
     }
+}
+
+/// A Standard Webhooks payment integration of `org`, an open invoice of 1,000.00 UAH and the
+/// payment webhook over `o`'s table.
+pub(super) async fn payment_hook(
+    o: &Ops,
+    org: &OrgId,
+) -> (
+    IntegrationId,
+    firmspace::payments::Invoice,
+    payment_webhook::App,
+) {
+    let hook = fixtures::integration(
+        &o.env,
+        org,
+        firmspace::payments::providers::Provider::Standard,
+    )
+    .await;
+    let inv = fixtures::invoice(&o.env, org, rust_decimal_macros::dec!(1000), "UAH").await;
+    (hook, inv, payment_webhook::app(o.env.store.clone()))
 }
 
 pub(super) async fn org_with_team(o: &Ops) -> OrgId {

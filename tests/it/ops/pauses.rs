@@ -452,21 +452,7 @@ async fn a_paused_integrations_payment_is_held_against_its_lookalikes_when_it_re
     use crate::support::fixtures;
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
-    let hook = fixtures::integration(
-        &o.env,
-        &org,
-        firmspace::payments::providers::Provider::Standard,
-    )
-    .await;
-    let inv = fixtures::invoice(&o.env, &org, rust_decimal_macros::dec!(1000), "UAH").await;
-    let app = payment_webhook::app(o.env.store.clone());
-    let fanout = fanout::App::new(
-        Publisher {
-            sqs: o.sqs.clone(),
-            queues: o.consequences.clone(),
-        },
-        o.env.store.clone(),
-    );
+    let (hook, inv, app) = super::payment_hook(&o, &org).await;
     let pay = |id: &'static str| {
         let body = fixtures::standard_body(id, inv.id.as_str(), Some("40.00"));
         fixtures::standard_request_with_id(&hook, &body, Utc::now().timestamp(), id)
@@ -484,21 +470,11 @@ async fn a_paused_integrations_payment_is_held_against_its_lookalikes_when_it_re
                 .unwrap()
         }
     };
-    let first = stored("pay_first").await;
-    assert!(fanout
-        .process(stream_event(&first, "1"), Utc::now())
-        .await
-        .batch_item_failures
-        .is_empty());
+    super::waiting::fanned_out(&o, &stored("pay_first").await).await;
     let pause = format!("/ops/integrations/{}/pause", hook.id);
     assert_eq!(admin_post(&o, &pause, "pause-money").await.0, 200);
     assert_eq!(app.handle(pay("pay_second")).await.unwrap().status(), 200);
-    let second = stored("pay_second").await;
-    assert!(fanout
-        .process(stream_event(&second, "2"), Utc::now())
-        .await
-        .batch_item_failures
-        .is_empty());
+    super::waiting::fanned_out(&o, &stored("pay_second").await).await;
     let reasons = |o: &Ops| {
         let store = o.env.store.clone();
         let org = org.clone();

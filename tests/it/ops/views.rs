@@ -16,14 +16,7 @@ async fn busy_org(o: &Ops, payments: usize) -> (String, OrgId) {
     let member = json!({"user_id": "u1", "name": "Olena"});
     let (status, _) = crate::support::api::call(&o.api, "POST", "/api/members", &key, member).await;
     assert_eq!(status, 201);
-    let hook = fixtures::integration(
-        &o.env,
-        &org,
-        firmspace::payments::providers::Provider::Standard,
-    )
-    .await;
-    let inv = fixtures::invoice(&o.env, &org, rust_decimal_macros::dec!(1000), "UAH").await;
-    let app = payment_webhook::app(o.env.store.clone());
+    let (hook, inv, app) = super::payment_hook(o, &org).await;
     for i in 0..payments {
         let body = fixtures::standard_body(&format!("pay_{i}"), inv.id.as_str(), Some("1.00"));
         let at = Utc::now().timestamp();

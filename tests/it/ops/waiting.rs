@@ -234,17 +234,7 @@ async fn published_payment(o: &Ops, id: &str) -> OrgId {
             .await
             .unwrap();
     }
-    firmspace::effects::automation::create_rule(
-        &o.env.store,
-        &org,
-        firmspace::effects::Trigger::InvoicePaid,
-        firmspace::effects::automation::Action::CreateTask {
-            title: "Ship".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    crate::consequences::invoice_paid_rule(&o.env.store, &org).await;
     let (item, fanout) = one_payment(o, &org, id, None).await;
     let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
     assert!(out.batch_item_failures.is_empty());
@@ -256,17 +246,7 @@ async fn a_fan_out_batch_delivered_twice_counts_once() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
     // A rule takes `invoice.paid`: the trigger goes to its queue, and the event waits on it.
-    firmspace::effects::automation::create_rule(
-        &o.env.store,
-        &org,
-        firmspace::effects::Trigger::InvoicePaid,
-        firmspace::effects::automation::Action::CreateTask {
-            title: "Ship".into(),
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
+    crate::consequences::invoice_paid_rule(&o.env.store, &org).await;
     let (item, fanout) = one_payment(&o, &org, "pi_twice", Some("u1")).await;
     // Stored: it waits from when the fan-out reads it (its batch), not before.
     assert_eq!(payments_waiting(&o, &org).await, (0, 0));
@@ -348,7 +328,7 @@ async fn a_worker_cut_off_after_its_effect_and_before_its_settle_is_counted_once
 }
 
 /// The stored `item` handed to a fan-out over `o`'s queues, as the stream would.
-async fn fanned_out(o: &Ops, item: &firmspace::store::Item) {
+pub(super) async fn fanned_out(o: &Ops, item: &firmspace::store::Item) {
     let publisher = Publisher {
         sqs: o.sqs.clone(),
         queues: o.consequences.clone(),
@@ -390,24 +370,23 @@ async fn drain_but_notifications(o: &Ops, w: &crate::consequences::Workers) {
     }
 }
 
+/// A stored payment of 10.00 (`id`) on an invoice owned by `u1` for the contact `contact`.
+async fn part_payment(o: &Ops, org: &OrgId, id: &str, contact: String) -> firmspace::store::Item {
+    let links = firmspace::payments::invoice::Links {
+        owner: Some("u1".into()),
+        contact_id: Some(contact),
+        ..Default::default()
+    };
+    let amount = Some(rust_decimal_macros::dec!(10));
+    crate::consequences::payment_linked(&o.env, org, links, id, amount).await
+}
+
 #[tokio::test]
 async fn what_tells_people_of_a_payment_is_written_at_once_and_never_waits() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
     // A part payment: no `invoice.paid`, so its event has nothing a queue carries.
-    let links = firmspace::payments::invoice::Links {
-        owner: Some("u1".into()),
-        contact_id: Some("c1".into()),
-        ..Default::default()
-    };
-    let item = crate::consequences::payment_linked(
-        &o.env,
-        &org,
-        links,
-        "pi_part",
-        Some(rust_decimal_macros::dec!(10)),
-    )
-    .await;
+    let item = part_payment(&o, &org, "pi_part", "c1".into()).await;
     // Stored: no mark, nothing waits (the figure trails the event by the fan-out's batch).
     assert_eq!(payments_waiting(&o, &org).await, (0, 0));
     assert!(o.env.items_of("waiting").await.is_empty());
@@ -428,13 +407,7 @@ async fn a_record_the_table_refuses_waits_on_the_mark_and_goes_to_a_person() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
     // A contact id past a key's 2,048 bytes: its activity line can never be written.
-    let links = firmspace::payments::invoice::Links {
-        owner: Some("u1".into()),
-        contact_id: Some("c".repeat(2100)),
-        ..Default::default()
-    };
-    let amount = Some(rust_decimal_macros::dec!(10));
-    let item = crate::consequences::payment_linked(&o.env, &org, links, "pi_long", amount).await;
+    let item = part_payment(&o, &org, "pi_long", "c".repeat(2100)).await;
     // Twice (the stream's retry): the notification written once, one mark, one review item.
     for _ in 0..2 {
         fanned_out(&o, &item).await;
@@ -464,13 +437,7 @@ async fn a_record_the_table_refuses_waits_on_the_mark_and_goes_to_a_person() {
 async fn a_replay_of_an_event_whose_consequences_all_happened_settles_a_mark_left_waiting() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
-    let links = firmspace::payments::invoice::Links {
-        owner: Some("u1".into()),
-        contact_id: Some("c1".into()),
-        ..Default::default()
-    };
-    let amount = Some(rust_decimal_macros::dec!(10));
-    let item = crate::consequences::payment_linked(&o.env, &org, links, "pi_old", amount).await;
+    let item = part_payment(&o, &org, "pi_old", "c1".into()).await;
     fanned_out(&o, &item).await;
     // The mark an earlier release put with the event, naming the records the fan-out wrote.
     let records: Vec<String> = firmspace::effects::derive::consequences(&item)
