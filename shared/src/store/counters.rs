@@ -10,9 +10,10 @@
 //! twice, for the organisation and for the deployment ([`Scope`]), each spread over shards by
 //! the counted item's key, so concurrent events seldom meet on one item.
 //!
-//! What waits is not a counter: an event whose consequences are tracked (its item `waits` on
-//! the item that carries them) is put with a waiting mark in its transaction, listed on its
-//! kind's waiting lists; the mark is deleted when the last of them happened
+//! What waits is not a counter: an event that waits on consequences a queue carries has a
+//! waiting mark, listed on its kind's waiting lists, holding their keys (`wait_on`, the
+//! fan-out's, before it sends them; a held SMS event's is put in its own transaction,
+//! `waiting_mark`); the mark is deleted when the last of them happened
 //! (`effects::waiting::settle`), and the operator's figure counts the marks where they are
 //! listed (`ops::events::counts`). A mark is there or not, so the figure cannot drift, and it
 //! costs no counter write on either side.
