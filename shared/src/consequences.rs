@@ -310,6 +310,16 @@ impl Consequence {
     }
 }
 
+/// The keys of the consequences the operator's view tracks (`Consequence::is_tracked`): what a
+/// waiting mark holds of them.
+pub fn tracked_keys(consequences: &[Consequence]) -> Vec<String> {
+    consequences
+        .iter()
+        .filter(|c| c.is_tracked())
+        .map(Consequence::key)
+        .collect()
+}
+
 macro_rules! job {
     ($variant:ident, $ty:ty) => {
         impl TryFrom<Consequence> for $ty {

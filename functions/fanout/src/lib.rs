@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::{operator_org, WorkError};
-use firmspace::effects::{automation, derive, lookalike, told, Consequence, Told};
+use firmspace::effects::{automation, derive, lookalike, told, tracked_keys, Consequence, Told};
 use firmspace::ids::OrgId;
 use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
@@ -31,15 +31,6 @@ fn spent_on(record: &EventRecord) -> Option<(OrgId, EventKind)> {
         _ => return None,
     };
     Some((spent::org_of_pk(pk)?, spent::kind_of_pk(pk)?))
-}
-
-/// The keys of the consequences the operator's view tracks (`Consequence::is_tracked`).
-fn tracked(consequences: &[Consequence]) -> Vec<String> {
-    consequences
-        .iter()
-        .filter(|c| c.is_tracked())
-        .map(Consequence::key)
-        .collect()
 }
 
 pub struct App {
@@ -109,7 +100,7 @@ impl App {
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
         };
         // A paused integration's consequences wait for its resumption, and the event on them.
-        let waits_on = tracked(&consequences);
+        let waits_on = tracked_keys(&consequences);
         match hold::hold_if_paused(&self.store, &item, &pk, &waits_on, now).await {
             Ok(Held::Yes) => {
                 metrics::counter!("consequences_held").increment(1);
@@ -132,7 +123,7 @@ impl App {
             .await?;
         let queued = self.untaken(&pk, queued, now).await?;
         // The event waits on what a queue carries from before it is sent until it happened.
-        self.wait_on(&item, &pk, &tracked(&queued)).await?;
+        self.wait_on(&item, &pk, &tracked_keys(&queued)).await?;
         match self.publisher.publish_from(Some(&pk), &queued).await {
             Ok(published) => {
                 self.requests

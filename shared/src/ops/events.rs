@@ -386,12 +386,7 @@ async fn send_missing(
     let org = OrgId::parse(item.str_of("org")?).map_err(|_| ReplayError::NotFound)?;
     let [missing] = <[_; 1]>::try_from(missing_of(store, &org, vec![item]).await?)
         .map_err(|_| ReplayError::NotFound)?;
-    let waits: Vec<String> = missing
-        .consequences
-        .iter()
-        .filter(|c| c.is_tracked())
-        .map(Consequence::key)
-        .collect();
+    let waits = crate::consequences::tracked_keys(&missing.consequences);
     if let Some(mark) = (!waits.is_empty())
         .then(|| crate::store::counters::wait_on(&missing.carrier, &waits))
         .flatten()
