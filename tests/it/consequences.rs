@@ -14,6 +14,7 @@ use firmspace::money::Currency;
 use firmspace::orgs::{self, Member};
 use firmspace::payments::invoice::{self, Links};
 use firmspace::payments::{register_payment, InvoiceStatus, NewInvoice, PaymentInput, Source};
+use firmspace::store::item::Read;
 use firmspace::store::Item;
 use rust_decimal_macros::dec;
 use serde_json::json;
@@ -102,15 +103,30 @@ pub(crate) async fn payment_linked(
         .expect("event stored")
 }
 
-pub fn stream_event(item: &Item, sequence: &str) -> aws_lambda_events::event::dynamodb::Event {
-    let image: serde_dynamo::Item = item.clone().into();
-    serde_json::from_value(json!({"Records": [{
-        "eventID": sequence, "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
-        "awsRegion": "eu-central-1",
-        "dynamodb": {"ApproximateCreationDateTime": 1764680000.0, "Keys": {}, "NewImage": image,
-                     "SequenceNumber": sequence, "SizeBytes": 100, "StreamViewType": "NEW_IMAGE"}
-    }]}))
-    .expect("a stream event")
+/// A stream batch of one record, `item`'s INSERT at `sequence`, on a shard of its own item (a
+/// record comes again on its shard under its sequence number; the records of two items are
+/// counted apart, whatever sequence numbers a test gives them).
+pub fn stream_event(item: &Item, sequence: &str) -> fanout::Batch {
+    let shard = format!("shardId-{}", item.opt_str("pk").unwrap_or_default());
+    stream_batch(&shard, &[(sequence, item)])
+}
+
+/// A stream batch of `shard`: each item's INSERT at its sequence number, in order.
+pub fn stream_batch(shard: &str, records: &[(&str, &Item)]) -> fanout::Batch {
+    let records: Vec<serde_json::Value> = records
+        .iter()
+        .map(|(sequence, item)| {
+            let image: serde_dynamo::Item = (*item).clone().into();
+            json!({
+                "eventID": sequence, "eventName": "INSERT", "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb", "awsRegion": "eu-central-1",
+                "dynamodb": {"ApproximateCreationDateTime": 1764680000.0, "Keys": {},
+                    "NewImage": image, "SequenceNumber": sequence, "SizeBytes": 100,
+                    "StreamViewType": "NEW_IMAGE"}
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({"shardId": shard, "Records": records})).expect("a stream batch")
 }
 
 /// The fan-out over three fresh queues in ministack: the SQS client, the queues, the app.

@@ -155,7 +155,7 @@ async fn thirty_concurrent_top_ups_of_one_wallet_all_land_once() {
 }
 
 #[tokio::test]
-async fn a_bank_row_costs_one_write_with_its_count_new_or_repeat_and_a_changed_row_is_a_conflict() {
+async fn a_bank_row_costs_one_conditional_put_new_or_repeat_and_a_changed_row_is_a_conflict() {
     use firmspace::bank::{self, Arrival, BankRow, BankTx};
     let env = TestEnv::new().await;
     let org = fixtures::org(&env).await.id;
@@ -189,10 +189,10 @@ async fn a_bank_row_costs_one_write_with_its_count_new_or_repeat_and_a_changed_r
     assert_eq!(
         counted,
         [
-            (true, vec!["TransactWriteItems".to_owned()]),
-            (false, vec!["TransactWriteItems".to_owned()])
+            (true, vec!["PutItem".to_owned()]),
+            (false, vec!["PutItem".to_owned()])
         ],
-        "no read first: the row and its count in one transaction, refused whole for a repeat"
+        "no read first: one conditional put (the fan-out counts the row), refused for a repeat"
     );
     let changed = tx(dec!(41));
     match bank::store_row(&env.store, &changed).await.unwrap() {

@@ -4,10 +4,12 @@
 //! so no crash between "stored" and "done" can lose one. What is cheap and bounded it does at
 //! once, each under its own key (what tells people, a trigger no rule takes, a payment's
 //! lookalike check); what calls out or may be large goes to its queue, with the event's waiting
-//! mark holding its keys. A retry after a partial failure is harmless.
+//! mark holding its keys. A retry after a partial failure is harmless. It also counts the
+//! stored events of each batch for the operator's figures, once per stream shard
+//! (`store::stream_counts`).
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use aws_lambda_events::event::streams::DynamoDbBatchItemFailure;
 use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues, Refused};
@@ -19,9 +21,12 @@ use firmspace::review::{Kind, Reason, ReviewItem};
 use firmspace::store::item::Read;
 use firmspace::store::lists::EventKind;
 use firmspace::store::spent::{self, Spent};
+use firmspace::store::stream_counts;
 use firmspace::store::{Item, Store, StoreError};
 use lambda_runtime::LambdaEvent;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The organisation and kind of event a stream record is, for what its batch cost.
@@ -31,6 +36,50 @@ fn spent_on(record: &EventRecord) -> Option<(OrgId, EventKind)> {
         _ => return None,
     };
     Some((spent::org_of_pk(pk)?, spent::kind_of_pk(pk)?))
+}
+
+/// A batch of one stream shard, as the event source mapping hands it over. Its tumbling window
+/// (the template's) is what names the shard; the state it carries is not used. A batch with no
+/// shard id comes from a stream of one shard (the local emulator's), named by its stream.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Batch {
+    #[serde(flatten)]
+    pub event: Event,
+    #[serde(default, rename = "shardId")]
+    pub shard_id: Option<String>,
+}
+
+impl Batch {
+    /// The stream shard the batch is of.
+    pub fn shard(&self) -> String {
+        self.shard_id
+            .clone()
+            .or_else(|| {
+                self.event
+                    .records
+                    .iter()
+                    .find_map(|r| r.event_source_arn.clone())
+            })
+            .unwrap_or_else(|| "stream".into())
+    }
+}
+
+impl From<Event> for Batch {
+    fn from(event: Event) -> Self {
+        Self {
+            event,
+            shard_id: None,
+        }
+    }
+}
+
+/// The records to retry (from the first failed on), and the window's state (none is kept; an
+/// answer without it is a failed invocation when the mapping has a window).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Response {
+    #[serde(rename = "batchItemFailures")]
+    pub batch_item_failures: Vec<DynamoDbBatchItemFailure>,
+    pub state: HashMap<String, String>,
 }
 
 pub struct App {
@@ -61,19 +110,24 @@ impl App {
 
     pub async fn handle(
         &self,
-        event: LambdaEvent<Event>,
-    ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
+        event: LambdaEvent<Batch>,
+    ) -> Result<Response, lambda_runtime::Error> {
         let response = self.process(event.payload, Utc::now()).await;
         firmspace::telemetry::flush_metrics();
         Ok(response)
     }
 
-    /// Publishes the consequences of each record in order; at the first failure the rest of the
-    /// batch is reported failed from that record on (the stream retries from there).
-    pub async fn process(&self, event: Event, now: DateTime<Utc>) -> DynamoDbEventResponse {
-        let mut response = DynamoDbEventResponse::default();
+    /// Counts the batch's stored events, then publishes the consequences of each record in
+    /// order; at the first failure the rest of the batch is reported failed from that record on
+    /// (the stream retries from there; a count that failed, from the first).
+    pub async fn process(&self, batch: Batch, now: DateTime<Utc>) -> Response {
+        let mut response = Response::default();
+        if let Err(first) = self.count(&batch).await {
+            response.batch_item_failures.extend(first);
+            return response;
+        }
         let mut about = Vec::new();
-        for record in event.records {
+        for record in batch.event.records {
             if record.event_name != "INSERT" {
                 continue;
             }
@@ -90,6 +144,36 @@ impl App {
         self.spent.invocation(&self.store, sqs, &about, now);
         self.spent.flush_due(&self.store).await;
         response
+    }
+
+    /// Adds the batch's stored events to the operator's counts, once per stream shard; when it
+    /// cannot, the whole batch is to be retried (its first record failed).
+    async fn count(&self, batch: &Batch) -> Result<(), Option<DynamoDbBatchItemFailure>> {
+        let items: Vec<(&str, Item)> = batch
+            .event
+            .records
+            .iter()
+            .filter(|r| r.event_name == "INSERT")
+            .map(|r| {
+                let item: Item = r.change.new_image.clone().into();
+                (
+                    r.change.sequence_number.as_deref().unwrap_or_default(),
+                    item,
+                )
+            })
+            .collect();
+        let records: Vec<(&str, &Item)> = items.iter().map(|(seq, item)| (*seq, item)).collect();
+        match stream_counts::count(&self.store, &batch.shard(), &records).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::error!(error.message = %e, "could not count the batch's events");
+                Err(batch.event.records.first().map(|r| {
+                    let mut failure = DynamoDbBatchItemFailure::default();
+                    failure.item_identifier = r.change.sequence_number.clone();
+                    failure
+                }))
+            }
+        }
     }
 
     async fn one(&self, record: &EventRecord, now: DateTime<Utc>) -> Result<(), ()> {

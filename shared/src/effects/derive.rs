@@ -6,7 +6,8 @@ use crate::payments::event::{self, PaymentEvent};
 use crate::store::item::Read;
 use crate::store::{Item, StoreError};
 
-/// Event kinds the stream hands to the fan-out (the event source mapping filters on these).
+/// Event kinds the stream hands to the fan-out (the event source mapping filters on these): to
+/// derive their consequences and to count them.
 pub const EVENT_KINDS: &[&str] = &[
     event::KIND,
     crate::messages::KIND,
@@ -15,6 +16,8 @@ pub const EVENT_KINDS: &[&str] = &[
     crate::bank::CONFIRMATION,
     crate::leads::KIND,
     crate::payments::credit::KIND,
+    // No consequences of its own (an incoming SMS's are its message's), but counted.
+    crate::ledger::ACK_KIND,
 ];
 
 /// The consequences of one newly stored item; items that are not events yield none.

@@ -2,13 +2,18 @@
 //! week's chart is a handful of reads whatever an organisation's volume, and the admin's
 //! summary of every organisation as many.
 //!
-//! They are kept where the counted thing is written: every transaction that puts an event on
-//! its kind's list (`lists::events_pk`), a review item on the open list or a run in a state
-//! that needs a person adds one to a counter in the same transaction (`with_counts`); a
-//! resolution (`resolved`) and a run's move (`run_moved`) take one off in their own. Nothing
-//! counted is written without its count, so the counters stay exact. Each counter is kept
-//! twice, for the organisation and for the deployment ([`Scope`]), each spread over shards by
-//! the counted item's key, so concurrent events seldom meet on one item.
+//! Stored events are counted by the fan-out, off the table's stream it reads anyway: one
+//! update per counter item a batch touches, each held to its stream shard's checkpoint, so a
+//! batch delivered again counts nothing twice (`store::stream_counts`). A figure trails its
+//! event by the fan-out's batch (about a second), never more.
+//!
+//! The rest are kept where the counted thing is written: every transaction that puts a review
+//! item on the open list or a run in a state that needs a person adds one to a counter in the
+//! same transaction (`with_counts`); a resolution (`resolved`) and a run's move (`run_moved`)
+//! take one off in their own. Nothing counted is written without its count, so the counters
+//! stay exact. Each counter is kept twice, for the organisation and for the deployment
+//! ([`Scope`]), each spread over shards (by the counted item's key; a day's events, by the
+//! stream shard that counted them), so concurrent writers seldom meet on one item.
 //!
 //! What waits is not a counter: an event that waits on consequences a queue carries has a
 //! waiting mark, listed on its kind's waiting lists, holding their keys (`wait_on`, the
@@ -25,7 +30,7 @@ use super::lists::{EventKind, List};
 use super::{Item, Step, Store, StoreError, Update};
 use crate::ids::OrgId;
 use aws_sdk_dynamodb::types::AttributeValue;
-use chrono::{DateTime, Duration, DurationRound, NaiveDate, Timelike, Utc};
+use chrono::{DateTime, Duration, DurationRound, NaiveDate, Utc};
 use std::collections::{BTreeMap, HashMap};
 
 /// Items each counter of an organisation is spread over.
@@ -42,7 +47,7 @@ fn hash(pk: &str) -> u64 {
 
 /// Whose counters: one organisation's, or the deployment's (every organisation's added up, so
 /// the admin's summary reads as many items for a thousand organisations as for one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Scope<'a> {
     Org(&'a str),
     All,
@@ -63,13 +68,13 @@ impl Scope<'_> {
         }
     }
 
-    fn shard_of(self, pk: &str) -> u64 {
+    pub(super) fn shard_of(self, pk: &str) -> u64 {
         hash(pk) % self.shards()
     }
 }
 
 /// One day's stored events, one shard: `{kind}_{HH}` per kind and hour.
-fn day_pk(scope: Scope, day: NaiveDate, shard: u64) -> String {
+pub(super) fn day_pk(scope: Scope, day: NaiveDate, shard: u64) -> String {
     format!("{}#COUNTS#{day}#{shard}", scope.prefix())
 }
 
@@ -85,7 +90,7 @@ fn tally_pk(scope: Scope, shard: u64) -> String {
     format!("{}#TALLY#{shard}", scope.prefix())
 }
 
-fn hour_attr(kind: &str, hour: u32) -> String {
+pub(super) fn hour_attr(kind: &str, hour: u32) -> String {
     format!("{kind}_{hour:02}")
 }
 
@@ -138,11 +143,6 @@ pub fn waiting_at(position: &str) -> Option<&str> {
 /// One change to a counter: which counter, attribute, and by how much.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Change {
-    /// An event of `kind` stored in this hour.
-    Stored {
-        at: DateTime<Utc>,
-        kind: String,
-    },
     Open {
         reason: String,
     },
@@ -168,7 +168,7 @@ fn marker(source: &str, event: &str, org: &str, kind: EventKind, position: &str)
 }
 
 /// An event item's organisation, kind and place on its kind's list.
-fn listed(item: &Item) -> Option<(&str, EventKind, &str)> {
+pub(super) fn listed(item: &Item) -> Option<(&str, EventKind, &str)> {
     let list = item.opt_str("gsi2pk")?;
     let (org, kind) = list.strip_prefix("ORG#")?.split_once("#EVENTS#")?;
     Some((org, EventKind::parse(kind)?, item.opt_str("gsi2sk")?))
@@ -229,18 +229,12 @@ fn counted(item: &Item) -> Option<(Vec<Change>, String, Vec<Item>)> {
         return Some((vec![Change::Orgs], item.opt_str("org")?.to_owned(), vec![]));
     }
     match List::of(item.opt_str("gsi2pk")?)? {
-        List::Events { org, kind } => {
-            let position = item.opt_str("gsi2sk")?;
-            let at = crate::time::parse(position.split_once('#')?.0)?;
-            let kind = kind.name();
-            let stored = Change::Stored {
-                at,
-                kind: kind.to_owned(),
-            };
-            // What waits is the marks themselves, counted where they are listed: no tally. A
-            // held event is put with its mark (its decision is what it waits on).
-            let marks = waiting_mark(item).into_iter().collect();
-            Some((vec![stored], org.as_str().to_owned(), marks))
+        // An event is counted by the fan-out (`stream_counts`). What waits is the marks
+        // themselves, counted where they are listed: a held event is put with its mark (its
+        // decision is what it waits on).
+        List::Events { org, .. } => {
+            let marks: Vec<Item> = waiting_mark(item).into_iter().collect();
+            (!marks.is_empty()).then(|| (vec![], org.as_str().to_owned(), marks))
         }
         List::Review { org, state } if state == "open" => {
             let reason = item.opt_str("reason")?.to_owned();
@@ -275,10 +269,6 @@ fn updates(changes: &[(String, String, Change, i64)]) -> Vec<Step> {
         for scope in scopes {
             let shard = scope.shard_of(key);
             let (pk, attr) = match change {
-                Change::Stored { at, kind } => (
-                    day_pk(*scope, at.date_naive(), shard),
-                    hour_attr(kind, at.hour()),
-                ),
                 Change::Open { reason } => (open_pk(*scope, shard), reason.clone()),
                 Change::Tally { attr } => (tally_pk(*scope, shard), attr.clone()),
                 Change::Orgs => (tally_pk(*scope, shard), "orgs".into()),
@@ -331,7 +321,7 @@ pub fn with_counts(steps: &[Step]) -> Option<Vec<Step>> {
         item.remove(WAITS);
         all.push(Step::PutNew(item));
     }
-    if changes.is_empty() {
+    if changes.is_empty() && marks.is_empty() {
         return None;
     }
     all.extend(marks);
@@ -526,29 +516,22 @@ mod tests {
     }
 
     #[test]
-    fn an_event_put_adds_one_to_its_kinds_hour_in_the_same_transaction() {
+    fn an_event_put_carries_no_counter_the_fan_out_counts_it() {
         let org = OrgId::generate();
         let steps = vec![event(&org, "p1", "2026-12-03T17:59:59Z")];
-        let all = with_counts(&steps).expect("counted");
-        assert_eq!(
-            all.len(),
-            3,
-            "the organisation's counter and the deployment's"
-        );
-        assert!(
-            matches!(&all[1], Step::Update { pk, .. } if pk.starts_with("ALL#COUNTS#2026-12-03#"))
-        );
-        let Step::Update { pk, update } = &all[2] else {
-            panic!("{all:?}")
-        };
-        assert!(pk.starts_with(&org.pk("COUNTS#2026-12-03#")), "{pk}");
-        assert_eq!(
-            update,
-            &Update::new()
-                .set("kind", s("counter"))
-                .set("org", s(org.as_str()))
-                .add("payment_17", n(1))
-        );
+        assert!(with_counts(&steps).is_none(), "{steps:?}");
+    }
+
+    fn open_item(org: &OrgId, key: &str) -> Step {
+        let pk = org.pk(&format!("REVIEW#unknown_invoice#{key}"));
+        let item = Builder::new(&pk, "review", org.as_str())
+            .str("reason", "unknown_invoice")
+            .index(
+                &super::super::lists::review_pk(org, "open"),
+                &format!("2026-12-03T17:00:00Z#{key}"),
+            )
+            .build();
+        Step::PutNew(item)
     }
 
     #[test]
@@ -557,7 +540,10 @@ mod tests {
         // Keys that land on the same shard.
         let (a, b) = (0..100)
             .map(|i| format!("k{i}"))
-            .map(|k| (shard(&org.pk(&format!("PAYMENT#{k}"))), k))
+            .map(|k| {
+                let pk = org.pk(&format!("REVIEW#unknown_invoice#{k}"));
+                (shard(&pk), k)
+            })
             .fold(HashMap::<u64, Vec<String>>::new(), |mut m, (s, k)| {
                 m.entry(s).or_default().push(k);
                 m
@@ -566,16 +552,22 @@ mod tests {
             .find(|ks| ks.len() >= 2)
             .map(|ks| (ks[0].clone(), ks[1].clone()))
             .unwrap();
-        let steps = vec![
-            event(&org, &a, "2026-12-03T17:00:00Z"),
-            event(&org, &b, "2026-12-03T17:30:00Z"),
-        ];
-        let all = with_counts(&steps).unwrap();
-        let org_counters = all
+        let all = with_counts(&[open_item(&org, &a), open_item(&org, &b)]).unwrap();
+        let org_counters: Vec<&Step> = all
             .iter()
-            .filter(|s| s.pk().is_some_and(|pk| pk.starts_with(&org.pk("COUNTS#"))))
-            .count();
-        assert_eq!(org_counters, 1, "{all:?}");
+            .filter(|s| s.pk().is_some_and(|pk| pk.starts_with(&org.pk("OPEN#"))))
+            .collect();
+        assert_eq!(org_counters.len(), 1, "{all:?}");
+        let Step::Update { update, .. } = org_counters[0] else {
+            panic!("{all:?}")
+        };
+        assert_eq!(
+            update,
+            &Update::new()
+                .set("kind", s("counter"))
+                .set("org", s(org.as_str()))
+                .add("unknown_invoice", n(2))
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod lists;
 mod read;
 pub mod schema;
 pub mod spent;
+pub mod stream_counts;
 mod transact;
 mod update;
 pub mod write;
@@ -304,7 +305,8 @@ impl Store {
             Some(AttributeValue::S(pk)) => Some(pk.clone()),
             _ => None,
         };
-        // A counted item (an event, an open review item) is put with its count.
+        // A counted item (an open review item; a held event, with its waiting mark) is put
+        // with what comes with it.
         if let Some(steps) = counters::with_counts(&[Step::PutNew(item.clone())]) {
             let pk = item_pk.unwrap_or_default();
             return match self.transact_counted(steps).await? {

@@ -25,6 +25,8 @@ async fn the_counters_equal_a_full_count_after_a_concurrent_mixed_load() {
         bank_rows(&o, &key),
         reviews(&o, &org)
     );
+    // The stream read as far as it is written: what the fan-out counts.
+    o.streamed().await;
     let (events, open) = full_count(&o, &org).await;
     let stored = |kind| {
         events
@@ -219,4 +221,107 @@ async fn full_count(o: &Ops, org: &OrgId) -> (Events, BTreeMap<String, u64>) {
         }
     }
     (events, open)
+}
+
+/// What the fan-out has counted of `org`'s calls today.
+async fn calls_counted(o: &Ops, org: &OrgId) -> u64 {
+    let midnight = Utc::now().duration_trunc(Duration::days(1)).unwrap();
+    counters::read(&o.env.store, org, Utc::now(), 1)
+        .await
+        .unwrap()
+        .since(EventKind::Call, midnight)
+}
+
+/// `n` calls through the api (`{prefix}-{i}`), as stored, oldest first.
+async fn stored_calls(o: &Ops, key: &str, prefix: &str, n: usize) -> Vec<firmspace::store::Item> {
+    for i in 0..n {
+        let body = json!({"call_id": format!("{prefix}-{i}"), "direction": "inbound",
+            "peer": format!("+3804412345{i:02}"), "status": "completed", "duration": 5});
+        let (status, _) = api_support::call(&o.api, "POST", "/api/calls", key, body).await;
+        assert!(status == 200 || status == 201);
+    }
+    let mut calls: Vec<_> = o
+        .env
+        .items_of("call")
+        .await
+        .into_iter()
+        .filter(|i| {
+            i.opt_str("call_id")
+                .is_some_and(|c| c.starts_with(&format!("{prefix}-")))
+        })
+        .collect();
+    calls.sort_by_key(|i| i.opt_str("gsi2sk").map(str::to_owned));
+    assert_eq!(calls.len(), n);
+    calls
+}
+
+/// The stream hands a batch over again after a failure: whole, halved, or from a failed record
+/// on with later records. Each event is counted once however it comes; two shards with the same
+/// sequence numbers count apart; the same batch counted twice at once counts once.
+#[tokio::test]
+async fn a_batch_delivered_again_in_any_shape_counts_each_event_once() {
+    let o = Ops::new().await;
+    let (key, org) = super::org_by_key(&o).await;
+    let calls = stored_calls(&o, &key, "a", 8).await;
+    let seqs: Vec<String> = (0..8).map(|i| format!("{}", 98 + i)).collect();
+    let records = |range: std::ops::Range<usize>| -> Vec<(&str, &firmspace::store::Item)> {
+        range.map(|i| (seqs[i].as_str(), &calls[i])).collect()
+    };
+    let (_, _, fanout) = crate::consequences::fanout_app(&o.env).await;
+    let on = |shard: &str, range| crate::consequences::stream_batch(shard, &records(range));
+    assert_eq!(
+        calls_counted(&o, &org).await,
+        0,
+        "stored, not yet read off the stream"
+    );
+
+    let out = fanout.process(on("shard-a", 0..5), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(
+        calls_counted(&o, &org).await,
+        5,
+        "98 to 102 (99 sorts before 100)"
+    );
+    fanout.process(on("shard-a", 0..5), Utc::now()).await;
+    assert_eq!(calls_counted(&o, &org).await, 5, "the same batch again");
+    fanout.process(on("shard-a", 0..2), Utc::now()).await;
+    assert_eq!(calls_counted(&o, &org).await, 5, "its first half again");
+    fanout.process(on("shard-a", 3..8), Utc::now()).await;
+    assert_eq!(
+        calls_counted(&o, &org).await,
+        8,
+        "from a failed record on, with three later ones"
+    );
+
+    // Another shard's records under the same sequence numbers are its own.
+    let more = stored_calls(&o, &key, "b", 3).await;
+    let other: Vec<(&str, &firmspace::store::Item)> =
+        (0..3).map(|i| (seqs[i].as_str(), &more[i])).collect();
+    fanout
+        .process(
+            crate::consequences::stream_batch("shard-b", &other),
+            Utc::now(),
+        )
+        .await;
+    assert_eq!(calls_counted(&o, &org).await, 11);
+
+    // The same batch counted twice at once (a function cut off and its batch handed over).
+    let last = stored_calls(&o, &key, "c", 4).await;
+    let batch: Vec<(&str, &firmspace::store::Item)> =
+        (0..4).map(|i| (seqs[i].as_str(), &last[i])).collect();
+    let store = &o.env.store;
+    let (one, two) = tokio::join!(
+        firmspace::store::stream_counts::count(store, "shard-c", &batch),
+        firmspace::store::stream_counts::count(store, "shard-c", &batch)
+    );
+    assert_eq!(
+        one.unwrap() + two.unwrap(),
+        2,
+        "one write per scope: the organisation's item and the deployment's"
+    );
+    assert_eq!(calls_counted(&o, &org).await, 15);
+    // The deployment's figure is the same (this table holds one organisation).
+    let all = counters::read_all(store, Utc::now(), 1).await.unwrap();
+    let midnight = Utc::now().duration_trunc(Duration::days(1)).unwrap();
+    assert_eq!(all.since(EventKind::Call, midnight), 15);
 }

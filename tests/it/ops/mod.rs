@@ -36,6 +36,8 @@ pub struct Ops {
     pub app: ops::App,
     pub sqs: aws_sdk_sqs::Client,
     pub consequences: Consequences,
+    /// The events `streamed` has fanned out.
+    streamed: tokio::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Ops {
@@ -79,6 +81,7 @@ impl Ops {
             app,
             sqs,
             consequences,
+            streamed: Default::default(),
         }
     }
 
@@ -87,6 +90,45 @@ impl Ops {
         Self {
             app: self.app.with_consumers(consumers),
             ..self
+        }
+    }
+
+    /// The fan-out over this table's stream as far as it is written: every stored event not
+    /// streamed yet (all of them on the first call) goes through the fan-out on one stream
+    /// shard, in batches of 100, in the order of their places on their lists. What it counts
+    /// is what the operator's figures read; what it sends goes to these queues.
+    pub async fn streamed(&self) {
+        use firmspace::store::item::Read;
+        let fanout = fanout::App::new(
+            Publisher {
+                sqs: self.sqs.clone(),
+                queues: self.consequences.clone(),
+            },
+            self.env.store.clone(),
+        );
+        let mut events: Vec<firmspace::store::Item> = self
+            .env
+            .items()
+            .await
+            .into_iter()
+            .filter(|i| i.opt_str("gsi2pk").is_some_and(|l| l.contains("#EVENTS#")))
+            .collect();
+        events.sort_by_key(|i| i.opt_str("gsi2sk").map(str::to_owned));
+        let mut streamed = self.streamed.lock().await;
+        events.retain(|i| !streamed.contains(i.opt_str("pk").unwrap_or_default()));
+        for chunk in events.chunks(100) {
+            let records: Vec<(String, &firmspace::store::Item)> = chunk
+                .iter()
+                .map(|i| {
+                    streamed.insert(i.opt_str("pk").unwrap_or_default().to_owned());
+                    (format!("{}", 1000 + streamed.len()), i)
+                })
+                .collect();
+            let records: Vec<(&str, &firmspace::store::Item)> =
+                records.iter().map(|(seq, i)| (seq.as_str(), *i)).collect();
+            let batch = crate::consequences::stream_batch("shardId-ops", &records);
+            let out = Box::pin(fanout.process(batch, chrono::Utc::now())).await;
+            assert!(out.batch_item_failures.is_empty(), "{out:?}");
         }
     }
 

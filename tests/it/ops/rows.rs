@@ -196,7 +196,13 @@ async fn each_row_says_what_it_is_and_the_list_finds_an_event_by_time_and_text()
         "{notes}"
     );
     let (_, summary) = o.get("/ops/summary", &key).await;
+    assert_eq!(
+        summary["events"]["lead"]["today"], 0,
+        "counted once the fan-out reads it: {summary}"
+    );
+    o.streamed().await;
+    let (_, summary) = o.get("/ops/summary", &key).await;
     assert_eq!(summary["events"]["lead"]["today"], 1, "{summary}");
-    // Not yet read by the fan-out: it waits on nothing yet.
+    // Read by the fan-out: no queue carries what it implies, so it waits on nothing.
     assert_eq!(summary["events"]["credit_note"]["waiting"], 0, "{summary}");
 }
