@@ -24,8 +24,8 @@ use std::time::Duration;
 
 /// What the budgets are: (write units, read units, SQS requests) an event may cost, its
 /// consequences included.
-const NEW_PAYMENT: (f64, f64, usize) = (12.0, 4.0, 0);
-const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 2.0, 0);
+const NEW_PAYMENT: (f64, f64, usize) = (12.0, 3.0, 0);
+const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 1.0, 0);
 const NEW_MESSAGE: (f64, f64, usize) = (15.0, 5.0, 0);
 const NEW_SMS_DEBIT: (f64, f64, usize) = (15.0, 6.0, 0);
 

@@ -16,6 +16,8 @@ struct Bump<'a> {
     org: &'a OrgId,
     writer: usize,
     decisions: &'a AtomicUsize,
+    /// Read stale first, and whether a new number then holds (a repeat always does).
+    stale: Option<bool>,
 }
 
 impl Bump<'_> {
@@ -33,6 +35,14 @@ impl Decision for Bump<'_> {
             self.org.pk(&format!("BUMP#{}", self.writer)),
             self.counter(),
         ]
+    }
+
+    fn reads_stale_first(&self) -> bool {
+        self.stale.is_some()
+    }
+
+    fn stale_holds(&self, plan: &Plan<u64>) -> bool {
+        matches!(plan, Plan::Done(_)) || self.stale == Some(true)
     }
 
     fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<u64>, StoreError> {
@@ -72,8 +82,50 @@ async fn bump(store: &Store, org: &OrgId, writer: usize, decisions: &AtomicUsize
         org,
         writer,
         decisions,
+        stale: None,
     };
     store.write(&mut decision, Utc::now()).await.unwrap()
+}
+
+/// A decision that reads stale first writes what holds on that read at once, decides again
+/// on a consistent read what does not, and answers a repeat off the stale read.
+#[tokio::test]
+async fn a_stale_first_read_decides_again_consistently_unless_the_plan_holds() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let decisions = AtomicUsize::new(0);
+    let mut calls = Vec::new();
+    for (writer, stale) in [(1, Some(false)), (2, Some(true)), (2, Some(false))] {
+        decisions.store(0, Ordering::SeqCst);
+        env.calls.clear();
+        let mut decision = Bump {
+            org: &org,
+            writer,
+            decisions: &decisions,
+            stale,
+        };
+        let written = env.store.write(&mut decision, Utc::now()).await.unwrap();
+        calls.push((
+            matches!(written, Written::New(_)),
+            decisions.load(Ordering::SeqCst),
+            env.calls.take(),
+        ));
+    }
+    let batch = "BatchGetItem".to_owned();
+    assert_eq!(
+        calls,
+        [
+            (
+                true,
+                2,
+                vec![batch.clone(), batch.clone(), "TransactWriteItems".into()]
+            ),
+            (true, 1, vec![batch.clone(), "TransactWriteItems".into()]),
+            (false, 1, vec![batch]),
+        ],
+        "a plan that does not hold is read and decided again; one that holds, and a repeat, are not"
+    );
+    assert_eq!(env.count("bump").await, 2);
 }
 
 #[tokio::test]

@@ -213,7 +213,8 @@ impl<'a, C: Confirm> Register<'a, C> {
     }
 
     /// The stored event met again, answering with its invoice as it is now: the invoice was
-    /// read in the same consistent batch as the event (a repeat costs that one read). A copy
+    /// read in the same batch as the event (a repeat costs that one read, eventually
+    /// consistent: at most a second old, and never older than the booking, below). A copy
     /// that lost the race to its twin read the invoice before the twin booked: that read is
     /// older than the booking, so the invoice is answered as the booking left it (stored with
     /// the first answer), never a version before the one `first_applied` names.
@@ -272,6 +273,32 @@ impl<C: Confirm> Decision for Register<'_, C> {
         pks.extend(self.link.map(|l| l.pk.clone()));
         pks.extend(self.sibling_pk.clone());
         pks
+    }
+
+    fn reads_stale_first(&self) -> bool {
+        true
+    }
+
+    /// A repeat holds on a stale read: the event never changes once written, and the invoice
+    /// it answers with is never older than the booking (`repeat`); so does a booking that
+    /// moves the invoice, held to the version read (the counterpart and the other source's key
+    /// are held by `Present` / `Absent`). A payment on no invoice relies on nothing read. What
+    /// relies on an invoice it does not move (closed, absent), on a bank row's link or on a
+    /// reversal's refunds is decided again on a consistent read.
+    fn stale_holds(&self, plan: &Plan<PaymentEvent>) -> bool {
+        let steps = match plan {
+            Plan::Done(_) => return true,
+            Plan::Write { steps, .. } | Plan::Acknowledge { steps, .. } => steps,
+        };
+        if self.link.is_some() || self.input.reverses.is_some() {
+            return false;
+        }
+        match &self.invoice_pk {
+            None => true,
+            Some(invoice) => steps
+                .iter()
+                .any(|step| matches!(step, Step::Update { pk, .. } if pk == invoice)),
+        }
     }
 
     async fn prepare(&mut self, seen: &Seen) -> Result<(), PaymentError> {

@@ -11,6 +11,17 @@ impl Store {
     /// Strongly consistent reads (`BatchGetItem`, one call per 100 keys), in the order of `pks`.
     /// Keys DynamoDB leaves unprocessed are asked for again.
     pub async fn get_many(&self, pks: &[String]) -> Result<Vec<Option<Item>>, StoreError> {
+        self.get_many_as(pks, true).await
+    }
+
+    /// [`Store::get_many`], consistent or not: an eventually consistent read costs half the
+    /// units and may miss what was written in the last second or so (`write`'s stale first
+    /// read, for a decision that says what of it holds so).
+    pub async fn get_many_as(
+        &self,
+        pks: &[String],
+        consistent: bool,
+    ) -> Result<Vec<Option<Item>>, StoreError> {
         let mut found: HashMap<String, Item> = HashMap::new();
         let mut unique: Vec<&String> = pks.iter().collect();
         unique.sort();
@@ -24,7 +35,7 @@ impl Store {
             wanted.extend(waiting.drain(..room.min(waiting.len())));
             let keys = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut wanted)))
-                .consistent_read(true)
+                .consistent_read(consistent)
                 .build()
                 .expect("keys are set");
             let out = Box::pin(

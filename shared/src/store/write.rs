@@ -3,6 +3,13 @@
 //! conditional `PutItem` or `UpdateItem`: `Store::commit`), and on a lost condition back off and
 //! decide again.
 //!
+//! A decision may ask for its first read eventually consistent (`Decision::reads_stale_first`:
+//! half the read units), when it can tell which of its plans hold on items up to a second old
+//! (`Decision::stale_holds`): a repeat answered from an event's own item, which never changes
+//! once written; a plan whose every read item is held by a step (an update held to the version
+//! read, a put of a key read absent). Any other plan, or a refusal, is decided again on a
+//! consistent read before anything is written or answered.
+//!
 //! A domain supplies a [`Decision`]; the store owns the loop, the backoff and the one attempt
 //! limit. The result is a [`Written`]: new, a repeat of what is stored, or a conflict (the same
 //! key with another payload). Only the edge turns that into an answer.
@@ -150,6 +157,18 @@ pub trait Decision: Send + Sync {
         true
     }
 
+    /// Whether the first read may be eventually consistent (see the module's comment).
+    fn reads_stale_first(&self) -> bool {
+        false
+    }
+
+    /// Whether `plan`, decided on a read that may be a second old, holds as it is: true only
+    /// when every read item it relies on either never changes once written or is held by one of
+    /// its steps. Asked only of a decision that reads stale first.
+    fn stale_holds(&self, _plan: &Plan<Self::Out>) -> bool {
+        false
+    }
+
     /// Work done before deciding, at most once however often the write is retried (asking a
     /// provider to confirm a payment, fetching a message's attachments). Called before every
     /// decision; an implementation keeps what it did.
@@ -182,16 +201,25 @@ impl Store {
         let keys = decision.keys();
         let mut seen = Seen(vec![None; keys.len()]);
         let mut fresh = !decision.reads();
+        // Whether `seen` may be stale: only the first read, and only when the decision can tell
+        // what holds on it.
+        let mut stale = decision.reads() && decision.reads_stale_first();
         let mut rounds = Rounds::until(deadline);
         while rounds.next().await {
             if !fresh {
-                seen = Seen(self.get_many(&keys).await?);
+                seen = Seen(self.get_many_as(&keys, !stale).await?);
             }
             fresh = false;
             // The event's key taken meanwhile hands its holder over: decide again at once.
             loop {
                 decision.prepare(&seen).await?;
-                let (steps, out, repeat) = match decision.decide(&seen, now)? {
+                let decided = decision.decide(&seen, now);
+                if stale && !matches!(&decided, Ok(plan) if decision.stale_holds(plan)) {
+                    stale = false;
+                    seen = Seen(self.get_many(&keys).await?);
+                    continue;
+                }
+                let (steps, out, repeat) = match decided? {
                     Plan::Done(written) => return Ok(written),
                     Plan::Write { steps, out } => (steps, out, false),
                     Plan::Acknowledge { steps, out } => (steps, out, true),
@@ -205,7 +233,11 @@ impl Store {
                         step: 0,
                         existing: Some(item),
                     } if first && seen.stored().is_none() => seen.hold(0, item),
-                    _ => break,
+                    // Something moved: the next round reads consistently.
+                    _ => {
+                        stale = false;
+                        break;
+                    }
                 }
             }
         }
