@@ -179,6 +179,7 @@ impl App {
     async fn one(&self, record: &EventRecord, now: DateTime<Utc>) -> Result<(), ()> {
         let item: Item = record.change.new_image.clone().into();
         let pk = item.opt_str("pk").unwrap_or_default().to_owned();
+        self.conversation_moved(&item, &pk).await?;
         let consequences = match derive::consequences(&item) {
             Ok(c) => c,
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
@@ -219,6 +220,22 @@ impl App {
             }
             Err(e) => {
                 tracing::error!(item = %pk, error.message = %e, error.cause_chain = ?e, "publish failed");
+                Err(())
+            }
+        }
+    }
+
+    /// A message stored into a conversation that was there moves it forward (its time and its
+    /// place on the list): part of storing the message, so before any pause is looked at. A
+    /// refusal is a later message there first.
+    async fn conversation_moved(&self, item: &Item, pk: &str) -> Result<(), ()> {
+        let Some((conversation, update)) = firmspace::messages::conversation::moved_by(item) else {
+            return Ok(());
+        };
+        match self.store.update_if(&conversation, &update).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::error!(item = %pk, error.message = %e, "could not move the conversation forward");
                 Err(())
             }
         }

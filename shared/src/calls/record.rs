@@ -52,6 +52,16 @@ impl Decision for RecordCall<'_> {
         ]
     }
 
+    fn reads_stale_first(&self) -> bool {
+        true
+    }
+
+    /// Every plan holds on a stale read: a stored call never changes, and the caller's identity
+    /// read absent is put under `attribute_not_exists` (one read present is there).
+    fn stale_holds(&self, _plan: &Plan<Call>) -> bool {
+        true
+    }
+
     fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<Call>, StoreError> {
         let input = self.input;
         if let Some(item) = seen.stored() {

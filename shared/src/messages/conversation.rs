@@ -38,6 +38,24 @@ pub(crate) fn conversations_list(org: &OrgId) -> String {
     org.pk("CONVERSATIONS")
 }
 
+/// On a message stored into a conversation that was there already: the fan-out moves the
+/// conversation forward to it (`moved_by`). A message that made its conversation has it at its
+/// own time already.
+pub const MOVES_CONVERSATION: &str = "moves_conversation";
+
+/// The update that moves the conversation of the stored message `item` forward to it, when it
+/// carries [`MOVES_CONVERSATION`]: only over an earlier time, so it may come twice and a later
+/// message is never undone (a refusal is that).
+pub fn moved_by(item: &Item) -> Option<(String, crate::store::Update)> {
+    if item.get(MOVES_CONVERSATION).and_then(|v| v.as_bool().ok()) != Some(&true) {
+        return None;
+    }
+    let org = OrgId::parse(item.opt_str("org")?).ok()?;
+    let id = item.opt_str("conversation_id")?;
+    let at = time::parse(item.opt_str("at")?)?;
+    Some((conversation_pk(&org, id), super::record::forward(id, at)))
+}
+
 /// The list position: newest message first.
 pub(crate) fn conversation_position(last_message_at: DateTime<Utc>, id: &str) -> String {
     format!("{}#{id}", time::format(last_message_at))

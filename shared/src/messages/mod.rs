@@ -3,10 +3,12 @@
 //! unknown sender becomes one lead contact. Attachments are downloaded after the key was found
 //! new and stored once in S3. Statuses of our own outgoing messages only move forward.
 //!
-//! One consistent `BatchGetItem` reads the message's key, its conversation and the sender's
-//! identity; a stored message is a duplicate answered from that read alone. Otherwise one
-//! transaction puts the message under `attribute_not_exists` together with the conversation (new,
-//! or its `last_message_at` moved forward) and, for an unknown sender, the lead.
+//! One `BatchGetItem` (eventually consistent: every plan holds on it) reads the message's key,
+//! its conversation and the sender's identity; a stored message is a duplicate answered from that
+//! read alone. Otherwise the message is put under `attribute_not_exists`, in one transaction with
+//! a new conversation and, for an unknown sender, the lead. A conversation that is there already
+//! is moved forward (`last_message_at`, its place on the list) by the fan-out as it reads the
+//! message (`conversation::moved_by`), so a message to a known conversation is one put.
 
 pub mod conversation;
 mod delivery;

@@ -107,8 +107,9 @@ impl Placement {
             fingerprint: incoming.fingerprint(),
             notes,
         };
-        let conv_steps = match conversation {
-            Some(item) => vec![moved_forward(&item, at)?],
+        let (conv_steps, moves) = match conversation {
+            // The fan-out moves it forward as it reads the message (`conversation::moved_by`).
+            Some(item) => (vec![], moves_forward(&item, at)?),
             None => {
                 let conversation = Conversation {
                     org: org.clone(),
@@ -121,13 +122,21 @@ impl Placement {
                     created_at: now,
                     last_message_at: at,
                 };
-                vec![
+                let steps = vec![
                     Step::PutNew(conversation.to_item()),
                     Step::PutNew(conversation.of_contact_item()),
-                ]
+                ];
+                (steps, false)
             }
         };
-        let mut steps = vec![Step::PutNew(message.to_item())];
+        let mut item = message.to_item();
+        if moves {
+            item.insert(
+                super::conversation::MOVES_CONVERSATION.into(),
+                aws_sdk_dynamodb::types::AttributeValue::Bool(true),
+            );
+        }
+        let mut steps = vec![Step::PutNew(item)];
         steps.extend(conv_steps);
         steps.extend(lead);
         Ok((message, steps))
@@ -191,6 +200,19 @@ impl Decision for RecordMessage<'_> {
         ]
     }
 
+    fn reads_stale_first(&self) -> bool {
+        true
+    }
+
+    /// Every plan holds on a stale read: a stored message never changes; a conversation or an
+    /// identity read absent is put under `attribute_not_exists`; one read present is there (the
+    /// fan-out's move of it is held to its time). A twin stored in the last second and read
+    /// absent costs its attachments fetched again, and its put is refused and answered as a
+    /// repeat.
+    fn stale_holds(&self, _plan: &Plan<Message>) -> bool {
+        true
+    }
+
     async fn prepare(&mut self, seen: &Seen) -> Result<(), StoreError> {
         if seen.stored().is_none() && self.attachments.is_none() {
             let fetched = self
@@ -247,20 +269,11 @@ impl Decision for RecordMessage<'_> {
     }
 }
 
-/// The conversation step for a message at `at`: move `last_message_at` forward (only over an
-/// earlier one, so a concurrent later message is never undone), or only require the
-/// conversation when a later message is already there. A refusal re-reads, and the next round
-/// is the existence check.
-fn moved_forward(item: &Item, at: DateTime<Utc>) -> Result<Step, StoreError> {
-    let pk = item.str_of("pk")?.to_owned();
+/// Whether a message at `at` moves the stored conversation `item` forward: not when a later
+/// message is there already (as read; the fan-out's update is held to it anyway).
+fn moves_forward(item: &Item, at: DateTime<Utc>) -> Result<bool, StoreError> {
     let last = item.str_of("last_message_at")?;
-    if time::parse(last).is_some_and(|last| last >= at) {
-        return Ok(Step::Present(pk));
-    }
-    Ok(Step::Update {
-        pk,
-        update: forward(item.str_of("id")?, at),
-    })
+    Ok(!time::parse(last).is_some_and(|last| last >= at))
 }
 
 /// `last_message_at` (and the list position) moved to `at`, only over an earlier time.

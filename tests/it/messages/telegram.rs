@@ -286,9 +286,29 @@ async fn a_first_message_costs_two_dynamodb_calls_and_one_s3_put_and_a_repeat_on
     assert_eq!((status, first["duplicate"].as_bool()), (200, Some(false)));
     assert_eq!(
         s.env.calls.take(),
-        ["BatchGetItem", "S3 PUT", "TransactWriteItems"],
-        "one read of the key, conversation and sender; the file; one transaction"
+        ["BatchGetItem", "S3 PUT", "PutItem"],
+        "one read of the key, conversation and sender; the file; one put (the fan-out moves the conversation)"
     );
+    let message = s
+        .env
+        .items_of("message")
+        .await
+        .into_iter()
+        .find(|m| {
+            m.get("text")
+                .and_then(|t| t.as_s().ok())
+                .map(String::as_str)
+                == Some("the photo")
+        })
+        .expect("stored");
+    assert_eq!(
+        message
+            .get("moves_conversation")
+            .and_then(|v| v.as_bool().ok()),
+        Some(&true),
+        "the fan-out is to move its conversation forward"
+    );
+    s.env.calls.clear();
     let (status, again) = s.answer(s.telegram_request(&body)).await;
     assert_eq!((status, again["duplicate"].as_bool()), (200, Some(true)));
     assert_eq!(
@@ -320,4 +340,53 @@ async fn a_file_without_a_told_size_is_cut_off_at_20_mb_and_the_message_kept() {
     assert_eq!(s.objects().await, 0);
     let review = &s.items_of("review").await[0];
     assert_eq!(review["reason"].as_s().unwrap(), "attachment_too_large");
+}
+
+/// A message to a conversation that is there is one put; the fan-out, reading it, moves the
+/// conversation to the top of the list, once however often it reads it.
+#[tokio::test]
+async fn the_fan_out_moves_a_known_conversation_to_the_top_once() {
+    let s = Setup::new(Setup::telegram).await;
+    let other_chat = |update: String| {
+        update
+            .replace(r#""chat":{"id":42"#, r#""chat":{"id":43"#)
+            .replace(r#""from":{"id":42"#, r#""from":{"id":43"#)
+    };
+    for update in [
+        telegram_update(1, "first chat", None),
+        other_chat(telegram_update(2, "second chat", None)),
+        telegram_update(3, "first chat again", None),
+    ] {
+        let (status, _) = s.answer(s.telegram_request(&update)).await;
+        assert_eq!(status, 200);
+    }
+    let order = || async {
+        firmspace::messages::conversations(&s.env.store, &s.org)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.chat_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(order().await, ["43", "42"], "not yet read by the fan-out");
+    let again = s
+        .env
+        .items_of("message")
+        .await
+        .into_iter()
+        .find(|m| {
+            m.get("text")
+                .and_then(|t| t.as_s().ok())
+                .map(String::as_str)
+                == Some("first chat again")
+        })
+        .unwrap();
+    let (_, _, fanout) = fanout_app(&s.env).await;
+    for _ in 0..2 {
+        let out = fanout.process(stream_event(&again, "9"), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty());
+    }
+    assert_eq!(order().await, ["42", "43"]);
+    let conversations = s.env.count("conversation").await;
+    assert_eq!(conversations, 2);
 }
