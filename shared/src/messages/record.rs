@@ -110,24 +110,7 @@ impl Placement {
         let (conv_steps, moves) = match conversation {
             // The fan-out moves it forward as it reads the message (`conversation::moved_by`).
             Some(item) => (vec![], moves_forward(&item, at)?),
-            None => {
-                let conversation = Conversation {
-                    org: org.clone(),
-                    id: self.conversation_id.clone(),
-                    integration_id: integration.id.id.clone(),
-                    provider,
-                    chat_id: incoming.chat_id.clone(),
-                    contact_id: known.contact_id.clone(),
-                    reply_via: incoming.reply_via.clone(),
-                    created_at: now,
-                    last_message_at: at,
-                };
-                let steps = vec![
-                    Step::PutNew(conversation.to_item()),
-                    Step::PutNew(conversation.of_contact_item()),
-                ];
-                (steps, false)
-            }
+            None => (self.new_conversation(&message, incoming, now), false),
         };
         let mut item = message.to_item();
         if moves {
@@ -269,11 +252,37 @@ impl Decision for RecordMessage<'_> {
     }
 }
 
+impl Placement {
+    /// The steps that put the conversation `message` opens, and its place on its contact's list.
+    fn new_conversation(
+        &self,
+        message: &Message,
+        incoming: &Incoming,
+        now: DateTime<Utc>,
+    ) -> Vec<Step> {
+        let conversation = Conversation {
+            org: message.org.clone(),
+            id: self.conversation_id.clone(),
+            integration_id: message.integration_id.clone(),
+            provider: message.provider,
+            chat_id: incoming.chat_id.clone(),
+            contact_id: message.contact_id.clone(),
+            reply_via: incoming.reply_via.clone(),
+            created_at: now,
+            last_message_at: message.at,
+        };
+        vec![
+            Step::PutNew(conversation.to_item()),
+            Step::PutNew(conversation.of_contact_item()),
+        ]
+    }
+}
+
 /// Whether a message at `at` moves the stored conversation `item` forward: not when a later
 /// message is there already (as read; the fan-out's update is held to it anyway).
 fn moves_forward(item: &Item, at: DateTime<Utc>) -> Result<bool, StoreError> {
     let last = item.str_of("last_message_at")?;
-    Ok(!time::parse(last).is_some_and(|last| last >= at))
+    Ok(time::parse(last).is_none_or(|last| last < at))
 }
 
 /// `last_message_at` (and the list position) moved to `at`, only over an earlier time.
