@@ -27,7 +27,7 @@ use std::time::Duration;
 const NEW_PAYMENT: (f64, f64, usize) = (12.0, 3.0, 0);
 const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 1.0, 0);
 const NEW_MESSAGE: (f64, f64, usize) = (13.0, 3.5, 0);
-const NEW_SMS_DEBIT: (f64, f64, usize) = (15.0, 6.0, 0);
+const NEW_SMS_DEBIT: (f64, f64, usize) = (14.0, 6.0, 0);
 
 /// What one event cost, and what each request of it cost.
 struct Cost {

@@ -6,7 +6,6 @@ use crate::ids::{key_part, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
 use crate::store::lists::{event_position, events_pk, EventKind};
 use crate::store::{Answer, Item, Mismatch, Written};
-use crate::time;
 use serde_json::Value;
 
 /// The stored acknowledgement's item kind.
@@ -74,11 +73,7 @@ impl Ack {
         )
         .str("answer", self.answer.to_string())
         .str("outcome", self.outcome)
-        .time("at", e.at)
-        .list(
-            &self.org.pk("SMS_EVENTS"),
-            &format!("{}#{}", time::format(e.at), e.key()),
-        );
+        .time("at", e.at);
         // A re-push stored nothing but its acknowledgement: the operator counts it among the
         // duplicates, not the events.
         match self.outcome {

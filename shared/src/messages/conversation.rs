@@ -4,8 +4,8 @@ use super::conversation_pk;
 use super::item::org_of;
 use super::providers::MessageProvider;
 use crate::ids::OrgId;
-use crate::store::item::{Builder, Read};
-use crate::store::{Item, StoreError};
+use crate::store::item::{s, Builder, Read};
+use crate::store::{Cond, Item, StoreError, Update};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -46,19 +46,30 @@ pub const MOVES_CONVERSATION: &str = "moves_conversation";
 /// The update that moves the conversation of the stored message `item` forward to it, when it
 /// carries [`MOVES_CONVERSATION`]: only over an earlier time, so it may come twice and a later
 /// message is never undone (a refusal is that).
-pub fn moved_by(item: &Item) -> Option<(String, crate::store::Update)> {
+pub fn moved_by(item: &Item) -> Option<(String, Update)> {
     if item.get(MOVES_CONVERSATION).and_then(|v| v.as_bool().ok()) != Some(&true) {
         return None;
     }
     let org = OrgId::parse(item.opt_str("org")?).ok()?;
     let id = item.opt_str("conversation_id")?;
     let at = time::parse(item.opt_str("at")?)?;
-    Some((conversation_pk(&org, id), super::record::forward(id, at)))
+    Some((conversation_pk(&org, id), forward(id, at)))
 }
 
 /// The list position: newest message first.
 pub(crate) fn conversation_position(last_message_at: DateTime<Utc>, id: &str) -> String {
     format!("{}#{id}", time::format(last_message_at))
+}
+
+/// `last_message_at` (and the list position) moved to `at`, only over an earlier time.
+pub(super) fn forward(conversation_id: &str, at: DateTime<Utc>) -> Update {
+    Update::new()
+        .set("last_message_at", s(time::format(at)))
+        .set("gsi1sk", s(conversation_position(at, conversation_id)))
+        .when(Cond::AbsentOrBefore(
+            "last_message_at".into(),
+            s(time::format(at)),
+        ))
 }
 
 impl Conversation {

@@ -1,7 +1,7 @@
 //! Our own outgoing messages: a reply stored once, and the statuses WhatsApp reports for it,
 //! which only move forward.
 
-use super::record::forward;
+use super::conversation::forward;
 use super::{message_pk, Conversation, Direction, Message, OutStatus, StatusEvent};
 use crate::ids::OrgId;
 use crate::store::item::{n, s, tag_name, Read};

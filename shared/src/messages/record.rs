@@ -1,6 +1,5 @@
 //! Recording a message once, applying a status, and the reads behind the API.
 
-use super::conversation::conversation_position;
 use super::media::Media;
 use super::providers::MessageProvider;
 use super::{
@@ -10,10 +9,8 @@ use super::{
 use crate::contacts::{self, Identity};
 use crate::integrations::Integration;
 use crate::review::{Kind, Reason, ReviewItem};
-use crate::store::item::{s, Read};
-use crate::store::{
-    Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Update, Written,
-};
+use crate::store::item::Read;
+use crate::store::{Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -283,17 +280,6 @@ impl Placement {
 fn moves_forward(item: &Item, at: DateTime<Utc>) -> Result<bool, StoreError> {
     let last = item.str_of("last_message_at")?;
     Ok(time::parse(last).is_none_or(|last| last < at))
-}
-
-/// `last_message_at` (and the list position) moved to `at`, only over an earlier time.
-pub(super) fn forward(conversation_id: &str, at: DateTime<Utc>) -> Update {
-    Update::new()
-        .set("last_message_at", s(time::format(at)))
-        .set("gsi1sk", s(conversation_position(at, conversation_id)))
-        .when(Cond::AbsentOrBefore(
-            "last_message_at".into(),
-            s(time::format(at)),
-        ))
 }
 
 /// An attachment that could not be stored is on the message with its reason, and a person is
