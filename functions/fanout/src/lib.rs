@@ -215,7 +215,11 @@ impl App {
                     .fetch_add(published.requests, Ordering::Relaxed);
                 let sent = published.sent;
                 metrics::counter!("consequences_published").increment(sent as u64);
-                tracing::info!(item = %pk, sent, "consequences published");
+                // A line where something went to a queue; what was written at once is in the
+                // invocation's metrics (`records_written`), not a line an event.
+                if sent > 0 {
+                    tracing::info!(item = %pk, sent, "consequences published");
+                }
                 self.park(&item, &pk, &published.refused, now).await
             }
             Err(e) => {
