@@ -61,6 +61,12 @@ impl Stage {
     pub fn allows_loopback(self) -> bool {
         matches!(self, Self::Local | Self::Test)
     }
+
+    /// Whether the table's stream is the local emulator's, of one shard and no tumbling windows:
+    /// a stream batch without a shard id is then the stream's one shard's.
+    pub fn has_one_stream_shard(self) -> bool {
+        matches!(self, Self::Local | Self::Test)
+    }
 }
 
 /// What every function needs: the table, and optionally a local endpoint for all AWS clients.

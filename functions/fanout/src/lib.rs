@@ -39,35 +39,20 @@ fn spent_on(record: &EventRecord) -> Option<(OrgId, EventKind)> {
 }
 
 /// A batch of one stream shard, as the event source mapping hands it over. Its tumbling window
-/// (the template's) is what names the shard; the state it carries is not used. A batch with no
-/// shard id comes from a stream of one shard (the local emulator's), named by its stream.
+/// (the template's) is what names the shard; the state it carries is not used, and a window's
+/// last invocation may hold no records.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct Batch {
-    #[serde(flatten)]
-    pub event: Event,
+    #[serde(default, rename = "Records")]
+    pub records: Vec<EventRecord>,
     #[serde(default, rename = "shardId")]
     pub shard_id: Option<String>,
-}
-
-impl Batch {
-    /// The stream shard the batch is of.
-    pub fn shard(&self) -> String {
-        self.shard_id
-            .clone()
-            .or_else(|| {
-                self.event
-                    .records
-                    .iter()
-                    .find_map(|r| r.event_source_arn.clone())
-            })
-            .unwrap_or_else(|| "stream".into())
-    }
 }
 
 impl From<Event> for Batch {
     fn from(event: Event) -> Self {
         Self {
-            event,
+            records: event.records,
             shard_id: None,
         }
     }
@@ -89,6 +74,8 @@ pub struct App {
     spent: Spent,
     /// SQS requests of the batch under way.
     requests: AtomicUsize,
+    /// The stream is the local emulator's one shard: a batch without a shard id is its.
+    one_shard: bool,
 }
 
 impl App {
@@ -98,6 +85,15 @@ impl App {
             store,
             spent: Spent::default(),
             requests: AtomicUsize::new(0),
+            one_shard: false,
+        }
+    }
+
+    /// The same, on a stream of one shard that names none (the local emulator's).
+    pub fn on_one_shard(self) -> Self {
+        Self {
+            one_shard: true,
+            ..self
         }
     }
 
@@ -105,7 +101,11 @@ impl App {
         let config = Config::from_env()?;
         let queues = Queues::from_env()?;
         let sqs = firmspace::aws::sqs(config.endpoint_url.as_deref()).await;
-        Ok(Self::new(Publisher { sqs, queues }, config.store().await))
+        let app = Self::new(Publisher { sqs, queues }, config.store().await);
+        Ok(match config.stage.has_one_stream_shard() {
+            true => app.on_one_shard(),
+            false => app,
+        })
     }
 
     pub async fn handle(
@@ -127,7 +127,7 @@ impl App {
             return response;
         }
         let mut about = Vec::new();
-        for record in batch.event.records {
+        for record in batch.records {
             if record.event_name != "INSERT" {
                 continue;
             }
@@ -149,8 +149,23 @@ impl App {
     /// Adds the batch's stored events to the operator's counts, once per stream shard; when it
     /// cannot, the whole batch is to be retried (its first record failed).
     async fn count(&self, batch: &Batch) -> Result<(), Option<DynamoDbBatchItemFailure>> {
+        let failed = || {
+            batch.records.first().map(|r| {
+                let mut failure = DynamoDbBatchItemFailure::default();
+                failure.item_identifier = r.change.sequence_number.clone();
+                failure
+            })
+        };
+        // Without its shard's name a batch cannot be held to the shard's checkpoint (a mapping
+        // without its window: the seconds of the update that gives it one). Its consequences go
+        // on; its events are left out of the figures, and the log and a metric say how many.
+        let Some(shard) = self.shard_of(batch) else {
+            let uncounted = batch.records.len();
+            metrics::counter!("events_uncounted").increment(uncounted as u64);
+            tracing::error!(uncounted, "a stream batch without a shard id: its events are not counted (the mapping needs its tumbling window)");
+            return Ok(());
+        };
         let items: Vec<(&str, Item)> = batch
-            .event
             .records
             .iter()
             .filter(|r| r.event_name == "INSERT")
@@ -163,17 +178,26 @@ impl App {
             })
             .collect();
         let records: Vec<(&str, &Item)> = items.iter().map(|(seq, item)| (*seq, item)).collect();
-        match stream_counts::count(&self.store, &batch.shard(), &records).await {
+        match stream_counts::count(&self.store, &shard, &records).await {
             Ok(_) => Ok(()),
             Err(e) => {
                 tracing::error!(error.message = %e, "could not count the batch's events");
-                Err(batch.event.records.first().map(|r| {
-                    let mut failure = DynamoDbBatchItemFailure::default();
-                    failure.item_identifier = r.change.sequence_number.clone();
-                    failure
-                }))
+                Err(failed())
             }
         }
+    }
+
+    /// The stream shard the batch is of: its window's `shardId`, or on the emulator's stream of
+    /// one shard, the stream.
+    fn shard_of(&self, batch: &Batch) -> Option<String> {
+        if batch.shard_id.is_some() || !self.one_shard {
+            return batch.shard_id.clone();
+        }
+        let stream = batch
+            .records
+            .iter()
+            .find_map(|r| r.event_source_arn.clone());
+        Some(stream.unwrap_or_else(|| "stream".into()))
     }
 
     async fn one(&self, record: &EventRecord, now: DateTime<Utc>) -> Result<(), ()> {

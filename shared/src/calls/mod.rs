@@ -1,8 +1,8 @@
 //! Calls: a final call result, stored once under `call:CALL_ID:DIRECTION` (a softphone's and a SIP
 //! provider's ids are the organisation's own; a generic signed sender's are unique only within its
 //! integration: `call:INTEGRATION:CALL_ID:DIRECTION`), linked to a contact by
-//! the peer's phone number (an unknown number becomes one lead). One consistent `BatchGetItem`
-//! reads the call's key and the peer's identity; a stored call is a duplicate answered from that
+//! the peer's phone number (an unknown number becomes one lead). One `BatchGetItem` (eventually
+//! consistent: every plan holds on it) reads the call's key and the peer's identity; a stored call is a duplicate answered from that
 //! read alone. Otherwise one transaction puts the call under `attribute_not_exists` (and, for an
 //! unknown number, the lead's identity and contact), so twenty copies at once store one call.
 

@@ -1,5 +1,6 @@
-//! Recording a call once: one consistent read of its key and the peer's identity, then one
-//! transaction that stores the call (and, for an unknown number, its lead).
+//! Recording a call once: one read of its key and the peer's identity (eventually consistent:
+//! every plan holds on it), then one transaction that stores the call (and, for an unknown
+//! number, its lead).
 
 use super::{Call, CallInput};
 use crate::contacts::{self, Identity};

@@ -66,8 +66,9 @@ impl Placement {
     }
 
     /// The message as first stored, and the steps that store it (the message first, so a
-    /// refusal of the first step is a duplicate), its conversation (new, or moved forward) and,
-    /// for an unknown sender, the lead. `conversation` and `known` are what the read found.
+    /// refusal of the first step is a duplicate; marked to move a conversation that is there,
+    /// `conversation::MOVES_CONVERSATION`), a new conversation and, for an unknown sender, the
+    /// lead. `conversation` and `known` are what the read found.
     #[allow(clippy::too_many_arguments)]
     pub fn steps(
         &self,
@@ -180,15 +181,16 @@ impl Decision for RecordMessage<'_> {
         ]
     }
 
+    /// Not with attachments: a twin stored in the last second, read stale, would fetch them
+    /// again.
     fn reads_stale_first(&self) -> bool {
-        true
+        self.incoming.attachments.is_empty()
     }
 
     /// Every plan holds on a stale read: a stored message never changes; a conversation or an
     /// identity read absent is put under `attribute_not_exists`; one read present is there (the
     /// fan-out's move of it is held to its time). A twin stored in the last second and read
-    /// absent costs its attachments fetched again, and its put is refused and answered as a
-    /// repeat.
+    /// absent has its put refused and is answered as a repeat.
     fn stale_holds(&self, _plan: &Plan<Message>) -> bool {
         true
     }

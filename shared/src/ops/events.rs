@@ -394,6 +394,7 @@ async fn send_missing(
         store.commit(vec![mark]).await?;
     }
     waiting::settle(store, &missing.source, &missing.done).await?;
+    conversation_moved(store, &missing.carrier).await?;
     let mut sending = missing.consequences;
     if held {
         sending.extend(missing.untracked);
@@ -405,6 +406,15 @@ async fn send_missing(
         .publish_from(Some(&missing.source), &sending)
         .await?
         .sent)
+}
+
+/// What the fan-out does as it reads a message, done again with its replay (a batch the stream
+/// gave up on): its conversation moved forward to it, only over an earlier time.
+async fn conversation_moved(store: &Store, carrier: &Item) -> Result<(), StoreError> {
+    if let Some((conversation, update)) = crate::messages::conversation::moved_by(carrier) {
+        store.update_if(&conversation, &update).await?;
+    }
+    Ok(())
 }
 
 /// An event, the item its consequences are stored from, those of them the list shows
@@ -581,6 +591,7 @@ pub async fn replay_window(
         let (page, next) = missing_page(store, org, window, cursor.as_deref()).await?;
         for Missing {
             event,
+            carrier,
             source,
             consequences,
             done: happened,
@@ -599,6 +610,7 @@ pub async fn replay_window(
             if !store.update_if(event.str_of("pk")?, &take).await? {
                 continue;
             }
+            conversation_moved(store, &carrier).await?;
             let published = publisher.publish_from(Some(&source), &consequences).await?;
             waiting::settle(store, &source, &happened).await?;
             done.events += 1;

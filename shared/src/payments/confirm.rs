@@ -21,6 +21,12 @@ pub trait Confirm: Sync {
         &self,
         input: &PaymentInput,
     ) -> impl std::future::Future<Output = Confirmation> + Send;
+
+    /// Whether it asks anybody: a payment that is confirmed reads consistently first, so a copy
+    /// racing its twin is never taken for new and asks the provider again.
+    fn asks(&self) -> bool {
+        true
+    }
 }
 
 /// Nobody to ask: the signature is what is trusted.
@@ -29,5 +35,9 @@ pub struct Trusted;
 impl Confirm for Trusted {
     async fn confirm(&self, _: &PaymentInput) -> Confirmation {
         Confirmation::Confirmed
+    }
+
+    fn asks(&self) -> bool {
+        false
     }
 }

@@ -1,4 +1,5 @@
-//! `register_payment`: the only code that books money. One consistent `BatchGetItem` reads the
+//! `register_payment`: the only code that books money. One `BatchGetItem` (eventually consistent
+//! first, `Register::stale_holds`) reads the
 //! event's key, the invoice and (for a provider that reverses) the counterpart; a stored event is
 //! a duplicate answered from that read alone. Otherwise one `TransactWriteItems` puts the event
 //! under its key (`attribute_not_exists(pk)`), moves the invoice conditioned on the version it
@@ -275,8 +276,10 @@ impl<C: Confirm> Decision for Register<'_, C> {
         pks
     }
 
+    /// Not when the provider is asked before booking (monobank): a copy racing its twin read
+    /// stale would ask it again.
     fn reads_stale_first(&self) -> bool {
-        true
+        !self.confirm.asks()
     }
 
     /// A repeat holds on a stale read: the event never changes once written, and the invoice

@@ -11,6 +11,11 @@
 //! that nothing of the batch was counted (the usual case: one write an item); a refusal reads
 //! the checkpoint and counts what lies past it. A day's events are spread over the counter
 //! shards by the stream shard that counts them, so two stream shards seldom meet on an item.
+//!
+//! It relies on what Lambda does with a stream shard: one invocation at a time, records in
+//! order, a failed batch handed over again from where it failed (the fan-out reports the first
+//! record of a batch whose count failed). A record first seen after a later one of its shard was
+//! counted would be taken for counted; Lambda hands a shard over in order, so none is.
 
 use super::counters::{day_pk, hour_attr, listed, Scope};
 use super::item::{n, s, Read};

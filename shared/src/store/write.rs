@@ -1,4 +1,4 @@
-//! The one write path of every event: read the keys in one consistent `BatchGetItem`, decide
+//! The one write path of every event: read the keys in one `BatchGetItem`, decide
 //! purely, write all of the plan at once (one `TransactWriteItems`; a lone put or update, one
 //! conditional `PutItem` or `UpdateItem`: `Store::commit`), and on a lost condition back off and
 //! decide again.
@@ -147,7 +147,8 @@ pub trait Decision: Send + Sync {
     type Out: Send;
     type Error: From<StoreError> + Send;
 
-    /// The items to read in one consistent `BatchGetItem`; the first is the event's own key.
+    /// The items to read in one `BatchGetItem` (consistent, unless `reads_stale_first`); the
+    /// first is the event's own key.
     fn keys(&self) -> Vec<String>;
 
     /// Whether the decision needs the read at all. A decision that does not (a bank row, one

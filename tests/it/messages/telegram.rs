@@ -289,18 +289,7 @@ async fn a_first_message_costs_two_dynamodb_calls_and_one_s3_put_and_a_repeat_on
         ["BatchGetItem", "S3 PUT", "PutItem"],
         "one read of the key, conversation and sender; the file; one put (the fan-out moves the conversation)"
     );
-    let message = s
-        .env
-        .items_of("message")
-        .await
-        .into_iter()
-        .find(|m| {
-            m.get("text")
-                .and_then(|t| t.as_s().ok())
-                .map(String::as_str)
-                == Some("the photo")
-        })
-        .expect("stored");
+    let message = message_with_text(&s, "the photo").await;
     assert_eq!(
         message
             .get("moves_conversation")
@@ -369,8 +358,35 @@ async fn the_fan_out_moves_a_known_conversation_to_the_top_once() {
             .collect::<Vec<_>>()
     };
     assert_eq!(order().await, ["43", "42"], "not yet read by the fan-out");
-    let again = s
-        .env
+    let again = message_with_text(&s, "first chat again").await;
+    let (sqs, queues, fanout) = fanout_app(&s.env).await;
+    for _ in 0..2 {
+        let out = fanout.process(stream_event(&again, "9"), Utc::now()).await;
+        assert!(out.batch_item_failures.is_empty());
+    }
+    assert_eq!(order().await, ["42", "43"]);
+
+    // A batch the stream gave up on: its replay moves the conversation as the fan-out would.
+    let later = telegram_update(4, "first chat, given up", None)
+        .replace(r#""chat":{"id":42"#, r#""chat":{"id":43"#)
+        .replace(r#""from":{"id":42"#, r#""from":{"id":43"#);
+    assert_eq!(s.answer(s.telegram_request(&later)).await.0, 200);
+    assert_eq!(order().await, ["42", "43"], "not read by the fan-out");
+    let given_up = message_with_text(&s, "first chat, given up").await;
+    let pk = given_up["pk"].as_s().unwrap();
+    let publisher = firmspace::effects::queue::Publisher { sqs, queues };
+    let sent = firmspace::ops::events::replay(&s.env.store, &publisher, pk)
+        .await
+        .unwrap();
+    assert!(sent >= 1, "its missing consequences: {sent}");
+    assert_eq!(order().await, ["43", "42"]);
+    let conversations = s.env.count("conversation").await;
+    assert_eq!(conversations, 2);
+}
+
+/// The stored message whose text is `text`.
+async fn message_with_text(s: &Setup, text: &str) -> firmspace::store::Item {
+    s.env
         .items_of("message")
         .await
         .into_iter()
@@ -378,15 +394,7 @@ async fn the_fan_out_moves_a_known_conversation_to_the_top_once() {
             m.get("text")
                 .and_then(|t| t.as_s().ok())
                 .map(String::as_str)
-                == Some("first chat again")
+                == Some(text)
         })
-        .unwrap();
-    let (_, _, fanout) = fanout_app(&s.env).await;
-    for _ in 0..2 {
-        let out = fanout.process(stream_event(&again, "9"), Utc::now()).await;
-        assert!(out.batch_item_failures.is_empty());
-    }
-    assert_eq!(order().await, ["42", "43"]);
-    let conversations = s.env.count("conversation").await;
-    assert_eq!(conversations, 2);
+        .unwrap_or_else(|| panic!("a message {text:?}"))
 }

@@ -325,3 +325,29 @@ async fn a_batch_delivered_again_in_any_shape_counts_each_event_once() {
     let midnight = Utc::now().duration_trunc(Duration::days(1)).unwrap();
     assert_eq!(all.since(EventKind::Call, midnight), 15);
 }
+
+/// A batch that names no shard (a mapping not yet given its window) cannot be held to a
+/// checkpoint: on a stream of many shards its events are left out of the figures while their
+/// consequences go on; on the emulator's one shard it is the stream's.
+#[tokio::test]
+async fn a_batch_without_a_shard_is_counted_only_on_a_stream_of_one_shard() {
+    let o = Ops::new().await;
+    let (key, org) = super::org_by_key(&o).await;
+    let calls = stored_calls(&o, &key, "n", 2).await;
+    let unnamed = |i: usize| {
+        let mut batch = crate::consequences::stream_event(&calls[i], "5");
+        batch.shard_id = None;
+        batch
+    };
+    let (_, _, many) = crate::consequences::fanout_app(&o.env).await;
+    let out = many.process(unnamed(0), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty(), "its consequences go on");
+    assert_eq!(calls_counted(&o, &org).await, 0, "left out of the figures");
+    let activity = o.env.count("activity").await;
+    assert!(activity >= 1, "what tells people was written: {activity}");
+
+    let (_, _, one) = crate::consequences::fanout_app(&o.env).await;
+    let one = one.on_one_shard();
+    one.process(unnamed(1), Utc::now()).await;
+    assert_eq!(calls_counted(&o, &org).await, 1, "the emulator's one shard");
+}
