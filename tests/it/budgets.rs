@@ -26,6 +26,9 @@ use std::time::Duration;
 /// consequences included.
 const NEW_PAYMENT: (f64, f64, usize) = (12.0, 3.0, 0);
 const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 1.0, 0);
+/// Each of ten new payments that reach the fan-out in one batch: what a batch writes once (the
+/// hour's counters, and the meter's own flush at most every 10 s) is shared.
+const NEW_PAYMENT_IN_A_BATCH: (f64, f64, usize) = (10.4, 3.0, 0);
 const NEW_MESSAGE: (f64, f64, usize) = (13.0, 3.5, 0);
 const NEW_SMS_DEBIT: (f64, f64, usize) = (14.0, 6.0, 0);
 
@@ -220,6 +223,73 @@ async fn a_standard_payment_and_its_consequences_cost_within_budget_and_a_duplic
     assert_eq!(
         units["invocations"], 1.0,
         "two invocations over two payments: {summary}"
+    );
+}
+
+/// Ten new payments read off the stream in one batch, as a busy hour hands them to the fan-out:
+/// each costs what it costs alone, but for the counters the batch writes once.
+#[tokio::test]
+async fn ten_payments_in_one_fan_out_batch_share_what_a_batch_writes() {
+    let stage = Stage::new().await;
+    let hook = fixtures::integration(&stage.o.env, &stage.org, Provider::Standard).await;
+    let app = payment_webhook::app(stage.o.env.store.clone());
+    let log = stage.log();
+    let pay = |i: usize, inv: &Invoice| {
+        // An amount of its own: the same money on one contact's invoices is a lookalike.
+        let amount = format!("{}.00", 40 + i);
+        let body = fixtures::standard_body(&format!("pay_ten_{i}"), inv.id.as_str(), Some(&amount));
+        standard_request_with_id(
+            &hook,
+            &body,
+            Utc::now().timestamp(),
+            &format!("msg_ten_{i}"),
+        )
+    };
+    // A first payment warms the function (its integration read and opened once).
+    let warm = stage.invoice().await;
+    assert_eq!(app.handle(pay(99, &warm)).await.unwrap().status(), 200);
+    let mut invoices = Vec::new();
+    for _ in 0..10 {
+        invoices.push(stage.invoice().await);
+    }
+    let from = log.metered().len();
+    stage.sqs.clear();
+    for (i, inv) in invoices.iter().enumerate() {
+        assert_eq!(app.handle(pay(i, inv)).await.unwrap().status(), 200);
+    }
+    let ours = log.metered().len();
+    let mut items = Vec::new();
+    for i in 0..10 {
+        items.push(
+            stage
+                .stored("payment_event", "external_id", &format!("pay_ten_{i}"))
+                .await,
+        );
+    }
+    let theirs = log.metered().len();
+    let seqs: Vec<String> = (0..10).map(|i| format!("{}", 500 + i)).collect();
+    let records: Vec<(&str, &Item)> = seqs.iter().map(String::as_str).zip(items.iter()).collect();
+    let batch = crate::consequences::stream_batch("shardId-ten", &records);
+    let out = stage.fanout.process(batch, Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    let ten = Cost::of(log, from, ours..theirs, &stage.sqs);
+    let each = Cost {
+        units: Units {
+            write: ten.units.write / 10.0,
+            read: ten.units.read / 10.0,
+            index_write: ten.units.index_write / 10.0,
+        },
+        sqs: ten.sqs / 10,
+        requests: ten.requests,
+    };
+    each.within(
+        "each of ten new standard payments in one batch",
+        NEW_PAYMENT_IN_A_BATCH,
+    );
+    assert_eq!(
+        stage.o.env.items_of("notification").await.len(),
+        10,
+        "the ten told once each (the warm one was not read off the stream)"
     );
 }
 
