@@ -208,6 +208,11 @@ impl App {
             Ok(c) => c,
             Err(e) => return self.unreadable(&item, &pk, &e, now).await,
         };
+        // Counted (above) and nothing to derive (an SMS acknowledgement: an incoming one's are
+        // its message's): no pause to look at.
+        if consequences.is_empty() {
+            return Ok(());
+        }
         // A paused integration's consequences wait for its resumption, and the event on them.
         let waits_on = tracked_keys(&consequences);
         match hold::hold_if_paused(&self.store, &item, &pk, &waits_on, now).await {
