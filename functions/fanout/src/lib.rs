@@ -8,7 +8,7 @@
 //! stored events of each batch for the operator's figures, once per stream shard
 //! (`store::stream_counts`).
 
-use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::dynamodb::EventRecord;
 use aws_lambda_events::event::streams::DynamoDbBatchItemFailure;
 use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
@@ -47,15 +47,6 @@ pub struct Batch {
     pub records: Vec<EventRecord>,
     #[serde(default, rename = "shardId")]
     pub shard_id: Option<String>,
-}
-
-impl From<Event> for Batch {
-    fn from(event: Event) -> Self {
-        Self {
-            records: event.records,
-            shard_id: None,
-        }
-    }
 }
 
 /// The records to retry (from the first failed on), and the window's state (none is kept; an

@@ -47,7 +47,7 @@ fn hash(pk: &str) -> u64 {
 
 /// Whose counters: one organisation's, or the deployment's (every organisation's added up, so
 /// the admin's summary reads as many items for a thousand organisations as for one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope<'a> {
     Org(&'a str),
     All,
