@@ -29,7 +29,7 @@ const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 1.0, 0);
 /// Each of ten new payments that reach the fan-out in one batch: what a batch writes once (the
 /// hour's counters, and the meter's own flush at most every 10 s) is shared.
 const NEW_PAYMENT_IN_A_BATCH: (f64, f64, usize) = (10.4, 3.0, 0);
-const NEW_MESSAGE: (f64, f64, usize) = (13.0, 3.5, 0);
+const NEW_MESSAGE: (f64, f64, usize) = (12.0, 3.5, 0);
 const NEW_SMS_DEBIT: (f64, f64, usize) = (14.0, 6.0, 0);
 
 /// What one event cost, and what each request of it cost.

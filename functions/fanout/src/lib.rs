@@ -14,7 +14,8 @@ use chrono::{DateTime, Utc};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues, Refused};
 use firmspace::effects::worker::{operator_org, WorkError};
-use firmspace::effects::{automation, derive, lookalike, told, tracked_keys, Consequence, Told};
+use firmspace::effects::{activity, automation, derive, lookalike, told, tracked_keys, waiting};
+use firmspace::effects::{ActivityLine, Consequence, Fired, Told, Trigger};
 use firmspace::ids::OrgId;
 use firmspace::ops::hold::{self, Held};
 use firmspace::review::{Kind, Reason, ReviewItem};
@@ -218,15 +219,15 @@ impl App {
                 return Err(());
             }
         }
-        // What the fan-out writes itself (what tells people: a team's too, when it is small),
-        // and what goes to a queue.
-        let team = self.small_team(&pk, &consequences).await?;
-        let (at_once, queued): (Vec<Consequence>, Vec<Consequence>) = consequences
-            .into_iter()
-            .partition(|c| c.is_written_at_once() || (c.is_for_team() && team.is_some()));
-        self.tell(&item, &pk, (at_once, team.as_deref()), now)
+        let (at_once, queued, team) = self.split(&pk, consequences).await?;
+        // A trigger no rule takes is handled here: noted on the activity line told now, or (a
+        // retry that finds the line written) by its handled mark.
+        let (untaken, queued) = self.untaken_triggers(&pk, queued).await?;
+        let noted = self
+            .tell(&item, &pk, (at_once, team.as_deref()), &untaken, now)
             .await?;
-        let queued = self.untaken(&pk, queued, now).await?;
+        self.mark_handled(&pk, &untaken, noted, now).await?;
+        let queued = self.untaken(&pk, queued).await?;
         // The event waits on what a queue carries from before it is sent until it happened.
         self.wait_on(&item, &pk, &tracked_keys(&queued)).await?;
         match self.publisher.publish_from(Some(&pk), &queued).await {
@@ -266,18 +267,33 @@ impl App {
     }
 
     /// Writes what tells people of the event (its notifications and activity lines) at once,
-    /// each under its own key, so a retried batch writes nothing twice. A record the table
-    /// refuses for good goes on the event's waiting mark and, with the event, to a person (one
-    /// review item), and the others are written; a failure a retry can help fails the record.
+    /// each under its own key, so a retried batch writes nothing twice; the first activity line
+    /// notes the `untaken` triggers, and `true` says the stored line notes them. A record the
+    /// table refuses for good goes on the event's waiting mark and, with the event, to a person
+    /// (one review item), and the others are written; a failure a retry can help fails the
+    /// record.
     async fn tell(
         &self,
         item: &Item,
         pk: &str,
         (at_once, team): (Vec<Consequence>, Option<&[String]>),
+        untaken: &[Fired],
         now: DateTime<Utc>,
-    ) -> Result<(), ()> {
-        let told = at_once.into_iter().filter_map(|c| Told::try_from(c).ok());
-        let refused = match told::tell_all(&self.store, told.collect(), team).await {
+    ) -> Result<bool, ()> {
+        let noting = match untaken {
+            [] => None,
+            _ => waiting::noting_line(&at_once).cloned(),
+        };
+        let mut told: Vec<Told> = at_once
+            .into_iter()
+            .filter_map(|c| Told::try_from(c).ok())
+            .filter(|t| !matches!((t, &noting), (Told::Line(l), Some(n)) if l == n))
+            .collect();
+        let noted = match noting {
+            Some(line) => self.noted(pk, line, untaken, &mut told).await?,
+            None => false,
+        };
+        let refused = match told::tell_all(&self.store, told, team).await {
             Ok((applied, refused)) => {
                 metrics::counter!("records_written").increment(applied.written as u64);
                 refused
@@ -288,14 +304,14 @@ impl App {
             }
         };
         if refused.is_empty() {
-            return Ok(());
+            return Ok(noted);
         }
         let keys: Vec<String> = refused.iter().map(|(key, _)| key.clone()).collect();
         tracing::warn!(item = %pk, refused = keys.len(), "records cannot be written; parked for review");
         metrics::counter!("records_refused").increment(keys.len() as u64);
         let parts = match WorkError::of_parts(refused) {
             Some(WorkError::PermanentParts(parts)) => parts,
-            None => return Ok(()),
+            None => return Ok(noted),
             // One a retry can help: the record is retried (what was written is absorbed).
             Some(e) => {
                 tracing::error!(item = %pk, error.message = %e, "could not write what tells people");
@@ -310,7 +326,69 @@ impl App {
         // leaves no key waiting that no item names.
         self.review(item, pk, parts[0].reason, json!({ "refused": detail }), now)
             .await?;
-        self.wait_on(item, pk, &keys).await
+        self.wait_on(item, pk, &keys).await.map(|_| noted)
+    }
+
+    /// Writes the event's first activity line noting the `untaken` triggers: `true` when the
+    /// stored line notes them (written now, or by an earlier attempt that read the rules so).
+    /// A line the table refuses for good goes back among `told`, to be refused with the rest.
+    async fn noted(
+        &self,
+        pk: &str,
+        line: ActivityLine,
+        untaken: &[Fired],
+        told: &mut Vec<Told>,
+    ) -> Result<bool, ()> {
+        let triggers: Vec<Trigger> = untaken.iter().map(|f| f.trigger).collect();
+        match activity::append_noting(&self.store, &line, &triggers).await {
+            Ok(appended) => {
+                metrics::counter!("records_written").increment(u64::from(appended.written));
+                Ok(appended.noted)
+            }
+            Err(e) if e.is_retryable() => {
+                tracing::error!(item = %pk, error.message = %e, "could not write what tells people");
+                Err(())
+            }
+            Err(_) => {
+                told.insert(0, Told::Line(line));
+                Ok(false)
+            }
+        }
+    }
+
+    /// Marks each of `untaken` handled (`automation::mark_handled`) unless the event's activity
+    /// line notes them (`noted`).
+    async fn mark_handled(
+        &self,
+        pk: &str,
+        untaken: &[Fired],
+        noted: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), ()> {
+        if noted {
+            return Ok(());
+        }
+        for fired in untaken {
+            if let Err(e) = automation::mark_handled(&self.store, fired, now).await {
+                tracing::error!(item = %pk, error.message = %e, "could not mark a trigger handled");
+                return Err(());
+            }
+        }
+        Ok(())
+    }
+
+    /// What the fan-out writes itself (what tells people: a team's too, when it is small, and
+    /// then its members), and what goes to a queue.
+    async fn split(
+        &self,
+        pk: &str,
+        consequences: Vec<Consequence>,
+    ) -> Result<(Vec<Consequence>, Vec<Consequence>, Option<Vec<String>>), ()> {
+        let team = self.small_team(pk, &consequences).await?;
+        let (at_once, queued) = consequences
+            .into_iter()
+            .partition(|c| c.is_written_at_once() || (c.is_for_team() && team.is_some()));
+        Ok((at_once, queued, team))
     }
 
     /// The event's organisation's members, read once when a team's notification is among
@@ -338,23 +416,46 @@ impl App {
         }
     }
 
-    /// What the fan-out decides at once, as the worker would, rather than send: a trigger no
-    /// rule takes is handled (its rules read, its handled mark written,
-    /// `automation::mark_handled`; a rule made meanwhile takes the events the fan-out reads after
-    /// it), and a booked payment is held against its lookalikes (two reads of one window each,
-    /// `lookalike::check`, and its review item when it has some). Neither is sent nor waited on.
-    /// The rest go to their queues, and so does either of these when what it reads cannot be
-    /// read as it is (a malformed rule or payment): its worker parks it for a person.
-    async fn untaken(
+    /// The triggers among `queued` that no rule takes (their rules read; a rule made meanwhile
+    /// takes the events the fan-out reads after it), and the rest. The fan-out handles those
+    /// itself: neither sent nor waited on. A trigger whose rules cannot be read as they are (a
+    /// malformed rule) goes to its worker, which parks it for a person.
+    async fn untaken_triggers(
         &self,
         pk: &str,
         queued: Vec<Consequence>,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Consequence>, ()> {
+    ) -> Result<(Vec<Fired>, Vec<Consequence>), ()> {
+        let (mut untaken, mut rest) = (Vec::new(), Vec::with_capacity(queued.len()));
+        for c in queued {
+            let Consequence::Trigger(fired) = &c else {
+                rest.push(c);
+                continue;
+            };
+            match automation::rules_for(&self.store, &fired.org, fired.trigger).await {
+                Ok(rules) if rules.is_empty() => untaken.push(fired.clone()),
+                Ok(_) => rest.push(c),
+                Err(e) if !e.is_retryable() => {
+                    tracing::warn!(item = %pk, key = %c.key(), error.message = %e, "cannot be decided here; sent to its worker");
+                    rest.push(c);
+                }
+                Err(e) => {
+                    tracing::error!(item = %pk, key = %c.key(), error.message = %e, "could not read the rules");
+                    return Err(());
+                }
+            }
+        }
+        Ok((untaken, rest))
+    }
+
+    /// What the fan-out decides at once, as the worker would, rather than send: a booked
+    /// payment is held against its lookalikes (two reads of one window each,
+    /// `lookalike::check`, and its review item when it has some), neither sent nor waited on.
+    /// The rest go to their queues, and so does this when what it reads cannot be read as it is
+    /// (a malformed payment): its worker parks it for a person.
+    async fn untaken(&self, pk: &str, queued: Vec<Consequence>) -> Result<Vec<Consequence>, ()> {
         let mut sent = Vec::with_capacity(queued.len());
         for c in queued {
             let done = match &c {
-                Consequence::Trigger(fired) => self.untaken_trigger(fired, now).await,
                 Consequence::Lookalike(payment) => {
                     lookalike::check(&self.store, payment).await.map(|_| true)
                 }
@@ -374,22 +475,6 @@ impl App {
             }
         }
         Ok(sent)
-    }
-
-    /// `true` when no rule takes the trigger and it is handled now.
-    async fn untaken_trigger(
-        &self,
-        fired: &firmspace::effects::Fired,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        if !automation::rules_for(&self.store, &fired.org, fired.trigger)
-            .await?
-            .is_empty()
-        {
-            return Ok(false);
-        }
-        automation::mark_handled(&self.store, fired, now).await?;
-        Ok(true)
     }
 
     /// Puts `keys` on the event's waiting mark (made when there is none; nothing when `keys`

@@ -15,12 +15,13 @@
 //! that waits costs the mark's put, one update per message of tracked consequences but the
 //! last, and one delete; one that waits on no queue costs nothing here.
 
-use super::{activity, automation, derive, notify, Consequence};
+use super::{activity, automation, derive, notify, ActivityLine, Consequence, Trigger};
 use crate::ids::OrgId;
 use crate::store::counters;
 use crate::store::item::{s, Read};
 use crate::store::{Cond, Item, Store, StoreError, Update};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// One consequence an event implies, and whether it happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,20 +37,72 @@ impl State {
     }
 }
 
-/// The items a consequence leaves when it happened: (kind, shown key, item keys). A team
+/// The items a consequence leaves when it happened: all of `pks`, or for a trigger no rule
+/// took, the event's first activity line noting it (`activity::NO_RULE_FOR`).
+struct Left {
+    kind: &'static str,
+    key: String,
+    pks: Vec<String>,
+    or_noted: Option<(String, Trigger)>,
+}
+
+impl Left {
+    fn all(kind: &'static str, key: String, pks: Vec<String>) -> Self {
+        Self {
+            kind,
+            key,
+            pks,
+            or_noted: None,
+        }
+    }
+
+    fn read(&self) -> impl Iterator<Item = &String> {
+        self.pks
+            .iter()
+            .chain(self.or_noted.iter().map(|(pk, _)| pk))
+    }
+
+    /// Whether it happened, from the items read (`found`, by key).
+    fn done(&self, found: &HashMap<&String, &Item>) -> bool {
+        // A team notification of a team of none has no copy: it has not happened.
+        let all = !self.pks.is_empty() && self.pks.iter().all(|pk| found.contains_key(pk));
+        let noted = self.or_noted.as_ref().is_some_and(|(pk, trigger)| {
+            found
+                .get(pk)
+                .is_some_and(|line| activity::notes_no_rule(line, *trigger))
+        });
+        all || noted
+    }
+}
+
+/// The first activity line among an event's consequences: the one that notes the triggers no
+/// rule took when the fan-out writes it (`activity::append_noting`).
+pub fn noting_line(consequences: &[Consequence]) -> Option<&ActivityLine> {
+    consequences.iter().find_map(|c| match c {
+        Consequence::Activity(line) => Some(line),
+        _ => None,
+    })
+}
+
+/// What a consequence of an event whose consequences are `all` leaves when it happened. A team
 /// notification is one copy per member of `team`. Only tracked consequences leave any.
-fn marks(c: &Consequence, team: &[String]) -> Option<(&'static str, String, Vec<String>)> {
+fn marks(c: &Consequence, all: &[Consequence], team: &[String]) -> Option<Left> {
     match c {
         Consequence::Notification(n) => {
             let copies = notify::copies(n, team);
-            Some((
+            Some(Left::all(
                 "notification",
                 n.key.to_string(),
                 copies.into_iter().map(|(pk, _)| pk).collect(),
             ))
         }
-        Consequence::Activity(a) => Some(("activity", c.key(), vec![activity::entry_pk(a)])),
-        Consequence::Trigger(f) => Some(("rule_run", c.key(), vec![automation::handled_pk(f)])),
+        Consequence::Activity(a) => {
+            Some(Left::all("activity", c.key(), vec![activity::entry_pk(a)]))
+        }
+        Consequence::Trigger(f) => Some(Left {
+            or_noted: noting_line(all).map(|line| (activity::entry_pk(line), f.trigger)),
+            ..Left::all("rule_run", c.key(), vec![automation::handled_pk(f)])
+        }),
         // A bank credit's match shows on the row itself; a resend is no event's consequence.
         Consequence::BankCredit(_)
         | Consequence::Lookalike(_)
@@ -118,34 +171,33 @@ pub async fn states(
             .collect(),
         false => Vec::new(),
     };
-    let marked: Vec<Vec<(&str, String, Vec<String>)>> = derived
+    let marked: Vec<Vec<Left>> = derived
         .iter()
-        .map(|cs| cs.iter().filter_map(|c| marks(c, &team)).collect())
+        .map(|cs| cs.iter().filter_map(|c| marks(c, cs, &team)).collect())
         .collect();
     let pks: Vec<String> = marked
         .iter()
         .flatten()
-        .flat_map(|(_, _, pks)| pks.iter().cloned())
+        .flat_map(Left::read)
+        .cloned()
         .collect();
     let found = match pks.is_empty() {
         true => Vec::new(),
         false => store.get_many(&pks).await?,
     };
-    let present: std::collections::HashSet<&String> = pks
+    let present: HashMap<&String, &Item> = pks
         .iter()
         .zip(&found)
-        .filter(|(_, f)| f.is_some())
-        .map(|(pk, _)| pk)
+        .filter_map(|(pk, f)| f.as_ref().map(|f| (pk, f)))
         .collect();
     Ok(marked
-        .into_iter()
+        .iter()
         .map(|cs| {
-            cs.into_iter()
-                .map(|(kind, key, pks)| State {
-                    kind,
-                    key,
-                    // A team notification of a team of none has no copy: it has not happened.
-                    done: !pks.is_empty() && pks.iter().all(|pk| present.contains(pk)),
+            cs.iter()
+                .map(|left| State {
+                    kind: left.kind,
+                    key: left.key.clone(),
+                    done: left.done(&present),
                 })
                 .collect()
         })

@@ -220,6 +220,29 @@ async fn one_payment(
     (item, fanout)
 }
 
+/// A payment to the member's invoice of contact `c1`: its first activity line (the contact's)
+/// is the one that notes a trigger no rule took.
+async fn payment_on_contact(
+    o: &Ops,
+    org: &OrgId,
+    id: &str,
+) -> (firmspace::store::Item, fanout::App) {
+    let links = firmspace::payments::invoice::Links {
+        owner: Some("u1".into()),
+        contact_id: Some("c1".into()),
+        ..Default::default()
+    };
+    let item = crate::consequences::closing_payment_linked(&o.env, org, links, id).await;
+    let fanout = fanout::App::new(
+        Publisher {
+            sqs: o.sqs.clone(),
+            queues: o.consequences.clone(),
+        },
+        o.env.store.clone(),
+    );
+    (item, fanout)
+}
+
 /// An organisation with one paid invoice's payment, its consequences sent to the queues once:
 /// its team's notification (a team of `BIG_TEAM`, too many to be told at once: the notify
 /// worker's) and its trigger, which a rule takes.
@@ -278,7 +301,7 @@ async fn a_fan_out_batch_delivered_twice_counts_once() {
 async fn a_trigger_no_rule_takes_is_handled_by_the_fan_out_and_sent_nowhere() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
-    let (item, fanout) = one_payment(&o, &org, "pi_no_rule", Some("u1")).await;
+    let (item, fanout) = payment_on_contact(&o, &org, "pi_no_rule").await;
     for _ in 0..2 {
         let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
         assert!(out.batch_item_failures.is_empty());
@@ -286,18 +309,87 @@ async fn a_trigger_no_rule_takes_is_handled_by_the_fan_out_and_sent_nowhere() {
     assert_eq!(payments_waiting(&o, &org).await, (0, 1));
     let sent = crate::support::queues::receive(&o.sqs, &o.consequences.automation, 0).await;
     assert!(sent.is_empty(), "{sent:?}");
-    // The event list shows the trigger done: its handled mark is there.
+    // No handled mark of its own: the event's activity line notes that no rule took it, and
+    // the event list shows the trigger done from it.
+    let kinds = o.env.kinds().await;
+    assert_eq!(kinds.get("fired"), None, "{kinds:?}");
+    let rule_run = |events: &serde_json::Value| -> Vec<(String, String)> {
+        events["items"][0]["consequences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["kind"].as_str().unwrap().to_owned(),
+                    c["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let path = format!("/ops/events?kind=payment&org={org}");
+    let (_, events) = o.get(&path, ADMIN).await;
+    let states = rule_run(&events);
+    assert!(
+        states.contains(&("rule_run".into(), "done".into())),
+        "{events}"
+    );
+    assert!(states.iter().all(|(_, s)| s == "done"), "{events}");
+
+    // The activity line gone (as if lost), a retry of the record writes the line again noting
+    // the trigger: still no mark, the trigger done, and nothing sent.
+    let lines = o.env.items_of("activity").await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    o.env.delete(lines[0].str_of("pk").unwrap()).await;
+    let (_, lost) = o.get(&path, ADMIN).await;
+    assert_eq!(
+        rule_run(&lost)
+            .iter()
+            .filter(|(_, s)| s == "missing")
+            .count(),
+        2,
+        "the line and the trigger it noted: {lost}"
+    );
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    let (_, back) = o.get(&path, ADMIN).await;
+    assert!(rule_run(&back).iter().all(|(_, s)| s == "done"), "{back}");
+    assert_eq!(o.env.kinds().await.get("fired"), None);
+}
+
+/// A retry that finds the event's activity line written already (by an attempt that sent the
+/// trigger to a rule since deleted, or noted nothing) marks the trigger handled itself.
+#[tokio::test]
+async fn a_trigger_no_rule_takes_on_a_retry_after_its_line_is_marked_handled() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let (item, fanout) = payment_on_contact(&o, &org, "pi_no_rule_retry").await;
+    // What an earlier attempt wrote: the activity line, noting nothing.
+    let line = firmspace::effects::derive::consequences(&item)
+        .unwrap()
+        .into_iter()
+        .find_map(|c| match c {
+            firmspace::effects::Consequence::Activity(line) => Some(line),
+            _ => None,
+        })
+        .expect("an activity line");
+    assert!(firmspace::effects::activity::append(&o.env.store, &line)
+        .await
+        .unwrap());
+    let out = fanout.process(stream_event(&item, "1"), Utc::now()).await;
+    assert!(out.batch_item_failures.is_empty());
+    assert_eq!(o.env.kinds().await.get("fired"), Some(&1));
     let (_, events) = o
         .get(&format!("/ops/events?kind=payment&org={org}"), ADMIN)
         .await;
-    let states: Vec<(&str, &str)> = events["items"][0]["consequences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["kind"].as_str().unwrap(), c["state"].as_str().unwrap()))
-        .collect();
-    assert!(states.contains(&("rule_run", "done")), "{events}");
-    assert!(states.iter().all(|(_, s)| *s == "done"), "{events}");
+    let consequences = events["items"][0]["consequences"].as_array().unwrap();
+    assert!(
+        consequences.iter().all(|c| c["state"] == "done"),
+        "{events}"
+    );
+    assert!(
+        consequences.iter().any(|c| c["kind"] == "rule_run"),
+        "{events}"
+    );
 }
 
 /// A team one larger than a team's notification is written for at once.

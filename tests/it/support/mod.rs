@@ -82,6 +82,19 @@ impl TestEnv {
         counts
     }
 
+    /// Deletes the item `pk`, as if it had been lost.
+    pub async fn delete(&self, pk: &str) {
+        let dynamo = aws_sdk_dynamodb::Client::new(&sdk_config().await);
+        dynamo
+            .delete_item()
+            .table_name(self.store.table())
+            .key("pk", AttributeValue::S(pk.into()))
+            .key("sk", AttributeValue::S("item".into()))
+            .send()
+            .await
+            .expect("delete");
+    }
+
     pub async fn count(&self, kind: &str) -> usize {
         self.kinds().await.get(kind).copied().unwrap_or(0)
     }
