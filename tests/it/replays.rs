@@ -169,3 +169,52 @@ async fn a_tool_call_and_a_webhook_again_are_replays() {
     replays.sort();
     assert_eq!(replays, [None, Some("true".to_owned())]);
 }
+
+/// A payment under a client's key is written with the key's record in one transaction: no write
+/// follows it to remember the answer, and asking by the key finds it. The key, once another
+/// request's, books nothing.
+#[tokio::test]
+async fn a_keyed_payment_is_remembered_in_its_own_transaction_and_another_requests_key_books_nothing(
+) {
+    let crm = Crm::new().await;
+    let invoice = crm
+        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
+        .await;
+    let pay = format!("/api/invoices/{}/payments", invoice["id"].as_str().unwrap());
+    let manual = json!({"source": "manual", "amount": "40.00"});
+    let log = &crm.env.calls;
+    let from = log.metered().len();
+    let (status, first, _) = sent(&crm, "POST", &pay, Some("pay-1"), manual.clone()).await;
+    assert_eq!(status, 200, "{first}");
+    let ops: Vec<String> = log.metered()[from..]
+        .iter()
+        .map(|(op, _)| op.clone())
+        .collect();
+    let writes: Vec<&String> = ops
+        .iter()
+        .filter(|op| matches!(op.as_str(), "PutItem" | "TransactWriteItems"))
+        .collect();
+    assert_eq!(writes, ["TransactWriteItems"], "{ops:?}");
+    let (_, asked, _) = sent(&crm, "GET", "/api/requests/pay-1", None, Value::Null).await;
+    assert_eq!(
+        (asked["state"].as_str(), &asked["answer"]),
+        (Some("done"), &first)
+    );
+
+    // A top-up under the key first: the payment under it is another request, and books nothing.
+    let topup = json!({"amount": "20.00", "currency": "USD"});
+    let (status, _, _) = sent(&crm, "POST", "/api/wallet/topups", Some("pay-2"), topup).await;
+    assert_eq!(status, 200);
+    let (status, reused, _) = sent(&crm, "POST", &pay, Some("pay-2"), manual).await;
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (409, Some("idempotency_key_reused")),
+        "{reused}"
+    );
+    assert_eq!(crm.count("payment_event").await, 1);
+    let (_, asked, _) = sent(&crm, "GET", "/api/requests/pay-2", None, Value::Null).await;
+    assert!(
+        asked["answer"]["ledger_id"].is_string(),
+        "the top-up's: {asked}"
+    );
+}

@@ -115,6 +115,7 @@ impl Ctx<'_> {
             site: Some(self.site),
             imports: self.imports,
             deployment: Default::default(),
+            request: None,
         };
         let req = self.req;
         let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];

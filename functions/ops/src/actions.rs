@@ -324,6 +324,7 @@ async fn perform_as(
             queues: Some(&app.queues),
             consumers: app.consumers.as_ref(),
         },
+        request: None,
     };
     let asked = [firmspace::http::route_path(req).as_bytes(), body_bytes(req)];
     let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;

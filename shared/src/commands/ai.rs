@@ -284,6 +284,7 @@ impl<R: Replies> Step<'_, R> {
             site: None,
             imports: Default::default(),
             deployment: Default::default(),
+            request: None,
         };
         let asked = Input {
             tool,

@@ -35,7 +35,8 @@ pub use tools::{Input, ToolCall};
 use crate::effects::AssistedReply;
 use crate::ids::{EventKey, ExternalId, OrgId};
 use crate::orgs::{Key, Scope};
-use crate::store::Store;
+use crate::store::request::{AnswerOf, RequestError, WithRequest};
+use crate::store::{Store, Written};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::future::Future;
@@ -156,7 +157,8 @@ pub enum Once {
     ByRecord,
     /// By its effect, whose identity is the request's key (a payment's external id, a credit
     /// note's or a top-up's key): that effect's conditional write is the claim, and a repeat
-    /// is answered by it.
+    /// is answered by it. Under a client's key the effect's decision is written with the
+    /// request's record in its transaction ([`Env::write`]).
     ByEffect,
 }
 
@@ -347,6 +349,52 @@ pub struct Env<'a, R> {
     pub imports: statements::Imports<'a>,
     /// The deployment's queues and workers (the operator's function's).
     pub deployment: Deployment<'a>,
+    /// The request a client's key names, when its effect is keyed by it (`Once::ByEffect`):
+    /// set by [`perform`], written with the effect ([`Env::write`]).
+    pub request: Option<&'a requests::Request<'a>>,
+}
+
+impl<R> Env<'_, R> {
+    /// Writes `decision`; under a client's key, with the request's record in the same
+    /// transaction (`store::request`), keeping the answer `answer` makes of the plan's outcome
+    /// (`true`: a repeat's). The key held by another request is refused
+    /// `idempotency_key_reused`; `refused` says what the decision's own error is.
+    pub(crate) async fn write<D, A>(
+        &self,
+        mut decision: D,
+        answer: A,
+        refused: impl FnOnce(D::Error) -> Refused,
+    ) -> Result<Written<D::Out>, Refused>
+    where
+        D: crate::store::Decision,
+        A: Fn(&D::Out, bool) -> (Outcome, Value) + Send + Sync + 'static,
+    {
+        let Some(request) = self.request else {
+            return self
+                .store
+                .write(&mut decision, self.now)
+                .await
+                .map_err(refused);
+        };
+        let answer: AnswerOf<D::Out> = Box::new(move |out, repeat| {
+            let (outcome, json) = answer(out, repeat);
+            requests::answer(outcome, &json)
+        });
+        let mut with = WithRequest::new(decision, request.record(self.now), answer);
+        match self.store.write(&mut with, self.now).await {
+            Ok(written) => Ok(written),
+            Err(RequestError::Reused) => Err(idempotency_key_reused()),
+            Err(RequestError::Decision(e)) => Err(refused(e)),
+        }
+    }
+}
+
+/// Refused `idempotency_key_reused`: the key was used with another request.
+pub(crate) fn idempotency_key_reused() -> Refused {
+    Refused::conflict(
+        "idempotency_key_reused",
+        "this Idempotency-Key was used with another request",
+    )
 }
 
 /// What only the operator's function holds: the deployment's queues with their DLQs, and the
@@ -394,19 +442,17 @@ pub async fn perform<R: Replies>(
         fingerprint: fingerprint(command.name(), asked),
     };
     if command.claimed_by_effect(key) {
-        let (made, answer) = command.run(env, by, key).await?;
-        let outcome = Outcome::Made(made);
-        // Under a request's own key: kept to be asked for, and the effect's stored answer
-        // given again is a replay.
+        // Under a request's own key: its record written with the effect, to be asked for, and
+        // the effect's stored answer given again is a replay.
         let own = matches!(key, RequestKey::Header(_));
-        if own {
-            asked
-                .remember(env.store, (outcome, &answer), env.now)
-                .await?;
-        }
+        let env = Env {
+            request: own.then_some(&asked),
+            ..*env
+        };
+        let (made, answer) = command.run(&env, by, key).await?;
         return Ok(Done {
             repeat: own && answer["duplicate"] == true,
-            outcome,
+            outcome: Outcome::Made(made),
             answer,
         });
     }

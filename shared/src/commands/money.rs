@@ -7,7 +7,7 @@ use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoide
 use super::{Actor, Env};
 use crate::bank::matching::MatchError;
 use crate::commands::{Command, Once, Ran, Replies, RequestKey};
-use crate::commands::{Made, Refused};
+use crate::commands::{Made, Outcome, Refused};
 use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
 use crate::ids::{ExternalId, LocalId};
@@ -15,9 +15,10 @@ use crate::money::{parse_amount, Currency};
 use crate::orgs::Scope;
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError};
 use crate::payments::invoice::Links;
-use crate::payments::{invoice, register_payment, Invoice, PaymentInput, Source};
+use crate::payments::{invoice, registering, Invoice, PaymentEvent, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
+use crate::store::Written;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
@@ -97,7 +98,14 @@ pub(super) async fn pay<R>(
         reversible: false,
         via: None,
     };
-    let registered = register_payment(env.store, &input).await?;
+    // What a request's record keeps: the answer `RegisterPayment` gives.
+    let answer = |event: &PaymentEvent, repeat: bool| {
+        let booked = EventAnswer::from_json(as_written(event, repeat).answer());
+        let answer = answers::PaymentRegistered::Booked(booked);
+        (Outcome::Made(Made::Done), answers::json(&answer))
+    };
+    let decision = registering(env.store, &input);
+    let registered = env.write(decision, answer, Refused::from).await?;
     let key = input.event_key();
     if let Some(refused) =
         key_reused(env.store, org, Kind::Payment, &key, &registered, env.now).await?
@@ -273,7 +281,12 @@ impl Command for CreateCreditNote {
         if LocalId::parse("invoice_id", id).is_err() {
             return Err(Refused::not_found("invoice"));
         }
-        let issued = credit::issue(env.store, &new).await.map_err(refused)?;
+        let answer = |note: &credit::CreditNote, repeat: bool| {
+            let made = if repeat { Made::Done } else { Made::Created };
+            let answer = CreditIssued::of(&as_written(note, repeat));
+            (Outcome::Made(made), answers::json(&answer))
+        };
+        let issued = env.write(credit::issuing(&new), answer, refused).await?;
         let event_key = new.event_key();
         if let Some(refused) = key_reused(
             env.store,
@@ -326,18 +339,34 @@ impl Command for VoidInvoice {
         _key: &RequestKey,
     ) -> Ran<InvoiceVoided> {
         let id = self.invoice_id.as_str();
-        let voided = credit::void(env.store, by.org(), id, env.now)
-            .await
-            .map_err(|e| match e {
-                VoidError::Store(e) => e.into(),
-                VoidError::NoInvoice => Refused::not_found("invoice"),
-                VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
-            })?;
-        let answer = InvoiceVoided {
-            duplicate: !voided.is_new(),
-            invoice: voided.into_value().view(),
+        let refused = |e: VoidError| match e {
+            VoidError::Store(e) => e.into(),
+            VoidError::NoInvoice => Refused::not_found("invoice"),
+            VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
         };
-        Ok((Made::Done, answer))
+        let voided = |invoice: &Invoice, repeat: bool| InvoiceVoided {
+            duplicate: repeat,
+            invoice: invoice.view(),
+        };
+        let decision = credit::voiding(by.org(), id).map_err(refused)?;
+        let answer = move |invoice: &Invoice, repeat| {
+            (
+                Outcome::Made(Made::Done),
+                answers::json(&voided(invoice, repeat)),
+            )
+        };
+        let written = env.write(decision, answer, refused).await?;
+        Ok((Made::Done, voided(written.value(), !written.is_new())))
+    }
+}
+
+/// `out` as the write that gave it: new, or a repeat.
+fn as_written<T: Clone>(out: &T, repeat: bool) -> Written<T> {
+    match repeat {
+        true => Written::Repeat {
+            stored: out.clone(),
+        },
+        false => Written::New(out.clone()),
     }
 }
 
@@ -597,14 +626,12 @@ impl Command for TopUp {
                 format!("a top-up is at most {TOPUP_MAX}"),
             ));
         }
-        let written = ledger::top_up(
-            env.store,
-            by.org(),
-            &key,
-            Price { amount, currency },
-            env.now,
-        )
-        .await?;
+        let answer = |topped: &ledger::TopUp, repeat: bool| {
+            let answer = ToppedUp::of(&as_written(topped, repeat));
+            (Outcome::Made(Made::Done), answers::json(&answer))
+        };
+        let decision = ledger::topup::topping(by.org(), &key, Price { amount, currency });
+        let written = env.write(decision, answer, Refused::from).await?;
         let event = crate::ids::EventKey::new("topup", key.as_str());
         if let Some(refused) =
             key_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?
@@ -631,8 +658,5 @@ async fn key_reused<T>(
     let mut item = ReviewItem::mismatch(org, kind, key, mismatch, now, json!({}));
     item.reason = Reason::IdempotencyKeyReused;
     item.put(store).await?;
-    Ok(Some(Refused::conflict(
-        "idempotency_key_reused",
-        "this Idempotency-Key was used with another request",
-    )))
+    Ok(Some(super::idempotency_key_reused()))
 }

@@ -1,12 +1,17 @@
-//! Every operator action carries an `Idempotency-Key`: the first request with a key claims it
-//! (a conditional put), runs, and stores its answer on the claim; a repeat gets the stored
-//! answer, a repeat while the first still runs is told so, and the same key with another
-//! request is refused. A claim whose request died is taken over after a minute.
+//! Every operator action carries an `Idempotency-Key`, and each key keeps a record of the request
+//! made under it: what it asked (digested) and the answer it got. A command whose effect is
+//! keyed by the request's key writes the record in its effect's own transaction
+//! (`Request::record`, `store::request`), so effect and record are stored together. Any other
+//! command's first request claims the key (a conditional put), runs, and stores its answer on
+//! the claim; a repeat gets the stored answer, a repeat while the first still runs is told so,
+//! and the same key with another request is refused. A claim whose request died is taken over
+//! after a minute.
 
 use super::{Outcome, Refused};
 use crate::store::item::{s, Builder, Read};
 use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
 use crate::time;
+use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use std::future::Future;
@@ -55,7 +60,7 @@ impl Request<'_> {
     pub async fn claim(&self, store: &Store, now: DateTime<Utc>) -> Result<Claimed, StoreError> {
         let until = time::format(now + Duration::seconds(HOLD_SECS));
         let item = Builder::new(&self.pk(), "ops_request", self.by)
-            .str("fingerprint", &self.fingerprint)
+            .str(crate::store::request::FINGERPRINT, &self.fingerprint)
             .str("until", &until)
             .time("at", now)
             .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
@@ -74,7 +79,7 @@ impl Request<'_> {
         now: DateTime<Utc>,
         until: &str,
     ) -> Result<Claimed, StoreError> {
-        if stored.opt_str("fingerprint") != Some(self.fingerprint.as_str()) {
+        if stored.opt_str(crate::store::request::FINGERPRINT) != Some(self.fingerprint.as_str()) {
             return Ok(Claimed::Reused);
         }
         if let Some((outcome, answer)) = kept(stored) {
@@ -116,12 +121,7 @@ impl Request<'_> {
                     "a request with this Idempotency-Key is running; ask again in a moment",
                 ))
             }
-            Claimed::Reused => {
-                return Err(Refused::conflict(
-                    "idempotency_key_reused",
-                    "this Idempotency-Key was used with another request",
-                ))
-            }
+            Claimed::Reused => return Err(super::idempotency_key_reused()),
         }
         let (outcome, answer) = match run().await {
             Ok(done) => done,
@@ -144,26 +144,17 @@ impl Request<'_> {
         store.update_if(&self.pk(), &update).await.map(|_| ())
     }
 
-    /// Keeps the answer of a request whose effect claimed its key itself (a payment, a credit
-    /// note, a top-up, a void under an `Idempotency-Key`), so [`Request::look_up`] finds it too. A
-    /// request cut off between its effect and this finds nothing: sent again under its key, it
-    /// is answered from the effect, and nothing happens twice.
-    pub async fn remember(
-        &self,
-        store: &Store,
-        (outcome, answer): (Outcome, &Value),
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        let item = Builder::new(&self.pk(), "ops_request", self.by)
-            .str("fingerprint", &self.fingerprint)
+    /// The record of a request whose effect is keyed by the request's key (a payment, a credit
+    /// note, a top-up, a void under an `Idempotency-Key`), less its answer: written in the
+    /// effect's transaction with the answer the request gets (`answer`), so
+    /// [`Request::look_up`] finds it, and a request of another body under the key is refused.
+    pub fn record(&self, now: DateTime<Utc>) -> Item {
+        Builder::new(&self.pk(), "ops_request", self.by)
+            .str(crate::store::request::FINGERPRINT, &self.fingerprint)
             .str("until", "0000")
             .time("at", now)
             .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
-            .str(OUTCOME, outcome.name())
-            .str("answer", answer.to_string())
-            .build();
-        // The first answer stays: a repeat's (`duplicate: true`) does not replace it.
-        store.put_new(item).await.map(drop)
+            .build()
     }
 
     /// What became of the request sent under this key (`by`, `shared` and `key` name it; the
@@ -204,6 +195,14 @@ pub struct Looked {
 
 /// The attribute of a record that names its outcome (`Outcome::name`).
 const OUTCOME: &str = "outcome";
+
+/// What a record keeps of the answer a request got.
+pub fn answer(outcome: Outcome, answer: &Value) -> Vec<(String, AttributeValue)> {
+    vec![
+        (OUTCOME.into(), s(outcome.name())),
+        ("answer".into(), s(answer.to_string())),
+    ]
+}
 
 /// A finished record's outcome and answer (an answer that cannot be read is null).
 fn kept(record: &Item) -> Option<(Outcome, Value)> {

@@ -42,7 +42,16 @@ pub async fn top_up(
     price: Price,
     now: DateTime<Utc>,
 ) -> Result<Written<TopUp>, LedgerError> {
-    store.write(&mut Topping { org, key, price }, now).await
+    store.write(&mut topping(org, key, price), now).await
+}
+
+/// A top-up's decision, for a caller that writes it with more (a request's record).
+pub fn topping<'a>(
+    org: &'a OrgId,
+    key: &'a ExternalId,
+    price: Price,
+) -> impl Decision<Out = TopUp, Error = LedgerError> + 'a {
+    Topping { org, key, price }
 }
 
 /// What a top-up says: the same key with another amount or currency is another request.

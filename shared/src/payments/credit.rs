@@ -327,7 +327,12 @@ pub type Issued = Written<CreditNote>;
 /// Issues a credit note once per key: the note, its number and the invoice's balance in one
 /// transaction; a refund due is a review item in the same transaction.
 pub async fn issue(store: &Store, new: &NewCreditNote) -> Result<Issued, CreditError> {
-    store.write(&mut Issue { new }, new.at).await
+    store.write(&mut issuing(new), new.at).await
+}
+
+/// A credit note's decision, for a caller that writes it with more (a request's record).
+pub fn issuing(new: &NewCreditNote) -> impl Decision<Out = CreditNote, Error = CreditError> + '_ {
+    Issue { new }
 }
 
 struct Issue<'a> {
@@ -629,10 +634,19 @@ pub async fn void(
     id: &str,
     now: DateTime<Utc>,
 ) -> Result<Written<Invoice>, VoidError> {
+    store.write(&mut voiding(org, id)?, now).await
+}
+
+/// A void's decision, for a caller that writes it with more (a request's record): refused
+/// `NoInvoice` for an id no invoice can have.
+pub fn voiding<'a>(
+    org: &'a OrgId,
+    id: &'a str,
+) -> Result<impl Decision<Out = Invoice, Error = VoidError> + 'a, VoidError> {
     if LocalId::parse("invoice_id", id).is_err() {
         return Err(VoidError::NoInvoice);
     }
-    store.write(&mut Void { org, id }, now).await
+    Ok(Void { org, id })
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ pub mod rules;
 pub use event::PaymentEvent;
 pub use invoice::{Invoice, InvoiceStatus, NewInvoice};
 pub use register::{
-    on_its_payments_invoice, register_confirmed, register_linked, register_payment, Confirm,
-    Confirmation, Link, PaymentError, Registered, Trusted,
+    on_its_payments_invoice, register_confirmed, register_linked, register_payment, registering,
+    Confirm, Confirmation, Link, PaymentError, Registered, Trusted,
 };
 pub use rules::{decide, Decision, Outcome, Related};
 

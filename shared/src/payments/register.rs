@@ -101,6 +101,15 @@ pub async fn register_payment(
     register_confirmed(store, input, &Trusted).await
 }
 
+/// A person's payment's decision (`register_payment`), for a caller that writes it with more
+/// (a request's record).
+pub fn registering<'a>(
+    store: &'a Store,
+    input: &'a PaymentInput,
+) -> impl Decision<Out = PaymentEvent, Error = PaymentError> + 'a {
+    Register::new(input, &Trusted, None).reading(store)
+}
+
 /// `register_payment`, asking `confirm` before a new payment books money.
 pub async fn register_confirmed(
     store: &Store,

@@ -8,6 +8,7 @@ pub mod counters;
 pub mod item;
 pub mod lists;
 mod read;
+pub mod request;
 pub mod schema;
 pub mod spent;
 pub mod stream_counts;

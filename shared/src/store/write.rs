@@ -107,6 +107,11 @@ impl Seen {
         Self(items)
     }
 
+    /// What was read under the first `n` keys: a decision's own, when another reads after them.
+    pub(super) fn head(&self, n: usize) -> Self {
+        Self(self.0.iter().take(n).cloned().collect())
+    }
+
     /// The item under the `i`th key, if it is stored.
     pub fn get(&self, i: usize) -> Option<&Item> {
         self.0.get(i).and_then(Option::as_ref)

@@ -1,0 +1,246 @@
+//! A request under a client's key, written with what it does: the key's record (what the request
+//! asked, digested, and the answer it got) is read with a decision's items and put in the same
+//! transaction as the decision's plan, as an event's own item is written with its effect. So a
+//! request is never half remembered: its effect and its record are stored together or not at
+//! all, and no record says "running".
+//!
+//! The record is put only when none is stored; one stored for the same request leaves the
+//! decision to answer (a repeat, from its effect). One stored for another request under the
+//! same key refuses what would write ([`RequestError::Reused`]); what the decision answers from
+//! its effect alone (a repeat of the same payment sent with another body's bytes, or a conflict
+//! it names field by field) it still answers.
+
+use super::write::{Decision, Plan, Seen, Written};
+use super::{Item, Step, StoreError};
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, Utc};
+
+/// The record's attributes that say what the request asked: the same key with another digest
+/// is another request.
+pub const FINGERPRINT: &str = "fingerprint";
+
+/// The answer a request's record keeps, made from the plan's outcome: `true` for a repeat's.
+pub type AnswerOf<T> = Box<dyn Fn(&T, bool) -> Vec<(String, AttributeValue)> + Send + Sync>;
+
+/// How a request under a key was refused, or its decision's error.
+#[derive(Debug)]
+pub enum RequestError<E> {
+    /// The key's record is another request's.
+    Reused,
+    Decision(E),
+}
+
+impl<E: From<StoreError>> From<StoreError> for RequestError<E> {
+    fn from(e: StoreError) -> Self {
+        Self::Decision(E::from(e))
+    }
+}
+
+/// `decision`, with the request's record read after its keys and put with its plan.
+pub struct WithRequest<D: Decision> {
+    decision: D,
+    /// The record less its answer: its key, what was asked (`FINGERPRINT`), when, its expiry.
+    record: Item,
+    answer: AnswerOf<D::Out>,
+    /// How many keys the decision reads itself (the record's follows them).
+    own: usize,
+}
+
+impl<D: Decision> WithRequest<D> {
+    pub fn new(decision: D, record: Item, answer: AnswerOf<D::Out>) -> Self {
+        let own = decision.keys().len();
+        Self {
+            decision,
+            record,
+            answer,
+            own,
+        }
+    }
+
+    fn record_pk(&self) -> String {
+        match self.record.get("pk") {
+            Some(AttributeValue::S(pk)) => pk.clone(),
+            _ => String::new(),
+        }
+    }
+
+    /// The record's step, holding the answer to `out`.
+    fn put(&self, out: &D::Out, repeat: bool) -> Step {
+        let mut record = self.record.clone();
+        record.extend((self.answer)(out, repeat));
+        Step::PutNew(record)
+    }
+}
+
+impl<D: Decision> Decision for WithRequest<D> {
+    type Out = D::Out;
+    type Error = RequestError<D::Error>;
+
+    fn keys(&self) -> Vec<String> {
+        let mut keys = self.decision.keys();
+        keys.push(self.record_pk());
+        keys
+    }
+
+    fn reads_stale_first(&self) -> bool {
+        self.decision.reads_stale_first()
+    }
+
+    /// The record never changes once put, and a record read absent is put only if new: what
+    /// holds is what holds for the decision.
+    fn stale_holds(&self, plan: &Plan<D::Out>) -> bool {
+        self.decision.stale_holds(plan)
+    }
+
+    async fn prepare(&mut self, seen: &Seen) -> Result<(), Self::Error> {
+        let own = seen.head(self.own);
+        self.decision
+            .prepare(&own)
+            .await
+            .map_err(RequestError::Decision)
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<D::Out>, Self::Error> {
+        let plan = self
+            .decision
+            .decide(&seen.head(self.own), now)
+            .map_err(RequestError::Decision)?;
+        match seen.get(self.own) {
+            // Another request's key: only an answer from the effect, never a write.
+            Some(record) if record.get(FINGERPRINT) != self.record.get(FINGERPRINT) => {
+                return match plan {
+                    Plan::Done(written) => Ok(Plan::Done(written)),
+                    _ => Err(RequestError::Reused),
+                }
+            }
+            // Remembered with its first answer: the decision answers a repeat itself.
+            Some(_) => return Ok(plan),
+            None => {}
+        }
+        Ok(match plan {
+            Plan::Write { mut steps, out } => {
+                steps.push(self.put(&out, false));
+                Plan::Write { steps, out }
+            }
+            Plan::Acknowledge { mut steps, out } => {
+                steps.push(self.put(&out, true));
+                Plan::Acknowledge { steps, out }
+            }
+            // Done before under this key but not remembered (by another way in, or before
+            // records were written with their effect): remembered now, as a repeat.
+            Plan::Done(Written::Repeat { stored }) => Plan::Acknowledge {
+                steps: vec![self.put(&stored, true)],
+                out: stored,
+            },
+            Plan::Done(Written::New(out)) => Plan::Write {
+                steps: vec![self.put(&out, false)],
+                out,
+            },
+            // The key's effect with another payload: refused, and nothing remembered.
+            Plan::Done(conflict) => Plan::Done(conflict),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::item::{s, Builder};
+
+    /// A decision of one key: a put of its item, or a repeat when it is stored.
+    struct PutOnce;
+
+    impl Decision for PutOnce {
+        type Out = u32;
+        type Error = StoreError;
+
+        fn keys(&self) -> Vec<String> {
+            vec!["EVENT#1".into()]
+        }
+
+        fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<u32>, StoreError> {
+            Ok(match seen.stored() {
+                Some(_) => Plan::Done(Written::Repeat { stored: 1 }),
+                None => Plan::Write {
+                    steps: vec![Step::PutNew(Builder::new("EVENT#1", "event", "o").build())],
+                    out: 1,
+                },
+            })
+        }
+    }
+
+    fn keyed(fingerprint: &str) -> WithRequest<PutOnce> {
+        let record = Builder::new("REQUEST#k", "ops_request", "o")
+            .str(FINGERPRINT, fingerprint)
+            .build();
+        let answer: AnswerOf<u32> =
+            Box::new(|out, repeat| vec![("answer".into(), s(format!("{out}:{repeat}")))]);
+        WithRequest::new(PutOnce, record, answer)
+    }
+
+    fn answer_of(step: &Step) -> Option<&str> {
+        match step {
+            Step::PutNew(item) => item
+                .get("answer")
+                .and_then(|a| a.as_s().ok())
+                .map(String::as_str),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_new_request_puts_its_record_with_the_effect_and_its_answer() {
+        let with = keyed("a");
+        assert_eq!(with.keys(), ["EVENT#1", "REQUEST#k"]);
+        let Ok(Plan::Write { steps, out: 1 }) =
+            with.decide(&Seen::of(vec![None, None]), Utc::now())
+        else {
+            panic!("a write");
+        };
+        assert_eq!(steps.len(), 2);
+        assert_eq!(answer_of(&steps[1]), Some("1:false"));
+    }
+
+    #[test]
+    fn a_repeat_is_the_decisions_and_a_record_is_put_only_where_none_is() {
+        let with = keyed("a");
+        let event = Some(Builder::new("EVENT#1", "event", "o").build());
+        let record = Some(
+            Builder::new("REQUEST#k", "ops_request", "o")
+                .str(FINGERPRINT, "a")
+                .build(),
+        );
+        let remembered = with.decide(&Seen::of(vec![event.clone(), record]), Utc::now());
+        assert!(matches!(
+            remembered,
+            Ok(Plan::Done(Written::Repeat { stored: 1 }))
+        ));
+        let Ok(Plan::Acknowledge { steps, .. }) =
+            with.decide(&Seen::of(vec![event, None]), Utc::now())
+        else {
+            panic!("the record put, as a repeat");
+        };
+        assert_eq!(steps.len(), 1);
+        assert_eq!(answer_of(&steps[0]), Some("1:true"));
+    }
+
+    #[test]
+    fn a_key_another_request_holds_is_refused_what_would_write() {
+        let with = keyed("b");
+        let record = Some(
+            Builder::new("REQUEST#k", "ops_request", "o")
+                .str(FINGERPRINT, "a")
+                .build(),
+        );
+        assert!(matches!(
+            with.decide(&Seen::of(vec![None, record.clone()]), Utc::now()),
+            Err(RequestError::Reused)
+        ));
+        // The effect stored: its own answer (here a repeat; a conflict names its fields).
+        let event = Some(Builder::new("EVENT#1", "event", "o").build());
+        assert!(matches!(
+            with.decide(&Seen::of(vec![event, record]), Utc::now()),
+            Ok(Plan::Done(Written::Repeat { stored: 1 }))
+        ));
+    }
+}
