@@ -237,7 +237,16 @@ pub async fn move_to(
     stage: Stage,
     now: DateTime<Utc>,
 ) -> Result<Written<Moved>, MoveError> {
-    store.write(&mut Move { org, id, stage }, now).await
+    store.write(&mut moving(org, id, stage), now).await
+}
+
+/// A move's decision, for a caller that writes it with more (a request's record).
+pub fn moving<'a>(
+    org: &'a OrgId,
+    id: &'a str,
+    stage: Stage,
+) -> impl Decision<Out = Moved, Error = MoveError> + 'a {
+    Move { org, id, stage }
 }
 
 #[cfg(test)]

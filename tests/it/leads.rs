@@ -203,6 +203,26 @@ async fn the_board_shows_the_card_and_moves_it_once(crm: &Crm, deal_id: &str) {
     let qualified = crm.get("/api/deals?stage=qualified").await;
     assert_eq!(qualified["items"][0]["deal_id"], deal_id);
     assert_eq!(crm.get("/api/deals?stage=new").await["items"], json!([]));
+
+    // Ten clicks at once under one key: the move and its record are one transaction, so each
+    // gets the one answer (none is told "in progress") and the card moved once.
+    let won = json!({"stage": "won"});
+    let clicks =
+        (0..10).map(|_| crm.call_with("POST", &path, &[("idempotency-key", "mv-5")], won.clone()));
+    let answers = futures::future::join_all(clicks).await;
+    assert!(
+        answers.iter().all(|a| a.0 == 200 && a.1 == answers[0].1),
+        "{answers:?}"
+    );
+    assert_eq!(
+        (
+            answers[0].1["moved"].as_bool(),
+            answers[0].1["from"].as_str(),
+            answers[0].1["version"].as_u64()
+        ),
+        (Some(true), Some("qualified"), Some(3)),
+        "{answers:?}"
+    );
 }
 
 #[tokio::test]

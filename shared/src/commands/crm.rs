@@ -4,7 +4,7 @@
 use super::answers::EventAnswer;
 use super::{Actor, Env};
 use crate::commands::{Command, Ran, Replies, RequestKey};
-use crate::commands::{Made, Refused};
+use crate::commands::{Made, Once, Outcome, Refused};
 use crate::effects::automation::{self, Action, Rule};
 use crate::effects::{AssistedReply, Trigger};
 use crate::fields::{self, TEXT_MAX, TITLE_MAX};
@@ -137,6 +137,7 @@ impl Command for MoveDeal {
     type Answer = crate::deals::DealView;
     const NAME: &'static str = "move_deal";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::WithEffect;
 
     async fn run<R: Replies>(
         self,
@@ -147,21 +148,27 @@ impl Command for MoveDeal {
         let (id, to) = (self.deal_id.as_str(), self.stage);
         use crate::deals::{self, MoveError};
         LocalId::parse("deal_id", id).map_err(|_| Refused::not_found("deal"))?;
-        let written = deals::move_to(env.store, by.org(), id, to, env.now)
-            .await
-            .map_err(|e| match e {
-                MoveError::Store(e) => Refused::from(e),
-                MoveError::NoDeal => Refused::not_found("deal"),
-            })?;
-        let moved = written.is_new();
-        let deals::Moved { deal, from } = written.into_value();
-        let from = moved.then_some(from);
-        let answer = crate::deals::DealView {
-            moved: Some(moved),
-            from: Some(from),
-            ..deal.view()
+        let refused = |e| match e {
+            MoveError::Store(e) => Refused::from(e),
+            MoveError::NoDeal => Refused::not_found("deal"),
         };
-        Ok((Made::Done, answer))
+        let answer = |moved: &deals::Moved, repeat: bool| {
+            let view = moved_view(moved, !repeat);
+            (Outcome::Made(Made::Done), super::answers::json(&view))
+        };
+        let written = env
+            .write(deals::moving(by.org(), id, to), answer, refused)
+            .await?;
+        Ok((Made::Done, moved_view(written.value(), written.is_new())))
+    }
+}
+
+/// A card as a move answers it: whether it moved now, and the stage it left.
+fn moved_view(moved: &crate::deals::Moved, now: bool) -> crate::deals::DealView {
+    crate::deals::DealView {
+        moved: Some(now),
+        from: Some(now.then_some(moved.from)),
+        ..moved.deal.view()
     }
 }
 

@@ -35,7 +35,7 @@ pub use tools::{Input, ToolCall};
 use crate::effects::AssistedReply;
 use crate::ids::{EventKey, ExternalId, OrgId};
 use crate::orgs::{Key, Scope};
-use crate::store::request::{AnswerOf, RequestError, WithRequest};
+use crate::store::request::{AnswerOf, Repeats, RequestError, WithRequest};
 use crate::store::{Store, Written};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -160,6 +160,10 @@ pub enum Once {
     /// is answered by it. Under a client's key the effect's decision is written with the
     /// request's record in its transaction ([`Env::write`]).
     ByEffect,
+    /// By a request record written in the same transaction as its effect ([`Env::write`]),
+    /// whose effect carries no key of the request (a new invoice, a deal's move): a repeat gets
+    /// the record's answer, and nothing says "running".
+    WithEffect,
 }
 
 /// Whose a command's object is: an organisation's records, or the deployment's own parts
@@ -291,15 +295,27 @@ commands! {
 }
 
 impl AnyCommand {
-    /// Whether it is claimed by its effect under `key`, or by a request record: an
-    /// assistant's `call_id` always by a record; an AI run's tool call, a state or a new
-    /// request never; an `Idempotency-Key` as the command says.
-    fn claimed_by_effect(&self, key: &RequestKey) -> bool {
-        match key {
-            RequestKey::Call(_) => false,
-            RequestKey::ToolCall(_) | RequestKey::State | RequestKey::New => true,
-            RequestKey::Header(_) => self.once() == Once::ByEffect,
+    /// How its request's record is written in its effect's transaction under `key`, as the
+    /// command says: under an `Idempotency-Key`, a command keyed by it answers a repeat from its
+    /// effect; an assistant's `call_id` (shared by the organisation's keys) and a command whose
+    /// effect carries no key of the request, from the record. `None`: claimed otherwise.
+    fn recorded_with_effect(&self, key: &RequestKey) -> Option<Repeats> {
+        match (key, self.once()) {
+            (RequestKey::Header(_), Once::ByEffect) => Some(Repeats::FromEffect),
+            (RequestKey::Header(_) | RequestKey::Call(_), Once::WithEffect)
+            | (RequestKey::Call(_), Once::ByEffect) => Some(Repeats::FromRecord),
+            _ => None,
         }
+    }
+
+    /// Whether no record claims it: an AI run's tool call, a state or a new request is
+    /// claimed by its effect alone. (Under any other key, a record: written with its effect,
+    /// `recorded_with_effect`, or claimed before it runs, `requests`.)
+    fn claimed_by_effect(&self, key: &RequestKey) -> bool {
+        matches!(
+            key,
+            RequestKey::ToolCall(_) | RequestKey::State | RequestKey::New
+        )
     }
 }
 
@@ -349,9 +365,9 @@ pub struct Env<'a, R> {
     pub imports: statements::Imports<'a>,
     /// The deployment's queues and workers (the operator's function's).
     pub deployment: Deployment<'a>,
-    /// The request a client's key names, when its effect is keyed by it (`Once::ByEffect`):
-    /// set by [`perform`], written with the effect ([`Env::write`]).
-    pub request: Option<&'a requests::Request<'a>>,
+    /// The request a client's key names, when its record is written with its effect
+    /// (`Once::ByEffect`, `Once::WithEffect`): set by [`perform`] ([`Env::write`]).
+    pub request: Option<(&'a requests::Request<'a>, Repeats)>,
 }
 
 impl<R> Env<'_, R> {
@@ -369,7 +385,7 @@ impl<R> Env<'_, R> {
         D: crate::store::Decision,
         A: Fn(&D::Out, bool) -> (Outcome, Value) + Send + Sync + 'static,
     {
-        let Some(request) = self.request else {
+        let Some((request, repeats)) = self.request else {
             return self
                 .store
                 .write(&mut decision, self.now)
@@ -380,10 +396,15 @@ impl<R> Env<'_, R> {
             let (outcome, json) = answer(out, repeat);
             requests::answer(outcome, &json)
         });
-        let mut with = WithRequest::new(decision, request.record(self.now), answer);
+        let record = request.record(self.now);
+        let mut with = WithRequest::new(decision, record, answer, repeats);
         match self.store.write(&mut with, self.now).await {
             Ok(written) => Ok(written),
             Err(RequestError::Reused) => Err(idempotency_key_reused()),
+            Err(RequestError::Answered(record)) => Err(match requests::kept(&record) {
+                Some((outcome, answer)) => Refused::answered(outcome, answer),
+                None => Refused::from(crate::store::item::malformed(&record, "answer")),
+            }),
             Err(RequestError::Decision(e)) => Err(refused(e)),
         }
     }
@@ -441,17 +462,13 @@ pub async fn perform<R: Replies>(
         key: key.id(),
         fingerprint: fingerprint(command.name(), asked),
     };
+    if let Some(repeats) = command.recorded_with_effect(key) {
+        return with_effect(env, by, (key, (&asked, repeats)), command).await;
+    }
     if command.claimed_by_effect(key) {
-        // Under a request's own key: its record written with the effect, to be asked for, and
-        // the effect's stored answer given again is a replay.
-        let own = matches!(key, RequestKey::Header(_));
-        let env = Env {
-            request: own.then_some(&asked),
-            ..*env
-        };
-        let (made, answer) = command.run(&env, by, key).await?;
+        let (made, answer) = command.run(env, by, key).await?;
         return Ok(Done {
-            repeat: own && answer["duplicate"] == true,
+            repeat: false,
             outcome: Outcome::Made(made),
             answer,
         });
@@ -466,6 +483,35 @@ pub async fn perform<R: Replies>(
         answer,
         repeat,
     })
+}
+
+/// `command` run with the request's record written in its effect's transaction (`Env::write`):
+/// a repeat is the effect's stored answer given again, or the record's.
+async fn with_effect<R: Replies>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    (key, (asked, repeats)): (&RequestKey, (&requests::Request<'_>, Repeats)),
+    command: AnyCommand,
+) -> Result<Done, Refused> {
+    let env = Env {
+        request: Some((asked, repeats)),
+        ..*env
+    };
+    match command.run(&env, by, key).await {
+        Ok((made, answer)) => Ok(Done {
+            repeat: repeats == Repeats::FromEffect && answer["duplicate"] == true,
+            outcome: Outcome::Made(made),
+            answer,
+        }),
+        Err(refused) => match refused.kept() {
+            Some((outcome, answer)) => Ok(Done {
+                outcome,
+                answer,
+                repeat: true,
+            }),
+            None => Err(refused),
+        },
+    }
 }
 
 /// What a request asked, digested for its record's claim: the command's name and the parts the

@@ -427,6 +427,7 @@ impl Command for CreateInvoice {
     type Answer = crate::payments::invoice::InvoiceView;
     const NAME: &'static str = "create_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::WithEffect;
 
     async fn run<R: Replies>(
         self,
@@ -454,8 +455,11 @@ impl Command for CreateInvoice {
             },
             links: links(body)?,
         };
-        let created = invoice::create(env.store, by.org(), new, env.now).await?;
-        Ok((Made::Created, created.view()))
+        let answer =
+            |created: &Invoice, _| (Outcome::Made(Made::Created), answers::json(&created.view()));
+        let decision = invoice::creating(by.org(), new);
+        let created = env.write(decision, answer, Refused::from).await?;
+        Ok((Made::Created, created.value().view()))
     }
 }
 

@@ -49,6 +49,9 @@ pub enum Outcome {
     Refused(Why),
 }
 
+/// The code of [`Refused::answered`]: never an answer's.
+const ANSWERED: &str = "request_answered";
+
 /// Every outcome with its name in a request record.
 const NAMES: [(Outcome, &str); 10] = [
     (Outcome::Made(Made::Done), "done"),
@@ -133,6 +136,24 @@ impl Refused {
 
     pub fn unavailable(code: &'static str, detail: impl Into<String>) -> Self {
         Self::new(Why::Unavailable, code, detail)
+    }
+
+    /// Not a refusal: the request's key was answered before, with `outcome` and `answer` (its
+    /// record, read with the command's decision, `store::request`). Only [`super::perform`]
+    /// meets it, and answers with them as a repeat.
+    pub(super) fn answered(outcome: Outcome, answer: Value) -> Self {
+        Self::new(Why::Conflict, ANSWERED, "answered before")
+            .with("outcome", Value::from(outcome.name()))
+            .with("answer", answer)
+    }
+
+    /// The stored outcome and answer of [`Refused::answered`].
+    pub(super) fn kept(&self) -> Option<(Outcome, Value)> {
+        if self.code != ANSWERED {
+            return None;
+        }
+        let outcome = Outcome::parse(self.more.get("outcome")?.as_str()?)?;
+        Some((outcome, self.more.get("answer")?.clone()))
     }
 
     /// The same refusal, naming `value` as its `name` too.

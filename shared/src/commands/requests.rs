@@ -205,7 +205,7 @@ pub fn answer(outcome: Outcome, answer: &Value) -> Vec<(String, AttributeValue)>
 }
 
 /// A finished record's outcome and answer (an answer that cannot be read is null).
-fn kept(record: &Item) -> Option<(Outcome, Value)> {
+pub(super) fn kept(record: &Item) -> Option<(Outcome, Value)> {
     let outcome = match record.opt_str(OUTCOME) {
         Some(name) => Outcome::parse(name)?,
         None => legacy(record.u64_of("status").ok()?)?,

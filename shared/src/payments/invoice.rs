@@ -229,12 +229,23 @@ pub async fn create(
     new: NewInvoice,
     now: DateTime<Utc>,
 ) -> Result<Invoice, StoreError> {
-    let mut creation = Create {
+    Ok(store
+        .write(&mut creating(org, new), now)
+        .await?
+        .into_value())
+}
+
+/// A new invoice's decision (its id made now), for a caller that writes it with more (a
+/// request's record).
+pub fn creating(
+    org: &OrgId,
+    new: NewInvoice,
+) -> impl Decision<Out = Invoice, Error = StoreError> + '_ {
+    Create {
         org,
         new,
         id: LocalId::generate("inv_"),
-    };
-    Ok(store.write(&mut creation, now).await?.into_value())
+    }
 }
 
 /// An invoice's creation: the counter read, the next number taken in the same transaction.

@@ -4,11 +4,16 @@
 //! request is never half remembered: its effect and its record are stored together or not at
 //! all, and no record says "running".
 //!
-//! The record is put only when none is stored; one stored for the same request leaves the
-//! decision to answer (a repeat, from its effect). One stored for another request under the
-//! same key refuses what would write ([`RequestError::Reused`]); what the decision answers from
-//! its effect alone (a repeat of the same payment sent with another body's bytes, or a conflict
-//! it names field by field) it still answers.
+//! The record is put only when none is stored. What a stored one means depends on what keys
+//! the effect ([`Repeats`]):
+//! - an effect keyed by the request's key answers a repeat itself: a record of the same request
+//!   leaves the decision to answer, and one of another request refuses what would write
+//!   ([`RequestError::Reused`]); what the decision answers from its effect alone (a repeat of the
+//!   same payment sent with another body's bytes, or a conflict it names field by field) it
+//!   still answers;
+//! - any other effect (a new invoice, a deal's move) is answered from the record: a record of
+//!   the same request is [`RequestError::Answered`] (its stored answer is the answer), one of
+//!   another request [`RequestError::Reused`], and the decision is not asked.
 
 use super::write::{Decision, Plan, Seen, Written};
 use super::{Item, Step, StoreError};
@@ -27,7 +32,18 @@ pub type AnswerOf<T> = Box<dyn Fn(&T, bool) -> Vec<(String, AttributeValue)> + S
 pub enum RequestError<E> {
     /// The key's record is another request's.
     Reused,
+    /// The key's record is this request's, answered before: its answer is the answer.
+    Answered(Box<Item>),
     Decision(E),
+}
+
+/// How a repeat of a request is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repeats {
+    /// By its effect, keyed by the request's key.
+    FromEffect,
+    /// From the record: the effect carries no key of the request.
+    FromRecord,
 }
 
 impl<E: From<StoreError>> From<StoreError> for RequestError<E> {
@@ -42,17 +58,19 @@ pub struct WithRequest<D: Decision> {
     /// The record less its answer: its key, what was asked (`FINGERPRINT`), when, its expiry.
     record: Item,
     answer: AnswerOf<D::Out>,
+    repeats: Repeats,
     /// How many keys the decision reads itself (the record's follows them).
     own: usize,
 }
 
 impl<D: Decision> WithRequest<D> {
-    pub fn new(decision: D, record: Item, answer: AnswerOf<D::Out>) -> Self {
+    pub fn new(decision: D, record: Item, answer: AnswerOf<D::Out>, repeats: Repeats) -> Self {
         let own = decision.keys().len();
         Self {
             decision,
             record,
             answer,
+            repeats,
             own,
         }
     }
@@ -101,6 +119,14 @@ impl<D: Decision> Decision for WithRequest<D> {
     }
 
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<D::Out>, Self::Error> {
+        if let (Repeats::FromRecord, Some(record)) = (self.repeats, seen.get(self.own)) {
+            return Err(
+                match record.get(FINGERPRINT) == self.record.get(FINGERPRINT) {
+                    true => RequestError::Answered(Box::new(record.clone())),
+                    false => RequestError::Reused,
+                },
+            );
+        }
         let plan = self
             .decision
             .decide(&seen.head(self.own), now)
@@ -175,7 +201,7 @@ mod tests {
             .build();
         let answer: AnswerOf<u32> =
             Box::new(|out, repeat| vec![("answer".into(), s(format!("{out}:{repeat}")))]);
-        WithRequest::new(PutOnce, record, answer)
+        WithRequest::new(PutOnce, record, answer, Repeats::FromEffect)
     }
 
     fn answer_of(step: &Step) -> Option<&str> {
@@ -242,5 +268,41 @@ mod tests {
             with.decide(&Seen::of(vec![event, record]), Utc::now()),
             Ok(Plan::Done(Written::Repeat { stored: 1 }))
         ));
+    }
+
+    #[test]
+    fn a_request_whose_effect_carries_no_key_is_answered_from_its_record() {
+        let with = WithRequest {
+            repeats: Repeats::FromRecord,
+            ..keyed("a")
+        };
+        let record = |fingerprint: &str| {
+            Some(
+                Builder::new("REQUEST#k", "ops_request", "o")
+                    .str(FINGERPRINT, fingerprint)
+                    .str("answer", "1:false")
+                    .build(),
+            )
+        };
+        let Err(RequestError::Answered(kept)) =
+            with.decide(&Seen::of(vec![None, record("a")]), Utc::now())
+        else {
+            panic!("the stored answer");
+        };
+        assert_eq!(
+            kept.get("answer")
+                .and_then(|a| a.as_s().ok())
+                .map(String::as_str),
+            Some("1:false")
+        );
+        assert!(matches!(
+            with.decide(&Seen::of(vec![None, record("b")]), Utc::now()),
+            Err(RequestError::Reused)
+        ));
+        let Ok(Plan::Write { steps, .. }) = with.decide(&Seen::of(vec![None, None]), Utc::now())
+        else {
+            panic!("a new request writes");
+        };
+        assert_eq!(steps.len(), 2);
     }
 }
