@@ -99,6 +99,7 @@ impl Command for CreateTask {
     const NAME: &'static str = "create_task";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
+    const ONCE: Once = Once::WithEffect;
 
     async fn run<R: Replies>(
         self,
@@ -117,11 +118,17 @@ impl Command for CreateTask {
                 title: title.to_owned(),
             },
         };
-        let created = automation::create_task(env.store, &rule, title, &event_key, env.now).await?;
-        let run = automation::run_key(&rule.rule_id, &event_key);
-        let task_id = automation::task_id(&rule.org, &run);
-        let answer = super::answers::TaskCreated { task_id, created };
-        Ok((Made::Done, answer))
+        let made = |task_id: &String, created: bool| super::answers::TaskCreated {
+            task_id: task_id.clone(),
+            created,
+        };
+        let answer = move |task_id: &String, repeat: bool| {
+            let answer = made(task_id, !repeat);
+            (Outcome::Made(Made::Done), super::answers::json(&answer))
+        };
+        let decision = automation::tasking(&rule, title, &event_key);
+        let written = env.write(decision, answer, Refused::from).await?;
+        Ok((Made::Done, made(written.value(), written.is_new())))
     }
 }
 

@@ -8,7 +8,7 @@ use super::runs::RunState;
 use super::Trigger;
 use crate::ids::{EventKey, IntegrationId, LocalId, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
-use crate::store::{Item, Step, Store, StoreError, Transacted};
+use crate::store::{Decision, Item, Plan, Seen, Step, Store, StoreError, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -298,33 +298,68 @@ pub async fn create_task(
     event_key: &EventKey,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let key = run_key(&rule.rule_id, event_key);
-    let id = task_id(&rule.org, &key);
-    let task = Builder::new(
-        &rule.org.pk(&format!("TASK#{id}")),
-        "task",
-        rule.org.as_str(),
-    )
-    .str("id", &id)
-    .str("rule_id", &rule.rule_id)
-    .str("event_key", event_key.as_str())
-    .str("title", title)
-    .time("at", now)
-    .list(
-        &rule.org.pk("TASKS"),
-        &format!("{}#{id}", time::format(now)),
-    )
-    .build();
-    let run = super::runs::run_item(&rule.org, &rule.rule_id, event_key, RunState::Done, now);
-    match store
-        .transact(vec![Step::PutNew(run), Step::PutNew(task)])
-        .await?
-    {
-        Transacted::Done => Ok(true),
-        Transacted::Refused { .. } => Ok(false),
-        Transacted::Contended => Err(StoreError::Contended {
-            pk: super::runs::run_pk(&rule.org, &key),
-        }),
+    let written = store
+        .write(&mut tasking(rule, title, event_key), now)
+        .await?;
+    Ok(written.is_new())
+}
+
+/// A `create_task` run's decision (`create_task`), for a caller that writes it with more (a
+/// request's record): its run's key read; a run there already is a rerun, and makes nothing.
+pub fn tasking<'a>(
+    rule: &'a Rule,
+    title: &'a str,
+    event_key: &'a EventKey,
+) -> impl Decision<Out = String, Error = StoreError> + 'a {
+    Tasking {
+        rule,
+        title,
+        event_key,
+    }
+}
+
+struct Tasking<'a> {
+    rule: &'a Rule,
+    title: &'a str,
+    event_key: &'a EventKey,
+}
+
+impl Decision for Tasking<'_> {
+    /// The task's id.
+    type Out = String;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        let key = run_key(&self.rule.rule_id, self.event_key);
+        vec![super::runs::run_pk(&self.rule.org, &key)]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<String>, StoreError> {
+        let (rule, event_key) = (self.rule, self.event_key);
+        let id = task_id(&rule.org, &run_key(&rule.rule_id, event_key));
+        if seen.stored().is_some() {
+            return Ok(Plan::Done(Written::Repeat { stored: id }));
+        }
+        let task = Builder::new(
+            &rule.org.pk(&format!("TASK#{id}")),
+            "task",
+            rule.org.as_str(),
+        )
+        .str("id", &id)
+        .str("rule_id", &rule.rule_id)
+        .str("event_key", event_key.as_str())
+        .str("title", self.title)
+        .time("at", now)
+        .list(
+            &rule.org.pk("TASKS"),
+            &format!("{}#{id}", time::format(now)),
+        )
+        .build();
+        let run = super::runs::run_item(&rule.org, &rule.rule_id, event_key, RunState::Done, now);
+        Ok(Plan::Write {
+            steps: vec![Step::PutNew(run), Step::PutNew(task)],
+            out: id,
+        })
     }
 }
 
