@@ -378,3 +378,32 @@ async fn a_reply_tool_call_is_sent_once_through_the_channel_however_often_it_com
         json!({"chat_id": "42", "text": "We deliver on Fridays"})
     );
 }
+
+/// A tool call refused is answered so again: its refusal is the call's answer, kept under its
+/// `call_id` (a payment, a credit note or a task writes the call's record with its effect, and a
+/// refusal writes the record alone). The call id sent again with another input is another call.
+#[tokio::test]
+async fn a_refused_tool_call_is_refused_again_and_its_id_is_not_reused_for_another_input() {
+    let crm = Crm::new().await;
+    let invoice = crm
+        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
+        .await;
+    let id = invoice["id"].as_str().unwrap();
+    let too_much = json!({"invoice_id": id, "amount": "500.00", "reason": "goodwill"});
+    let (status, refused) = tool(&crm, "create_credit_note", "toolu_over", too_much.clone()).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("credit_exceeds_invoice")),
+        "{refused}"
+    );
+    let (status, again) = tool(&crm, "create_credit_note", "toolu_over", too_much).await;
+    assert_eq!((status, &again), (409, &refused), "the kept refusal");
+    let fits = json!({"invoice_id": id, "amount": "50.00", "reason": "goodwill"});
+    let (status, reused) = tool(&crm, "create_credit_note", "toolu_over", fits).await;
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (409, Some("idempotency_key_reused")),
+        "{reused}"
+    );
+    assert_eq!(crm.count("credit_note").await, 0);
+}

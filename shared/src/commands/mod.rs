@@ -486,7 +486,9 @@ pub async fn perform<R: Replies>(
 }
 
 /// `command` run with the request's record written in its effect's transaction (`Env::write`):
-/// a repeat is the effect's stored answer given again, or the record's.
+/// a repeat is the effect's stored answer given again, or the record's. A request answered from
+/// its record is answered so when it is refused too: the refusal is kept as the record's
+/// answer (`Request::keep_refusal`), unless a retry may get past it.
 async fn with_effect<R: Replies>(
     env: &Env<'_, R>,
     by: &Actor,
@@ -509,6 +511,20 @@ async fn with_effect<R: Replies>(
                 answer,
                 repeat: true,
             }),
+            None if repeats == Repeats::FromRecord && !refused.passing() => {
+                match asked.keep_refusal(env.store, &refused, env.now).await? {
+                    Some((outcome, answer)) => Ok(Done {
+                        outcome,
+                        answer,
+                        repeat: true,
+                    }),
+                    None => Ok(Done {
+                        outcome: Outcome::Refused(refused.why),
+                        answer: refused.body(),
+                        repeat: false,
+                    }),
+                }
+            }
             None => Err(refused),
         },
     }

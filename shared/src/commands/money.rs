@@ -251,23 +251,7 @@ impl Command for CreateCreditNote {
         key: &RequestKey,
     ) -> Ran<CreditIssued> {
         let (id, body) = (self.invoice_id.as_str(), self.note);
-        let lines = body.lines.unwrap_or_default();
-        if lines.len() > credit::LINES_MAX {
-            return Err(Refused::field(
-                "lines",
-                "invalid_field",
-                "at most 100 lines",
-            ));
-        }
-        let lines = lines
-            .iter()
-            .map(|l| {
-                Ok(CreditLine {
-                    description: fields::line("description", &l.description, TITLE_MAX)?.to_owned(),
-                    amount: l.amount.decimal("lines")?,
-                })
-            })
-            .collect::<Result<Vec<_>, Refused>>()?;
+        let lines = credit_lines(body.lines.unwrap_or_default())?;
         let new = NewCreditNote {
             org: by.org().clone(),
             invoice_id: id.to_owned(),
@@ -307,6 +291,26 @@ impl Command for CreateCreditNote {
         };
         Ok((status, EventAnswer::of(&issued)))
     }
+}
+
+/// A credit note's lines as asked: at most `credit::LINES_MAX`, each described and an amount.
+fn credit_lines(lines: Vec<CreditLineInput>) -> Result<Vec<CreditLine>, Refused> {
+    if lines.len() > credit::LINES_MAX {
+        return Err(Refused::field(
+            "lines",
+            "invalid_field",
+            "at most 100 lines",
+        ));
+    }
+    lines
+        .iter()
+        .map(|l| {
+            Ok(CreditLine {
+                description: fields::line("description", &l.description, TITLE_MAX)?.to_owned(),
+                amount: l.amount.decimal("lines")?,
+            })
+        })
+        .collect()
 }
 
 fn refused(e: CreditError) -> Refused {

@@ -9,6 +9,7 @@
 
 use super::{Outcome, Refused};
 use crate::store::item::{s, Builder, Read};
+use crate::store::request::{ANSWER, FINGERPRINT};
 use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
 use crate::time;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -60,7 +61,7 @@ impl Request<'_> {
     pub async fn claim(&self, store: &Store, now: DateTime<Utc>) -> Result<Claimed, StoreError> {
         let until = time::format(now + Duration::seconds(HOLD_SECS));
         let item = Builder::new(&self.pk(), "ops_request", self.by)
-            .str(crate::store::request::FINGERPRINT, &self.fingerprint)
+            .str(FINGERPRINT, &self.fingerprint)
             .str("until", &until)
             .time("at", now)
             .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
@@ -79,7 +80,7 @@ impl Request<'_> {
         now: DateTime<Utc>,
         until: &str,
     ) -> Result<Claimed, StoreError> {
-        if stored.opt_str(crate::store::request::FINGERPRINT) != Some(self.fingerprint.as_str()) {
+        if stored.opt_str(FINGERPRINT) != Some(self.fingerprint.as_str()) {
             return Ok(Claimed::Reused);
         }
         if let Some((outcome, answer)) = kept(stored) {
@@ -150,11 +151,35 @@ impl Request<'_> {
     /// [`Request::look_up`] finds it, and a request of another body under the key is refused.
     pub fn record(&self, now: DateTime<Utc>) -> Item {
         Builder::new(&self.pk(), "ops_request", self.by)
-            .str(crate::store::request::FINGERPRINT, &self.fingerprint)
+            .str(FINGERPRINT, &self.fingerprint)
             .str("until", "0000")
             .time("at", now)
             .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
             .build()
+    }
+
+    /// Keeps `refused` as the answer of a request whose record is written with its effect
+    /// (`Repeats::FromRecord`) when it was refused before or instead of its write: a repeat
+    /// gets the refusal again. `Some` with the answer stored under the key meanwhile (this
+    /// request's, done by a twin); `None` when the refusal is the key's answer now (or the key
+    /// is another request's, whose record stays).
+    pub async fn keep_refusal(
+        &self,
+        store: &Store,
+        refused: &Refused,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(Outcome, Value)>, StoreError> {
+        let mut item = self.record(now);
+        item.extend(answer(Outcome::Refused(refused.why), &refused.body()));
+        match store.put_new(item).await? {
+            PutNew::Created => Ok(None),
+            PutNew::Existing(stored) => Ok(
+                match stored.opt_str(FINGERPRINT) == Some(self.fingerprint.as_str()) {
+                    true => kept(&stored),
+                    false => None,
+                },
+            ),
+        }
     }
 
     /// What became of the request sent under this key (`by`, `shared` and `key` name it; the
@@ -179,7 +204,7 @@ impl Request<'_> {
     ) -> Result<(), StoreError> {
         let update = Update::new()
             .set(OUTCOME, s(outcome.name()))
-            .set("answer", s(answer.to_string()))
+            .set(ANSWER, s(answer.to_string()))
             .when(Cond::Exists);
         store.update_if(&self.pk(), &update).await.map(|_| ())
     }
@@ -200,7 +225,7 @@ const OUTCOME: &str = "outcome";
 pub fn answer(outcome: Outcome, answer: &Value) -> Vec<(String, AttributeValue)> {
     vec![
         (OUTCOME.into(), s(outcome.name())),
-        ("answer".into(), s(answer.to_string())),
+        (ANSWER.into(), s(answer.to_string())),
     ]
 }
 
@@ -210,7 +235,7 @@ pub(super) fn kept(record: &Item) -> Option<(Outcome, Value)> {
         Some(name) => Outcome::parse(name)?,
         None => legacy(record.u64_of("status").ok()?)?,
     };
-    let answer = serde_json::from_str(record.opt_str("answer")?).unwrap_or(Value::Null);
+    let answer = serde_json::from_str(record.opt_str(ANSWER)?).unwrap_or(Value::Null);
     Some((outcome, answer))
 }
 

@@ -16,13 +16,28 @@
 //!   another request [`RequestError::Reused`], and the decision is not asked.
 
 use super::write::{Decision, Plan, Seen, Written};
-use super::{Item, Step, StoreError};
+use super::{Cond, Item, Step, StoreError, Update};
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 
 /// The record's attributes that say what the request asked: the same key with another digest
 /// is another request.
 pub const FINGERPRINT: &str = "fingerprint";
+
+/// The record's attribute that holds the answer: a record without one is a claim of the
+/// request (made by a command claimed before it runs, or by an earlier release), not an answer.
+pub const ANSWER: &str = "answer";
+
+/// What a decision under a key found of the key's record.
+enum Found<'a> {
+    Nothing,
+    /// Another request's (another digest).
+    Another,
+    /// This request's, answered.
+    Answered(&'a Item),
+    /// This request's, claimed and never answered: answered now, by an update.
+    Claimed,
+}
 
 /// The answer a request's record keeps, made from the plan's outcome: `true` for a repeat's.
 pub type AnswerOf<T> = Box<dyn Fn(&T, bool) -> Vec<(String, AttributeValue)> + Send + Sync>;
@@ -82,11 +97,32 @@ impl<D: Decision> WithRequest<D> {
         }
     }
 
-    /// The record's step, holding the answer to `out`.
-    fn put(&self, out: &D::Out, repeat: bool) -> Step {
-        let mut record = self.record.clone();
-        record.extend((self.answer)(out, repeat));
-        Step::PutNew(record)
+    /// The record's step, holding the answer to `out`: put new, or for a record a claim of
+    /// the request left without an answer (`claimed`), answered while it still has none.
+    fn step(&self, out: &D::Out, repeat: bool, claimed: bool) -> Step {
+        let answer = (self.answer)(out, repeat);
+        if !claimed {
+            let mut record = self.record.clone();
+            record.extend(answer);
+            return Step::PutNew(record);
+        }
+        let fingerprint = self.record.get(FINGERPRINT).cloned();
+        let update = answer
+            .into_iter()
+            .fold(Update::new(), |update, (name, value)| {
+                update.set(&name, value)
+            })
+            .when(Cond::All(vec![
+                Cond::Lacks(ANSWER.into()),
+                Cond::Equals(
+                    FINGERPRINT.into(),
+                    fingerprint.unwrap_or(AttributeValue::Null(true)),
+                ),
+            ]));
+        Step::Update {
+            pk: self.record_pk(),
+            update,
+        }
     }
 }
 
@@ -119,47 +155,53 @@ impl<D: Decision> Decision for WithRequest<D> {
     }
 
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<D::Out>, Self::Error> {
-        if let (Repeats::FromRecord, Some(record)) = (self.repeats, seen.get(self.own)) {
-            return Err(
-                match record.get(FINGERPRINT) == self.record.get(FINGERPRINT) {
-                    true => RequestError::Answered(Box::new(record.clone())),
-                    false => RequestError::Reused,
-                },
-            );
+        let found = match seen.get(self.own) {
+            None => Found::Nothing,
+            Some(r) if r.get(FINGERPRINT) != self.record.get(FINGERPRINT) => Found::Another,
+            Some(r) if r.contains_key(ANSWER) => Found::Answered(r),
+            Some(_) => Found::Claimed,
+        };
+        match (self.repeats, &found) {
+            (Repeats::FromRecord, Found::Another) => return Err(RequestError::Reused),
+            (Repeats::FromRecord, Found::Answered(r)) => {
+                return Err(RequestError::Answered(Box::new((*r).clone())))
+            }
+            _ => {}
         }
         let plan = self
             .decision
             .decide(&seen.head(self.own), now)
             .map_err(RequestError::Decision)?;
-        match seen.get(self.own) {
+        match found {
             // Another request's key: only an answer from the effect, never a write.
-            Some(record) if record.get(FINGERPRINT) != self.record.get(FINGERPRINT) => {
+            Found::Another => {
                 return match plan {
                     Plan::Done(written) => Ok(Plan::Done(written)),
                     _ => Err(RequestError::Reused),
                 }
             }
             // Remembered with its first answer: the decision answers a repeat itself.
-            Some(_) => return Ok(plan),
-            None => {}
+            Found::Answered(_) => return Ok(plan),
+            Found::Nothing | Found::Claimed => {}
         }
+        let claimed = matches!(found, Found::Claimed);
         Ok(match plan {
             Plan::Write { mut steps, out } => {
-                steps.push(self.put(&out, false));
+                steps.push(self.step(&out, false, claimed));
                 Plan::Write { steps, out }
             }
             Plan::Acknowledge { mut steps, out } => {
-                steps.push(self.put(&out, true));
+                steps.push(self.step(&out, true, claimed));
                 Plan::Acknowledge { steps, out }
             }
             // Done before under this key but not remembered (by another way in, or before
             // records were written with their effect): remembered now, as a repeat.
             Plan::Done(Written::Repeat { stored }) => Plan::Acknowledge {
-                steps: vec![self.put(&stored, true)],
+                steps: vec![self.step(&stored, true, claimed)],
                 out: stored,
             },
             Plan::Done(Written::New(out)) => Plan::Write {
-                steps: vec![self.put(&out, false)],
+                steps: vec![self.step(&out, false, claimed)],
                 out,
             },
             // The key's effect with another payload: refused, and nothing remembered.
@@ -234,6 +276,7 @@ mod tests {
         let record = Some(
             Builder::new("REQUEST#k", "ops_request", "o")
                 .str(FINGERPRINT, "a")
+                .str(ANSWER, "1:false")
                 .build(),
         );
         let remembered = with.decide(&Seen::of(vec![event.clone(), record]), Utc::now());
@@ -268,6 +311,27 @@ mod tests {
             with.decide(&Seen::of(vec![event, record]), Utc::now()),
             Ok(Plan::Done(Written::Repeat { stored: 1 }))
         ));
+    }
+
+    #[test]
+    fn a_claim_left_without_an_answer_is_answered_by_the_write_while_it_has_none() {
+        let with = WithRequest {
+            repeats: Repeats::FromRecord,
+            ..keyed("a")
+        };
+        let claim = Builder::new("REQUEST#k", "ops_request", "o")
+            .str(FINGERPRINT, "a")
+            .build();
+        let Ok(Plan::Write { steps, .. }) =
+            with.decide(&Seen::of(vec![None, Some(claim)]), Utc::now())
+        else {
+            panic!("the write, answering the claim");
+        };
+        let Step::Update { pk, update } = &steps[1] else {
+            panic!("an update of the claim: {steps:?}");
+        };
+        assert_eq!(pk, "REQUEST#k");
+        assert!(format!("{update:?}").contains(ANSWER), "{update:?}");
     }
 
     #[test]
