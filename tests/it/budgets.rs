@@ -385,3 +385,35 @@ async fn an_sms_debit_costs_within_budget() {
     );
     costs[1].within("a new SMS debit", NEW_SMS_DEBIT);
 }
+
+/// A person's payment through the api under an `Idempotency-Key`, the key's record a step of the
+/// payment's own transaction: what the request costs, its key's check and its rate limit
+/// included (the fan-out's share is the webhook payment's, above).
+const KEYED_API_PAYMENT: (f64, f64, usize) = (11.0, 4.0, 0);
+
+#[tokio::test]
+async fn a_persons_payment_under_a_key_writes_its_record_with_it_within_budget() {
+    let crm = crate::support::app::Crm::new().await;
+    let log = &crm.env.calls;
+    let none = CallLog::default();
+    let mut costs = Vec::new();
+    for i in 0..2 {
+        let invoice = crm
+            .invoice(serde_json::json!({"currency": "UAH", "gross": "100.00"}))
+            .await;
+        let pay = format!("/api/invoices/{}/payments", invoice["id"].as_str().unwrap());
+        let body = serde_json::json!({"source": "manual", "amount": "40.00"});
+        let from = log.metered().len();
+        let key = format!("click-cost-{i}");
+        let (status, answer) = crm
+            .call_with("POST", &pay, &[("idempotency-key", key.as_str())], body)
+            .await;
+        assert_eq!(
+            (status, answer["duplicate"].as_bool()),
+            (200, Some(false)),
+            "{answer}"
+        );
+        costs.push(Cost::of(log, from, 0..0, &none));
+    }
+    costs[1].within("a person's payment under a key", KEYED_API_PAYMENT);
+}
