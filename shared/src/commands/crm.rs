@@ -191,6 +191,7 @@ impl Command for RefundLedgerLine {
     type Answer = Refunded;
     const NAME: &'static str = "refund_ledger_line";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::WithEffect;
 
     async fn run<R: Replies>(
         self,
@@ -203,13 +204,20 @@ impl Command for RefundLedgerLine {
         let reason = fields::line("reason", reason, 500)?;
         fields::reference("ledger_id", ledger_id, fields::REF_MAX)
             .map_err(|_| Refused::not_found("ledger line"))?;
-        let written = correction::refund(env.store, by.org(), ledger_id, reason, &by.id(), env.now)
+        let refused = |e: RefundError| match e {
+            RefundError::Store(e) => e.into(),
+            RefundError::NotFound => Refused::not_found("ledger line"),
+            RefundError::NotADebit(_) => Refused::conflict("not_a_debit", e.to_string()),
+        };
+        let who = by.id();
+        let decision = correction::refunding(env.store, by.org(), ledger_id, (reason, &who))
             .await
-            .map_err(|e| match e {
-                RefundError::Store(e) => e.into(),
-                RefundError::NotFound => Refused::not_found("ledger line"),
-                RefundError::NotADebit(_) => Refused::conflict("not_a_debit", e.to_string()),
-            })?;
+            .map_err(refused)?;
+        let answer = |refunded: &correction::Refunded, repeat: bool| {
+            let answer: Refunded = EventAnswer::of(&super::as_written(refunded, repeat));
+            (Outcome::Made(Made::Done), super::answers::json(&answer))
+        };
+        let written = env.write(decision, answer, refused).await?;
         Ok((Made::Done, EventAnswer::of(&written)))
     }
 }

@@ -410,6 +410,16 @@ impl<R> Env<'_, R> {
     }
 }
 
+/// `out` as the write that gave it: new, or a repeat (what a request's record keeps of it).
+pub(crate) fn as_written<T: Clone>(out: &T, repeat: bool) -> Written<T> {
+    match repeat {
+        true => Written::Repeat {
+            stored: out.clone(),
+        },
+        false => Written::New(out.clone()),
+    }
+}
+
 /// Refused `idempotency_key_reused`: the key was used with another request.
 pub(crate) fn idempotency_key_reused() -> Refused {
     Refused::conflict(

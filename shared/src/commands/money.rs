@@ -4,6 +4,7 @@
 use super::amount::AmountText;
 use super::answers::EventAnswer;
 use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
+use super::as_written;
 use super::{Actor, Env};
 use crate::bank::matching::MatchError;
 use crate::commands::{Command, Once, Ran, Replies, RequestKey};
@@ -18,7 +19,6 @@ use crate::payments::invoice::Links;
 use crate::payments::{invoice, registering, Invoice, PaymentEvent, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
-use crate::store::Written;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
@@ -361,16 +361,6 @@ impl Command for VoidInvoice {
         };
         let written = env.write(decision, answer, refused).await?;
         Ok((Made::Done, voided(written.value(), !written.is_new())))
-    }
-}
-
-/// `out` as the write that gave it: new, or a repeat.
-fn as_written<T: Clone>(out: &T, repeat: bool) -> Written<T> {
-    match repeat {
-        true => Written::Repeat {
-            stored: out.clone(),
-        },
-        false => Written::New(out.clone()),
     }
 }
 

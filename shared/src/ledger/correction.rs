@@ -2,8 +2,8 @@
 //! line it gives back: it is the message's refund line, the key a failure's refund takes too, so
 //! however often and under whatever request key it is asked, and whether a failure refunded the
 //! message first, one refund line gives the money back once. The wallet moves in the same
-//! transaction; the review items that name the debit (a negative balance, another currency) are
-//! resolved after it.
+//! transaction, and the review items that name the debit (a negative balance, another currency)
+//! are resolved in it, read with the line: a refund found made already resolves those still open.
 
 use super::line::{by_id, ledger_id, message_line_pk, LedgerLine, LineKind};
 use super::wallet::{wallet_pk, Wallet};
@@ -107,10 +107,21 @@ pub async fn refund(
     store: &Store,
     org: &OrgId,
     ledger_id: &str,
-    reason: &str,
-    by: &str,
+    (reason, by): (&str, &str),
     now: DateTime<Utc>,
 ) -> Result<Written<Refunded>, RefundError> {
+    let mut decision = refunding(store, org, ledger_id, (reason, by)).await?;
+    store.write(&mut decision, now).await
+}
+
+/// A refund's decision (`refund`), for a caller that writes it with more (a request's record):
+/// the debit found first (not found, or not a message's debit, refused).
+pub async fn refunding<'a>(
+    store: &Store,
+    org: &'a OrgId,
+    ledger_id: &str,
+    (reason, by): (&'a str, &'a str),
+) -> Result<impl Decision<Out = Refunded, Error = RefundError> + 'a, RefundError> {
     let debit = find(store, org, ledger_id)
         .await?
         .ok_or(RefundError::NotFound)?;
@@ -126,33 +137,57 @@ pub async fn refund(
         }));
     }
     let pk = message_line_pk(org, integration, message, direction, LineKind::Refund);
-    let mut refunding = Refunding {
-        org,
-        debit: &debit,
-        pk,
-        reason,
-        by,
-    };
-    let written = store.write(&mut refunding, now).await?;
-    // The matters the debit raised are settled by its refund (a repeat settles nothing new).
+    // The matters the debit raised, settled by its refund.
     let sms = EventKey::new(
         super::EVENT_KIND,
         &format!("{integration}:{}", debit.event_id),
     );
-    for flagged in [Reason::NegativeBalance, Reason::CurrencyMismatch] {
-        let item = review_item_pk(org, flagged, sms.as_str());
-        let note = format!("debit {ledger_id} refunded: {reason}");
-        crate::review::settle(store, org, &item, by, &note, now).await?;
-    }
-    Ok(written)
+    let matters = [Reason::NegativeBalance, Reason::CurrencyMismatch]
+        .map(|flagged| review_item_pk(org, flagged, sms.as_str()));
+    let note = format!("debit {ledger_id} refunded: {reason}");
+    Ok(Refunding {
+        org,
+        debit,
+        pk,
+        matters,
+        note,
+        reason,
+        by,
+    })
 }
 
 struct Refunding<'a> {
     org: &'a OrgId,
-    debit: &'a LedgerLine,
+    debit: LedgerLine,
     pk: String,
+    /// The review items the debit may have raised, resolved with the refund while open.
+    matters: [String; 2],
+    note: String,
     reason: &'a str,
     by: &'a str,
+}
+
+impl Refunding<'_> {
+    /// The steps that resolve the matters read open (the items after the line and the wallet).
+    fn settles(&self, seen: &Seen, now: DateTime<Utc>) -> Vec<Step> {
+        let open: Vec<&str> = (self.matters.iter().enumerate())
+            .filter(|(i, _)| {
+                seen.get(2 + i)
+                    .is_some_and(|m| crate::review::is_open_for(m, None))
+            })
+            .map(|(_, pk)| pk.as_str())
+            .collect();
+        let asked = (self.by, self.note.as_str(), None);
+        let mut steps: Vec<Step> = (open.iter())
+            .map(|pk| Step::Update {
+                pk: (*pk).to_owned(),
+                update: crate::review::resolution(self.org, pk, asked, now)
+                    .when(crate::review::open_for(None)),
+            })
+            .collect();
+        steps.extend(crate::store::counters::resolved_many(self.org, &open));
+        steps
+    }
 }
 
 impl Decision for Refunding<'_> {
@@ -160,19 +195,28 @@ impl Decision for Refunding<'_> {
     type Error = RefundError;
 
     fn keys(&self) -> Vec<String> {
-        vec![self.pk.clone(), wallet_pk(self.org)]
+        let mut keys = vec![self.pk.clone(), wallet_pk(self.org)];
+        keys.extend(self.matters.iter().cloned());
+        keys
     }
 
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Refunded>, RefundError> {
+        let settles = self.settles(seen, now);
         if let Some(item) = seen.stored() {
             // Given back already: by a person, or by the message's failure.
             let stored = Refunded {
                 refunds: self.debit.ledger_id.clone(),
                 ..Refunded::from_item(item)?
             };
-            return Ok(Plan::Done(Written::Repeat { stored }));
+            return Ok(match settles.is_empty() {
+                true => Plan::Done(Written::Repeat { stored }),
+                false => Plan::Acknowledge {
+                    steps: settles,
+                    out: stored,
+                },
+            });
         }
-        let (debit, wallet) = (self.debit, Wallet::from_item(seen.get(1))?);
+        let (debit, wallet) = (&self.debit, Wallet::from_item(seen.get(1))?);
         // Money that never moved the balance (another currency) is not given back to it.
         let applied = debit.applied && wallet.takes(debit.currency);
         let next = applied.then(|| wallet.moved(debit.amount, debit.currency));
@@ -192,6 +236,7 @@ impl Decision for Refunding<'_> {
         item.insert("wallet".into(), s(shown.to_string()));
         let mut steps = vec![Step::PutNew(item)];
         steps.extend(next.map(|next| wallet.step(self.org, &next)));
+        steps.extend(settles);
         Ok(Plan::Write {
             steps,
             out: Refunded {

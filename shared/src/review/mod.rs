@@ -355,7 +355,7 @@ pub enum ResolveError {
 }
 
 /// Whether `item` is open for `decision`, as `open_for` holds a write to it.
-fn is_open_for(item: &Item, decision: Option<&str>) -> bool {
+pub fn is_open_for(item: &Item, decision: Option<&str>) -> bool {
     let applying = item.opt_str(APPLYING);
     item.opt_str("state") == Some("open")
         && match decision {
