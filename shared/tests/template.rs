@@ -168,3 +168,31 @@ fn a_recovery_runs_in_the_import_function_within_its_concurrency_cap() {
     let cap = resource("ImportConcurrency");
     assert!(cap.contains("MinValue: 1"), "{cap}");
 }
+
+/// Every grant that opens or seals a secret (`kms:Decrypt`, `kms:GenerateDataKey`) is held to
+/// the encryption context every sealing names, an organisation's record (`record: ORG#…`): no
+/// function's role opens what was sealed for anything else. (Which organisation's record a
+/// function opens its code decides from the item it read: one function serves every
+/// organisation.) The key's own policy (`kms:*` for the account) is not a function's grant.
+#[test]
+fn every_grant_that_opens_or_seals_a_secret_is_held_to_an_organisations_record() {
+    let lines: Vec<&str> = TEMPLATE.lines().collect();
+    let grants: Vec<usize> = (lines.iter().enumerate())
+        .filter(|(_, l)| {
+            l.contains("Action: [kms:Decrypt]") || l.contains("Action: [kms:GenerateDataKey]")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        grants.len() >= 8,
+        "every function that opens a secret: {grants:?}"
+    );
+    for at in grants {
+        let statement = lines[at..(at + 6).min(lines.len())].join("\n");
+        assert!(
+            statement.contains("kms:EncryptionContext:record: \"ORG#*\""),
+            "line {}: {statement}",
+            at + 1
+        );
+    }
+}

@@ -1056,6 +1056,28 @@ async fn only_a_person_applies_a_proposal_and_never_more_than_is_open_now() {
     assert_eq!(status, 200, "{applied}");
     assert_eq!(applied["payment"]["invoice"]["paid"], "100.00", "{applied}");
     assert_eq!(chat.paid().await, "100.00");
+    // The item says who applied it: the person's key, and the payment is booked as it.
+    let auth = format!("Bearer {}", chat.s.key);
+    let res = ops
+        .handle(request(
+            "GET",
+            "/ops/review?state=resolved",
+            &[("authorization", auth.as_str())],
+            Vec::new(),
+        ))
+        .await
+        .unwrap();
+    let resolved = json_of(&res);
+    let item = resolved["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{resolved}"))
+        .clone();
+    let by = item["resolved_by"].as_str().unwrap_or_default();
+    assert!(by.starts_with("key_"), "{item}");
+    assert_eq!(item["decision"], "apply", "{item}");
 }
 
 #[tokio::test]
@@ -1086,4 +1108,55 @@ async fn an_assistant_cannot_apply_what_a_model_proposed() {
     assert_eq!(open[0].state.as_deref(), Some("open"), "nothing resolved");
     let stored = crm.stored_invoice(invoice.id.as_str()).await;
     assert_eq!(stored.paid, rust_decimal::Decimal::ZERO, "nothing booked");
+}
+
+/// What a model proposes from a trigger with no conversation (a missed call's) is not capped:
+/// the cap of open proposals is a conversation's, so each of four is filed for a person.
+#[tokio::test]
+async fn proposals_of_a_trigger_without_a_conversation_are_not_capped() {
+    use firmspace::commands::{money::RegisterPayment, perform, Actor, Env, Queued, RequestKey};
+    let crm = crate::support::app::Crm::new().await;
+    let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
+    let replies = Queued(None);
+    let env = Env {
+        store: &crm.env.store,
+        now: Utc::now(),
+        replies: &replies,
+        publisher: None,
+        site: None,
+        imports: Default::default(),
+        deployment: Default::default(),
+        request: None,
+    };
+    for i in 0..=firmspace::commands::proposals::OPEN_MAX {
+        let by = Actor::Model {
+            org: crm.org.clone(),
+            rule_id: "rule_calls".into(),
+            event_key: firmspace::ids::EventKey::new("call", &format!("missed-{i}")),
+            cause: json!({"peer": "+380501234567"}),
+        };
+        let command = RegisterPayment {
+            invoice_id: invoice.id.as_str().to_owned(),
+            source: firmspace::payments::Source::Assistant,
+            amount: None,
+            actor: None,
+        };
+        let call = firmspace::ids::ExternalId::parse("call", &format!("tc-{i}")).unwrap();
+        let done = perform(&env, &by, &RequestKey::ToolCall(call), command.into(), &[])
+            .await
+            .unwrap_or_else(|e| panic!("{i}: {e}"));
+        assert_eq!(done.answer["state"], "proposed", "{i}: {}", done.answer);
+    }
+    let open = firmspace::review::list(&crm.env.store, &crm.org, 20)
+        .await
+        .unwrap();
+    let proposed = open
+        .iter()
+        .filter(|r| r.reason.as_deref() == Some("payment_proposed"))
+        .count();
+    assert_eq!(proposed, firmspace::commands::proposals::OPEN_MAX + 1);
+    assert_eq!(
+        crm.stored_invoice(invoice.id.as_str()).await.paid,
+        rust_decimal::Decimal::ZERO
+    );
 }

@@ -283,3 +283,36 @@ async fn kept_money_a_person_applied_follows_the_reversal_of_its_payment_once() 
     );
     assert_eq!(paid(&o, &org, target.id.as_str()).await, "0.00");
 }
+
+/// An approval cut off after it claimed the item and before it booked: when the provider
+/// reverses the source, there is no approval's payment to take back, and a person is told
+/// (`reversal_without_payment`); no invoice loses money it never got.
+#[tokio::test]
+async fn kept_money_an_approval_never_booked_goes_to_a_person_when_its_source_is_reversed() {
+    let o = Ops::new().await;
+    let (key, org) = org_by_key(&o).await;
+    let hook = fixtures::integration(&o.env, &org, Provider::Standard).await;
+    let small = fixtures::invoice(&o.env, &org, dec!(10), "UAH").await;
+    let target = fixtures::invoice(&o.env, &org, dec!(100), "UAH").await;
+    pay(&o, &hook, small.id.as_str(), "pi_cut", "15.00").await;
+    let (_, over_key) = open_item(&o, &key, "overpayment").await;
+    // The approval claimed the item to apply it, and went no further.
+    let pk =
+        firmspace::review::review_item_pk(&org, firmspace::review::Reason::Overpayment, &over_key);
+    let claim = firmspace::store::Update::new().set(
+        firmspace::review::APPLYING,
+        firmspace::store::item::s("apply"),
+    );
+    assert!(o.env.store.update_if(&pk, &claim).await.unwrap());
+    reversed(&o, &org, &over_key).await;
+    let (_, open) = o.get("/ops/review?state=open&limit=200", &key).await;
+    let reasons: Vec<&str> = open["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["reason"].as_str())
+        .collect();
+    assert!(reasons.contains(&"reversal_without_payment"), "{open}");
+    assert_eq!(paid(&o, &org, target.id.as_str()).await, "0.00");
+    assert_eq!(paid(&o, &org, small.id.as_str()).await, "0.00");
+}

@@ -406,3 +406,48 @@ async fn a_live_integrations_recovery_books_no_test_mode_event() {
         "one payment event stored"
     );
 }
+
+/// A recovery that fails for good on a stored item it cannot read (an invoice damaged by hand)
+/// answers 500 with nothing internal in it: no item key, no store text (those go to the log).
+#[tokio::test]
+async fn a_recoverys_failure_of_ours_answers_nothing_internal() {
+    let o = with_recovery(Ops::new().await);
+    let (key, org) = org_by_key(&o).await;
+    let invoice = fixtures::invoice(&o.env, &org, rust_decimal_macros::dec!(100), "UAH").await;
+    let inv = invoice.id.as_str();
+    let stripe = spawn_stripe(
+        KEY,
+        vec![event(
+            "evt_d",
+            "payment_intent.succeeded",
+            NOW - 3600,
+            1000,
+            inv,
+        )],
+    )
+    .await;
+    let made = json!({"kind": "payments", "provider": "stripe", "secret": STRIPE_SECRET,
+        "api_url": stripe.url(), "api_key": KEY});
+    let (status, created) = call(&o.api, "POST", "/api/integrations", &key, made).await;
+    assert_eq!(status, 201, "{created}");
+    // The invoice damaged: its gross no amount.
+    let pk = firmspace::payments::invoice::invoice_pk(&org, inv);
+    let damage = firmspace::store::Update::new().set("gross", firmspace::store::item::s("lots"));
+    assert!(o.env.store.update_if(&pk, &damage).await.unwrap());
+    let recover = format!(
+        "/ops/integrations/{}/recover",
+        created["integration_id"].as_str().unwrap()
+    );
+    let window = json!({"from": at(NOW - 24 * 3600), "to": at(NOW)});
+    let (status, failed) = o.post(&recover, &key, "damaged-1", &window).await;
+    assert_eq!(
+        (status, failed["error"].as_str()),
+        (500, Some("internal")),
+        "{failed}"
+    );
+    let text = failed.to_string();
+    for internal in ["ORG#", "INVOICE#", inv, "malformed", "gross"] {
+        assert!(!text.contains(internal), "{internal} in {text}");
+    }
+    assert_eq!(o.env.count("payment_event").await, 0);
+}

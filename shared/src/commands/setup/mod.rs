@@ -146,7 +146,7 @@ pub struct NewIntegration {
     /// messages (Telegram, WhatsApp), bank (monobank) and payments (Stripe): another API base
     /// URL; local and test stages only (400 elsewhere).
     pub api_url: Option<String>,
-    /// payments, Stripe: an API key (`sk_…` or `rk_…`) that reads its events list, so what
+    /// payments, Stripe: a restricted API key (`rk_…`) that reads its events list, so what
     /// Stripe sent while we were down can be recovered. Sealed like every secret.
     pub api_key: Option<String>,
     /// bank, monobank: the statement's account (`0`, the default, when absent).
