@@ -221,7 +221,7 @@ pub fn done_response(done: &Done) -> Response<Body> {
 pub struct RequestOutcome {
     pub key: String,
     /// `running` or `done`.
-    #[schema(example = "done")]
+    #[schema(example = "done", value_type = RequestState)]
     pub state: &'static str,
     /// `done`: the HTTP status the request was answered with.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,6 +233,15 @@ pub struct RequestOutcome {
     pub answer: Option<Value>,
     #[schema(format = DateTime)]
     pub at: Option<String>,
+}
+
+/// Where a request asked for by its key stands (a document's type).
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum RequestState {
+    Running,
+    Done,
 }
 
 /// What a kept request answered (the document's shape of `RequestOutcome.answer`): the answer

@@ -414,3 +414,37 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod closed_sets {
+    /// The closed sets an answer names are enums in the document, each of its values (what a
+    /// generated client takes for a type of its own).
+    #[test]
+    fn the_closed_sets_of_the_answers_are_enums() {
+        let doc = serde_json::to_value(super::document()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        for (name, values) in [
+            (
+                "EventOutcome",
+                &["stored", "held", "applied", "unconfirmed"][..],
+            ),
+            ("ConsequenceKind", &["notification", "activity", "rule_run"]),
+            ("ConsequenceDone", &["done", "missing"]),
+            ("RunDecidedState", &["sent", "sending"]),
+            ("FileImportState", &["queued", "running", "done"]),
+            ("RequestState", &["running", "done"]),
+        ] {
+            let listed = schemas[name]["enum"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name}: {}", schemas[name]));
+            for value in values {
+                assert!(
+                    listed.iter().any(|v| v == value),
+                    "{name} lacks {value}: {listed:?}"
+                );
+            }
+        }
+        let row = &schemas["EventRow"]["properties"]["outcome"];
+        assert_eq!(row["$ref"], "#/components/schemas/EventOutcome", "{row}");
+    }
+}

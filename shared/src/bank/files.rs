@@ -72,6 +72,16 @@ pub struct FileImport {
 }
 
 /// A file of more than 5,000 rows, stored by the import worker a page at a time (`FileImport`).
+/// Where a file's import stands (a document's type).
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum FileImportState {
+    Queued,
+    Running,
+    Done,
+}
+
 #[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = FileImport)]
 pub struct FileImportView {
@@ -79,6 +89,7 @@ pub struct FileImportView {
     pub import_id: String,
     pub integration_id: String,
     /// `queued`, `running` or `done`.
+    #[schema(value_type = FileImportState)]
     pub state: &'static str,
     pub rows: usize,
     /// Rows stored so far (the cursor): `imported` + `duplicates` + `conflicts`.

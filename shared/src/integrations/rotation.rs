@@ -51,6 +51,7 @@ pub struct SecretsState {
     #[schema(format = DateTime)]
     pub rotated_at: Option<String>,
     /// Until when the previous secrets still verify; absent when none are kept.
+    #[schema(format = DateTime)]
     pub previous_valid_until: Option<String>,
 }
 

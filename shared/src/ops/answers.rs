@@ -105,18 +105,62 @@ pub struct EventRow {
     /// The event in a line a person recognises.
     pub summary: String,
     /// `stored`, `review`, `held`, ...
+    #[schema(value_type = EventOutcome)]
     pub outcome: String,
     pub consequences: Vec<ConsequenceState>,
+}
+
+/// What became of an event as it was stored (the document's closed set of `EventRow.outcome`):
+/// a payment's outcome, an SMS event's (`repush`, `review`, `held`), or `stored`.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // A document's type: the row carries the stored text.
+pub enum EventOutcome {
+    Stored,
+    Repush,
+    Review,
+    Held,
+    Applied,
+    Overpaid,
+    InvoiceClosed,
+    InvoiceVoid,
+    CurrencyMismatch,
+    Unmatched,
+    Reversed,
+    ReversalUnmatched,
+    ReversedBeforePayment,
+    Unconfirmed,
 }
 
 /// A consequence an event implies, and whether it happened.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ConsequenceState {
     /// `notification`, `activity` or `rule_run`.
+    #[schema(value_type = ConsequenceKind)]
     pub kind: &'static str,
     pub key: String,
     /// `done` or `missing`.
+    #[schema(value_type = ConsequenceDone)]
     pub state: &'static str,
+}
+
+/// The kinds of consequence an event's row shows (a document's type).
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum ConsequenceKind {
+    Notification,
+    Activity,
+    RuleRun,
+}
+
+/// Whether a consequence happened (a document's type).
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum ConsequenceDone {
+    Done,
+    Missing,
 }
 
 /// A dry run of a bulk replay: the window's events, and their consequences not done (the
@@ -181,6 +225,7 @@ pub struct RunRow {
     pub updated_at: Option<String>,
     /// Its request was kept, so `resend` may send it again.
     pub resendable: bool,
+    #[schema(format = DateTime)]
     pub lease_until: Option<String>,
     /// An `ai` run's: the tokens its model used (`{"input", "output"}`).
     #[schema(value_type = Option<Object>)]
@@ -259,7 +304,17 @@ pub struct Resolution {
 /// A run decided: `sent` (`delivered`), or `sending` (202: `resend`, queued).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RunDecided {
+    #[schema(value_type = RunDecidedState)]
     pub state: String,
+}
+
+/// Where a decided run stands (a document's type).
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum RunDecidedState {
+    Sent,
+    Sending,
 }
 
 /// A worker: whether it takes messages, and who paused or resumed it last, when.
