@@ -124,11 +124,16 @@ impl Tools {
             _ => answer.to_string(),
         };
         // A repeat says so in the text a client of any protocol revision reads.
-        let shown = match answer["duplicate"] == true {
-            true => format!(
-                "This call ({call_id}) was made before; nothing was done again. Its answer:                  {shown}. Another call_id makes another call."
+        let shown = match (answer["duplicate"] == true, answer["first_at"].as_str()) {
+            (true, Some(at)) => format!(
+                "This call ({call_id}) was made at {at}; nothing was done again. Its answer: \
+                 {shown}. Another call_id makes another call."
             ),
-            false => shown,
+            (true, None) => format!(
+                "This call ({call_id}) was made before; nothing was done again. Its answer: \
+                 {shown}. Another call_id makes another call."
+            ),
+            (false, _) => shown,
         };
         let content = vec![ContentBlock::text(shown)];
         let mut result = match status {

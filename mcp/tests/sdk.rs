@@ -50,7 +50,7 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
         seen["again"]["text"]
             .as_str()
             .unwrap()
-            .contains("made before"),
+            .contains(&format!("was made at {}", today())),
         "{seen}"
     );
     assert_eq!(seen["reused"]["error"], true, "{seen}");
@@ -66,4 +66,9 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
         found[0]["paid"], "20.00",
         "two payments named apart, nothing more: {seen}"
     );
+}
+
+/// Today's date as the repeat's text names its time (`2026-12-07T...`): a repeat says when.
+fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
 }

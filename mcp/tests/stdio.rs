@@ -177,7 +177,7 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
         again["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("made before"),
+            .contains(&format!("was made at {}", today())),
         "{again}"
     );
     let reused = client
@@ -217,4 +217,9 @@ async fn the_apis_tools_over_stdio_and_one_call_sent_twice_acts_once() {
     );
     let shown = org.get(&format!("/api/invoices/{invoice_id}")).await;
     assert_eq!(shown["paid"], "30.00", "nothing more booked: {shown}");
+}
+
+/// Today's date as the repeat's text names its time (`2026-12-07T...`): a repeat says when.
+fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
 }

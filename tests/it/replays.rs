@@ -115,6 +115,9 @@ async fn a_tool_call_and_a_webhook_again_are_replays() {
         sent(&crm, "POST", "/api/assistant/calls", None, call.clone()).await;
     assert_eq!((status, replayed), (200, None));
     let (status, again, replayed) = sent(&crm, "POST", "/api/assistant/calls", None, call).await;
+    // A repeat says when the call was first made.
+    let first_at = again["first_at"].as_str().unwrap_or_default();
+    assert!(firmspace::time::parse(first_at).is_some(), "{again}");
     assert_eq!(
         (status, replayed.as_deref()),
         (200, Some("true")),

@@ -42,6 +42,10 @@ pub struct AssistantCallAnswer {
     #[schema(value_type = Object)]
     result: Value,
     duplicate: bool,
+    /// A repeat's: when the call was first made and answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    first_at: Option<String>,
 }
 
 /// 400 `unknown_tool`, naming every tool.
@@ -74,6 +78,7 @@ pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
             call_id: call_id.as_str().to_owned(),
             result,
             duplicate: false,
+            first_at: None,
         };
         return Ok(typed_response(200, &answer));
     }
@@ -98,6 +103,7 @@ pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         call_id: call_id.as_str().to_owned(),
         result: done.answer,
         duplicate: done.repeat,
+        first_at: done.first_at,
     };
     let body = serde_json::to_value(answer).expect("an answer serialises");
     Ok(replayed_response(200, &body, done.repeat))

@@ -287,12 +287,8 @@ pub(crate) async fn dispatch(
         let (status, answer) = recover(app, &ask).await.map_err(Refused::from)?;
         Ok((outcome_of(status), answer))
     };
-    let (outcome, answer, repeat) = asked.once_telling(&app.store, now, work).await?;
-    Ok(firmspace::http::replayed_response(
-        firmspace::http::status(outcome),
-        &answer,
-        repeat,
-    ))
+    let done = asked.once_telling(&app.store, now, work).await?;
+    Ok(firmspace::http::done_response(&done))
 }
 
 async fn perform_as(

@@ -402,7 +402,7 @@ impl<R> Env<'_, R> {
             Ok(written) => Ok(written),
             Err(RequestError::Reused) => Err(idempotency_key_reused()),
             Err(RequestError::Answered(record)) => Err(match requests::kept(&record) {
-                Some((outcome, answer)) => Refused::answered(outcome, answer),
+                Some(kept) => Refused::answered(kept),
                 None => Refused::from(crate::store::item::malformed(&record, "answer")),
             }),
             Err(RequestError::Decision(e)) => Err(refused(e)),
@@ -444,6 +444,30 @@ pub struct Done {
     pub outcome: Outcome,
     pub answer: Value,
     pub repeat: bool,
+    /// A repeat's: when the request was first answered (its record's time).
+    pub first_at: Option<String>,
+}
+
+impl Done {
+    /// A request's own answer, given now.
+    pub fn first(outcome: Outcome, answer: Value) -> Self {
+        Self {
+            outcome,
+            answer,
+            repeat: false,
+            first_at: None,
+        }
+    }
+
+    /// The answer a request's record kept, given again.
+    pub fn again(kept: requests::Kept) -> Self {
+        Self {
+            outcome: kept.outcome,
+            answer: kept.answer,
+            repeat: true,
+            first_at: kept.at,
+        }
+    }
 }
 
 /// The one way in: authority, the request's key, validation, then the write.
@@ -477,22 +501,13 @@ pub async fn perform<R: Replies>(
     }
     if command.claimed_by_effect(key) {
         let (made, answer) = command.run(env, by, key).await?;
-        return Ok(Done {
-            repeat: false,
-            outcome: Outcome::Made(made),
-            answer,
-        });
+        return Ok(Done::first(Outcome::Made(made), answer));
     }
     let work = || async {
         let (made, answer) = command.run(env, by, key).await?;
         Ok((Outcome::Made(made), answer))
     };
-    let (outcome, answer, repeat) = asked.once_telling(env.store, env.now, work).await?;
-    Ok(Done {
-        outcome,
-        answer,
-        repeat,
-    })
+    asked.once_telling(env.store, env.now, work).await
 }
 
 /// `command` run with the request's record written in its effect's transaction (`Env::write`):
@@ -512,27 +527,14 @@ async fn with_effect<R: Replies>(
     match command.run(&env, by, key).await {
         Ok((made, answer)) => Ok(Done {
             repeat: repeats == Repeats::FromEffect && answer["duplicate"] == true,
-            outcome: Outcome::Made(made),
-            answer,
+            ..Done::first(Outcome::Made(made), answer)
         }),
         Err(refused) => match refused.kept() {
-            Some((outcome, answer)) => Ok(Done {
-                outcome,
-                answer,
-                repeat: true,
-            }),
+            Some(kept) => Ok(Done::again(kept)),
             None if repeats == Repeats::FromRecord && !refused.passing() => {
                 match asked.keep_refusal(env.store, &refused, env.now).await? {
-                    Some((outcome, answer)) => Ok(Done {
-                        outcome,
-                        answer,
-                        repeat: true,
-                    }),
-                    None => Ok(Done {
-                        outcome: Outcome::Refused(refused.why),
-                        answer: refused.body(),
-                        repeat: false,
-                    }),
+                    Some(kept) => Ok(Done::again(kept)),
+                    None => Ok(Done::first(Outcome::Refused(refused.why), refused.body())),
                 }
             }
             None => Err(refused),

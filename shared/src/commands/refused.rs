@@ -141,19 +141,28 @@ impl Refused {
     /// Not a refusal: the request's key was answered before, with `outcome` and `answer` (its
     /// record, read with the command's decision, `store::request`). Only [`super::perform`]
     /// meets it, and answers with them as a repeat.
-    pub(super) fn answered(outcome: Outcome, answer: Value) -> Self {
+    pub(super) fn answered(kept: super::requests::Kept) -> Self {
         Self::new(Why::Conflict, ANSWERED, "answered before")
-            .with("outcome", Value::from(outcome.name()))
-            .with("answer", answer)
+            .with("outcome", Value::from(kept.outcome.name()))
+            .with("answer", kept.answer)
+            .with("at", kept.at.map_or(Value::Null, Value::from))
     }
 
-    /// The stored outcome and answer of [`Refused::answered`].
-    pub(super) fn kept(&self) -> Option<(Outcome, Value)> {
+    /// The stored outcome, answer and time of [`Refused::answered`].
+    pub(super) fn kept(&self) -> Option<super::requests::Kept> {
         if self.code != ANSWERED {
             return None;
         }
         let outcome = Outcome::parse(self.more.get("outcome")?.as_str()?)?;
-        Some((outcome, self.more.get("answer")?.clone()))
+        Some(super::requests::Kept {
+            outcome,
+            answer: self.more.get("answer")?.clone(),
+            at: self
+                .more
+                .get("at")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
     }
 
     /// The same refusal, naming `value` as its `name` too.

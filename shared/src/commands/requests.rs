@@ -7,7 +7,7 @@
 //! and the same key with another request is refused. A claim whose request died is taken over
 //! after a minute.
 
-use super::{Outcome, Refused};
+use super::{Done, Outcome, Refused};
 use crate::store::item::{s, Builder, Read};
 use crate::store::request::{ANSWER, FINGERPRINT};
 use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
@@ -25,8 +25,8 @@ const HOLD_SECS: i64 = 60;
 pub enum Claimed {
     /// This request holds the key: run it, then `finish`.
     Run,
-    /// The key's request finished: its outcome and answer.
-    Done(Outcome, Value),
+    /// The key's request finished: its outcome, answer and time.
+    Done(Kept),
     /// The key's request is still running.
     Running,
     /// The key came with another request.
@@ -83,8 +83,8 @@ impl Request<'_> {
         if stored.opt_str(FINGERPRINT) != Some(self.fingerprint.as_str()) {
             return Ok(Claimed::Reused);
         }
-        if let Some((outcome, answer)) = kept(stored) {
-            return Ok(Claimed::Done(outcome, answer));
+        if let Some(done) = kept(stored) {
+            return Ok(Claimed::Done(done));
         }
         // Still running, unless its hold ran out: then this request takes it over.
         let take = Update::new().set("until", s(until)).when(Cond::All(vec![
@@ -108,14 +108,14 @@ impl Request<'_> {
         store: &Store,
         now: DateTime<Utc>,
         run: F,
-    ) -> Result<(Outcome, Value, bool), Refused>
+    ) -> Result<Done, Refused>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<(Outcome, Value), Refused>>,
     {
         match self.claim(store, now).await? {
             Claimed::Run => {}
-            Claimed::Done(outcome, answer) => return Ok((outcome, answer, true)),
+            Claimed::Done(kept) => return Ok(Done::again(kept)),
             Claimed::Running => {
                 return Err(Refused::conflict(
                     "request_in_progress",
@@ -133,7 +133,7 @@ impl Request<'_> {
             }
         };
         self.finish(store, outcome, &answer).await?;
-        Ok((outcome, answer, false))
+        Ok(Done::first(outcome, answer))
     }
 
     /// Gives the key up after a failure a retry may get past (a 5xx): the next request with it
@@ -168,7 +168,7 @@ impl Request<'_> {
         store: &Store,
         refused: &Refused,
         now: DateTime<Utc>,
-    ) -> Result<Option<(Outcome, Value)>, StoreError> {
+    ) -> Result<Option<Kept>, StoreError> {
         let mut item = self.record(now);
         item.extend(answer(Outcome::Refused(refused.why), &refused.body()));
         match store.put_new(item).await? {
@@ -190,7 +190,7 @@ impl Request<'_> {
             return Ok(None);
         };
         Ok(Some(Looked {
-            done: kept(&item),
+            done: kept(&item).map(|k| (k.outcome, k.answer)),
             at: item.opt_str("at").map(str::to_owned),
         }))
     }
@@ -229,14 +229,28 @@ pub fn answer(outcome: Outcome, answer: &Value) -> Vec<(String, AttributeValue)>
     ]
 }
 
-/// A finished record's outcome and answer (an answer that cannot be read is null).
-pub(super) fn kept(record: &Item) -> Option<(Outcome, Value)> {
+/// What a finished record keeps of its request's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kept {
+    pub outcome: Outcome,
+    pub answer: Value,
+    /// When the request was answered (the record's time).
+    pub at: Option<String>,
+}
+
+/// A finished record's outcome, answer and time (an answer that cannot be read is null).
+pub(super) fn kept(record: &Item) -> Option<Kept> {
     let outcome = match record.opt_str(OUTCOME) {
         Some(name) => Outcome::parse(name)?,
         None => legacy(record.u64_of("status").ok()?)?,
     };
     let answer = serde_json::from_str(record.opt_str(ANSWER)?).unwrap_or(Value::Null);
-    Some((outcome, answer))
+    let at = record.opt_str("at").map(str::to_owned);
+    Some(Kept {
+        outcome,
+        answer,
+        at,
+    })
 }
 
 /// A record finished before outcomes were named kept its HTTP status instead (such records
