@@ -1,8 +1,9 @@
 //! The official MCP Python SDK (`mcp` 2.3.0, installed by `cargo xtask` into `.venv`) drives the
 //! server over stdio in its default mode, against the stack `cargo xtask test` deploys: it
 //! connects with `server/discover` at the newest revision both speak (2026-07-28), lists the
-//! tools with their annotations, and its `_meta` call ids keep payments apart and a reused
-//! id with another amount books nothing.
+//! tools with their annotations, finds an invoice by its number with a read tool alone (the
+//! assistant's example), and its `_meta` call ids keep payments apart and a reused id with
+//! another amount books nothing.
 
 mod stack;
 
@@ -13,7 +14,10 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
     let org = stack::Org::new("SDK").await;
     let new = json!({"currency": "UAH", "gross": "100.00"});
     let invoice = org.post("/api/invoices", new).await;
-    let invoice_id = invoice["id"].as_str().unwrap().to_owned();
+    let (invoice_id, number) = (
+        invoice["id"].as_str().unwrap().to_owned(),
+        invoice["number"].as_str().unwrap().to_owned(),
+    );
     let (api_url, key) = (&org.api_url, &org.key);
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -26,7 +30,7 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
     let out = tokio::process::Command::new(python)
         .arg(root.join("mcp/tests/sdk_client.py"))
         .arg(env!("CARGO_BIN_EXE_firmspace-mcp"))
-        .arg(&invoice_id)
+        .arg(&number)
         .env("FIRMSPACE_API_URL", api_url)
         .env("FIRMSPACE_API_KEY", key)
         .output()
@@ -40,6 +44,8 @@ async fn the_official_python_sdk_connects_and_its_call_ids_keep_money_right() {
     assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
     assert_eq!(seen["tools"]["register_payment"], false, "{seen}");
     assert_eq!(seen["tools"]["find_invoices"], true, "read only: {seen}");
+    // Found by its number with the read tool alone: the invoice the payments went to.
+    assert_eq!(seen["invoice_id"], invoice_id.as_str(), "{seen}");
     assert_eq!(
         (&seen["one"]["error"], &seen["two"]["error"]),
         (&json!(false), &json!(false)),

@@ -18,13 +18,20 @@ def shown(result):
     }
 
 
-async def main(server, invoice_id):
+async def main(server, number):
     env = {name: os.environ[name] for name in ("FIRMSPACE_API_URL", "FIRMSPACE_API_KEY")}
     seen = {}
     async with Client(StdioServerParameters(command=server, env=env)) as client:
         seen["protocol"] = client.protocol_version
         tools = await client.list_tools()
         seen["tools"] = {t.name: bool(t.annotations and t.annotations.read_only_hint) for t in tools.tools}
+
+        # The assistant's example ("Olena paid 10 UAH of inv-00012"), with the tools alone: the
+        # invoice found by its number as a person writes it, then paid.
+        found = await client.call_tool("find_invoices", {"number": number.lower()})
+        seen["by_number"] = shown(found)
+        invoice_id = found.structured_content["result"]["items"][0]["id"]
+        seen["invoice_id"] = invoice_id
 
         async def pay(call_id, amount):
             args = {"invoice_id": invoice_id, "amount": amount}

@@ -1160,3 +1160,29 @@ async fn proposals_of_a_trigger_without_a_conversation_are_not_capped() {
         rust_decimal::Decimal::ZERO
     );
 }
+
+/// A read tool reads under the key's `read` scope: a key that may only write is refused it
+/// (and reads nothing), a key that may read is answered.
+#[tokio::test]
+async fn a_read_tool_needs_the_read_scope() {
+    let crm = crate::support::app::Crm::new().await;
+    crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
+    let (write, read) = (
+        key_with(&crm, json!(["write"])).await,
+        key_with(&crm, json!(["read"])).await,
+    );
+    let find = json!({"tool": "find_invoices", "call_id": "find-1", "input": {"open": true}});
+    let (status, refused) = assistant(&crm, &write, find.clone()).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (403, Some("forbidden")),
+        "{refused}"
+    );
+    let (status, found) = assistant(&crm, &read, find).await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(
+        found["result"]["items"].as_array().map(Vec::len),
+        Some(1),
+        "{found}"
+    );
+}

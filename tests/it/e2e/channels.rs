@@ -37,7 +37,7 @@ async fn a_twilio_callback_through_the_gateway_is_one_call() {
             .send()
             .await
             .expect("webhook reachable");
-        statuses.push(res.status().as_u16());
+        statuses.push(stack.answered("POST", res).await.0);
     }
     assert_eq!(statuses, [201, 200, 200]);
     let (_, calls) = stack
@@ -107,8 +107,7 @@ async fn post_three_times(stack: &super::Stack, hook: &Value, update: &str) -> V
             .send()
             .await
             .expect("webhook reachable");
-        let status = res.status().as_u16();
-        answers.push((status, res.json::<Value>().await.unwrap_or(Value::Null)));
+        answers.push(stack.answered("POST", res).await);
     }
     answers
 }
@@ -205,8 +204,7 @@ async fn a_csv_row_naming_an_open_invoice_pays_it_once_through_the_stack() {
             .send()
             .await
             .expect("api reachable");
-        let status = res.status().as_u16();
-        (status, res.json::<Value>().await.unwrap_or(Value::Null))
+        stack.answered("POST", res).await
     };
     let (status, first) = upload().await;
     assert_eq!(

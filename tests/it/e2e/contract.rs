@@ -52,6 +52,8 @@ async fn every_request_made_from_the_document_and_its_answer_keep_to_the_documen
         .find_map(|l| l.trim().strip_prefix("Tested: "))
         .and_then(|n| n.trim().parse::<usize>().ok());
     assert!(tested.is_some_and(|n| n >= 70), "{tested:?}\n{shown}");
+    // What the test itself asked (its key) keeps to the document too.
+    stack.answers_follow_the_document().await;
 }
 
 /// A fresh organisation's key on the deployed stack.
@@ -122,4 +124,5 @@ async fn a_client_generated_from_the_served_document_books_once_asks_by_key_and_
         "a float's artefact is refused, and the problem read as the document's ErrorBody"
     );
     assert_eq!(seen["read"]["paid"], "40.00", "booked once: {seen}");
+    stack.answers_follow_the_document().await;
 }

@@ -59,7 +59,7 @@ impl Stack {
     }
 
     /// The status and JSON body of an answer, kept to be held against the document.
-    async fn answered(&self, method: &str, res: reqwest::Response) -> (u16, Value) {
+    pub(crate) async fn answered(&self, method: &str, res: reqwest::Response) -> (u16, Value) {
         let status = res.status().as_u16();
         let url = res.url().clone();
         let content_type = res
@@ -196,8 +196,7 @@ impl Stack {
             .send()
             .await
             .expect("webhook reachable");
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
+        self.answered("POST", res).await
     }
 }
 
