@@ -4,6 +4,8 @@
 //! event has; `effects` publishes and applies them.
 
 use crate::ids::{EventKey, OrgId};
+use crate::store::item::{Builder, Read};
+use crate::store::{Item, StoreError};
 use crate::time::serde_millis;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -135,6 +137,9 @@ pub struct Resend {
 
 /// An assistant's `reply` tool call: the automation worker, which alone opens the channel's
 /// secret, sends `text` into the conversation once, as the run (`assistant`, `assistant:CALL_ID`).
+/// The call stores it (`to_item`, with the call's record), and the stream hands it to the
+/// fan-out, which queues it for the worker: what a call asked to send is never lost between its
+/// answer and the queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AssistedReply {
     pub org: OrgId,
@@ -153,7 +158,35 @@ impl AssistedReply {
     pub fn event_key(&self) -> EventKey {
         EventKey::new("assistant", &self.call_id)
     }
+
+    /// Where the reply is stored: one item per organisation and call.
+    pub fn pk(&self) -> String {
+        let call = crate::ids::key_part(&self.call_id);
+        self.org.pk(&format!("REPLY#{call}"))
+    }
+
+    /// The reply as stored for the stream (kept as long as a request's record).
+    pub fn to_item(&self) -> Item {
+        let reply = serde_json::to_string(self).expect("a reply serialises");
+        Builder::new(&self.pk(), ASSISTED_KIND, self.org.as_str())
+            .str("reply", reply)
+            .time("at", self.at)
+            .num(
+                "expires_at",
+                (self.at + crate::store::REQUEST_KEPT).timestamp(),
+            )
+            .build()
+    }
+
+    /// A stored reply, read back.
+    pub fn from_item(item: &Item) -> Result<Self, StoreError> {
+        serde_json::from_str(item.str_of("reply")?)
+            .map_err(|e| crate::store::item::malformed(item, &e.to_string()))
+    }
 }
+
+/// The kind of an assistant's reply stored to be sent (`AssistedReply::to_item`).
+pub const ASSISTED_KIND: &str = "assisted_reply";
 
 /// One consequence, as it travels through SQS: `{"type": "activity", ...}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

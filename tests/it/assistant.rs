@@ -344,14 +344,7 @@ async fn a_reply_tool_call_is_sent_once_through_the_channel_however_often_it_com
     let conversation = first["conversation_id"].as_str().unwrap().to_owned();
     let sqs = queues::client().await;
     let q = queues::three_queues(&sqs).await;
-    let settings = ::api::Settings {
-        automation: Some(firmspace::effects::queue::Publisher {
-            sqs: sqs.clone(),
-            queues: q.clone(),
-        }),
-        ..api::settings()
-    };
-    let app = ::api::App::new(s.env.store.clone(), settings);
+    let app = ::api::App::new(s.env.store.clone(), api::settings());
     let body = json!({"tool": "reply", "call_id": "toolu_reply",
         "input": {"conversation_id": conversation, "text": "We deliver on Fridays"}});
     for expected in [false, true] {
@@ -364,8 +357,28 @@ async fn a_reply_tool_call_is_sent_once_through_the_channel_however_often_it_com
         );
         assert_eq!(answer["result"]["state"], "sending");
     }
+    // The reply was stored with the call, once; the stream hands it to the fan-out (twice: a
+    // retried batch), which queues it for the automation worker.
+    let stored = s.env.items_of(firmspace::effects::ASSISTED_KIND).await;
+    assert_eq!(stored.len(), 1, "the repeat stored nothing");
+    let fanout = fanout::App::new(
+        firmspace::effects::queue::Publisher {
+            sqs: sqs.clone(),
+            queues: q.clone(),
+        },
+        s.env.store.clone(),
+    );
+    for seq in ["1", "2"] {
+        let out = fanout
+            .process(
+                crate::consequences::stream_event(&stored[0], seq),
+                Utc::now(),
+            )
+            .await;
+        assert!(out.batch_item_failures.is_empty(), "{out:?}");
+    }
     let queued = receive(&sqs, &q.automation, 1).await;
-    assert_eq!(queued.len(), 1, "the repeat queued nothing");
+    assert!(!queued.is_empty(), "queued for the worker");
     // The worker gets the message three times (a redelivery, a timeout): one send.
     let w = workers(&s.env, Duration::from_secs(2), 5);
     for _ in 0..3 {

@@ -1114,10 +1114,10 @@ async fn an_assistant_cannot_apply_what_a_model_proposed() {
 /// the cap of open proposals is a conversation's, so each of four is filed for a person.
 #[tokio::test]
 async fn proposals_of_a_trigger_without_a_conversation_are_not_capped() {
-    use firmspace::commands::{money::RegisterPayment, perform, Actor, Env, Queued, RequestKey};
+    use firmspace::commands::{money::RegisterPayment, perform, Actor, Env, RequestKey, Stored};
     let crm = crate::support::app::Crm::new().await;
     let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
-    let replies = Queued(None);
+    let replies = Stored;
     let env = Env {
         store: &crm.env.store,
         now: Utc::now(),

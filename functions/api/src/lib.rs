@@ -24,7 +24,7 @@ mod setup;
 
 use chrono::{DateTime, Utc};
 use firmspace::commands::{perform, setup::Site, statements::Imports};
-use firmspace::commands::{Actor, AnyCommand, Done, Env, Queued, RequestKey};
+use firmspace::commands::{Actor, AnyCommand, Done, Env, RequestKey, Stored};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
@@ -56,9 +56,6 @@ pub struct Settings {
     /// Where CSV files of more than 5,000 rows wait for the import worker (the attachments
     /// bucket, `imports/`); without it such a file is 503.
     pub uploads: Option<firmspace::bank::files::Bucket>,
-    /// Where an assistant's replies go for the automation worker (`AUTOMATION_QUEUE_URL`, the
-    /// only queue the api publishes to); without it the `reply` tool is 503.
-    pub automation: Option<firmspace::effects::queue::Publisher>,
     /// `AI_MODELS`: the models a rule's AI step may name.
     pub ai_models: firmspace::commands::model::Models,
 }
@@ -78,8 +75,8 @@ pub(crate) struct Ctx<'a> {
     pub org: OrgId,
     /// The authenticated key: its public name (`orgs::key_id`) says who acts.
     pub key: Key,
-    /// Where a command's reply goes: the automation queue.
-    pub replies: Queued<'a>,
+    /// A command's reply is stored with its call; the api sends none itself.
+    pub replies: Stored,
     /// The public base URL integrations are told, and what the stage allows.
     pub site: &'a Site,
     /// Large files' bucket and the import queue.
@@ -190,17 +187,6 @@ impl App {
             },
             limits: firmspace::orgs::rate::Limits::from_env(),
             ai_models: firmspace::commands::model::Models::from_env(),
-            automation: match config::var("AUTOMATION_QUEUE_URL") {
-                Some(automation) => Some(firmspace::effects::queue::Publisher {
-                    sqs: firmspace::aws::sqs(config.endpoint_url.as_deref()).await,
-                    queues: firmspace::effects::queue::Queues {
-                        automation,
-                        notifications: String::new(),
-                        matching: String::new(),
-                    },
-                }),
-                None => None,
-            },
         };
         Ok(Self::new(config.store().await, settings))
     }
@@ -306,7 +292,7 @@ impl App {
             now,
             org: key.org.clone(),
             key,
-            replies: Queued(self.settings.automation.as_ref()),
+            replies: Stored,
             site: &self.site,
             imports: Imports { uploads, requests },
         };

@@ -231,7 +231,6 @@ async fn the_document_is_served_without_authentication() {
         imports: None,
         limits: firmspace::orgs::rate::Limits::default(),
         uploads: None,
-        automation: None,
         ai_models: firmspace::commands::model::Models::parse(
             "anthropic.claude-3-5-haiku-20241022-v1:0",
         ),

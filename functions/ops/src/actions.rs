@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use firmspace::commands::asks;
 use firmspace::commands::requests::Request as Asked;
 use firmspace::commands::Refused;
-use firmspace::commands::{perform, Actor, AnyCommand, Deployment, Env, Queued, RequestKey};
+use firmspace::commands::{perform, Actor, AnyCommand, Deployment, Env, RequestKey, Stored};
 use firmspace::effects::worker::operator_org;
 use firmspace::http::{body_bytes, parse_json, ApiError};
 use firmspace::http::{done_response, outcome_of};
@@ -312,7 +312,7 @@ async fn perform_as(
     let env = Env {
         store: &app.store,
         now,
-        replies: &Queued(None),
+        replies: &Stored,
         publisher: Some(&app.publisher),
         site: None,
         imports: Default::default(),

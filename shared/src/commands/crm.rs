@@ -43,6 +43,7 @@ impl Command for Reply {
     const NAME: &'static str = "reply";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
     const FOR_MODEL: bool = true;
+    const ONCE: Once = Once::WithEffect;
 
     async fn run<R: Replies>(
         self,
@@ -65,12 +66,22 @@ impl Command for Reply {
             text: text.to_owned(),
             at: env.now,
         };
-        let answer = super::answers::ReplyQueued {
-            state: env.replies.reply(asked).await?,
+        let queued = move |state| super::answers::ReplyQueued {
+            state,
             conversation_id: conversation_id.to_owned(),
             run: automation::run_key(&rule, &event_key),
         };
-        Ok((Made::Done, answer))
+        // A model's reply its AI step sends itself; anyone else's is stored with the call, and
+        // the stream queues it for the automation worker.
+        if let Actor::Model { .. } = by {
+            return Ok((Made::Done, queued(env.replies.reply(asked).await?)));
+        }
+        let sending = queued(super::answers::ReplyState::Sending);
+        let kept = super::answers::json(&sending);
+        let answer = move |_: &(), _| (Outcome::Made(Made::Done), kept.clone());
+        let put = crate::store::write::PutOnce(asked.to_item());
+        env.write(put, answer, Refused::from).await?;
+        Ok((Made::Done, sending))
     }
 }
 

@@ -332,22 +332,17 @@ pub trait Replies: Sync {
     ) -> impl Future<Output = Result<answers::ReplyState, Refused>> + Send;
 }
 
-/// A reply queued for the automation worker, which alone opens the channel's secret and sends
-/// it once as its run; without a queue (the operator's function) it is unavailable.
-pub struct Queued<'a>(pub Option<&'a crate::effects::queue::Publisher>);
+/// The replies of an adapter that sends none itself (the api, the operator's function): a
+/// person's or an assistant's reply is stored with its call and the stream queues it for the
+/// automation worker, which alone opens the channel's secret (`crm::Reply`); a model's reply
+/// only its AI step sends, so here it is refused.
+pub struct Stored;
 
-impl Replies for Queued<'_> {
-    async fn reply(&self, reply: AssistedReply) -> Result<answers::ReplyState, Refused> {
-        let unavailable = || {
-            let detail = "the reply could not be queued; retry";
-            Refused::unavailable("replies_unavailable", detail)
-        };
-        let publisher = self.0.ok_or_else(unavailable)?;
-        let message = crate::effects::Consequence::Assisted(reply);
-        match publisher.publish(std::slice::from_ref(&message)).await {
-            Ok(p) if p.sent == 1 => Ok(answers::ReplyState::Sending),
-            _ => Err(unavailable()),
-        }
+impl Replies for Stored {
+    async fn reply(&self, _: AssistedReply) -> Result<answers::ReplyState, Refused> {
+        Err(Refused::forbidden(
+            "a model's reply is sent by its AI step, not through this route",
+        ))
     }
 }
 

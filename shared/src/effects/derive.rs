@@ -18,6 +18,8 @@ pub const EVENT_KINDS: &[&str] = &[
     crate::payments::credit::KIND,
     // No consequences of its own (an incoming SMS's are its message's), but counted.
     crate::ledger::ACK_KIND,
+    // An assistant's reply to send: queued for the automation worker; no event, not counted.
+    crate::consequences::ASSISTED_KIND,
 ];
 
 /// The consequences of one newly stored item; items that are not events yield none.
@@ -43,6 +45,10 @@ pub fn consequences(item: &Item) -> Result<Vec<Consequence>, StoreError> {
         }
         Some(crate::messages::KIND) => {
             Ok(crate::messages::Message::from_item(item)?.consequences())
+        }
+        Some(crate::consequences::ASSISTED_KIND) => {
+            let reply = crate::consequences::AssistedReply::from_item(item)?;
+            Ok(vec![crate::consequences::Consequence::Assisted(reply)])
         }
         _ => Ok(Vec::new()),
     }

@@ -186,6 +186,32 @@ pub trait Decision: Send + Sync {
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Self::Out>, Self::Error>;
 }
 
+/// The plainest decision: one item, put if its key is free; a repeat when it is there (an
+/// assistant's reply stored to be sent). Its use is what it is written with: a request's record.
+pub struct PutOnce(pub Item);
+
+impl Decision for PutOnce {
+    type Out = ();
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![Step::PutNew(self.0.clone())
+            .pk()
+            .unwrap_or_default()
+            .to_owned()]
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<()>, StoreError> {
+        Ok(match seen.stored() {
+            Some(_) => Plan::Done(Written::Repeat { stored: () }),
+            None => Plan::Write {
+                steps: vec![Step::PutNew(self.0.clone())],
+                out: (),
+            },
+        })
+    }
+}
+
 impl Store {
     /// Writes one event through `decision` (see the module's comment), within [`BUDGET`].
     pub async fn write<D: Decision>(

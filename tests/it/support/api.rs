@@ -25,7 +25,6 @@ pub fn settings() -> api::Settings {
         allows_loopback: true,
         files: None,
         imports: None,
-        automation: None,
         ai_models: firmspace::commands::model::Models::parse(
             "anthropic.claude-3-5-haiku-20241022-v1:0",
         ),

@@ -528,7 +528,7 @@ pub static ROUTES: &[Route] = &[
                  `request_in_progress`, and the tool's own 409s (`credit_exceeds_invoice`, \
                  `reply_unsupported`, ...)",
             ),
-            (503, "`replies_unavailable`: a reply could not be queued; retry"),
+            (503, "`unavailable`: the table could not be written now; retry"),
         ],
     },
     Route {
