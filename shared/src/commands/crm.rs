@@ -58,6 +58,13 @@ impl Command for Reply {
         if !matches!(by, Actor::Model { .. }) {
             channel_replies(env, by, conversation_id).await?;
         }
+        // A reply is stored under its call's id: a request named by none would share one key.
+        if key.id().is_empty() {
+            return Err(Refused::invalid(
+                "missing_call_id",
+                "a reply is asked for by a named call",
+            ));
+        }
         let (rule, event_key) = run_of(by, key);
         let asked = AssistedReply {
             org: by.org().clone(),
