@@ -424,10 +424,8 @@ mod closed_sets {
         let doc = serde_json::to_value(super::document()).unwrap();
         let schemas = &doc["components"]["schemas"];
         for (name, values) in [
-            (
-                "EventOutcome",
-                &["stored", "held", "applied", "unconfirmed"][..],
-            ),
+            ("StoredOutcome", &["stored", "repush", "review", "held"][..]),
+            ("Outcome", &["applied", "unconfirmed"]),
             ("ConsequenceKind", &["notification", "activity", "rule_run"]),
             ("ConsequenceDone", &["done", "missing"]),
             ("RunDecidedState", &["sent", "sending"]),
@@ -446,5 +444,12 @@ mod closed_sets {
         }
         let row = &schemas["EventRow"]["properties"]["outcome"];
         assert_eq!(row["$ref"], "#/components/schemas/EventOutcome", "{row}");
+        let one_of = schemas["EventOutcome"]["oneOf"].to_string();
+        for set in ["Outcome", "StoredOutcome"] {
+            assert!(
+                one_of.contains(&format!("#/components/schemas/{set}")),
+                "{one_of}"
+            );
+        }
     }
 }

@@ -111,25 +111,24 @@ pub struct EventRow {
 }
 
 /// What became of an event as it was stored (the document's closed set of `EventRow.outcome`):
-/// a payment's outcome, an SMS event's (`repush`, `review`, `held`), or `stored`.
+/// a payment's outcome, or any other event's.
 #[derive(ToSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(untagged)]
 #[allow(dead_code)] // A document's type: the row carries the stored text.
 pub enum EventOutcome {
+    Payment(crate::payments::Outcome),
+    Other(StoredOutcome),
+}
+
+/// An event's outcome other than a payment's: `stored`, or an SMS event's.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum StoredOutcome {
     Stored,
     Repush,
     Review,
     Held,
-    Applied,
-    Overpaid,
-    InvoiceClosed,
-    InvoiceVoid,
-    CurrencyMismatch,
-    Unmatched,
-    Reversed,
-    ReversalUnmatched,
-    ReversedBeforePayment,
-    Unconfirmed,
 }
 
 /// A consequence an event implies, and whether it happened.

@@ -11,7 +11,8 @@ use firmspace::payments::invoice::Links;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-fn states(list: &Value) -> Vec<(String, String)> {
+/// The (kind, state) of each consequence of the list's first event.
+pub(super) fn states(list: &Value) -> Vec<(String, String)> {
     list["items"][0]["consequences"]
         .as_array()
         .unwrap()

@@ -209,6 +209,16 @@ async fn one_payment(
         owner: owner.map(str::to_owned),
         ..Default::default()
     };
+    payment_linked(o, org, id, links).await
+}
+
+/// A payment closing a new invoice of `links`, and a fan-out over the test's queues.
+async fn payment_linked(
+    o: &Ops,
+    org: &OrgId,
+    id: &str,
+    links: firmspace::payments::invoice::Links,
+) -> (firmspace::store::Item, fanout::App) {
     let item = crate::consequences::closing_payment_linked(&o.env, org, links, id).await;
     let fanout = fanout::App::new(
         Publisher {
@@ -232,15 +242,7 @@ async fn payment_on_contact(
         contact_id: Some("c1".into()),
         ..Default::default()
     };
-    let item = crate::consequences::closing_payment_linked(&o.env, org, links, id).await;
-    let fanout = fanout::App::new(
-        Publisher {
-            sqs: o.sqs.clone(),
-            queues: o.consequences.clone(),
-        },
-        o.env.store.clone(),
-    );
-    (item, fanout)
+    payment_linked(o, org, id, links).await
 }
 
 /// An organisation with one paid invoice's payment, its consequences sent to the queues once:
@@ -313,19 +315,7 @@ async fn a_trigger_no_rule_takes_is_handled_by_the_fan_out_and_sent_nowhere() {
     // the event list shows the trigger done from it.
     let kinds = o.env.kinds().await;
     assert_eq!(kinds.get("fired"), None, "{kinds:?}");
-    let rule_run = |events: &serde_json::Value| -> Vec<(String, String)> {
-        events["items"][0]["consequences"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["kind"].as_str().unwrap().to_owned(),
-                    c["state"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect()
-    };
+    let rule_run = super::replay::states;
     let path = format!("/ops/events?kind=payment&org={org}");
     let (_, events) = o.get(&path, ADMIN).await;
     let states = rule_run(&events);
