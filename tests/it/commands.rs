@@ -342,18 +342,23 @@ async fn resolve(app: &ops::App, token: &str, id: &str, key: &str, body: Value) 
     (res.status().as_u16(), json_of(&res))
 }
 
-async fn open_ids(app: &ops::App, token: &str) -> Vec<(String, String)> {
+/// The operator's review list of `state`, as `token` reads it.
+async fn review_of(app: &ops::App, token: &str, state: &str) -> Value {
     let auth = format!("Bearer {token}");
     let res = app
         .handle(request(
             "GET",
-            "/ops/review?state=open",
+            &format!("/ops/review?state={state}"),
             &[("authorization", auth.as_str())],
             Vec::new(),
         ))
         .await
         .unwrap();
-    let listed = json_of(&res);
+    json_of(&res)
+}
+
+async fn open_ids(app: &ops::App, token: &str) -> Vec<(String, String)> {
+    let listed = review_of(app, token, "open").await;
     let items = listed["items"].as_array().cloned().unwrap_or_default();
     items
         .iter()
@@ -1057,17 +1062,7 @@ async fn only_a_person_applies_a_proposal_and_never_more_than_is_open_now() {
     assert_eq!(applied["payment"]["invoice"]["paid"], "100.00", "{applied}");
     assert_eq!(chat.paid().await, "100.00");
     // The item says who applied it: the person's key, and the payment is booked as it.
-    let auth = format!("Bearer {}", chat.s.key);
-    let res = ops
-        .handle(request(
-            "GET",
-            "/ops/review?state=resolved",
-            &[("authorization", auth.as_str())],
-            Vec::new(),
-        ))
-        .await
-        .unwrap();
-    let resolved = json_of(&res);
+    let resolved = review_of(&ops, &chat.s.key, "resolved").await;
     let item = resolved["items"]
         .as_array()
         .unwrap()

@@ -36,14 +36,20 @@ async fn sent(
     (res.status().as_u16(), json_of(&res), replayed)
 }
 
-#[tokio::test]
-async fn a_repeat_is_marked_replayed_and_a_request_is_asked_for_by_its_key() {
+/// An organisation with an open invoice of 100.00 UAH: its payments route, and a person's
+/// payment of 40.00 on it.
+async fn an_invoice_to_pay() -> (Crm, String, Value) {
     let crm = Crm::new().await;
     let invoice = crm
         .invoice(json!({"currency": "UAH", "gross": "100.00"}))
         .await;
     let pay = format!("/api/invoices/{}/payments", invoice["id"].as_str().unwrap());
-    let manual = json!({"source": "manual", "amount": "40.00"});
+    (crm, pay, json!({"source": "manual", "amount": "40.00"}))
+}
+
+#[tokio::test]
+async fn a_repeat_is_marked_replayed_and_a_request_is_asked_for_by_its_key() {
+    let (crm, pay, manual) = an_invoice_to_pay().await;
 
     // Before it is sent: it never arrived, and asking writes nothing.
     let before = crm.table_snapshot().await;
@@ -179,12 +185,7 @@ async fn a_tool_call_and_a_webhook_again_are_replays() {
 #[tokio::test]
 async fn a_keyed_payment_is_remembered_in_its_own_transaction_and_another_requests_key_books_nothing(
 ) {
-    let crm = Crm::new().await;
-    let invoice = crm
-        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
-        .await;
-    let pay = format!("/api/invoices/{}/payments", invoice["id"].as_str().unwrap());
-    let manual = json!({"source": "manual", "amount": "40.00"});
+    let (crm, pay, manual) = an_invoice_to_pay().await;
     let log = &crm.env.calls;
     let from = log.metered().len();
     let (status, first, _) = sent(&crm, "POST", &pay, Some("pay-1"), manual.clone()).await;
