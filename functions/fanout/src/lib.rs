@@ -30,6 +30,24 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// A consequence the fan-out could not decide at once: to its worker's queue (`to`) when what
+/// it reads cannot be read as it is (the worker parks it for a person); a failure a retry can
+/// help fails the record.
+fn undecided(
+    pk: &str,
+    c: Consequence,
+    e: &StoreError,
+    to: &mut Vec<Consequence>,
+) -> Result<(), ()> {
+    if e.is_retryable() {
+        tracing::error!(item = %pk, key = %c.key(), error.message = %e, "could not decide at once");
+        return Err(());
+    }
+    tracing::warn!(item = %pk, key = %c.key(), error.message = %e, "cannot be decided here; sent to its worker");
+    to.push(c);
+    Ok(())
+}
+
 /// The organisation and kind of event a stream record is, for what its batch cost.
 fn spent_on(record: &EventRecord) -> Option<(OrgId, EventKind)> {
     let pk = match record.change.new_image.get("pk") {
@@ -227,7 +245,7 @@ impl App {
             .tell(&item, &pk, (at_once, team.as_deref()), &untaken, now)
             .await?;
         self.mark_handled(&pk, &untaken, noted, now).await?;
-        let queued = self.untaken(&pk, queued).await?;
+        let queued = self.lookalikes_checked(&pk, queued).await?;
         // The event waits on what a queue carries from before it is sent until it happened.
         self.wait_on(&item, &pk, &tracked_keys(&queued)).await?;
         match self.publisher.publish_from(Some(&pk), &queued).await {
@@ -434,14 +452,7 @@ impl App {
             match automation::rules_for(&self.store, &fired.org, fired.trigger).await {
                 Ok(rules) if rules.is_empty() => untaken.push(fired.clone()),
                 Ok(_) => rest.push(c),
-                Err(e) if !e.is_retryable() => {
-                    tracing::warn!(item = %pk, key = %c.key(), error.message = %e, "cannot be decided here; sent to its worker");
-                    rest.push(c);
-                }
-                Err(e) => {
-                    tracing::error!(item = %pk, key = %c.key(), error.message = %e, "could not read the rules");
-                    return Err(());
-                }
+                Err(e) => undecided(pk, c, &e, &mut rest)?,
             }
         }
         Ok((untaken, rest))
@@ -452,26 +463,19 @@ impl App {
     /// `lookalike::check`, and its review item when it has some), neither sent nor waited on.
     /// The rest go to their queues, and so does this when what it reads cannot be read as it is
     /// (a malformed payment): its worker parks it for a person.
-    async fn untaken(&self, pk: &str, queued: Vec<Consequence>) -> Result<Vec<Consequence>, ()> {
+    async fn lookalikes_checked(
+        &self,
+        pk: &str,
+        queued: Vec<Consequence>,
+    ) -> Result<Vec<Consequence>, ()> {
         let mut sent = Vec::with_capacity(queued.len());
         for c in queued {
-            let done = match &c {
-                Consequence::Lookalike(payment) => {
-                    lookalike::check(&self.store, payment).await.map(|_| true)
-                }
-                _ => Ok(false),
+            let Consequence::Lookalike(payment) = &c else {
+                sent.push(c);
+                continue;
             };
-            match done {
-                Ok(true) => continue,
-                Ok(false) => sent.push(c),
-                Err(e) if !e.is_retryable() => {
-                    tracing::warn!(item = %pk, key = %c.key(), error.message = %e, "cannot be decided here; sent to its worker");
-                    sent.push(c);
-                }
-                Err(e) => {
-                    tracing::error!(item = %pk, key = %c.key(), error.message = %e, "could not decide at once");
-                    return Err(());
-                }
+            if let Err(e) = lookalike::check(&self.store, payment).await {
+                undecided(pk, c, &e, &mut sent)?;
             }
         }
         Ok(sent)
