@@ -240,6 +240,7 @@ pub struct RequestOutcome {
 #[serde(rename_all = "snake_case")]
 #[allow(dead_code)]
 pub enum RequestState {
+    /// A record an earlier release put before its work and never answered (none is put so now).
     Running,
     Done,
 }

@@ -1,8 +1,10 @@
-//! The operator's actions, each once per `Idempotency-Key`: a repeat gets the stored
-//! answer, a repeat while the first runs gets 409 `request_in_progress`, the same key with
-//! another request 409 `idempotency_key_reused`. Each action is safe twice over besides: a
-//! redrive moves what is in the DLQ now, a replay's consequences are absorbed by their keys,
-//! and a resolution or a decision is a conditional move out of `open` or `needs_check`.
+//! The operator's actions, each once per `Idempotency-Key`: a repeat gets the stored answer
+//! and does nothing, the same key with another request 409 `idempotency_key_reused`. Each
+//! action is safe twice over besides, so a twin sent while the first still works does the work
+//! too and is told what it did: a redrive moves what is in the DLQ now, a replay's consequences
+//! are absorbed by their keys, a pause or a resume finds the state it sets, a rotation to the
+//! secrets held changes nothing, and a resolution or a decision is a conditional move out of
+//! `open` or `needs_check`.
 
 use crate::views::kind_named;
 use crate::{App, Who};
@@ -26,8 +28,8 @@ use firmspace::commands::operate::{
 };
 use firmspace::ids::OrgId;
 
-/// One action, checked: everything it needs was read from the request before the key is
-/// claimed, so a refused request claims nothing. Every action but a recovery is a command
+/// One action, checked: everything it needs was read from the request before its key is
+/// looked up, so a request refused here keeps no record. Every action but a recovery is a command
 /// (`firmspace::commands`), in the organisation it acts in (the deployment's own parts: the
 /// operator's).
 enum Action {
@@ -270,7 +272,7 @@ pub(crate) async fn dispatch(
         Action::Recover(ask) => ask,
     };
     let by = who.by();
-    // The admin's key is claimed per organisation the recovery is of (after a space no key
+    // The admin's key is kept per organisation the recovery is of (after a space no key
     // holds): the same key for another organisation is another request.
     let key = match who {
         Who::Admin(_) => format!("{key} {}", ask.org),
@@ -283,11 +285,11 @@ pub(crate) async fn dispatch(
         fingerprint: firmspace::commands::fingerprint(&segments.join("/"), &[body_bytes(req)]),
     };
     // The import function answers HTTP itself: its status is the outcome kept.
-    let work = || async {
+    let work = async {
         let (status, answer) = recover(app, &ask).await.map_err(Refused::from)?;
         Ok((outcome_of(status), answer))
     };
-    let done = asked.once_telling(&app.store, now, work).await?;
+    let done = asked.once(&app.store, now, work).await?;
     Ok(firmspace::http::done_response(&done))
 }
 
@@ -299,7 +301,7 @@ async fn perform_as(
     (org, command): (firmspace::ids::OrgId, AnyCommand),
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    // The admin's key is claimed per organisation it acts in (after a space no key holds): the
+    // The admin's key is kept per organisation it acts in (after a space no key holds): the
     // same key for another organisation is another request, never the first one's answer.
     let (by, key) = match who {
         Who::Admin(name) => {

@@ -1,7 +1,7 @@
 //! The command side: every write a person's key, an assistant, the AI step or an operator asks
 //! for is one [`Command`], performed by [`perform`]: the caller's authority (from the [`Actor`]
-//! alone, never from the input's text), the request's key claimed, the typed input validated,
-//! then the write through the store's primitive. The REST routes, the assistant's calls, the AI
+//! alone, never from the input's text), the typed input validated, then the write through the
+//! store's primitive, the request's record under its key a step of it (`requests`). The REST routes, the assistant's calls, the AI
 //! step's tool calls and the operator's actions only translate their transport into
 //! `(Actor, RequestKey, Command)` and the [`Done`] back.
 //!
@@ -104,7 +104,7 @@ impl Actor {
     }
 }
 
-/// How a request names itself, and so how it is claimed.
+/// How a request names itself, and so how a repeat of it is known.
 #[derive(Clone, Debug)]
 pub enum RequestKey {
     /// A person's `Idempotency-Key`: each key's own.
@@ -152,11 +152,12 @@ pub type Ran<T = Value> = Result<(Made, T), Refused>;
 /// How a repeat of a command is known, as the command itself says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Once {
-    /// By a request record under the request's key (`requests`): the stored answer for a
-    /// repeat.
-    ByRecord,
+    /// By a request record put after its work, which is not one transaction (a DLQ's messages
+    /// moved, a worker paused, an approval's conditional writes) and is safe twice by its own
+    /// conditions: a repeat gets the record's answer and does nothing (`Request::once`).
+    AfterWork,
     /// By its effect, whose identity is the request's key (a payment's external id, a credit
-    /// note's or a top-up's key): that effect's conditional write is the claim, and a repeat
+    /// note's or a top-up's key): that effect's conditional write is the key's, and a repeat
     /// is answered by it. Under a client's key the effect's decision is written with the
     /// request's record in its transaction ([`Env::write`]).
     ByEffect,
@@ -186,7 +187,7 @@ pub trait Command: Sized + Send + std::fmt::Debug {
     const WHOSE: Whose = Whose::Organisation;
     /// Whether a rule's AI step may ask for it (a payment it may only propose).
     const FOR_MODEL: bool = false;
-    const ONCE: Once = Once::ByRecord;
+    const ONCE: Once = Once::AfterWork;
 
     fn run<R: Replies>(
         self,
@@ -298,7 +299,8 @@ impl AnyCommand {
     /// How its request's record is written in its effect's transaction under `key`, as the
     /// command says: under an `Idempotency-Key`, a command keyed by it answers a repeat from its
     /// effect; an assistant's `call_id` (shared by the organisation's keys) and a command whose
-    /// effect carries no key of the request, from the record. `None`: claimed otherwise.
+    /// effect carries no key of the request, from the record. `None`: recorded after its work,
+    /// or not at all.
     fn recorded_with_effect(&self, key: &RequestKey) -> Option<Repeats> {
         match (key, self.once()) {
             (RequestKey::Header(_), Once::ByEffect) => Some(Repeats::FromEffect),
@@ -308,9 +310,9 @@ impl AnyCommand {
         }
     }
 
-    /// Whether no record claims it: an AI run's tool call, a state or a new request is
-    /// claimed by its effect alone. (Under any other key, a record: written with its effect,
-    /// `recorded_with_effect`, or claimed before it runs, `requests`.)
+    /// Whether no record keeps it: an AI run's tool call, a state or a new request is known
+    /// by its effect alone. (Under any other key, a record: written with its effect,
+    /// `recorded_with_effect`, or after its work, `Request::once`.)
     fn claimed_by_effect(&self, key: &RequestKey) -> bool {
         matches!(
             key,
@@ -498,11 +500,11 @@ pub async fn perform<R: Replies>(
         let (made, answer) = command.run(env, by, key).await?;
         return Ok(Done::first(Outcome::Made(made), answer));
     }
-    let work = || async {
+    let work = async {
         let (made, answer) = command.run(env, by, key).await?;
         Ok((Outcome::Made(made), answer))
     };
-    asked.once_telling(env.store, env.now, work).await
+    asked.once(env.store, env.now, work).await
 }
 
 /// `command` run with the request's record written in its effect's transaction (`Env::write`):
@@ -537,8 +539,8 @@ async fn with_effect<R: Replies>(
     }
 }
 
-/// What a request asked, digested for its record's claim: the command's name and the parts the
-/// adapter names (a route and a body; a tool and its input), read only when a record claims it.
+/// What a request asked, digested for its record: the command's name and the parts the adapter
+/// names (a route and a body; a tool and its input), read only when a record keeps it.
 pub fn fingerprint(name: &str, parts: &[&[u8]]) -> String {
     use sha2::{Digest, Sha256};
     let mut digest = Sha256::new();

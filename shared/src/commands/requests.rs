@@ -1,37 +1,22 @@
 //! Every operator action carries an `Idempotency-Key`, and each key keeps a record of the request
-//! made under it: what it asked (digested) and the answer it got. A command whose effect is
-//! keyed by the request's key writes the record in its effect's own transaction
-//! (`Request::record`, `store::request`), so effect and record are stored together. Any other
-//! command's first request claims the key (a conditional put), runs, and stores its answer on
-//! the claim; a repeat gets the stored answer, a repeat while the first still runs is told so,
-//! and the same key with another request is refused. A claim whose request died is taken over
-//! after a minute.
+//! made under it: what it asked (digested) and the answer it got, put once, and never a record
+//! that says "running" (`store::request`). A command whose effect is one decision writes the
+//! record in that decision's own transaction (`Request::record`, `commands::Env::write`). A
+//! command whose work is not one transaction (a DLQ's messages moved, a worker paused, a review
+//! item's approval: each safe twice by its own conditions) does its work and then puts the
+//! record holding its answer ([`Request::once`]): a repeat gets the stored answer and does
+//! nothing, the same key with another request is refused, and a twin sent while the first still
+//! works does the work too and is told what it did; later repeats get the first answer stored.
 
-use super::{Done, Outcome, Refused};
+use super::{Done, Outcome, Refused, Why};
 use crate::store::item::{s, Builder, Read};
-use crate::store::request::{ANSWER, FINGERPRINT};
-use crate::store::{Cond, Item, PutNew, Store, StoreError, Update};
-use crate::time;
+use crate::store::request::{AnswerOf, Repeats, RequestError, WithRequest, ANSWER, FINGERPRINT};
+use crate::store::{Decision, Item, Plan, PutNew, Seen, Store, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::future::Future;
-
-/// How long a claim holds before a later request with the key may take it over.
-const HOLD_SECS: i64 = 60;
-
-/// What a key's claim found.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Claimed {
-    /// This request holds the key: run it, then `finish`.
-    Run,
-    /// The key's request finished: its outcome, answer and time.
-    Done(Kept),
-    /// The key's request is still running.
-    Running,
-    /// The key came with another request.
-    Reused,
-}
+use std::pin::Pin;
 
 /// One operator's key: who (`admin` or the organisation), the key, and what was asked.
 pub struct Request<'a> {
@@ -42,6 +27,66 @@ pub struct Request<'a> {
     pub key: &'a str,
     /// The method, the path and the body: the same key with another is `Reused`.
     pub fingerprint: String,
+}
+
+/// A command's work, to be done once before its record is put.
+type Work<'f> = Pin<Box<dyn Future<Output = Result<(Outcome, Value), Refused>> + Send + 'f>>;
+
+/// Work that is not one transaction, as a decision: done in `prepare` (once, however often the
+/// record's write is tried again), deciding nothing but the answer its record keeps. A refusal
+/// is an answer too; a failure a retry may get past keeps nothing (its record is not put), so a
+/// retry does the work.
+struct Outside<'f> {
+    work: std::sync::Mutex<Option<Work<'f>>>,
+    done: Option<(Outcome, Value)>,
+}
+
+impl Decision for Outside<'_> {
+    type Out = (Outcome, Value);
+    type Error = Refused;
+
+    fn keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn prepare(&mut self, _: &Seen) -> Result<(), Refused> {
+        let work = self
+            .work
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(work) = work {
+            let done = match work.await {
+                Ok(done) => done,
+                Err(e) if !e.passing() => (Outcome::Refused(e.why), e.body()),
+                Err(e) => return Err(e),
+            };
+            self.done = Some(done);
+        }
+        match &self.done {
+            // An answer an adapter made of a status a retry may get past (the import
+            // function's 503): given, not kept.
+            Some((Outcome::Refused(why @ (Why::Unavailable | Why::Broken)), _)) => {
+                Err(Refused::new(*why, "not_kept", "a retry may get past it"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn decide(&self, _: &Seen, _: DateTime<Utc>) -> Result<Plan<(Outcome, Value)>, Refused> {
+        // `prepare` did the work: the request's record is the whole write.
+        let done = self.done.clone().ok_or_else(|| {
+            let missing = StoreError::Malformed {
+                pk: String::new(),
+                detail: "work asked to decide before it was done".into(),
+            };
+            Refused::from(missing)
+        })?;
+        Ok(Plan::Write {
+            steps: Vec::new(),
+            out: done,
+        })
+    }
 }
 
 impl Request<'_> {
@@ -58,101 +103,58 @@ impl Request<'_> {
         }
     }
 
-    pub async fn claim(&self, store: &Store, now: DateTime<Utc>) -> Result<Claimed, StoreError> {
-        let until = time::format(now + Duration::seconds(HOLD_SECS));
-        let item = Builder::new(&self.pk(), "ops_request", self.by)
-            .str(FINGERPRINT, &self.fingerprint)
-            .str("until", &until)
-            .time("at", now)
-            .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
-            .build();
-        let stored = match store.put_new(item).await? {
-            PutNew::Created => return Ok(Claimed::Run),
-            PutNew::Existing(stored) => stored,
-        };
-        self.found(store, &stored, now, &until).await
-    }
-
-    async fn found(
-        &self,
-        store: &Store,
-        stored: &Item,
-        now: DateTime<Utc>,
-        until: &str,
-    ) -> Result<Claimed, StoreError> {
-        if stored.opt_str(FINGERPRINT) != Some(self.fingerprint.as_str()) {
-            return Ok(Claimed::Reused);
-        }
-        if let Some(done) = kept(stored) {
-            return Ok(Claimed::Done(done));
-        }
-        // Still running, unless its hold ran out: then this request takes it over.
-        let take = Update::new().set("until", s(until)).when(Cond::All(vec![
-            Cond::Lacks(OUTCOME.into()),
-            Cond::Before("until".into(), s(time::format(now))),
-        ]));
-        Ok(if store.update_if(&self.pk(), &take).await? {
-            Claimed::Run
-        } else {
-            Claimed::Running
-        })
-    }
-
-    /// Runs `run` once under this request's key, telling whether the answer is a repeat's
-    /// (the stored one): a repeat gets the stored outcome and answer, a repeat while the first
-    /// runs is refused `request_in_progress`, the key with another request
-    /// `idempotency_key_reused`. A refusal is the answer too and is stored; a failure a retry
-    /// may get past gives the key up.
-    pub async fn once_telling<F, Fut>(
+    /// Does `work` once under this request's key, then puts the record holding its answer
+    /// (its outcome and body; a refusal's too), telling whether the answer is a repeat's: a
+    /// repeat gets the stored answer and `work` is not done, the key with another request is
+    /// refused `idempotency_key_reused`. A twin that did the work while the first did is told
+    /// what it did (the record keeps the answer put first). A failure a retry may get past
+    /// keeps nothing.
+    pub async fn once<'f, Fut>(
         &self,
         store: &Store,
         now: DateTime<Utc>,
-        run: F,
+        work: Fut,
     ) -> Result<Done, Refused>
     where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(Outcome, Value), Refused>>,
+        Fut: Future<Output = Result<(Outcome, Value), Refused>> + Send + 'f,
     {
-        match self.claim(store, now).await? {
-            Claimed::Run => {}
-            Claimed::Done(kept) => return Ok(Done::again(kept)),
-            Claimed::Running => {
-                return Err(Refused::conflict(
-                    "request_in_progress",
-                    "a request with this Idempotency-Key is running; ask again in a moment",
-                ))
-            }
-            Claimed::Reused => return Err(super::idempotency_key_reused()),
-        }
-        let (outcome, answer) = match run().await {
-            Ok(done) => done,
-            Err(e) if !e.passing() => (Outcome::Refused(e.why), e.body()),
-            Err(e) => {
-                self.release(store).await?;
-                return Err(e);
-            }
+        let outside = Outside {
+            work: std::sync::Mutex::new(Some(Box::pin(work))),
+            done: None,
         };
-        self.finish(store, outcome, &answer).await?;
-        Ok(Done::first(outcome, answer))
+        let answer: AnswerOf<(Outcome, Value)> =
+            Box::new(|(outcome, json), _| answer(*outcome, json));
+        let mut with = WithRequest::new(outside, self.record(now), answer, Repeats::FromRecord);
+        let done = store.write(&mut with, now).await;
+        match (done, with.decision().done.clone()) {
+            (Ok(written), _) => {
+                let (outcome, answer) = written.into_value();
+                Ok(Done::first(outcome, answer))
+            }
+            // This request did the work and says what it did: a twin's record was put first,
+            // or the answer is one a retry may get past (kept nowhere), or the record could not
+            // be put (a repeat does the work again, which is safe twice).
+            (
+                Err(RequestError::Answered(_) | RequestError::Decision(_)),
+                Some((outcome, answer)),
+            ) => Ok(Done::first(outcome, answer)),
+            (Err(RequestError::Answered(record)), None) => match kept(&record) {
+                Some(kept) => Ok(Done::again(kept)),
+                None => Err(Refused::from(crate::store::item::malformed(
+                    &record, ANSWER,
+                ))),
+            },
+            (Err(RequestError::Reused), _) => Err(super::idempotency_key_reused()),
+            (Err(RequestError::Decision(refused)), _) => Err(refused),
+        }
     }
 
-    /// Gives the key up after a failure a retry may get past (a 5xx): the next request with it
-    /// runs at once.
-    pub async fn release(&self, store: &Store) -> Result<(), StoreError> {
-        let update = Update::new()
-            .set("until", s("0000"))
-            .when(Cond::Lacks(OUTCOME.into()));
-        store.update_if(&self.pk(), &update).await.map(|_| ())
-    }
-
-    /// The record of a request whose effect is keyed by the request's key (a payment, a credit
-    /// note, a top-up, a void under an `Idempotency-Key`), less its answer: written in the
-    /// effect's transaction with the answer the request gets (`answer`), so
+    /// The request's record less its answer: put with the answer the request gets (`answer`),
+    /// in its effect's transaction or after its work ([`Request::once`]), so
     /// [`Request::look_up`] finds it, and a request of another body under the key is refused.
     pub fn record(&self, now: DateTime<Utc>) -> Item {
         Builder::new(&self.pk(), "ops_request", self.by)
             .str(FINGERPRINT, &self.fingerprint)
-            .str("until", "0000")
             .time("at", now)
             .num("expires_at", (now + crate::store::REQUEST_KEPT).timestamp())
             .build()
@@ -183,8 +185,9 @@ impl Request<'_> {
     }
 
     /// What became of the request sent under this key (`by`, `shared` and `key` name it; the
-    /// fingerprint is not read): done with its outcome and answer, or still running; `None`
-    /// when none arrived (or its record expired).
+    /// fingerprint is not read): done with its outcome and answer; `None` when none arrived
+    /// (or its record expired). (A record without an answer is a claim an earlier release made
+    /// before its work, left running.)
     pub async fn look_up(&self, store: &Store) -> Result<Option<Looked>, StoreError> {
         let Some(item) = store.get(&self.pk()).await? else {
             return Ok(None);
@@ -194,26 +197,12 @@ impl Request<'_> {
             at: item.opt_str("at").map(str::to_owned),
         }))
     }
-
-    /// Stores the answer the request got.
-    pub async fn finish(
-        &self,
-        store: &Store,
-        outcome: Outcome,
-        answer: &Value,
-    ) -> Result<(), StoreError> {
-        let update = Update::new()
-            .set(OUTCOME, s(outcome.name()))
-            .set(ANSWER, s(answer.to_string()))
-            .when(Cond::Exists);
-        store.update_if(&self.pk(), &update).await.map(|_| ())
-    }
 }
 
 /// What became of a request, asked by its key.
 #[derive(Clone, Debug)]
 pub struct Looked {
-    /// Its outcome and answer once it is done; `None` while it runs.
+    /// Its outcome and answer; `None` for an earlier release's claim, still running.
     pub done: Option<(Outcome, Value)>,
     pub at: Option<String>,
 }

@@ -90,6 +90,11 @@ impl<D: Decision> WithRequest<D> {
         }
     }
 
+    /// The decision it wraps (what its work did, after the write).
+    pub fn decision(&self) -> &D {
+        &self.decision
+    }
+
     fn record_pk(&self) -> String {
         match self.record.get("pk") {
             Some(AttributeValue::S(pk)) => pk.clone(),
@@ -146,7 +151,16 @@ impl<D: Decision> Decision for WithRequest<D> {
         self.decision.stale_holds(plan)
     }
 
+    /// The decision's own work before it decides, unless its record answers the request (a
+    /// repeat, or another request's key): then the decision is not asked, so nothing is done.
     async fn prepare(&mut self, seen: &Seen) -> Result<(), Self::Error> {
+        if self.repeats == Repeats::FromRecord
+            && seen.get(self.own).is_some_and(|r| {
+                r.get(FINGERPRINT) != self.record.get(FINGERPRINT) || r.contains_key(ANSWER)
+            })
+        {
+            return Ok(());
+        }
         let own = seen.head(self.own);
         self.decision
             .prepare(&own)

@@ -138,6 +138,63 @@ async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resum
     );
 }
 
+/// An operator's action under its key is done, then its record put with the answer: the same
+/// key again gets that answer and does nothing (a pause sent again after a resume pauses
+/// nothing), and a twin sent at the same moment does the work too and is told what it did.
+#[tokio::test]
+async fn an_action_again_under_its_key_does_nothing_and_a_twin_is_told_what_it_did() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let hook = IntegrationId::generate(&org);
+    let integration = Integration {
+        id: hook.clone(),
+        settings: Settings::Calls(CallSettings::Standard {
+            secret: standard::generate_secret().into(),
+        }),
+        created_at: Utc::now(),
+    };
+    integrations::create(&o.env.store, &integration)
+        .await
+        .unwrap();
+    let (pause, resume) = (
+        format!("/ops/integrations/{}/pause", hook.id),
+        format!("/ops/integrations/{}/resume", hook.id),
+    );
+    let paused_now = || async {
+        let (_, listed) = o.get(&format!("/ops/integrations?org={org}"), ADMIN).await;
+        listed["items"].as_array().map_or(0, Vec::len)
+    };
+    let first = admin_post(&o, &pause, "k-pause").await;
+    assert_eq!((first.0, first.1["changed"].as_bool()), (200, Some(true)));
+    let (status, _) = admin_post(&o, &resume, "k-resume").await;
+    assert_eq!((status, paused_now().await), (200, 0));
+    let again = admin_post(&o, &pause, "k-pause").await;
+    assert_eq!(again, first, "the stored answer");
+    assert_eq!(paused_now().await, 0, "the repeat paused nothing");
+
+    let (one, two) = tokio::join!(
+        admin_post(&o, &pause, "k-twin"),
+        admin_post(&o, &pause, "k-twin")
+    );
+    let changed: Vec<bool> = [&one, &two]
+        .iter()
+        .map(|(status, answer)| {
+            assert_eq!((*status, answer["paused"].as_bool()), (200, Some(true)));
+            answer["changed"].as_bool().unwrap()
+        })
+        .collect();
+    assert!(
+        changed.contains(&true),
+        "one of them paused it: {changed:?}"
+    );
+    assert_eq!(paused_now().await, 1);
+    let later = admin_post(&o, &pause, "k-twin").await;
+    assert!(
+        later == one || later == two,
+        "a twin's kept answer: {later:?}"
+    );
+}
+
 /// An SMS integration of a new organisation (made through the api) with 10.00 USD in its
 /// wallet: the key, the integration id and its secret.
 async fn sms_with_wallet(o: &Ops) -> (String, String, String) {

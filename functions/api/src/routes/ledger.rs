@@ -101,8 +101,7 @@ pub static ROUTES: &[Route] = &[
             (404, "`not_found`: no such ledger line in this organisation"),
             (
                 409,
-                "`not_a_debit` (a top-up or a refund line), `request_in_progress`, \
-                 `idempotency_key_reused`",
+                "`not_a_debit` (a top-up or a refund line), `idempotency_key_reused`",
             ),
         ],
     },

@@ -106,8 +106,7 @@ pub static ROUTES: &[Route] = &[
             (404, "`not_found`: no such integration in this organisation"),
             (
                 409,
-                "`no_secrets`, `rotation_in_progress`, `request_in_progress`, \
-                 `idempotency_key_reused`",
+                "`no_secrets`, `rotation_in_progress`, `idempotency_key_reused`",
             ),
         ],
     },
@@ -525,7 +524,7 @@ pub static ROUTES: &[Route] = &[
             (
                 409,
                 "`idempotency_key_reused` (the `call_id` with another tool or input), \
-                 `request_in_progress`, and the tool's own 409s (`credit_exceeds_invoice`, \
+                 and the tool's own 409s (`credit_exceeds_invoice`, \
                  `reply_unsupported`, ...)",
             ),
             (503, "`unavailable`: the table could not be written now; retry"),
@@ -583,7 +582,7 @@ pub static ROUTES: &[Route] = &[
                 "`missing_idempotency_key`, `malformed`, `invalid_stage`",
             ),
             (404, "`not_found`: no such deal in this organisation"),
-            (409, "`request_in_progress`, `idempotency_key_reused`"),
+            (409, "`idempotency_key_reused`"),
         ],
     },
     Route {
