@@ -13,7 +13,7 @@ pub use ops::OPERATIONS as OPS_OPERATIONS;
 mod sms_webhook;
 mod webhook;
 
-use crate::route::{doc, Auth, Method, Route, Schemas};
+use crate::route::{doc, Answer, Auth, Method, Op, Route, Schemas};
 use crate::routes;
 use crate::schemas::ErrorBody;
 use firmspace::http::{json_response, ApiError};
@@ -127,8 +127,13 @@ fn bearer(description: &str) -> SecurityScheme {
 }
 
 /// A route's success body: its schema and media type.
+/// What the command a route's operation performs answers is its answer (`Answer::Performed`).
 fn answer_of(route: &Route, schemas: &mut Schemas) -> (RefOr<Schema>, &'static str) {
-    answer_schema(&route.answer, schemas)
+    let answer = match (route.answer, route.op) {
+        (Answer::Performed, Op::Org(op)) => op.answer().map_or(route.answer, Answer::One),
+        (answer, _) => answer,
+    };
+    answer_schema(&answer, schemas)
 }
 
 fn operation(route: &Route, schemas: &mut Schemas) -> Operation {

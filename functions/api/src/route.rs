@@ -1,6 +1,7 @@
 //! What a route is: its method, path, operation, parameters, body and answers, described once
 //! for the dispatch (`routes`) and the document (`openapi`) alike. It imports neither.
 
+use firmspace::commands::{crm, money, operate, records, setup, statements};
 use firmspace::orgs::Scope;
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::ToSchema;
@@ -11,8 +12,8 @@ pub type Schemas = Vec<(String, RefOr<Schema>)>;
 /// A documented body type: adds its schema (and those it refers to) and returns its name.
 pub type Doc = fn(&mut Schemas) -> String;
 
-/// The answer of the command a route performs, from the command's own type: a route that
-/// names another command's answer does not compile.
+/// The answer of a command, from the command's own type (`performs!` gives each route its
+/// operation's; the operator's routes name theirs).
 pub const fn answer_of<C: firmspace::commands::Command>() -> Doc
 where
     C::Answer: ToSchema,
@@ -115,33 +116,63 @@ pub enum Auth {
     OrgKey,
 }
 
-impl OrgOp {
-    /// The scopes of the command the route performs, when it performs one.
-    fn requires(self) -> Option<&'static [Scope]> {
-        use firmspace::commands::{crm, money, operate, records, setup, statements, Command};
-        Some(match self {
-            Self::CreateIntegration => setup::CreateIntegration::REQUIRES,
-            Self::RotateSecrets => operate::RotateSecrets::REQUIRES,
-            Self::AddMember => records::AddMember::REQUIRES,
-            Self::CreateInvoice => money::CreateInvoice::REQUIRES,
-            Self::PayInvoice => money::RegisterPayment::REQUIRES,
-            Self::DuplicateInvoice => money::DuplicateInvoice::REQUIRES,
-            Self::CreditInvoice => money::CreateCreditNote::REQUIRES,
-            Self::VoidInvoice => money::VoidInvoice::REQUIRES,
-            Self::MarkRead => records::MarkRead::REQUIRES,
-            Self::CreateRule => records::CreateRule::REQUIRES,
-            Self::CreateCall => records::RecordCall::REQUIRES,
-            Self::CreateContact => records::CreateContact::REQUIRES,
-            Self::MoveDeal => crm::MoveDeal::REQUIRES,
-            Self::UploadCsv => statements::UploadStatement::REQUIRES,
-            Self::StartImport => statements::StartImport::REQUIRES,
-            Self::MatchBankTx | Self::UnmatchBankTx => money::MatchBankRow::REQUIRES,
-            Self::TopUp => money::TopUp::REQUIRES,
-            Self::RefundLine => crm::RefundLedgerLine::REQUIRES,
-            Self::CreateKey => records::CreateKey::REQUIRES,
-            Self::RevokeKey => records::RevokeKey::REQUIRES,
-            _ => return None,
-        })
+/// The command each writing operation performs, one line each: the scopes a key needs for its
+/// route (`Route::scopes`) are that command's `REQUIRES`, and a route of the first list answers
+/// what its command answers (`Answer::Performed`, its schema from `answer_of`), so neither is
+/// written beside the route. The second list's routes answer a shape of their own (a payment's
+/// event as its invoice shows it; a match or its undoing, each its half of `BankMatch`).
+macro_rules! performs {
+    (
+        answered { $($op:ident => $command:ty),* $(,)? }
+        shaped { $($shaped:ident $(| $more:ident)* => $apart:ty),* $(,)? }
+    ) => {
+        impl OrgOp {
+            /// The scopes of the command the operation performs, when it performs one.
+            fn requires(self) -> Option<&'static [Scope]> {
+                use firmspace::commands::Command;
+                Some(match self {
+                    $(Self::$op => <$command>::REQUIRES,)*
+                    $(Self::$shaped $(| Self::$more)* => <$apart>::REQUIRES,)*
+                    _ => return None,
+                })
+            }
+
+            /// The answer of the command the operation performs, from the command's own type,
+            /// when its route answers it as it is.
+            pub fn answer(self) -> Option<Doc> {
+                Some(match self {
+                    $(Self::$op => answer_of::<$command>(),)*
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+
+performs! {
+    answered {
+        CreateIntegration => setup::CreateIntegration,
+        RotateSecrets => operate::RotateSecrets,
+        AddMember => records::AddMember,
+        CreateInvoice => money::CreateInvoice,
+        DuplicateInvoice => money::DuplicateInvoice,
+        CreditInvoice => money::CreateCreditNote,
+        VoidInvoice => money::VoidInvoice,
+        MarkRead => records::MarkRead,
+        CreateRule => records::CreateRule,
+        CreateCall => records::RecordCall,
+        CreateContact => records::CreateContact,
+        MoveDeal => crm::MoveDeal,
+        UploadCsv => statements::UploadStatement,
+        StartImport => statements::StartImport,
+        TopUp => money::TopUp,
+        RefundLine => crm::RefundLedgerLine,
+        CreateKey => records::CreateKey,
+        RevokeKey => records::RevokeKey,
+    }
+    shaped {
+        PayInvoice => money::RegisterPayment,
+        MatchBankTx | UnmatchBankTx => money::MatchBankRow,
     }
 }
 
@@ -197,7 +228,10 @@ pub const IDEMPOTENCY_KEY: Param = Param {
 };
 
 /// The body of a success answer.
+#[derive(Clone, Copy)]
 pub enum Answer {
+    /// What the command the route's operation performs answers (`performs!`).
+    Performed,
     One(Doc),
     /// `{"items": [...]}`.
     Items(Doc),

@@ -58,6 +58,29 @@ pub fn allowed(segments: &[&str]) -> Vec<&'static str> {
 mod tests {
     use super::*;
 
+    /// A route whose operation performs a command of `performs!`'s first list answers what the
+    /// command answers, and names no schema of its own; no other route says `Performed`.
+    #[test]
+    fn every_performing_route_answers_what_its_command_does() {
+        let mut performing = 0;
+        for route in all() {
+            let command = match route.op {
+                Op::Org(op) => op.answer(),
+                _ => None,
+            };
+            let performed = matches!(route.answer, Answer::Performed);
+            assert_eq!(
+                command.is_some(),
+                performed,
+                "{} {}",
+                route.method.as_str(),
+                route.path
+            );
+            performing += usize::from(performed);
+        }
+        assert_eq!(performing, 18, "the routes of `performs!`'s first list");
+    }
+
     #[test]
     fn a_known_path_with_another_method_names_the_methods_it_takes() {
         assert_eq!(allowed(&["api", "invoices"]), ["GET", "POST"]);

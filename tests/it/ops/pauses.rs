@@ -25,12 +25,10 @@ fn missed(hook: &IntegrationId, secret: &str, call_id: &str) -> lambda_http::Req
     signed_post(hook, "calls", secret, &format!("w-{call_id}"), now, &body)
 }
 
-#[tokio::test]
-async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resumes() {
-    let o = Ops::new().await;
-    let org = org_with_team(&o).await;
+/// A call integration of `org`, stored: its id and its signing secret.
+async fn calls_integration(o: &Ops, org: &firmspace::ids::OrgId) -> (IntegrationId, String) {
     let secret = standard::generate_secret();
-    let hook = IntegrationId::generate(&org);
+    let hook = IntegrationId::generate(org);
     let integration = Integration {
         id: hook.clone(),
         settings: Settings::Calls(CallSettings::Standard {
@@ -41,6 +39,14 @@ async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resum
     integrations::create(&o.env.store, &integration)
         .await
         .unwrap();
+    (hook, secret)
+}
+
+#[tokio::test]
+async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resumes() {
+    let o = Ops::new().await;
+    let org = org_with_team(&o).await;
+    let (hook, secret) = calls_integration(&o, &org).await;
     let pause = format!("/ops/integrations/{}/pause", hook.id);
     let (status, paused) = admin_post(&o, &pause, "pause-1").await;
     assert_eq!(
@@ -145,17 +151,7 @@ async fn a_paused_integrations_consequences_wait_and_are_sent_once_when_it_resum
 async fn an_action_again_under_its_key_does_nothing_and_a_twin_is_told_what_it_did() {
     let o = Ops::new().await;
     let org = org_with_team(&o).await;
-    let hook = IntegrationId::generate(&org);
-    let integration = Integration {
-        id: hook.clone(),
-        settings: Settings::Calls(CallSettings::Standard {
-            secret: standard::generate_secret().into(),
-        }),
-        created_at: Utc::now(),
-    };
-    integrations::create(&o.env.store, &integration)
-        .await
-        .unwrap();
+    let (hook, _) = calls_integration(&o, &org).await;
     let (pause, resume) = (
         format!("/ops/integrations/{}/pause", hook.id),
         format!("/ops/integrations/{}/resume", hook.id),

@@ -1,9 +1,9 @@
 //! The API keys' `/api/` routes: made, listed and revoked with the `ops` scope.
 
 use crate::keys::NewKey;
-use crate::route::Answer::{Items, One};
+use crate::route::doc;
+use crate::route::Answer::{Items, Performed};
 use crate::route::Method::{Delete, Get, Post};
-use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route};
 use firmspace::orgs::keys::KeyInfo;
 
@@ -16,7 +16,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewKey>),
         ok: &[(201, "created; `api_key` is never shown again")],
-        answer: One(answer_of::<firmspace::commands::records::CreateKey>()),
+        answer: Performed,
         errors: &[
             (
                 400,
@@ -54,7 +54,7 @@ pub static ROUTES: &[Route] = &[
         }],
         body: None,
         ok: &[(200, "revoked, or already revoked (the same answer)")],
-        answer: One(doc::<KeyInfo>),
+        answer: Performed,
         errors: &[(404, "`not_found`: no such key in this organisation")],
     },
 ];

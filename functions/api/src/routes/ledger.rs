@@ -2,11 +2,10 @@
 
 use crate::ledger::schemas as s;
 use crate::ledger::{NewRefund, NewTopUp};
-use crate::route::Answer::{Csv, One, Paged};
+use crate::route::doc;
+use crate::route::Answer::{Csv, One, Paged, Performed};
 use crate::route::Method::{Get, Post};
-use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route};
-use firmspace::commands::{crm, money};
 use firmspace::ledger::LedgerLine;
 
 const fn query(name: &'static str, required: bool, doc: &'static str) -> Param {
@@ -55,7 +54,7 @@ pub static ROUTES: &[Route] = &[
             200,
             "booked, or the stored answer to the same key and body (`duplicate: true`)",
         )],
-        answer: One(answer_of::<money::TopUp>()),
+        answer: Performed,
         errors: &[
             (
                 400,
@@ -91,7 +90,7 @@ pub static ROUTES: &[Route] = &[
             "given back now, or before (`duplicate: true`: by a request under any key, or by the \
              message's failure)",
         )],
-        answer: One(answer_of::<crm::RefundLedgerLine>()),
+        answer: Performed,
         errors: &[
             (
                 400,

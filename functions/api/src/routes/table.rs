@@ -5,9 +5,9 @@ use crate::calls::NewContactBody;
 use crate::consequences::{MarkRead, NewRule};
 use crate::deals::NewStage;
 use crate::invoices::ManualPayment;
-use crate::route::Answer::{Document, Items, One, Paged};
+use crate::route::doc;
+use crate::route::Answer::{Document, Items, One, Paged, Performed};
 use crate::route::Method::{Delete, Get, Post};
-use crate::route::{answer_of, doc};
 use crate::route::{In, Op, OrgOp::*, Param, Route, IDEMPOTENCY_KEY};
 use crate::schemas as s;
 use crate::setup::{NewMember, NewOrg, NewSecrets};
@@ -15,7 +15,6 @@ use firmspace::calls::CallFields;
 use firmspace::commands::money::CreateInvoice;
 use firmspace::commands::setup::NewIntegration;
 use firmspace::commands::CreditInput as NewNote;
-use firmspace::commands::{money, operate, records, statements};
 
 const fn path(name: &'static str, doc: &'static str) -> Param {
     Param {
@@ -66,7 +65,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewIntegration>),
         ok: CREATED,
-        answer: One(answer_of::<firmspace::commands::setup::CreateIntegration>()),
+        answer: Performed,
         errors: &[(
             400,
             "`malformed`, `invalid_provider`, `invalid_secret`, `missing_public_key`, \
@@ -95,7 +94,7 @@ pub static ROUTES: &[Route] = &[
         params: &[path("id", "the integration's id"), IDEMPOTENCY_KEY],
         body: Some(doc::<NewSecrets>),
         ok: &[(200, "rotated; the same key again gets the same answer")],
-        answer: One(answer_of::<operate::RotateSecrets>()),
+        answer: Performed,
         errors: &[
             (
                 400,
@@ -121,7 +120,7 @@ pub static ROUTES: &[Route] = &[
             (201, "added"),
             (200, "already a member (`duplicate: true`)"),
         ],
-        answer: One(answer_of::<records::AddMember>()),
+        answer: Performed,
         errors: &[(
             400,
             "`malformed`, `invalid_user_id`, `invalid_field` (`name`)",
@@ -146,7 +145,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<CreateInvoice>),
         ok: CREATED,
-        answer: One(answer_of::<money::CreateInvoice>()),
+        answer: Performed,
         errors: &[(
             400,
             "`malformed`, `invalid_currency` (not ISO 4217 with minor units), `invalid_gross` \
@@ -213,7 +212,7 @@ pub static ROUTES: &[Route] = &[
         params: INVOICE_ID,
         body: None,
         ok: CREATED,
-        answer: One(answer_of::<money::DuplicateInvoice>()),
+        answer: Performed,
         errors: &[NO_INVOICE],
     },
     Route {
@@ -227,7 +226,7 @@ pub static ROUTES: &[Route] = &[
             (201, "issued"),
             (200, "the same key and body again: the stored note (`duplicate: true`)"),
         ],
-        answer: One(answer_of::<money::CreateCreditNote>()),
+        answer: Performed,
         errors: &[
             (
                 400,
@@ -252,7 +251,7 @@ pub static ROUTES: &[Route] = &[
         params: INVOICE_ID,
         body: None,
         ok: &[(200, "void now, or void already (`duplicate: true`)")],
-        answer: One(answer_of::<money::VoidInvoice>()),
+        answer: Performed,
         errors: &[
             NO_INVOICE,
             (409, "`not_draft`: an issued invoice is corrected by a credit note"),
@@ -282,7 +281,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<MarkRead>),
         ok: OK,
-        answer: One(answer_of::<records::MarkRead>()),
+        answer: Performed,
         errors: &[
             MALFORMED,
             (400, "`invalid_field` (`key`)"),
@@ -315,7 +314,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewRule>),
         ok: CREATED,
-        answer: One(answer_of::<records::CreateRule>()),
+        answer: Performed,
         errors: &[(
             400,
             "`malformed`, `invalid_trigger`, `invalid_action`, `model_not_allowed` (an ai \
@@ -373,7 +372,7 @@ pub static ROUTES: &[Route] = &[
             (201, "the first report of this call"),
             (200, "a repeat (`duplicate: true`, the stored call), or a status before the end (`status: ignored`)"),
         ],
-        answer: One(answer_of::<records::RecordCall>()),
+        answer: Performed,
         errors: &[(
             400,
             "`malformed`, `invalid_field` (`call_id` 1-255 bytes, `direction`, `peer` in \
@@ -399,7 +398,7 @@ pub static ROUTES: &[Route] = &[
         params: &[],
         body: Some(doc::<NewContactBody>),
         ok: CREATED,
-        answer: One(answer_of::<records::CreateContact>()),
+        answer: Performed,
         errors: &[
             (400, "`malformed`, `invalid_field` (`name`, `phone`, `owner`)"),
             (409, "`phone_in_use`: the phone belongs to another contact"),
@@ -454,7 +453,7 @@ pub static ROUTES: &[Route] = &[
                  `status_url`, and `duplicate` for the same file again)",
             ),
         ],
-        answer: One(answer_of::<statements::UploadStatement>()),
+        answer: Performed,
         errors: &[
             (
                 400,
@@ -484,7 +483,7 @@ pub static ROUTES: &[Route] = &[
         params: &[path("id", "the monobank bank integration's id")],
         body: None,
         ok: &[(202, "`started: true`, or `started: false, reason: running` while a run holds the window")],
-        answer: One(answer_of::<statements::StartImport>()),
+        answer: Performed,
         errors: &[
             (404, "`not_found`: no such bank integration in this organisation"),
             (409, "`not_a_monobank_integration`"),
@@ -575,7 +574,7 @@ pub static ROUTES: &[Route] = &[
             "moved (`moved: true`, `from`), or on that stage already (`moved: false`); the same \
              key again gets the same answer",
         )],
-        answer: One(answer_of::<firmspace::commands::crm::MoveDeal>()),
+        answer: Performed,
         errors: &[
             (
                 400,
