@@ -5,7 +5,6 @@
 use super::{list_pk, tx_pk, BankTx};
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{s, Builder};
-use crate::store::write::Rounds;
 use crate::store::{
     Answer, Cond, Decision, Mismatch, Plan, Seen, Step, Store, StoreError, Transacted, Update,
     Written,
@@ -108,18 +107,14 @@ pub async fn confirm(store: &Store, tx: &BankTx, now: DateTime<Utc>) -> Result<b
         .build();
         steps.push(Step::PutNew(item));
     }
-    let mut rounds = Rounds::new();
-    while rounds.next().await {
-        match store.transact(steps.clone()).await? {
-            Transacted::Done => {
-                tracing::info!(tx_id = %tx.id(), "pushed row confirmed by the statement");
-                return Ok(true);
-            }
-            Transacted::Refused { .. } => return Ok(false),
-            Transacted::Contended => continue,
+    match store.transact_held(steps).await? {
+        Transacted::Done => {
+            tracing::info!(tx_id = %tx.id(), "pushed row confirmed by the statement");
+            Ok(true)
         }
+        Transacted::Refused { .. } => Ok(false),
+        Transacted::Contended => Err(StoreError::Contended { pk: tx.pk() }),
     }
-    Err(StoreError::Contended { pk: tx.pk() })
 }
 
 /// Stores a row once: one conditional put on its key.

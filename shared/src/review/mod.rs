@@ -14,7 +14,6 @@ pub use reasons::{Kind, Reason};
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{s, Builder, Read};
 use crate::store::lists::review_pk;
-use crate::store::write::Rounds;
 use crate::store::{
     Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Transacted, Update,
     Written,
@@ -334,16 +333,11 @@ pub async fn settle_deciding(
         update,
     }];
     steps.extend(uncount);
-    let mut rounds = Rounds::new();
-    while rounds.next().await {
-        match store.transact(steps.clone()).await? {
-            Transacted::Done => return Ok(true),
-            Transacted::Refused { .. } => return Ok(false),
-            // Another event held the counter a moment: the same steps again.
-            Transacted::Contended => continue,
-        }
+    match store.transact_held(steps).await? {
+        Transacted::Done => Ok(true),
+        Transacted::Refused { .. } => Ok(false),
+        Transacted::Contended => Err(StoreError::Contended { pk: pk.to_owned() }),
     }
-    Err(StoreError::Contended { pk: pk.to_owned() })
 }
 
 #[derive(Debug, thiserror::Error)]

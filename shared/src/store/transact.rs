@@ -98,6 +98,15 @@ impl Store {
         }
     }
 
+    /// `transact` of steps that hold to their own conditions, sent again while another
+    /// transaction holds one of their items (a counter another event adds to): the same steps
+    /// again decide the same or are refused. `Contended` once the write's rounds ran out. The
+    /// one retry of a state change written without a read (a resolution, a row's confirmation).
+    pub async fn transact_held(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
+        let steps = super::counters::with_counts(&steps).unwrap_or(steps);
+        self.transact_counted(steps).await
+    }
+
     /// A transaction that adds to counters: another event of the organisation may hold a
     /// counter item for a moment, so a contended one is sent again, in the write's rounds. Only
     /// the counters are shared; every other step holds to what was read, so sending the same
