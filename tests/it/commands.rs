@@ -1181,3 +1181,51 @@ async fn a_read_tool_needs_the_read_scope() {
         "{found}"
     );
 }
+
+/// How a repeat is known is the command's, not the adapter's: a payment named by no key is
+/// refused `missing_idempotency_key` and books nothing, whichever adapter forgot it; a void,
+/// once by the state it moves, needs none.
+#[tokio::test]
+async fn a_command_that_needs_a_key_is_refused_without_one_whatever_the_adapter_passes() {
+    use firmspace::commands::money::{RegisterPayment, VoidInvoice};
+    use firmspace::commands::{perform, Actor, Env, RequestKey, Stored};
+    use firmspace::orgs::keys::{Key, Scopes};
+    let crm = crate::support::app::Crm::new().await;
+    let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
+    let replies = Stored;
+    let env = Env {
+        store: &crm.env.store,
+        now: Utc::now(),
+        replies: &replies,
+        publisher: None,
+        site: None,
+        imports: Default::default(),
+        deployment: Default::default(),
+        request: None,
+    };
+    let by = Actor::Key(Key {
+        org: crm.org.clone(),
+        id: "k_test".into(),
+        scopes: Scopes::FULL,
+    });
+    let pay = RegisterPayment {
+        invoice_id: invoice.id.as_str().to_owned(),
+        source: firmspace::payments::Source::Manual,
+        amount: None,
+        actor: None,
+    };
+    let refused = perform(&env, &by, &RequestKey::None, pay.into(), &[])
+        .await
+        .expect_err("a payment takes a key");
+    assert_eq!(refused.code, "missing_idempotency_key");
+    assert_eq!(crm.count("payment_event").await, 0, "nothing booked");
+    // An open invoice is no draft: the void is refused by the state it would move, not for a
+    // missing key.
+    let void = VoidInvoice {
+        invoice_id: invoice.id.as_str().to_owned(),
+    };
+    let refused = perform(&env, &by, &RequestKey::None, void.into(), &[])
+        .await
+        .expect_err("an open invoice is not voided");
+    assert_eq!(refused.code, "not_draft");
+}

@@ -30,7 +30,7 @@ pub async fn match_row(
         invoice_id: Some(body.invoice_id),
         confirm_unconfirmed: body.confirm_unconfirmed,
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// `DELETE /api/bank/transactions/{tx_id}/match`.
@@ -44,7 +44,7 @@ pub async fn unmatch_row(
         invoice_id: None,
         confirm_unconfirmed: false,
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
@@ -54,7 +54,7 @@ pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<B
         integration_id: id.to_owned(),
         file: body_bytes(ctx.req).to_vec(),
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// `GET /api/imports/{id}`: a large file's import as it stands.
@@ -79,7 +79,7 @@ pub async fn start_import(
     let command = firmspace::commands::statements::StartImport {
         integration_id: id.to_owned(),
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// `GET /api/bank/transactions?integration_id=...&limit=&cursor=`: newest first, a page at a time.

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let call: CallFields = parse_json(body_bytes(ctx.req))?;
     let command = firmspace::commands::records::RecordCall(Box::new(call));
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// The organisation's calls, newest first.
@@ -54,7 +54,7 @@ pub async fn create_contact(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Bod
         phone: body.phone,
         owner: body.owner,
     };
-    ctx.answer(store, RequestKey::New, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// The organisation's contacts, newest first.

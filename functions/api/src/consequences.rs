@@ -39,7 +39,7 @@ pub struct MarkRead {
 pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let key = parse_json::<MarkRead>(body_bytes(ctx.req))?.key;
     let command = firmspace::commands::records::MarkRead { key };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 pub async fn activity_log(
@@ -78,7 +78,7 @@ pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         trigger: body.trigger,
         action: body.action,
     };
-    ctx.answer(store, RequestKey::New, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// `GET /api/rules`: every rule, with who made it.

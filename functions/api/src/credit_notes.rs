@@ -25,5 +25,5 @@ pub async fn void(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Bod
     let command = firmspace::commands::money::VoidInvoice {
         invoice_id: id.to_owned(),
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }

@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let new: CreateInvoice = parse_json(body_bytes(ctx.req))?;
     let command = new;
-    ctx.answer(store, RequestKey::New, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// The organisation's invoices, newest first.
@@ -124,5 +124,5 @@ pub async fn duplicate(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Respons
     let command = firmspace::commands::money::DuplicateInvoice {
         invoice_id: id.to_owned(),
     };
-    ctx.answer(store, RequestKey::New, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }

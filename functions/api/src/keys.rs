@@ -30,7 +30,7 @@ pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiE
         name: body.name,
         scopes: body.scopes,
     };
-    ctx.answer(store, RequestKey::New, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
@@ -46,5 +46,5 @@ pub async fn revoke(
     let command = firmspace::commands::records::RevokeKey {
         key_id: key_id.to_owned(),
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }

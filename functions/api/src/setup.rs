@@ -44,7 +44,7 @@ pub async fn create_org(
 pub async fn create_integration(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let new: NewIntegration = parse_json(body_bytes(ctx.req))?;
     let command = firmspace::commands::setup::CreateIntegration(Box::new(new));
-    ctx.answer(store, RequestKey::New, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 /// The organisation's integration `raw` read with its secrets left sealed, or 404.
@@ -176,7 +176,7 @@ pub async fn add_member(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, 
         user_id: body.user_id,
         name: body.name,
     };
-    ctx.answer(store, RequestKey::State, command).await
+    ctx.answer(store, RequestKey::None, command).await
 }
 
 pub async fn list_members(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {

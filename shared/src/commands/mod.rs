@@ -113,10 +113,9 @@ pub enum RequestKey {
     Call(ExternalId),
     /// One tool call of an AI run: a digest of (run, the model's call id).
     ToolCall(ExternalId),
-    /// None: the command is idempotent by the state it moves (a void: draft to void).
-    State,
-    /// None: every request is a new one (another integration is another integration).
-    New,
+    /// None named: the command's own way of being once holds, with no record (`Once::ByState`,
+    /// `Once::Each`); a command that needs a key is refused `missing_idempotency_key`.
+    None,
 }
 
 impl RequestKey {
@@ -124,7 +123,7 @@ impl RequestKey {
         match self {
             Self::Header(id) => id,
             Self::Call(id) | Self::ToolCall(id) => id.as_str(),
-            Self::State | Self::New => "",
+            Self::None => "",
         }
     }
 
@@ -162,9 +161,24 @@ pub enum Once {
     /// request's record in its transaction ([`Env::write`]).
     ByEffect,
     /// By a request record written in the same transaction as its effect ([`Env::write`]),
-    /// whose effect carries no key of the request (a new invoice, a deal's move): a repeat gets
-    /// the record's answer, and nothing says "running".
+    /// whose effect carries no key of the request (a deal's move, a task): a repeat gets the
+    /// record's answer, and nothing says "running".
     WithEffect,
+    /// By the state it moves (a void: draft to void; a match; a revocation; a read mark; a call
+    /// keyed by its own id): a repeat finds the state moved. It needs no key; under one, its
+    /// record is put after its work, as `AfterWork`'s.
+    ByState,
+    /// Never: every request is a new one (another integration is another integration, another
+    /// contact another contact). It needs no key; under one, as `ByState`.
+    Each,
+}
+
+impl Once {
+    /// Whether a request must name a key: a command that is once only by a key's record, or
+    /// whose effect the key names.
+    fn needs_key(self) -> bool {
+        matches!(self, Self::ByEffect | Self::WithEffect | Self::AfterWork)
+    }
 }
 
 /// Whose a command's object is: an organisation's records, or the deployment's own parts
@@ -310,14 +324,12 @@ impl AnyCommand {
         }
     }
 
-    /// Whether no record keeps it: an AI run's tool call, a state or a new request is known
-    /// by its effect alone. (Under any other key, a record: written with its effect,
+    /// Whether no record keeps it: an AI run's tool call is known by its effect alone, a
+    /// request that names no key by the command's own once-ness (`Once::ByState`,
+    /// `Once::Each`). (Under any other key, a record: written with its effect,
     /// `recorded_with_effect`, or after its work, `Request::once`.)
     fn claimed_by_effect(&self, key: &RequestKey) -> bool {
-        matches!(
-            key,
-            RequestKey::ToolCall(_) | RequestKey::State | RequestKey::New
-        )
+        matches!(key, RequestKey::ToolCall(_) | RequestKey::None)
     }
 }
 
@@ -484,6 +496,12 @@ pub async fn perform<R: Replies>(
     if matches!(by, Actor::Model { .. }) && !command.for_model() {
         return Err(Refused::forbidden(
             "an AI step may reply, make a task and propose a payment; nothing else",
+        ));
+    }
+    if matches!(key, RequestKey::None) && command.once().needs_key() {
+        return Err(Refused::invalid(
+            "missing_idempotency_key",
+            "Idempotency-Key header is required",
         ));
     }
     let who = by.id();

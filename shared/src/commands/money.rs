@@ -334,7 +334,7 @@ impl Command for VoidInvoice {
     type Answer = InvoiceVoided;
     const NAME: &'static str = "void_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
-    const ONCE: Once = Once::ByEffect;
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,
@@ -421,7 +421,7 @@ impl Command for CreateInvoice {
     type Answer = crate::payments::invoice::InvoiceView;
     const NAME: &'static str = "create_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
-    const ONCE: Once = Once::WithEffect;
+    const ONCE: Once = Once::Each;
 
     async fn run<R: Replies>(
         self,
@@ -481,6 +481,7 @@ impl Command for DuplicateInvoice {
     type Answer = InvoiceCopy;
     const NAME: &'static str = "duplicate_invoice";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::Each;
 
     async fn run<R: Replies>(
         self,
@@ -546,6 +547,7 @@ impl Command for MatchBankRow {
     type Answer = answers::BankMatch;
     const NAME: &'static str = "match_bank_row";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,

@@ -4,7 +4,7 @@
 use super::answers::MarkedRead;
 use super::{Actor, Env};
 use crate::commands::model::{Models, MAX_TOKENS_MAX};
-use crate::commands::{Command, Ran, Replies, RequestKey};
+use crate::commands::{Command, Once, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::automation::{self, Action};
 use crate::effects::{notify, Trigger};
@@ -103,6 +103,7 @@ impl Command for CreateRule {
     type Answer = automation::RuleView;
     const NAME: &'static str = "create_rule";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::Each;
 
     async fn run<R: Replies>(
         self,
@@ -162,6 +163,7 @@ impl Command for CreateKey {
     type Answer = super::answers::KeyCreated;
     const NAME: &'static str = "create_key";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
+    const ONCE: Once = Once::Each;
 
     async fn run<R: Replies>(
         self,
@@ -220,6 +222,7 @@ impl Command for RevokeKey {
     type Answer = keys::KeyInfo;
     const NAME: &'static str = "revoke_key";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,
@@ -247,6 +250,7 @@ impl Command for AddMember {
     type Answer = super::answers::MemberAdded;
     const NAME: &'static str = "add_member";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,
@@ -296,6 +300,7 @@ impl Command for MarkRead {
     type Answer = MarkedRead;
     const NAME: &'static str = "mark_read";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,
@@ -339,6 +344,7 @@ impl Command for RecordCall {
     type Answer = super::answers::CallRecorded;
     const NAME: &'static str = "record_call";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,
@@ -386,6 +392,7 @@ impl Command for CreateContact {
     type Answer = crate::contacts::ContactView;
     const NAME: &'static str = "create_contact";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::Each;
 
     async fn run<R: Replies>(
         self,

@@ -9,7 +9,7 @@ use crate::bank::import::Request;
 use crate::bank::providers::BankProvider;
 use crate::bank::UPLOAD_CONCURRENCY as CONCURRENCY;
 use crate::bank::{self, Arrival, BankTx};
-use crate::commands::{Command, Ran, Replies, RequestKey};
+use crate::commands::{Command, Once, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::delivery::tell;
 use crate::ids::{IntegrationId, OrgId};
@@ -60,6 +60,7 @@ impl Command for UploadStatement {
     type Answer = answers::StatementUploaded;
     const NAME: &'static str = "upload_statement";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,
@@ -170,6 +171,7 @@ impl Command for StartImport {
     type Answer = ImportStarted;
     const NAME: &'static str = "start_import";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::ByState;
 
     async fn run<R: Replies>(
         self,

@@ -8,7 +8,7 @@ mod channels;
 use super::answers::IntegrationCreated;
 use super::{Actor, Env};
 use crate::calls::providers::{webhook_url, CallProvider, CallSettings};
-use crate::commands::{Command, Ran, Replies, RequestKey};
+use crate::commands::{Command, Once, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
 use crate::effects::outbound::OutboundTarget;
 use crate::effects::targets;
@@ -70,6 +70,7 @@ impl Command for CreateIntegration {
     type Answer = IntegrationCreated;
     const NAME: &'static str = "create_integration";
     const REQUIRES: &'static [Scope] = &[Scope::Write];
+    const ONCE: Once = Once::Each;
 
     async fn run<R: Replies>(
         self,
