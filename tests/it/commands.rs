@@ -1105,24 +1105,32 @@ async fn an_assistant_cannot_apply_what_a_model_proposed() {
     assert_eq!(stored.paid, rust_decimal::Decimal::ZERO, "nothing booked");
 }
 
-/// What a model proposes from a trigger with no conversation (a missed call's) is not capped:
-/// the cap of open proposals is a conversation's, so each of four is filed for a person.
-#[tokio::test]
-async fn proposals_of_a_trigger_without_a_conversation_are_not_capped() {
-    use firmspace::commands::{money::RegisterPayment, perform, Actor, Env, RequestKey, Stored};
-    let crm = crate::support::app::Crm::new().await;
-    let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
-    let replies = Stored;
-    let env = Env {
-        store: &crm.env.store,
+/// A command's surroundings with nothing but the store: no queue, no site, no deployment.
+fn bare_env<'a>(
+    store: &'a firmspace::store::Store,
+    replies: &'a firmspace::commands::Stored,
+) -> firmspace::commands::Env<'a, firmspace::commands::Stored> {
+    firmspace::commands::Env {
+        store,
         now: Utc::now(),
-        replies: &replies,
+        replies,
         publisher: None,
         site: None,
         imports: Default::default(),
         deployment: Default::default(),
         request: None,
-    };
+    }
+}
+
+/// What a model proposes from a trigger with no conversation (a missed call's) is not capped:
+/// the cap of open proposals is a conversation's, so each of four is filed for a person.
+#[tokio::test]
+async fn proposals_of_a_trigger_without_a_conversation_are_not_capped() {
+    use firmspace::commands::{money::RegisterPayment, perform, Actor, RequestKey, Stored};
+    let crm = crate::support::app::Crm::new().await;
+    let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
+    let replies = Stored;
+    let env = bare_env(&crm.env.store, &replies);
     for i in 0..=firmspace::commands::proposals::OPEN_MAX {
         let by = Actor::Model {
             org: crm.org.clone(),
@@ -1188,21 +1196,12 @@ async fn a_read_tool_needs_the_read_scope() {
 #[tokio::test]
 async fn a_command_that_needs_a_key_is_refused_without_one_whatever_the_adapter_passes() {
     use firmspace::commands::money::{RegisterPayment, VoidInvoice};
-    use firmspace::commands::{perform, Actor, Env, RequestKey, Stored};
+    use firmspace::commands::{perform, Actor, RequestKey, Stored};
     use firmspace::orgs::keys::{Key, Scopes};
     let crm = crate::support::app::Crm::new().await;
     let invoice = crm.open_invoice("100.00".parse().unwrap(), "UAH").await;
     let replies = Stored;
-    let env = Env {
-        store: &crm.env.store,
-        now: Utc::now(),
-        replies: &replies,
-        publisher: None,
-        site: None,
-        imports: Default::default(),
-        deployment: Default::default(),
-        request: None,
-    };
+    let env = bare_env(&crm.env.store, &replies);
     let by = Actor::Key(Key {
         org: crm.org.clone(),
         id: "k_test".into(),
