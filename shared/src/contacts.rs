@@ -7,7 +7,7 @@
 use crate::fields::{self, FieldError};
 use crate::ids::{key_part, LocalId, OrgId};
 use crate::store::item::{Builder, Read};
-use crate::store::{Item, Step, Store, StoreError, Transacted};
+use crate::store::{Decision, Item, Plan, Seen, Step, Store, StoreError, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -235,13 +235,10 @@ pub enum CreateError {
     PhoneTaken(String),
 }
 
-/// Creates a contact, and the identity item of its phone in the same transaction.
-pub async fn create(
-    store: &Store,
-    org: &OrgId,
-    new: NewContact,
-    now: DateTime<Utc>,
-) -> Result<Contact, CreateError> {
+/// A contact made by hand, as a decision: the identity item of its phone read, and the contact
+/// put with it in one transaction; a phone that belongs to a contact already is refused,
+/// naming that contact (a lost race reads again and finds it).
+pub fn creating(org: &OrgId, new: NewContact, now: DateTime<Utc>) -> Creating {
     let contact = Contact {
         org: org.clone(),
         id: LocalId::generate("ct_"),
@@ -252,27 +249,58 @@ pub async fn create(
         source: new.source,
         created_at: now,
     };
-    let mut steps = Vec::new();
-    if let Some(phone) = &new.phone {
-        steps.push(Step::PutNew(identity_item(
-            org,
-            &Identity::phone(phone),
-            &contact,
-        )));
+    let identity = new
+        .phone
+        .map(|phone| identity_item(org, &Identity::phone(&phone), &contact));
+    Creating { contact, identity }
+}
+
+pub struct Creating {
+    contact: Contact,
+    identity: Option<Item>,
+}
+
+impl Creating {
+    fn identity_pk(&self) -> Option<String> {
+        self.identity
+            .as_ref()
+            .and_then(|i| i.opt_str("pk"))
+            .map(str::to_owned)
     }
-    steps.push(Step::PutNew(contact.to_item()));
-    match store.transact(steps).await? {
-        Transacted::Done => Ok(contact),
-        Transacted::Refused {
-            existing: Some(item),
-            ..
-        } if item.opt_str("kind") == Some("identity") => Err(CreateError::PhoneTaken(
-            item.str_of("contact_id")?.to_owned(),
-        )),
-        _ => Err(StoreError::Contended {
-            pk: contact_pk(org, contact.id.as_str()),
+}
+
+impl Decision for Creating {
+    type Out = Contact;
+    type Error = CreateError;
+
+    /// The phone's identity item; a contact without a phone reads its own new key.
+    fn keys(&self) -> Vec<String> {
+        vec![self
+            .identity_pk()
+            .unwrap_or_else(|| contact_pk(&self.contact.org, self.contact.id.as_str()))]
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<Contact>, CreateError> {
+        match (seen.stored(), &self.identity) {
+            (Some(holder), Some(_)) => {
+                return Err(CreateError::PhoneTaken(
+                    holder.str_of("contact_id")?.to_owned(),
+                ))
+            }
+            // Its own key, written by an earlier round of this write.
+            (Some(_), None) => {
+                return Ok(Plan::Done(Written::Repeat {
+                    stored: self.contact.clone(),
+                }))
+            }
+            (None, _) => {}
         }
-        .into()),
+        let mut steps: Vec<Step> = self.identity.iter().cloned().map(Step::PutNew).collect();
+        steps.push(Step::PutNew(self.contact.to_item()));
+        Ok(Plan::Write {
+            steps,
+            out: self.contact.clone(),
+        })
     }
 }
 

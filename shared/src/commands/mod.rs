@@ -419,6 +419,22 @@ impl<R> Env<'_, R> {
     }
 }
 
+impl<R> Env<'_, R> {
+    /// Writes `decision` for a command no key keeps (`Once::ByState`, `Once::Each`): the state
+    /// it moves, or its being new, is how a repeat is known. (Under a client's key such a
+    /// command's record is put after its work, `Request::once`.)
+    pub(crate) async fn apply<D: crate::store::Decision>(
+        &self,
+        mut decision: D,
+        refused: impl FnOnce(D::Error) -> Refused,
+    ) -> Result<Written<D::Out>, Refused> {
+        self.store
+            .write(&mut decision, self.now)
+            .await
+            .map_err(refused)
+    }
+}
+
 /// `out` as the write that gave it: new, or a repeat (what a request's record keeps of it).
 pub(crate) fn as_written<T: Clone>(out: &T, repeat: bool) -> Written<T> {
     match repeat {

@@ -348,19 +348,13 @@ impl Command for VoidInvoice {
             VoidError::NoInvoice => Refused::not_found("invoice"),
             VoidError::NotDraft(_) => Refused::conflict("not_draft", e.to_string()),
         };
-        let voided = |invoice: &Invoice, repeat: bool| InvoiceVoided {
-            duplicate: repeat,
-            invoice: invoice.view(),
-        };
         let decision = credit::voiding(by.org(), id).map_err(refused)?;
-        let answer = move |invoice: &Invoice, repeat| {
-            (
-                Outcome::Made(Made::Done),
-                answers::json(&voided(invoice, repeat)),
-            )
+        let written = env.apply(decision, refused).await?;
+        let voided = InvoiceVoided {
+            duplicate: !written.is_new(),
+            invoice: written.value().view(),
         };
-        let written = env.write(decision, answer, refused).await?;
-        Ok((Made::Done, voided(written.value(), !written.is_new())))
+        Ok((Made::Done, voided))
     }
 }
 
@@ -449,10 +443,8 @@ impl Command for CreateInvoice {
             },
             links: links(body)?,
         };
-        let answer =
-            |created: &Invoice, _| (Outcome::Made(Made::Created), answers::json(&created.view()));
-        let decision = invoice::creating(by.org(), new);
-        let created = env.write(decision, answer, Refused::from).await?;
+        let created = env.apply(invoice::creating(by.org(), new), Refused::from);
+        let created = created.await?;
         Ok((Made::Created, created.value().view()))
     }
 }

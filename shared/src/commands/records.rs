@@ -12,6 +12,7 @@ use crate::fields::{self, FieldError, KEY_MAX, TEXT_MAX, TITLE_MAX};
 use crate::integrations::{self, IntegrationKind};
 use crate::orgs::keys::{self, Scope, Scopes};
 use crate::store::item::parse_tag;
+use crate::store::write::PutOnce;
 use crate::store::{CapError, Store};
 use secrecy::ExposeSecret;
 use serde_json::{json, Value};
@@ -137,9 +138,7 @@ impl Command for CreateRule {
             .ok_or_else(|| Refused::not_found("route"))?;
         check_action(env.store, by, (trigger, &action), models).await?;
         let who = by.id();
-        let made = (trigger, action);
-        let rule =
-            automation::create_rule_by(env.store, by.org(), made, Some(&who), env.now).await?;
+        let (rule, item) = automation::new_rule(by.org(), (trigger, action), Some(&who), env.now);
         let answer = automation::RuleView {
             rule_id: rule.rule_id,
             trigger: rule.trigger,
@@ -147,6 +146,7 @@ impl Command for CreateRule {
             created_at: Some(crate::time::format(env.now)),
             created_by: Some(who),
         };
+        env.apply(PutOnce(item), Refused::from).await?;
         Ok((Made::Created, answer))
     }
 }
@@ -194,11 +194,12 @@ impl Command for CreateKey {
             let detail = "a key grants only scopes the key that makes it has";
             return Err(Refused::forbidden(detail));
         }
-        let made = keys::create(env.store, by.org(), name, scopes, &by.id(), env.now).await?;
-        let Some((info, api_key)) = made else {
+        let made = keys::another(env.store, by.org(), (name, scopes), &by.id(), env.now).await?;
+        let Some((info, api_key, put)) = made else {
             let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
             return Err(Refused::conflict("too_many_keys", detail));
         };
+        env.apply(put, Refused::from).await?;
         Ok((
             Made::Created,
             super::answers::KeyCreated {
@@ -231,10 +232,11 @@ impl Command for RevokeKey {
         _key: &RequestKey,
     ) -> Ran<keys::KeyInfo> {
         let key_id = self.key_id.as_str();
-        let info = keys::revoke(env.store, by.org(), key_id, &by.id(), env.now)
+        let revoking = keys::revoking(env.store, by.org(), key_id, &by.id())
             .await?
             .ok_or_else(|| Refused::not_found("key"))?;
-        Ok((Made::Done, info))
+        let revoked = env.apply(revoking, Refused::from).await?;
+        Ok((Made::Done, revoked.into_value()))
     }
 }
 
@@ -321,7 +323,8 @@ impl Command for MarkRead {
             }
             .into());
         }
-        match notify::mark_read(env.store, by.org(), key).await? {
+        let marked = env.apply(notify::marking(by.org(), key), Refused::from);
+        match marked.await?.into_value() {
             true => Ok((
                 Made::Done,
                 MarkedRead {
@@ -419,12 +422,13 @@ impl Command for CreateContact {
                 .into());
             }
         }
-        match contacts::create(env.store, by.org(), new, env.now).await {
-            Ok(contact) => Ok((Made::Created, contact.view())),
-            Err(CreateError::Store(e)) => Err(e.into()),
-            Err(taken @ CreateError::PhoneTaken(_)) => {
-                Err(Refused::conflict("phone_in_use", taken.to_string()))
+        let refused = |e: CreateError| match e {
+            CreateError::Store(e) => e.into(),
+            taken @ CreateError::PhoneTaken(_) => {
+                Refused::conflict("phone_in_use", taken.to_string())
             }
-        }
+        };
+        let created = env.apply(contacts::creating(by.org(), new, env.now), refused);
+        Ok((Made::Created, created.await?.value().view()))
     }
 }

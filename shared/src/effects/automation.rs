@@ -142,10 +142,22 @@ fn rule_pk(org: &OrgId, rule_id: &str) -> String {
 pub async fn create_rule_by(
     store: &Store,
     org: &OrgId,
-    (trigger, action): (Trigger, Action),
+    made: (Trigger, Action),
     by: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Rule, StoreError> {
+    let (rule, item) = new_rule(org, made, by, now);
+    store.put_new(item).await?;
+    Ok(rule)
+}
+
+/// A new rule of `org` (a fresh id) and its item, made `by` at `now`: to be put once.
+pub fn new_rule(
+    org: &OrgId,
+    (trigger, action): (Trigger, Action),
+    by: Option<&str>,
+    now: DateTime<Utc>,
+) -> (Rule, Item) {
     let rule_id = LocalId::generate("rule_").as_str().to_owned();
     let item = Builder::new(&rule_pk(org, &rule_id), "rule", org.as_str())
         .opt_str("created_by", by)
@@ -161,13 +173,13 @@ pub async fn create_rule_by(
             &format!("{}#{rule_id}", time::format(now)),
         )
         .build();
-    store.put_new(item).await?;
-    Ok(Rule {
+    let rule = Rule {
         org: org.clone(),
         rule_id,
         trigger,
         action,
-    })
+    };
+    (rule, item)
 }
 
 /// A rule as `GET /api/rules` shows it: who made it (the key's id, or the admin's public

@@ -187,6 +187,42 @@ pub async fn list(store: &Store, org: &OrgId, recipient: &str) -> Result<Vec<Val
 /// Marks one notification read, by the key the list shows; `Ok(false)` when there is no such
 /// notification.
 pub async fn mark_read(store: &Store, org: &OrgId, key: &str) -> Result<bool, StoreError> {
-    let update = Update::new().set("read", b(true)).when(Cond::Exists);
-    store.update_if(&pk(org, key), &update).await
+    Ok(store
+        .write(&mut marking(org, key), chrono::Utc::now())
+        .await?
+        .into_value())
+}
+
+/// One notification marked read, by the key the list shows, as a decision: its item read, and
+/// marked while it is there and unread. `false`: there is no such notification; one read before
+/// is a repeat.
+pub fn marking(org: &OrgId, key: &str) -> MarkRead {
+    MarkRead { pk: pk(org, key) }
+}
+
+pub struct MarkRead {
+    pk: String,
+}
+
+impl Decision for MarkRead {
+    type Out = bool;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![self.pk.clone()]
+    }
+
+    fn decide(&self, seen: &Seen, _: DateTime<Utc>) -> Result<Plan<bool>, StoreError> {
+        Ok(match seen.stored() {
+            None => Plan::Done(Written::New(false)),
+            Some(note) if note.bool_of("read") => Plan::Done(Written::Repeat { stored: true }),
+            Some(_) => Plan::Write {
+                steps: vec![Step::Update {
+                    pk: self.pk.clone(),
+                    update: Update::new().set("read", b(true)).when(Cond::Exists),
+                }],
+                out: true,
+            },
+        })
+    }
 }

@@ -5,7 +5,9 @@
 
 use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
-use crate::store::{item, Cond, Item, Store, StoreError, Update};
+use crate::store::write::PutOnce;
+use crate::store::Written;
+use crate::store::{item, Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine};
 use chrono::{DateTime, Utc};
 use secrecy::SecretString;
@@ -162,24 +164,21 @@ pub(super) fn new_key(
     (SecretString::from(api_key), item)
 }
 
-/// Makes another key for `org`, granting `scopes`; at most `KEYS_MAX` keys per organisation.
-pub async fn create(
+/// Another key for `org`, granting `scopes`, made `by`: its listing, the key (shown once) and
+/// the put that stores it once; `None` when the organisation holds `KEYS_MAX` keys.
+pub async fn another(
     store: &Store,
     org: &OrgId,
-    name: &str,
-    scopes: Scopes,
+    (name, scopes): (&str, Scopes),
     by: &str,
     now: DateTime<Utc>,
-) -> Result<Option<(KeyInfo, SecretString)>, StoreError> {
+) -> Result<Option<(KeyInfo, SecretString, PutOnce)>, StoreError> {
     if list(store, org).await?.len() >= KEYS_MAX {
         return Ok(None);
     }
     let (key, item) = new_key(org, name, scopes, Some(by), now);
     let info = info(&item)?;
-    match store.put_new(item).await?.created() {
-        true => Ok(Some((info, key))),
-        false => Err(StoreError::Contended { pk: list_pk(org) }),
-    }
+    Ok(Some((info, key, PutOnce(item))))
 }
 
 /// The organisation a key names (`fsk_{org}_…`), whether or not it is a key of it.
@@ -269,26 +268,65 @@ pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<KeyInfo>, StoreError
     items.iter().map(info).collect()
 }
 
-/// Revokes the key named `key_id`: `None` when the organisation has no such key; revoking a
-/// revoked key changes nothing and answers it as it is.
-pub async fn revoke(
+/// The revocation of the key named `key_id`, by `by`: `None` when the organisation has no such
+/// key (its list names it).
+pub async fn revoking(
     store: &Store,
     org: &OrgId,
     key_id: &str,
     by: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<KeyInfo>, StoreError> {
+) -> Result<Option<Revoking>, StoreError> {
     let items = store.list(&list_pk(org), false, KEYS_MAX as i32).await?;
     let Some(found) = items.iter().find(|i| i.opt_str("key_id") == Some(key_id)) else {
         return Ok(None);
     };
-    let pk = found.str_of("pk")?;
-    let update = Update::new()
-        .set("revoked_at", item::s(crate::time::format(now)))
-        .set("revoked_by", item::s(by))
-        .when(Cond::Lacks("revoked_at".into()));
-    store.update_if(pk, &update).await?;
-    store.get(pk).await?.as_ref().map(info).transpose()
+    Ok(Some(Revoking {
+        pk: found.str_of("pk")?.to_owned(),
+        by: by.to_owned(),
+    }))
+}
+
+/// A key revoked once: its item read, marked revoked while it is not; a revoked key changes
+/// nothing and is answered as it is (a repeat).
+pub struct Revoking {
+    pk: String,
+    by: String,
+}
+
+impl Decision for Revoking {
+    type Out = KeyInfo;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![self.pk.clone()]
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<KeyInfo>, StoreError> {
+        let stored = seen.stored().ok_or_else(|| StoreError::Malformed {
+            pk: self.pk.clone(),
+            detail: "a key its list names is gone".into(),
+        })?;
+        if stored.opt_str("revoked_at").is_some() {
+            return Ok(Plan::Done(Written::Repeat {
+                stored: info(stored)?,
+            }));
+        }
+        let at = item::s(crate::time::format(now));
+        let mut revoked = stored.clone();
+        revoked.insert("revoked_at".into(), at.clone());
+        revoked.insert("revoked_by".into(), item::s(&self.by));
+        let update = Update::new()
+            .set("revoked_at", at)
+            .set("revoked_by", item::s(&self.by))
+            .when(Cond::Lacks("revoked_at".into()));
+        Ok(Plan::Write {
+            steps: vec![Step::Update {
+                pk: self.pk.clone(),
+                update,
+            }],
+            out: info(&revoked)?,
+        })
+    }
 }
 
 fn info(item: &Item) -> Result<KeyInfo, StoreError> {
