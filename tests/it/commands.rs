@@ -1055,10 +1055,26 @@ async fn only_a_person_applies_a_proposal_and_never_more_than_is_open_now() {
         1,
         "a refused approval leaves it open"
     );
-    // What a person types, within both: booked.
+    // What a person types, within both: booked, with the item's resolution and its place in
+    // its conversation's open proposals, in one transaction.
     let body = json!({"decision": "apply", "amount": "30.00"});
+    let from = chat.s.env.calls.metered().len();
     let (status, applied) = resolve(&ops, &chat.s.key, &id, "apply-3", body).await;
     assert_eq!(status, 200, "{applied}");
+    let writes: Vec<String> = chat.s.env.calls.metered()[from..]
+        .iter()
+        .map(|(op, _)| op.clone())
+        .filter(|op| !matches!(op.as_str(), "GetItem" | "BatchGetItem" | "Query"))
+        .collect();
+    // Besides it, only single-item writes: the key's rate counter and the request's record.
+    assert_eq!(
+        writes
+            .iter()
+            .filter(|op| *op == "TransactWriteItems")
+            .count(),
+        1,
+        "{writes:?}"
+    );
     assert_eq!(applied["payment"]["invoice"]["paid"], "100.00", "{applied}");
     assert_eq!(chat.paid().await, "100.00");
     // The item says who applied it: the person's key, and the payment is booked as it.

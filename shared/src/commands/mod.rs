@@ -423,11 +423,11 @@ impl<R> Env<'_, R> {
     /// Writes `decision` for a command no key keeps (`Once::ByState`, `Once::Each`): the state
     /// it moves, or its being new, is how a repeat is known. (Under a client's key such a
     /// command's record is put after its work, `Request::once`.)
-    pub(crate) async fn apply<D: crate::store::Decision>(
+    pub(crate) async fn apply<D: crate::store::Decision, E>(
         &self,
         mut decision: D,
-        refused: impl FnOnce(D::Error) -> Refused,
-    ) -> Result<Written<D::Out>, Refused> {
+        refused: impl FnOnce(D::Error) -> E,
+    ) -> Result<Written<D::Out>, E> {
         self.store
             .write(&mut decision, self.now)
             .await

@@ -16,9 +16,12 @@ use crate::money::{parse_amount, Currency};
 use crate::orgs::Scope;
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError};
 use crate::payments::invoice::Links;
-use crate::payments::{invoice, registering, Invoice, PaymentEvent, PaymentInput, Source};
+use crate::payments::{
+    invoice, registering, Invoice, PaymentError, PaymentEvent, PaymentInput, Source,
+};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
+use crate::store::also::{Also, More};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
@@ -72,6 +75,66 @@ pub(super) async fn pay<R>(
     id: &str,
     asked: Asked<'_>,
 ) -> Result<Value, Refused> {
+    let input = payment_input(env, by, id, asked).await?;
+    // What a request's record keeps: the answer `RegisterPayment` gives.
+    let answer = |event: &PaymentEvent, repeat: bool| {
+        let booked = EventAnswer::from_json(as_written(event, repeat).answer());
+        let answer = answers::PaymentRegistered::Booked(booked);
+        (Outcome::Made(Made::Done), answers::json(&answer))
+    };
+    let decision = registering(env.store, &input);
+    let registered = env.write(decision, answer, Refused::from).await?;
+    booked(env, &input, registered).await
+}
+
+/// Books `input` with what else its transaction holds (`also`: its keys and steps): both, or
+/// neither. A payment stored before it (by an earlier release) gets only what else it holds.
+/// `None`: nothing booked, because what it holds moved (a review item resolved meanwhile).
+pub(super) async fn pay_settling<R>(
+    env: &Env<'_, R>,
+    input: &PaymentInput,
+    (keys, more): (Vec<String>, More<PaymentEvent, PaymentError>),
+) -> Result<Option<crate::store::Written<PaymentEvent>>, Refused> {
+    let also = Also::new(registering(env.store, input), keys, more);
+    let refused = |e: PaymentError| match e {
+        PaymentError::LinkMoved => None,
+        e => Some(Refused::from(e)),
+    };
+    let written = match env.apply(also, refused).await {
+        Ok(written) => written,
+        Err(None) => return Ok(None),
+        Err(Some(refused)) => return Err(refused),
+    };
+    Ok(written.value().1.then(|| written.map(|(event, _)| event)))
+}
+
+/// A payment's answer, once its key is known not to be another request's.
+pub(super) async fn booked<R>(
+    env: &Env<'_, R>,
+    input: &PaymentInput,
+    registered: crate::store::Written<PaymentEvent>,
+) -> Result<Value, Refused> {
+    let key = input.event_key();
+    not_reused(
+        env.store,
+        &input.org,
+        Kind::Payment,
+        &key,
+        &registered,
+        env.now,
+    )
+    .await?;
+    Ok(registered.answer())
+}
+
+/// What `asked` on invoice `id` books, as `by`: the invoice read for its currency, the amount
+/// read in it, the actor named.
+pub(super) async fn payment_input<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    id: &str,
+    asked: Asked<'_>,
+) -> Result<PaymentInput, Refused> {
     let org = by.org();
     let actor = fields::optional(asked.actor, |r| fields::reference("actor", r, REF_MAX))?;
     asked.amount.map(|a| a.decimal("amount")).transpose()?;
@@ -98,21 +161,7 @@ pub(super) async fn pay<R>(
         reversible: false,
         via: None,
     };
-    // What a request's record keeps: the answer `RegisterPayment` gives.
-    let answer = |event: &PaymentEvent, repeat: bool| {
-        let booked = EventAnswer::from_json(as_written(event, repeat).answer());
-        let answer = answers::PaymentRegistered::Booked(booked);
-        (Outcome::Made(Made::Done), answers::json(&answer))
-    };
-    let decision = registering(env.store, &input);
-    let registered = env.write(decision, answer, Refused::from).await?;
-    let key = input.event_key();
-    if let Some(refused) =
-        key_reused(env.store, org, Kind::Payment, &key, &registered, env.now).await?
-    {
-        return Err(refused);
-    }
-    Ok(registered.answer())
+    Ok(input)
 }
 
 /// A payment on an invoice (the "paid" button, the assistant): `amount` or the open rest; the
@@ -272,7 +321,7 @@ impl Command for CreateCreditNote {
         };
         let issued = env.write(credit::issuing(&new), answer, refused).await?;
         let event_key = new.event_key();
-        if let Some(refused) = key_reused(
+        not_reused(
             env.store,
             by.org(),
             Kind::Payment,
@@ -280,10 +329,7 @@ impl Command for CreateCreditNote {
             &issued,
             env.now,
         )
-        .await?
-        {
-            return Err(refused);
-        }
+        .await?;
         let status = if issued.is_new() {
             Made::Created
         } else {
@@ -625,30 +671,26 @@ impl Command for TopUp {
         let decision = ledger::topup::topping(by.org(), &key, Price { amount, currency });
         let written = env.write(decision, answer, Refused::from).await?;
         let event = crate::ids::EventKey::new("topup", key.as_str());
-        if let Some(refused) =
-            key_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?
-        {
-            return Err(refused);
-        }
+        not_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?;
         Ok((Made::Done, EventAnswer::of(&written)))
     }
 }
 
 /// A request keyed by its `Idempotency-Key` that came again with another body: a review item
-/// for a person, and a conflict for the caller. `None` for a new request or a true repeat.
-async fn key_reused<T>(
+/// for a person, and the conflict the caller is refused. `Ok` for a new request or a true repeat.
+async fn not_reused<T>(
     store: &crate::store::Store,
     org: &crate::ids::OrgId,
     kind: Kind,
     key: &crate::ids::EventKey,
     written: &crate::store::Written<T>,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<Option<Refused>, crate::store::StoreError> {
+) -> Result<(), Refused> {
     let crate::store::Written::Conflict { mismatch, .. } = written else {
-        return Ok(None);
+        return Ok(());
     };
     let mut item = ReviewItem::mismatch(org, kind, key, mismatch, now, json!({}));
     item.reason = Reason::IdempotencyKeyReused;
     item.put(store).await?;
-    Ok(Some(super::idempotency_key_reused()))
+    Err(super::idempotency_key_reused())
 }

@@ -3,13 +3,14 @@
 //! `invoice_closed`, `currency_mismatch`, an `overpayment`'s excess) on the invoice a person
 //! names, through the one payment function, as the approving key; `same_money` books one
 //! reversal of a payment a person says is the same money as another; `dismiss` (or no
-//! decision) books nothing. The resolution is the claim: it is one
-//! conditional move out of `open`, so of two approvals one resolves and books, the other is
-//! told it was resolved before; a retry of the approval that resolved (its payment cut off)
-//! books the same payment, whose identity is derived from the item.
+//! decision) books nothing. A decision's payment and the item's resolution are one
+//! transaction (`store::also`), held to the item's being open for the decision: of two
+//! approvals one resolves and books, the other books nothing and is told it was resolved
+//! before. The payment's identity is derived from the item, so an approval an earlier release
+//! cut off after its payment resolves the item with that payment, and books nothing more.
 
 use super::amount::AmountText;
-use super::money::{pay, Asked};
+use super::money::{booked, pay_settling, payment_input, Asked};
 use super::{Actor, Env};
 use crate::commands::{owned, Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
@@ -18,10 +19,11 @@ use crate::ids::ExternalId;
 use crate::ops::review::outcome;
 use crate::orgs::Scope;
 use crate::payments::Source;
+use crate::payments::{PaymentError, PaymentEvent};
 use crate::review::{self, Reason, NOTE_MAX};
-use crate::store::item::s;
+use crate::store::also::More;
 use crate::store::item::Read;
-use crate::store::{Item, Update};
+use crate::store::{Item, Step, Written};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -82,9 +84,18 @@ impl Command for ResolveReview {
         );
         let note = fields::text("note", note.trim(), NOTE_MAX)?;
         let who = by.id();
+        let resolving = Resolving {
+            org: by.org().clone(),
+            pk: pk.to_owned(),
+            by: who.clone(),
+            note: note.to_owned(),
+            decision: decision.map(|d| crate::store::item::tag_name(&d)),
+        };
         let booked = match decision {
-            Some(Decision::Apply) => apply(env, by, pk, named).await?.map(|p| ("payment", p)),
-            Some(Decision::SameMoney) => same_money(env, by, pk, named.same_as.as_deref())
+            Some(Decision::Apply) => apply(env, by, named, &resolving)
+                .await?
+                .map(|p| ("payment", p)),
+            Some(Decision::SameMoney) => same_money(env, by, named.same_as.as_deref(), &resolving)
                 .await?
                 .map(|r| ("reversal", r)),
             Some(Decision::Distinct) => {
@@ -93,14 +104,11 @@ impl Command for ResolveReview {
             }
             _ => None,
         };
-        let named = decision.map(|d| crate::store::item::tag_name(&d));
-        let asked = (who.as_str(), note, named.as_deref());
-        let resolved = review::resolve_deciding(env.store, by.org(), pk, asked, env.now)
-            .await
-            .map_err(|e| match e {
-                review::ResolveError::Store(e) => Refused::from(e),
-                review::ResolveError::NotFound => Refused::not_found("review item"),
-            })?;
+        // A payment was booked with the item's resolution; anything else resolves it now.
+        let resolved = match booked {
+            Some(_) => Written::New(read(env, pk).await?),
+            None => resolving.now(env).await?,
+        };
         let mut shown = outcome(resolved.value());
         if !resolved.is_new() {
             let detail = "the review item was resolved before";
@@ -110,10 +118,80 @@ impl Command for ResolveReview {
         match booked {
             Some(("payment", booked)) => shown.payment = Some(booked),
             Some((_, booked)) => shown.reversal = Some(booked),
-            None => {}
+            None => free_place(env, by, pk).await?,
         }
-        free_place(env, by, pk).await?;
         Ok((Made::Done, shown))
+    }
+}
+
+/// A person's resolution of the item at `pk`: by whom, with which note and decision.
+#[derive(Clone)]
+struct Resolving {
+    org: crate::ids::OrgId,
+    pk: String,
+    by: String,
+    note: String,
+    decision: Option<String>,
+}
+
+impl Resolving {
+    /// The item resolved on its own (no payment): new, or a repeat with the stored item.
+    async fn now<R>(&self, env: &Env<'_, R>) -> Result<Written<Item>, Refused> {
+        let asked = (
+            self.by.as_str(),
+            self.note.as_str(),
+            self.decision.as_deref(),
+        );
+        review::resolve_deciding(env.store, &self.org, &self.pk, asked, env.now)
+            .await
+            .map_err(|e| match e {
+                review::ResolveError::Store(e) => Refused::from(e),
+                review::ResolveError::NotFound => Refused::not_found("review item"),
+            })
+    }
+
+    /// What a decision's payment holds beside itself: the item resolved (held to its being open
+    /// for the decision) and off its open counters, and a proposal's `place` among its
+    /// conversation's open ones given up while it is there. An item no longer open for the
+    /// decision refuses the payment (`LinkMoved`: nothing is booked); over a payment booked
+    /// before, it is resolved if it is still open, and left as it is if not.
+    fn with_payment(
+        &self,
+        place: Option<(String, Step)>,
+    ) -> (Vec<String>, More<PaymentEvent, PaymentError>) {
+        let (place_pk, free) = place.unzip();
+        let mut keys = vec![self.pk.clone()];
+        keys.extend(place_pk);
+        let Self {
+            org,
+            pk,
+            by,
+            note,
+            decision,
+        } = self.clone();
+        let more: More<PaymentEvent, PaymentError> = Box::new(move |seen, _, repeat, now| {
+            let open = seen
+                .get(0)
+                .is_some_and(|item| review::is_open_for(item, decision.as_deref()));
+            match (open, repeat) {
+                (false, true) => return Ok(Vec::new()),
+                (false, false) => return Err(PaymentError::LinkMoved),
+                (true, _) => {}
+            }
+            let asked = (by.as_str(), note.as_str(), decision.as_deref());
+            let update = review::resolution(&org, &pk, asked, now)
+                .when(review::open_for(decision.as_deref()));
+            let mut steps = vec![Step::Update {
+                pk: pk.clone(),
+                update,
+            }];
+            steps.extend(crate::store::counters::resolved(&org, &pk).unwrap_or_default());
+            if let (Some(free), Some(_)) = (&free, seen.get(1)) {
+                steps.push(free.clone());
+            }
+            Ok(steps)
+        });
+        (keys, more)
     }
 }
 
@@ -124,9 +202,10 @@ impl Command for ResolveReview {
 async fn apply<R>(
     env: &Env<'_, R>,
     by: &Actor,
-    pk: &str,
     named: &Named,
+    resolving: &Resolving,
 ) -> Result<Option<Value>, Refused> {
+    let pk = resolving.pk.as_str();
     let item = read(env, pk).await?;
     let detail = detail_of(&item);
     let reason = item.opt_str("reason").and_then(Reason::parse);
@@ -150,10 +229,8 @@ async fn apply<R>(
             ))
         }
     };
-    if !mark_applying(env, pk, Decision::Apply, Some(&target.amount)).await? {
-        return Ok(None);
-    }
-    book(env, by, pk, target).await.map(Some)
+    let also = resolving.with_payment(place_of(by, pk, &item));
+    book(env, by, pk, target, also).await
 }
 
 /// What a person approves of a model's proposal: the amount they typed (at most the proposed
@@ -223,6 +300,17 @@ async fn free_place<R>(env: &Env<'_, R>, by: &Actor, pk: &str) -> Result<(), Ref
     }
 }
 
+/// A proposal's place among its conversation's open ones (`item` is the proposal at `pk`): where
+/// it is, and the step that gives it up. None for any other item.
+fn place_of(by: &Actor, pk: &str, item: &Item) -> Option<(String, Step)> {
+    let proposal = by.org().pk(&format!("REVIEW#{}#", Reason::PaymentProposed));
+    let key = pk.strip_prefix(&proposal)?;
+    let conversation = detail_of(item)["trigger"]["conversation_id"]
+        .as_str()?
+        .to_owned();
+    Some(super::proposals::place(by.org(), &conversation, key))
+}
+
 /// The open review item at `pk`, or 404.
 async fn read<R>(env: &Env<'_, R>, pk: &str) -> Result<Item, Refused> {
     env.store
@@ -235,26 +323,6 @@ fn detail_of(item: &Item) -> Value {
     item.opt_str("detail")
         .and_then(|d| serde_json::from_str(d).ok())
         .unwrap_or(Value::Null)
-}
-
-/// Marked under the item's being open and not claimed by another decision: from then on only
-/// this decision resolves it (a dismissal, or `same_money` against an `apply`, is refused).
-async fn mark_applying<R>(
-    env: &Env<'_, R>,
-    pk: &str,
-    decision: Decision,
-    amount: Option<&AmountText>,
-) -> Result<bool, Refused> {
-    let name = crate::store::item::tag_name(&decision);
-    let mut applying = Update::new().set(review::APPLYING, s(&name));
-    if let Some(amount) = amount {
-        let chosen = serde_json::from_str::<Value>(amount.text()).unwrap_or_default();
-        if let Some(chosen) = chosen.as_str() {
-            applying = applying.set(review::APPLYING_AMOUNT, s(chosen));
-        }
-    }
-    let applying = applying.when(review::open_for(Some(&name)));
-    Ok(env.store.update_if(pk, &applying).await?)
 }
 
 /// Where money goes, how much, and from whom.
@@ -368,9 +436,10 @@ async fn another_payment<R>(
 async fn same_money<R>(
     env: &Env<'_, R>,
     by: &Actor,
-    pk: &str,
     same_as: Option<&str>,
+    resolving: &Resolving,
 ) -> Result<Option<Value>, Refused> {
+    let pk = resolving.pk.as_str();
     let item = read(env, pk).await?;
     let key = item.opt_str("key").unwrap_or_default();
     // A lookalike's item names the earlier payment itself: the later one is reversed.
@@ -398,9 +467,6 @@ async fn same_money<R>(
             "the item's payment put nothing on an invoice: dismiss it",
         ));
     }
-    if !mark_applying(env, pk, Decision::SameMoney, None).await? {
-        return Ok(None);
-    }
     // Under the key the provider's own reversal of it would take: whichever comes second is
     // that reversal again, so the money goes back once.
     let input = crate::payments::PaymentInput {
@@ -417,17 +483,29 @@ async fn same_money<R>(
         via: None,
     };
     let input = crate::payments::register::on_its_payments_invoice(env.store, input).await?;
-    let registered = crate::payments::register_payment(env.store, &input).await?;
-    Ok(Some(registered.answer()))
+    let registered = pay_settling(env, &input, resolving.with_payment(None)).await?;
+    Ok(registered.map(|r| r.answer()))
 }
 
-/// The payment decided on, booked as the approving actor, its external id derived from the item.
-async fn book<R>(env: &Env<'_, R>, by: &Actor, pk: &str, target: Target) -> Result<Value, Refused> {
+/// The payment decided on, booked as the approving actor, its external id derived from the
+/// item, with what else it holds (`also`: the item's resolution): its answer, or `None` when
+/// the item was no longer open for it and nothing was booked.
+async fn book<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    pk: &str,
+    target: Target,
+    also: (Vec<String>, More<PaymentEvent, PaymentError>),
+) -> Result<Option<Value>, Refused> {
     let asked = Asked {
         source: target.source,
         external_id: review::decided_id(pk),
         amount: Some(&target.amount),
         actor: None,
     };
-    pay(env, by, &target.invoice_id, asked).await
+    let input = payment_input(env, by, &target.invoice_id, asked).await?;
+    match pay_settling(env, &input, also).await? {
+        Some(registered) => booked(env, &input, registered).await.map(Some),
+        None => Ok(None),
+    }
 }

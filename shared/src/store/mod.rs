@@ -4,6 +4,7 @@
 //! The client is private: every write is one of the shapes below (put-if-new, a transaction of
 //! such steps, a conditional update), so "condition failed" is decided here and nowhere else.
 
+pub mod also;
 pub mod counters;
 pub mod item;
 pub mod lists;

@@ -112,6 +112,11 @@ impl Seen {
         Self(self.0.iter().take(n).cloned().collect())
     }
 
+    /// What was read under the keys after the first `n`: what a decision's wrapper reads.
+    pub(super) fn tail(&self, n: usize) -> Self {
+        Self(self.0.iter().skip(n).cloned().collect())
+    }
+
     /// The item under the `i`th key, if it is stored.
     pub fn get(&self, i: usize) -> Option<&Item> {
         self.0.get(i).and_then(Option::as_ref)

@@ -56,6 +56,18 @@ impl<T> Written<T> {
         }
     }
 
+    /// The same outcome of another value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Written<U> {
+        match self {
+            Self::New(v) => Written::New(f(v)),
+            Self::Repeat { stored } => Written::Repeat { stored: f(stored) },
+            Self::Conflict { stored, mismatch } => Written::Conflict {
+                stored: f(stored),
+                mismatch,
+            },
+        }
+    }
+
     pub fn is_new(&self) -> bool {
         matches!(self, Self::New(_))
     }
