@@ -131,8 +131,6 @@ async fn free_closed(store: &Store, org: &OrgId, pk: &str) -> Result<(), Refused
     Ok(())
 }
 
-/// Gives up the place of the proposal `key` of `conversation_id` (it was applied or
-/// dismissed); nothing when it held none.
 /// Where a proposal of `conversation_id` holds its place among the open ones, and the step that
 /// gives up the place `key` holds (while that item is there, as a read of it says).
 pub fn place(org: &OrgId, conversation_id: &str, key: &str) -> (String, Step) {
@@ -141,19 +139,4 @@ pub fn place(org: &OrgId, conversation_id: &str, key: &str) -> (String, Step) {
         .take_from_set(OPEN, vec![key.to_owned()])
         .when(Cond::Exists);
     (pk.clone(), Step::Update { pk, update })
-}
-
-pub async fn free(
-    store: &Store,
-    org: &OrgId,
-    conversation_id: &str,
-    key: &str,
-) -> Result<(), Refused> {
-    let update = Update::new()
-        .take_from_set(OPEN, vec![key.to_owned()])
-        .when(Cond::Exists);
-    store
-        .update_if(&open_pk(org, conversation_id), &update)
-        .await?;
-    Ok(())
 }

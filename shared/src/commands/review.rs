@@ -21,7 +21,7 @@ use crate::orgs::Scope;
 use crate::payments::Source;
 use crate::payments::{PaymentError, PaymentEvent};
 use crate::review::{self, Reason, NOTE_MAX};
-use crate::store::also::More;
+use crate::store::also::{Also, More};
 use crate::store::item::Read;
 use crate::store::{Item, Step, Written};
 use serde::{Deserialize, Serialize};
@@ -107,7 +107,7 @@ impl Command for ResolveReview {
         // A payment was booked with the item's resolution; anything else resolves it now.
         let resolved = match booked {
             Some(_) => Written::New(read(env, pk).await?),
-            None => resolving.now(env).await?,
+            None => resolving.now(env, place(env, by, pk).await?).await?,
         };
         let mut shown = outcome(resolved.value());
         if !resolved.is_new() {
@@ -118,7 +118,7 @@ impl Command for ResolveReview {
         match booked {
             Some(("payment", booked)) => shown.payment = Some(booked),
             Some((_, booked)) => shown.reversal = Some(booked),
-            None => free_place(env, by, pk).await?,
+            None => {}
         }
         Ok((Made::Done, shown))
     }
@@ -135,19 +135,37 @@ struct Resolving {
 }
 
 impl Resolving {
-    /// The item resolved on its own (no payment): new, or a repeat with the stored item.
-    async fn now<R>(&self, env: &Env<'_, R>) -> Result<Written<Item>, Refused> {
+    /// The item resolved with no payment (a proposal's `place` given up with it, while it is
+    /// there): new, or a repeat with the stored item.
+    async fn now<R>(
+        &self,
+        env: &Env<'_, R>,
+        place: Option<(String, Step)>,
+    ) -> Result<Written<Item>, Refused> {
         let asked = (
             self.by.as_str(),
             self.note.as_str(),
             self.decision.as_deref(),
         );
-        review::resolve_deciding(env.store, &self.org, &self.pk, asked, env.now)
-            .await
-            .map_err(|e| match e {
-                review::ResolveError::Store(e) => Refused::from(e),
-                review::ResolveError::NotFound => Refused::not_found("review item"),
+        let refused = |e| match e {
+            review::ResolveError::Store(e) => Refused::from(e),
+            review::ResolveError::NotFound => Refused::not_found("review item"),
+        };
+        let (keys, free): (Vec<String>, Option<Step>) = match place {
+            Some((pk, free)) => (vec![pk], Some(free)),
+            None => (Vec::new(), None),
+        };
+        let more: More<Item, review::ResolveError> = Box::new(move |seen, _, repeat, _| {
+            Ok(match (&free, repeat, seen.get(0)) {
+                (Some(free), false, Some(_)) => vec![free.clone()],
+                _ => Vec::new(),
             })
+        });
+        let resolution = review::resolving(&self.org, &self.pk, asked);
+        let written = env
+            .apply(Also::new(resolution, keys, more), refused)
+            .await?;
+        Ok(written.map(|(item, _)| item))
     }
 
     /// What a decision's payment holds beside itself: the item resolved (held to its being open
@@ -287,17 +305,18 @@ fn lookalike(pk: &str) -> Result<(), Refused> {
     }
 }
 
-/// A resolved proposal gives up its place among its conversation's open ones.
-async fn free_place<R>(env: &Env<'_, R>, by: &Actor, pk: &str) -> Result<(), Refused> {
+/// The place among its conversation's open ones of the item at `pk`, when it is a model's
+/// proposal (its item read for its conversation).
+async fn place<R>(
+    env: &Env<'_, R>,
+    by: &Actor,
+    pk: &str,
+) -> Result<Option<(String, Step)>, Refused> {
     let proposal = by.org().pk(&format!("REVIEW#{}#", Reason::PaymentProposed));
-    let Some(key) = pk.strip_prefix(&proposal) else {
-        return Ok(());
-    };
-    let item = read(env, pk).await?;
-    match detail_of(&item)["trigger"]["conversation_id"].as_str() {
-        Some(conversation) => super::proposals::free(env.store, by.org(), conversation, key).await,
-        None => Ok(()),
+    if !pk.starts_with(&proposal) {
+        return Ok(None);
     }
+    Ok(place_of(by, pk, &read(env, pk).await?))
 }
 
 /// A proposal's place among its conversation's open ones (`item` is the proposal at `pk`): where

@@ -412,6 +412,16 @@ impl Decision for Resolve<'_> {
     }
 }
 
+/// The resolution of the item under `pk` as `asked` (by, note, a person's decision), as a
+/// decision for a caller that writes it with more (a proposal's place given up).
+pub fn resolving<'a>(
+    org: &'a OrgId,
+    pk: &'a str,
+    asked: (&'a str, &'a str, Option<&'a str>),
+) -> impl Decision<Out = Item, Error = ResolveError> + 'a {
+    Resolve { org, pk, asked }
+}
+
 /// Resolves the review item under `pk` by `by` with `note` (keeping a person's `decision`):
 /// new, or a repeat (resolved before) with the stored item.
 pub async fn resolve_deciding(
