@@ -105,6 +105,13 @@ pub(super) async fn pay_settling<R>(
         Err(None) => return Ok(None),
         Err(Some(refused)) => return Err(refused),
     };
+    // Its identity stored with another payment (another invoice or amount): nothing moves.
+    if matches!(written, crate::store::Written::Conflict { .. }) {
+        return Err(Refused::conflict(
+            "payment_conflict",
+            "the payment this decision books was stored before as another payment; nothing moved",
+        ));
+    }
     Ok(written.value().1.then(|| written.map(|(event, _)| event)))
 }
 

@@ -236,7 +236,10 @@ impl Command for RevokeKey {
             .await?
             .ok_or_else(|| Refused::not_found("key"))?;
         let revoked = env.apply(revoking, Refused::from).await?;
-        Ok((Made::Done, revoked.into_value()))
+        let info = revoked
+            .into_value()
+            .ok_or_else(|| Refused::not_found("key"))?;
+        Ok((Made::Done, info))
     }
 }
 

@@ -11,7 +11,7 @@
 use super::{Done, Outcome, Refused, Why};
 use crate::store::item::{s, Builder, Read};
 use crate::store::request::{AnswerOf, Repeats, RequestError, WithRequest, ANSWER, FINGERPRINT};
-use crate::store::{Decision, Item, Plan, PutNew, Seen, Store, StoreError};
+use crate::store::{Cond, Decision, Item, Plan, PutNew, Seen, Store, StoreError, Update};
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -131,13 +131,19 @@ impl Request<'_> {
                 let (outcome, answer) = written.into_value();
                 Ok(Done::first(outcome, answer))
             }
-            // This request did the work and says what it did: a twin's record was put first,
-            // or the answer is one a retry may get past (kept nowhere), or the record could not
-            // be put (a repeat does the work again, which is safe twice).
-            (
-                Err(RequestError::Answered(_) | RequestError::Decision(_)),
-                Some((outcome, answer)),
-            ) => Ok(Done::first(outcome, answer)),
+            // This request did the work and says what it did: a twin's record was put first
+            // (its refusal, told because this one did the work, gives way to this answer), or
+            // another request's took the key meanwhile, or the answer is one a retry may get
+            // past (kept nowhere), or the record could not be put (a repeat does the work again,
+            // which is safe twice).
+            (Err(RequestError::Answered(record)), Some((outcome, answer))) => {
+                self.over_a_twins_refusal(store, &record, (outcome, &answer))
+                    .await?;
+                Ok(Done::first(outcome, answer))
+            }
+            (Err(RequestError::Reused | RequestError::Decision(_)), Some((outcome, answer))) => {
+                Ok(Done::first(outcome, answer))
+            }
             (Err(RequestError::Answered(record)), None) => match kept(&record) {
                 Some(kept) => Ok(Done::again(kept)),
                 None => Err(Refused::from(crate::store::item::malformed(
@@ -147,6 +153,28 @@ impl Request<'_> {
             (Err(RequestError::Reused), _) => Err(super::idempotency_key_reused()),
             (Err(RequestError::Decision(refused)), _) => Err(refused),
         }
+    }
+
+    /// A done request's answer in place of the refusal a twin of it kept meanwhile (it was
+    /// refused because this one did the work: a review item resolved, a run decided), while
+    /// the record still holds that refusal; a twin's done answer stays.
+    async fn over_a_twins_refusal(
+        &self,
+        store: &Store,
+        record: &Item,
+        (outcome, answer): (Outcome, &Value),
+    ) -> Result<(), StoreError> {
+        let kept = record.opt_str(OUTCOME).and_then(Outcome::parse);
+        let (Some(stored @ Outcome::Refused(_)), Outcome::Made(_)) = (kept, outcome) else {
+            return Ok(());
+        };
+        let update = self::answer(outcome, answer)
+            .into_iter()
+            .fold(Update::new(), |update, (name, value)| {
+                update.set(&name, value)
+            })
+            .when(Cond::Equals(OUTCOME.into(), s(stored.name())));
+        store.update_if(&self.pk(), &update).await.map(|_| ())
     }
 
     /// The request's record less its answer: put with the answer the request gets (`answer`),

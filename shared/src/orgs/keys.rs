@@ -287,28 +287,27 @@ pub async fn revoking(
 }
 
 /// A key revoked once: its item read, marked revoked while it is not; a revoked key changes
-/// nothing and is answered as it is (a repeat).
+/// nothing and is answered as it is (a repeat). `None`: the key its list named is gone.
 pub struct Revoking {
     pk: String,
     by: String,
 }
 
 impl Decision for Revoking {
-    type Out = KeyInfo;
+    type Out = Option<KeyInfo>;
     type Error = StoreError;
 
     fn keys(&self) -> Vec<String> {
         vec![self.pk.clone()]
     }
 
-    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<KeyInfo>, StoreError> {
-        let stored = seen.stored().ok_or_else(|| StoreError::Malformed {
-            pk: self.pk.clone(),
-            detail: "a key its list names is gone".into(),
-        })?;
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Option<KeyInfo>>, StoreError> {
+        let Some(stored) = seen.stored() else {
+            return Ok(Plan::Done(Written::New(None)));
+        };
         if stored.opt_str("revoked_at").is_some() {
             return Ok(Plan::Done(Written::Repeat {
-                stored: info(stored)?,
+                stored: Some(info(stored)?),
             }));
         }
         let at = item::s(crate::time::format(now));
@@ -324,7 +323,7 @@ impl Decision for Revoking {
                 pk: self.pk.clone(),
                 update,
             }],
-            out: info(&revoked)?,
+            out: Some(info(&revoked)?),
         })
     }
 }

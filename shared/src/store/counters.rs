@@ -329,6 +329,30 @@ pub fn with_counts(steps: &[Step]) -> Option<Vec<Step>> {
     Some(all)
 }
 
+/// `steps` with every two counter updates of one item folded into one (a resolution's count
+/// and a put's, both of the same shard, in one transaction: it may touch an item once).
+pub fn merged(steps: Vec<Step>) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for step in steps {
+        let Step::Update { pk, update } = step else {
+            out.push(step);
+            continue;
+        };
+        let same = out.iter_mut().find_map(|s| match s {
+            Step::Update { pk: mine, update } if *mine == pk => Some(update),
+            _ => None,
+        });
+        let left = match same {
+            Some(mine) => mine.merge_count(update),
+            None => Some(update),
+        };
+        if let Some(update) = left {
+            out.push(Step::Update { pk, update });
+        }
+    }
+    out
+}
+
 /// The counter steps of a resolution: the review item at `item_pk` (`ORG#o#REVIEW#reason#key`)
 /// leaves the open list.
 pub fn resolved(org: &OrgId, item_pk: &str) -> Option<Vec<Step>> {
@@ -568,6 +592,38 @@ mod tests {
                 .set("org", s(org.as_str()))
                 .add("unknown_invoice", n(2))
         );
+    }
+
+    #[test]
+    fn two_counts_of_one_item_in_a_transaction_are_one_update() {
+        let count = |attr: &str, delta: i64| Step::Update {
+            pk: "ORG#o#OPEN#3".into(),
+            update: Update::new().set("kind", s("counter")).add(attr, n(delta)),
+        };
+        let put = Step::PutNew(Builder::new("ORG#o#REVIEW#x", "review", "o").build());
+        let steps = merged(vec![
+            count("payment_proposed", -1),
+            put,
+            count("overpayment", 1),
+            count("payment_proposed", 1),
+        ]);
+        assert_eq!(steps.len(), 2, "{steps:?}");
+        let Step::Update { update, .. } = &steps[0] else {
+            panic!("the counter first: {steps:?}");
+        };
+        let shown = format!("{update:?}");
+        assert!(
+            shown.contains("N(\"0\")") && shown.contains("overpayment"),
+            "{shown}"
+        );
+        // An update held to a condition is no count: it is left as it is.
+        let held = Step::Update {
+            pk: "ORG#o#OPEN#3".into(),
+            update: Update::new()
+                .add("a", n(1))
+                .when(crate::store::Cond::Exists),
+        };
+        assert_eq!(merged(vec![count("a", 1), held]).len(), 2);
     }
 
     #[test]

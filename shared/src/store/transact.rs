@@ -93,8 +93,11 @@ impl Store {
     /// carry their counts (`counters::with_counts`).
     pub async fn transact(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
         match super::counters::with_counts(&steps) {
-            Some(counted) => self.transact_counted(counted).await,
-            None => self.send(steps).await,
+            Some(counted) => {
+                self.transact_counted(super::counters::merged(counted))
+                    .await
+            }
+            None => self.send(super::counters::merged(steps)).await,
         }
     }
 
@@ -104,7 +107,7 @@ impl Store {
     /// one retry of a state change written without a read (a resolution, a row's confirmation).
     pub async fn transact_held(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
         let steps = super::counters::with_counts(&steps).unwrap_or(steps);
-        self.transact_counted(steps).await
+        self.transact_counted(super::counters::merged(steps)).await
     }
 
     /// A transaction that adds to counters: another event of the organisation may hold a

@@ -128,6 +128,47 @@ impl Update {
         }
     }
 
+    /// `other`, an update of the same counter item, folded into this one (a transaction may touch
+    /// an item once): what both set (the same values) once, each number both add summed.
+    /// Nothing changes unless both are unconditioned sets and number adds that
+    /// agree on what they set (`Some(other)` is what is left).
+    pub fn merge_count(&mut self, other: Update) -> Option<Update> {
+        let plain = |u: &Update| u.cond == Cond::Always && u.take.is_empty() && u.remove.is_empty();
+        let agrees = other.set.iter().all(|(name, value)| {
+            self.set
+                .iter()
+                .all(|(mine, stored)| mine != name || stored == value)
+        });
+        let number = |v: &AttributeValue| match v {
+            AttributeValue::N(n) => n.parse::<i64>().ok(),
+            _ => None,
+        };
+        let numbers = self
+            .add
+            .iter()
+            .chain(&other.add)
+            .all(|(_, v)| number(v).is_some());
+        if !plain(self) || !plain(&other) || !agrees || !numbers {
+            return Some(other);
+        }
+        for (name, value) in other.set {
+            if !self.set.iter().any(|(mine, _)| *mine == name) {
+                self.set.push((name, value));
+            }
+        }
+        for (name, value) in other.add {
+            let delta = number(&value).unwrap_or_default();
+            match self.add.iter_mut().find(|(mine, _)| *mine == name) {
+                Some((_, sum)) => {
+                    let total = number(sum).unwrap_or_default() + delta;
+                    *sum = AttributeValue::N(total.to_string());
+                }
+                None => self.add.push((name, value)),
+            }
+        }
+        None
+    }
+
     pub fn set(mut self, name: &str, value: AttributeValue) -> Self {
         self.set.push((name.to_owned(), value));
         self
