@@ -11,6 +11,46 @@ use firmspace::review::ReviewItem;
 use serde_json::json;
 use std::time::Duration;
 
+/// One resolution sent twice at once under one key: each twin resolves or is told it was
+/// resolved, and the key keeps the resolution, never the twin's refusal (a repeat is 200).
+#[tokio::test]
+async fn a_resolution_sent_twice_at_once_under_one_key_keeps_the_resolution() {
+    let o = Ops::new().await;
+    let (key, org) = super::org_by_key(&o).await;
+    let note = json!({"note": "refunded by hand"});
+    // Five items, each resolved by two twins at once: five chances for a twin to lose.
+    for round in 0..5 {
+        ReviewItem {
+            org: org.clone(),
+            kind: firmspace::review::Kind::Payment,
+            reason: firmspace::review::Reason::Overpayment,
+            key: format!("payment:stripe:pi_twin_{round}"),
+            at: Utc::now(),
+            detail: json!({}),
+        }
+        .put(&o.env.store)
+        .await
+        .unwrap();
+        let (_, open) = o.get("/ops/review?state=open", &key).await;
+        let path = format!("/ops/review/{}/resolve", ids(&open)[0]);
+        let twin = format!("twin-{round}");
+        let (a, b) = tokio::join!(
+            o.post(&path, &key, &twin, &note),
+            o.post(&path, &key, &twin, &note),
+        );
+        assert!(
+            [&a, &b].iter().any(|(status, _)| *status == 200),
+            "{round}: {a:?} {b:?}"
+        );
+        let (status, again) = o.post(&path, &key, &twin, &note).await;
+        assert_eq!(
+            (status, again["state"].as_str()),
+            (200, Some("resolved")),
+            "{round}: {again}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn two_people_resolving_at_once_leave_one_resolution() {
     let o = Ops::new().await;
