@@ -7,9 +7,28 @@ use crate::support::api::ADMIN;
 use crate::support::target;
 use chrono::Utc;
 use firmspace::effects::automation;
+use firmspace::ids::OrgId;
 use firmspace::review::ReviewItem;
 use serde_json::json;
 use std::time::Duration;
+
+/// An open overpayment review item about Stripe payment `payment` of `org`: its id on the
+/// open list `key` reads (the only one open).
+async fn open_overpayment(o: &Ops, (key, org): (&str, &OrgId), payment: &str) -> String {
+    ReviewItem {
+        org: org.clone(),
+        kind: firmspace::review::Kind::Payment,
+        reason: firmspace::review::Reason::Overpayment,
+        key: format!("payment:stripe:{payment}"),
+        at: Utc::now(),
+        detail: json!({}),
+    }
+    .put(&o.env.store)
+    .await
+    .unwrap();
+    let (_, open) = o.get("/ops/review?state=open", key).await;
+    ids(&open)[0].clone()
+}
 
 /// One resolution sent twice at once under one key: each twin resolves or is told it was
 /// resolved, and the key keeps the resolution, never the twin's refusal (a repeat is 200).
@@ -20,19 +39,8 @@ async fn a_resolution_sent_twice_at_once_under_one_key_keeps_the_resolution() {
     let note = json!({"note": "refunded by hand"});
     // Five items, each resolved by two twins at once: five chances for a twin to lose.
     for round in 0..5 {
-        ReviewItem {
-            org: org.clone(),
-            kind: firmspace::review::Kind::Payment,
-            reason: firmspace::review::Reason::Overpayment,
-            key: format!("payment:stripe:pi_twin_{round}"),
-            at: Utc::now(),
-            detail: json!({}),
-        }
-        .put(&o.env.store)
-        .await
-        .unwrap();
-        let (_, open) = o.get("/ops/review?state=open", &key).await;
-        let path = format!("/ops/review/{}/resolve", ids(&open)[0]);
+        let id = open_overpayment(&o, (&key, &org), &format!("pi_twin_{round}")).await;
+        let path = format!("/ops/review/{id}/resolve");
         let twin = format!("twin-{round}");
         let (a, b) = tokio::join!(
             o.post(&path, &key, &twin, &note),
@@ -55,19 +63,7 @@ async fn a_resolution_sent_twice_at_once_under_one_key_keeps_the_resolution() {
 async fn two_people_resolving_at_once_leave_one_resolution() {
     let o = Ops::new().await;
     let (key, org) = super::org_by_key(&o).await;
-    ReviewItem {
-        org: org.clone(),
-        kind: firmspace::review::Kind::Payment,
-        reason: firmspace::review::Reason::Overpayment,
-        key: "payment:stripe:pi_9".into(),
-        at: Utc::now(),
-        detail: json!({}),
-    }
-    .put(&o.env.store)
-    .await
-    .unwrap();
-    let (_, open) = o.get("/ops/review?state=open", &key).await;
-    let id = ids(&open)[0].clone();
+    let id = open_overpayment(&o, (&key, &org), "pi_9").await;
     let path = format!("/ops/review/{id}/resolve");
     let (note_a, note_b) = (
         json!({"note": "refunded by hand"}),
