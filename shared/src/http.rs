@@ -4,7 +4,7 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{json, Value};
 use std::error::Error as StdError;
 
-use crate::commands::{Done, Made, Outcome, Refused, Why};
+use crate::commands::{Made, Outcome, Performed, Refused, Why};
 
 pub use crate::egress::client;
 pub use crate::fields::plain;
@@ -211,9 +211,15 @@ impl From<Refused> for ApiError {
 }
 
 /// A command's answer, as it was done: its status, its body, and `Idempotent-Replayed` when it
-/// is a repeat's stored answer.
-pub fn done_response(done: &Done) -> Response<Body> {
-    replayed_response(status(done.outcome), &done.answer, done.repeat)
+/// is a repeat's.
+pub fn performed_response<T: serde::Serialize>(performed: &Performed<T>) -> Response<Body> {
+    let (status, body) = match performed {
+        Performed::Now {
+            outcome, answer, ..
+        } => (status(*outcome), to_json(answer)),
+        Performed::Again(kept) => (status(kept.outcome), kept.answer.clone()),
+    };
+    replayed_response(status, &body, performed.repeat())
 }
 
 /// What became of a request, asked by its key: `running`, or `done` with what it was answered.
@@ -408,10 +414,11 @@ pub fn page_response<T: serde::Serialize>(items: Vec<T>, cursor: Option<String>)
 
 /// A typed answer: the type the OpenAPI document describes, serialised.
 pub fn typed_response<T: serde::Serialize>(status: u16, body: &T) -> Response<Body> {
-    json_response(
-        status,
-        &serde_json::to_value(body).expect("an answer serialises"),
-    )
+    json_response(status, &to_json(body))
+}
+
+fn to_json<T: serde::Serialize>(body: &T) -> Value {
+    serde_json::to_value(body).expect("an answer serialises")
 }
 
 /// A JSON answer. A refusal (4xx or 5xx with an `error` code, however it was made: an

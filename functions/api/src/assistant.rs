@@ -7,7 +7,7 @@
 use crate::reads::ReadTool;
 use crate::Ctx;
 use firmspace::commands::tools::{self, ToolView};
-use firmspace::commands::{Input, RequestKey, ToolCall};
+use firmspace::commands::{Input, Performed, RequestKey, ToolCall};
 use firmspace::effects::automation::Tool;
 use firmspace::http::{
     body_bytes, parse_json, replayed_response, typed_response, ApiError, RequestOutcome,
@@ -92,21 +92,28 @@ pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
     // The tool and its input as values: a framework that sends the call again re-serialised
     // (another key order, other spacing) sends the same call.
     let input: Value = serde_json::from_str(body.input.get()).unwrap_or_default();
-    let asked = Some(format!("{}\0{input}", body.tool).into_bytes());
+    let asked = format!("{}\0{input}", body.tool).into_bytes();
     let key = RequestKey::Call(call_id.clone());
     let by = firmspace::commands::Actor::Assistant(ctx.key.clone());
-    let done = ctx.perform_as(store, by, (key, asked), command).await?;
-    if !done.outcome.is_made() {
-        return Ok(firmspace::http::done_response(&done));
+    let done = command
+        .perform(&ctx.env(store), &by, &key, &[&asked])
+        .await?;
+    if !done.outcome().is_made() {
+        return Ok(firmspace::http::performed_response(&done));
     }
+    let repeat = done.repeat();
+    let (result, first_at) = match done {
+        Performed::Now { answer, .. } => (answer, None),
+        Performed::Again(kept) => (kept.answer, kept.at),
+    };
     let answer = AssistantCallAnswer {
         call_id: call_id.as_str().to_owned(),
-        result: done.answer,
-        duplicate: done.repeat,
-        first_at: done.first_at,
+        result,
+        duplicate: repeat,
+        first_at,
     };
     let body = serde_json::to_value(answer).expect("an answer serialises");
-    Ok(replayed_response(200, &body, done.repeat))
+    Ok(replayed_response(200, &body, repeat))
 }
 
 /// `GET /api/requests/{key}` (`call`: `GET /api/assistant/calls/{call_id}`): the request's

@@ -23,8 +23,8 @@ mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
-use firmspace::commands::{perform, setup::Site, statements::Imports};
-use firmspace::commands::{Actor, AnyCommand, Done, Env, RequestKey, Stored};
+use firmspace::commands::{setup::Site, statements::Imports};
+use firmspace::commands::{perform, Actor, Command, Env, RequestKey, Stored};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
@@ -84,27 +84,9 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Performs `command` as this request's key, under `key` (every write goes through here);
-    /// `asked` is what the request asked, for its key's claim: by default its route and body.
-    pub(crate) async fn perform(
-        &self,
-        store: &Store,
-        asked: (RequestKey, Option<Vec<u8>>),
-        command: impl Into<AnyCommand>,
-    ) -> Result<Done, ApiError> {
-        let by = Actor::Key(self.key.clone());
-        self.perform_as(store, by, asked, command.into()).await
-    }
-
-    /// `perform` as `by`: the assistant's route names its caller a program, not a person.
-    pub(crate) async fn perform_as(
-        &self,
-        store: &Store,
-        by: Actor,
-        (key, asked): (RequestKey, Option<Vec<u8>>),
-        command: AnyCommand,
-    ) -> Result<Done, ApiError> {
-        let env = Env {
+    /// What a command performed on this request needs besides its input.
+    pub(crate) fn env<'s>(&'s self, store: &'s Store) -> Env<'s, Stored> {
+        Env {
             store,
             now: self.now,
             replies: &self.replies,
@@ -113,22 +95,23 @@ impl Ctx<'_> {
             imports: self.imports,
             deployment: Default::default(),
             request: None,
-        };
-        let req = self.req;
-        let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];
-        let parts = asked.as_deref().map_or(route.to_vec(), |a| vec![a]);
-        Ok(perform(&env, &by, &key, command, &parts).await?)
+        }
     }
 
-    /// `perform`, answered as it was done.
-    pub(crate) async fn answer(
+    /// Performs `command` as this request's key, under `key` (every route's write goes
+    /// through here), what it asked for the key's record its route and body; answered as it
+    /// was done, in the command's own type.
+    pub(crate) async fn answer<C: Command>(
         &self,
         store: &Store,
         key: RequestKey,
-        command: impl Into<AnyCommand>,
+        command: C,
     ) -> Result<Response<Body>, ApiError> {
-        let done = self.perform(store, (key, None), command).await?;
-        Ok(http::done_response(&done))
+        let by = Actor::Key(self.key.clone());
+        let req = self.req;
+        let asked = [http::route_path(req).as_bytes(), http::body_bytes(req)];
+        let done = perform(&self.env(store), &by, &key, command, &asked).await?;
+        Ok(http::performed_response(&done))
     }
 }
 

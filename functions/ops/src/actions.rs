@@ -12,10 +12,10 @@ use chrono::{DateTime, Utc};
 use firmspace::commands::asks;
 use firmspace::commands::requests::Request as Asked;
 use firmspace::commands::Refused;
-use firmspace::commands::{perform, Actor, AnyCommand, Deployment, Env, RequestKey, Stored};
+use firmspace::commands::{Actor, AnyCommand, Deployment, Env, RequestKey, Stored};
 use firmspace::effects::worker::operator_org;
 use firmspace::http::{body_bytes, parse_json, ApiError};
-use firmspace::http::{done_response, outcome_of};
+use firmspace::http::{outcome_of, performed_response};
 use firmspace::ops::events::{Window, EVENT_ITEMS, WINDOW_MAX};
 use firmspace::ops::ids;
 use firmspace::ops::review::NOTE_MAX;
@@ -290,7 +290,7 @@ pub(crate) async fn dispatch(
         Ok((outcome_of(status), answer))
     };
     let done = asked.once(&app.store, now, work).await?;
-    Ok(firmspace::http::done_response(&done))
+    Ok(performed_response(&done))
 }
 
 async fn perform_as(
@@ -325,8 +325,9 @@ async fn perform_as(
         request: None,
     };
     let asked = [firmspace::http::route_path(req).as_bytes(), body_bytes(req)];
-    let done = perform(&env, &by, &RequestKey::Header(key), command, &asked).await?;
-    Ok(done_response(&done))
+    let key = RequestKey::Header(key);
+    let done = command.perform(&env, &by, &key, &asked).await?;
+    Ok(performed_response(&done))
 }
 
 /// A provider's window recovered by the import function, which opens the key: unless a person

@@ -8,7 +8,7 @@
 //! that is refused is recorded as refused, and the run always settles with its calls' outcomes.
 
 use super::model::{self, Answer, Asked, Bounds, Question};
-use super::{perform, Actor, Env, Input, Replies, RequestKey};
+use super::{Actor, Env, Input, Replies, RequestKey};
 use crate::commands::Refused;
 use crate::effects::automation::{self, Action, Rule, Tool};
 use crate::effects::bounds;
@@ -90,16 +90,16 @@ fn call_key(run: &str, call_id: &str) -> String {
 fn settled(
     call_id: &str,
     (name, proposes): (&str, bool),
-    done: Result<super::Done, Refused>,
+    done: Result<super::Performed<Value>, Refused>,
 ) -> Result<(Value, bool), WorkError> {
     Ok(match done {
-        Ok(done) if done.outcome.is_made() => {
+        Ok(done) if done.outcome().is_made() => {
             let shown = if proposes { "proposed" } else { "done" };
             (outcome(call_id, name, shown, None), true)
         }
-        Ok(done) => {
-            let code = done.answer["error"].as_str().unwrap_or("refused");
-            (outcome(call_id, name, "refused", Some(code)), false)
+        Ok(super::Performed::Now { .. }) => (outcome(call_id, name, "refused", None), false),
+        Ok(super::Performed::Again(kept)) => {
+            (outcome(call_id, name, "refused", Some(kept.code())), false)
         }
         Err(e) if e.passing() => return Err(WorkError::transient(Transient(e.detail))),
         Err(e) => (outcome(call_id, name, "refused", Some(e.code)), false),
@@ -294,7 +294,7 @@ impl<R: Replies> Step<'_, R> {
         .command();
         let key = RequestKey::ToolCall(key);
         let done = match asked {
-            Ok(command) => perform(&env, &by, &key, command, &[json.as_bytes()]).await,
+            Ok(command) => command.perform(&env, &by, &key, &[json.as_bytes()]).await,
             Err(refused) => Err(refused),
         };
         settled(call_id, (name, tool == Tool::RegisterPayment), done)

@@ -212,6 +212,11 @@ impl<S> EventAnswer<S> {
             doc: std::marker::PhantomData,
         }
     }
+
+    /// Whether this arrival found the event written before (`"duplicate": true`).
+    pub fn is_repeat(&self) -> bool {
+        self.json["duplicate"] == true
+    }
 }
 
 impl<S> std::fmt::Debug for EventAnswer<S> {

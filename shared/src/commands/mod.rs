@@ -3,7 +3,8 @@
 //! alone, never from the input's text), the typed input validated, then the write through the
 //! store's primitive, the request's record under its key a step of it (`requests`). The REST routes, the assistant's calls, the AI
 //! step's tool calls and the operator's actions only translate their transport into
-//! `(Actor, RequestKey, Command)` and the [`Done`] back.
+//! `(Actor, RequestKey, Command)` and the [`Performed`] answer (typed as the command's own
+//! `Answer`) back into their transport's words.
 //!
 //! A model never moves money: a payment a model asks for becomes a `payment_proposed` review
 //! item, and a person's `apply` on it books it ([`review`]).
@@ -176,8 +177,30 @@ pub enum Once {
 impl Once {
     /// Whether a request must name a key: a command that is once only by a key's record, or
     /// whose effect the key names.
-    fn needs_key(self) -> bool {
+    pub fn needs_key(self) -> bool {
         matches!(self, Self::ByEffect | Self::WithEffect | Self::AfterWork)
+    }
+
+    /// How a request's record is written in its effect's transaction under `key`, as the
+    /// command says: under an `Idempotency-Key`, a command keyed by it answers a repeat from its
+    /// effect; an assistant's `call_id` (shared by the organisation's keys) and a command whose
+    /// effect carries no key of the request, from the record. `None`: recorded after its work,
+    /// or not at all.
+    fn recorded_with_effect(self, key: &RequestKey) -> Option<Repeats> {
+        match (key, self) {
+            (RequestKey::Header(_), Once::ByEffect) => Some(Repeats::FromEffect),
+            (RequestKey::Header(_) | RequestKey::Call(_), Once::WithEffect)
+            | (RequestKey::Call(_), Once::ByEffect) => Some(Repeats::FromRecord),
+            _ => None,
+        }
+    }
+
+    /// Whether no record keeps it: an AI run's tool call is known by its effect alone, a
+    /// request that names no key by the command's own once-ness (`Once::ByState`,
+    /// `Once::Each`). (Under any other key, a record: written with its effect,
+    /// `recorded_with_effect`, or after its work, `Request::once`.)
+    fn claimed_by_effect(key: &RequestKey) -> bool {
+        matches!(key, RequestKey::ToolCall(_) | RequestKey::None)
     }
 }
 
@@ -192,7 +215,7 @@ pub enum Whose {
 /// A write asked for from inside. Its name, its authority, whether a model may ask for it and
 /// how a repeat of it is known are the type's own, written once; `run` does it as `by`.
 pub trait Command: Sized + Send + std::fmt::Debug {
-    type Answer: serde::Serialize;
+    type Answer: serde::Serialize + Send + Sync;
     /// Its name: an operation's, a tool's, a request record's fingerprint's.
     const NAME: &'static str;
     /// The scopes a key needs for it.
@@ -209,6 +232,13 @@ pub trait Command: Sized + Send + std::fmt::Debug {
         by: &Actor,
         key: &RequestKey,
     ) -> impl Future<Output = Ran<Self::Answer>> + Send;
+
+    /// Whether `answer` tells of its effect found done under the request's key (a
+    /// `Once::ByEffect` command's payment, credit note or top-up booked before): then it is a
+    /// repeat's answer, given with `Idempotent-Replayed`.
+    fn found_done(_answer: &Self::Answer) -> bool {
+        false
+    }
 }
 
 /// Every command, listed once: the enum that a route, a tool call or an operator's action
@@ -234,42 +264,19 @@ macro_rules! commands {
                 }
             }
 
-            fn requires(&self) -> &'static [Scope] {
-                match self {
-                    $(Self::$variant(_) => <$ty as Command>::REQUIRES),*
-                }
-            }
-
-            fn whose(&self) -> Whose {
-                match self {
-                    $(Self::$variant(_) => <$ty as Command>::WHOSE),*
-                }
-            }
-
-            fn for_model(&self) -> bool {
-                match self {
-                    $(Self::$variant(_) => <$ty as Command>::FOR_MODEL),*
-                }
-            }
-
-            fn once(&self) -> Once {
-                match self {
-                    $(Self::$variant(_) => <$ty as Command>::ONCE),*
-                }
-            }
-
-            /// Runs it, its answer as JSON. Each on the heap: the commands' futures together
-            /// are too large for a worker's stack.
-            async fn run<R: Replies>(
+            /// [`perform`]s it, its answer as JSON: for the adapters that read a command out
+            /// of their input (a tool's call, an operator's action). Each on the heap: the
+            /// commands' futures together are too large for a worker's stack.
+            pub async fn perform<R: Replies>(
                 self,
                 env: &Env<'_, R>,
                 by: &Actor,
                 key: &RequestKey,
-            ) -> Ran {
+                asked: &[&[u8]],
+            ) -> Result<Performed<Value>, Refused> {
                 match self {
                     $(Self::$variant(command) => {
-                        let (made, answer) = Box::pin(command.run(env, by, key)).await?;
-                        Ok((made, answers::json(&answer)))
+                        Box::pin(perform(env, by, key, command, asked)).await.map(Performed::erased)
                     })*
                 }
             }
@@ -307,30 +314,6 @@ commands! {
     RevokeKey(records::RevokeKey),
     AddMember(records::AddMember),
     MarkRead(records::MarkRead),
-}
-
-impl AnyCommand {
-    /// How its request's record is written in its effect's transaction under `key`, as the
-    /// command says: under an `Idempotency-Key`, a command keyed by it answers a repeat from its
-    /// effect; an assistant's `call_id` (shared by the organisation's keys) and a command whose
-    /// effect carries no key of the request, from the record. `None`: recorded after its work,
-    /// or not at all.
-    fn recorded_with_effect(&self, key: &RequestKey) -> Option<Repeats> {
-        match (key, self.once()) {
-            (RequestKey::Header(_), Once::ByEffect) => Some(Repeats::FromEffect),
-            (RequestKey::Header(_) | RequestKey::Call(_), Once::WithEffect)
-            | (RequestKey::Call(_), Once::ByEffect) => Some(Repeats::FromRecord),
-            _ => None,
-        }
-    }
-
-    /// Whether no record keeps it: an AI run's tool call is known by its effect alone, a
-    /// request that names no key by the command's own once-ness (`Once::ByState`,
-    /// `Once::Each`). (Under any other key, a record: written with its effect,
-    /// `recorded_with_effect`, or after its work, `Request::once`.)
-    fn claimed_by_effect(&self, key: &RequestKey) -> bool {
-        matches!(key, RequestKey::ToolCall(_) | RequestKey::None)
-    }
 }
 
 /// Refused `forbidden`: the key lacks `scope`.
@@ -461,60 +444,85 @@ pub struct Deployment<'a> {
     pub consumers: Option<&'a crate::ops::consumers::Consumers>,
 }
 
-/// A command's answer: how it ended and its body, and whether it was a repeat's stored answer
-/// (given with `Idempotent-Replayed: true`). A refusal a request record keeps is an answer
-/// too, to the request and to its repeats.
+/// How a performed command ended (a refusal told now is the `Err` beside it): its own typed
+/// answer, given now, or the answer a request's record kept, given again.
 #[derive(Debug)]
-pub struct Done {
-    pub outcome: Outcome,
-    pub answer: Value,
-    pub repeat: bool,
-    /// A repeat's: when the request was first answered (its record's time).
-    pub first_at: Option<String>,
+pub enum Performed<T> {
+    /// Answered now: how it ended and its answer. `repeat`: its effect was found done under
+    /// the request's key (given with `Idempotent-Replayed: true`).
+    Now {
+        outcome: Outcome,
+        answer: T,
+        repeat: bool,
+    },
+    /// An earlier request's answer under this key (a refusal it kept too), as its record kept
+    /// it: given again, with `Idempotent-Replayed: true`.
+    Again(requests::Kept),
 }
 
-impl Done {
-    /// A request's own answer, given now.
-    pub fn first(outcome: Outcome, answer: Value) -> Self {
-        Self {
-            outcome,
+impl<T: serde::Serialize> Performed<T> {
+    /// A command's answer, done now.
+    fn made(made: Made, answer: T, repeat: bool) -> Self {
+        Self::Now {
+            outcome: Outcome::Made(made),
             answer,
-            repeat: false,
-            first_at: None,
+            repeat,
         }
     }
 
-    /// The answer a request's record kept, given again.
-    pub fn again(kept: requests::Kept) -> Self {
-        Self {
-            outcome: kept.outcome,
-            answer: kept.answer,
-            repeat: true,
-            first_at: kept.at,
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Self::Now { outcome, .. } => *outcome,
+            Self::Again(kept) => kept.outcome,
+        }
+    }
+
+    /// Whether it is a repeat's answer: an effect found done, or a record's kept answer.
+    pub fn repeat(&self) -> bool {
+        match self {
+            Self::Now { repeat, .. } => *repeat,
+            Self::Again(_) => true,
+        }
+    }
+
+    /// The answer as JSON, for the adapters that hold no command's type.
+    pub fn erased(self) -> Performed<Value> {
+        match self {
+            Self::Now {
+                outcome,
+                answer,
+                repeat,
+            } => Performed::Now {
+                outcome,
+                answer: answers::json(&answer),
+                repeat,
+            },
+            Self::Again(kept) => Performed::Again(kept),
         }
     }
 }
 
-/// The one way in: authority, the request's key, validation, then the write.
-pub async fn perform<R: Replies>(
+/// The one way in: authority, the request's key, validation, then the write; answered with
+/// the command's own typed answer.
+pub async fn perform<C: Command, R: Replies>(
     env: &Env<'_, R>,
     by: &Actor,
     key: &RequestKey,
-    command: AnyCommand,
+    command: C,
     asked: &[&[u8]],
-) -> Result<Done, Refused> {
-    by.may(command.requires())?;
-    if command.whose() == Whose::Deployment && !matches!(by, Actor::Admin { .. }) {
+) -> Result<Performed<C::Answer>, Refused> {
+    by.may(C::REQUIRES)?;
+    if C::WHOSE == Whose::Deployment && !matches!(by, Actor::Admin { .. }) {
         return Err(Refused::forbidden(
             "the queues and workers are the deployment's: the admin token only",
         ));
     }
-    if matches!(by, Actor::Model { .. }) && !command.for_model() {
+    if matches!(by, Actor::Model { .. }) && !C::FOR_MODEL {
         return Err(Refused::forbidden(
             "an AI step may reply, make a task and propose a payment; nothing else",
         ));
     }
-    if matches!(key, RequestKey::None) && command.once().needs_key() {
+    if matches!(key, RequestKey::None) && C::ONCE.needs_key() {
         return Err(Refused::invalid(
             "missing_idempotency_key",
             "Idempotency-Key header is required",
@@ -525,17 +533,17 @@ pub async fn perform<R: Replies>(
         by: &who,
         shared: matches!(key, RequestKey::Call(_)).then(|| by.org()),
         key: key.id(),
-        fingerprint: fingerprint(command.name(), asked),
+        fingerprint: fingerprint(C::NAME, asked),
     };
-    if let Some(repeats) = command.recorded_with_effect(key) {
+    if let Some(repeats) = C::ONCE.recorded_with_effect(key) {
         return with_effect(env, by, (key, (&asked, repeats)), command).await;
     }
-    if command.claimed_by_effect(key) {
-        let (made, answer) = command.run(env, by, key).await?;
-        return Ok(Done::first(Outcome::Made(made), answer));
+    if Once::claimed_by_effect(key) {
+        let (made, answer) = Box::pin(command.run(env, by, key)).await?;
+        return Ok(Performed::made(made, answer, false));
     }
     let work = async {
-        let (made, answer) = command.run(env, by, key).await?;
+        let (made, answer) = Box::pin(command.run(env, by, key)).await?;
         Ok((Outcome::Made(made), answer))
     };
     asked.once(env.store, env.now, work).await
@@ -545,27 +553,27 @@ pub async fn perform<R: Replies>(
 /// a repeat is the effect's stored answer given again, or the record's. A request answered from
 /// its record is answered so when it is refused too: the refusal is kept as the record's
 /// answer (`Request::keep_refusal`), unless a retry may get past it.
-async fn with_effect<R: Replies>(
+async fn with_effect<C: Command, R: Replies>(
     env: &Env<'_, R>,
     by: &Actor,
     (key, (asked, repeats)): (&RequestKey, (&requests::Request<'_>, Repeats)),
-    command: AnyCommand,
-) -> Result<Done, Refused> {
+    command: C,
+) -> Result<Performed<C::Answer>, Refused> {
     let env = Env {
         request: Some((asked, repeats)),
         ..*env
     };
-    match command.run(&env, by, key).await {
-        Ok((made, answer)) => Ok(Done {
-            repeat: repeats == Repeats::FromEffect && answer["duplicate"] == true,
-            ..Done::first(Outcome::Made(made), answer)
-        }),
+    match Box::pin(command.run(&env, by, key)).await {
+        Ok((made, answer)) => {
+            let repeat = repeats == Repeats::FromEffect && C::found_done(&answer);
+            Ok(Performed::made(made, answer, repeat))
+        }
         Err(refused) => match refused.kept() {
-            Some(kept) => Ok(Done::again(kept)),
+            Some(kept) => Ok(Performed::Again(kept)),
             None if repeats == Repeats::FromRecord && !refused.passing() => {
                 match asked.keep_refusal(env.store, &refused, env.now).await? {
-                    Some(kept) => Ok(Done::again(kept)),
-                    None => Ok(Done::first(Outcome::Refused(refused.why), refused.body())),
+                    Some(kept) => Ok(Performed::Again(kept)),
+                    None => Err(refused),
                 }
             }
             None => Err(refused),

@@ -212,6 +212,10 @@ impl Command for RegisterPayment {
         let booked = EventAnswer::from_json(pay(env, by, &self.invoice_id, asked).await?);
         Ok((Made::Done, answers::PaymentRegistered::Booked(booked)))
     }
+
+    fn found_done(answer: &answers::PaymentRegistered) -> bool {
+        matches!(answer, answers::PaymentRegistered::Booked(booked) if booked.is_repeat())
+    }
 }
 
 /// A model's payment: one open `payment_proposed` review item for a person, keyed by the tool
@@ -343,6 +347,10 @@ impl Command for CreateCreditNote {
             Made::Done
         };
         Ok((status, EventAnswer::of(&issued)))
+    }
+
+    fn found_done(answer: &CreditIssued) -> bool {
+        answer.is_repeat()
     }
 }
 
@@ -680,6 +688,10 @@ impl Command for TopUp {
         let event = crate::ids::EventKey::new("topup", key.as_str());
         not_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?;
         Ok((Made::Done, EventAnswer::of(&written)))
+    }
+
+    fn found_done(answer: &ToppedUp) -> bool {
+        answer.is_repeat()
     }
 }
 

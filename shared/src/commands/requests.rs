@@ -8,7 +8,7 @@
 //! nothing, the same key with another request is refused, and a twin sent while the first still
 //! works does the work too and is told what it did; later repeats get the first answer stored.
 
-use super::{Done, Outcome, Refused, Why};
+use super::{Outcome, Performed, Refused, Why};
 use crate::store::item::{s, Builder, Read};
 use crate::store::request::{AnswerOf, Repeats, RequestError, WithRequest, ANSWER, FINGERPRINT};
 use crate::store::{Cond, Decision, Item, Plan, PutNew, Seen, Store, StoreError, Update};
@@ -29,19 +29,22 @@ pub struct Request<'a> {
     pub fingerprint: String,
 }
 
-/// A command's work, to be done once before its record is put.
-type Work<'f> = Pin<Box<dyn Future<Output = Result<(Outcome, Value), Refused>> + Send + 'f>>;
+/// A command's work, to be done once before its record is put: how it ended and its answer.
+type Work<'f, T> = Pin<Box<dyn Future<Output = Result<(Outcome, T), Refused>> + Send + 'f>>;
 
 /// Work that is not one transaction, as a decision: done in `prepare` (once, however often the
 /// record's write is tried again), deciding nothing but the answer its record keeps. A refusal
 /// is an answer too; a failure a retry may get past keeps nothing (its record is not put), so a
 /// retry does the work.
-struct Outside<'f> {
-    work: std::sync::Mutex<Option<Work<'f>>>,
+struct Outside<'f, T> {
+    work: std::sync::Mutex<Option<Work<'f, T>>>,
+    /// What the record keeps of the work's answer.
     done: Option<(Outcome, Value)>,
+    /// The work's own answer (or its refusal), to give this request.
+    own: Option<Result<(Outcome, T), Refused>>,
 }
 
-impl Decision for Outside<'_> {
+impl<T: serde::Serialize + Send + Sync> Decision for Outside<'_, T> {
     type Out = (Outcome, Value);
     type Error = Refused;
 
@@ -57,8 +60,16 @@ impl Decision for Outside<'_> {
             .take();
         if let Some(work) = work {
             let done = match work.await {
-                Ok(done) => done,
-                Err(e) if !e.passing() => (Outcome::Refused(e.why), e.body()),
+                Ok((outcome, answer)) => {
+                    let kept = (outcome, super::answers::json(&answer));
+                    self.own = Some(Ok((outcome, answer)));
+                    kept
+                }
+                Err(e) if !e.passing() => {
+                    let kept = (Outcome::Refused(e.why), e.body());
+                    self.own = Some(Err(e));
+                    kept
+                }
                 Err(e) => return Err(e),
             };
             self.done = Some(done);
@@ -109,49 +120,55 @@ impl Request<'_> {
     /// refused `idempotency_key_reused`. A twin that did the work while the first did is told
     /// what it did (the record keeps the answer put first). A failure a retry may get past
     /// keeps nothing.
-    pub async fn once<'f, Fut>(
+    pub async fn once<'f, T, Fut>(
         &self,
         store: &Store,
         now: DateTime<Utc>,
         work: Fut,
-    ) -> Result<Done, Refused>
+    ) -> Result<Performed<T>, Refused>
     where
-        Fut: Future<Output = Result<(Outcome, Value), Refused>> + Send + 'f,
+        T: serde::Serialize + Send + Sync + 'f,
+        Fut: Future<Output = Result<(Outcome, T), Refused>> + Send + 'f,
     {
         let outside = Outside {
             work: std::sync::Mutex::new(Some(Box::pin(work))),
             done: None,
+            own: None,
         };
         let answer: AnswerOf<(Outcome, Value)> =
             Box::new(|(outcome, json), _| answer(*outcome, json));
         let mut with = WithRequest::new(outside, self.record(now), answer, Repeats::FromRecord);
-        let done = store.write(&mut with, now).await;
-        match (done, with.decision().done.clone()) {
-            (Ok(written), _) => {
-                let (outcome, answer) = written.into_value();
-                Ok(Done::first(outcome, answer))
+        let written = store.write(&mut with, now).await;
+        let Outside { done, own, .. } = with.into_decision();
+        let own = own.map(|own| {
+            own.map(|(outcome, answer)| Performed::Now {
+                outcome,
+                answer,
+                repeat: false,
+            })
+        });
+        match (written, own) {
+            (Err(RequestError::Answered(record)), Some(own)) => {
+                if let Some((outcome, answer)) = &done {
+                    self.over_a_twins_refusal(store, &record, (*outcome, answer))
+                        .await?;
+                }
+                own
             }
-            // This request did the work and says what it did: a twin's record was put first
-            // (its refusal, told because this one did the work, gives way to this answer), or
-            // another request's took the key meanwhile, or the answer is one a retry may get
-            // past (kept nowhere), or the record could not be put (a repeat does the work again,
-            // which is safe twice).
-            (Err(RequestError::Answered(record)), Some((outcome, answer))) => {
-                self.over_a_twins_refusal(store, &record, (outcome, &answer))
-                    .await?;
-                Ok(Done::first(outcome, answer))
-            }
-            (Err(RequestError::Reused | RequestError::Decision(_)), Some((outcome, answer))) => {
-                Ok(Done::first(outcome, answer))
-            }
+            (_, Some(own)) => own,
             (Err(RequestError::Answered(record)), None) => match kept(&record) {
-                Some(kept) => Ok(Done::again(kept)),
+                Some(kept) => Ok(Performed::Again(kept)),
                 None => Err(Refused::from(crate::store::item::malformed(
                     &record, ANSWER,
                 ))),
             },
-            (Err(RequestError::Reused), _) => Err(super::idempotency_key_reused()),
-            (Err(RequestError::Decision(refused)), _) => Err(refused),
+            (Err(RequestError::Reused), None) => Err(super::idempotency_key_reused()),
+            (Err(RequestError::Decision(refused)), None) => Err(refused),
+            // `decide` plans nothing before the work has answered.
+            (Ok(_), None) => Err(Refused::from(crate::store::item::malformed(
+                &self.record(now),
+                ANSWER,
+            ))),
         }
     }
 
@@ -253,6 +270,13 @@ pub struct Kept {
     pub answer: Value,
     /// When the request was answered (the record's time).
     pub at: Option<String>,
+}
+
+impl Kept {
+    /// A kept refusal's code (`refused` for an answer that names none).
+    pub fn code(&self) -> &str {
+        self.answer["error"].as_str().unwrap_or("refused")
+    }
 }
 
 /// A finished record's outcome, answer and time (an answer that cannot be read is null).

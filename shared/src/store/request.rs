@@ -91,8 +91,8 @@ impl<D: Decision> WithRequest<D> {
     }
 
     /// The decision it wraps (what its work did, after the write).
-    pub fn decision(&self) -> &D {
-        &self.decision
+    pub fn into_decision(self) -> D {
+        self.decision
     }
 
     fn record_pk(&self) -> String {
