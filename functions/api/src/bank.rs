@@ -1,10 +1,12 @@
 //! Bank integrations, CSV uploads and the rows: the CRM's side of the bank.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
 use firmspace::bank::files;
 use firmspace::bank::{self, BankTxView};
+use firmspace::commands::money::MatchBankRow;
 use firmspace::commands::statements::bank_integration;
-use firmspace::commands::RequestKey;
+use firmspace::commands::statements::{StartImport, UploadStatement};
 use firmspace::http::{body_bytes, page_response, query, typed_response, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -18,43 +20,36 @@ pub struct MatchBody {
     confirm_unconfirmed: bool,
 }
 
-/// `POST /api/bank/transactions/{tx_id}/match`.
-pub async fn match_row(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    tx_id: &str,
-) -> Result<Response<Body>, ApiError> {
-    let body: MatchBody = firmspace::http::parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::money::MatchBankRow {
-        tx_id: tx_id.to_owned(),
-        invoice_id: Some(body.invoice_id),
-        confirm_unconfirmed: body.confirm_unconfirmed,
-    };
-    ctx.answer(store, RequestKey::None, command).await
-}
-
-/// `DELETE /api/bank/transactions/{tx_id}/match`.
-pub async fn unmatch_row(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    tx_id: &str,
-) -> Result<Response<Body>, ApiError> {
-    let command = firmspace::commands::money::MatchBankRow {
-        tx_id: tx_id.to_owned(),
-        invoice_id: None,
-        confirm_unconfirmed: false,
-    };
-    ctx.answer(store, RequestKey::None, command).await
+/// `POST /api/bank/transactions/{tx_id}/match` (the invoice in the body), and its undoing,
+/// `DELETE` of the same path.
+impl FromRoute for MatchBankRow {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let tx_id = asked.param("tx_id").to_owned();
+        if asked.req.method() == lambda_http::http::Method::DELETE {
+            return Ok(Self {
+                tx_id,
+                invoice_id: None,
+                confirm_unconfirmed: false,
+            });
+        }
+        let body: MatchBody = asked.body()?;
+        Ok(Self {
+            tx_id,
+            invoice_id: Some(body.invoice_id),
+            confirm_unconfirmed: body.confirm_unconfirmed,
+        })
+    }
 }
 
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
-pub async fn upload(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let command = firmspace::commands::statements::UploadStatement {
-        integration_id: id.to_owned(),
-        file: body_bytes(ctx.req).to_vec(),
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for UploadStatement {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        Ok(Self {
+            integration_id: asked.param("id").to_owned(),
+            file: body_bytes(asked.req).to_vec(),
+        })
+    }
 }
 
 /// `GET /api/imports/{id}`: a large file's import as it stands.
@@ -71,15 +66,12 @@ pub async fn file_import(
 
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
 /// `{"started": false, "reason": "running"}` while a run holds the statement window.
-pub async fn start_import(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    id: &str,
-) -> Result<Response<Body>, ApiError> {
-    let command = firmspace::commands::statements::StartImport {
-        integration_id: id.to_owned(),
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for StartImport {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        Ok(Self {
+            integration_id: asked.param("id").to_owned(),
+        })
+    }
 }
 
 /// `GET /api/bank/transactions?integration_id=...&limit=&cursor=`: newest first, a page at a time.

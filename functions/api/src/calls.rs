@@ -1,10 +1,11 @@
 //! Calls from the browser softphone, and contacts: the CRM's side of the channels.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
 use firmspace::calls::{self, CallFields};
-use firmspace::commands::RequestKey;
+use firmspace::commands::records::{CreateContact, RecordCall};
 use firmspace::contacts::{self};
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::http::{json_response, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -13,10 +14,11 @@ use utoipa::ToSchema;
 
 /// The softphone's report of a call: stored once under `call:CALL_ID:DIRECTION`; 201 the first
 /// time, 200 with `duplicate: true` and the stored call after.
-pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let call: CallFields = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::records::RecordCall(Box::new(call));
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for RecordCall {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let call: CallFields = asked.body()?;
+        Ok(Self(Box::new(call)))
+    }
 }
 
 /// The organisation's calls, newest first.
@@ -47,14 +49,15 @@ pub struct NewContactBody {
 }
 
 /// A manual contact; a phone that already belongs to a contact is a 409 naming it.
-pub async fn create_contact(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let body: NewContactBody = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::records::CreateContact {
-        name: body.name,
-        phone: body.phone,
-        owner: body.owner,
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for CreateContact {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewContactBody = asked.body()?;
+        Ok(Self {
+            name: body.name,
+            phone: body.phone,
+            owner: body.owner,
+        })
+    }
 }
 
 /// The organisation's contacts, newest first.

@@ -1,11 +1,12 @@
 //! Reads and settings of the consequence workers: notifications, activity logs, rules, tasks.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
-use firmspace::commands::RequestKey;
+use firmspace::commands::records;
 use firmspace::effects::automation::{self};
 use firmspace::effects::{activity, notify, EntityKind};
 use firmspace::fields::{self, REF_MAX};
-use firmspace::http::{body_bytes, json_response, parse_json, query, typed_response, ApiError};
+use firmspace::http::{json_response, query, typed_response, ApiError};
 use firmspace::store::item::parse_tag;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -36,10 +37,11 @@ pub struct MarkRead {
     key: String,
 }
 
-pub async fn mark_read(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let key = parse_json::<MarkRead>(body_bytes(ctx.req))?.key;
-    let command = firmspace::commands::records::MarkRead { key };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for records::MarkRead {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let key = asked.body::<MarkRead>()?.key;
+        Ok(Self { key })
+    }
 }
 
 pub async fn activity_log(
@@ -72,13 +74,14 @@ pub struct NewRule {
     action: serde_json::Value,
 }
 
-pub async fn create_rule(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let body: NewRule = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::records::CreateRule {
-        trigger: body.trigger,
-        action: body.action,
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for records::CreateRule {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewRule = asked.body()?;
+        Ok(Self {
+            trigger: body.trigger,
+            action: body.action,
+        })
+    }
 }
 
 /// `GET /api/rules`: every rule, with who made it.

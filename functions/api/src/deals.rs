@@ -1,9 +1,10 @@
 //! The board: a stage's cards a page at a time, and a card moved once per `Idempotency-Key`.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
-use firmspace::commands::RequestKey;
+use firmspace::commands::crm::MoveDeal;
 use firmspace::deals::{self, Stage};
-use firmspace::http::{body_bytes, page_response, parse_json, query, ApiError};
+use firmspace::http::{page_response, query, ApiError};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -37,16 +38,11 @@ pub struct NewStage {
 
 /// Moves a card: once per `Idempotency-Key` (the same key again gets the stored answer); a card
 /// on that stage already is answered with `moved: false`.
-pub async fn move_stage(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    id: &str,
-) -> Result<Response<Body>, ApiError> {
-    let key = firmspace::http::idempotency_key(ctx.req)?;
-    let stage = stage(&parse_json::<NewStage>(body_bytes(ctx.req))?.stage)?;
-    let command = firmspace::commands::crm::MoveDeal {
-        deal_id: id.to_owned(),
-        stage,
-    };
-    ctx.answer(store, RequestKey::Header(key), command).await
+impl FromRoute for MoveDeal {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        Ok(Self {
+            deal_id: asked.param("id").to_owned(),
+            stage: stage(&asked.body::<NewStage>()?.stage)?,
+        })
+    }
 }

@@ -1,9 +1,10 @@
 //! Invoices, their payments, the manual "paid" button and the assistant, and the duplicate button.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
-use firmspace::commands::money::CreateInvoice;
-use firmspace::commands::{AmountText, RequestKey};
-use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
+use firmspace::commands::money::{CreateInvoice, DuplicateInvoice, RegisterPayment};
+use firmspace::commands::AmountText;
+use firmspace::http::{json_response, typed_response, ApiError};
 use firmspace::ids::ExternalId;
 use firmspace::payments::credit::{CreditNote, CreditNoteView};
 use firmspace::payments::event::PaymentLineView;
@@ -17,10 +18,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let new: CreateInvoice = parse_json(body_bytes(ctx.req))?;
-    let command = new;
-    ctx.answer(store, RequestKey::None, command).await
+/// A new draft (or issued) invoice, its body the command itself.
+impl FromRoute for CreateInvoice {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        asked.body()
+    }
 }
 
 /// The organisation's invoices, newest first.
@@ -81,32 +83,31 @@ pub struct ManualPayment {
 
 /// The manual "paid" button and the assistant: keyed by the request's `Idempotency-Key`. The same
 /// key and body get the stored answer; the same key with another body is a 409.
-pub async fn pay(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let key = idempotency_key(ctx)?;
-    let body: ManualPayment = parse_json(body_bytes(ctx.req))?;
-    let source = match body.source.as_str() {
-        "manual" => Source::Manual,
-        "assistant" => Source::Assistant,
-        _ => {
-            return Err(ApiError::bad_request(
-                "invalid_source",
-                "source must be manual or assistant",
-            ))
-        }
-    };
-    let command = firmspace::commands::money::RegisterPayment {
-        invoice_id: id.to_owned(),
-        source,
-        amount: body.amount,
-        actor: body.actor,
-    };
-    let key = RequestKey::Header(key.as_str().to_owned());
-    ctx.answer(store, key, command).await
+impl FromRoute for RegisterPayment {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: ManualPayment = asked.body()?;
+        let source = match body.source.as_str() {
+            "manual" => Source::Manual,
+            "assistant" => Source::Assistant,
+            _ => {
+                return Err(ApiError::bad_request(
+                    "invalid_source",
+                    "source must be manual or assistant",
+                ))
+            }
+        };
+        Ok(Self {
+            invoice_id: asked.param("id").to_owned(),
+            source,
+            amount: body.amount,
+            actor: body.actor,
+        })
+    }
 }
 
 /// The request's `Idempotency-Key`: 1 to 255 visible characters without `#`.
-pub(crate) fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
-    let raw = ctx.req.headers().get("idempotency-key").ok_or_else(|| {
+pub(crate) fn idempotency_key(req: &lambda_http::Request) -> Result<ExternalId, ApiError> {
+    let raw = req.headers().get("idempotency-key").ok_or_else(|| {
         ApiError::bad_request(
             "missing_idempotency_key",
             "Idempotency-Key header is required",
@@ -120,9 +121,10 @@ pub(crate) fn idempotency_key(ctx: &Ctx<'_>) -> Result<ExternalId, ApiError> {
 }
 
 /// A copy on purpose: a new draft with a new number, never a retry.
-pub async fn duplicate(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    let command = firmspace::commands::money::DuplicateInvoice {
-        invoice_id: id.to_owned(),
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for DuplicateInvoice {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        Ok(Self {
+            invoice_id: asked.param("id").to_owned(),
+        })
+    }
 }

@@ -2,9 +2,10 @@
 //! scope. A key grants at most the scopes of the key that made it, so no key can make a
 //! stronger one.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
-use firmspace::commands::RequestKey;
-use firmspace::http::{body_bytes, json_response, parse_json, ApiError};
+use firmspace::commands::records::{CreateKey, RevokeKey};
+use firmspace::http::{json_response, ApiError};
 use firmspace::orgs::keys::{self, KeyInfo};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -24,13 +25,14 @@ pub struct NewKey {
     scopes: Vec<String>,
 }
 
-pub async fn create(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let body: NewKey = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::records::CreateKey {
-        name: body.name,
-        scopes: body.scopes,
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for CreateKey {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewKey = asked.body()?;
+        Ok(Self {
+            name: body.name,
+            scopes: body.scopes,
+        })
+    }
 }
 
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
@@ -38,13 +40,10 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     Ok(json_response(200, &json!({ "items": items })))
 }
 
-pub async fn revoke(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    key_id: &str,
-) -> Result<Response<Body>, ApiError> {
-    let command = firmspace::commands::records::RevokeKey {
-        key_id: key_id.to_owned(),
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for RevokeKey {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        Ok(Self {
+            key_id: asked.param("key_id").to_owned(),
+        })
+    }
 }

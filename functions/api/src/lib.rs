@@ -23,8 +23,8 @@ mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
+use firmspace::commands::{perform, Actor, Command, Env, Once, RequestKey, Stored};
 use firmspace::commands::{setup::Site, statements::Imports};
-use firmspace::commands::{perform, Actor, Command, Env, RequestKey, Stored};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
 use firmspace::ids::OrgId;
@@ -112,6 +112,34 @@ impl Ctx<'_> {
         let asked = [http::route_path(req).as_bytes(), http::body_bytes(req)];
         let done = perform(&self.env(store), &by, &key, command, &asked).await?;
         Ok(http::performed_response(&done))
+    }
+}
+
+/// A route's command performed as the request's key (`route::Performs`): its `Idempotency-Key`
+/// when the command needs one (`Once::needs_key`; an effect keyed by it, `Once::ByEffect`, takes
+/// what an external id may be), the command read from the request, then `Ctx::answer`.
+struct Performing<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    store: &'a Store,
+    params: &'a [(&'static str, &'a str)],
+}
+
+impl route::Performs for Performing<'_, '_> {
+    async fn perform<C: route::FromRoute>(&self) -> Result<Response<Body>, ApiError> {
+        let req = self.ctx.req;
+        let key = match C::ONCE {
+            Once::ByEffect => RequestKey::Header(invoices::idempotency_key(req)?.as_str().into()),
+            once if once.needs_key() => RequestKey::Header(http::idempotency_key(req)?),
+            _ => RequestKey::None,
+        };
+        let asked = route::Asked {
+            req,
+            store: self.store,
+            org: &self.ctx.org,
+            params: self.params,
+        };
+        let command = C::from_route(&asked).await?;
+        self.ctx.answer(self.store, key, command).await
     }
 }
 
@@ -293,6 +321,14 @@ impl App {
         found: &Found<'_>,
         ctx: &Ctx<'_>,
     ) -> Result<Response<Body>, ApiError> {
+        let performing = Performing {
+            ctx,
+            store: &self.store,
+            params: found.params(),
+        };
+        if let Some(answer) = op.perform(&performing).await {
+            return answer;
+        }
         match self.money(op, found, ctx).await {
             Some(answer) => answer,
             None => self.crm(op, found, ctx).await,
@@ -308,24 +344,13 @@ impl App {
     ) -> Option<Result<Response<Body>, ApiError>> {
         let (store, id) = (&self.store, found.param("id"));
         Some(match op {
-            OrgOp::CreateInvoice => invoices::create(store, ctx).await,
             OrgOp::ListInvoices => invoices::list(store, ctx).await,
             OrgOp::ReadInvoice => invoices::read(store, ctx, id).await,
-            OrgOp::PayInvoice => invoices::pay(store, ctx, id).await,
-            OrgOp::DuplicateInvoice => invoices::duplicate(store, ctx, id).await,
-            OrgOp::CreditInvoice => credit_notes::create(store, ctx, id).await,
-            OrgOp::VoidInvoice => credit_notes::void(store, ctx, id).await,
-            OrgOp::UploadCsv => bank::upload(store, ctx, id).await,
             OrgOp::FileImport => bank::file_import(store, ctx, id).await,
-            OrgOp::StartImport => bank::start_import(store, ctx, id).await,
             OrgOp::BankTransactions => bank::list(store, ctx).await,
-            OrgOp::MatchBankTx => bank::match_row(store, ctx, found.param("tx_id")).await,
-            OrgOp::UnmatchBankTx => bank::unmatch_row(store, ctx, found.param("tx_id")).await,
-            OrgOp::TopUp => ledger::top_up(store, ctx).await,
             OrgOp::Wallet => ledger::wallet(store, ctx).await,
             OrgOp::Ledger => ledger::ledger_json(store, ctx).await,
             OrgOp::LedgerCsv => ledger::ledger_csv(store, ctx).await,
-            OrgOp::RefundLine => ledger::refund(store, ctx, found.param("ledger_id")).await,
             OrgOp::Inbox => ledger::inbox(store, ctx).await,
             _ => return None,
         })
@@ -341,39 +366,29 @@ impl App {
     ) -> Result<Response<Body>, ApiError> {
         let (store, id) = (&self.store, found.param("id"));
         match op {
-            OrgOp::CreateIntegration => setup::create_integration(store, ctx).await,
             OrgOp::ReadIntegration => setup::read_integration(store, ctx, id).await,
-            OrgOp::RotateSecrets => setup::rotate_secrets(store, ctx, id).await,
-            OrgOp::AddMember => setup::add_member(store, ctx).await,
             OrgOp::ListMembers => setup::list_members(store, ctx).await,
             OrgOp::ListDeals => deals::list(store, ctx).await,
-            OrgOp::MoveDeal => deals::move_stage(store, ctx, id).await,
             OrgOp::AssistantTools => Ok(assistant::tools()),
             OrgOp::AssistantCall => assistant::call(store, ctx).await,
             OrgOp::AskRequest => assistant::ask(store, ctx, found.param("key"), false).await,
             OrgOp::AskCall => assistant::ask(store, ctx, found.param("call_id"), true).await,
             OrgOp::Notifications => consequences::notifications(store, ctx).await,
-            OrgOp::MarkRead => consequences::mark_read(store, ctx).await,
             OrgOp::ActivityLog => {
                 let (kind, entity) = (found.param("kind"), found.param("entity_id"));
                 consequences::activity_log(store, ctx, kind, entity).await
             }
-            OrgOp::CreateRule => consequences::create_rule(store, ctx).await,
             OrgOp::Tasks => consequences::tasks(store, ctx).await,
             OrgOp::ListRules => consequences::rules(store, ctx).await,
             OrgOp::ReadRule => consequences::rule(store, ctx, found.param("rule_id")).await,
-            OrgOp::CreateCall => calls::create(store, ctx).await,
             OrgOp::ListCalls => calls::list(store, ctx).await,
-            OrgOp::CreateContact => calls::create_contact(store, ctx).await,
             OrgOp::ListContacts => calls::list_contacts(store, ctx).await,
             OrgOp::ListConversations => messages::list(store, ctx).await,
             OrgOp::ConversationMessages => {
                 let files = self.settings.files.as_ref();
                 messages::list_messages(store, files, ctx, id).await
             }
-            OrgOp::CreateKey => keys::create(store, ctx).await,
             OrgOp::ListKeys => keys::list(store, ctx).await,
-            OrgOp::RevokeKey => keys::revoke(store, ctx, found.param("key_id")).await,
             OrgOp::Review => {
                 let items = firmspace::review::list(store, &ctx.org, 200).await?;
                 Ok(json_response(200, &json!({ "items": items })))

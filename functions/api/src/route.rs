@@ -1,8 +1,13 @@
 //! What a route is: its method, path, operation, parameters, body and answers, described once
 //! for the dispatch (`routes`) and the document (`openapi`) alike. It imports neither.
 
-use firmspace::commands::{crm, money, operate, records, setup, statements};
+use firmspace::commands::{crm, money, operate, records, setup, statements, Command};
+use firmspace::http::ApiError;
+use firmspace::ids::OrgId;
 use firmspace::orgs::Scope;
+use firmspace::store::Store;
+use lambda_http::{Body, Request, Response};
+use std::future::Future;
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::ToSchema;
 
@@ -55,58 +60,6 @@ pub enum Op {
     Org(OrgOp),
 }
 
-/// The routes behind an organisation API key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OrgOp {
-    CreateIntegration,
-    ReadIntegration,
-    RotateSecrets,
-    AddMember,
-    ListMembers,
-    CreateInvoice,
-    ListInvoices,
-    ReadInvoice,
-    PayInvoice,
-    DuplicateInvoice,
-    CreditInvoice,
-    VoidInvoice,
-    Notifications,
-    MarkRead,
-    ActivityLog,
-    CreateRule,
-    ListRules,
-    ReadRule,
-    Tasks,
-    CreateCall,
-    ListCalls,
-    CreateContact,
-    ListContacts,
-    ListDeals,
-    MoveDeal,
-    AssistantTools,
-    AssistantCall,
-    ListConversations,
-    UploadCsv,
-    FileImport,
-    StartImport,
-    MatchBankTx,
-    UnmatchBankTx,
-    BankTransactions,
-    ConversationMessages,
-    Review,
-    AskRequest,
-    AskCall,
-    TopUp,
-    Wallet,
-    Ledger,
-    LedgerCsv,
-    RefundLine,
-    Inbox,
-    CreateKey,
-    ListKeys,
-    RevokeKey,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Auth {
     Public,
@@ -116,16 +69,69 @@ pub enum Auth {
     OrgKey,
 }
 
-/// The command each writing operation performs, one line each: the scopes a key needs for its
-/// route (`Route::scopes`) are that command's `REQUIRES`, and a route of the first list answers
-/// what its command answers (`Answer::Performed`, its schema from `answer_of`), so neither is
-/// written beside the route. The second list's routes answer a shape of their own (a payment's
-/// event as its invoice shows it; a match or its undoing, each its half of `BankMatch`).
+/// A command an operation performs, read out of its request: the one part of a command that is
+/// the route's own. Its key (an `Idempotency-Key` when the command needs one), its scopes and its
+/// answer's schema come from the command's type, and `performs!` ties the operation to the
+/// type, so a route performs, requires and documents one command, and a wrong link does not
+/// compile.
+pub trait FromRoute: Command {
+    fn from_route(asked: &Asked<'_>) -> impl Future<Output = Result<Self, ApiError>> + Send;
+}
+
+/// What a route's command is read from: its request, its path's placeholders, and the
+/// organisation of the key that asks (with the store, for a command that names a stored item).
+pub struct Asked<'a> {
+    pub req: &'a Request,
+    pub store: &'a Store,
+    pub org: &'a OrgId,
+    pub params: &'a [(&'static str, &'a str)],
+}
+
+impl Asked<'_> {
+    /// The segment in place of `{name}`; empty when the template has none.
+    pub fn param(&self, name: &str) -> &str {
+        self.params
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v)
+    }
+
+    /// The body, as the JSON `T` reads (400 `malformed` when it is not).
+    pub fn body<T: serde::de::DeserializeOwned>(&self) -> Result<T, ApiError> {
+        firmspace::http::parse_json(firmspace::http::body_bytes(self.req))
+    }
+}
+
+/// Performs an operation's command (the api's request context does), apart from this file so
+/// that it imports no dispatch.
+pub trait Performs: Sync {
+    fn perform<C: FromRoute>(
+        &self,
+    ) -> impl Future<Output = Result<Response<Body>, ApiError>> + Send;
+}
+
+/// Every operation behind an organisation key (`OrgOp`, declared here), and the command each
+/// writing operation performs, one line each: the operation's dispatch (`OrgOp::perform`), the
+/// scopes a key needs for its route (`Route::scopes`: the command's `REQUIRES`) and its key come
+/// from that one type, and a route of the first list answers what its command answers
+/// (`Answer::Performed`, its schema from `answer_of`), so none is written beside the route. The
+/// second list's routes answer a shape of their own (a payment's event as its invoice shows it;
+/// a match or its undoing, each its half of `BankMatch`); the third list's perform no command
+/// (reads, and the assistant's call, whose tool names its own).
 macro_rules! performs {
     (
         answered { $($op:ident => $command:ty),* $(,)? }
         shaped { $($shaped:ident $(| $more:ident)* => $apart:ty),* $(,)? }
+        performing_none { $($other:ident),* $(,)? }
     ) => {
+        /// The routes behind an organisation API key.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum OrgOp {
+            $($op,)*
+            $($shaped, $($more,)*)*
+            $($other,)*
+        }
+
         impl OrgOp {
             /// The scopes of the command the operation performs, when it performs one.
             fn requires(self) -> Option<&'static [Scope]> {
@@ -142,6 +148,19 @@ macro_rules! performs {
             pub fn answer(self) -> Option<Doc> {
                 Some(match self {
                     $(Self::$op => answer_of::<$command>(),)*
+                    _ => return None,
+                })
+            }
+
+            /// The operation's command performed by `by`, when it performs one: the same type
+            /// whose scopes and answer the route takes.
+            pub async fn perform<P: Performs>(
+                self,
+                by: &P,
+            ) -> Option<Result<Response<Body>, ApiError>> {
+                Some(match self {
+                    $(Self::$op => Box::pin(by.perform::<$command>()).await,)*
+                    $(Self::$shaped $(| Self::$more)* => Box::pin(by.perform::<$apart>()).await,)*
                     _ => return None,
                 })
             }
@@ -173,6 +192,34 @@ performs! {
     shaped {
         PayInvoice => money::RegisterPayment,
         MatchBankTx | UnmatchBankTx => money::MatchBankRow,
+    }
+    performing_none {
+        ReadIntegration,
+        ListMembers,
+        ListInvoices,
+        ReadInvoice,
+        Notifications,
+        ActivityLog,
+        ListRules,
+        ReadRule,
+        Tasks,
+        ListCalls,
+        ListContacts,
+        ListDeals,
+        AssistantTools,
+        AssistantCall,
+        ListConversations,
+        FileImport,
+        BankTransactions,
+        ConversationMessages,
+        Review,
+        AskRequest,
+        AskCall,
+        Wallet,
+        Ledger,
+        LedgerCsv,
+        Inbox,
+        ListKeys,
     }
 }
 

@@ -22,6 +22,11 @@ pub struct Found<'a> {
 }
 
 impl<'a> Found<'a> {
+    /// Every placeholder with its segment.
+    pub fn params(&self) -> &[(&'static str, &'a str)] {
+        &self.params
+    }
+
     /// The segment in place of `{name}`; empty when the template has no such placeholder.
     pub fn param(&self, name: &str) -> &'a str {
         self.params

@@ -1,12 +1,17 @@
 //! Organisations, integrations and team members.
 
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
 use firmspace::commands::answers::{Member, OrgCreated};
+use firmspace::commands::operate::RotateSecrets;
+use firmspace::commands::records::AddMember;
+use firmspace::commands::setup::CreateIntegration;
 use firmspace::commands::setup::NewIntegration;
-use firmspace::commands::{RequestKey, Rotation};
+use firmspace::commands::Rotation;
 use firmspace::fields::{self, NAME_MAX, SECRET_MAX};
 use firmspace::http::{body_bytes, json_response, parse_json, typed_response, ApiError};
 use firmspace::ids::IntegrationId;
+use firmspace::ids::OrgId;
 use firmspace::integrations::rotation::{self, SecretsState};
 use firmspace::integrations::{Integration, IntegrationKind, Settings};
 use firmspace::orgs::{self};
@@ -41,21 +46,22 @@ pub async fn create_org(
     Ok(typed_response(201, &answer))
 }
 
-pub async fn create_integration(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let new: NewIntegration = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::setup::CreateIntegration(Box::new(new));
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for CreateIntegration {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let new: NewIntegration = asked.body()?;
+        Ok(Self(Box::new(new)))
+    }
 }
 
 /// The organisation's integration `raw` read with its secrets left sealed, or 404.
 async fn sealed_integration(
     store: &Store,
-    ctx: &Ctx<'_>,
+    org: &OrgId,
     raw: &str,
 ) -> Result<(Integration, firmspace::store::Item), ApiError> {
     let id = IntegrationId::parse(raw)
         .ok()
-        .filter(|id| id.org == ctx.org)
+        .filter(|id| id.org == *org)
         .ok_or_else(|| ApiError::not_found("integration"))?;
     rotation::sealed(store, &id)
         .await?
@@ -68,7 +74,7 @@ pub async fn read_integration(
     ctx: &Ctx<'_>,
     raw: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let (integration, item) = sealed_integration(store, ctx, raw).await?;
+    let (integration, item) = sealed_integration(store, &ctx.org, raw).await?;
     let info = IntegrationInfo {
         integration_id: integration.id.id.to_string(),
         kind: integration.kind(),
@@ -110,35 +116,32 @@ const OVERLAP_HOURS_MAX: u32 = 168;
 
 /// Rotates an integration's secrets once per `Idempotency-Key`: the same key again gets the
 /// stored answer (which names the secrets, never their values).
-pub async fn rotate_secrets(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    raw: &str,
-) -> Result<Response<Body>, ApiError> {
-    let key = firmspace::http::idempotency_key(ctx.req)?;
-    let body: NewSecrets = parse_json(body_bytes(ctx.req))?;
-    let overlap = match body.overlap_hours {
-        None => rotation::DEFAULT_OVERLAP,
-        Some(h) if h <= OVERLAP_HOURS_MAX => chrono::Duration::hours(h.into()),
-        Some(_) => {
-            return Err(ApiError {
-                field: Some("overlap_hours"),
-                ..ApiError::bad_request("invalid_field", "overlap_hours is 0 to 168")
-            })
+impl FromRoute for RotateSecrets {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewSecrets = asked.body()?;
+        let overlap = match body.overlap_hours {
+            None => rotation::DEFAULT_OVERLAP,
+            Some(h) if h <= OVERLAP_HOURS_MAX => chrono::Duration::hours(h.into()),
+            Some(_) => {
+                return Err(ApiError {
+                    field: Some("overlap_hours"),
+                    ..ApiError::bad_request("invalid_field", "overlap_hours is 0 to 168")
+                })
+            }
+        };
+        let (integration, _) =
+            sealed_integration(asked.store, asked.org, asked.param("id")).await?;
+        let mut secrets = std::collections::HashMap::new();
+        for (name, value) in &body.secrets {
+            fields::secret("secrets", value, SECRET_MAX)?;
+            rotated_secret_usable(&integration.settings, name, value)?;
+            secrets.insert(name.clone(), SecretString::from(value.clone()));
         }
-    };
-    let (integration, _) = sealed_integration(store, ctx, raw).await?;
-    let mut secrets = std::collections::HashMap::new();
-    for (name, value) in &body.secrets {
-        fields::secret("secrets", value, SECRET_MAX)?;
-        rotated_secret_usable(&integration.settings, name, value)?;
-        secrets.insert(name.clone(), SecretString::from(value.clone()));
+        Ok(Self {
+            id: integration.id,
+            rotation: Rotation { secrets, overlap },
+        })
     }
-    let command = firmspace::commands::operate::RotateSecrets {
-        id: integration.id,
-        rotation: Rotation { secrets, overlap },
-    };
-    ctx.answer(store, RequestKey::Header(key), command).await
 }
 
 /// A new value for a Standard Webhooks or Stripe signing `secret` must be usable as one, as at
@@ -170,13 +173,14 @@ pub struct NewMember {
     name: String,
 }
 
-pub async fn add_member(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let body: NewMember = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::records::AddMember {
-        user_id: body.user_id,
-        name: body.name,
-    };
-    ctx.answer(store, RequestKey::None, command).await
+impl FromRoute for AddMember {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewMember = asked.body()?;
+        Ok(Self {
+            user_id: body.user_id,
+            name: body.name,
+        })
+    }
 }
 
 pub async fn list_members(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {

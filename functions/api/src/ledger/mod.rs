@@ -3,9 +3,12 @@
 pub mod schemas;
 
 use crate::paging;
+use crate::route::{Asked, FromRoute};
 use crate::Ctx;
 use chrono::{DateTime, Utc};
-use firmspace::http::{body_bytes, json_response, page_response, parse_json, query, ApiError};
+use firmspace::commands::crm::RefundLedgerLine;
+use firmspace::commands::money::TopUp;
+use firmspace::http::{json_response, page_response, query, ApiError};
 use firmspace::ledger::{export, inbox, wallet, LedgerLine};
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
@@ -24,15 +27,14 @@ pub struct NewTopUp {
 }
 
 /// `POST /api/wallet/topups`: once per `Idempotency-Key`.
-pub async fn top_up(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let key = crate::invoices::idempotency_key(ctx)?;
-    let body: NewTopUp = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::money::TopUp {
-        amount: body.amount,
-        currency: body.currency,
-    };
-    let key = firmspace::commands::RequestKey::Header(key.as_str().to_owned());
-    ctx.answer(store, key, command).await
+impl FromRoute for TopUp {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewTopUp = asked.body()?;
+        Ok(Self {
+            amount: body.amount,
+            currency: body.currency,
+        })
+    }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -45,19 +47,14 @@ pub struct NewRefund {
 
 /// `POST /api/ledger/{ledger_id}/refund`: a debit line given back once, whatever the request's
 /// key (the refund is keyed by the line); the request itself once per `Idempotency-Key`.
-pub async fn refund(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    ledger_id: &str,
-) -> Result<Response<Body>, ApiError> {
-    let key = firmspace::http::idempotency_key(ctx.req)?;
-    let body: NewRefund = parse_json(body_bytes(ctx.req))?;
-    let command = firmspace::commands::crm::RefundLedgerLine {
-        ledger_id: ledger_id.to_owned(),
-        reason: body.reason,
-    };
-    let key = firmspace::commands::RequestKey::Header(key);
-    ctx.answer(store, key, command).await
+impl FromRoute for RefundLedgerLine {
+    async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
+        let body: NewRefund = asked.body()?;
+        Ok(Self {
+            ledger_id: asked.param("ledger_id").to_owned(),
+            reason: body.reason,
+        })
+    }
 }
 
 /// `GET /api/wallet`.
