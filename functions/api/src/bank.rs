@@ -1,6 +1,6 @@
 //! Bank integrations, CSV uploads and the rows: the CRM's side of the bank.
 
-use crate::route::{Asked, FromRoute};
+use crate::route::{doc, path, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, MALFORMED, OK};
 use crate::Ctx;
 use firmspace::bank::files;
 use firmspace::bank::{self, BankTxView};
@@ -23,6 +23,40 @@ pub struct MatchBody {
 /// `POST /api/bank/transactions/{tx_id}/match` (the invoice in the body), and its undoing,
 /// `DELETE` of the same path.
 impl FromRoute for MatchBankRow {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/bank/transactions/{tx_id}/match",
+                op: Op::Org(OrgOp::MatchBankTx),
+                summary: "Match a credit row to an invoice (a re-match takes the money back from the old one first)",
+                params: &[path("tx_id", "the row's `tx_id` (`btx_...`)")],
+                body: Some(doc::<MatchBody>),
+                ok: &[(200, "matched; `duplicate: true` when it was matched to this invoice already")],
+                answer: Answer::One(doc::<firmspace::commands::answers::BankMatched>),
+                errors: &[
+                    MALFORMED,
+                    (404, "`not_found`: no such row or invoice in this organisation"),
+                    (409, "`not_a_credit`, `currency_mismatch`"),
+                    (503, "`contended`: the row kept changing; retry"),
+                ],
+            },
+            Route {
+                method: Method::Delete,
+                path: "/api/bank/transactions/{tx_id}/match",
+                op: Op::Org(OrgOp::UnmatchBankTx),
+                summary: "Unmatch a row: its money taken back from the invoice",
+                params: &[path("tx_id", "the row's `tx_id` (`btx_...`)")],
+                body: None,
+                ok: OK,
+                answer: Answer::One(doc::<firmspace::commands::answers::BankUnmatched>),
+                errors: &[
+                    (404, "`not_found`: no such row in this organisation"),
+                    (409, "`not_matched`"),
+                    (503, "`contended`: the row kept changing; retry"),
+                ],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let tx_id = asked.param("tx_id").to_owned();
         if asked.req.method() == lambda_http::http::Method::DELETE {
@@ -44,6 +78,36 @@ impl FromRoute for MatchBankRow {
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
 impl FromRoute for UploadStatement {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/integrations/{id}/csv",
+                op: Op::Org(OrgOp::UploadCsv),
+                summary: "A bank's CSV export (Content-Type: text/csv, at most 5 MiB): every row stored once",
+                params: &[path("id", "the csv bank integration's id")],
+                body: None,
+                ok: &[
+                    (200, "up to 5,000 rows: stored now"),
+                    (
+                        202,
+                        "more than 5,000 rows: checked whole, then stored by the import worker; the answer \
+                         is the import (`FileAccepted`: as `GET /api/imports/{import_id}` shows it, with \
+                         `status_url`, and `duplicate` for the same file again)",
+                    ),
+                ],
+                answer: Answer::Performed,
+                errors: &[
+                    (
+                        400,
+                        "`invalid_csv` with `rows`: [{`line`, `error`}] (the header is line 1); nothing is written",
+                    ),
+                    (404, "`not_found`: no such bank integration in this organisation"),
+                    (409, "`not_a_csv_integration`"),
+                    (413, "`payload_too_large`: over 5 MiB"),
+                ],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         Ok(Self {
             integration_id: asked.param("id").to_owned(),
@@ -67,6 +131,31 @@ pub async fn file_import(
 /// `POST /api/integrations/{id}/import`: 202 `{"started": true}` when the request is queued,
 /// `{"started": false, "reason": "running"}` while a run holds the statement window.
 impl FromRoute for StartImport {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/integrations/{id}/import",
+        op: Op::Org(OrgOp::StartImport),
+        summary: "Import a monobank statement now (the schedule does every 5 minutes)",
+        params: &[path("id", "the monobank bank integration's id")],
+        body: None,
+        ok: &[(
+            202,
+            "`started: true`, or `started: false, reason: running` while a run holds the window",
+        )],
+        answer: Answer::Performed,
+        errors: &[
+            (
+                404,
+                "`not_found`: no such bank integration in this organisation",
+            ),
+            (409, "`not_a_monobank_integration`"),
+            (
+                503,
+                "`imports_unavailable`: the request could not be queued; retry",
+            ),
+        ],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         Ok(Self {
             integration_id: asked.param("id").to_owned(),

@@ -1,6 +1,6 @@
 //! Calls from the browser softphone, and contacts: the CRM's side of the channels.
 
-use crate::route::{Asked, FromRoute};
+use crate::route::{doc, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, CREATED};
 use crate::Ctx;
 use firmspace::calls::{self, CallFields};
 use firmspace::commands::records::{CreateContact, RecordCall};
@@ -15,6 +15,27 @@ use utoipa::ToSchema;
 /// The softphone's report of a call: stored once under `call:CALL_ID:DIRECTION`; 201 the first
 /// time, 200 with `duplicate: true` and the stored call after.
 impl FromRoute for RecordCall {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/calls",
+                op: Op::Org(OrgOp::CreateCall),
+                summary: "A call from the browser softphone, stored once under call:CALL_ID:DIRECTION",
+                params: &[],
+                body: Some(doc::<CallFields>),
+                ok: &[
+                    (201, "the first report of this call"),
+                    (200, "a repeat (`duplicate: true`, the stored call), or a status before the end (`status: ignored`)"),
+                ],
+                answer: Answer::Performed,
+                errors: &[(
+                    400,
+                    "`malformed`, `invalid_field` (`call_id` 1-255 bytes, `direction`, `peer` in \
+                     E.164, `status`, `duration` 0-86400)",
+                )],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let call: CallFields = asked.body()?;
         Ok(Self(Box::new(call)))
@@ -50,6 +71,24 @@ pub struct NewContactBody {
 
 /// A manual contact; a phone that already belongs to a contact is a 409 naming it.
 impl FromRoute for CreateContact {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/contacts",
+        op: Op::Org(OrgOp::CreateContact),
+        summary: "A contact; its phone (E.164) finds it when it calls or writes",
+        params: &[],
+        body: Some(doc::<NewContactBody>),
+        ok: CREATED,
+        answer: Answer::Performed,
+        errors: &[
+            (
+                400,
+                "`malformed`, `invalid_field` (`name`, `phone`, `owner`)",
+            ),
+            (409, "`phone_in_use`: the phone belongs to another contact"),
+        ],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: NewContactBody = asked.body()?;
         Ok(Self {

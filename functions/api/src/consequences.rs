@@ -1,6 +1,8 @@
 //! Reads and settings of the consequence workers: notifications, activity logs, rules, tasks.
 
-use crate::route::{Asked, FromRoute};
+use crate::route::{
+    doc, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, CREATED, MALFORMED, OK,
+};
 use crate::Ctx;
 use firmspace::commands::records;
 use firmspace::effects::automation::{self};
@@ -38,6 +40,22 @@ pub struct MarkRead {
 }
 
 impl FromRoute for records::MarkRead {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/notifications/read",
+        op: Op::Org(OrgOp::MarkRead),
+        summary: "Mark a notification read",
+        params: &[],
+        body: Some(doc::<MarkRead>),
+        ok: OK,
+        answer: Answer::Performed,
+        errors: &[
+            MALFORMED,
+            (400, "`invalid_field` (`key`)"),
+            (404, "`not_found`: no such notification"),
+        ],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let key = asked.body::<MarkRead>()?.key;
         Ok(Self { key })
@@ -75,6 +93,26 @@ pub struct NewRule {
 }
 
 impl FromRoute for records::CreateRule {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/rules",
+                op: Op::Org(OrgOp::CreateRule),
+                summary: "An automation rule: on a trigger, create a task or send a message",
+                params: &[],
+                body: Some(doc::<NewRule>),
+                ok: CREATED,
+                answer: Answer::Performed,
+                errors: &[(
+                    400,
+                    "`malformed`, `invalid_trigger`, `invalid_action`, `model_not_allowed` (an ai \
+                     step's model is not on the deployment's allow-list), `invalid_integration` \
+                     (send_message needs an outbound integration of this organisation), `invalid_field` \
+                     (`title`: 1-500 characters, `text`: 1-4000)",
+                )],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: NewRule = asked.body()?;
         Ok(Self {

@@ -1,6 +1,8 @@
 //! The board: a stage's cards a page at a time, and a card moved once per `Idempotency-Key`.
 
-use crate::route::{Asked, FromRoute};
+use crate::route::{
+    doc, path, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, IDEMPOTENCY_KEY,
+};
 use crate::Ctx;
 use firmspace::commands::crm::MoveDeal;
 use firmspace::deals::{self, Stage};
@@ -39,6 +41,29 @@ pub struct NewStage {
 /// Moves a card: once per `Idempotency-Key` (the same key again gets the stored answer); a card
 /// on that stage already is answered with `moved: false`.
 impl FromRoute for MoveDeal {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/deals/{id}/stage",
+        op: Op::Org(OrgOp::MoveDeal),
+        summary: "Move a card to another stage, once per `Idempotency-Key`",
+        params: &[path("id", "the deal's id (`dl_...`)"), IDEMPOTENCY_KEY],
+        body: Some(doc::<NewStage>),
+        ok: &[(
+            200,
+            "moved (`moved: true`, `from`), or on that stage already (`moved: false`); the same \
+                     key again gets the same answer",
+        )],
+        answer: Answer::Performed,
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `malformed`, `invalid_stage`",
+            ),
+            (404, "`not_found`: no such deal in this organisation"),
+            (409, "`idempotency_key_reused`"),
+        ],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         Ok(Self {
             deal_id: asked.param("id").to_owned(),

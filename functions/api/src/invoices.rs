@@ -1,6 +1,9 @@
 //! Invoices, their payments, the manual "paid" button and the assistant, and the duplicate button.
 
-use crate::route::{Asked, FromRoute};
+use crate::route::{
+    doc, path, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, CREATED, IDEMPOTENCY_KEY,
+    INVOICE_ID, NO_INVOICE,
+};
 use crate::Ctx;
 use firmspace::commands::money::{CreateInvoice, DuplicateInvoice, RegisterPayment};
 use firmspace::commands::AmountText;
@@ -20,6 +23,26 @@ use utoipa::ToSchema;
 
 /// A new draft (or issued) invoice, its body the command itself.
 impl FromRoute for CreateInvoice {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/invoices",
+                op: Op::Org(OrgOp::CreateInvoice),
+                summary: "Create an invoice (open, or a draft) with the next number",
+                params: &[],
+                body: Some(doc::<CreateInvoice>),
+                ok: CREATED,
+                answer: Answer::Performed,
+                errors: &[(
+                    400,
+                    "`malformed`, `invalid_currency` (not ISO 4217 with minor units), `invalid_gross` \
+                     (not a positive amount below 10^10 with at most the currency's fraction digits), \
+                     `invalid_field` (a link over 128 characters or holding `#`, white space or a control \
+                     character), `invalid_status` (not open or draft)",
+                )],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         asked.body()
     }
@@ -84,6 +107,32 @@ pub struct ManualPayment {
 /// The manual "paid" button and the assistant: keyed by the request's `Idempotency-Key`. The same
 /// key and body get the stored answer; the same key with another body is a 409.
 impl FromRoute for RegisterPayment {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/invoices/{id}/payments",
+        op: Op::Org(OrgOp::PayInvoice),
+        summary: "The manual \"paid\" button and the assistant, once per Idempotency-Key",
+        params: &[path("id", "the invoice's id (`inv_...`)"), IDEMPOTENCY_KEY],
+        body: Some(doc::<ManualPayment>),
+        ok: &[(
+            200,
+            "booked, or the stored answer to the same key and body (`duplicate: true`)",
+        )],
+        answer: Answer::One(doc::<firmspace::payments::event::PaymentAnswer>),
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                         `invalid_source`, `invalid_amount`, `invalid_field` (`actor`)",
+            ),
+            NO_INVOICE,
+            (
+                409,
+                "`idempotency_key_reused`: the key came with another body (a review item is filed)",
+            ),
+        ],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: ManualPayment = asked.body()?;
         let source = match body.source.as_str() {
@@ -122,6 +171,18 @@ pub(crate) fn idempotency_key(req: &lambda_http::Request) -> Result<ExternalId, 
 
 /// A copy on purpose: a new draft with a new number, never a retry.
 impl FromRoute for DuplicateInvoice {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/invoices/{id}/duplicate",
+        op: Op::Org(OrgOp::DuplicateInvoice),
+        summary: "Copy an invoice as a new draft with the next number",
+        params: INVOICE_ID,
+        body: None,
+        ok: CREATED,
+        answer: Answer::Performed,
+        errors: &[NO_INVOICE],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         Ok(Self {
             invoice_id: asked.param("id").to_owned(),

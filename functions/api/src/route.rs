@@ -75,6 +75,9 @@ pub enum Auth {
 /// type, so a route performs, requires and documents one command, and a wrong link does not
 /// compile.
 pub trait FromRoute: Command {
+    /// Its routes (one; a match and its undoing two), as the document describes them.
+    const ROUTES: &'static [Route];
+
     fn from_route(asked: &Asked<'_>) -> impl Future<Output = Result<Self, ApiError>> + Send;
 }
 
@@ -132,7 +135,23 @@ macro_rules! performs {
             $($other,)*
         }
 
+        /// The routes of every command an operation performs (`FromRoute::ROUTES`), each with
+        /// its command's name.
+        pub static PERFORMED: &[(&str, &[Route])] = &[
+            $((<$command as Command>::NAME, <$command as FromRoute>::ROUTES),)*
+            $((<$apart as Command>::NAME, <$apart as FromRoute>::ROUTES),)*
+        ];
+
         impl OrgOp {
+            /// The name of the command the operation performs, when it performs one.
+            pub fn performed(self) -> Option<&'static str> {
+                Some(match self {
+                    $(Self::$op => <$command as Command>::NAME,)*
+                    $(Self::$shaped $(| Self::$more)* => <$apart as Command>::NAME,)*
+                    _ => return None,
+                })
+            }
+
             /// The scopes of the command the operation performs, when it performs one.
             fn requires(self) -> Option<&'static [Scope]> {
                 use firmspace::commands::Command;
@@ -273,6 +292,22 @@ pub const IDEMPOTENCY_KEY: Param = Param {
           the stored answer (with `Idempotent-Replayed: true`); another body is 409 \
           `idempotency_key_reused`",
 };
+
+/// A path parameter.
+pub const fn path(name: &'static str, doc: &'static str) -> Param {
+    Param {
+        name,
+        at: In::Path,
+        required: true,
+        doc,
+    }
+}
+
+pub const INVOICE_ID: &[Param] = &[path("id", "the invoice's id (`inv_...`)")];
+pub const OK: &[(u16, &str)] = &[(200, "OK")];
+pub const CREATED: &[(u16, &str)] = &[(201, "created")];
+pub const MALFORMED: (u16, &str) = (400, "`malformed`: the body is not the JSON described");
+pub const NO_INVOICE: (u16, &str) = (404, "`not_found`: no such invoice in this organisation");
 
 /// The body of a success answer.
 #[derive(Clone, Copy)]

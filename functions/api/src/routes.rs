@@ -5,10 +5,13 @@ mod keys;
 mod ledger;
 mod table;
 
-/// Every route: the core table, then the ledger's and the keys'. The first match wins.
+/// Every route: the core table, the routes of the commands the operations perform (each beside
+/// the command's reading, `FromRoute::ROUTES`), then the ledger's and the keys' reads. No two
+/// take one method and path (a test holds it).
 pub fn all() -> impl Iterator<Item = &'static Route> {
     table::ROUTES
         .iter()
+        .chain(PERFORMED.iter().flat_map(|(_, routes)| routes.iter()))
         .chain(ledger::ROUTES)
         .chain(keys::ROUTES)
 }
@@ -84,6 +87,27 @@ mod tests {
             performing += usize::from(performed);
         }
         assert_eq!(performing, 18, "the routes of `performs!`'s first list");
+    }
+
+    /// A command's own routes name operations that perform that command.
+    #[test]
+    fn every_commands_route_is_of_an_operation_that_performs_it() {
+        for (name, routes) in PERFORMED {
+            for route in *routes {
+                let performed = match route.op {
+                    Op::Org(op) => op.performed(),
+                    _ => None,
+                };
+                assert_eq!(
+                    performed,
+                    Some(*name),
+                    "{} {}",
+                    route.method.as_str(),
+                    route.path
+                );
+            }
+        }
+        assert_eq!(PERFORMED.iter().map(|(_, r)| r.len()).sum::<usize>(), 21);
     }
 
     #[test]

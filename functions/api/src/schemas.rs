@@ -8,7 +8,7 @@ pub use crate::setup::IntegrationInfo;
 pub use firmspace::bank::files::FileImportView as FileImport;
 pub use firmspace::bank::BankTxView as BankTransaction;
 pub use firmspace::calls::{CallAnswer, CallView as Call};
-pub use firmspace::commands::answers::{BankMatched, BankUnmatched, Member, OrgCreated};
+pub use firmspace::commands::answers::{Member, OrgCreated};
 pub use firmspace::contacts::ContactView as Contact;
 pub use firmspace::deals::DealView as Deal;
 pub use firmspace::effects::activity::ActivityView as ActivityLine;

@@ -1,6 +1,8 @@
 //! Organisations, integrations and team members.
 
-use crate::route::{Asked, FromRoute};
+use crate::route::{
+    doc, path, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, CREATED, IDEMPOTENCY_KEY,
+};
 use crate::Ctx;
 use firmspace::commands::answers::{Member, OrgCreated};
 use firmspace::commands::operate::RotateSecrets;
@@ -47,6 +49,25 @@ pub async fn create_org(
 }
 
 impl FromRoute for CreateIntegration {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/integrations",
+                op: Op::Org(OrgOp::CreateIntegration),
+                summary: "Register a payments provider's webhook or an outbound target",
+                params: &[],
+                body: Some(doc::<NewIntegration>),
+                ok: CREATED,
+                answer: Answer::Performed,
+                errors: &[(
+                    400,
+                    "`malformed`, `invalid_provider`, `invalid_secret`, `missing_public_key`, \
+                     `invalid_public_key`, `missing_url`, `invalid_url`, `invalid_field` (a text over its \
+                     limit; the answer's `field` names it)",
+                )],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let new: NewIntegration = asked.body()?;
         Ok(Self(Box::new(new)))
@@ -117,6 +138,34 @@ const OVERLAP_HOURS_MAX: u32 = 168;
 /// Rotates an integration's secrets once per `Idempotency-Key`: the same key again gets the
 /// stored answer (which names the secrets, never their values).
 impl FromRoute for RotateSecrets {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/integrations/{id}/secrets",
+                op: Op::Org(OrgOp::RotateSecrets),
+                summary: "Rotate an integration's secrets: the new ones verify at once, the previous ones \
+                          too until the overlap ends (default 24 h), then they are removed; \
+                          `Idempotency-Key`, `ops` scope",
+                params: &[path("id", "the integration's id"), IDEMPOTENCY_KEY],
+                body: Some(doc::<NewSecrets>),
+                ok: &[(200, "rotated; the same key again gets the same answer")],
+                answer: Answer::Performed,
+                errors: &[
+                    (
+                        400,
+                        "`missing_idempotency_key`, `malformed`, `invalid_field` (`overlap_hours`: 0 to \
+                         168; `secrets`: 1 to 256 visible ASCII characters), `invalid_secrets` (not \
+                         exactly the names the integration holds), `invalid_secret`",
+                    ),
+                    (404, "`not_found`: no such integration in this organisation"),
+                    (
+                        409,
+                        "`no_secrets`, `rotation_in_progress`, `idempotency_key_reused`",
+                    ),
+                ],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: NewSecrets = asked.body()?;
         let overlap = match body.overlap_hours {
@@ -174,6 +223,24 @@ pub struct NewMember {
 }
 
 impl FromRoute for AddMember {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/members",
+        op: Op::Org(OrgOp::AddMember),
+        summary: "Add a team member",
+        params: &[],
+        body: Some(doc::<NewMember>),
+        ok: &[
+            (201, "added"),
+            (200, "already a member (`duplicate: true`)"),
+        ],
+        answer: Answer::Performed,
+        errors: &[(
+            400,
+            "`malformed`, `invalid_user_id`, `invalid_field` (`name`)",
+        )],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: NewMember = asked.body()?;
         Ok(Self {

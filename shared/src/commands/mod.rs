@@ -241,11 +241,12 @@ pub trait Command: Sized + Send + std::fmt::Debug {
     }
 }
 
-/// Every command, listed once: the enum that a route, a tool call or an operator's action
-/// reads into, and its dispatch to each type's own [`Command`].
+/// The commands an adapter reads out of its input, listed once: the enum a tool call or an
+/// operator's action reads into, and its dispatch to each type's own [`Command`]. (A REST route
+/// performs its command's own type, `perform::<C>`, and needs no line here.)
 macro_rules! commands {
     ($($variant:ident($ty:ty)),* $(,)?) => {
-        /// Every write that can be asked for.
+        /// Every write a tool call or an operator's action can ask for.
         #[derive(Debug)]
         pub enum AnyCommand {
             $($variant($ty)),*
@@ -287,33 +288,15 @@ macro_rules! commands {
 commands! {
     RegisterPayment(money::RegisterPayment),
     CreateCreditNote(money::CreateCreditNote),
-    VoidInvoice(money::VoidInvoice),
-    CreateInvoice(money::CreateInvoice),
-    DuplicateInvoice(money::DuplicateInvoice),
-    MatchBankRow(money::MatchBankRow),
-    TopUp(money::TopUp),
     ResolveReview(review::ResolveReview),
     Reply(crm::Reply),
     CreateTask(crm::CreateTask),
-    MoveDeal(crm::MoveDeal),
-    RefundLedgerLine(crm::RefundLedgerLine),
     DecideRun(operate::DecideRun),
     PauseIntegration(operate::PauseIntegration),
-    RotateSecrets(operate::RotateSecrets),
     ReplayEvent(operate::ReplayEvent),
     ReplayWindow(operate::ReplayWindow),
     RedriveDeadLetters(operate::RedriveDeadLetters),
     PauseWorker(operate::PauseWorker),
-    CreateIntegration(setup::CreateIntegration),
-    UploadStatement(statements::UploadStatement),
-    StartImport(statements::StartImport),
-    RecordCall(records::RecordCall),
-    CreateContact(records::CreateContact),
-    CreateRule(records::CreateRule),
-    CreateKey(records::CreateKey),
-    RevokeKey(records::RevokeKey),
-    AddMember(records::AddMember),
-    MarkRead(records::MarkRead),
 }
 
 /// Refused `forbidden`: the key lacks `scope`.

@@ -3,7 +3,9 @@
 pub mod schemas;
 
 use crate::paging;
-use crate::route::{Asked, FromRoute};
+use crate::route::{
+    doc, Answer, Asked, FromRoute, In, Method, Op, OrgOp, Param, Route, IDEMPOTENCY_KEY,
+};
 use crate::Ctx;
 use chrono::{DateTime, Utc};
 use firmspace::commands::crm::RefundLedgerLine;
@@ -28,6 +30,36 @@ pub struct NewTopUp {
 
 /// `POST /api/wallet/topups`: once per `Idempotency-Key`.
 impl FromRoute for TopUp {
+    const ROUTES: &'static [Route] = &[
+            Route {
+                method: Method::Post,
+                path: "/api/wallet/topups",
+                op: Op::Org(OrgOp::TopUp),
+                summary: "Top up the prepaid wallet, once per Idempotency-Key",
+                params: &[IDEMPOTENCY_KEY],
+                body: Some(doc::<NewTopUp>),
+                ok: &[(
+                    200,
+                    "booked, or the stored answer to the same key and body (`duplicate: true`)",
+                )],
+                answer: Answer::Performed,
+                errors: &[
+                    (
+                        400,
+                        "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                         `invalid_currency`, `invalid_amount` (not positive, over 1000000, or more \
+                         fraction digits than the currency has), `currency_mismatch` (the wallet is in \
+                         another currency)",
+                    ),
+                    (
+                        409,
+                        "`idempotency_key_reused`: the key came with another amount or currency (a \
+                         review item is filed)",
+                    ),
+                ],
+            },
+    ];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: NewTopUp = asked.body()?;
         Ok(Self {
@@ -48,6 +80,41 @@ pub struct NewRefund {
 /// `POST /api/ledger/{ledger_id}/refund`: a debit line given back once, whatever the request's
 /// key (the refund is keyed by the line); the request itself once per `Idempotency-Key`.
 impl FromRoute for RefundLedgerLine {
+    const ROUTES: &'static [Route] = &[Route {
+        method: Method::Post,
+        path: "/api/ledger/{ledger_id}/refund",
+        op: Op::Org(OrgOp::RefundLine),
+        summary: "Give a debit line back: one refund line per debit at most, the wallet moved once",
+        params: &[
+            Param {
+                name: "ledger_id",
+                at: In::Path,
+                required: true,
+                doc: "the debit line's `ledger_id`, as the export shows it",
+            },
+            IDEMPOTENCY_KEY,
+        ],
+        body: Some(doc::<NewRefund>),
+        ok: &[(
+            200,
+            "given back now, or before (`duplicate: true`: by a request under any key, or by the \
+                     message's failure)",
+        )],
+        answer: Answer::Performed,
+        errors: &[
+            (
+                400,
+                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
+                         `invalid_field` (`reason`: 1-500 characters)",
+            ),
+            (404, "`not_found`: no such ledger line in this organisation"),
+            (
+                409,
+                "`not_a_debit` (a top-up or a refund line), `idempotency_key_reused`",
+            ),
+        ],
+    }];
+
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let body: NewRefund = asked.body()?;
         Ok(Self {

@@ -1,10 +1,9 @@
 //! The prepaid ledger's `/api/` routes: the wallet, top-ups, finance's export and the inbox.
 
 use crate::ledger::schemas as s;
-use crate::ledger::{NewRefund, NewTopUp};
 use crate::route::doc;
-use crate::route::Answer::{Csv, One, Paged, Performed};
-use crate::route::Method::{Get, Post};
+use crate::route::Answer::{Csv, One, Paged};
+use crate::route::Method::Get;
 use crate::route::{In, Op, OrgOp::*, Param, Route};
 use firmspace::ledger::LedgerLine;
 
@@ -43,67 +42,6 @@ const WINDOW_ERRORS: &[(u16, &str)] = &[(
 )];
 
 pub static ROUTES: &[Route] = &[
-    Route {
-        method: Post,
-        path: "/api/wallet/topups",
-        op: Op::Org(TopUp),
-        summary: "Top up the prepaid wallet, once per Idempotency-Key",
-        params: &[crate::route::IDEMPOTENCY_KEY],
-        body: Some(doc::<NewTopUp>),
-        ok: &[(
-            200,
-            "booked, or the stored answer to the same key and body (`duplicate: true`)",
-        )],
-        answer: Performed,
-        errors: &[
-            (
-                400,
-                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
-                 `invalid_currency`, `invalid_amount` (not positive, over 1000000, or more \
-                 fraction digits than the currency has), `currency_mismatch` (the wallet is in \
-                 another currency)",
-            ),
-            (
-                409,
-                "`idempotency_key_reused`: the key came with another amount or currency (a \
-                 review item is filed)",
-            ),
-        ],
-    },
-    Route {
-        method: Post,
-        path: "/api/ledger/{ledger_id}/refund",
-        op: Op::Org(RefundLine),
-        summary: "Give a debit line back: one refund line per debit at most, the wallet moved once",
-        params: &[
-            Param {
-                name: "ledger_id",
-                at: In::Path,
-                required: true,
-                doc: "the debit line's `ledger_id`, as the export shows it",
-            },
-            crate::route::IDEMPOTENCY_KEY,
-        ],
-        body: Some(doc::<NewRefund>),
-        ok: &[(
-            200,
-            "given back now, or before (`duplicate: true`: by a request under any key, or by the \
-             message's failure)",
-        )],
-        answer: Performed,
-        errors: &[
-            (
-                400,
-                "`missing_idempotency_key`, `invalid_idempotency_key`, `malformed`, \
-                 `invalid_field` (`reason`: 1-500 characters)",
-            ),
-            (404, "`not_found`: no such ledger line in this organisation"),
-            (
-                409,
-                "`not_a_debit` (a top-up or a refund line), `idempotency_key_reused`",
-            ),
-        ],
-    },
     Route {
         method: Get,
         path: "/api/wallet",
