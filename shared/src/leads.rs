@@ -11,6 +11,7 @@ use crate::deals::{Deal, Stage};
 use crate::fields::{self, FieldError, NAME_MAX, REF_MAX, TEXT_MAX};
 use crate::ids::{key_part, EventKey, ExternalId, LocalId, OrgId};
 use crate::store::item::{Builder, Read};
+use crate::store::lists::EventKind;
 use crate::store::{
     Answer, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Written,
 };
@@ -196,10 +197,7 @@ impl Lead {
                 &i.org.pk("LEADS"),
                 &format!("{}#{}", time::format(i.at), self.key()),
             )
-            .index(
-                &crate::store::lists::events_pk(&i.org, crate::store::lists::EventKind::Lead),
-                &crate::store::lists::event_position(i.at, self.key().as_str()),
-            )
+            .on_events(&i.org, EventKind::Lead, (i.at, self.key().as_str()))
             .build()
     }
 

@@ -59,7 +59,7 @@ impl FromRoute for MatchBankRow {
 
     async fn from_route(asked: &Asked<'_>) -> Result<Self, ApiError> {
         let tx_id = asked.param("tx_id").to_owned();
-        if asked.req.method() == lambda_http::http::Method::DELETE {
+        if asked.op == OrgOp::UnmatchBankTx {
             return Ok(Self {
                 tx_id,
                 invoice_id: None,

@@ -119,6 +119,7 @@ impl Ctx<'_> {
 /// when the command needs one (`Once::needs_key`; an effect keyed by it, `Once::ByEffect`, takes
 /// what an external id may be), the command read from the request, then `Ctx::answer`.
 struct Performing<'a, 'c> {
+    op: OrgOp,
     ctx: &'a Ctx<'c>,
     store: &'a Store,
     params: &'a [(&'static str, &'a str)],
@@ -133,6 +134,7 @@ impl route::Performs for Performing<'_, '_> {
             _ => RequestKey::None,
         };
         let asked = route::Asked {
+            op: self.op,
             req,
             store: self.store,
             org: &self.ctx.org,
@@ -322,6 +324,7 @@ impl App {
         ctx: &Ctx<'_>,
     ) -> Result<Response<Body>, ApiError> {
         let performing = Performing {
+            op,
             ctx,
             store: &self.store,
             params: found.params(),

@@ -84,6 +84,8 @@ pub trait FromRoute: Command {
 /// What a route's command is read from: its request, its path's placeholders, and the
 /// organisation of the key that asks (with the store, for a command that names a stored item).
 pub struct Asked<'a> {
+    /// The operation its route is of (a match or its undoing, of one command).
+    pub op: OrgOp,
     pub req: &'a Request,
     pub store: &'a Store,
     pub org: &'a OrgId,
@@ -136,10 +138,18 @@ macro_rules! performs {
         }
 
         /// The routes of every command an operation performs (`FromRoute::ROUTES`), each with
-        /// its command's name.
-        pub static PERFORMED: &[(&str, &[Route])] = &[
-            $((<$command as Command>::NAME, <$command as FromRoute>::ROUTES),)*
-            $((<$apart as Command>::NAME, <$apart as FromRoute>::ROUTES),)*
+        /// its command's name and how a repeat of it is known.
+        pub static PERFORMED: &[(&str, firmspace::commands::Once, &[Route])] = &[
+            $((
+                <$command as Command>::NAME,
+                <$command as Command>::ONCE,
+                <$command as FromRoute>::ROUTES,
+            ),)*
+            $((
+                <$apart as Command>::NAME,
+                <$apart as Command>::ONCE,
+                <$apart as FromRoute>::ROUTES,
+            ),)*
         ];
 
         impl OrgOp {

@@ -11,7 +11,7 @@ mod table;
 pub fn all() -> impl Iterator<Item = &'static Route> {
     table::ROUTES
         .iter()
-        .chain(PERFORMED.iter().flat_map(|(_, routes)| routes.iter()))
+        .chain(PERFORMED.iter().flat_map(|(_, _, routes)| routes.iter()))
         .chain(ledger::ROUTES)
         .chain(keys::ROUTES)
 }
@@ -89,25 +89,24 @@ mod tests {
         assert_eq!(performing, 18, "the routes of `performs!`'s first list");
     }
 
-    /// A command's own routes name operations that perform that command.
+    /// A command's own routes name operations that perform that command, and document an
+    /// `Idempotency-Key` exactly when the command takes one (`Once::needs_key`: the dispatch
+    /// asks for it then, `lib::Performing`).
     #[test]
-    fn every_commands_route_is_of_an_operation_that_performs_it() {
-        for (name, routes) in PERFORMED {
+    fn every_commands_route_is_of_an_operation_that_performs_it_keyed_as_the_command_says() {
+        for (name, once, routes) in PERFORMED {
             for route in *routes {
+                let what = format!("{} {}", route.method.as_str(), route.path);
                 let performed = match route.op {
                     Op::Org(op) => op.performed(),
                     _ => None,
                 };
-                assert_eq!(
-                    performed,
-                    Some(*name),
-                    "{} {}",
-                    route.method.as_str(),
-                    route.path
-                );
+                assert_eq!(performed, Some(*name), "{what}");
+                let keyed = route.params.iter().any(|p| p.name == IDEMPOTENCY_KEY.name);
+                assert_eq!(keyed, once.needs_key(), "{what}");
             }
         }
-        assert_eq!(PERFORMED.iter().map(|(_, r)| r.len()).sum::<usize>(), 21);
+        assert_eq!(PERFORMED.iter().map(|(_, _, r)| r.len()).sum::<usize>(), 21);
     }
 
     #[test]

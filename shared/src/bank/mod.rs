@@ -20,6 +20,7 @@ use crate::fields::{printable, KEY_MAX, NAME_MAX, TITLE_MAX};
 use crate::ids::{integration_digest, OrgId};
 use crate::money::Currency;
 use crate::store::item::{Builder, Read};
+use crate::store::lists::EventKind;
 use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
@@ -211,10 +212,7 @@ impl BankTx {
                 &self.org.pk(&format!("BANKTXS#{}", self.integration)),
                 &format!("{}#{id}", time::format(r.time)),
             )
-            .index(
-                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::BankRow),
-                &crate::store::lists::event_position(self.stored_at, &id),
-            )
+            .on_events(&self.org, EventKind::BankRow, (self.stored_at, &id))
             .build()
     }
 

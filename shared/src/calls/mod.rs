@@ -16,6 +16,7 @@ pub use record::{list, record, CallAnswer, Recorded};
 use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, ExternalId, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
+use crate::store::lists::EventKind;
 use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
@@ -182,10 +183,7 @@ impl Call {
                 &i.org.pk("CALLS"),
                 &format!("{}#{}", time::format(i.at), self.key()),
             )
-            .index(
-                &crate::store::lists::events_pk(&i.org, crate::store::lists::EventKind::Call),
-                &crate::store::lists::event_position(i.at, self.key().as_str()),
-            )
+            .on_events(&i.org, EventKind::Call, (i.at, self.key().as_str()))
             .build()
     }
 

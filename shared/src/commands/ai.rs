@@ -97,7 +97,9 @@ fn settled(
             let shown = if proposes { "proposed" } else { "done" };
             (outcome(call_id, name, shown, None), true)
         }
-        Ok(super::Performed::Now { .. }) => (outcome(call_id, name, "refused", None), false),
+        Ok(super::Performed::Now { .. }) => {
+            (outcome(call_id, name, "refused", Some("refused")), false)
+        }
         Ok(super::Performed::Again(kept)) => {
             (outcome(call_id, name, "refused", Some(kept.code())), false)
         }

@@ -4,7 +4,7 @@
 use super::{LedgerError, SmsEvent};
 use crate::ids::{key_part, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
-use crate::store::lists::{event_position, events_pk, EventKind};
+use crate::store::lists::EventKind;
 use crate::store::{Answer, Item, Mismatch, Written};
 use serde_json::Value;
 
@@ -78,10 +78,7 @@ impl Ack {
         // duplicates, not the events.
         match self.outcome {
             "repush" => builder,
-            _ => builder.index(
-                &events_pk(&self.org, EventKind::Sms),
-                &event_position(e.at, e.key().as_str()),
-            ),
+            _ => builder.on_events(&self.org, EventKind::Sms, (e.at, e.key().as_str())),
         }
         .build()
     }

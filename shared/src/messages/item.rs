@@ -6,6 +6,7 @@ use super::{message_key, message_pk, Direction, OutStatus, KIND};
 use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, OrgId};
 use crate::store::item::{tag_name, Builder, Read};
+use crate::store::lists::EventKind;
 use crate::store::{Item, StoreError};
 use crate::time;
 use chrono::{DateTime, Utc};
@@ -119,9 +120,10 @@ impl Message {
         let builder = match (self.direction, self.provider) {
             // An incoming SMS is counted once, as an SMS event.
             (Direction::Inbound, MessageProvider::Sms) => builder,
-            (Direction::Inbound, _) => builder.index(
-                &crate::store::lists::events_pk(&self.org, crate::store::lists::EventKind::Message),
-                &crate::store::lists::event_position(self.at, self.key().as_str()),
+            (Direction::Inbound, _) => builder.on_events(
+                &self.org,
+                EventKind::Message,
+                (self.at, self.key().as_str()),
             ),
             (Direction::Outbound, _) => builder,
         };

@@ -12,6 +12,7 @@ use crate::ids::{key_part, EventKey, ExternalId, LocalId, OrgId};
 use crate::money::{self, Currency};
 use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::item::{n, s, tag_name, Builder, Read};
+use crate::store::lists::EventKind;
 use crate::store::{
     Answer, Cond, Decision, Item, Mismatch, Plan, Seen, Step, Store, StoreError, Update, Written,
 };
@@ -161,12 +162,10 @@ impl CreditNote {
                 &list_pk(&self.org, &self.invoice_id),
                 &format!("{}#{}", time::format(self.at), self.number),
             )
-            .index(
-                &crate::store::lists::events_pk(
-                    &self.org,
-                    crate::store::lists::EventKind::CreditNote,
-                ),
-                &crate::store::lists::event_position(self.at, self.event_key().as_str()),
+            .on_events(
+                &self.org,
+                EventKind::CreditNote,
+                (self.at, self.event_key().as_str()),
             )
             .build()
     }

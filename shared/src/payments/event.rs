@@ -248,9 +248,10 @@ impl PaymentEvent {
                 &self.list_pk(),
                 &format!("{}#{}", time::format(self.at), self.key()),
             )
-            .index(
-                &ops::events_pk(&self.org, ops::EventKind::Payment),
-                &ops::event_position(self.at, self.key().as_str()),
+            .on_events(
+                &self.org,
+                ops::EventKind::Payment,
+                (self.at, self.key().as_str()),
             );
         match &self.invoice {
             None => builder,

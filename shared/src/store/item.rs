@@ -118,6 +118,18 @@ impl Builder {
         self.str("gsi2pk", gsi2pk).str("gsi2sk", gsi2sk)
     }
 
+    /// Puts an event item on its organisation's list of `kind` events (`gsi2`), at its time and
+    /// key: where the operator's lists find it and the fan-out counts it.
+    pub fn on_events(
+        self,
+        org: &crate::ids::OrgId,
+        kind: super::lists::EventKind,
+        (at, key): (DateTime<Utc>, &str),
+    ) -> Self {
+        use super::lists::{event_position, events_pk};
+        self.index(&events_pk(org, kind), &event_position(at, key))
+    }
+
     /// Puts the item on a list of keys alone, read through `gsi3` (the waiting marks, an
     /// organisation's invoices): an update that keeps its place writes no index entry.
     pub fn keys_list(self, gsi3pk: &str, gsi3sk: &str) -> Self {
