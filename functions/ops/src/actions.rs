@@ -10,40 +10,31 @@ use crate::views::kind_named;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::asks;
-use firmspace::commands::requests::Request as Asked;
-use firmspace::commands::Refused;
 use firmspace::commands::{Actor, AnyCommand, Deployment, Env, RequestKey, Stored};
 use firmspace::effects::worker::operator_org;
+use firmspace::http::performed_response;
 use firmspace::http::{body_bytes, parse_json, ApiError};
-use firmspace::http::{outcome_of, performed_response};
 use firmspace::ops::events::{Window, EVENT_ITEMS, WINDOW_MAX};
 use firmspace::ops::ids;
 use firmspace::ops::review::NOTE_MAX;
 use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
-use serde_json::Value;
 
 use firmspace::commands::operate::{
-    DecideRun, PauseIntegration, PauseWorker, RedriveDeadLetters, ReplayEvent, ReplayWindow,
+    DecideRun, PauseIntegration, PauseWorker, RecoverWindow, RedriveDeadLetters, ReplayEvent,
+    ReplayWindow, Which,
 };
 use firmspace::ids::OrgId;
 
 /// One action, checked: everything it needs was read from the request before its key is
-/// looked up, so a request refused here keeps no record. Every action but a recovery is a command
+/// looked up, so a request refused here keeps no record. Every action is a command
 /// (`firmspace::commands`), in the organisation it acts in (the deployment's own parts: the
 /// operator's).
-enum Action {
-    Command(OrgId, AnyCommand),
-    /// Resuming an integration its paused list names by its digest: found in the
-    /// organisation's paused list when the action runs.
-    ResumeListed(String),
-    /// What a provider sent in a window, asked of the provider and booked once.
-    Recover(firmspace::ops::recover::Ask),
-}
+struct Action(OrgId, AnyCommand);
 
 /// The action of `command`, in `org`.
 fn command(org: OrgId, command: impl Into<AnyCommand>) -> Action {
-    Action::Command(org, command.into())
+    Action(org, command.into())
 }
 
 fn unknown(what: &str) -> ApiError {
@@ -93,7 +84,7 @@ fn action(who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiErro
             };
             Ok(command(org, resolve))
         }
-        ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(who, segments),
+        ["ops", "consumers" | "integrations", _, "pause" | "resume"] => pausing(who, req, segments),
         ["ops", "integrations", raw, "recover"] => recovering(who, raw, body),
         ["ops", "runs", id, "decide"] => {
             let (org, pk) = ids::decode(id, owner, &["RUN#"]).ok_or_else(|| unknown("run"))?;
@@ -212,17 +203,18 @@ fn recovering(who: &Who, raw: &str, body: &[u8]) -> Result<Action, ApiError> {
         "31 days",
     );
     let (from, to) = window_of((&asked.from, &asked.to), longest)?;
-    Ok(Action::Recover(firmspace::ops::recover::Ask {
+    let ask = firmspace::ops::recover::Ask {
         org: id.org.to_string(),
         integration_id: id.to_string(),
         from,
         to,
         cursor: asked.cursor,
-    }))
+    };
+    Ok(command(id.org, RecoverWindow(ask)))
 }
 
 /// Pausing or resuming a worker (admin) or an integration (its organisation's key, or the admin).
-fn pausing(who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
+fn pausing(who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiError> {
     let paused = segments.last() == Some(&"pause");
     match segments {
         // The admin's: `PauseWorker` holds it to that.
@@ -236,10 +228,15 @@ fn pausing(who: &Who, segments: &[&str]) -> Result<Action, ApiError> {
                 .ok()
                 .filter(|id| owner.is_none_or(|org| *org == id.org));
             match id {
-                Some(id) => Ok(command(id.org.clone(), PauseIntegration { id, paused })),
+                Some(id) => {
+                    let org = id.org.clone();
+                    let id = Which::Id(id);
+                    Ok(command(org, PauseIntegration { id, paused }))
+                }
                 // A paused integration as its list names it (resumption only).
                 None if !paused && raw.starts_with("int_") && raw.len() <= 40 => {
-                    Ok(Action::ResumeListed((*raw).to_owned()))
+                    let id = Which::Listed((*raw).to_owned());
+                    Ok(command(who.one(req)?, PauseIntegration { id, paused }))
                 }
                 None => Err(unknown("integration")),
             }
@@ -256,41 +253,8 @@ pub(crate) async fn dispatch(
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let key = firmspace::http::idempotency_key(req)?;
-    let ask = match action(who, req, segments)? {
-        Action::Command(org, command) => {
-            return perform_as(app, who, req, key, (org, command), now).await
-        }
-        Action::ResumeListed(digest) => {
-            let org = who.one(req)?;
-            let id = firmspace::ops::hold::paused_by_digest(&app.store, &org, &digest)
-                .await?
-                .ok_or_else(|| unknown("integration"))?;
-            let resume = PauseIntegration { id, paused: false };
-            return perform_as(app, who, req, key, (org, resume.into()), now).await;
-        }
-        // A recovery: events booked through the webhook's own path, not a person's command.
-        Action::Recover(ask) => ask,
-    };
-    let by = who.by();
-    // The admin's key is kept per organisation the recovery is of (after a space no key
-    // holds): the same key for another organisation is another request.
-    let key = match who {
-        Who::Admin(_) => format!("{key} {}", ask.org),
-        Who::Org(_) => key,
-    };
-    let asked = Asked {
-        by: &by,
-        shared: None,
-        key: &key,
-        fingerprint: firmspace::commands::fingerprint(&segments.join("/"), &[body_bytes(req)]),
-    };
-    // The import function answers HTTP itself: its status is the outcome kept.
-    let work = async {
-        let (status, answer) = recover(app, &ask).await.map_err(Refused::from)?;
-        Ok((outcome_of(status), answer))
-    };
-    let done = asked.once(&app.store, now, work).await?;
-    Ok(performed_response(&done))
+    let Action(org, command) = action(who, req, segments)?;
+    perform_as(app, who, req, key, (org, command), now).await
 }
 
 async fn perform_as(
@@ -321,6 +285,7 @@ async fn perform_as(
         deployment: Deployment {
             queues: Some(&app.queues),
             consumers: app.consumers.as_ref(),
+            recovery: app.recovery.as_ref(),
         },
         request: None,
     };
@@ -328,29 +293,4 @@ async fn perform_as(
     let key = RequestKey::Header(key);
     let done = command.perform(&env, &by, &key, &asked).await?;
     Ok(performed_response(&done))
-}
-
-/// A provider's window recovered by the import function, which opens the key: unless a person
-/// paused it.
-async fn recover(app: &App, ask: &firmspace::ops::recover::Ask) -> Result<(u16, Value), ApiError> {
-    let recovery = app.recovery.as_ref().ok_or_else(|| {
-        ApiError::new(
-            503,
-            "unavailable",
-            "no recovery is set up for this deployment",
-        )
-    })?;
-    if firmspace::ops::consumers::is_paused(&app.store, "bank-import").await? {
-        return Err(ApiError::new(
-            409,
-            "paused",
-            "bank-import is paused: recover once it is resumed",
-        ));
-    }
-    let (status, answer) = recovery.ask(ask).await;
-    let digest = firmspace::ids::IntegrationId::parse(&ask.integration_id)
-        .map(|id| id.digest())
-        .unwrap_or_default();
-    tracing::info!(integration = %digest, status, "recovery asked");
-    Ok((status, answer))
 }

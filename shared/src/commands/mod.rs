@@ -297,6 +297,7 @@ commands! {
     ReplayWindow(operate::ReplayWindow),
     RedriveDeadLetters(operate::RedriveDeadLetters),
     PauseWorker(operate::PauseWorker),
+    RecoverWindow(operate::RecoverWindow),
 }
 
 /// Refused `forbidden`: the key lacks `scope`.
@@ -425,6 +426,8 @@ pub(crate) fn idempotency_key_reused() -> Refused {
 pub struct Deployment<'a> {
     pub queues: Option<&'a crate::ops::queues::Queues>,
     pub consumers: Option<&'a crate::ops::consumers::Consumers>,
+    /// Where a recovery from a provider is handed: the function that opens the provider's key.
+    pub recovery: Option<&'a crate::ops::recover::Recovery>,
 }
 
 /// How a performed command ended (a refusal told now is the `Err` beside it): its own typed

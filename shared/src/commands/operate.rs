@@ -98,8 +98,30 @@ impl Command for DecideRun {
 /// An integration's consequences held, or sent on.
 #[derive(Debug)]
 pub struct PauseIntegration {
-    pub id: IntegrationId,
+    pub id: Which,
     pub paused: bool,
+}
+
+/// Which integration an action names: by its id, or (a resumption) by the digest its
+/// organisation's paused list names it by (a monobank integration's id is a credential).
+#[derive(Debug)]
+pub enum Which {
+    Id(IntegrationId),
+    Listed(String),
+}
+
+impl Which {
+    /// The integration, in the actor's organisation: 404 when none is so named.
+    async fn id<R>(self, env: &Env<'_, R>, by: &Actor) -> Result<IntegrationId, Refused> {
+        let id = match self {
+            Self::Id(id) => id,
+            Self::Listed(digest) => hold::paused_by_digest(env.store, by.org(), &digest)
+                .await?
+                .ok_or_else(|| Refused::not_found("integration"))?,
+        };
+        owned(by, &integration_pk(&id), "INTEGRATION#", "integration")?;
+        Ok(id)
+    }
 }
 
 /// An integration's consequences held (`paused`), or sent on.
@@ -114,8 +136,7 @@ impl Command for PauseIntegration {
         by: &Actor,
         _key: &RequestKey,
     ) -> Ran<answers::PauseAnswer> {
-        owned(by, &integration_pk(&self.id), "INTEGRATION#", "integration")?;
-        let (id, paused) = (&self.id, self.paused);
+        let (id, paused) = (&self.id.id(env, by).await?, self.paused);
         let store = env.store;
         let pk = crate::integrations::integration_pk(id);
         store
@@ -352,5 +373,37 @@ impl Command for PauseWorker {
             .await
             .map_err(|e| Refused::failed(&e, true))?;
         Ok((Made::Done, state))
+    }
+}
+
+/// What a provider sent in a window, asked of the provider again and booked once, unless a
+/// person paused the import worker: the import function does it (it alone opens the provider's
+/// key; `Deployment::recovery`), and its answer is this command's.
+#[derive(Debug)]
+pub struct RecoverWindow(pub crate::ops::recover::Ask);
+
+impl Command for RecoverWindow {
+    /// The import function's answer: a statement page's rows or a Stripe window's events.
+    type Answer = Value;
+    const NAME: &'static str = "recover_window";
+    const REQUIRES: &'static [Scope] = &[Scope::Ops];
+
+    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran<Value> {
+        let recovery = env.deployment.recovery.ok_or_else(|| {
+            Refused::unavailable("unavailable", "no recovery is set up for this deployment")
+        })?;
+        let id = crate::ids::IntegrationId::parse(&self.0.integration_id)
+            .ok()
+            .filter(|id| id.org == *by.org())
+            .ok_or_else(|| Refused::not_found("integration"))?;
+        if crate::ops::consumers::is_paused(env.store, "bank-import").await? {
+            return Err(Refused::conflict(
+                "paused",
+                "bank-import is paused: recover once it is resumed",
+            ));
+        }
+        let (status, answer) = recovery.ask(&self.0).await;
+        tracing::info!(integration = %id.digest(), status, "recovery asked");
+        crate::ops::recover::ended(status, answer)
     }
 }

@@ -49,8 +49,63 @@ pub fn answer(status: u16, body: Value) -> Value {
     json!({"status": status, "answer": body})
 }
 
-fn refused(status: u16, error: &str, detail: impl Into<String>) -> Value {
+fn refused(status: u16, error: &'static str, detail: impl Into<String>) -> Value {
     answer(status, json!({"error": error, "detail": detail.into()}))
+}
+
+/// Every code a recovery's refusal names (`refused`, and the ops function's own `unavailable`).
+const CODES: [&str; 7] = [
+    "not_found",
+    "no_api_key",
+    "not_recoverable",
+    "provider_unavailable",
+    "unavailable",
+    "statement_busy",
+    "internal",
+];
+
+/// How a recovery ended, from the import function's status and body: done with its body, or
+/// refused as it says (its code, detail and what else it names); a status it does not list is
+/// taken by its class (a 2xx done, a 4xx a conflict, a 5xx a failure a retry may get past).
+pub fn ended(status: u16, body: Value) -> crate::commands::Ran<Value> {
+    use crate::commands::{Made, Refused, Why};
+    if (200..300).contains(&status) {
+        let made = match status {
+            201 => Made::Created,
+            202 => Made::Accepted,
+            _ => Made::Done,
+        };
+        return Ok((made, body));
+    }
+    let why = match status {
+        400 => Why::Invalid,
+        403 => Why::Forbidden,
+        404 => Why::NotFound,
+        413 => Why::TooLarge,
+        500 => Why::Broken,
+        _ if status < 500 => Why::Conflict,
+        _ => Why::Unavailable,
+    };
+    let Value::Object(mut more) = body else {
+        return Err(Refused::new(
+            why,
+            "unavailable",
+            "the recovery did not answer",
+        ));
+    };
+    let named = more.remove("error");
+    let code = CODES
+        .into_iter()
+        .find(|c| named.as_ref().and_then(Value::as_str) == Some(*c))
+        .unwrap_or("recovery_refused");
+    let detail = match more.remove("detail") {
+        Some(Value::String(detail)) => detail,
+        _ => String::new(),
+    };
+    Err(Refused {
+        more,
+        ..Refused::new(why, code, detail)
+    })
 }
 
 /// Runs one recovery in the function that opens secrets, within `deadline`: the answer.
@@ -209,4 +264,50 @@ async fn invoke(
         .map(|p| p.as_ref().to_vec())
         .unwrap_or_default();
     serde_json::from_slice(&payload).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::{Made, Why};
+
+    /// Every code this module refuses with is one `ended` keeps as it is.
+    #[test]
+    fn every_refusal_code_of_a_recovery_is_kept_by_name() {
+        let text = include_str!("recover.rs");
+        let named: Vec<&str> = text
+            .split("refused(")
+            .skip(1)
+            .filter(|call| call.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .filter_map(|call| call.split('"').nth(1))
+            .filter(|code| code.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .collect();
+        assert!(named.len() >= 6, "{named:?}");
+        for code in named {
+            assert!(CODES.contains(&code), "{code} is not in CODES");
+        }
+    }
+
+    #[test]
+    fn a_recoverys_answer_ends_as_its_status_says() {
+        let (made, body) = ended(200, json!({"asked": 2})).expect("done");
+        assert_eq!((made, body), (Made::Done, json!({"asked": 2})));
+        let refused =
+            ended(409, json!({"error": "no_api_key", "detail": "set one"})).expect_err("refused");
+        assert_eq!((refused.why, refused.code), (Why::Conflict, "no_api_key"));
+        assert_eq!(
+            refused.body(),
+            json!({"error": "no_api_key", "detail": "set one"})
+        );
+        let busy = ended(
+            503,
+            json!({"error": "statement_busy", "detail": "a minute"}),
+        )
+        .expect_err("refused");
+        assert!(busy.passing(), "a retry may get past it");
+        let odd = ended(422, json!({"error": "whatever", "detail": "d", "rows": 3}))
+            .expect_err("refused");
+        assert_eq!((odd.why, odd.code), (Why::Conflict, "recovery_refused"));
+        assert_eq!(odd.body()["rows"], 3);
+    }
 }
