@@ -54,7 +54,7 @@ fn refused(status: u16, error: &'static str, detail: impl Into<String>) -> Value
 }
 
 /// Every code a recovery's refusal names (`refused`, and the ops function's own `unavailable`).
-const CODES: [&str; 7] = [
+pub const CODES: [&str; 7] = [
     "not_found",
     "no_api_key",
     "not_recoverable",
@@ -63,50 +63,6 @@ const CODES: [&str; 7] = [
     "statement_busy",
     "internal",
 ];
-
-/// How a recovery ended, from the import function's status and body: done with its body, or
-/// refused as it says (its code, detail and what else it names); a status it does not list is
-/// taken by its class (a 2xx done, a 4xx a conflict, a 5xx a failure a retry may get past).
-pub fn ended(status: u16, body: Value) -> crate::commands::Ran<Value> {
-    use crate::commands::{Made, Refused, Why};
-    if (200..300).contains(&status) {
-        let made = match status {
-            201 => Made::Created,
-            202 => Made::Accepted,
-            _ => Made::Done,
-        };
-        return Ok((made, body));
-    }
-    let why = match status {
-        400 => Why::Invalid,
-        403 => Why::Forbidden,
-        404 => Why::NotFound,
-        413 => Why::TooLarge,
-        500 => Why::Broken,
-        _ if status < 500 => Why::Conflict,
-        _ => Why::Unavailable,
-    };
-    let Value::Object(mut more) = body else {
-        return Err(Refused::new(
-            why,
-            "unavailable",
-            "the recovery did not answer",
-        ));
-    };
-    let named = more.remove("error");
-    let code = CODES
-        .into_iter()
-        .find(|c| named.as_ref().and_then(Value::as_str) == Some(*c))
-        .unwrap_or("recovery_refused");
-    let detail = match more.remove("detail") {
-        Some(Value::String(detail)) => detail,
-        _ => String::new(),
-    };
-    Err(Refused {
-        more,
-        ..Refused::new(why, code, detail)
-    })
-}
 
 /// Runs one recovery in the function that opens secrets, within `deadline`: the answer.
 pub async fn run(
@@ -269,7 +225,6 @@ async fn invoke(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::{Made, Why};
 
     /// Every code this module refuses with is one `ended` keeps as it is.
     #[test]
@@ -286,28 +241,5 @@ mod tests {
         for code in named {
             assert!(CODES.contains(&code), "{code} is not in CODES");
         }
-    }
-
-    #[test]
-    fn a_recoverys_answer_ends_as_its_status_says() {
-        let (made, body) = ended(200, json!({"asked": 2})).expect("done");
-        assert_eq!((made, body), (Made::Done, json!({"asked": 2})));
-        let refused =
-            ended(409, json!({"error": "no_api_key", "detail": "set one"})).expect_err("refused");
-        assert_eq!((refused.why, refused.code), (Why::Conflict, "no_api_key"));
-        assert_eq!(
-            refused.body(),
-            json!({"error": "no_api_key", "detail": "set one"})
-        );
-        let busy = ended(
-            503,
-            json!({"error": "statement_busy", "detail": "a minute"}),
-        )
-        .expect_err("refused");
-        assert!(busy.passing(), "a retry may get past it");
-        let odd = ended(422, json!({"error": "whatever", "detail": "d", "rows": 3}))
-            .expect_err("refused");
-        assert_eq!((odd.why, odd.code), (Why::Conflict, "recovery_refused"));
-        assert_eq!(odd.body()["rows"], 3);
     }
 }
