@@ -245,20 +245,26 @@ async fn propose<R>(
     let (open, amount) = (invoice.open(), at_most_open(&invoice, amount)?);
     let trigger =
         super::proposals::cause(env.store, org, (event_key.as_str(), cause), &invoice).await?;
+    let proposal = super::proposals::Proposal {
+        invoice_id: invoice.id.as_str().to_owned(),
+        invoice_number: invoice.number.clone(),
+        amount: invoice.currency.show(amount),
+        currency: invoice.currency.as_str().to_owned(),
+        rule_id: rule_id.clone(),
+        event_key: event_key.as_str().to_owned(),
+        call: key.id().to_owned(),
+        open_now: invoice.currency.show(open),
+        trigger,
+    };
     let item = ReviewItem {
         org: org.clone(),
         kind: Kind::Payment,
         reason: Reason::PaymentProposed,
         key: format!("{rule_id}:{}", key.id()),
         at: env.now,
-        detail: json!({
-            "invoice_id": invoice.id.as_str(), "invoice_number": invoice.number,
-            "amount": invoice.currency.show(amount), "currency": invoice.currency.as_str(),
-            "rule_id": rule_id, "event_key": event_key.as_str(), "call": key.id(),
-            "open_now": invoice.currency.show(open), "trigger": trigger,
-        }),
+        detail: answers::json(&proposal),
     };
-    let filed = match trigger["conversation_id"].as_str() {
+    let filed = match proposal.trigger.conversation_id.as_deref() {
         Some(conversation) => super::proposals::file(env.store, org, conversation, &item).await?,
         None => item.put(env.store).await?,
     };

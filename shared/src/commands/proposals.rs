@@ -8,7 +8,8 @@ use crate::payments::Invoice;
 use crate::review::{review_item_pk, Reason, ReviewItem};
 use crate::store::item::Read;
 use crate::store::{Cond, Step, Store, Transacted, Update};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Open `payment_proposed` items one conversation holds at most.
 pub const OPEN_MAX: usize = 3;
@@ -23,6 +24,59 @@ fn open_pk(org: &OrgId, conversation_id: &str) -> String {
     org.pk(&format!("PROPOSALS#{conversation_id}"))
 }
 
+/// What a model proposes, as its `payment_proposed` review item holds it (`detail`) and a
+/// person's approval reads it back: one type both ways, so the two cannot drift.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Proposal {
+    pub invoice_id: String,
+    #[serde(default)]
+    pub invoice_number: String,
+    /// What would be booked, in the invoice's currency's digits.
+    pub amount: String,
+    #[serde(default)]
+    pub currency: String,
+    #[serde(default)]
+    pub rule_id: String,
+    #[serde(default)]
+    pub event_key: String,
+    /// The model's tool call's id.
+    #[serde(default)]
+    pub call: String,
+    /// What the invoice owed when it was proposed.
+    #[serde(default)]
+    pub open_now: String,
+    #[serde(default)]
+    pub trigger: Cause,
+}
+
+impl Proposal {
+    /// The proposal a review item holds; a detail that is not one is a malformed item.
+    pub fn of(item: &crate::store::Item, detail: &Value) -> Result<Self, Refused> {
+        serde_json::from_value(detail.clone())
+            .map_err(|e| crate::store::item::malformed(item, &format!("detail: {e}")).into())
+    }
+}
+
+/// What led to a proposal, as a person is shown it beside it: data, never a say in what the
+/// model may do.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Cause {
+    pub event_key: String,
+    pub conversation_id: Option<String>,
+    pub sender: Sender,
+    /// The message's first 500 characters.
+    pub text: Option<String>,
+    pub invoice_contact_id: Option<String>,
+    pub sender_is_invoice_contact: bool,
+}
+
+/// Who sent the message that led to a proposal.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Sender {
+    pub contact_id: Option<String>,
+    pub name: Option<String>,
+}
+
 /// The proposal's cause from its trigger's context: the event, the conversation, the sender
 /// (a contact and a name), the message's first 500 characters (read from the stored message),
 /// and whether the invoice is the sender's. A trigger without a message (an invoice paid) has
@@ -32,7 +86,7 @@ pub async fn cause(
     org: &OrgId,
     (event_key, context): (&str, &Value),
     invoice: &Invoice,
-) -> Result<Value, Refused> {
+) -> Result<Cause, Refused> {
     let text_of = |name: &str| context.get(name).and_then(Value::as_str);
     let (conversation, sender) = (text_of("conversation_id"), text_of("contact_id"));
     let mut text = text_of("text").map(str::to_owned);
@@ -44,14 +98,18 @@ pub async fn cause(
     }
     let text = text.map(|t| t.chars().take(TEXT_SHOWN).collect::<String>());
     let invoice_contact = invoice.links.contact_id.as_deref();
-    Ok(json!({
-        "event_key": event_key,
-        "conversation_id": conversation,
-        "sender": {"contact_id": sender, "name": text_of("sender_name")},
-        "text": text,
-        "invoice_contact_id": invoice_contact,
-        "sender_is_invoice_contact": sender.is_some() && sender == invoice_contact,
-    }))
+    let owned = |v: Option<&str>| v.map(str::to_owned);
+    Ok(Cause {
+        event_key: event_key.to_owned(),
+        conversation_id: owned(conversation),
+        sender: Sender {
+            contact_id: owned(sender),
+            name: owned(text_of("sender_name")),
+        },
+        text,
+        invoice_contact_id: owned(invoice_contact),
+        sender_is_invoice_contact: sender.is_some() && sender == invoice_contact,
+    })
 }
 
 /// Files `item` (a proposal) as one of at most [`OPEN_MAX`] open ones of `conversation_id`:

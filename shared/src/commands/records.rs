@@ -73,7 +73,7 @@ fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Re
     if max_tokens.is_some_and(|m| !(1..=MAX_TOKENS_MAX).contains(&m)) {
         return invalid(format!("max_tokens is 1 to {MAX_TOKENS_MAX}"));
     }
-    if let Some(tool) = tools.iter().find(|t| !t.for_model()) {
+    if let Some(tool) = tools.iter().find(|t| !super::tools::for_model(**t)) {
         return invalid(format!("an ai step may not be given {}", tool.name()));
     }
     fields::text("instructions", instructions, TEXT_MAX)?;

@@ -11,6 +11,7 @@
 
 use super::amount::AmountText;
 use super::money::{booked, pay_settling, payment_input, Asked};
+use super::proposals::Proposal;
 use super::{Actor, Env};
 use crate::commands::{owned, Command, Ran, Replies, RequestKey};
 use crate::commands::{Made, Refused};
@@ -260,7 +261,8 @@ async fn proposed<R>(
     (item, detail): (&Item, &Value),
     typed: Option<&AmountText>,
 ) -> Result<Target, Refused> {
-    let invoice_id = detail["invoice_id"].as_str().unwrap_or_default().to_owned();
+    let proposal = Proposal::of(item, detail)?;
+    let invoice_id = proposal.invoice_id;
     let target = |amount: &Value| Target {
         invoice_id: invoice_id.clone(),
         amount: AmountText::of(amount),
@@ -273,7 +275,8 @@ async fn proposed<R>(
         .await?
         .ok_or_else(|| Refused::not_found("invoice"))?;
     let show = |a| invoice.currency.show(a);
-    let proposed = AmountText::of(&detail["amount"]).in_currency("amount", invoice.currency)?;
+    let proposed =
+        AmountText::of(&Value::from(proposal.amount)).in_currency("amount", invoice.currency)?;
     let amount = match typed {
         Some(typed) => typed.in_currency("amount", invoice.currency)?,
         None => proposed,

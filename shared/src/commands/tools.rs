@@ -107,6 +107,8 @@ pub trait ToolInput: DeserializeOwned + PartialSchema {
 /// What a tool is, read from its one type.
 struct Spec {
     name: &'static str,
+    /// Whether a rule's AI step may ask for its command (`Command::FOR_MODEL`).
+    for_model: bool,
     description: &'static str,
     moves_money: bool,
     open_world: bool,
@@ -117,6 +119,7 @@ struct Spec {
 fn spec_of<I: ToolInput>() -> Spec {
     Spec {
         name: <I::Command as Command>::NAME,
+        for_model: <I::Command as Command>::FOR_MODEL,
         description: I::DESCRIPTION,
         moves_money: I::MOVES_MONEY,
         open_world: I::OPEN_WORLD,
@@ -222,6 +225,12 @@ impl ToolInput for ResolveInput {
             },
         })
     }
+}
+
+/// Whether a rule's AI step may be given `tool`: whether a model may ask for its command
+/// (`Command::FOR_MODEL`; a payment it only proposes).
+pub fn for_model(tool: Tool) -> bool {
+    spec(tool).for_model
 }
 
 /// The tool's input schema, derived from its input type.

@@ -84,11 +84,6 @@ impl Tool {
     pub fn parse(raw: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == raw)
     }
-
-    /// What an AI step may be given: a reply, a task, and a payment it can only propose.
-    pub fn for_model(self) -> bool {
-        matches!(self, Self::Reply | Self::CreateTask | Self::RegisterPayment)
-    }
 }
 
 /// An assistant's `reply` call as a run of the one `assistant` rule: the rule and the event it
