@@ -324,6 +324,33 @@ async fn a_first_call_takes_two_dynamodb_calls_and_a_repeat_one() {
     );
 }
 
+/// What a request spent is written only after one that stored an event (`store::spent`, at
+/// most once per 10 s): a call that has not ended stores nothing and writes no figures; the
+/// first call stored does.
+#[tokio::test]
+async fn a_call_not_stored_writes_no_figures_of_what_it_spent_and_the_first_stored_one_does() {
+    let crm = Crm::new().await;
+    let ringing = json!({"call_id": "sp-1", "direction": "inbound", "peer": "+380441234567", "status": "ringing"});
+    crm.env.calls.clear();
+    let (status, _) = crm.call("POST", "/api/calls", ringing).await;
+    assert_eq!(status, 200);
+    let ignored = crm.env.calls.take();
+    assert_eq!(
+        ignored,
+        ["GetItem", "UpdateItem"],
+        "the key's read and its minute"
+    );
+    let ended = json!({"call_id": "sp-1", "direction": "inbound", "peer": "+380441234567", "status": "completed", "duration": 5});
+    let (status, _) = crm.call("POST", "/api/calls", ended).await;
+    assert_eq!(status, 201);
+    let stored = crm.env.calls.take();
+    assert_eq!(
+        stored[stored.len() - 2..],
+        ["UpdateItem", "UpdateItem"],
+        "the figures written after the first stored call: {stored:?}"
+    );
+}
+
 #[tokio::test]
 async fn hostile_call_deliveries_are_refused_and_write_nothing() {
     let (crm, hook, app) = twilio_setup().await;

@@ -4,10 +4,12 @@ use crate::route::{doc, path, Answer, Asked, FromRoute, Method, Op, OrgOp, Route
 use crate::Ctx;
 use firmspace::bank::files;
 use firmspace::bank::{self, BankTxView};
+use firmspace::commands::answers::StatementUploaded;
 use firmspace::commands::money::MatchBankRow;
 use firmspace::commands::statements::bank_integration;
 use firmspace::commands::statements::{StartImport, UploadStatement};
 use firmspace::http::{body_bytes, page_response, query, typed_response, ApiError};
+use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 
@@ -78,6 +80,12 @@ impl FromRoute for MatchBankRow {
 /// `POST /api/integrations/{id}/csv`: the whole file checked first (any bad row refuses it,
 /// nothing written), then every row stored once.
 impl FromRoute for UploadStatement {
+    const SPENDS: Option<EventKind> = Some(EventKind::BankRow);
+
+    /// A file's rows stored now, one new at least (a large file queued stores them later).
+    fn stored_now(answer: &StatementUploaded) -> bool {
+        matches!(answer, StatementUploaded::Imported(file) if file.imported > 0)
+    }
     const ROUTES: &'static [Route] = &[
             Route {
                 method: Method::Post,

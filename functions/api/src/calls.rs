@@ -3,9 +3,11 @@
 use crate::route::{doc, Answer, Asked, FromRoute, Method, Op, OrgOp, Route, CREATED};
 use crate::Ctx;
 use firmspace::calls::{self, CallFields};
+use firmspace::commands::answers::CallRecorded;
 use firmspace::commands::records::{CreateContact, RecordCall};
 use firmspace::contacts::{self};
 use firmspace::http::{json_response, ApiError};
+use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -15,6 +17,12 @@ use utoipa::ToSchema;
 /// The softphone's report of a call: stored once under `call:CALL_ID:DIRECTION`; 201 the first
 /// time, 200 with `duplicate: true` and the stored call after.
 impl FromRoute for RecordCall {
+    const SPENDS: Option<EventKind> = Some(EventKind::Call);
+
+    /// A call stored now, not a report of one that has not ended.
+    fn stored_now(answer: &CallRecorded) -> bool {
+        matches!(answer, CallRecorded::Call(call) if !call.is_repeat())
+    }
     const ROUTES: &'static [Route] = &[
             Route {
                 method: Method::Post,

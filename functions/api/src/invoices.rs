@@ -5,6 +5,7 @@ use crate::route::{
     INVOICE_ID, NO_INVOICE,
 };
 use crate::Ctx;
+use firmspace::commands::answers::PaymentRegistered;
 use firmspace::commands::money::{CreateInvoice, DuplicateInvoice, RegisterPayment};
 use firmspace::commands::AmountText;
 use firmspace::http::{json_response, typed_response, ApiError};
@@ -15,6 +16,7 @@ use firmspace::payments::invoice::{self, InvoiceView};
 use firmspace::payments::register::list_for_invoice;
 use firmspace::payments::PaymentEvent;
 use firmspace::payments::Source;
+use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::{Deserialize, Serialize};
@@ -107,6 +109,11 @@ pub struct ManualPayment {
 /// The manual "paid" button and the assistant: keyed by the request's `Idempotency-Key`. The same
 /// key and body get the stored answer; the same key with another body is a 409.
 impl FromRoute for RegisterPayment {
+    const SPENDS: Option<EventKind> = Some(EventKind::Payment);
+
+    fn stored_now(answer: &PaymentRegistered) -> bool {
+        matches!(answer, PaymentRegistered::Booked(booked) if !booked.is_repeat())
+    }
     const ROUTES: &'static [Route] = &[Route {
         method: Method::Post,
         path: "/api/invoices/{id}/payments",

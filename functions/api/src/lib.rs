@@ -23,7 +23,7 @@ mod schemas;
 mod setup;
 
 use chrono::{DateTime, Utc};
-use firmspace::commands::{perform, Actor, Command, Env, Once, RequestKey, Stored};
+use firmspace::commands::{perform, Actor, Env, Once, Performed, RequestKey, Stored};
 use firmspace::commands::{setup::Site, statements::Imports};
 use firmspace::config::{self, Config, ConfigError};
 use firmspace::http::{self, json_response, ApiError};
@@ -97,27 +97,13 @@ impl Ctx<'_> {
             request: None,
         }
     }
-
-    /// Performs `command` as this request's key, under `key` (every route's write goes
-    /// through here), what it asked for the key's record its route and body; answered as it
-    /// was done, in the command's own type.
-    pub(crate) async fn answer<C: Command>(
-        &self,
-        store: &Store,
-        key: RequestKey,
-        command: C,
-    ) -> Result<Response<Body>, ApiError> {
-        let by = Actor::Key(self.key.clone());
-        let req = self.req;
-        let asked = [http::route_path(req).as_bytes(), http::body_bytes(req)];
-        let done = perform(&self.env(store), &by, &key, command, &asked).await?;
-        Ok(http::performed_response(&done))
-    }
 }
 
-/// A route's command performed as the request's key (`route::Performs`): its `Idempotency-Key`
-/// when the command needs one (`Once::needs_key`; an effect keyed by it, `Once::ByEffect`, takes
-/// what an external id may be), the command read from the request, then `Ctx::answer`.
+/// A route's command performed as the request's key (`route::Performs`; every route's write
+/// goes through here): its `Idempotency-Key` when the command needs one (`Once::needs_key`; an
+/// effect keyed by it, `Once::ByEffect`, takes what an external id may be), the command read
+/// from the request, performed with its route and body as what it asked, and answered as it
+/// was done, what it spent on carried along (`route::Spending`).
 struct Performing<'a, 'c> {
     op: OrgOp,
     ctx: &'a Ctx<'c>,
@@ -141,26 +127,21 @@ impl route::Performs for Performing<'_, '_> {
             params: self.params,
         };
         let command = C::from_route(&asked).await?;
-        self.ctx.answer(self.store, key, command).await
+        let by = Actor::Key(self.ctx.key.clone());
+        let route = [http::route_path(req).as_bytes(), http::body_bytes(req)];
+        let done = perform(&self.ctx.env(self.store), &by, &key, command, &route).await?;
+        let mut response = http::performed_response(&done);
+        if let (Some(kind), true) = (C::SPENDS, done.outcome().is_made()) {
+            let stored = match &done {
+                Performed::Now { repeat, answer, .. } => !repeat && C::stored_now(answer),
+                Performed::Again(_) => false,
+            };
+            let org = self.ctx.org.clone();
+            let spending = route::Spending { org, kind, stored };
+            response.extensions_mut().insert(spending);
+        }
+        Ok(response)
     }
-}
-
-/// Whether an answer tells of something stored now: a call created (201), a first payment or
-/// top-up (`"duplicate": false`), a CSV file's new rows (`imported`); not a repeat, a refusal or
-/// an event ignored (a ringing call).
-fn stored_something(response: &Response<Body>) -> bool {
-    if response.status().as_u16() == 201 {
-        return true;
-    }
-    if !response.status().is_success() || response.headers().contains_key("idempotent-replayed") {
-        return false;
-    }
-    let answer: serde_json::Value = match response.body() {
-        Body::Text(text) => serde_json::from_str(text).unwrap_or_default(),
-        Body::Binary(bytes) => serde_json::from_slice(bytes).unwrap_or_default(),
-        _ => serde_json::Value::Null,
-    };
-    answer["duplicate"] == false || answer["imported"].as_u64().is_some_and(|n| n > 0)
 }
 
 impl App {
@@ -210,39 +191,23 @@ impl App {
             .respond(&req, now)
             .await
             .unwrap_or_else(ApiError::into_response);
-        self.spent(&req, &response, now).await;
+        self.spent(&response, now).await;
         firmspace::telemetry::flush_metrics();
         Ok(response)
     }
 
     /// What a request that stores an event (a call, a manual payment, a CSV file's rows, a
-    /// top-up) cost is its organisation's events' of that kind (`store::spent`), written at
-    /// most once per 10 s after one stored something; every other request's is let go.
-    async fn spent(&self, req: &Request, response: &Response<Body>, now: DateTime<Utc>) {
-        use firmspace::store::lists::EventKind;
-        let path = firmspace::http::route_path(req);
-        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let kind = match (req.method().as_str(), parts.as_slice()) {
-            ("POST", ["api", "calls"]) => Some(EventKind::Call),
-            ("POST", ["api", "invoices", _, "payments"]) => Some(EventKind::Payment),
-            ("POST", ["api", "integrations", _, "csv"]) => Some(EventKind::BankRow),
-            ("POST", ["api", "wallet", "topups"]) => Some(EventKind::Sms),
-            _ => None,
-        };
-        let org = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .and_then(firmspace::orgs::keys::named_org);
-        // Only an accepted request's organisation is charged: a refused one (a bad key, a bad
-        // body) names whatever organisation it likes.
-        let (Some(kind), Some(org), true) = (kind, org, response.status().is_success()) else {
+    /// top-up) cost is its organisation's events' of that kind (`store::spent`; its command
+    /// says which, `route::Spending`), written at most once per 10 s after one stored
+    /// something; every other request's is let go.
+    async fn spent(&self, response: &Response<Body>, now: DateTime<Utc>) {
+        let Some(spending) = response.extensions().get::<route::Spending>() else {
             let _ = self.store.metered();
             return;
         };
-        self.spent.invocation(&self.store, 0, &[(org, kind)], now);
-        if stored_something(response) {
+        let about = [(spending.org.clone(), spending.kind)];
+        self.spent.invocation(&self.store, 0, &about, now);
+        if spending.stored {
             self.spent.flush_due(&self.store).await;
         }
     }

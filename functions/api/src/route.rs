@@ -5,6 +5,7 @@ use firmspace::commands::{crm, money, operate, records, setup, statements, Comma
 use firmspace::http::ApiError;
 use firmspace::ids::OrgId;
 use firmspace::orgs::Scope;
+use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
 use std::future::Future;
@@ -79,6 +80,25 @@ pub trait FromRoute: Command {
     const ROUTES: &'static [Route];
 
     fn from_route(asked: &Asked<'_>) -> impl Future<Output = Result<Self, ApiError>> + Send;
+
+    /// The kind of event its request stores, whose cost the request's is (`store::spent`);
+    /// `None` for a command that stores no event.
+    const SPENDS: Option<EventKind> = None;
+
+    /// Whether its answer, given now and no repeat, tells of an event stored now (not a file's
+    /// rows all met before, not a call that has not ended).
+    fn stored_now(_answer: &Self::Answer) -> bool {
+        false
+    }
+}
+
+/// What a request that stores events spent on, carried on its answer for the function's meter:
+/// its organisation, the kind of its events, and whether it stored one now.
+#[derive(Clone, Debug)]
+pub struct Spending {
+    pub org: OrgId,
+    pub kind: EventKind,
+    pub stored: bool,
 }
 
 /// What a route's command is read from: its request, its path's placeholders, and the

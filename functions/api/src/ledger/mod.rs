@@ -12,6 +12,7 @@ use firmspace::commands::crm::RefundLedgerLine;
 use firmspace::commands::money::TopUp;
 use firmspace::http::{json_response, page_response, query, ApiError};
 use firmspace::ledger::{export, inbox, wallet, LedgerLine};
+use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
@@ -30,6 +31,11 @@ pub struct NewTopUp {
 
 /// `POST /api/wallet/topups`: once per `Idempotency-Key`.
 impl FromRoute for TopUp {
+    const SPENDS: Option<EventKind> = Some(EventKind::Sms);
+
+    fn stored_now(answer: &firmspace::commands::money::ToppedUp) -> bool {
+        !answer.is_repeat()
+    }
     const ROUTES: &'static [Route] = &[
             Route {
                 method: Method::Post,
