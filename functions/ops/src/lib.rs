@@ -58,13 +58,9 @@ impl Who {
     pub(crate) fn may(&self, scope: Scope) -> Result<(), ApiError> {
         match self {
             Self::Admin(_) => Ok(()),
-            Self::Org(key) => key.may(scope).map_err(|lacks| {
-                ApiError::new(
-                    403,
-                    "forbidden",
-                    format!("this key lacks the `{}` scope", lacks.name()),
-                )
-            }),
+            Self::Org(key) => key
+                .may(scope)
+                .map_err(|lacks| firmspace::commands::forbidden(lacks).into()),
         }
     }
 

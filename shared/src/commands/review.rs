@@ -327,9 +327,8 @@ async fn place<R>(
 fn place_of(by: &Actor, pk: &str, item: &Item) -> Option<(String, Step)> {
     let proposal = by.org().pk(&format!("REVIEW#{}#", Reason::PaymentProposed));
     let key = pk.strip_prefix(&proposal)?;
-    let conversation = detail_of(item)["trigger"]["conversation_id"]
-        .as_str()?
-        .to_owned();
+    let proposal = Proposal::of(item, &detail_of(item)).ok()?;
+    let conversation = proposal.trigger.conversation_id?;
     Some(super::proposals::place(by.org(), &conversation, key))
 }
 
