@@ -387,7 +387,9 @@ async fn kept_on<R>(
     let invoice = crate::payments::invoice::get(env.store, by.org(), invoice_id)
         .await?
         .ok_or_else(|| Refused::not_found("invoice"))?;
-    if let Some(kept) = detail["currency"].as_str() {
+    let kept: crate::payments::register::KeptMoney =
+        serde_json::from_value(detail.clone()).unwrap_or_default();
+    if let Some(kept) = kept.currency.as_deref() {
         if kept != invoice.currency.as_str() {
             return Err(Refused::invalid(
                 "currency_mismatch",
@@ -398,16 +400,12 @@ async fn kept_on<R>(
             ));
         }
     }
-    let kept = detail["unapplied"]
-        .as_str()
-        .and_then(|a| a.parse::<rust_decimal::Decimal>().ok())
-        .filter(|a| *a > rust_decimal::Decimal::ZERO)
-        .ok_or_else(|| {
-            Refused::invalid(
-                "nothing_kept",
-                "the payment kept no amount to apply (its provider named none): dismiss it",
-            )
-        })?;
+    let kept = kept.money().ok_or_else(|| {
+        Refused::invalid(
+            "nothing_kept",
+            "the payment kept no amount to apply (its provider named none): dismiss it",
+        )
+    })?;
     Ok(Target {
         invoice_id: invoice_id.to_owned(),
         amount: AmountText::of(&serde_json::json!(invoice.currency.show(kept))),

@@ -458,24 +458,49 @@ fn steps(
     steps
 }
 
-/// The review item of a payment a person must look at: its invoice (by number, when it has
-/// one), the money received and what of it was not applied, so the item says what it is about.
+/// What the review item of a payment a person must look at holds (`detail`), and what a
+/// person's decision on it reads back: its invoice (by number, when it has one), the money
+/// received and what of it was not applied, so the item says what it is about.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct KeptMoney {
+    pub invoice_id: Option<String>,
+    pub invoice_number: Option<String>,
+    pub received: Option<String>,
+    pub amount: Option<String>,
+    /// What was not applied, in the currency's digits.
+    #[serde(default)]
+    pub unapplied: String,
+    pub currency: Option<String>,
+}
+
+impl KeptMoney {
+    /// The money kept, when there is some.
+    pub fn money(&self) -> Option<Decimal> {
+        self.unapplied
+            .parse::<Decimal>()
+            .ok()
+            .filter(|a| *a > Decimal::ZERO)
+    }
+}
+
+/// The review item of a payment a person must look at, holding its [`KeptMoney`].
 fn review_for(event: &PaymentEvent, reason: Reason, number: Option<&str>) -> ReviewItem {
     let shown = |a| crate::money::shown(a, event.currency);
+    let kept = KeptMoney {
+        invoice_id: event.invoice_id.clone(),
+        invoice_number: number.map(str::to_owned),
+        received: event.received.map(shown),
+        amount: event.received.map(shown),
+        unapplied: shown(event.unapplied),
+        currency: event.currency.as_ref().map(|c| c.as_str().to_owned()),
+    };
     ReviewItem {
         org: event.org.clone(),
         kind: Kind::Payment,
         reason,
         key: event.key().to_string(),
         at: event.at,
-        detail: serde_json::json!({
-            "invoice_id": event.invoice_id,
-            "invoice_number": number,
-            "received": event.received.map(shown),
-            "amount": event.received.map(shown),
-            "unapplied": shown(event.unapplied),
-            "currency": event.currency.as_ref().map(|c| c.as_str()),
-        }),
+        detail: serde_json::to_value(kept).unwrap_or_default(),
     }
 }
 
