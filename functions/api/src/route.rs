@@ -112,13 +112,19 @@ pub struct Asked<'a> {
     pub params: &'a [(&'static str, &'a str)],
 }
 
+/// The segment in place of `{name}` among a matched path's `params`; empty when the template
+/// has no such placeholder.
+pub fn param<'a>(params: &[(&'static str, &'a str)], name: &str) -> &'a str {
+    params
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, v)| v)
+}
+
 impl Asked<'_> {
     /// The segment in place of `{name}`; empty when the template has none.
     pub fn param(&self, name: &str) -> &str {
-        self.params
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or("", |(_, v)| v)
+        param(self.params, name)
     }
 
     /// The body, as the JSON `T` reads (400 `malformed` when it is not).

@@ -32,10 +32,7 @@ impl<'a> Found<'a> {
 
     /// The segment in place of `{name}`; empty when the template has no such placeholder.
     pub fn param(&self, name: &str) -> &'a str {
-        self.params
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or("", |(_, v)| v)
+        param(&self.params, name)
     }
 }
 
