@@ -6,6 +6,8 @@ use std::error::Error as StdError;
 
 use crate::commands::{Made, Outcome, Performed, Refused, Why};
 
+mod recovery;
+
 pub use crate::egress::client;
 pub use crate::fields::plain;
 

@@ -21,8 +21,8 @@ use firmspace::ops::runs::Decision;
 use lambda_http::{Body, Request, Response};
 
 use firmspace::commands::operate::{
-    DecideRun, PauseIntegration, PauseWorker, RecoverWindow, RedriveDeadLetters, ReplayEvent,
-    ReplayWindow, Which,
+    DecideRun, PauseIntegration, PauseWorker, RecoverWindow, Recovers, RedriveDeadLetters,
+    ReplayEvent, ReplayWindow, Which,
 };
 use firmspace::ids::OrgId;
 
@@ -285,7 +285,7 @@ async fn perform_as(
         deployment: Deployment {
             queues: Some(&app.queues),
             consumers: app.consumers.as_ref(),
-            recovery: app.recovery.as_ref(),
+            recovery: app.recovery.as_ref().map(|r| r as &dyn Recovers),
         },
         request: None,
     };

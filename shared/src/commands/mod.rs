@@ -427,7 +427,7 @@ pub struct Deployment<'a> {
     pub queues: Option<&'a crate::ops::queues::Queues>,
     pub consumers: Option<&'a crate::ops::consumers::Consumers>,
     /// Where a recovery from a provider is handed: the function that opens the provider's key.
-    pub recovery: Option<&'a crate::ops::recover::Recovery>,
+    pub recovery: Option<&'a dyn operate::Recovers>,
 }
 
 /// How a performed command ended (a refusal told now is the `Err` beside it): its own typed

@@ -18,6 +18,7 @@ use crate::ops::events::{self, ReplayError, Window};
 use crate::ops::hold;
 use crate::ops::runs::{self, DecideError, Decision};
 use crate::orgs::Scope;
+use crate::payments::recover::Recovered;
 use crate::store::item::tag_name;
 use secrecy::SecretString;
 use serde_json::{json, Value};
@@ -378,21 +379,27 @@ impl Command for PauseWorker {
 
 /// What a provider sent in a window, asked of the provider again and booked once, unless a
 /// person paused the import worker: the import function does it (it alone opens the provider's
-/// key; `Deployment::recovery`), and its answer is this command's.
+/// key), reached through the deployment's [`Recovers`], and its answer is this command's.
 #[derive(Debug)]
 pub struct RecoverWindow(pub crate::ops::recover::Ask);
 
 impl Command for RecoverWindow {
-    /// The import function's answer: a statement page's rows or a Stripe window's events.
-    type Answer = Value;
+    /// What the provider listed and what was booked of it (a statement page's rows, or a
+    /// Stripe window's events).
+    type Answer = Recovered;
     const NAME: &'static str = "recover_window";
     const REQUIRES: &'static [Scope] = &[Scope::Ops];
 
-    async fn run<R: Replies>(self, env: &Env<'_, R>, by: &Actor, _key: &RequestKey) -> Ran<Value> {
+    async fn run<R: Replies>(
+        self,
+        env: &Env<'_, R>,
+        by: &Actor,
+        _key: &RequestKey,
+    ) -> Ran<Recovered> {
         let recovery = env.deployment.recovery.ok_or_else(|| {
             Refused::unavailable("unavailable", "no recovery is set up for this deployment")
         })?;
-        let id = crate::ids::IntegrationId::parse(&self.0.integration_id)
+        IntegrationId::parse(&self.0.integration_id)
             .ok()
             .filter(|id| id.org == *by.org())
             .ok_or_else(|| Refused::not_found("integration"))?;
@@ -402,81 +409,16 @@ impl Command for RecoverWindow {
                 "bank-import is paused: recover once it is resumed",
             ));
         }
-        let (status, answer) = recovery.ask(&self.0).await;
-        tracing::info!(integration = %id.digest(), status, "recovery asked");
-        ended(status, answer)
+        Ok((Made::Done, recovery.recover(&self.0).await?))
     }
 }
 
-/// How a recovery ended, from the import function's status and body: done with its body, or
-/// refused as it says (its code, detail and what else it names); a status it does not list is
-/// taken by its class (a 2xx done, a 4xx a conflict, a 5xx a failure a retry may get past).
-fn ended(status: u16, body: Value) -> Ran<Value> {
-    use crate::commands::Why;
-    if (200..300).contains(&status) {
-        let made = match status {
-            201 => Made::Created,
-            202 => Made::Accepted,
-            _ => Made::Done,
-        };
-        return Ok((made, body));
-    }
-    let why = match status {
-        400 => Why::Invalid,
-        403 => Why::Forbidden,
-        404 => Why::NotFound,
-        413 => Why::TooLarge,
-        500 => Why::Broken,
-        _ if status < 500 => Why::Conflict,
-        _ => Why::Unavailable,
-    };
-    let Value::Object(mut more) = body else {
-        return Err(Refused::new(
-            why,
-            "unavailable",
-            "the recovery did not answer",
-        ));
-    };
-    let named = more.remove("error");
-    let code = crate::ops::recover::CODES
-        .into_iter()
-        .find(|c| named.as_ref().and_then(Value::as_str) == Some(*c))
-        .unwrap_or("recovery_refused");
-    let detail = match more.remove("detail") {
-        Some(Value::String(detail)) => detail,
-        _ => String::new(),
-    };
-    Err(Refused {
-        more,
-        ..Refused::new(why, code, detail)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::commands::Why;
-
-    #[test]
-    fn a_recoverys_answer_ends_as_its_status_says() {
-        let (made, body) = ended(200, json!({"asked": 2})).expect("done");
-        assert_eq!((made, body), (Made::Done, json!({"asked": 2})));
-        let refused =
-            ended(409, json!({"error": "no_api_key", "detail": "set one"})).expect_err("refused");
-        assert_eq!((refused.why, refused.code), (Why::Conflict, "no_api_key"));
-        assert_eq!(
-            refused.body(),
-            json!({"error": "no_api_key", "detail": "set one"})
-        );
-        let busy = ended(
-            503,
-            json!({"error": "statement_busy", "detail": "a minute"}),
-        )
-        .expect_err("refused");
-        assert!(busy.passing(), "a retry may get past it");
-        let odd = ended(422, json!({"error": "whatever", "detail": "d", "rows": 3}))
-            .expect_err("refused");
-        assert_eq!((odd.why, odd.code), (Why::Conflict, "recovery_refused"));
-        assert_eq!(odd.body()["rows"], 3);
-    }
+/// Where a recovery is handed: the function that opens the provider's key, whose answer the
+/// edge that reaches it reads into this command's answer or refusal (`http::recovery`), so no
+/// transport's words are spoken here.
+pub trait Recovers: Sync {
+    fn recover<'a>(
+        &'a self,
+        ask: &'a crate::ops::recover::Ask,
+    ) -> futures::future::BoxFuture<'a, Result<Recovered, Refused>>;
 }

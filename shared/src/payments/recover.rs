@@ -25,7 +25,17 @@ pub const STRIPE_TYPES: [&str; 3] = [
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// What one recovery asked and booked.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
 pub struct Recovered {
     /// The events the provider listed.
     pub asked: u64,

@@ -167,11 +167,12 @@ fn marker(source: &str, event: &str, org: &str, kind: EventKind, position: &str)
     )
 }
 
-/// An event item's organisation, kind and place on its kind's list.
-pub(super) fn listed(item: &Item) -> Option<(&str, EventKind, &str)> {
-    let list = item.opt_str("gsi2pk")?;
-    let (org, kind) = list.strip_prefix("ORG#")?.split_once("#EVENTS#")?;
-    Some((org, EventKind::parse(kind)?, item.opt_str("gsi2sk")?))
+/// An event item's organisation, kind and place on its kind's list (`List::Events`).
+pub(super) fn listed(item: &Item) -> Option<(OrgId, EventKind, &str)> {
+    match List::of(item.opt_str("gsi2pk")?)? {
+        List::Events { org, kind } => Some((org, kind, item.opt_str("gsi2sk")?)),
+        List::Review { .. } | List::Runs { .. } => None,
+    }
 }
 
 /// The waiting mark of a held event item (on its kind's list, marked `waits`): there from its
@@ -181,7 +182,7 @@ pub fn waiting_mark(item: &Item) -> Option<Item> {
     marker(
         item.opt_str(WAITS)?,
         item.opt_str("pk")?,
-        org,
+        org.as_str(),
         kind,
         position,
     )
@@ -209,7 +210,7 @@ pub fn wait_on(item: &Item, keys: &[String]) -> Option<Step> {
         ),
         _ => {
             let (org, kind, position) = listed(item)?;
-            marker(source, source, org, kind, position)
+            marker(source, source, org.as_str(), kind, position)
         }
     }?;
     let pk = mark.opt_str("pk")?.to_owned();

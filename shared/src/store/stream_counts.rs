@@ -55,7 +55,7 @@ fn shares(shard: &str, records: &[(&str, &Item)]) -> BTreeMap<String, Share> {
             continue;
         };
         let attr = hour_attr(kind.name(), at.hour());
-        for scope in [Scope::Org(org), Scope::All] {
+        for scope in [Scope::Org(org.as_str()), Scope::All] {
             let pk = day_pk(scope, at.date_naive(), scope.shard_of(shard));
             let owner = match scope {
                 Scope::Org(org) => Some(org.to_owned()),
