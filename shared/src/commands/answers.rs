@@ -270,7 +270,7 @@ pub enum ReplyState {
 }
 
 /// A reply into a conversation, sent once as its run.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct ReplyQueued {
     pub state: ReplyState,
     pub conversation_id: String,

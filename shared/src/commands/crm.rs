@@ -4,12 +4,13 @@
 use super::answers::EventAnswer;
 use super::{Actor, Env};
 use crate::commands::{Command, Ran, Replies, RequestKey};
-use crate::commands::{Made, Once, Outcome, Refused};
+use crate::commands::{Made, Once, Refused};
 use crate::effects::automation::{self, Action, Rule};
 use crate::effects::{AssistedReply, Trigger};
 use crate::fields::{self, TEXT_MAX, TITLE_MAX};
 use crate::ids::{EventKey, LocalId};
 use crate::orgs::Scope;
+use crate::store::Written;
 
 /// A ledger line given back: the refund line, or the stored one for a repeat.
 pub type Refunded = EventAnswer<crate::ledger::correction::RefundAnswer>;
@@ -84,11 +85,10 @@ impl Command for Reply {
             return Ok((Made::Done, queued(env.replies.reply(asked).await?)));
         }
         let sending = queued(super::answers::ReplyState::Sending);
-        let kept = super::answers::json(&sending);
-        let answer = move |_: &(), _| (Outcome::Made(Made::Done), kept.clone());
+        let answer = move |_: &Written<()>| (Made::Done, sending.clone());
         let put = crate::store::write::PutOnce(asked.to_item());
-        env.write(put, answer, Refused::from).await?;
-        Ok((Made::Done, sending))
+        let (_, made, sending) = env.answered(put, answer, Refused::from).await?;
+        Ok((made, sending))
     }
 }
 
@@ -136,17 +136,16 @@ impl Command for CreateTask {
                 title: title.to_owned(),
             },
         };
-        let made = |task_id: &String, created: bool| super::answers::TaskCreated {
-            task_id: task_id.clone(),
-            created,
-        };
-        let answer = move |task_id: &String, repeat: bool| {
-            let answer = made(task_id, !repeat);
-            (Outcome::Made(Made::Done), super::answers::json(&answer))
+        let answer = |task: &Written<String>| {
+            let created = super::answers::TaskCreated {
+                task_id: task.value().clone(),
+                created: task.is_new(),
+            };
+            (Made::Done, created)
         };
         let decision = automation::tasking(&rule, title, &event_key);
-        let written = env.write(decision, answer, Refused::from).await?;
-        Ok((Made::Done, made(written.value(), written.is_new())))
+        let (_, made, created) = env.answered(decision, answer, Refused::from).await?;
+        Ok((made, created))
     }
 }
 
@@ -177,14 +176,11 @@ impl Command for MoveDeal {
             MoveError::Store(e) => Refused::from(e),
             MoveError::NoDeal => Refused::not_found("deal"),
         };
-        let answer = |moved: &deals::Moved, repeat: bool| {
-            let view = moved_view(moved, !repeat);
-            (Outcome::Made(Made::Done), super::answers::json(&view))
-        };
-        let written = env
-            .write(deals::moving(by.org(), id, to), answer, refused)
-            .await?;
-        Ok((Made::Done, moved_view(written.value(), written.is_new())))
+        let answer =
+            |moved: &Written<deals::Moved>| (Made::Done, moved_view(moved.value(), moved.is_new()));
+        let moving = deals::moving(by.org(), id, to);
+        let (_, made, view) = env.answered(moving, answer, refused).await?;
+        Ok((made, view))
     }
 }
 
@@ -231,11 +227,10 @@ impl Command for RefundLedgerLine {
         let decision = correction::refunding(env.store, by.org(), ledger_id, (reason, &who))
             .await
             .map_err(refused)?;
-        let answer = |refunded: &correction::Refunded, repeat: bool| {
-            let answer: Refunded = EventAnswer::of(&super::as_written(refunded, repeat));
-            (Outcome::Made(Made::Done), super::answers::json(&answer))
+        let answer = |refunded: &Written<correction::Refunded>| -> (Made, Refunded) {
+            (Made::Done, EventAnswer::of(refunded))
         };
-        let written = env.write(decision, answer, refused).await?;
-        Ok((Made::Done, EventAnswer::of(&written)))
+        let (_, made, refunded) = env.answered(decision, answer, refused).await?;
+        Ok((made, refunded))
     }
 }

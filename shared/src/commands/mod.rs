@@ -350,8 +350,9 @@ impl<R> Env<'_, R> {
     /// Writes `decision`; under a client's key, with the request's record in the same
     /// transaction (`store::request`), keeping the answer `answer` makes of the plan's outcome
     /// (`true`: a repeat's). The key held by another request is refused
-    /// `idempotency_key_reused`; `refused` says what the decision's own error is.
-    pub(crate) async fn write<D, A>(
+    /// `idempotency_key_reused`; `refused` says what the decision's own error is. (A command
+    /// writes through [`Env::answered`], which makes both answers of one function.)
+    async fn write<D, A>(
         &self,
         mut decision: D,
         answer: A,
@@ -383,6 +384,44 @@ impl<R> Env<'_, R> {
             }),
             Err(RequestError::Decision(e)) => Err(refused(e)),
         }
+    }
+}
+
+impl<R> Env<'_, R> {
+    /// Writes `decision` and answers with what `answer` reads off how it ended. The one
+    /// function gives the caller its answer now and the request's record (under a client's key)
+    /// the answer a repeat is given, read off the outcome as a repeat's: the two cannot differ.
+    pub(crate) async fn answered<D, T, A>(
+        &self,
+        decision: D,
+        answer: A,
+        refused: impl FnOnce(D::Error) -> Refused,
+    ) -> Result<(Written<D::Out>, Made, T), Refused>
+    where
+        D: crate::store::Decision,
+        D::Out: Clone + 'static,
+        T: serde::Serialize + 'static,
+        A: Fn(&Written<D::Out>) -> (Made, T) + Clone + Send + Sync + 'static,
+    {
+        let written = self
+            .write(decision, recorded(answer.clone()), refused)
+            .await?;
+        let (made, answer) = answer(&written);
+        Ok((written, made, answer))
+    }
+}
+
+/// What a request's record keeps of an outcome: `answer` of it as a repeat's (`true`) or a new
+/// one's, as JSON with how it was made.
+fn recorded<O, T, A>(answer: A) -> impl Fn(&O, bool) -> (Outcome, Value) + Send + Sync + 'static
+where
+    O: Clone + 'static,
+    T: serde::Serialize + 'static,
+    A: Fn(&Written<O>) -> (Made, T) + Send + Sync + 'static,
+{
+    move |out, repeat| {
+        let (made, answer) = answer(&as_written(out, repeat));
+        (Outcome::Made(made), answers::json(&answer))
     }
 }
 

@@ -4,11 +4,10 @@
 use super::amount::AmountText;
 use super::answers::EventAnswer;
 use super::answers::{self, BankMatched, BankUnmatched, InvoiceCopy, InvoiceVoided};
-use super::as_written;
 use super::{Actor, Env};
 use crate::bank::matching::MatchError;
 use crate::commands::{Command, Once, Ran, Replies, RequestKey};
-use crate::commands::{Made, Outcome, Refused};
+use crate::commands::{Made, Refused};
 use crate::fields::FieldError;
 use crate::fields::{self, REF_MAX, TITLE_MAX};
 use crate::ids::{ExternalId, LocalId};
@@ -22,6 +21,7 @@ use crate::payments::{
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::also::{Also, More};
+use crate::store::Written;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
@@ -77,13 +77,12 @@ pub(super) async fn pay<R>(
 ) -> Result<Value, Refused> {
     let input = payment_input(env, by, id, asked).await?;
     // What a request's record keeps: the answer `RegisterPayment` gives.
-    let answer = |event: &PaymentEvent, repeat: bool| {
-        let booked = EventAnswer::from_json(as_written(event, repeat).answer());
-        let answer = answers::PaymentRegistered::Booked(booked);
-        (Outcome::Made(Made::Done), answers::json(&answer))
+    let answer = |event: &Written<PaymentEvent>| {
+        let booked = EventAnswer::from_json(event.answer());
+        (Made::Done, answers::PaymentRegistered::Booked(booked))
     };
     let decision = registering(env.store, &input);
-    let registered = env.write(decision, answer, Refused::from).await?;
+    let (registered, ..) = env.answered(decision, answer, Refused::from).await?;
     booked(env, &input, registered).await
 }
 
@@ -94,7 +93,7 @@ pub(super) async fn pay_settling<R>(
     env: &Env<'_, R>,
     input: &PaymentInput,
     (keys, more): (Vec<String>, More<PaymentEvent, PaymentError>),
-) -> Result<Option<crate::store::Written<PaymentEvent>>, Refused> {
+) -> Result<Option<Written<PaymentEvent>>, Refused> {
     let also = Also::new(registering(env.store, input), keys, more);
     let refused = |e: PaymentError| match e {
         PaymentError::LinkMoved => None,
@@ -106,7 +105,7 @@ pub(super) async fn pay_settling<R>(
         Err(Some(refused)) => return Err(refused),
     };
     // Its identity stored with another payment (another invoice or amount): nothing moves.
-    if matches!(written, crate::store::Written::Conflict { .. }) {
+    if matches!(written, Written::Conflict { .. }) {
         return Err(Refused::conflict(
             "payment_conflict",
             "the payment this decision books was stored before as another payment; nothing moved",
@@ -119,7 +118,7 @@ pub(super) async fn pay_settling<R>(
 pub(super) async fn booked<R>(
     env: &Env<'_, R>,
     input: &PaymentInput,
-    registered: crate::store::Written<PaymentEvent>,
+    registered: Written<PaymentEvent>,
 ) -> Result<Value, Refused> {
     let key = input.event_key();
     not_reused(
@@ -331,12 +330,16 @@ impl Command for CreateCreditNote {
         if LocalId::parse("invoice_id", id).is_err() {
             return Err(Refused::not_found("invoice"));
         }
-        let answer = |note: &credit::CreditNote, repeat: bool| {
-            let made = if repeat { Made::Done } else { Made::Created };
-            let answer = CreditIssued::of(&as_written(note, repeat));
-            (Outcome::Made(made), answers::json(&answer))
+        let answer = |note: &Written<credit::CreditNote>| {
+            let made = if note.is_new() {
+                Made::Created
+            } else {
+                Made::Done
+            };
+            (made, CreditIssued::of(note))
         };
-        let issued = env.write(credit::issuing(&new), answer, refused).await?;
+        let issuing = credit::issuing(&new);
+        let (issued, made, answer) = env.answered(issuing, answer, refused).await?;
         let event_key = new.event_key();
         not_reused(
             env.store,
@@ -347,12 +350,7 @@ impl Command for CreateCreditNote {
             env.now,
         )
         .await?;
-        let status = if issued.is_new() {
-            Made::Created
-        } else {
-            Made::Done
-        };
-        Ok((status, EventAnswer::of(&issued)))
+        Ok((made, answer))
     }
 
     fn found_done(answer: &CreditIssued) -> bool {
@@ -685,15 +683,12 @@ impl Command for TopUp {
                 format!("a top-up is at most {TOPUP_MAX}"),
             ));
         }
-        let answer = |topped: &ledger::TopUp, repeat: bool| {
-            let answer = ToppedUp::of(&as_written(topped, repeat));
-            (Outcome::Made(Made::Done), answers::json(&answer))
-        };
+        let answer = |topped: &Written<ledger::TopUp>| (Made::Done, ToppedUp::of(topped));
         let decision = ledger::topup::topping(by.org(), &key, Price { amount, currency });
-        let written = env.write(decision, answer, Refused::from).await?;
+        let (written, made, topped) = env.answered(decision, answer, Refused::from).await?;
         let event = crate::ids::EventKey::new("topup", key.as_str());
         not_reused(env.store, by.org(), Kind::Wallet, &event, &written, env.now).await?;
-        Ok((Made::Done, EventAnswer::of(&written)))
+        Ok((made, topped))
     }
 
     fn found_done(answer: &ToppedUp) -> bool {
@@ -708,10 +703,10 @@ async fn not_reused<T>(
     org: &crate::ids::OrgId,
     kind: Kind,
     key: &crate::ids::EventKey,
-    written: &crate::store::Written<T>,
+    written: &Written<T>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), Refused> {
-    let crate::store::Written::Conflict { mismatch, .. } = written else {
+    let Written::Conflict { mismatch, .. } = written else {
         return Ok(());
     };
     let mut item = ReviewItem::mismatch(org, kind, key, mismatch, now, json!({}));
