@@ -6,7 +6,6 @@
 
 use crate::Ctx;
 use firmspace::commands::tools::{Annotations, ToolView};
-use firmspace::fields;
 use firmspace::http::ApiError;
 use firmspace::messages;
 use firmspace::messages::conversation::ConversationView;
@@ -18,6 +17,7 @@ use rust_decimal::Decimal;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::future::Future;
 use utoipa::{PartialSchema, ToSchema};
 
 /// How many items a read tool answers at most.
@@ -97,53 +97,31 @@ impl ReadTool {
         Self::ListReview,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// Each tool's type: the one place a read tool is tied to what it is.
+    fn spec(self) -> Spec {
         match self {
-            Self::FindInvoices => "find_invoices",
-            Self::ReadInvoice => "read_invoice",
-            Self::ListConversations => "list_conversations",
-            Self::ListReview => "list_review",
+            Self::FindInvoices => spec_of::<FindInvoicesInput>(),
+            Self::ReadInvoice => spec_of::<ReadInvoiceInput>(),
+            Self::ListConversations => spec_of::<ListConversationsInput>(),
+            Self::ListReview => spec_of::<ListReviewInput>(),
         }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.spec().name
     }
 
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    fn description(self) -> &'static str {
-        match self {
-            Self::FindInvoices => {
-                "Find invoices by number (INV-00012) or by contact, newest first, each with \
-                 what is paid and what is open: the invoice_id register_payment takes."
-            }
-            Self::ReadInvoice => "Read one invoice with its payments and credit notes.",
-            Self::ListConversations => {
-                "List conversations (a contact's, or all), the latest first, each with its last \
-                 messages: the conversation_id reply takes."
-            }
-            Self::ListReview => {
-                "List the open review items, newest first, each saying what it is about: the \
-                 reason and key resolve_review takes."
-            }
-        }
-    }
-
-    fn input_schema(self) -> Value {
-        let schema = match self {
-            Self::FindInvoices => FindInvoicesInput::schema(),
-            Self::ReadInvoice => ReadInvoiceInput::schema(),
-            Self::ListConversations => ListConversationsInput::schema(),
-            Self::ListReview => ListReviewInput::schema(),
-        };
-        serde_json::to_value(schema).unwrap_or(Value::Null)
-    }
-
     /// As `GET /api/assistant/tools` lists it: read only, and so harmless to call again.
     pub fn view(self) -> ToolView {
+        let spec = self.spec();
         ToolView {
-            name: self.name().to_owned(),
-            description: self.description(),
-            input_schema: self.input_schema(),
+            name: spec.name.to_owned(),
+            description: spec.description,
+            input_schema: (spec.schema)(),
             annotations: Annotations {
                 read_only_hint: true,
                 destructive_hint: false,
@@ -155,25 +133,47 @@ impl ReadTool {
 
     /// What the tool reads, for the organisation of `ctx`, from its input's JSON text.
     pub async fn run(self, store: &Store, ctx: &Ctx<'_>, json: &str) -> Result<Value, ApiError> {
-        let answer = match self {
-            Self::FindInvoices => to_value(find_invoices(store, ctx, read(json)?).await?),
-            Self::ReadInvoice => {
-                let input: ReadInvoiceInput = read(json)?;
-                within("invoice_id", Some(&input.invoice_id), REF_CHARS)?;
-                to_value(crate::invoices::detail(store, &ctx.org, &input.invoice_id).await?)
-            }
-            Self::ListConversations => to_value(list_conversations(store, ctx, read(json)?).await?),
-            Self::ListReview => to_value(list_review(store, ctx, read(json)?).await?),
-        };
-        Ok(answer)
+        (self.spec().run)(store, ctx, json).await
     }
 }
 
-fn read<T: DeserializeOwned>(json: &str) -> Result<T, ApiError> {
-    serde_json::from_str(json).map_err(|e| {
-        let detail = format!("input: {}", fields::plain(&e.to_string()));
-        ApiError::bad_request("invalid_input", detail)
-    })
+/// A read tool as one type: its input (whose JSON schema is what is offered, so what is offered
+/// is what is read), its name, what the assistant is told, and what it reads.
+trait ReadInput: DeserializeOwned + PartialSchema {
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    type Answer: Serialize;
+
+    fn answer(
+        self,
+        store: &Store,
+        ctx: &Ctx<'_>,
+    ) -> impl Future<Output = Result<Self::Answer, ApiError>> + Send;
+}
+
+/// A read tool's answer, on its way.
+type Reading<'a> = std::pin::Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+
+/// What a read tool is, read from its one type.
+struct Spec {
+    name: &'static str,
+    description: &'static str,
+    schema: fn() -> Value,
+    run: for<'a> fn(&'a Store, &'a Ctx<'a>, &'a str) -> Reading<'a>,
+}
+
+fn spec_of<I: ReadInput>() -> Spec {
+    Spec {
+        name: I::NAME,
+        description: I::DESCRIPTION,
+        schema: || serde_json::to_value(I::schema()).unwrap_or(Value::Null),
+        run: |store, ctx, json| {
+            Box::pin(async move {
+                let input: I = firmspace::commands::tools::input(json)?;
+                Ok(to_value(input.answer(store, ctx).await?))
+            })
+        },
+    }
 }
 
 /// An input's field held to the limit its schema documents: `invalid_input` naming it.
@@ -196,79 +196,104 @@ struct Items<T> {
     items: Vec<T>,
 }
 
-async fn find_invoices(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    input: FindInvoicesInput,
-) -> Result<Items<InvoiceView>, ApiError> {
-    within("number", input.number.as_deref(), NUMBER_MAX)?;
-    within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
-    let number = input.number.map(|n| n.trim().to_uppercase());
-    let items = invoice::list(store, &ctx.org, 200)
-        .await?
-        .iter()
-        .map(|i| i.view())
-        .filter(|i| {
-            number
-                .as_ref()
-                .is_none_or(|n| i.number.to_uppercase() == *n)
-        })
-        .filter(|i| input.contact_id.is_none() || i.contact_id == input.contact_id)
-        .filter(|i| {
-            !input.open.unwrap_or(false) || i.open.parse().is_ok_and(|o: Decimal| o > Decimal::ZERO)
-        })
-        .take(SHOWN)
-        .collect();
-    Ok(Items { items })
+impl ReadInput for FindInvoicesInput {
+    const NAME: &'static str = "find_invoices";
+    const DESCRIPTION: &'static str = "Find invoices by number (INV-00012) or by contact, \
+        newest first, each with what is paid and what is open: the invoice_id register_payment \
+        takes.";
+    type Answer = Items<InvoiceView>;
+
+    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Items<InvoiceView>, ApiError> {
+        let input = self;
+        within("number", input.number.as_deref(), NUMBER_MAX)?;
+        within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
+        let number = input.number.map(|n| n.trim().to_uppercase());
+        let items = invoice::list(store, &ctx.org, 200)
+            .await?
+            .iter()
+            .map(|i| i.view())
+            .filter(|i| {
+                number
+                    .as_ref()
+                    .is_none_or(|n| i.number.to_uppercase() == *n)
+            })
+            .filter(|i| input.contact_id.is_none() || i.contact_id == input.contact_id)
+            .filter(|i| {
+                !input.open.unwrap_or(false)
+                    || i.open.parse().is_ok_and(|o: Decimal| o > Decimal::ZERO)
+            })
+            .take(SHOWN)
+            .collect();
+        Ok(Items { items })
+    }
 }
 
-async fn list_conversations(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    input: ListConversationsInput,
-) -> Result<Items<ConversationWithMessages>, ApiError> {
-    within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
-    let found = messages::conversations(store, &ctx.org).await?;
-    let mut items = Vec::new();
-    let chosen = found
-        .iter()
-        .filter(|c| {
-            input
-                .contact_id
-                .as_ref()
-                .is_none_or(|id| c.contact_id == *id)
-        })
-        .take(SHOWN);
-    for conversation in chosen {
-        let all = messages::messages(store, &ctx.org, &conversation.id).await?;
-        let urls = Default::default();
-        let last = all.iter().rev().take(LAST_MESSAGES).rev();
-        items.push(ConversationWithMessages {
-            conversation: conversation.view(),
-            last_messages: last.map(|m| m.view(&urls)).collect(),
-        });
+impl ReadInput for ReadInvoiceInput {
+    const NAME: &'static str = "read_invoice";
+    const DESCRIPTION: &'static str = "Read one invoice with its payments and credit notes.";
+    type Answer = crate::schemas::InvoiceDetail;
+
+    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
+        within("invoice_id", Some(&self.invoice_id), REF_CHARS)?;
+        crate::invoices::detail(store, &ctx.org, &self.invoice_id).await
     }
-    Ok(Items { items })
 }
 
-async fn list_review(
-    store: &Store,
-    ctx: &Ctx<'_>,
-    input: ListReviewInput,
-) -> Result<Items<ReviewView>, ApiError> {
-    if input
-        .reason
-        .as_deref()
-        .is_some_and(|r| firmspace::review::Reason::parse(r).is_none())
-    {
-        let detail = "input: reason is not a review reason";
-        return Err(ApiError::bad_request("invalid_input", detail));
+impl ReadInput for ListConversationsInput {
+    const NAME: &'static str = "list_conversations";
+    const DESCRIPTION: &'static str = "List conversations (a contact's, or all), the latest \
+        first, each with its last messages: the conversation_id reply takes.";
+    type Answer = Items<ConversationWithMessages>;
+
+    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
+        let input = self;
+        within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
+        let found = messages::conversations(store, &ctx.org).await?;
+        let mut items = Vec::new();
+        let chosen = found
+            .iter()
+            .filter(|c| {
+                input
+                    .contact_id
+                    .as_ref()
+                    .is_none_or(|id| c.contact_id == *id)
+            })
+            .take(SHOWN);
+        for conversation in chosen {
+            let all = messages::messages(store, &ctx.org, &conversation.id).await?;
+            let urls = Default::default();
+            let last = all.iter().rev().take(LAST_MESSAGES).rev();
+            items.push(ConversationWithMessages {
+                conversation: conversation.view(),
+                last_messages: last.map(|m| m.view(&urls)).collect(),
+            });
+        }
+        Ok(Items { items })
     }
-    let (open, _) = review::page(store, &ctx.org, "open", 200, None, review::view).await?;
-    let items = open
-        .into_iter()
-        .filter(|i| input.reason.is_none() || i.reason == input.reason)
-        .take(SHOWN)
-        .collect();
-    Ok(Items { items })
+}
+
+impl ReadInput for ListReviewInput {
+    const NAME: &'static str = "list_review";
+    const DESCRIPTION: &'static str = "List the open review items, newest first, each saying \
+        what it is about: the reason and key resolve_review takes.";
+    type Answer = Items<ReviewView>;
+
+    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
+        let input = self;
+        if input
+            .reason
+            .as_deref()
+            .is_some_and(|r| firmspace::review::Reason::parse(r).is_none())
+        {
+            let detail = "input: reason is not a review reason";
+            return Err(ApiError::bad_request("invalid_input", detail));
+        }
+        let (open, _) = review::page(store, &ctx.org, "open", 200, None, review::view).await?;
+        let items = open
+            .into_iter()
+            .filter(|i| input.reason.is_none() || i.reason == input.reason)
+            .take(SHOWN)
+            .collect();
+        Ok(Items { items })
+    }
 }

@@ -124,7 +124,7 @@ fn spec_of<I: ToolInput>() -> Spec {
         moves_money: I::MOVES_MONEY,
         open_world: I::OPEN_WORLD,
         schema: || serde_json::to_value(I::schema()).unwrap_or(Value::Null),
-        command: |json, org| Ok(read::<I>(json)?.command(org)?.into()),
+        command: |json, org| Ok(input::<I>(json)?.command(org)?.into()),
     }
 }
 
@@ -318,7 +318,9 @@ pub struct Input<'a> {
     pub org: &'a OrgId,
 }
 
-fn read<T: DeserializeOwned>(json: &str) -> Result<T, Refused> {
+/// A tool's input read from its JSON text, a writing tool's or a read tool's alike:
+/// `invalid_input` saying what is wrong with it.
+pub fn input<T: DeserializeOwned>(json: &str) -> Result<T, Refused> {
     serde_json::from_str(json).map_err(|e| {
         Refused::invalid(
             "invalid_input",

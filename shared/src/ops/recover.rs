@@ -226,7 +226,7 @@ async fn invoke(
 mod tests {
     use super::*;
 
-    /// Every code this module refuses with is one `ended` keeps as it is.
+    /// Every code this module refuses with is one the edge keeps as it is (`http::recovery`).
     #[test]
     fn every_refusal_code_of_a_recovery_is_kept_by_name() {
         let text = include_str!("recover.rs");
