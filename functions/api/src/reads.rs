@@ -231,7 +231,7 @@ impl ReadInput for FindInvoicesInput {
 impl ReadInput for ReadInvoiceInput {
     const NAME: &'static str = "read_invoice";
     const DESCRIPTION: &'static str = "Read one invoice with its payments and credit notes.";
-    type Answer = crate::schemas::InvoiceDetail;
+    type Answer = crate::invoices::InvoiceDetail;
 
     async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
         within("invoice_id", Some(&self.invoice_id), REF_CHARS)?;

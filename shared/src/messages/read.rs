@@ -4,7 +4,6 @@ use super::conversation::conversations_list;
 use super::item::messages_list;
 use super::{conversation_pk, Conversation, Message};
 use crate::ids::OrgId;
-use crate::store::item::Read;
 use crate::store::{Store, StoreError};
 
 /// One conversation by id.
@@ -56,27 +55,12 @@ pub async fn conversations_of(
     org: &OrgId,
     contact_id: &str,
 ) -> Result<Vec<Conversation>, StoreError> {
-    let ids: Vec<String> = store
-        .list(
-            &super::conversation::contact_conversations(org, contact_id),
-            true,
-            50,
-        )
+    let listed = super::conversation::contact_conversations(org, contact_id);
+    let pointers = store.list(&listed, true, 50).await?;
+    store
+        .named_by(&pointers, "conversation_id", |id| conversation_pk(org, id))
         .await?
         .iter()
-        .map(|item| {
-            item.str_of("conversation_id")
-                .map(|id| conversation_pk(org, id))
-        })
-        .collect::<Result<_, _>>()?;
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    store
-        .get_many(&ids)
-        .await?
-        .into_iter()
-        .flatten()
-        .map(|item| Conversation::from_item(&item))
+        .map(Conversation::from_item)
         .collect()
 }

@@ -201,22 +201,12 @@ pub async fn by_numbers(
         return Ok(Vec::new());
     }
     let pks: Vec<String> = numbers.iter().map(|n| number_pk(org, n)).collect();
-    let ids: Vec<String> = store
-        .get_many(&pks)
-        .await?
-        .into_iter()
-        .flatten()
-        .map(|item| item.str_of("invoice_id").map(|id| invoice_pk(org, id)))
-        .collect::<Result<_, _>>()?;
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
+    let pointers: Vec<Item> = store.get_many(&pks).await?.into_iter().flatten().collect();
     store
-        .get_many(&ids)
+        .named_by(&pointers, "invoice_id", |id| invoice_pk(org, id))
         .await?
-        .into_iter()
-        .flatten()
-        .map(|item| Invoice::from_item(&item))
+        .iter()
+        .map(Invoice::from_item)
         .collect()
 }
 

@@ -1,5 +1,6 @@
 //! Reads: several items in one call, lists on the generic index, and the whole table for tools.
 
+use super::item::Read;
 use super::{Index, Item, Store, StoreError, GSI};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use std::collections::HashMap;
@@ -12,6 +13,25 @@ impl Store {
     /// Keys DynamoDB leaves unprocessed are asked for again.
     pub async fn get_many(&self, pks: &[String]) -> Result<Vec<Option<Item>>, StoreError> {
         self.get_many_as(pks, true).await
+    }
+
+    /// The items `pointers` name, each by its `field` made a key by `pk_of` (an invoice's number
+    /// item names its invoice, a contact's list entry its conversation), in one consistent read:
+    /// a pointer whose item is gone names nothing, and no pointer makes no read.
+    pub async fn named_by(
+        &self,
+        pointers: &[Item],
+        field: &str,
+        pk_of: impl Fn(&str) -> String,
+    ) -> Result<Vec<Item>, StoreError> {
+        let pks = pointers
+            .iter()
+            .map(|pointer| pointer.str_of(field).map(&pk_of))
+            .collect::<Result<Vec<_>, _>>()?;
+        if pks.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.get_many(&pks).await?.into_iter().flatten().collect())
     }
 
     /// [`Store::get_many`], consistent or not: an eventually consistent read costs half the
