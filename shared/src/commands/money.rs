@@ -74,7 +74,7 @@ pub(super) async fn pay<R>(
     by: &Actor,
     id: &str,
     asked: Asked<'_>,
-) -> Result<Value, Refused> {
+) -> Ran<answers::PaymentRegistered> {
     let input = payment_input(env, by, id, asked).await?;
     // What a request's record keeps: the answer `RegisterPayment` gives.
     let answer = |event: &Written<PaymentEvent>| {
@@ -82,8 +82,9 @@ pub(super) async fn pay<R>(
         (Made::Done, answers::PaymentRegistered::Booked(booked))
     };
     let decision = registering(env.store, &input);
-    let (registered, ..) = env.answered(decision, answer, Refused::from).await?;
-    booked(env, &input, registered).await
+    let (registered, made, answer) = env.answered(decision, answer, Refused::from).await?;
+    not_reused_payment(env, &input, &registered).await?;
+    Ok((made, answer))
 }
 
 /// Books `input` with what else its transaction holds (`also`: its keys and steps): both, or
@@ -120,17 +121,27 @@ pub(super) async fn booked<R>(
     input: &PaymentInput,
     registered: Written<PaymentEvent>,
 ) -> Result<Value, Refused> {
+    not_reused_payment(env, input, &registered).await?;
+    Ok(registered.answer())
+}
+
+/// `Ok` for a new payment or a true repeat; a payment's key sent again with another body is a
+/// review item for a person and the conflict the caller is refused (`not_reused`).
+async fn not_reused_payment<R>(
+    env: &Env<'_, R>,
+    input: &PaymentInput,
+    registered: &Written<PaymentEvent>,
+) -> Result<(), Refused> {
     let key = input.event_key();
     not_reused(
         env.store,
         &input.org,
         Kind::Payment,
         &key,
-        &registered,
+        registered,
         env.now,
     )
-    .await?;
-    Ok(registered.answer())
+    .await
 }
 
 /// What `asked` on invoice `id` books, as `by`: the invoice read for its currency, the amount
@@ -208,8 +219,7 @@ impl Command for RegisterPayment {
             amount,
             actor: self.actor.as_deref(),
         };
-        let booked = EventAnswer::from_json(pay(env, by, &self.invoice_id, asked).await?);
-        Ok((Made::Done, answers::PaymentRegistered::Booked(booked)))
+        pay(env, by, &self.invoice_id, asked).await
     }
 
     fn found_done(answer: &answers::PaymentRegistered) -> bool {
