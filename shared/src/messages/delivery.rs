@@ -175,7 +175,8 @@ pub async fn deliver(
             applied += 1;
         }
     }
-    tracing::info!(
+    // At debug, as a payment's "payment stored": a line an event is log volume on every delivery.
+    tracing::debug!(
         messages = messages.len() + rejected.len(),
         statuses = delivery.statuses.len(),
         applied,

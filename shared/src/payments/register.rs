@@ -156,7 +156,9 @@ async fn register<C: Confirm>(
     let at = decision.input.at;
     let written = store.write(&mut decision, at).await?;
     if let Written::New(event) = &written {
-        tracing::info!(outcome = ?event.outcome, "payment stored");
+        // At debug: what arrived is the event item and the `deliveries` metric; a line of its
+        // own an event would be log volume billed on every payment.
+        tracing::debug!(outcome = ?event.outcome, "payment stored");
     }
     Ok(written)
 }

@@ -528,6 +528,25 @@ async fn costs(target: &Target, log_per_event: f64) -> Result<()> {
 /// The `dynamodb_calls` the stack's functions counted since `since_ms` (each function writes
 /// one metric document an invocation into its log group), and the bytes every log line of the
 /// window holds.
+/// A line Lambda itself writes about an invocation (`START`, `END`, `REPORT`, `INIT_START`, as
+/// text or as JSON `platform.*`): the template's `SystemLogLevel: WARN` keeps them out of
+/// CloudWatch, so they cost nothing there; ministack writes them whatever the level, so the
+/// log volume leaves them out.
+fn is_platform_line(message: &str) -> bool {
+    const TEXT: [&str; 4] = [
+        "START RequestId:",
+        "END RequestId:",
+        "REPORT RequestId:",
+        "INIT_START ",
+    ];
+    TEXT.iter().any(|p| message.starts_with(p))
+        || serde_json::from_str::<Value>(message).is_ok_and(|v| {
+            v["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("platform."))
+        })
+}
+
 async fn dynamodb_calls(
     coords: &Coordinates,
     since_ms: i64,
@@ -557,6 +576,9 @@ async fn dynamodb_calls(
             let page = logs(&http, endpoint, "FilterLogEvents", ask).await?;
             for event in page["events"].as_array().into_iter().flatten() {
                 let message = event["message"].as_str().unwrap_or_default();
+                if is_platform_line(message) {
+                    continue;
+                }
                 bytes += message.len() as u64;
                 let line: Value = serde_json::from_str(message).unwrap_or(Value::Null);
                 let function = line["function"].as_str().unwrap_or("?").to_owned();
@@ -569,4 +591,28 @@ async fn dynamodb_calls(
         }
     }
     Ok((total, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_platform_line;
+
+    #[test]
+    fn lambdas_own_lines_are_left_out_of_the_log_volume_and_the_functions_lines_are_not() {
+        for platform in [
+            "START RequestId: 7ce3 Version: $LATEST",
+            "END RequestId: 7ce3",
+            "REPORT RequestId: 7ce3\tDuration: 61 ms\tBilled Duration: 61 ms",
+            r#"{"time":"2026-12-07T17:47:09Z","type":"platform.report","record":{}}"#,
+        ] {
+            assert!(is_platform_line(platform), "{platform}");
+        }
+        for ours in [
+            r#"{"function":"fanout","level":"WARN","message":"records cannot be written"}"#,
+            r#"{"_aws":{"CloudWatchMetrics":[]},"dynamodb_calls":6,"function":"api"}"#,
+            "a text line naming START RequestId: later",
+        ] {
+            assert!(!is_platform_line(ours), "{ours}");
+        }
+    }
 }

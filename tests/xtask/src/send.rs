@@ -358,8 +358,9 @@ struct Target {
     key: Option<String>,
 }
 
-/// An organisation and an integration of `kind` in the running local stack, with an invoice in
-/// `currency` (and a wallet topped up, for an SMS).
+/// An organisation and an integration of `kind` in the running local stack, with a member, a
+/// contact and an invoice in `currency` the member owns and the contact is on (and a wallet
+/// topped up, for an SMS).
 async fn local_target(http: &reqwest::Client, kind: Kind, currency: &str) -> Result<Target> {
     let coords = Coordinates::read(&Stack::local().coords_file())?;
     let post = |path: &str, token: &str, body: Value| {
@@ -409,10 +410,24 @@ async fn local_target(http: &reqwest::Client, kind: Kind, currency: &str) -> Res
         Kind::BankRow => json!({"kind": "bank", "provider": "csv"}),
     };
     let hook = post("/api/integrations", &key, spec).await?;
+    // A member who owns the invoice and a contact on it: a payment tells them, as in a team.
+    post(
+        "/api/members",
+        &key,
+        json!({"user_id": "u1", "name": "Olena"}),
+    )
+    .await?;
+    let contact = post(
+        "/api/contacts",
+        &key,
+        json!({"name": "Taras", "owner": "u1"}),
+    )
+    .await?;
     let invoice = post(
         "/api/invoices",
         &key,
-        json!({"currency": currency, "gross": whole(100, currency)?}),
+        json!({"currency": currency, "gross": whole(100, currency)?, "owner": "u1",
+            "contact_id": contact["contact_id"]}),
     )
     .await?;
     if kind == Kind::Sms {
