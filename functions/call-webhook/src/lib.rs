@@ -37,6 +37,8 @@ pub struct Calls {
 impl Source for Calls {
     const REVIEW: Kind = Kind::Call;
     const KIND: IntegrationKind = IntegrationKind::Calls;
+    /// The first report of a call creates it.
+    const CREATES: bool = true;
     type Settings = CallSettings;
     type Verifier = AnyVerifier;
     type Event = CallInput;
@@ -104,14 +106,5 @@ impl Source for Calls {
     ) -> Result<Recorded<Call>, ApiError> {
         let written = calls::record(store, &input).await?;
         Ok(Recorded::one(input.key(), written))
-    }
-
-    /// The first report of a call creates it.
-    fn status(&self, new: bool) -> u16 {
-        if new {
-            201
-        } else {
-            200
-        }
     }
 }

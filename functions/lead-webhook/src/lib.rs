@@ -26,6 +26,8 @@ pub struct Leads;
 
 impl Source for Leads {
     const KIND: IntegrationKind = IntegrationKind::Leads;
+    /// The first delivery of a submission creates its card.
+    const CREATES: bool = true;
     type Settings = LeadSettings;
     type Verifier = standard::Verifier;
     type Event = LeadInput;
@@ -66,14 +68,5 @@ impl Source for Leads {
     ) -> Result<Recorded<Lead>, ApiError> {
         let written = leads::record(store, &input).await?;
         Ok(Recorded::one(input.key(), written))
-    }
-
-    /// The first delivery of a submission creates its card.
-    fn status(&self, new: bool) -> u16 {
-        if new {
-            201
-        } else {
-            200
-        }
     }
 }

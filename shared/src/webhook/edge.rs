@@ -243,7 +243,7 @@ impl<S: Source> Edge<S> {
                     .store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
-        let status = self.source.status(recorded.is_new());
+        let status = S::status(recorded.is_new());
         Ok(crate::http::replayed_response(
             status,
             &told.answer,

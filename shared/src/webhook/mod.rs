@@ -78,10 +78,16 @@ pub trait Source: Send + Sync {
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<Recorded<Self::Stored>, ApiError>> + Send;
 
-    /// The status of a recorded delivery's answer: 200, or 201 for a source whose first
-    /// delivery creates (calls).
-    fn status(&self, _new: bool) -> u16 {
-        200
+    /// Whether the first delivery of an event creates what it names (a call, a lead's card):
+    /// answered 201, every repeat 200. Otherwise every delivery is answered 200.
+    const CREATES: bool = false;
+
+    /// The status of a recorded delivery's answer.
+    fn status(new: bool) -> u16 {
+        match Self::CREATES && new {
+            true => 201,
+            false => 200,
+        }
     }
 
     /// Whether the route also takes `GET`: a subscription handshake (WhatsApp's).
