@@ -192,11 +192,9 @@ impl From<ApiError> for Refused {
             return Self::new(Why::Broken, e.code, e.detail);
         };
         Self {
-            why,
-            code: e.code,
-            detail: e.detail,
             field: e.field,
             more: e.more.map(|m| *m).unwrap_or_default(),
+            ..Self::new(why, e.code, e.detail)
         }
     }
 }

@@ -220,7 +220,8 @@ impl Command for RefundLedgerLine {
             .map_err(|_| Refused::not_found("ledger line"))?;
         let refused = |e: RefundError| match e {
             RefundError::Store(e) => e.into(),
-            RefundError::NotFound => Refused::not_found("ledger line"),
+            // Found by its id on an index: a line written a moment ago may not be on it yet.
+            RefundError::NotFound => Refused::not_found("ledger line").on_a_lagging_read(),
             RefundError::NotADebit(_) => Refused::conflict("not_a_debit", e.to_string()),
         };
         let who = by.id();

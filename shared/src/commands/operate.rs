@@ -116,9 +116,10 @@ impl Which {
     async fn id<R>(self, env: &Env<'_, R>, by: &Actor) -> Result<IntegrationId, Refused> {
         let id = match self {
             Self::Id(id) => id,
+            // Found on the paused list, an index: a pause of a moment ago may not be on it yet.
             Self::Listed(digest) => hold::paused_by_digest(env.store, by.org(), &digest)
                 .await?
-                .ok_or_else(|| Refused::not_found("integration"))?,
+                .ok_or_else(|| Refused::not_found("integration").on_a_lagging_read())?,
         };
         owned(by, &integration_pk(&id), "INTEGRATION#", "integration")?;
         Ok(id)

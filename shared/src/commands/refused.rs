@@ -93,6 +93,9 @@ pub struct Refused {
     pub field: Option<&'static str>,
     /// What else the refusal names: a conflict's stored `outcome`, a file's refused `rows`.
     pub more: Map<String, Value>,
+    /// Decided on an index's read, which may lag the table by a moment
+    /// ([`Refused::on_a_lagging_read`]).
+    pub(crate) lagging: bool,
 }
 
 impl Refused {
@@ -103,6 +106,7 @@ impl Refused {
             detail: detail.into(),
             field: None,
             more: Map::new(),
+            lagging: false,
         }
     }
 
@@ -187,9 +191,20 @@ impl Refused {
         }
     }
 
+    /// The same refusal, decided on a read of an index (a ledger line found by its id, a
+    /// paused integration by its digest), which may lag the table by a moment: the same
+    /// request a moment later may find what was written just before it, so nothing of this
+    /// refusal is kept under the request's key.
+    pub fn on_a_lagging_read(self) -> Self {
+        Self {
+            lagging: true,
+            ..self
+        }
+    }
+
     /// Whether the same request later may be done: then nothing of it is kept.
     pub fn passing(&self) -> bool {
-        matches!(self.why, Why::Unavailable | Why::Broken)
+        matches!(self.why, Why::Unavailable | Why::Broken) || self.lagging
     }
 
     /// The refusal's body: `error`, `detail`, and `field` and what else it names.
@@ -242,5 +257,19 @@ impl From<LedgerError> for Refused {
             }
             LedgerError::NotHeld => Self::conflict("not_held", e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_on_a_lagging_read_keeps_its_why_and_body_but_is_not_kept() {
+        let settled = Refused::not_found("ledger line");
+        let lagging = Refused::not_found("ledger line").on_a_lagging_read();
+        assert!(!settled.passing());
+        assert!(lagging.passing());
+        assert_eq!((lagging.why, lagging.body()), (settled.why, settled.body()));
     }
 }

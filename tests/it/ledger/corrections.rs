@@ -95,3 +95,47 @@ async fn a_debit_is_refunded_once_whatever_the_key_and_its_review_item_is_resolv
     );
     assert_eq!(refund(&c, "led_nope", "r-5", "no").await.0, 404);
 }
+
+/// A line is found by its id on an index, which may lag the table by a moment: a refund asked
+/// before its debit is there is refused 404 and nothing of it is kept, so the same request
+/// under the same key, once the line is written, refunds it.
+#[tokio::test]
+async fn a_refund_refused_before_its_debit_was_found_is_not_kept_under_its_key() {
+    use firmspace::ledger::line::{ledger_id, message_line_pk};
+    use firmspace::ledger::LineKind;
+    use firmspace::messages::Direction;
+    let c = Carrier::new().await;
+    assert_eq!(c.top_up("t-lag", "1.00").await.0, 200);
+    let pk = message_line_pk(
+        &c.org,
+        &c.integration_id,
+        "m-lag",
+        Direction::Outbound,
+        LineKind::Debit,
+    );
+    let debit = ledger_id(&pk);
+    let (status, refused) = refund(&c, &debit, "r-lag", "charged twice").await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    let (status, sent) = c
+        .send("evt_lag", &event("sent", "m-lag", Some("0.05")))
+        .await;
+    assert_eq!(
+        (status, sent["ledger_id"].as_str()),
+        (200, Some(debit.as_str()))
+    );
+    let (status, refunded) = refund(&c, &debit, "r-lag", "charged twice").await;
+    assert_eq!(
+        (
+            status,
+            refunded["refunds"].as_str(),
+            refunded["duplicate"].as_bool()
+        ),
+        (200, Some(debit.as_str()), Some(false)),
+        "{refunded}"
+    );
+    assert_eq!(c.wallet().await["balance"], "1.00");
+}
