@@ -4,8 +4,8 @@
 //! `call_id`): an agent framework that retries a tool call acts once and gets the stored
 //! result; a `call_id` reused with another input is 409.
 
-use crate::reads::ReadTool;
 use crate::Ctx;
+use firmspace::commands::reads::ReadTool;
 use firmspace::commands::tools::{self, ToolView};
 use firmspace::commands::{Input, Performed, RequestKey, ToolCall};
 use firmspace::effects::automation::Tool;
@@ -73,7 +73,7 @@ pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         if let Err(scope) = ctx.key.may(firmspace::orgs::Scope::Read) {
             return Err(firmspace::commands::forbidden(scope).into());
         }
-        let result = read.run(store, ctx, body.input.get()).await?;
+        let result = read.run(store, &ctx.org, body.input.get()).await?;
         let answer = AssistantCallAnswer {
             call_id: call_id.as_str().to_owned(),
             result,

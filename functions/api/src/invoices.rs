@@ -10,16 +10,12 @@ use firmspace::commands::money::{CreateInvoice, DuplicateInvoice, RegisterPaymen
 use firmspace::commands::AmountText;
 use firmspace::http::{json_response, typed_response, ApiError};
 use firmspace::ids::ExternalId;
-use firmspace::payments::credit::{CreditNote, CreditNoteView};
-use firmspace::payments::event::PaymentLineView;
-use firmspace::payments::invoice::{self, InvoiceView};
-use firmspace::payments::register::list_for_invoice;
-use firmspace::payments::PaymentEvent;
+use firmspace::payments::invoice;
 use firmspace::payments::Source;
 use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
@@ -60,36 +56,12 @@ pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiErr
     Ok(json_response(200, &json!({ "items": items })))
 }
 
+/// The invoice `id` with its payments and credit notes, or 404.
 pub async fn read(store: &Store, ctx: &Ctx<'_>, id: &str) -> Result<Response<Body>, ApiError> {
-    Ok(typed_response(200, &detail(store, &ctx.org, id).await?))
-}
-
-/// The invoice `id` of `org` with its payments and credit notes, or 404.
-pub(crate) async fn detail(
-    store: &Store,
-    org: &firmspace::ids::OrgId,
-    id: &str,
-) -> Result<InvoiceDetail, ApiError> {
-    let found = invoice::get(store, org, id)
+    let detail = firmspace::payments::detail::detail(store, &ctx.org, id)
         .await?
         .ok_or_else(|| ApiError::not_found("invoice"))?;
-    let payments = list_for_invoice(store, org, id).await?;
-    let notes = firmspace::payments::credit::list_for_invoice(store, org, id).await?;
-    Ok(InvoiceDetail {
-        invoice: found.view(),
-        payments: payments.iter().map(PaymentEvent::view).collect(),
-        credit_notes: notes.iter().map(CreditNote::view).collect(),
-    })
-}
-
-/// An invoice with its payments and its credit notes.
-#[derive(Serialize, ToSchema)]
-pub struct InvoiceDetail {
-    #[serde(flatten)]
-    invoice: InvoiceView,
-    payments: Vec<PaymentLineView>,
-    /// Oldest first.
-    credit_notes: Vec<CreditNoteView>,
+    Ok(typed_response(200, &detail))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -16,7 +16,6 @@ mod ledger;
 mod messages;
 pub mod openapi;
 mod paging;
-mod reads;
 pub mod route;
 pub mod routes;
 mod schemas;

@@ -3,7 +3,6 @@
 //! document and the answers cannot drift.
 
 pub use crate::assistant::{AssistantCallAnswer, AssistantTools};
-pub use crate::invoices::InvoiceDetail;
 pub use crate::setup::IntegrationInfo;
 pub use firmspace::bank::files::FileImportView as FileImport;
 pub use firmspace::bank::BankTxView as BankTransaction;
@@ -18,6 +17,7 @@ pub use firmspace::http::Problem as ErrorBody;
 pub use firmspace::http::RequestOutcome;
 pub use firmspace::messages::conversation::ConversationView as Conversation;
 pub use firmspace::messages::item::MessageView as Message;
+pub use firmspace::payments::detail::InvoiceDetail;
 pub use firmspace::payments::event::PaymentAnswer;
 pub use firmspace::payments::invoice::InvoiceView as Invoice;
 pub use firmspace::review::ReviewView as ReviewItem;

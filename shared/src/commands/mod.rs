@@ -18,6 +18,7 @@ pub mod model;
 pub mod money;
 pub mod operate;
 pub mod proposals;
+pub mod reads;
 pub mod records;
 mod refused;
 pub mod requests;

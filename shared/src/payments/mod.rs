@@ -4,6 +4,7 @@
 mod confirm;
 pub mod consequences;
 pub mod credit;
+pub mod detail;
 pub mod event;
 pub mod invoice;
 pub mod providers;

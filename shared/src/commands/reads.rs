@@ -2,17 +2,20 @@
 //! (an invoice by its number or its contact, with what is open; an invoice with its payments;
 //! a contact's conversations and their last messages; the open review items with what they are
 //! about). Each only reads (`readOnlyHint`), needs the key's `read` scope, answers the types the
-//! REST routes answer, and is listed and called beside the writing tools.
+//! REST routes answer, and is listed and called beside the writing tools ([`super::tools`]):
+//! they write nothing, so they are no commands, but they are read the same way
+//! ([`super::tools::input`]) and refused in the same words ([`Refused`]).
 
-use crate::Ctx;
-use firmspace::commands::tools::{Annotations, ToolView};
-use firmspace::http::ApiError;
-use firmspace::messages;
-use firmspace::messages::conversation::ConversationView;
-use firmspace::messages::item::MessageView;
-use firmspace::payments::invoice::{self, InvoiceView};
-use firmspace::review::{self, ReviewView};
-use firmspace::store::Store;
+use super::tools::{Annotations, ToolView};
+use super::Refused;
+use crate::ids::OrgId;
+use crate::messages;
+use crate::messages::conversation::ConversationView;
+use crate::messages::item::MessageView;
+use crate::payments::detail::{self, InvoiceDetail};
+use crate::payments::invoice::{self, InvoiceView};
+use crate::review::{self, ReviewView};
+use crate::store::Store;
 use rust_decimal::Decimal;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -76,7 +79,7 @@ pub struct ListConversationsInput {
 #[serde(deny_unknown_fields)]
 pub struct ListReviewInput {
     /// Only items of this reason (`payment_proposed`, `possible_same_money`, ...).
-    #[schema(value_type = Option<firmspace::review::Reason>, inline)]
+    #[schema(value_type = Option<crate::review::Reason>, inline)]
     reason: Option<String>,
 }
 
@@ -131,9 +134,9 @@ impl ReadTool {
         }
     }
 
-    /// What the tool reads, for the organisation of `ctx`, from its input's JSON text.
-    pub async fn run(self, store: &Store, ctx: &Ctx<'_>, json: &str) -> Result<Value, ApiError> {
-        (self.spec().run)(store, ctx, json).await
+    /// What the tool reads in `org`, from its input's JSON text.
+    pub async fn run(self, store: &Store, org: &OrgId, json: &str) -> Result<Value, Refused> {
+        (self.spec().run)(store, org, json).await
     }
 }
 
@@ -147,19 +150,19 @@ trait ReadInput: DeserializeOwned + PartialSchema {
     fn answer(
         self,
         store: &Store,
-        ctx: &Ctx<'_>,
-    ) -> impl Future<Output = Result<Self::Answer, ApiError>> + Send;
+        org: &OrgId,
+    ) -> impl Future<Output = Result<Self::Answer, Refused>> + Send;
 }
 
 /// A read tool's answer, on its way.
-type Reading<'a> = std::pin::Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+type Reading<'a> = std::pin::Pin<Box<dyn Future<Output = Result<Value, Refused>> + Send + 'a>>;
 
 /// What a read tool is, read from its one type.
 struct Spec {
     name: &'static str,
     description: &'static str,
     schema: fn() -> Value,
-    run: for<'a> fn(&'a Store, &'a Ctx<'a>, &'a str) -> Reading<'a>,
+    run: for<'a> fn(&'a Store, &'a OrgId, &'a str) -> Reading<'a>,
 }
 
 fn spec_of<I: ReadInput>() -> Spec {
@@ -167,21 +170,21 @@ fn spec_of<I: ReadInput>() -> Spec {
         name: I::NAME,
         description: I::DESCRIPTION,
         schema: || serde_json::to_value(I::schema()).unwrap_or(Value::Null),
-        run: |store, ctx, json| {
+        run: |store, org, json| {
             Box::pin(async move {
-                let input: I = firmspace::commands::tools::input(json)?;
-                Ok(to_value(input.answer(store, ctx).await?))
+                let input: I = super::tools::input(json)?;
+                Ok(to_value(input.answer(store, org).await?))
             })
         },
     }
 }
 
 /// An input's field held to the limit its schema documents: `invalid_input` naming it.
-fn within(field: &str, value: Option<&str>, max_chars: usize) -> Result<(), ApiError> {
+fn within(field: &str, value: Option<&str>, max_chars: usize) -> Result<(), Refused> {
     match value {
         Some(v) if v.is_empty() || v.chars().count() > max_chars => {
             let detail = format!("input: {field} is 1 to {max_chars} characters");
-            Err(ApiError::bad_request("invalid_input", detail))
+            Err(Refused::invalid("invalid_input", detail))
         }
         _ => Ok(()),
     }
@@ -203,12 +206,12 @@ impl ReadInput for FindInvoicesInput {
         takes.";
     type Answer = Items<InvoiceView>;
 
-    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Items<InvoiceView>, ApiError> {
+    async fn answer(self, store: &Store, org: &OrgId) -> Result<Items<InvoiceView>, Refused> {
         let input = self;
         within("number", input.number.as_deref(), NUMBER_MAX)?;
         within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
         let number = input.number.map(|n| n.trim().to_uppercase());
-        let items = invoice::list(store, &ctx.org, 200)
+        let items = invoice::list(store, org, 200)
             .await?
             .iter()
             .map(|i| i.view())
@@ -231,11 +234,13 @@ impl ReadInput for FindInvoicesInput {
 impl ReadInput for ReadInvoiceInput {
     const NAME: &'static str = "read_invoice";
     const DESCRIPTION: &'static str = "Read one invoice with its payments and credit notes.";
-    type Answer = crate::invoices::InvoiceDetail;
+    type Answer = InvoiceDetail;
 
-    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
+    async fn answer(self, store: &Store, org: &OrgId) -> Result<InvoiceDetail, Refused> {
         within("invoice_id", Some(&self.invoice_id), REF_CHARS)?;
-        crate::invoices::detail(store, &ctx.org, &self.invoice_id).await
+        detail::detail(store, org, &self.invoice_id)
+            .await?
+            .ok_or_else(|| Refused::not_found("invoice"))
     }
 }
 
@@ -245,10 +250,10 @@ impl ReadInput for ListConversationsInput {
         first, each with its last messages: the conversation_id reply takes.";
     type Answer = Items<ConversationWithMessages>;
 
-    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
+    async fn answer(self, store: &Store, org: &OrgId) -> Result<Self::Answer, Refused> {
         let input = self;
         within("contact_id", input.contact_id.as_deref(), REF_CHARS)?;
-        let found = messages::conversations(store, &ctx.org).await?;
+        let found = messages::conversations(store, org).await?;
         let mut items = Vec::new();
         let chosen = found
             .iter()
@@ -260,7 +265,7 @@ impl ReadInput for ListConversationsInput {
             })
             .take(SHOWN);
         for conversation in chosen {
-            let all = messages::messages(store, &ctx.org, &conversation.id).await?;
+            let all = messages::messages(store, org, &conversation.id).await?;
             let urls = Default::default();
             let last = all.iter().rev().take(LAST_MESSAGES).rev();
             items.push(ConversationWithMessages {
@@ -278,17 +283,17 @@ impl ReadInput for ListReviewInput {
         what it is about: the reason and key resolve_review takes.";
     type Answer = Items<ReviewView>;
 
-    async fn answer(self, store: &Store, ctx: &Ctx<'_>) -> Result<Self::Answer, ApiError> {
+    async fn answer(self, store: &Store, org: &OrgId) -> Result<Self::Answer, Refused> {
         let input = self;
         if input
             .reason
             .as_deref()
-            .is_some_and(|r| firmspace::review::Reason::parse(r).is_none())
+            .is_some_and(|r| review::Reason::parse(r).is_none())
         {
             let detail = "input: reason is not a review reason";
-            return Err(ApiError::bad_request("invalid_input", detail));
+            return Err(Refused::invalid("invalid_input", detail));
         }
-        let (open, _) = review::page(store, &ctx.org, "open", 200, None, review::view).await?;
+        let (open, _) = review::page(store, org, "open", 200, None, review::view).await?;
         let items = open
             .into_iter()
             .filter(|i| input.reason.is_none() || i.reason == input.reason)
