@@ -198,6 +198,46 @@ async fn a_rotated_secret_verifies_at_once_and_the_previous_one_only_during_the_
         (status, named["error"].as_str()),
         (400, Some("invalid_secrets"))
     );
+    // What is refused writes nothing: an overlap past a week, a signing secret that cannot
+    // sign, an integration of no organisation of the key's. A body refused before the
+    // rotation is asked keeps nothing under its key, so the next body under it is read anew.
+    for (body, (code, status)) in [
+        (
+            json!({"secrets": {"secret": generate_secret()}, "overlap_hours": 169}),
+            ("invalid_field", 400),
+        ),
+        (
+            json!({"secrets": {"secret": "whsec_short"}}),
+            ("invalid_secret", 400),
+        ),
+    ] {
+        let (got, refused) = crm
+            .call_with("POST", &path, &[("idempotency-key", "rot-bad")], body)
+            .await;
+        assert_eq!(
+            (got, refused["error"].as_str()),
+            (status, Some(code)),
+            "{refused}"
+        );
+    }
+    // The same integration id under another organisation's id: none of this key's.
+    let (_, own) = id.split_once('_').unwrap();
+    let elsewhere = format!("/api/integrations/o0123456789ab_{own}/secrets");
+    let (status, _) = crm
+        .call_with(
+            "POST",
+            &elsewhere,
+            &[("idempotency-key", "rot-none")],
+            json!({"secrets": {"secret": generate_secret()}}),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let unchanged = crm.store().get(&integration_pk(&hook)).await.unwrap();
+    assert_eq!(
+        unchanged,
+        Some(after.clone()),
+        "nothing refused was written"
+    );
     let listed = crm.get(&format!("/api/integrations/{id}")).await;
     assert_eq!(listed["secrets"], rotated["secrets"]);
     let until = listed["secrets"]["previous_valid_until"].as_str().unwrap();
