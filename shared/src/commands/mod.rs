@@ -109,7 +109,9 @@ impl Actor {
 /// How a request names itself, and so how a repeat of it is known.
 #[derive(Clone, Debug)]
 pub enum RequestKey {
-    /// A person's `Idempotency-Key`: each key's own.
+    /// A person's `Idempotency-Key`: its request's record is each API key's own; an effect
+    /// the key names (a payment's external id, a credit note's or a top-up's key) is the
+    /// organisation's, so another API key of it sending the same key is that effect's repeat.
     Header(String),
     /// An assistant's `call_id`: shared by every key of the organisation, kept with its answer.
     Call(ExternalId),
