@@ -2,12 +2,15 @@
 //! call result. Only a final status makes a call; the first report answers 201, a repeat 200.
 
 use super::parts::JSON;
-use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::webhook::{
+    header, operation_of, IgnoredDelivery, UnparseableDelivery, STANDARD_ID, STANDARD_SIGNATURE,
+    STANDARD_TIMESTAMP,
+};
 use crate::route::{doc, Schemas};
 use crate::route::{In, Param};
 use crate::schemas::CallAnswer;
 use firmspace::calls::providers::Envelope as StandardCall;
-use firmspace::signature::{standard, twilio};
+use firmspace::signature::twilio;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder};
 
@@ -24,15 +27,9 @@ const PARAMS: &[Param] = &[
         twilio::SIGNATURE,
         "twilio: base64 HMAC-SHA1 of this URL followed by the form parameters sorted by name",
     ),
-    header(standard::ID, "standard: the message id"),
-    header(
-        standard::TIMESTAMP,
-        "standard: unix seconds, at most 5 minutes off",
-    ),
-    header(
-        standard::SIGNATURE,
-        "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
-    ),
+    STANDARD_ID,
+    STANDARD_TIMESTAMP,
+    STANDARD_SIGNATURE,
 ];
 
 pub fn operation(schemas: &mut Schemas) -> Operation {

@@ -2,7 +2,9 @@
 //! submission. The first delivery answers 201 with the card it made, every repeat 200.
 
 use super::parts::JSON;
-use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::webhook::{
+    header, operation_of, IgnoredDelivery, UnparseableDelivery, SIGNED, SIGNED_AT,
+};
 use crate::route::{doc, Schemas};
 use crate::route::{In, Param};
 use firmspace::leads::{Envelope as LeadPayload, LeadAnswer};
@@ -23,14 +25,8 @@ const PARAMS: &[Param] = &[
         standard::ID,
         "the message id; keys a submission without `submission_id`",
     ),
-    header(
-        standard::TIMESTAMP,
-        "unix seconds; more than 5 minutes off is 401 and writes nothing",
-    ),
-    header(
-        standard::SIGNATURE,
-        "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
-    ),
+    SIGNED_AT,
+    SIGNED,
 ];
 
 pub fn operation(schemas: &mut Schemas) -> Operation {

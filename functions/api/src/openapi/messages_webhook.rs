@@ -2,11 +2,14 @@
 //! message-webhook function: a messenger's delivery, each message stored once.
 
 use super::parts::{error, parameter, JSON};
-use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::webhook::{
+    header, operation_of, IgnoredDelivery, UnparseableDelivery, STANDARD_ID, STANDARD_SIGNATURE,
+    STANDARD_TIMESTAMP,
+};
 use crate::route::{doc, Schemas};
 use crate::route::{In, Param};
 use firmspace::messages::{BatchAnswer, GenericMessage, MessageAnswer};
-use firmspace::signature::{standard, telegram, whatsapp};
+use firmspace::signature::{telegram, whatsapp};
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::{
     ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, ResponseBuilder, ResponsesBuilder, Type,
@@ -31,15 +34,9 @@ const PARAMS: &[Param] = &[
         whatsapp::SIGNATURE,
         "whatsapp: `sha256=<hex HMAC-SHA256 of the body with the app secret>`",
     ),
-    header(standard::ID, "standard: the message id"),
-    header(
-        standard::TIMESTAMP,
-        "standard: unix seconds, at most 5 minutes off",
-    ),
-    header(
-        standard::SIGNATURE,
-        "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
-    ),
+    STANDARD_ID,
+    STANDARD_TIMESTAMP,
+    STANDARD_SIGNATURE,
 ];
 
 pub fn operation(schemas: &mut Schemas) -> Operation {

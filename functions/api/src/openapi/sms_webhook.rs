@@ -2,7 +2,9 @@
 //! carrier's event. The signature and its 5-minute window are checked before the body is read.
 
 use super::parts::JSON;
-use super::webhook::{header, operation_of, IgnoredDelivery, UnparseableDelivery};
+use super::webhook::{
+    header, operation_of, IgnoredDelivery, UnparseableDelivery, SIGNED, SIGNED_AT,
+};
 use crate::ledger::schemas::{SmsAnswer, SmsPayload};
 use crate::route::{doc, Schemas};
 use crate::route::{In, Param};
@@ -23,14 +25,8 @@ const PARAMS: &[Param] = &[
         standard::ID,
         "the event id: a repeat of it gets the stored answer",
     ),
-    header(
-        standard::TIMESTAMP,
-        "unix seconds; more than 5 minutes off is 401 and writes nothing",
-    ),
-    header(
-        standard::SIGNATURE,
-        "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
-    ),
+    SIGNED_AT,
+    SIGNED,
 ];
 
 pub fn operation(schemas: &mut Schemas) -> Operation {

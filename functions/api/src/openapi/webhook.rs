@@ -26,6 +26,26 @@ pub(super) const fn header(name: &'static str, doc: &'static str) -> Param {
     }
 }
 
+/// The Standard Webhooks headers of a source that takes other providers' deliveries too.
+pub(super) const STANDARD_ID: Param = header(standard::ID, "standard: the message id");
+pub(super) const STANDARD_TIMESTAMP: Param = header(
+    standard::TIMESTAMP,
+    "standard: unix seconds, at most 5 minutes off",
+);
+pub(super) const STANDARD_SIGNATURE: Param = header(
+    standard::SIGNATURE,
+    "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
+);
+/// The same of a source whose one provider is Standard Webhooks (its id is its own to tell).
+pub(super) const SIGNED_AT: Param = header(
+    standard::TIMESTAMP,
+    "unix seconds; more than 5 minutes off is 401 and writes nothing",
+);
+pub(super) const SIGNED: Param = header(
+    standard::SIGNATURE,
+    "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`",
+);
+
 const PARAMS: &[Param] = &[
     Param {
         name: "integration_id",
@@ -33,11 +53,8 @@ const PARAMS: &[Param] = &[
         required: true,
         doc: "the integration's id, from POST /api/integrations (`o..._...`)",
     },
-    header(standard::ID, "standard: the message id"),
-    header(
-        standard::TIMESTAMP,
-        "standard: unix seconds, at most 5 minutes off",
-    ),
+    STANDARD_ID,
+    STANDARD_TIMESTAMP,
     header(
         standard::SIGNATURE,
         "standard: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` (space-separated list)",
