@@ -68,12 +68,10 @@ pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
         field: Some("call_id"),
         ..ApiError::bad_request("invalid_field", e.to_string())
     })?;
+    let by = firmspace::commands::Actor::Assistant(ctx.key.clone());
     // A read tool reads, under the key's `read` scope: nothing to claim, nothing kept.
     if let Some(read) = ReadTool::parse(&body.tool) {
-        if let Err(scope) = ctx.key.may(firmspace::orgs::Scope::Read) {
-            return Err(firmspace::commands::forbidden(scope).into());
-        }
-        let result = read.run(store, &ctx.org, body.input.get()).await?;
+        let result = read.run(store, &by, body.input.get()).await?;
         let answer = AssistantCallAnswer {
             call_id: call_id.as_str().to_owned(),
             result,
@@ -94,7 +92,6 @@ pub(crate) async fn call(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>,
     let input: Value = serde_json::from_str(body.input.get()).unwrap_or_default();
     let asked = format!("{}\0{input}", body.tool).into_bytes();
     let key = RequestKey::Call(call_id.clone());
-    let by = firmspace::commands::Actor::Assistant(ctx.key.clone());
     let done = command
         .perform(&ctx.env(store), &by, &key, &[&asked])
         .await?;

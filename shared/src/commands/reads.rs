@@ -7,11 +7,12 @@
 //! ([`super::tools::input`]) and refused in the same words ([`Refused`]).
 
 use super::tools::{Annotations, ToolView};
-use super::Refused;
+use super::{Actor, Refused};
 use crate::ids::OrgId;
 use crate::messages;
 use crate::messages::conversation::ConversationView;
 use crate::messages::item::MessageView;
+use crate::orgs::Scope;
 use crate::payments::detail::{self, InvoiceDetail};
 use crate::payments::invoice::{self, InvoiceView};
 use crate::review::{self, ReviewView};
@@ -134,9 +135,11 @@ impl ReadTool {
         }
     }
 
-    /// What the tool reads in `org`, from its input's JSON text.
-    pub async fn run(self, store: &Store, org: &OrgId, json: &str) -> Result<Value, Refused> {
-        (self.spec().run)(store, org, json).await
+    /// What the tool reads for `by`, in its organisation, from its input's JSON text: refused
+    /// `forbidden` unless `by` holds the `read` scope.
+    pub async fn run(self, store: &Store, by: &Actor, json: &str) -> Result<Value, Refused> {
+        by.may(&[Scope::Read])?;
+        (self.spec().run)(store, by.org(), json).await
     }
 }
 
