@@ -30,7 +30,7 @@ const DUPLICATE_PAYMENT: (f64, f64, usize) = (0.0, 1.0, 0);
 /// hour's counters, and the meter's own flush at most every 10 s) is shared.
 const NEW_PAYMENT_IN_A_BATCH: (f64, f64, usize) = (10.4, 3.0, 0);
 const NEW_MESSAGE: (f64, f64, usize) = (12.0, 3.5, 0);
-const NEW_SMS_DEBIT: (f64, f64, usize) = (14.0, 6.0, 0);
+const NEW_SMS_DEBIT: (f64, f64, usize) = (14.0, 4.0, 0);
 
 /// What one event cost, and what each request of it cost.
 struct Cost {

@@ -1,7 +1,11 @@
 //! Recording one carrier event: one consistent `BatchGetItem` (the acknowledgement, the wallet,
-//! the message's lines, and for an incoming SMS its conversation and sender), the decision, then
-//! one `TransactWriteItems` that puts the acknowledgement under `attribute_not_exists` together
-//! with everything the event writes. A stored acknowledgement is answered from that read alone.
+//! the message's inbox line, the integration, and for an incoming SMS its conversation and
+//! sender), the decision, then one `TransactWriteItems` that puts the acknowledgement under
+//! `attribute_not_exists` together with everything the event writes. A stored acknowledgement is
+//! answered from that read alone. The message's ledger lines (its debit and its refund) are read
+//! only when its inbox line is there: every line is written with its message's inbox line, in
+//! one transaction, so a message without one has none, and its first event (a `sms.sent`, the
+//! most of them) reads four items, not six.
 
 use super::ack::replayed;
 pub use super::ack::{ack_pk, Ack, Acked, Recorded, ACK_KIND};
@@ -19,7 +23,7 @@ use crate::messages::{Incoming, Placement, Sender};
 use crate::review::{Kind, ReviewItem};
 use crate::store::counters;
 use crate::store::item::{n, s, tag_name, Read};
-use crate::store::{Cond, Decision, Plan as Write, Seen as StoreSeen, Step, Store, Update};
+use crate::store::{Cond, Decision, Item, Plan as Write, Seen as StoreSeen, Step, Store, Update};
 use chrono::{DateTime, Utc};
 
 /// The keys one event reads, in order.
@@ -57,12 +61,11 @@ impl Keys {
         }
     }
 
+    /// What the first read takes, in this order (`Slot`).
     fn all(&self) -> Vec<String> {
         let mut pks = vec![
             self.ack.clone(),
             self.wallet.clone(),
-            self.debit.clone(),
-            self.refund.clone(),
             self.inbox.clone(),
             self.integration.clone(),
         ];
@@ -122,23 +125,55 @@ async fn write(
     now: DateTime<Utc>,
 ) -> Result<Recorded, LedgerError> {
     let mut decision = RecordSms {
+        store,
         integration,
         event,
         keys: Keys::of(integration, event),
         release,
+        lines: (None, None),
     };
     store.write(&mut decision, now).await
 }
 
+/// Where the first read's items are, in `Keys::all`'s order (the acknowledgement first:
+/// `Seen::stored`).
+mod slot {
+    pub const WALLET: usize = 1;
+    pub const INBOX: usize = 2;
+    pub const INTEGRATION: usize = 3;
+    pub const CONVERSATION: usize = 4;
+    pub const IDENTITY: usize = 5;
+}
+
 struct RecordSms<'a> {
+    store: &'a Store,
     integration: &'a Integration,
     event: &'a SmsEvent,
     keys: Keys,
     /// Deciding a held event: its stored `held` acknowledgement is updated, not a repeat.
     release: bool,
+    /// The message's debit and refund as this round read them (`prepare`): none without its
+    /// inbox line.
+    lines: (Option<Item>, Option<Item>),
 }
 
 impl RecordSms<'_> {
+    /// When the integration was paused, if it is and this is not its release: the event is held.
+    fn paused_since<'s>(&self, found: &'s StoreSeen) -> Option<&'s str> {
+        found
+            .get(slot::INTEGRATION)
+            .and_then(crate::integrations::pause::paused_since)
+            .filter(|_| !self.release)
+    }
+
+    /// Whether the event is decided on its message's lines: not a repeat, not held, and the
+    /// message has an inbox line (without one it has no line).
+    fn reads_lines(&self, found: &StoreSeen) -> bool {
+        found.get(slot::INBOX).is_some()
+            && matches!(self.decided_before(found), Ok(None))
+            && self.paused_since(found).is_none()
+    }
+
     /// A stored acknowledgement's answer, unless it is a held one this call releases.
     fn decided_before(&self, found: &StoreSeen) -> Result<Option<Write<Acked>>, LedgerError> {
         let held = found
@@ -163,29 +198,41 @@ impl Decision for RecordSms<'_> {
         self.keys.all()
     }
 
+    /// The message's debit and refund, read consistently when the event is decided on them
+    /// (every round: what the first read found may have moved).
+    async fn prepare(&mut self, found: &StoreSeen) -> Result<(), LedgerError> {
+        self.lines = (None, None);
+        if self.reads_lines(found) {
+            let keys = [self.keys.debit.clone(), self.keys.refund.clone()];
+            let mut read = self.store.get_many(&keys).await?.into_iter();
+            self.lines = (read.next().flatten(), read.next().flatten());
+        }
+        Ok(())
+    }
+
     fn decide(&self, found: &StoreSeen, now: DateTime<Utc>) -> Result<Write<Acked>, LedgerError> {
         let (event, org) = (self.event, self.integration.org());
         if let Some(done) = self.decided_before(found)? {
             return Ok(done);
         }
-        let paused = found
-            .get(5)
-            .and_then(crate::integrations::pause::paused_since)
-            .filter(|_| !self.release);
-        if let Some(since) = paused {
+        if let Some(since) = self.paused_since(found) {
             return Ok(hold(
                 self.integration,
                 event,
-                Wallet::from_item(found.get(1))?,
+                Wallet::from_item(found.get(slot::WALLET))?,
                 since,
                 now,
             ));
         }
+        let line = |item: &Option<Item>| item.as_ref().map(LedgerLine::from_item).transpose();
         let seen = Seen {
-            wallet: Wallet::from_item(found.get(1))?,
-            debit: found.get(2).map(LedgerLine::from_item).transpose()?,
-            refund: found.get(3).map(LedgerLine::from_item).transpose()?,
-            inbox: found.get(4).map(InboxLine::from_item).transpose()?,
+            wallet: Wallet::from_item(found.get(slot::WALLET))?,
+            debit: line(&self.lines.0)?,
+            refund: line(&self.lines.1)?,
+            inbox: found
+                .get(slot::INBOX)
+                .map(InboxLine::from_item)
+                .transpose()?,
         };
         let plan = decide(event, org, &seen, now);
         let mut steps = steps(org, event, &seen, &plan, now);
@@ -194,8 +241,8 @@ impl Decision for RecordSms<'_> {
                 self.integration,
                 MessageProvider::Sms,
                 incoming,
-                found.get(6).cloned(),
-                found.get(7).cloned(),
+                found.get(slot::CONVERSATION).cloned(),
+                found.get(slot::IDENTITY).cloned(),
                 Vec::new(),
                 now,
             )?;

@@ -115,7 +115,9 @@ async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read() {
     assert_eq!(
         c.env.calls.take(),
         ["BatchGetItem", "TransactWriteItems"],
-        "one read of the event, wallet and lines; one transaction of the debit, the inbox line, the wallet and the acknowledgement"
+        "one read of the event, the wallet, the inbox line and the integration (a message \
+         without an inbox line has no ledger line); one transaction of the debit, the inbox \
+         line, the wallet and the acknowledgement"
     );
     c.send("evt_1", &body).await;
     assert_eq!(
@@ -126,9 +128,10 @@ async fn an_event_costs_one_read_and_one_transaction_and_a_repeat_one_read() {
     c.send("evt_1_repush", &body).await;
     assert_eq!(
         c.env.calls.take(),
-        ["BatchGetItem", "PutItem"],
-        "a re-push reads and stores only its acknowledgement (one conditional put, not a \
-         transaction); it is a duplicate, counted in memory"
+        ["BatchGetItem", "BatchGetItem", "PutItem"],
+        "a re-push reads its message's lines too (its inbox line is there) and stores only its \
+         acknowledgement (one conditional put, not a transaction); it is a duplicate, counted in \
+         memory"
     );
     c.send("evt_2", &event("received", "MO1", None)).await;
     assert_eq!(
