@@ -180,9 +180,11 @@ pub trait Decision: Send + Sync {
         false
     }
 
-    /// Work done before deciding, at most once however often the write is retried (asking a
-    /// provider to confirm a payment, fetching a message's attachments). Called before every
-    /// decision; an implementation keeps what it did.
+    /// Work done before deciding: at most once however often the write is retried (asking a
+    /// provider to confirm a payment, fetching a message's attachments), or a read that must be
+    /// as fresh as the round's (an SMS event's ledger lines, read only when its message has an
+    /// inbox line). Called before every decision; an implementation keeps what it did once, and
+    /// does again what each round needs.
     fn prepare(&mut self, _seen: &Seen) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async { Ok(()) }
     }
