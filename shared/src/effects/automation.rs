@@ -55,12 +55,26 @@ pub enum Action {
     },
 }
 
-/// The product's write actions as tools a model or an assistant calls. A tool's name is its
-/// variant's serde name, written nowhere else; its input, schema and authority are
-/// `commands`'. A rule's AI step may be given those `for_model` allows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Tool {
+/// Declares `Tool` and its list `Tool::ALL` from one list of its variants.
+macro_rules! tools {
+    ($($tool:ident),* $(,)?) => {
+        /// The product's write actions as tools a model or an assistant calls. A tool's name is its
+        /// variant's serde name, written nowhere else; its input, schema and authority are
+        /// `commands`'. A rule's AI step may be given those `for_model` allows.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Tool {
+            $($tool),*
+        }
+
+        impl Tool {
+            /// Every tool, in the order they are listed.
+            pub const ALL: [Self; [$(stringify!($tool)),*].len()] = [$(Self::$tool),*];
+        }
+    };
+}
+
+tools! {
     Reply,
     CreateTask,
     RegisterPayment,
@@ -69,14 +83,6 @@ pub enum Tool {
 }
 
 impl Tool {
-    pub const ALL: [Self; 5] = [
-        Self::Reply,
-        Self::CreateTask,
-        Self::RegisterPayment,
-        Self::CreateCreditNote,
-        Self::ResolveReview,
-    ];
-
     pub fn name(self) -> String {
         tag_name(&self)
     }
