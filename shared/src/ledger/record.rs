@@ -61,7 +61,8 @@ impl Keys {
         }
     }
 
-    /// What the first read takes, in this order (`Slot`).
+    /// What the first read takes, in this order (`slot`); the debit and refund are read after
+    /// it, when the message has an inbox line (`RecordSms::prepare`).
     fn all(&self) -> Vec<String> {
         let mut pks = vec![
             self.ack.clone(),
