@@ -223,8 +223,12 @@ impl App {
             // The gateway's `$default` route: whatever no function serves gets our JSON too.
             return Err(unrouted(req.method().as_str(), &segments));
         }
-        // An id longer than any we hand out names nothing (and would not fit a key).
-        if segments.iter().any(|s| s.len() > PATH_ID_MAX) {
+        // An id longer than any we hand out names nothing (and would not fit a key): measured
+        // as a key spells it, where a `%` or `#` takes three bytes.
+        if segments
+            .iter()
+            .any(|s| firmspace::ids::key_part(s).len() > PATH_ID_MAX)
+        {
             return Err(ApiError::not_found("route"));
         }
         let Some(found) = routes::find(req.method().as_str(), &segments) else {

@@ -94,6 +94,8 @@ impl Command for Reply {
 
 /// 404 for an unknown conversation, 409 for one whose channel takes no replies from us.
 async fn channel_replies<R>(env: &Env<'_, R>, by: &Actor, id: &str) -> Result<(), Refused> {
+    // A conversation's id is `cv_` and 20 hex digits: one of another shape names none.
+    LocalId::parse("conversation_id", id).map_err(|_| Refused::not_found("conversation"))?;
     let conversation = crate::messages::conversation(env.store, by.org(), id)
         .await?
         .ok_or_else(|| Refused::not_found("conversation"))?;

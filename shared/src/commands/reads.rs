@@ -204,8 +204,8 @@ struct Items<T> {
 
 impl ReadInput for FindInvoicesInput {
     const NAME: &'static str = "find_invoices";
-    const DESCRIPTION: &'static str = "Find invoices by number (INV-00012) or by contact, \
-        newest first, each with what is paid and what is open: the invoice_id register_payment \
+    const DESCRIPTION: &'static str = "Find invoices by number (INV-00012) or by contact \
+        among the newest 200, newest first, each with what is paid and what is open: the invoice_id register_payment \
         takes.";
     type Answer = Items<InvoiceView>;
 

@@ -20,6 +20,7 @@ use utoipa::{PartialSchema, ToSchema};
 #[serde(deny_unknown_fields)]
 pub struct ReplyInput {
     /// `cv_...` from `GET /api/conversations`.
+    #[schema(max_length = 64)]
     conversation_id: String,
     /// 1 to 4000 characters.
     #[schema(min_length = 1, max_length = 4000)]

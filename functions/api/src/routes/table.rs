@@ -329,7 +329,7 @@ pub static ROUTES: &[Route] = &[
         summary: "What became of a write this API key sent under an `Idempotency-Key`, read without sending it again",
         params: &[path("key", "the request's `Idempotency-Key`")],
         body: None,
-        ok: &[(200, "`running`, or `done` with the status and the answer it got (kept 24 h)")],
+        ok: &[(200, "`done` with the status and the answer it got (kept 7 days), or `running`: a request an earlier release began")],
         answer: One(doc::<s::RequestOutcome>),
         errors: &[NEVER_ARRIVED],
     },
@@ -340,7 +340,7 @@ pub static ROUTES: &[Route] = &[
         summary: "What became of an assistant's tool call, read without calling again",
         params: &[path("call_id", "the tool call's `call_id`")],
         body: None,
-        ok: &[(200, "`running`, or `done` with the status and the answer it got (kept 24 h)")],
+        ok: &[(200, "`done` with the status and the answer it got (kept 7 days), or `running`: a request an earlier release began")],
         answer: One(doc::<s::RequestOutcome>),
         errors: &[NEVER_ARRIVED],
     },
@@ -348,6 +348,6 @@ pub static ROUTES: &[Route] = &[
 
 const NEVER_ARRIVED: (u16, &str) = (
     404,
-    "`never_arrived`: nothing arrived under this key (or it is older than 24 h); send it again \
+    "`never_arrived`: nothing arrived under this key (or it is older than 7 days); send it again \
      under the same key: nothing happens twice",
 );
