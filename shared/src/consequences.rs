@@ -43,6 +43,12 @@ impl Trigger {
         Self::LeadCreated,
         Self::CreditNoteCreated,
     ];
+
+    /// Whether what it fires for has a conversation a reply answers: a message's own, a missed
+    /// call's contact's latest.
+    pub fn answers_a_conversation(self) -> bool {
+        matches!(self, Self::MessageReceived | Self::CallMissed)
+    }
 }
 
 /// To `recipient`, or to every team member (one copy each, keyed `KEY#RECIPIENT`) when `None`.

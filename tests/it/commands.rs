@@ -582,6 +582,13 @@ async fn a_rule_names_an_allowed_model_and_shows_who_made_it() {
         crm.expect_status("POST", "/api/rules", paying, 400).await["error"],
         "invalid_action"
     );
+    // A lead has no conversation a model's reply could answer.
+    let on_a_lead = json!({"trigger": "lead.created", "action": {"type": "ai", "model": HAIKU,
+        "instructions": "Help.", "tools": ["reply"]}});
+    assert_eq!(
+        crm.expect_status("POST", "/api/rules", on_a_lead, 400).await["error"],
+        "invalid_action"
+    );
     let made = crm
         .expect_status("POST", "/api/rules", rule(HAIKU), 201)
         .await;

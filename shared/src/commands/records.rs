@@ -31,7 +31,7 @@ async fn check_action(
         }
         Action::Ai { .. } => check_ai(trigger, action, models)?,
     }
-    if matches!(action, Action::Reply { .. }) && trigger == Trigger::InvoicePaid {
+    if matches!(action, Action::Reply { .. }) && !trigger.answers_a_conversation() {
         return Err(Refused::invalid(
             "invalid_action",
             "reply answers a conversation: its trigger is message.received or call.missed",
@@ -82,7 +82,7 @@ fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Re
         return invalid("an ai action names each tool at most once".into());
     }
     let replies = tools.contains(&crate::effects::automation::Tool::Reply);
-    if replies && trigger == Trigger::InvoicePaid {
+    if replies && !trigger.answers_a_conversation() {
         return invalid(
             "the reply tool answers a conversation: its trigger is message.received or call.missed"
                 .into(),
@@ -285,9 +285,16 @@ impl Command for AddMember {
                 ))
             }
         };
+        // A member added before keeps the name it was added with: that is what is answered.
+        let name = match status {
+            Made::Created => member.name,
+            _ => crate::orgs::member(env.store, by.org(), &member.user_id)
+                .await?
+                .map_or(member.name, |stored| stored.name),
+        };
         let answer = super::answers::MemberAdded {
             user_id: member.user_id,
-            name: member.name,
+            name,
             duplicate: status == Made::Done,
         };
         Ok((status, answer))

@@ -92,6 +92,19 @@ pub async fn add_member(
 /// notification writes a copy for, within one worker's invocation.
 pub const MEMBERS_MAX: u64 = 1000;
 
+/// The member `user_id` of the organisation, as added.
+pub async fn member(
+    store: &Store,
+    org: &OrgId,
+    user_id: &str,
+) -> Result<Option<Member>, StoreError> {
+    let item = store.get(&org.pk(&format!("MEMBER#{user_id}"))).await?;
+    Ok(item.map(|item| Member {
+        user_id: user_id.to_owned(),
+        name: item.opt_str("name").unwrap_or_default().to_owned(),
+    }))
+}
+
 /// Whether `user_id` is a member of the organisation.
 pub async fn is_member(store: &Store, org: &OrgId, user_id: &str) -> Result<bool, StoreError> {
     Ok(store
