@@ -17,6 +17,7 @@ use super::{InboxLine, InboxStatus, LedgerLine, LineKind, Price, SmsEvent, SmsTy
 use crate::ids::OrgId;
 use crate::review::Reason;
 use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 /// What the read found for the event's message.
@@ -321,13 +322,33 @@ impl Draft<'_> {
                 reason: Reason::CurrencyMismatch,
                 detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "currency": price.currency.as_str(), "wallet_currency": self.wallet.currency.map(|c| c.as_str())}),
             });
-        } else if kind == LineKind::Debit && self.wallet.balance.is_sign_negative() {
-            self.flag(Flag {
-                reason: Reason::NegativeBalance,
-                detail: json!({"ledger_id": line.ledger_id, "message_id": self.event.message_id, "balance": self.wallet.shown_balance()}),
-            });
         }
         self.lines.push(line);
+    }
+
+    /// A debit that leaves the wallet below zero is a person's matter, judged on the wallet the
+    /// whole event leaves: a `sms.sent` after its failure books its debit and its refund, which
+    /// cost nothing together, and is no one's matter however low the wallet is.
+    fn below_zero(&mut self) {
+        let taken: Decimal = self
+            .lines
+            .iter()
+            .filter(|l| l.applied)
+            .map(|l| l.kind.signed(l.amount))
+            .sum();
+        let debit = self
+            .lines
+            .iter()
+            .find(|l| l.applied && l.kind == LineKind::Debit);
+        if let (Some(debit), true) = (debit, taken.is_sign_negative()) {
+            if self.wallet.balance.is_sign_negative() {
+                let detail = json!({"ledger_id": debit.ledger_id, "message_id": self.event.message_id, "balance": self.wallet.shown_balance()});
+                self.flag(Flag {
+                    reason: Reason::NegativeBalance,
+                    detail,
+                });
+            }
+        }
     }
 
     /// The line this event makes, in `status`.
@@ -350,7 +371,8 @@ impl Draft<'_> {
         }
     }
 
-    fn finish(self, seen: &Seen, inbox: InboxWrite, status: InboxStatus) -> Plan {
+    fn finish(mut self, seen: &Seen, inbox: InboxWrite, status: InboxStatus) -> Plan {
+        self.below_zero();
         let moved = self.lines.iter().any(|l| l.applied);
         let wallet = moved.then(|| Wallet {
             version: seen.wallet.version + 1,

@@ -221,6 +221,32 @@ fn a_sent_after_its_failure_costs_nothing() {
 }
 
 #[test]
+fn a_sent_after_its_failure_on_a_low_wallet_is_no_ones_matter() {
+    // 0.02 in the wallet, a 0.05 message that failed first: its debit and refund cost nothing.
+    let seen = Seen {
+        wallet: wallet(2),
+        ..Seen::default()
+    };
+    let failed = decide(
+        &event(SmsType::Failed, "e1", None),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    let seen = after(&seen, &failed);
+    let sent = decide(
+        &event(SmsType::Sent, "e2", Some(usd(5))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    assert_eq!(sent.lines.len(), 2);
+    assert_eq!(sent.wallet.unwrap().balance, Decimal::new(2, 2));
+    assert!(sent.flags.is_empty(), "{:?}", sent.answer["review"]);
+    assert_eq!(sent.answer.get("review"), None);
+}
+
+#[test]
 fn a_debit_below_zero_is_booked_and_flagged_and_another_currency_is_left_to_a_person() {
     let seen = Seen {
         wallet: wallet(3),
