@@ -173,14 +173,20 @@ impl Resolving {
     /// for the decision) and off its open counters, and a proposal's `place` among its
     /// conversation's open ones given up while it is there. An item no longer open for the
     /// decision refuses the payment (`LinkMoved`: nothing is booked); over a payment booked
-    /// before, it is resolved if it is still open, and left as it is if not.
+    /// before, it is resolved if it is still open, and left as it is if not. `unreversed`: the
+    /// key of a reversal that must not be there (kept money's source payment's), read with the
+    /// item and held absent by the transaction; there, it refuses the payment (`LinkMoved`).
     fn with_payment(
         &self,
         place: Option<(String, Step)>,
+        unreversed: Option<String>,
     ) -> (Vec<String>, More<PaymentEvent, PaymentError>) {
         let (place_pk, free) = place.unzip();
         let mut keys = vec![self.pk.clone()];
+        let place_at = place_pk.as_ref().map(|_| keys.len());
         keys.extend(place_pk);
+        let unreversed_at = unreversed.as_ref().map(|_| keys.len());
+        keys.extend(unreversed.clone());
         let Self {
             org,
             pk,
@@ -197,6 +203,10 @@ impl Resolving {
                 (false, false) => return Err(PaymentError::LinkMoved),
                 (true, _) => {}
             }
+            let reversed = unreversed_at.and_then(|at| seen.get(at)).is_some();
+            if reversed && !repeat {
+                return Err(PaymentError::LinkMoved);
+            }
             let asked = (by.as_str(), note.as_str(), decision.as_deref());
             let update = review::resolution(&org, &pk, asked, now)
                 .when(review::open_for(decision.as_deref()));
@@ -205,8 +215,11 @@ impl Resolving {
                 update,
             }];
             steps.extend(crate::store::counters::resolved(&org, &pk).unwrap_or_default());
-            if let (Some(free), Some(_)) = (&free, seen.get(1)) {
+            if let (Some(free), Some(_)) = (&free, place_at.and_then(|at| seen.get(at))) {
                 steps.push(free.clone());
+            }
+            if let (Some(reversal), false) = (&unreversed, repeat) {
+                steps.push(Step::Absent(reversal.clone()));
             }
             Ok(steps)
         });
@@ -238,7 +251,14 @@ async fn apply<R>(
         {
             let key = item.opt_str("key").unwrap_or_default();
             not_reversed(env, by, key).await?;
-            kept_on(env, by, &detail, named.invoice_id.as_deref()).await?
+            let target = kept_on(env, by, &detail, named.invoice_id.as_deref()).await?;
+            let unreversed = reversal_of(by, key);
+            let also = resolving.with_payment(place_of(by, pk, &item), unreversed);
+            return match book(env, by, pk, target, also).await? {
+                // Nothing booked: the item moved, or the source was reversed meanwhile.
+                None => not_reversed(env, by, key).await.map(|()| None),
+                booked => Ok(booked),
+            };
         }
         _ => {
             return Err(Refused::invalid(
@@ -248,7 +268,7 @@ async fn apply<R>(
             ))
         }
     };
-    let also = resolving.with_payment(place_of(by, pk, &item));
+    let also = resolving.with_payment(place_of(by, pk, &item), None);
     book(env, by, pk, target, also).await
 }
 
@@ -356,11 +376,9 @@ struct Target {
 /// Refused `source_reversed` when the payment the item is about (its key) was reversed: the
 /// money it kept is no longer there to put anywhere.
 async fn not_reversed<R>(env: &Env<'_, R>, by: &Actor, key: &str) -> Result<(), Refused> {
-    let Some((source, external_id)) = payment_of(key) else {
+    let Some(pk) = reversal_of(by, key) else {
         return Ok(());
     };
-    let reversal = crate::payments::reversal_id(&external_id);
-    let pk = crate::payments::payment_pk(by.org(), &source, &reversal);
     match env.store.get(&pk).await? {
         Some(_) => Err(Refused::conflict(
             "source_reversed",
@@ -368,6 +386,13 @@ async fn not_reversed<R>(env: &Env<'_, R>, by: &Actor, key: &str) -> Result<(), 
         )),
         None => Ok(()),
     }
+}
+
+/// Where the reversal of the payment the item is about (its key) is stored, when it is one.
+fn reversal_of(by: &Actor, key: &str) -> Option<String> {
+    let (source, external_id) = payment_of(key)?;
+    let reversal = crate::payments::reversal_id(&external_id);
+    Some(crate::payments::payment_pk(by.org(), &source, &reversal))
 }
 
 /// The money a payment kept (`unapplied`), on the invoice a person names: in its currency only.
@@ -502,7 +527,7 @@ async fn same_money<R>(
         via: None,
     };
     let input = crate::payments::register::on_its_payments_invoice(env.store, input).await?;
-    let registered = pay_settling(env, &input, resolving.with_payment(None)).await?;
+    let registered = pay_settling(env, &input, resolving.with_payment(None, None)).await?;
     Ok(registered.map(|r| r.answer()))
 }
 
@@ -526,5 +551,46 @@ async fn book<R>(
     match pay_settling(env, &input, also).await? {
         Some(registered) => booked(env, &input, registered).await.map(Some),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::item::Builder;
+    use crate::store::Seen;
+
+    /// Kept money applied while its source payment is reversed: the reversal read with the item
+    /// refuses the payment, and its absence is a step of the payment's transaction, so a
+    /// reversal stored between the read and the write fails the write and is read again.
+    #[test]
+    fn kept_money_is_applied_only_while_its_source_stays_unreversed() {
+        let org = crate::ids::OrgId::parse("o0123456789ab").unwrap();
+        let pk = org.pk("REVIEW#unknown_invoice#payment:stripe:pi_1");
+        let resolving = Resolving {
+            org: org.clone(),
+            pk: pk.clone(),
+            by: "k1".into(),
+            note: "on INV-2".into(),
+            decision: Some("apply".into()),
+        };
+        let reversal = org.pk("PAYMENT#stripe#pi_1:reversal");
+        let (keys, more) = resolving.with_payment(None, Some(reversal.clone()));
+        assert_eq!(keys, [pk.clone(), reversal.clone()]);
+        let open = Builder::new(&pk, "review_item", org.as_str())
+            .str("state", "open")
+            .build();
+        let event = crate::payments::event::tests::sample(false);
+        let now = chrono::Utc::now();
+
+        let steps = more(&Seen::of(vec![Some(open.clone()), None]), &event, false, now)
+            .expect("an unreversed source");
+        assert!(
+            steps.iter().any(|s| matches!(s, Step::Absent(k) if *k == reversal)),
+            "the reversal held absent: {steps:?}"
+        );
+        let stored = Builder::new(&reversal, "payment", org.as_str()).build();
+        let refused = more(&Seen::of(vec![Some(open), Some(stored)]), &event, false, now);
+        assert!(matches!(refused, Err(PaymentError::LinkMoved)));
     }
 }
