@@ -286,3 +286,80 @@ async fn a_person_answers_distinct_and_nothing_moves_or_same_money_and_the_later
         "{refused}"
     );
 }
+
+/// A bank row matched by hand, and the same money by card before it: `same_money` on the row's
+/// payment reverses it and leaves the row unmatched in one transaction, so the row can be
+/// matched again (not refused as contended, nor told it moved money it did not).
+#[tokio::test]
+async fn same_money_on_a_bank_rows_payment_leaves_the_row_unmatched() {
+    use crate::bank::matching::{check, row};
+    use firmspace::bank::{self, matching};
+    let o = crate::ops::Ops::new().await;
+    let env = &o.env;
+    let org = fixtures::org(env).await.id;
+    let (card_on, other) = (
+        invoice_of(env, &org, "ct_mila").await,
+        invoice_of(env, &org, "ct_mila").await,
+    );
+    let day = Utc::now() - Duration::days(1);
+    booked(env, &card_on, (Source::Stripe, "pi_mila", dec!(30)), day).await;
+    let tx = row(env, &org, "r-mila", dec!(30), "transfer").await;
+    let tx_id = tx.id();
+    let asked = ("person", true);
+    let matched = matching::match_row(
+        &env.store,
+        &org,
+        &tx_id,
+        card_on.id.as_str(),
+        asked,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(matched.applied, dec!(30));
+    let payment = firmspace::payments::payment_pk(
+        &org,
+        &Source::Bank,
+        &ExternalId::parse("id", &format!("{tx_id}:1")).unwrap(),
+    );
+    let items = checked_again(env, &card_on, &payment).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    let key = items[0]["key"].as_str().unwrap().to_owned();
+    assert_eq!(key, format!("payment:bank:{tx_id}:1"));
+
+    let reason = firmspace::review::Reason::PossibleSameMoney;
+    let pk = firmspace::review::review_item_pk(&org, reason, &key);
+    let path = format!("/ops/review/{}/resolve", firmspace::ops::ids::encode(&pk));
+    let body = json!({"decision": "same_money", "note": "one transfer"});
+    let (status, answer) = o.post(&path, ADMIN, "same-mila", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["reversal"].is_object(), "{answer}");
+    assert_eq!(
+        paid(env, &card_on).await,
+        dec!(30),
+        "the card's money alone"
+    );
+    let now = bank::get(&env.store, &org, &tx_id).await.unwrap().unwrap();
+    assert!(
+        now.matched.is_none(),
+        "the row left its match: {:?}",
+        now.matched
+    );
+    let invoices = [card_on.id.as_str().to_owned(), other.id.as_str().to_owned()];
+    check(env, &org, &tx_id, &invoices).await;
+
+    // The row is free: matched to the other invoice, its money there once.
+    let again = matching::match_row(
+        &env.store,
+        &org,
+        &tx_id,
+        other.id.as_str(),
+        asked,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((again.duplicate, again.applied), (false, dec!(30)));
+    assert_eq!(paid(env, &other).await, dec!(30));
+    check(env, &org, &tx_id, &invoices).await;
+}

@@ -293,7 +293,40 @@ async fn undo(
     };
     let step = |_: &PaymentEvent| link(tx, None);
     let registered = register_linked(store, &input, &linked(tx, step)).await?;
+    if !registered.is_new() {
+        // The reversal was stored before without the row (a person's `same_money` of an
+        // earlier release): the row still names the match it reversed, and leaves it now, held
+        // to the sequence read (moved meanwhile, it was moved by another unmatch or match).
+        store.transact(vec![link(tx, None)]).await?;
+    }
     Ok(-registered.value().applied)
+}
+
+/// The row of a bank payment (`{tx_id}:{seq}`, as its event's external id names it) when the
+/// row still holds that match: its link to the payment's reversal, which leaves the row
+/// unmatched in the reversal's own transaction. `None` for another payment, or a row that moved
+/// on (its match reversed already, the reversal stored).
+pub async fn reversal_link(
+    store: &Store,
+    org: &OrgId,
+    external_id: &ExternalId,
+) -> Result<Option<BankTx>, StoreError> {
+    let Some((tx_id, _)) = external_id.as_str().rsplit_once(':') else {
+        return Ok(None);
+    };
+    let Some(tx) = super::get(store, org, tx_id).await? else {
+        return Ok(None);
+    };
+    let holds = tx
+        .matched
+        .as_ref()
+        .is_some_and(|m| m.ext == external_id.as_str());
+    Ok(holds.then_some(tx))
+}
+
+/// The link that leaves `tx` unmatched with the reversal of its match.
+pub fn unlinking(tx: &BankTx) -> Link<'_> {
+    linked(tx, |_: &PaymentEvent| link(tx, None))
 }
 
 /// A manual match settles what the machine could not decide about the row: its review item

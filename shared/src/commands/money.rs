@@ -15,9 +15,8 @@ use crate::money::{parse_amount, Currency};
 use crate::orgs::Scope;
 use crate::payments::credit::{self, CreditError, CreditLine, NewCreditNote, VoidError};
 use crate::payments::invoice::Links;
-use crate::payments::{
-    invoice, registering, Invoice, PaymentError, PaymentEvent, PaymentInput, Source,
-};
+use crate::payments::register::{registering, registering_linked, Link};
+use crate::payments::{invoice, Invoice, PaymentError, PaymentEvent, PaymentInput, Source};
 use crate::payments::{InvoiceStatus, NewInvoice};
 use crate::review::{Kind, Reason, ReviewItem};
 use crate::store::also::{Also, More};
@@ -92,10 +91,10 @@ pub(super) async fn pay<R>(
 /// `None`: nothing booked, because what it holds moved (a review item resolved meanwhile).
 pub(super) async fn pay_settling<R>(
     env: &Env<'_, R>,
-    input: &PaymentInput,
+    (input, link): (&PaymentInput, Option<&Link<'_>>),
     (keys, more): (Vec<String>, More<PaymentEvent, PaymentError>),
 ) -> Result<Option<Written<PaymentEvent>>, Refused> {
-    let also = Also::new(registering(env.store, input), keys, more);
+    let also = Also::new(registering_linked(env.store, input, link), keys, more);
     let refused = |e: PaymentError| match e {
         PaymentError::LinkMoved => None,
         e => Some(Refused::from(e)),

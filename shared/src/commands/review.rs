@@ -474,6 +474,9 @@ async fn another_payment<R>(
     Ok(())
 }
 
+/// How often `same_money` reads a bank row that moved under it before it asks for a retry.
+const ROW_ROUNDS: usize = 3;
+
 /// `same_money` on an open item about a payment: the payment `as` names must be another stored
 /// payment of the organisation; one reversal of the item's payment, keyed by the item, takes
 /// back what it applied.
@@ -522,13 +525,37 @@ async fn same_money<R>(
         currency: None,
         at: env.now,
         actor: by.id(),
-        reverses: Some(external_id),
+        reverses: Some(external_id.clone()),
         reversible: false,
         via: None,
     };
+    let original = external_id;
     let input = crate::payments::register::on_its_payments_invoice(env.store, input).await?;
-    let registered = pay_settling(env, &input, resolving.with_payment(None, None)).await?;
-    Ok(registered.map(|r| r.answer()))
+    // A bank row's payment: the row leaves its match in the reversal's transaction, as an
+    // unmatch would, held to the row's sequence; a row that moved meanwhile is read again.
+    for _ in 0..ROW_ROUNDS {
+        let row = match input.source {
+            Source::Bank => crate::bank::matching::reversal_link(env.store, org, &original).await?,
+            _ => None,
+        };
+        let link = row.as_ref().map(crate::bank::matching::unlinking);
+        let also = resolving.with_payment(None, None);
+        let registered = pay_settling(env, (&input, link.as_ref()), also).await?;
+        let moved = match (&registered, &row) {
+            (None, Some(row)) => {
+                let now = crate::bank::matching::reversal_link(env.store, org, &original).await?;
+                now.is_none_or(|now| now.match_seq != row.match_seq)
+            }
+            _ => false,
+        };
+        if !moved {
+            return Ok(registered.map(|r| r.answer()));
+        }
+    }
+    Err(Refused::unavailable(
+        "contended",
+        "the bank row kept moving while its payment was reversed; nothing moved: retry",
+    ))
 }
 
 /// The payment decided on, booked as the approving actor, its external id derived from the
@@ -548,7 +575,7 @@ async fn book<R>(
         actor: None,
     };
     let input = payment_input(env, by, &target.invoice_id, asked).await?;
-    match pay_settling(env, &input, also).await? {
+    match pay_settling(env, (&input, None), also).await? {
         Some(registered) => booked(env, &input, registered).await.map(Some),
         None => Ok(None),
     }
@@ -583,14 +610,26 @@ mod tests {
         let event = crate::payments::event::tests::sample(false);
         let now = chrono::Utc::now();
 
-        let steps = more(&Seen::of(vec![Some(open.clone()), None]), &event, false, now)
-            .expect("an unreversed source");
+        let steps = more(
+            &Seen::of(vec![Some(open.clone()), None]),
+            &event,
+            false,
+            now,
+        )
+        .expect("an unreversed source");
         assert!(
-            steps.iter().any(|s| matches!(s, Step::Absent(k) if *k == reversal)),
+            steps
+                .iter()
+                .any(|s| matches!(s, Step::Absent(k) if *k == reversal)),
             "the reversal held absent: {steps:?}"
         );
         let stored = Builder::new(&reversal, "payment", org.as_str()).build();
-        let refused = more(&Seen::of(vec![Some(open), Some(stored)]), &event, false, now);
+        let refused = more(
+            &Seen::of(vec![Some(open), Some(stored)]),
+            &event,
+            false,
+            now,
+        );
         assert!(matches!(refused, Err(PaymentError::LinkMoved)));
     }
 }

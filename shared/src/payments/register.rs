@@ -107,7 +107,16 @@ pub fn registering<'a>(
     store: &'a Store,
     input: &'a PaymentInput,
 ) -> impl Decision<Out = PaymentEvent, Error = PaymentError> + 'a {
-    Register::new(input, &Trusted, None).reading(store)
+    registering_linked(store, input, None)
+}
+
+/// [`registering`] with what links to the payment (`register_linked`), as a decision.
+pub fn registering_linked<'a>(
+    store: &'a Store,
+    input: &'a PaymentInput,
+    link: Option<&'a Link<'a>>,
+) -> impl Decision<Out = PaymentEvent, Error = PaymentError> + 'a {
+    Register::new(input, &Trusted, link).reading(store)
 }
 
 /// `register_payment`, asking `confirm` before a new payment books money.

@@ -325,6 +325,61 @@ async fn match_rematch_and_unmatch_move_the_money_once_each_way() {
     ));
 }
 
+/// A row whose payment an earlier release reversed without the row (a person's `same_money`
+/// then): the row still named its match. The next re-match takes it off, reverses nothing
+/// twice and moves the money once.
+#[tokio::test]
+async fn a_row_whose_match_was_reversed_without_it_is_unmatched_by_the_next_move() {
+    use firmspace::ids::ExternalId;
+    use firmspace::payments::{reversal_id, PaymentInput, Source};
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let a = fixtures::invoice(&env, &org, dec!(100), "UAH").await;
+    let b = fixtures::invoice(&env, &org, dec!(100), "UAH").await;
+    let tx = row(&env, &org, "m-stale", dec!(40), "no number").await;
+    let ids = [a.id.as_str().to_owned(), b.id.as_str().to_owned()];
+    let now = Utc::now();
+    matching::match_row(&env.store, &org, &tx.id(), a.id.as_str(), ("u1", true), now)
+        .await
+        .unwrap();
+    let original = ExternalId::parse("id", &format!("{}:1", tx.id())).unwrap();
+    let reversal = PaymentInput {
+        org: org.clone(),
+        invoice_ref: Some(a.id.as_str().to_owned()),
+        source: Source::Bank,
+        external_id: reversal_id(&original),
+        amount: None,
+        currency: None,
+        at: now,
+        actor: "admin".into(),
+        reverses: Some(original),
+        reversible: false,
+        via: None,
+    };
+    register::register_payment(&env.store, &reversal)
+        .await
+        .unwrap();
+    assert_eq!(paid(&env, &org, a.id.as_str()).await, dec!(0));
+    let stale = bank::get(&env.store, &org, &tx.id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stale.matched.is_some(), "the row still names its match");
+
+    let moved = matching::match_row(&env.store, &org, &tx.id(), b.id.as_str(), ("u1", true), now)
+        .await
+        .unwrap();
+    assert_eq!((moved.duplicate, moved.applied), (false, dec!(40)));
+    assert_eq!(
+        (
+            paid(&env, &org, a.id.as_str()).await,
+            paid(&env, &org, b.id.as_str()).await
+        ),
+        (dec!(0), dec!(40))
+    );
+    check(&env, &org, &tx.id(), &ids).await;
+}
+
 #[tokio::test]
 async fn ten_concurrent_rematches_between_two_invoices_leave_the_money_on_one() {
     let env = TestEnv::new().await;

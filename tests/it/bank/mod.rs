@@ -2,7 +2,7 @@
 //! stored once however often and however concurrently it arrives; and matching.
 
 mod import;
-mod matching;
+pub mod matching;
 
 use crate::support::api::{self, call};
 use crate::support::{json_of, request, statement, TestEnv};
