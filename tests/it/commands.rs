@@ -586,7 +586,8 @@ async fn a_rule_names_an_allowed_model_and_shows_who_made_it() {
     let on_a_lead = json!({"trigger": "lead.created", "action": {"type": "ai", "model": HAIKU,
         "instructions": "Help.", "tools": ["reply"]}});
     assert_eq!(
-        crm.expect_status("POST", "/api/rules", on_a_lead, 400).await["error"],
+        crm.expect_status("POST", "/api/rules", on_a_lead, 400)
+            .await["error"],
         "invalid_action"
     );
     let made = crm
