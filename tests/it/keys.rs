@@ -322,3 +322,53 @@ async fn junk_at_one_integration_spends_its_budget_only() {
     assert_eq!(other.respond(&signed, now).await.unwrap().status(), 200);
     assert_eq!(env.count("payment_event").await, 4);
 }
+
+/// Keys made at once stop at the cap, however many ask together: each is counted in its own
+/// transaction. Every key made is listed and can be revoked. An organisation made before keys
+/// were counted begins its count at the keys it lists.
+#[tokio::test]
+async fn keys_made_at_once_stop_at_the_cap_and_every_one_is_listed_and_revocable() {
+    use firmspace::orgs::keys::{self, Scopes, KEYS_MAX};
+    use firmspace::store::CapError;
+    use futures::StreamExt;
+    let crm = Crm::new().await;
+    let store = &crm.env.store;
+    let (_, _) = key_with(&crm, &["read"]).await;
+    // As if made before keys were counted: two keys listed, no count.
+    store.delete(&keys::count_pk(&crm.org)).await.unwrap();
+    let made: Vec<Result<(), CapError>> = futures::stream::iter(0..KEYS_MAX + 10)
+        .map(|i| {
+            let (store, org) = (store.clone(), crm.org.clone());
+            async move {
+                let name = format!("k{i}");
+                let now = chrono::Utc::now();
+                let (_, _, mut put) = keys::another(&store, &org, (&name, Scopes::FULL), "t", now)
+                    .await
+                    .unwrap();
+                store.write(&mut put, now).await.map(drop)
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let ok = made.iter().filter(|m| m.is_ok()).count();
+    let full = made
+        .iter()
+        .filter(|m| matches!(m, Err(CapError::Full)))
+        .count();
+    assert_eq!((ok, full), (KEYS_MAX - 2, 12), "the cap holds two at once");
+    let listed = crm.get("/api/keys").await;
+    let items = listed["items"].as_array().unwrap();
+    assert_eq!(items.len(), KEYS_MAX, "every key is listed");
+    let newest = items.last().unwrap()["key_id"].as_str().unwrap();
+    let path = format!("/api/keys/{newest}");
+    crm.expect_status("DELETE", &path, Value::Null, 200).await;
+    crm.expect_error(
+        "POST",
+        "/api/keys",
+        json!({"name": "one more", "scopes": ["read"]}),
+        409,
+        "too_many_keys",
+    )
+    .await;
+}

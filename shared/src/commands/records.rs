@@ -195,11 +195,15 @@ impl Command for CreateKey {
             return Err(Refused::forbidden(detail));
         }
         let made = keys::another(env.store, by.org(), (name, scopes), &by.id(), env.now).await?;
-        let Some((info, api_key, put)) = made else {
-            let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
-            return Err(Refused::conflict("too_many_keys", detail));
+        let (info, api_key, put) = made;
+        let refused = |e| match e {
+            CapError::Store(e) => Refused::from(e),
+            CapError::Full => {
+                let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
+                Refused::conflict("too_many_keys", detail)
+            }
         };
-        env.apply(put, Refused::from).await?;
+        env.apply(put, refused).await?;
         Ok((
             Made::Created,
             super::answers::KeyCreated {

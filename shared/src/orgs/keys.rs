@@ -5,17 +5,32 @@
 
 use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
-use crate::store::write::PutOnce;
-use crate::store::Written;
 use crate::store::{item, Cond, Decision, Item, Plan, Seen, Step, Store, StoreError, Update};
+use crate::store::{UnderCap, Written};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine};
 use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Keys an organisation may hold, revoked ones included: the list is read whole.
+/// Keys an organisation may hold, revoked ones included: counted as each is made, in its own
+/// transaction (`KEY_COUNT`).
 pub const KEYS_MAX: usize = 100;
+/// The most entries a read of the list takes: every key of the cap, and the legacy keys a
+/// first use listed besides (keys made before they were counted), so none is out of sight.
+const LIST_READ: i32 = 1000;
+
+/// The count of the organisation's keys, kept with each key made.
+pub fn count_pk(org: &OrgId) -> String {
+    org.pk("KEY_COUNT")
+}
+
+/// An organisation's first count: its first key.
+pub(crate) fn first_count(org: &OrgId) -> Item {
+    Builder::new(&count_pk(org), "key_count", org.as_str())
+        .num("count", 1)
+        .build()
+}
 /// A key's label: 1 to this many characters.
 pub const NAME_MAX: usize = 100;
 
@@ -165,20 +180,27 @@ pub(super) fn new_key(
 }
 
 /// Another key for `org`, granting `scopes`, made `by`: its listing, the key (shown once) and
-/// the put that stores it once; `None` when the organisation holds `KEYS_MAX` keys.
+/// the put that stores it once with one more on the organisation's count, held under
+/// `KEYS_MAX` (two at once cannot pass it: `CapError::Full`). An organisation made before keys
+/// were counted has its count begun at the keys it lists.
 pub async fn another(
     store: &Store,
     org: &OrgId,
     (name, scopes): (&str, Scopes),
     by: &str,
     now: DateTime<Utc>,
-) -> Result<Option<(KeyInfo, SecretString, PutOnce)>, StoreError> {
-    if list(store, org).await?.len() >= KEYS_MAX {
-        return Ok(None);
+) -> Result<(KeyInfo, SecretString, UnderCap), StoreError> {
+    let counter = count_pk(org);
+    if store.get(&counter).await?.is_none() {
+        let listed = list(store, org).await?.len();
+        let mut begun = first_count(org);
+        begun.insert("count".into(), item::n(listed));
+        store.put_new(begun).await?;
     }
     let (key, item) = new_key(org, name, scopes, Some(by), now);
     let info = info(&item)?;
-    Ok(Some((info, key, PutOnce(item))))
+    let put = UnderCap::new(item, (&counter, "key_count", org.as_str()), KEYS_MAX as u64);
+    Ok((info, key, put))
 }
 
 /// The organisation a key names (`fsk_{org}_…`), whether or not it is a key of it.
@@ -264,7 +286,7 @@ pub async fn list_legacy(store: &Store) -> Result<usize, StoreError> {
 /// The organisation's keys, oldest first; a key made before keys were listed is among them
 /// from its first use on (`legacy`).
 pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<KeyInfo>, StoreError> {
-    let items = store.list(&list_pk(org), false, KEYS_MAX as i32).await?;
+    let items = store.list(&list_pk(org), false, LIST_READ).await?;
     items.iter().map(info).collect()
 }
 
@@ -276,7 +298,7 @@ pub async fn revoking(
     key_id: &str,
     by: &str,
 ) -> Result<Option<Revoking>, StoreError> {
-    let items = store.list(&list_pk(org), false, KEYS_MAX as i32).await?;
+    let items = store.list(&list_pk(org), false, LIST_READ).await?;
     let Some(found) = items.iter().find(|i| i.opt_str("key_id") == Some(key_id)) else {
         return Ok(None);
     };

@@ -47,7 +47,13 @@ pub async fn create_org(
         .build();
     let (api_key, key_item) = keys::new_key(&org, "first", Scopes::FULL, None, now);
     match store
-        .transact(vec![Step::PutNew(org_item), Step::PutNew(key_item)])
+        .transact(vec![
+            Step::PutNew(org_item),
+            Step::PutNew(key_item),
+            // Its keys counted from the first: another key is made under the cap
+            // (`keys::another`).
+            Step::PutNew(keys::first_count(&org)),
+        ])
         .await?
     {
         Transacted::Done => Ok((org, api_key)),

@@ -169,13 +169,26 @@ pub enum CapError {
 /// A put under a cap, as a decision. It writes at once (no read): the put and the count's
 /// increment held under `max` in one transaction. A taken key hands its holder over (a repeat);
 /// a refused count is read and decided again, `Full` when the count is at the cap.
-struct UnderCap<'a> {
+pub struct UnderCap {
     item: Item,
-    counter: (&'a str, &'a str, &'a str),
+    /// The counter's key, its kind and its organisation.
+    counter: (String, String, String),
     max: u64,
 }
 
-impl Decision for UnderCap<'_> {
+impl UnderCap {
+    /// `item` put if its key is new, with one more on the `count` of the item at `counter`
+    /// (its key, kind and organisation), held under `max`.
+    pub fn new(item: Item, (counter, kind, org): (&str, &str, &str), max: u64) -> Self {
+        Self {
+            item,
+            counter: (counter.to_owned(), kind.to_owned(), org.to_owned()),
+            max,
+        }
+    }
+}
+
+impl Decision for UnderCap {
     type Out = ();
     type Error = CapError;
 
@@ -204,7 +217,7 @@ impl Decision for UnderCap<'_> {
         if count >= self.max {
             return Err(CapError::Full);
         }
-        let (counter, kind, org) = self.counter;
+        let (counter, kind, org) = &self.counter;
         let counted = Update::new()
             .set("kind", item::s(kind))
             .set("org", item::s(org))
@@ -480,11 +493,7 @@ impl Store {
         (counter, kind, org): (&str, &str, &str),
         max: u64,
     ) -> Result<Written<()>, CapError> {
-        let mut under = UnderCap {
-            item,
-            counter: (counter, kind, org),
-            max,
-        };
+        let mut under = UnderCap::new(item, (counter, kind, org), max);
         self.write(&mut under, chrono::Utc::now()).await
     }
 }
@@ -497,15 +506,15 @@ mod tests {
     fn a_put_under_a_cap_is_new_below_it_a_repeat_when_taken_and_full_at_it() {
         let item =
             item::Builder::new("ORG#o0123456789ab#MEMBER#u1", "member", "o0123456789ab").build();
-        let under = UnderCap {
-            item: item.clone(),
-            counter: (
+        let under = UnderCap::new(
+            item.clone(),
+            (
                 "ORG#o0123456789ab#MEMBER_COUNT",
                 "member_count",
                 "o0123456789ab",
             ),
-            max: 2,
-        };
+            2,
+        );
         let counted = |count: u64| {
             let mut c = Item::new();
             c.insert("count".into(), item::n(count));
