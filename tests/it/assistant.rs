@@ -206,6 +206,26 @@ async fn an_assistant_finds_the_ids_its_tools_need_with_the_read_tools_alone() {
         (400, Some("invalid_input")),
         "{bad}"
     );
+    // A writing tool's input refused before it was a call of the tool keeps nothing: the same
+    // call_id corrected is performed.
+    let extra = json!({"title": "Call back", "extra": 1});
+    let (status, bad) = tool(&crm, "create_task", "toolu_fix", extra).await;
+    assert_eq!(
+        (status, bad["error"].as_str()),
+        (400, Some("invalid_input")),
+        "{bad}"
+    );
+    let fixed = json!({"title": "Call back"});
+    let (status, made) = tool(&crm, "create_task", "toolu_fix", fixed).await;
+    assert_eq!(
+        (
+            status,
+            made["duplicate"].as_bool(),
+            made["result"]["created"].as_bool()
+        ),
+        (200, Some(false), Some(true)),
+        "{made}"
+    );
 }
 
 #[tokio::test]
