@@ -499,6 +499,21 @@ pub fn route_path(req: &Request) -> &str {
         .map_or(path, |i| &path[i..])
 }
 
+/// The path's segments after the stage, each percent-decoded after the split:
+/// `c_1-%C3%A4.x` is the id `c_1-ä.x`, and `%2F` a slash within one segment.
+pub fn segments(req: &Request) -> Vec<String> {
+    route_path(req)
+        .trim_end_matches('/')
+        .split('/')
+        .skip(1)
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
 /// The query parameter `name`, percent-decoded.
 pub fn query(req: &Request, name: &str) -> Option<String> {
     url::form_urlencoded::parse(req.uri().query()?.as_bytes())

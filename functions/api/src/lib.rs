@@ -30,7 +30,6 @@ use firmspace::ids::OrgId;
 use firmspace::orgs::Key;
 use firmspace::store::Store;
 use lambda_http::{Body, Request, Response};
-use percent_encoding::percent_decode_str;
 use routes::{Found, Op, OrgOp};
 use serde_json::json;
 use std::convert::Infallible;
@@ -217,7 +216,7 @@ impl App {
         now: DateTime<Utc>,
     ) -> Result<Response<Body>, ApiError> {
         within_size(req)?;
-        let decoded = decoded_segments(req);
+        let decoded = http::segments(req);
         let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
         if segments.first() != Some(&"api") {
             // The gateway's `$default` route: whatever no function serves gets our JSON too.
@@ -409,18 +408,8 @@ fn within_size(req: &Request) -> Result<(), ApiError> {
     Err(ApiError::new(413, "payload_too_large", detail))
 }
 
-/// The path's segments, each percent-decoded after the split: `c_1-%C3%A4.x` is the id `c_1-ä.x`.
 /// The longest id a path may carry, in bytes: the document's limit too.
 pub const PATH_ID_MAX: usize = 1024;
-
-fn decoded_segments(req: &Request) -> Vec<String> {
-    http::route_path(req)
-        .trim_end_matches('/')
-        .split('/')
-        .skip(1)
-        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
-        .collect()
-}
 
 /// A request outside `/api` that reached us through the gateway's `$default` route: a webhook
 /// URL called with another method than POST is a 405, as is the operator's page (the gateway

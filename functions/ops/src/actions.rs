@@ -10,7 +10,7 @@ use crate::views::kind_named;
 use crate::{App, Who};
 use chrono::{DateTime, Utc};
 use firmspace::commands::asks;
-use firmspace::commands::{Actor, AnyCommand, Deployment, Env, RequestKey, Stored};
+use firmspace::commands::{Actor, AnyCommand, Deployment, Env, RequestKey, Stored, Whose};
 use firmspace::effects::worker::operator_org;
 use firmspace::http::performed_response;
 use firmspace::http::{body_bytes, parse_json, ApiError};
@@ -43,10 +43,11 @@ fn unknown(what: &str) -> ApiError {
 
 /// A redrive: a queue's name, and all its dead letters or 1 to 1000 named. Whose it is and
 /// whether the queue is ours, `RedriveDeadLetters` says (403 for a key before anything else).
-fn redrive(queue: &str, body: &[u8]) -> Result<Action, ApiError> {
-    let ids = match body.is_empty() {
-        true => None,
-        false => parse_json::<asks::Redrive>(body)?.ids,
+fn redrive(who: &Who, queue: &str, body: &[u8]) -> Result<Action, ApiError> {
+    // Its body is read for the one who may act alone: a key's request is refused as it is.
+    let ids = match (who, body.is_empty()) {
+        (Who::Admin(_), false) => parse_json::<asks::Redrive>(body)?.ids,
+        _ => None,
     };
     if ids
         .as_ref()
@@ -66,7 +67,7 @@ fn action(who: &Who, req: &Request, segments: &[&str]) -> Result<Action, ApiErro
     let body = body_bytes(req);
     let owner = who.owner();
     match segments {
-        ["ops", "dlq", queue, "redrive"] => redrive(queue, body),
+        ["ops", "dlq", queue, "redrive"] => redrive(who, queue, body),
         ["ops", "events", "replay"] => window(who, req, body),
         ["ops", "events", id, "replay"] => {
             let (org, pk) = ids::decode(id, owner, &EVENT_ITEMS).ok_or_else(|| unknown("event"))?;
@@ -252,8 +253,19 @@ pub(crate) async fn dispatch(
     segments: &[&str],
     now: DateTime<Utc>,
 ) -> Result<Response<Body>, ApiError> {
-    let key = firmspace::http::idempotency_key(req)?;
-    let Action(org, command) = action(who, req, segments)?;
+    let key = firmspace::http::idempotency_key(req);
+    let action = action(who, req, segments);
+    // The deployment's queues and workers are the admin's: a key asking for them is refused
+    // (by `perform`, the one place that says so) before its key is asked for.
+    let theirs = match (&action, who) {
+        (Ok(Action(_, command)), Who::Org(_)) => command.whose() == Whose::Deployment,
+        _ => false,
+    };
+    let key = match theirs {
+        true => String::new(),
+        false => key?,
+    };
+    let Action(org, command) = action?;
     perform_as(app, who, req, key, (org, command), now).await
 }
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use firmspace::admin::{bearer, AdminToken};
 use firmspace::config::{Config, ConfigError};
 use firmspace::effects::queue::{Publisher, Queues as Consequences};
-use firmspace::http::{query, route_path, ApiError};
+use firmspace::http::{query, ApiError};
 use firmspace::ids::OrgId;
 use firmspace::ops::consumers::Consumers;
 use firmspace::ops::queues::Queues;
@@ -205,8 +205,9 @@ impl App {
                 "body exceeds 256 KiB",
             ));
         }
-        let path = route_path(req).to_owned();
-        let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+        // Each segment percent-decoded, as the api reads its paths.
+        let decoded = firmspace::http::segments(req);
+        let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
         let method = req.method().as_str();
         if let Some(asset) = page::asset(method, &segments) {
             return Ok(asset);

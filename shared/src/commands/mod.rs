@@ -268,6 +268,13 @@ macro_rules! commands {
                 }
             }
 
+            /// Whose its object is (`Command::WHOSE`).
+            pub fn whose(&self) -> Whose {
+                match self {
+                    $(Self::$variant(_) => <$ty as Command>::WHOSE),*
+                }
+            }
+
             /// [`perform`]s it, its answer as JSON: for the adapters that read a command out
             /// of their input (a tool's call, an operator's action). Each on the heap: the
             /// commands' futures together are too large for a worker's stack.

@@ -167,6 +167,17 @@ async fn an_action_again_under_its_key_does_nothing_and_a_twin_is_told_what_it_d
     let again = admin_post(&o, &pause, "k-pause").await;
     assert_eq!(again, first, "the stored answer");
     assert_eq!(paused_now().await, 0, "the repeat paused nothing");
+    // A path's id percent-encoded is the same id, as the api reads its paths.
+    let encoded = pause.replace('_', "%5F");
+    assert_ne!(encoded, pause);
+    let (status, paused) = admin_post(&o, &encoded, "k-encoded").await;
+    assert_eq!(
+        (status, paused["changed"].as_bool()),
+        (200, Some(true)),
+        "{paused}"
+    );
+    let (status, _) = admin_post(&o, &resume, "k-resume-2").await;
+    assert_eq!((status, paused_now().await), (200, 0));
 
     let (one, two) = tokio::join!(
         admin_post(&o, &pause, "k-twin"),

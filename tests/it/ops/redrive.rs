@@ -53,6 +53,14 @@ async fn a_poison_message_is_redriven_after_its_cause_is_fixed_and_its_effect_ha
     assert_eq!(o.post(unknown, ADMIN, "k-nope", &Value::Null).await.0, 404);
     let worker = "/ops/consumers/nope/pause";
     assert_eq!(o.post(worker, &key, "w-nope", &Value::Null).await.0, 403);
+    // Whose they are is decided before the request is read: without an Idempotency-Key and
+    // with a list of no ids, a key is still refused 403.
+    let auth = format!("Bearer {key}");
+    let headers = [("authorization", auth.as_str())];
+    let body = br#"{"ids": []}"#.to_vec();
+    let req = crate::support::request("POST", "/ops/dlq/automation/redrive", &headers, body);
+    let res = Box::pin(o.app.handle(req)).await.unwrap();
+    assert_eq!(res.status().as_u16(), 403);
 }
 
 /// The trigger fails each receive (connection refused): after two, SQS moves it to the DLQ,
