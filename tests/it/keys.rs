@@ -271,6 +271,35 @@ async fn a_key_over_its_writes_a_minute_gets_429_before_the_write_and_reads_on()
 }
 
 #[tokio::test]
+async fn the_admins_new_organisations_count_against_its_writes() {
+    let env = crate::support::TestEnv::new().await;
+    let mut settings = api_support::settings();
+    settings.limits.writes = 2;
+    let app = ::api::App::new(env.store.clone(), settings);
+    // One minute for all three.
+    let now = chrono::Utc::now();
+    let org = || {
+        let body = json!({"name": "Acme"}).to_string().into_bytes();
+        let auth = format!("Bearer {}", api_support::ADMIN);
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("content-type", "application/json"),
+        ];
+        let req = crate::support::request("POST", "/api/orgs", &headers, body);
+        let app = &app;
+        async move {
+            let res = app
+                .respond(&req, now)
+                .await
+                .unwrap_or_else(|e| e.into_response());
+            res.status().as_u16()
+        }
+    };
+    assert_eq!([org().await, org().await, org().await], [201, 201, 429]);
+    assert_eq!(env.count("org").await, 2, "the third was never written");
+}
+
+#[tokio::test]
 async fn junk_at_one_integration_spends_its_budget_only() {
     use crate::support::fixtures;
     use firmspace::payments::providers::Provider;

@@ -243,6 +243,10 @@ impl App {
             Op::OpenApi => openapi::response(),
             Op::CreateOrg => {
                 self.require_admin(req).await?;
+                // Counted as the admin's write, every admin token one budget, before the work.
+                let limits = &self.settings.limits;
+                let counted = limits.count(&self.store, (None, ADMIN_BUDGET), false, now);
+                ApiError::counted(counted.await?)?;
                 setup::create_org(&self.store, req, now).await
             }
             Op::Org(op) => self.as_key(req, now, &found, op).await,
@@ -407,6 +411,10 @@ fn within_size(req: &Request) -> Result<(), ApiError> {
     };
     Err(ApiError::new(413, "payload_too_large", detail))
 }
+
+/// Whom the admin's `/api` requests (a new organisation) count against: one budget for every
+/// admin token, as `api:admin`.
+const ADMIN_BUDGET: &str = "api:admin";
 
 /// The longest id a path may carry, in bytes: the document's limit too.
 pub const PATH_ID_MAX: usize = 1024;
