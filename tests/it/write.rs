@@ -256,3 +256,30 @@ async fn a_bank_row_costs_one_conditional_put_new_or_repeat_and_a_changed_row_is
     }
     assert_eq!(env.count("bank_tx").await, 1);
 }
+
+/// A step DynamoDB refuses as it is (a number added to an item's text) fails the same every
+/// time: the transaction answers it at once as a defect no retry gets past, not as a contention
+/// tried again until the write's budget runs out; nothing of it is written.
+#[tokio::test]
+async fn a_step_refused_as_invalid_is_no_contention_and_writes_nothing() {
+    let env = TestEnv::new().await;
+    let org = fixtures::org(&env).await.id;
+    let texted = Builder::new(&org.pk("TEXTED#1"), "texted", org.as_str())
+        .str("count", "not a number")
+        .build();
+    env.store.put_new(texted).await.unwrap();
+    let small = Builder::new(&org.pk("BESIDE#1"), "beside", org.as_str()).build();
+    let add = Step::Update {
+        pk: org.pk("TEXTED#1"),
+        update: Update::new().add("count", n(1)),
+    };
+    let started = std::time::Instant::now();
+    let sent = env.store.transact(vec![Step::PutNew(small), add]).await;
+    let err = sent.expect_err("a number added to a text is refused");
+    assert!(!err.is_retryable(), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "answered at once"
+    );
+    assert_eq!(env.count("beside").await, 0, "nothing of it written");
+}

@@ -126,6 +126,10 @@ impl Store {
     }
 
     async fn send(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
+        let pks: Vec<String> = steps
+            .iter()
+            .map(|s| s.pk().unwrap_or_default().to_owned())
+            .collect();
         let items = steps.into_iter().map(|s| self.step(s)).collect();
         let sent = self
             .client
@@ -140,6 +144,23 @@ impl Store {
         };
         match err.as_service_error() {
             Some(E::TransactionCanceledException(cancel)) => {
+                // A step DynamoDB refuses as it is (an item past its size, a key it cannot
+                // take) fails every time: our own defect, not a contention to try again.
+                let invalid = cancel.cancellation_reasons().iter().position(|r| {
+                    matches!(
+                        r.code(),
+                        Some("ValidationError" | "ItemCollectionSizeLimitExceeded")
+                    )
+                });
+                if let Some(step) = invalid {
+                    let code = cancel.cancellation_reasons()[step]
+                        .code()
+                        .unwrap_or_default();
+                    return Err(StoreError::Malformed {
+                        pk: pks.get(step).cloned().unwrap_or_default(),
+                        detail: format!("step {step} of a transaction was refused: {code}"),
+                    });
+                }
                 let refused = cancel
                     .cancellation_reasons()
                     .iter()
