@@ -71,7 +71,8 @@ impl SmsType {
     }
 }
 
-/// A price: positive, within [`PRICE_MAX`], exact in its currency.
+/// A price: positive, within [`PRICE_MAX`], with at most four fraction digits (a carrier's
+/// fractions of a cent kept as they are).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Price {
     pub amount: Decimal,

@@ -106,9 +106,9 @@ fn price(raw: Option<&str>, currency: Option<&str>) -> Result<Option<Price>, Str
     }
     let currency = currency.ok_or("data.currency is required with data.price")?;
     let currency = Currency::parse(currency).map_err(|e| format!("data.currency: {e}"))?;
-    let amount = parse_amount(raw)
-        .and_then(|a| currency.check(a))
-        .map_err(|e| format!("data.price: {e}"))?;
+    // A carrier prices a segment in fractions of a cent too (`0.0075` USD): its price keeps
+    // its digits, up to the four any amount may have, and is never rounded.
+    let amount = parse_amount(raw).map_err(|e| format!("data.price: {e}"))?;
     if amount > Decimal::from(PRICE_MAX) {
         return Err(format!("data.price: at most {PRICE_MAX}"));
     }
@@ -163,7 +163,11 @@ mod tests {
             panic!("a price in cents reads")
         };
         assert_eq!(e.price.unwrap().amount, Decimal::new(5, 2));
-        assert!(priced("0.0075", "USD").unwrap_err().contains("data.price"));
+        let Ok(Parsed::Event(sub_cent)) = priced("0.0075", "USD") else {
+            panic!("a price in fractions of a cent reads")
+        };
+        assert_eq!(sub_cent.price.unwrap().amount, Decimal::new(75, 4));
+        assert!(priced("0.00755", "USD").unwrap_err().contains("data.price"));
         assert!(priced("-1", "USD").is_err());
         assert!(priced("1000.01", "USD").unwrap_err().contains("at most"));
         assert!(priced("1", "XAU").unwrap_err().contains("data.currency"));

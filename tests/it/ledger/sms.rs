@@ -182,6 +182,20 @@ async fn the_inbox_and_wallet_hold_three_stories(c: &Carrier) {
 }
 
 #[tokio::test]
+async fn a_price_in_fractions_of_a_cent_is_debited_exactly() {
+    let c = Carrier::new().await;
+    c.top_up("top-1", "1.00").await;
+    let (status, sent) = c.send("e1", &event("sent", "SM1", Some("0.0075"))).await;
+    assert_eq!(
+        (status, sent["balance"].as_str()),
+        (200, Some("0.9925")),
+        "{sent}"
+    );
+    assert_eq!(sent.get("review"), None, "{sent}");
+    assert_eq!(c.wallet().await["balance"], "0.9925");
+}
+
+#[tokio::test]
 async fn a_debit_below_zero_is_booked_with_a_review_and_another_currency_moves_nothing() {
     let c = Carrier::new().await;
     c.top_up("top-1", "0.03").await;
@@ -213,7 +227,8 @@ async fn a_debit_below_zero_is_booked_with_a_review_and_another_currency_moves_n
 async fn an_event_that_breaks_a_limit_is_kept_for_a_person_and_books_nothing() {
     let c = Carrier::new().await;
     let mut body = event("sent", "SM1", Some("0.05"));
-    body["data"]["price"] = "0.0501".into();
+    // Five fraction digits: past what any amount may have.
+    body["data"]["price"] = "0.05001".into();
     let (status, kept) = c.send("e1", &body).await;
     assert_eq!(
         (status, kept["status"].as_str()),
