@@ -42,9 +42,10 @@ pub struct LeadInput {
     pub at: DateTime<Utc>,
 }
 
-/// What a form posts as `data`: `name` is required, the rest optional (`Submission`).
+/// What a form posts as `data`: `name` is required, the rest optional (`Submission`). A field
+/// besides these (a form service's tracking or consent fields) is not the lead's and is left
+/// unread: it never costs the lead.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
 #[schema(as = Submission)]
 pub struct Submitted {
     /// The form's own id of the submission (1 to 255 bytes): its key within the integration;

@@ -246,8 +246,13 @@ async fn a_sender_that_gave_up_waiting_and_retried_makes_one_card() {
         (crm.count("deal").await, crm.count("contact").await),
         (1, 1)
     );
-    // A later submission of the same person is another card on the same contact.
-    let (status, next) = answer(&app, signed(&hook, &secret, "msg_c", &submission("s-next"))).await;
+    // A later submission of the same person is another card on the same contact; the fields a
+    // form service adds besides the lead's own are left unread.
+    let mut tracked: Value = serde_json::from_str(&submission("s-next")).unwrap();
+    tracked["data"]["utm_source"] = "ads".into();
+    tracked["data"]["consent"] = true.into();
+    let tracked = tracked.to_string();
+    let (status, next) = answer(&app, signed(&hook, &secret, "msg_c", &tracked)).await;
     assert_eq!(status, 201);
     assert_eq!(next["contact_id"], first.1["contact_id"]);
     assert_ne!(next["deal_id"], first.1["deal_id"]);
