@@ -28,20 +28,21 @@ impl Delivery {
     /// Checks what a messenger posted. One message alone that breaks a limit is an error (the
     /// whole body is kept raw for a person by the edge); in a batch it is set aside.
     pub fn check(posted: Posted) -> Result<Parsed<Self>, String> {
-        let (messages, statuses, batch) = match posted {
+        let (messages, statuses, unread, batch) = match posted {
             Posted::Ignored(kind) => return Ok(Parsed::Ignored(kind)),
             Posted::Delivery {
                 messages,
                 statuses,
+                unread,
                 batch,
-            } => (messages, statuses, batch),
+            } => (messages, statuses, unread, batch),
         };
-        if messages.len() + statuses.len() > BATCH_MAX {
+        if messages.len() + statuses.len() + unread.len() > BATCH_MAX {
             return Err(format!(
                 "more than {BATCH_MAX} messages and statuses in one delivery"
             ));
         }
-        let (mut good, mut rejected) = (Vec::new(), Vec::new());
+        let (mut good, mut rejected) = (Vec::new(), unread);
         for m in messages.into_iter().map(|m| m.printable().cut_cosmetic()) {
             match m.check() {
                 Ok(()) => good.push(m),
@@ -231,7 +232,12 @@ async fn set_aside(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<MessageSetAside, StoreError> {
-    let digest = ExternalId::of_body(incoming.provider_id.as_bytes());
+    // Keyed by the message's id, or its JSON when it named none.
+    let named = match (incoming.provider_id.as_str(), &incoming.raw) {
+        ("", Some(raw)) => raw.as_str(),
+        (id, _) => id,
+    };
+    let digest = ExternalId::of_body(named.as_bytes());
     let text: String = incoming.text.chars().take(TEXT_MAX).collect();
     let cut = |s: &str| s.chars().take(300).collect::<String>();
     ReviewItem {

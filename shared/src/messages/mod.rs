@@ -141,6 +141,10 @@ pub enum Posted {
     Delivery {
         messages: Vec<Incoming>,
         statuses: Vec<StatusEvent>,
+        /// Messages of a batch that could not be read (a WhatsApp message without its `from`),
+        /// each as far as it was read, its JSON as posted in `raw`, and why: set aside for a
+        /// person, the batch's others stored.
+        unread: Vec<(Incoming, String)>,
         /// Answered in the batch form (WhatsApp always is).
         batch: bool,
     },

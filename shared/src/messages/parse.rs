@@ -77,6 +77,7 @@ pub fn telegram(body: &[u8]) -> Result<Posted, String> {
             raw: Some(message.to_string()),
         }],
         statuses: Vec::new(),
+        unread: Vec::new(),
         batch: false,
     })
 }
@@ -129,8 +130,7 @@ fn telegram_attachments(message: &Value, message_id: &str) -> Result<Vec<Attachm
 /// naming their senders) and `statuses[]` of our own messages. Always answered in the batch form.
 pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
     let delivery = json(body)?;
-    let mut messages = Vec::new();
-    let mut statuses = Vec::new();
+    let (mut messages, mut statuses, mut unread) = (Vec::new(), Vec::new(), Vec::new());
     let entries = delivery
         .get("entry")
         .and_then(Value::as_array)
@@ -148,20 +148,44 @@ pub fn whatsapp(body: &[u8]) -> Result<Posted, String> {
             .and_then(|m| str_of(m, "phone_number_id"));
         let names = whatsapp_names(value);
         for m in array(value, "messages") {
-            if let Some(incoming) = whatsapp_message(m, &names, phone_number_id.clone())? {
-                messages.push(incoming);
+            match whatsapp_message(m, &names, phone_number_id.clone()) {
+                Ok(Some(incoming)) => messages.push(incoming),
+                Ok(None) => {}
+                Err(reason) => unread.push((as_far_as_read(m), reason)),
             }
         }
         statuses.extend(array(value, "statuses").filter_map(whatsapp_status));
     }
-    if messages.is_empty() && statuses.is_empty() {
+    if messages.is_empty() && statuses.is_empty() && unread.is_empty() {
         return Ok(Posted::Ignored("no_messages_or_statuses".into()));
     }
     Ok(Posted::Delivery {
         messages,
         statuses,
+        unread,
         batch: true,
     })
+}
+
+/// A message that could not be read, as far as it was: its id and sender when it names them,
+/// its JSON as posted for a person.
+fn as_far_as_read(m: &Value) -> Incoming {
+    let wa_id = str_of(m, "from").unwrap_or_default();
+    Incoming {
+        provider_id: str_of(m, "id").unwrap_or_default(),
+        chat_id: wa_id.clone(),
+        from: Sender {
+            identity: wa_id.clone(),
+            name: wa_id,
+            phone: None,
+        },
+        text: String::new(),
+        attachments: Vec::new(),
+        sent_at: None,
+        reply_via: None,
+        notes: Vec::new(),
+        raw: Some(m.to_string()),
+    }
 }
 
 /// The values of `value[name]`, none when it is not an array.
@@ -364,6 +388,7 @@ pub fn standard(body: &[u8]) -> Result<Posted, String> {
             raw: Some(data.to_string()),
         }],
         statuses: Vec::new(),
+        unread: Vec::new(),
         batch: false,
     })
 }

@@ -232,6 +232,39 @@ async fn one_message_beyond_a_limit_is_kept_for_review_and_the_others_of_its_bat
 }
 
 #[tokio::test]
+async fn messages_of_a_batch_that_cannot_be_read_are_set_aside_and_the_others_stored() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let body = delivery(
+        json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+        "messages": [
+            {"from": "380501234567", "id": "wamid.GOOD", "timestamp": "1764763200", "type": "text", "text": {"body": "fine"}},
+            {"id": "wamid.NOFROM", "timestamp": "1764763201", "type": "text", "text": {"body": "who?"}},
+            {"from": "380501234567", "timestamp": "1764763202", "type": "image", "image": {"caption": "no media id"}}]}),
+    );
+    let (status, answer) = s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    let listed = answer["messages"].as_array().unwrap();
+    let set_aside: Vec<&str> = listed.iter().filter_map(|m| m["status"].as_str()).collect();
+    assert_eq!(
+        (listed.len(), set_aside),
+        (3, vec!["unparseable", "unparseable"]),
+        "{answer}"
+    );
+    assert_eq!(s.env.count("message").await, 1, "the readable one stored");
+    assert_eq!(
+        s.review_reasons().await,
+        ["unparseable_message", "unparseable_message"],
+        "one item each, though one names no id"
+    );
+    // Again: nothing new, no item doubled.
+    s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(
+        (s.env.count("message").await, s.env.count("review").await),
+        (1, 2)
+    );
+}
+
+#[tokio::test]
 async fn a_cosmetic_field_over_its_limit_is_cut_with_a_note_and_the_message_kept() {
     let s = Setup::new(Setup::whatsapp).await;
     let long_name = "Ю".repeat(300);

@@ -7,6 +7,7 @@ fn delivery(posted: Posted) -> (Vec<Incoming>, Vec<StatusEvent>, bool) {
             messages,
             statuses,
             batch,
+            ..
         } => (messages, statuses, batch),
         Posted::Ignored(kind) => panic!("ignored: {kind}"),
     }
