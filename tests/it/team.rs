@@ -129,3 +129,28 @@ async fn a_batch_short_of_time_hands_back_what_it_did_not_start() {
     assert_eq!(out.batch_item_failures.len(), 3);
     assert_eq!(crm.count("notification").await, 0);
 }
+
+/// A message handed back for lack of time on its last receive is filed `dead_letter` before its
+/// queue moves it to the DLQ, as one retried after a failure is: no dead letter goes unseen.
+#[tokio::test]
+async fn a_message_out_of_time_on_its_last_receive_is_filed_as_a_dead_letter() {
+    let crm = Crm::new().await;
+    let notify = notify_worker::app(crm.store().clone(), 3);
+    let mut last = notifications(&crm.org, 2);
+    for (record, receives) in last.records.iter_mut().zip(["2", "3"]) {
+        record
+            .attributes
+            .insert("ApproximateReceiveCount".into(), receives.into());
+    }
+    // No time left: both come back untouched.
+    let out = notify.process_until(last, Utc::now(), Instant::now()).await;
+    assert_eq!(out.batch_item_failures.len(), 2);
+    assert_eq!(crm.count("notification").await, 0);
+    let dead: Vec<_> = crm
+        .reasons()
+        .await
+        .into_iter()
+        .filter(|r| r == "dead_letter")
+        .collect();
+    assert_eq!(dead.len(), 1, "its third and last receive only");
+}

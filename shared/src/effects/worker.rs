@@ -205,7 +205,11 @@ impl<W: Worker> SqsApp<W> {
             // Too little time left for one more: it (and the rest) comes back, untouched, rather
             // than the invocation timing out and every message coming back, done or not.
             let left = deadline.saturating_duration_since(Instant::now());
-            if left < W::NEEDS || self.one(&msg, now, deadline).await.is_err() {
+            let done = match left < W::NEEDS {
+                true => self.out_of_time(&msg, now).await,
+                false => self.one(&msg, now, deadline).await,
+            };
+            if done.is_err() {
                 let mut failure = BatchItemFailure::default();
                 failure.item_identifier = msg.message_id.clone().unwrap_or_default();
                 response.batch_item_failures.push(failure);
@@ -333,6 +337,21 @@ impl<W: Worker> SqsApp<W> {
                 Err(())
             }
         }
+    }
+
+    /// A message left for lack of time comes back, untouched; on its last receive it is filed
+    /// `dead_letter` first, as a retried one is (its queue moves it to the DLQ next).
+    async fn out_of_time(&self, msg: &SqsMessage, now: DateTime<Utc>) -> Result<(), ()> {
+        let receives = receive_count(msg);
+        if receives < self.max_receives {
+            return Err(());
+        }
+        if let Ok(job) = W::Job::read(msg.body.as_deref().unwrap_or_default()) {
+            let (org, key) = job.about();
+            let detail = json!({"error": "no time was left for it in its invocation", "message_id": msg.message_id, "receives": receives});
+            let _ = self.park(&org, key, Reason::DeadLetter, detail, now).await;
+        }
+        Err(())
     }
 
     /// A permanent failure parked for a person, and the message acknowledged.
