@@ -703,23 +703,45 @@ async fn a_key_from_before_scopes_is_listed_as_legacy_and_can_be_revoked() {
     assert_eq!(status, 401, "revoked");
 }
 
-/// The DynamoDB actions the template's policies give a function (its resource's block).
-fn allowed(function: &str) -> std::collections::BTreeSet<String> {
+/// A resource's block of the template: its name's line to the next resource's.
+fn block(resource: &str) -> String {
     let template = include_str!("../../infra/template.yaml");
-    let head = format!("  {function}:");
+    let head = format!("  {resource}:");
     let lines: Vec<&str> = template.lines().collect();
     let start = lines
         .iter()
         .position(|l| *l == head)
-        .expect("the function in the template");
+        .expect("the resource in the template");
     let top =
         |l: &&str| l.starts_with("  ") && !l.starts_with("   ") && l.trim_end().ends_with(':');
     let end = lines[start + 1..]
         .iter()
         .position(top)
         .map_or(lines.len(), |i| start + 1 + i);
-    let block = lines[start..end].join("\n");
-    block
+    lines[start..end].join("\n")
+}
+
+/// The import worker files `dead_letter` on the receive after which its queues move a message
+/// to their DLQ: its `MAX_RECEIVE_COUNT` is their `maxReceiveCount`, whatever the consequence
+/// queues' parameter is.
+#[test]
+fn the_import_worker_counts_receives_as_its_queues_do() {
+    let value = |block: &str, name: &str| {
+        block
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(|v| v.trim().trim_matches('"').to_owned())
+            .unwrap_or_else(|| panic!("{name} in {block}"))
+    };
+    let worker = value(&block("BankImportFunction"), "MAX_RECEIVE_COUNT:");
+    for queue in ["ImportQueue", "FileQueue"] {
+        assert_eq!(value(&block(queue), "maxReceiveCount:"), worker, "{queue}");
+    }
+}
+
+/// The DynamoDB actions the template's policies give a function (its resource's block).
+fn allowed(function: &str) -> std::collections::BTreeSet<String> {
+    block(function)
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == ':'))
         .filter(|w| w.starts_with("dynamodb:") && w.len() > "dynamodb:".len())
         .map(str::to_owned)
