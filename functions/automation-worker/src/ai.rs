@@ -35,6 +35,7 @@ impl Automation {
             bounds: &self.ai,
             replies: &replies,
             timeout: left.saturating_sub(self.reply_budget() + Duration::from_secs(2)),
+            deadline: (deadline, self.reply_budget()),
         };
         step.run(rule, fired, now).await
     }

@@ -38,6 +38,9 @@ pub struct Step<'a, R> {
     pub replies: &'a R,
     /// How long the model may take: under the invocation's time left.
     pub timeout: Duration,
+    /// When the invocation ends, and what one tool call may take (a reply's send and its
+    /// record): a call that could not finish by then is not begun.
+    pub deadline: (std::time::Instant, Duration),
 }
 
 /// At most this many of the model's tool calls act in one run; the rest are `ignored`.
@@ -152,6 +155,14 @@ impl<R: Replies> Step<'_, R> {
             if i >= TOOL_CALLS_MAX {
                 calls.push(outcome(id, name, "ignored", Some("more than 5 calls")));
                 continue;
+            }
+            // Too little time for one more: the message comes back, the model's answer is read
+            // from its run, and the calls done are absorbed by their keys.
+            let (ends, one_call) = self.deadline;
+            if std::time::Instant::now() + one_call > ends {
+                return Err(WorkError::transient(Transient(
+                    "no time left in the invocation for the run's next tool call".into(),
+                )));
             }
             let (shown, acted) = self.act(&run, fired, id, name, input, now).await?;
             applied = applied.and(Applied::one(acted));
