@@ -188,6 +188,10 @@ pub async fn claim(
     }
     let stored = match store.put_new(item).await? {
         PutNew::Created => return Ok(Claim::Fresh(lease)),
+        // Its own put, whose answer was lost and whose retry found it: this attempt's.
+        PutNew::Existing(item) if item.opt_str("lease") == Some(lease.token.as_str()) => {
+            return Ok(Claim::Fresh(lease))
+        }
         PutNew::Existing(item) => item,
     };
     let pk = run_pk(org, &run_key(rule_id, event_key));
@@ -210,10 +214,16 @@ pub async fn claim(
         .set("lease_until", s(time::format(now + hold)))
         .add("attempts", n(1));
     let update = moved_to(update, org, &key, RunState::Sending, now).when(from);
-    Ok(if store.update_if(&pk, &update).await? {
-        claimed(lease)
-    } else {
-        Claim::Busy
+    if store.update_if(&pk, &update).await? {
+        return Ok(claimed(lease));
+    }
+    // Refused: another attempt holds it, unless the refusal answered a retry of this one's own
+    // update, whose first answer was lost (the run holds this lease).
+    let now_held = store.get(&pk).await?;
+    let ours = now_held.is_some_and(|i| i.opt_str("lease") == Some(lease.token.as_str()));
+    Ok(match ours {
+        true => claimed(lease),
+        false => Claim::Busy,
     })
 }
 
