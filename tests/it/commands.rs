@@ -1277,3 +1277,32 @@ async fn a_command_that_needs_a_key_is_refused_without_one_whatever_the_adapter_
         .expect_err("an open invoice is not voided");
     assert_eq!(refused.code, "not_draft");
 }
+
+/// A trigger holds at most `RULES_MAX` rules, each counted in the transaction that stores it,
+/// however many are asked for at once: a rule past them would never run (the trigger reads
+/// that many). Another trigger has its own.
+#[tokio::test]
+async fn a_trigger_holds_at_most_its_cap_of_rules_however_many_are_asked_at_once() {
+    use firmspace::effects::automation::RULES_MAX;
+    use futures::StreamExt;
+    let crm = crate::support::app::Crm::new().await;
+    let rule = |n: usize| json!({"trigger": "invoice.paid", "action": {"type": "create_task", "title": format!("Task {n}")}});
+    let statuses: Vec<u16> = futures::stream::iter(0..RULES_MAX + 5)
+        .map(|n| {
+            let crm = &crm;
+            let body = rule(n);
+            async move { crm.call("POST", "/api/rules", body).await.0 }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let made = statuses.iter().filter(|s| **s == 201).count();
+    let refused = statuses.iter().filter(|s| **s == 409).count();
+    assert_eq!((made, refused), (RULES_MAX, 5), "{statuses:?}");
+    crm.expect_error("POST", "/api/rules", rule(0), 409, "too_many_rules")
+        .await;
+    let other =
+        json!({"trigger": "lead.created", "action": {"type": "create_task", "title": "Call"}});
+    crm.expect_status("POST", "/api/rules", other, 201).await;
+    assert_eq!(crm.count("rule").await, RULES_MAX + 1);
+}

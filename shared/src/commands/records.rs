@@ -12,7 +12,6 @@ use crate::fields::{self, FieldError, KEY_MAX, TEXT_MAX, TITLE_MAX};
 use crate::integrations::{self, IntegrationKind};
 use crate::orgs::keys::{self, Scope, Scopes};
 use crate::store::item::parse_tag;
-use crate::store::write::PutOnce;
 use crate::store::{CapError, Store};
 use secrecy::ExposeSecret;
 use serde_json::{json, Value};
@@ -91,6 +90,14 @@ fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Re
     Ok(())
 }
 
+/// Refused `code` (409, with `detail`) when a count is at its cap.
+fn at_cap(code: &'static str, detail: String) -> impl FnOnce(CapError) -> Refused {
+    move |e| match e {
+        CapError::Store(e) => e.into(),
+        CapError::Full => Refused::conflict(code, detail),
+    }
+}
+
 /// An automation rule: on a trigger, a task, a message, a reply or an AI step.
 #[derive(Debug)]
 pub struct CreateRule {
@@ -146,7 +153,9 @@ impl Command for CreateRule {
             created_at: Some(crate::time::format(env.now)),
             created_by: Some(who),
         };
-        env.apply(PutOnce(item), Refused::from).await?;
+        let put = automation::under_cap(env.store, by.org(), trigger, item).await?;
+        let detail = format!("a trigger holds at most {} rules", automation::RULES_MAX);
+        env.apply(put, at_cap("too_many_rules", detail)).await?;
         Ok((Made::Created, answer))
     }
 }
@@ -196,14 +205,8 @@ impl Command for CreateKey {
         }
         let made = keys::another(env.store, by.org(), (name, scopes), &by.id(), env.now).await?;
         let (info, api_key, put) = made;
-        let refused = |e| match e {
-            CapError::Store(e) => Refused::from(e),
-            CapError::Full => {
-                let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
-                Refused::conflict("too_many_keys", detail)
-            }
-        };
-        env.apply(put, refused).await?;
+        let detail = format!("an organisation holds at most {} keys", keys::KEYS_MAX);
+        env.apply(put, at_cap("too_many_keys", detail)).await?;
         Ok((
             Made::Created,
             super::answers::KeyCreated {

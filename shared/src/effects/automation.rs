@@ -125,6 +125,26 @@ fn rules_list(org: &OrgId, trigger: Trigger) -> String {
     org.pk(&format!("RULES#{}", tag_name(&trigger)))
 }
 
+/// Rules one trigger of an organisation holds: each is read when the trigger fires.
+pub const RULES_MAX: usize = 100;
+/// The kind of an organisation's count of one trigger's rules.
+const RULE_COUNT: &str = "rule_count";
+
+/// A new rule's `item` put under its trigger's cap, counted in its own transaction; an
+/// organisation's trigger from before rules were counted begins at the rules it lists.
+pub async fn under_cap(
+    store: &Store,
+    org: &OrgId,
+    trigger: Trigger,
+    item: Item,
+) -> Result<crate::store::UnderCap, StoreError> {
+    let counter = org.pk(&format!("RULE_COUNT#{}", tag_name(&trigger)));
+    let counted = (counter.as_str(), RULE_COUNT, org.as_str());
+    let listed = async { Ok(rules_for(store, org, trigger).await?.len()) };
+    store.begin_count(counted, listed).await?;
+    Ok(crate::store::UnderCap::new(item, counted, RULES_MAX as u64))
+}
+
 pub async fn create_rule(
     store: &Store,
     org: &OrgId,
@@ -251,7 +271,7 @@ pub async fn rules_for(
     trigger: Trigger,
 ) -> Result<Vec<Rule>, StoreError> {
     store
-        .list(&rules_list(org, trigger), false, 100)
+        .list(&rules_list(org, trigger), false, RULES_MAX as i32)
         .await?
         .iter()
         .map(|item| {

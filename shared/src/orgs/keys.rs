@@ -20,6 +20,9 @@ pub const KEYS_MAX: usize = 100;
 /// first use listed besides (keys made before they were counted), so none is out of sight.
 const LIST_READ: i32 = 1000;
 
+/// The kind of an organisation's count of keys.
+const KEY_COUNT: &str = "key_count";
+
 /// The count of the organisation's keys, kept with each key made.
 pub fn count_pk(org: &OrgId) -> String {
     org.pk("KEY_COUNT")
@@ -27,7 +30,7 @@ pub fn count_pk(org: &OrgId) -> String {
 
 /// An organisation's first count: its first key.
 pub(crate) fn first_count(org: &OrgId) -> Item {
-    Builder::new(&count_pk(org), "key_count", org.as_str())
+    Builder::new(&count_pk(org), KEY_COUNT, org.as_str())
         .num("count", 1)
         .build()
 }
@@ -191,15 +194,13 @@ pub async fn another(
     now: DateTime<Utc>,
 ) -> Result<(KeyInfo, SecretString, UnderCap), StoreError> {
     let counter = count_pk(org);
-    if store.get(&counter).await?.is_none() {
-        let listed = list(store, org).await?.len();
-        let mut begun = first_count(org);
-        begun.insert("count".into(), item::n(listed));
-        store.put_new(begun).await?;
-    }
+    let listed = async { Ok(list(store, org).await?.len()) };
+    store
+        .begin_count((&counter, KEY_COUNT, org.as_str()), listed)
+        .await?;
     let (key, item) = new_key(org, name, scopes, Some(by), now);
     let info = info(&item)?;
-    let put = UnderCap::new(item, (&counter, "key_count", org.as_str()), KEYS_MAX as u64);
+    let put = UnderCap::new(item, (&counter, KEY_COUNT, org.as_str()), KEYS_MAX as u64);
     Ok((info, key, put))
 }
 

@@ -94,6 +94,10 @@ pub async fn add_member(
         .await
 }
 
+/// The most members any deployment lets an organisation hold (the template's `MembersMax` at
+/// its highest): a read of the team takes them all, whatever this deployment's cap.
+const MEMBERS_READ: i32 = 5000;
+
 /// The most members an organisation holds, unless `MEMBERS_MAX` says otherwise: what a team
 /// notification writes a copy for, within one worker's invocation.
 pub const MEMBERS_MAX: u64 = 1000;
@@ -120,7 +124,7 @@ pub async fn is_member(store: &Store, org: &OrgId, user_id: &str) -> Result<bool
 }
 
 pub async fn members(store: &Store, org: &OrgId) -> Result<Vec<Member>, StoreError> {
-    members_up_to(store, org, 1000).await
+    members_up_to(store, org, MEMBERS_READ).await
 }
 
 /// The organisation's first `limit` members.

@@ -313,6 +313,27 @@ impl Store {
         Ok(out.item)
     }
 
+    /// A count kept under a cap from now on (`UnderCap`), begun at what `listed` counts when
+    /// it has none yet (an organisation from before it was kept): one read, and one put the
+    /// first time (of two at once, one; the other finds it).
+    pub async fn begin_count<F>(
+        &self,
+        (counter, kind, org): (&str, &str, &str),
+        listed: F,
+    ) -> Result<(), StoreError>
+    where
+        F: std::future::Future<Output = Result<usize, StoreError>>,
+    {
+        if self.get(counter).await?.is_some() {
+            return Ok(());
+        }
+        let count = listed.await?;
+        let item = item::Builder::new(counter, kind, org)
+            .num("count", count)
+            .build();
+        self.put_new(item).await.map(drop)
+    }
+
     /// Puts an item only if its key is new; a taken key returns the item that holds it, in the
     /// same call.
     pub async fn put_new(&self, item: Item) -> Result<PutNew, StoreError> {
