@@ -9,9 +9,34 @@ use crate::messages::{self, Conversation};
 use crate::store::{Step, Store, StoreError, Transacted};
 use chrono::{DateTime, Utc};
 
+/// How long a sent reply's record is tried again in the same attempt (a reply's budget keeps
+/// two seconds for it): a failure a retry may get past would otherwise leave a reply the
+/// customer has unrecorded, and its run `needs_check`.
+const RECORD_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Records reply `id` (its `text`) in `conversation` as `run`'s, sent. Whoever took the run over
-/// meanwhile, the reply is stored once and the run becomes `sent`.
+/// meanwhile, the reply is stored once and the run becomes `sent`; a failure a retry may get
+/// past is tried again within `RECORD_WITHIN` (each half is idempotent).
 pub async fn record(
+    store: &Store,
+    run: (&Rule, &Fired, &Lease),
+    reply: (&Conversation, &str, &str),
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let mut rounds = crate::store::write::Rounds::until(std::time::Instant::now() + RECORD_WITHIN);
+    let mut failed = None;
+    while rounds.next().await {
+        match record_once(store, run, reply, now).await {
+            Err(e) if e.is_retryable() => failed = Some(e),
+            done => return done,
+        }
+    }
+    Err(failed.unwrap_or(StoreError::Contended {
+        pk: reply.0.id.clone(),
+    }))
+}
+
+async fn record_once(
     store: &Store,
     (rule, fired, lease): (&Rule, &Fired, &Lease),
     (conversation, id, text): (&Conversation, &str, &str),
