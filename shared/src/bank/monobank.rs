@@ -25,6 +25,10 @@ pub struct StatementItem {
     #[serde(default)]
     pub description: String,
     pub amount: i64,
+    /// The amount in the operation's own currency (minor units, signed): `amount` when the
+    /// operation was in the account's currency.
+    #[serde(default)]
+    pub operation_amount: Option<i64>,
     pub currency_code: u16,
     #[serde(default)]
     pub comment: Option<String>,
@@ -33,8 +37,21 @@ pub struct StatementItem {
 }
 
 impl StatementItem {
-    /// The row, checked: its amount exact in its currency's minor units.
+    /// The row, checked: its amount exact in its currency's minor units. An operation in
+    /// another currency than the account's (`operationAmount` is not `amount`) is a person's:
+    /// monobank documents `currencyCode` as the account's currency and sends the operation's,
+    /// so which currency `amount` is in cannot be read off the row, and money is never booked
+    /// in a guessed currency.
     pub fn row(self) -> Result<BankRow, String> {
+        if self.operation_amount.is_some_and(|op| op != self.amount) {
+            return Err(format!(
+                "an operation in another currency (operationAmount {} beside amount {}, \
+                 currencyCode {}): which currency the amount is in is left to a person",
+                self.operation_amount.unwrap_or_default(),
+                self.amount,
+                self.currency_code
+            ));
+        }
         let currency = Currency::from_numeric(self.currency_code).map_err(|_| {
             format!(
                 "currencyCode: {} is not an ISO 4217 currency",
@@ -222,6 +239,7 @@ mod tests {
             time: 1,
             description: String::new(),
             amount,
+            operation_amount: Some(amount),
             currency_code: code,
             comment: None,
             counter_name: None,
@@ -231,6 +249,21 @@ mod tests {
         assert!(
             item(100, 392).row().is_ok(),
             "JPY has no minor units: 100 yen"
+        );
+        // A 9.80 USD purchase on a UAH card: -439.34 is UAH, though currencyCode says USD.
+        let abroad = StatementItem {
+            operation_amount: Some(-980),
+            ..item(-43934, 840)
+        };
+        let why = abroad.row().unwrap_err();
+        assert!(why.contains("another currency"), "{why}");
+        let unsaid = StatementItem {
+            operation_amount: None,
+            ..item(4000, 980)
+        };
+        assert_eq!(
+            unsaid.row().unwrap().amount,
+            rust_decimal::Decimal::new(4000, 2)
         );
     }
 }
