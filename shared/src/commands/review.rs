@@ -529,21 +529,30 @@ async fn same_money<R>(
         reversible: false,
         via: None,
     };
-    let original = external_id;
     let input = crate::payments::register::on_its_payments_invoice(env.store, input).await?;
-    // A bank row's payment: the row leaves its match in the reversal's transaction, as an
-    // unmatch would, held to the row's sequence; a row that moved meanwhile is read again.
+    reversed(env, (&input, &external_id), resolving).await
+}
+
+/// The reversal `input` of the payment `original` booked with the item's resolution. A bank
+/// row's payment: the row leaves its match in the reversal's transaction, as an unmatch would,
+/// held to the row's sequence; a row that moved meanwhile is read again.
+async fn reversed<R>(
+    env: &Env<'_, R>,
+    (input, original): (&crate::payments::PaymentInput, &ExternalId),
+    resolving: &Resolving,
+) -> Result<Option<Value>, Refused> {
+    let org = &input.org;
     for _ in 0..ROW_ROUNDS {
         let row = match input.source {
-            Source::Bank => crate::bank::matching::reversal_link(env.store, org, &original).await?,
+            Source::Bank => crate::bank::matching::reversal_link(env.store, org, original).await?,
             _ => None,
         };
         let link = row.as_ref().map(crate::bank::matching::unlinking);
         let also = resolving.with_payment(None, None);
-        let registered = pay_settling(env, (&input, link.as_ref()), also).await?;
+        let registered = pay_settling(env, (input, link.as_ref()), also).await?;
         let moved = match (&registered, &row) {
             (None, Some(row)) => {
-                let now = crate::bank::matching::reversal_link(env.store, org, &original).await?;
+                let now = crate::bank::matching::reversal_link(env.store, org, original).await?;
                 now.is_none_or(|now| now.match_seq != row.match_seq)
             }
             _ => false,
