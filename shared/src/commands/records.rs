@@ -90,11 +90,12 @@ fn check_ai(trigger: Trigger, action: &Action, models: &Models) -> Result<(), Re
     Ok(())
 }
 
-/// Refused `code` (409, with `detail`) when a count is at its cap.
+/// Refused `code` (409, with `detail`) when a count is at its cap (a put held to no marker is
+/// never `Taken`).
 fn at_cap(code: &'static str, detail: String) -> impl FnOnce(CapError) -> Refused {
     move |e| match e {
         CapError::Store(e) => e.into(),
-        CapError::Full => Refused::conflict(code, detail),
+        CapError::Full | CapError::Taken => Refused::conflict(code, detail),
     }
 }
 
@@ -280,17 +281,11 @@ impl Command for AddMember {
         let max = env
             .site
             .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
-        let status = match crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await
-        {
-            Ok(added) if added.is_new() => Made::Created,
-            Ok(_) => Made::Done,
-            Err(CapError::Store(e)) => return Err(e.into()),
-            Err(CapError::Full) => {
-                return Err(Refused::conflict(
-                    "limit_reached",
-                    format!("an organisation holds at most {max} members"),
-                ))
-            }
+        let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await;
+        let detail = format!("an organisation holds at most {max} members");
+        let status = match added.map_err(at_cap("limit_reached", detail))? {
+            added if added.is_new() => Made::Created,
+            _ => Made::Done,
         };
         // A member added before keeps the name it was added with: that is what is answered.
         let name = match status {

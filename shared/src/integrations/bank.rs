@@ -1,5 +1,6 @@
 //! Bank integrations: monobank's personal API (a token and an account), or CSV uploads.
 
+use crate::ids::key_part;
 use crate::store::item::{Builder, Read};
 use crate::store::{Item, StoreError};
 use secrecy::SecretString;
@@ -86,6 +87,24 @@ impl BankSettings {
             },
         })
     }
+}
+
+/// What holds a monobank token's account to one integration of its organisation, put in the
+/// transaction that makes it: a second would store every row and match it twice. `None` for
+/// another integration.
+pub fn account_marker(integration: &super::Integration) -> Option<Item> {
+    let super::Settings::Bank(BankSettings::Monobank { token, account, .. }) =
+        &integration.settings
+    else {
+        return None;
+    };
+    let org = integration.org();
+    let named = format!("BANK_ACCOUNT#{}#{}", token_digest(token), key_part(account));
+    // By its digest: a bank integration's id is its webhook's credential.
+    let marker = Builder::new(&org.pk(&named), "bank_account", org.as_str())
+        .str("integration", &integration.id.digest())
+        .build();
+    Some(marker)
 }
 
 /// A monobank token's digest, kept in clear on its integration: what names the token's one call a

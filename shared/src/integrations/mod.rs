@@ -279,8 +279,13 @@ pub async fn create_counted(
         integration.org().pk("BANK_IMPORTS_COUNT"),
     );
     let counted = (counter.as_str(), "bank_import_count", org.as_str());
-    // A new integration's id is random: only the cap refuses it.
-    store.put_under_cap(item, counted, max).await.map(drop)
+    // A new integration's id is random: the cap refuses it, and a second of one token's account
+    // (its marker's key taken), whose every row would be stored and matched twice.
+    let mut put = crate::store::UnderCap::new(item, counted, max);
+    if let Some(marker) = bank::account_marker(integration) {
+        put = put.alone_as(marker);
+    }
+    store.write(&mut put, chrono::Utc::now()).await.map(drop)
 }
 
 /// Replaces an integration's settings (a rotated secret or key); the id and its creator stay.

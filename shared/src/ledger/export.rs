@@ -41,7 +41,8 @@ pub async fn window(
 }
 
 /// The lines as CSV (RFC 4180, a header row of [`LedgerLine::COLUMNS`]). A cell a spreadsheet
-/// would run as a formula (`=`, `+`, `-`, `@`) is prefixed with `'`.
+/// would run as a formula (`=`, `+`, `-`, `@`), or a piece of one after a `;`, is prefixed with
+/// `'`.
 pub fn csv(lines: &[LedgerLine]) -> String {
     let mut out = csv::Writer::from_writer(Vec::new());
     let record = |line: &LedgerLine| {
@@ -58,12 +59,15 @@ pub fn csv(lines: &[LedgerLine]) -> String {
     String::from_utf8(out.into_inner().expect("in memory")).expect("CSV of UTF-8 cells is UTF-8")
 }
 
+/// `cell` with every piece a spreadsheet would run as a formula prefixed with `'`: its start,
+/// and each piece after a `;`, where a spreadsheet of a `;`-separated locale (Ukraine's, most
+/// of Europe's) splits a cell the CSV writer leaves unquoted.
 fn inert(cell: &str) -> String {
-    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{cell}")
-    } else {
-        cell.to_owned()
-    }
+    let piece = |p: &str| match p.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        true => format!("'{p}"),
+        false => p.to_owned(),
+    };
+    cell.split(';').map(piece).collect::<Vec<_>>().join(";")
 }
 
 #[cfg(test)]
@@ -111,5 +115,9 @@ mod tests {
     fn a_cell_a_spreadsheet_would_run_is_made_inert() {
         let text = csv(&[line("=HYPERLINK(\"x\")")]);
         assert!(text.contains("'=HYPERLINK"), "{text}");
+        // A `;`-separated locale splits `t1;=2+5;` into three cells: the second is made inert.
+        let text = csv(&[line("t1;=2+5;@x")]);
+        assert!(text.contains("t1;'=2+5;'@x"), "{text}");
+        assert_eq!(inert("a;b"), "a;b");
     }
 }

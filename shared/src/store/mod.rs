@@ -164,6 +164,9 @@ pub enum CapError {
     /// The count is at its cap.
     #[error("the count is at its cap")]
     Full,
+    /// What the put must be alone to be (its `unique` marker) is another's already.
+    #[error("it is another's already")]
+    Taken,
 }
 
 /// A put under a cap, as a decision. It writes at once (no read): the put and the count's
@@ -174,6 +177,9 @@ pub struct UnderCap {
     /// The counter's key, its kind and its organisation.
     counter: (String, String, String),
     max: u64,
+    /// A marker put with it whose key must be free: what the item may be alone (a bank
+    /// account of a token); held, it is refused `CapError::Taken`.
+    unique: Option<Item>,
 }
 
 impl UnderCap {
@@ -184,6 +190,15 @@ impl UnderCap {
             item,
             counter: (counter.to_owned(), kind.to_owned(), org.to_owned()),
             max,
+            unique: None,
+        }
+    }
+
+    /// The same put, holding `marker`'s key too: put in the same transaction while it is free.
+    pub fn alone_as(self, marker: Item) -> Self {
+        Self {
+            unique: Some(marker),
+            ..self
         }
     }
 }
@@ -193,8 +208,13 @@ impl Decision for UnderCap {
     type Error = CapError;
 
     fn keys(&self) -> Vec<String> {
-        let pk = self.item.get("pk").and_then(|v| v.as_s().ok());
-        vec![pk.cloned().unwrap_or_default(), self.counter.0.to_owned()]
+        let pk = |item: &Item| {
+            let pk = item.get("pk").and_then(|v| v.as_s().ok());
+            pk.cloned().unwrap_or_default()
+        };
+        let mut keys = vec![pk(&self.item), self.counter.0.to_owned()];
+        keys.extend(self.unique.as_ref().map(pk));
+        keys
     }
 
     fn reads(&self) -> bool {
@@ -217,6 +237,9 @@ impl Decision for UnderCap {
         if count >= self.max {
             return Err(CapError::Full);
         }
+        if self.unique.is_some() && seen.get(2).is_some() {
+            return Err(CapError::Taken);
+        }
         let (counter, kind, org) = &self.counter;
         let counted = Update::new()
             .set("kind", item::s(kind))
@@ -226,16 +249,15 @@ impl Decision for UnderCap {
                 Cond::Missing,
                 Cond::Before("count".into(), item::n(self.max)),
             ]));
-        Ok(Plan::Write {
-            steps: vec![
-                Step::PutNew(self.item.clone()),
-                Step::Update {
-                    pk: counter.to_owned(),
-                    update: counted,
-                },
-            ],
-            out: (),
-        })
+        let mut steps = vec![
+            Step::PutNew(self.item.clone()),
+            Step::Update {
+                pk: counter.to_owned(),
+                update: counted,
+            },
+        ];
+        steps.extend(self.unique.iter().cloned().map(Step::PutNew));
+        Ok(Plan::Write { steps, out: () })
     }
 }
 

@@ -107,30 +107,61 @@ async fn a_monobank_token_the_bank_refuses_makes_no_integration() {
 }
 
 #[tokio::test]
-async fn an_organisation_holds_at_most_20_monobank_imports() {
+async fn an_organisation_holds_at_most_20_monobank_imports_and_one_per_account() {
+    use firmspace::bank::providers::BankSettings;
+    use firmspace::ids::IntegrationId;
+    use firmspace::integrations::{self, Integration, Settings};
     let env = TestEnv::new().await;
     let stand_in = statement::spawn(0, std::time::Duration::ZERO).await;
     let app = api::app(&env);
     let key = api::new_org(&app).await;
-    let [default, _] = statement::ACCOUNTS;
-    let body = json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN,
-        "account": default, "api_url": stand_in.url()});
-    for _ in 0..20 {
-        let (status, made) = call(&app, "POST", "/api/integrations", &key, body.clone()).await;
-        assert_eq!(status, 201, "{made}");
+    let org = firmspace::orgs::keys::named_org(&key).unwrap();
+    let [default, other] = statement::ACCOUNTS;
+    let body = |account: &str| {
+        json!({"kind": "bank", "provider": "monobank", "token": statement::TOKEN,
+            "account": account, "api_url": stand_in.url()})
+    };
+    let (status, made) = call(&app, "POST", "/api/integrations", &key, body(default)).await;
+    assert_eq!(status, 201, "{made}");
+    // The same account of the same token again, named or as `0`: every row would be stored and
+    // matched twice.
+    for again in [default, "0"] {
+        let (status, refused) = call(&app, "POST", "/api/integrations", &key, body(again)).await;
+        assert_eq!(
+            (status, refused["error"].as_str()),
+            (409, Some("account_taken")),
+            "{refused}"
+        );
     }
-    let (status, refused) = call(&app, "POST", "/api/integrations", &key, body).await;
+    let (status, made) = call(&app, "POST", "/api/integrations", &key, body(other)).await;
+    assert_eq!(status, 201, "the token's other account: {made}");
+    // Eighteen more of other tokens reach the cap of 20; one more is refused.
+    for i in 0..18 {
+        let integration = Integration {
+            id: IntegrationId::generate(&org),
+            settings: Settings::Bank(BankSettings::Monobank {
+                token: format!("{}-{i}", statement::TOKEN).into(),
+                account: default.into(),
+                api_url: Some(stand_in.url()),
+            }),
+            created_at: Utc::now(),
+        };
+        integrations::create_counted(&env.store, &integration, "t", 20)
+            .await
+            .unwrap();
+    }
+    let (status, refused) = call(&app, "POST", "/api/integrations", &key, body(other)).await;
     assert_eq!(
         (status, refused["error"].as_str()),
         (409, Some("limit_reached")),
         "{refused}"
     );
     assert_eq!(env.count("integration").await, 20);
-    // A CSV import is no statement import: not counted.
     let csv = json!({"kind": "bank", "provider": "csv"});
     assert_eq!(
         call(&app, "POST", "/api/integrations", &key, csv).await.0,
-        201
+        201,
+        "a CSV import is no statement import: not counted"
     );
 }
 

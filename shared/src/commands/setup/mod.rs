@@ -106,6 +106,10 @@ impl Command for CreateIntegration {
                     Err(crate::store::CapError::Full) => return Err(Refused::conflict("limit_reached",
                         format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
                     )),
+                    // Every row would be stored and matched once per integration: twice.
+                    Err(crate::store::CapError::Taken) => return Err(Refused::conflict("account_taken",
+                        "this token's account has a bank integration of this organisation already",
+                    )),
                 }
             }
             _ => integrations::create_by(env.store, &integration, &by.id()).await?,
