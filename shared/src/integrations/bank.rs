@@ -102,7 +102,7 @@ pub fn account_marker(integration: &super::Integration) -> Option<Item> {
     let named = format!("BANK_ACCOUNT#{}#{}", token_digest(token), key_part(account));
     // By its digest: a bank integration's id is its webhook's credential.
     let marker = Builder::new(&org.pk(&named), "bank_account", org.as_str())
-        .str("integration", &integration.id.digest())
+        .str("integration", integration.id.digest())
         .build();
     Some(marker)
 }
