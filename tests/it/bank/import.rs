@@ -577,3 +577,54 @@ async fn a_pushed_row_dated_where_no_statement_looks_is_filed_by_when_it_arrived
     let reasons = crate::support::app::reasons(&env, &org).await;
     assert_eq!(reasons, ["unconfirmed_bank_row"]);
 }
+
+/// Two accounts of one token, imported by the organisation's turns: the token's one call a
+/// minute is one account's each turn, and the next turn begins with the account that waited,
+/// so neither is left behind the other for good.
+#[tokio::test]
+async fn the_turns_import_both_accounts_of_one_token() {
+    let (env, first, stand_in) = setup(5).await;
+    let org = first.org().clone();
+    let second = Integration {
+        id: IntegrationId::generate(&org),
+        settings: Settings::Bank(BankSettings::Monobank {
+            token: TOKEN.to_owned().into(),
+            account: "usd".into(),
+            api_url: Some(stand_in.url()),
+        }),
+        created_at: Utc::now(),
+    };
+    integrations::create(&env.store, &second).await.unwrap();
+    let sqs = crate::support::queues::client().await;
+    let (queue_url, _) = crate::support::queues::queue(&sqs, "turns", 30, None).await;
+    let requests = import::Requests {
+        sqs: sqs.clone(),
+        queue_url: queue_url.clone(),
+        files_queue_url: queue_url,
+    };
+    // One page a run, no waiting for the token's next minute inside one.
+    let limits = Limits {
+        interval: Duration::from_secs(2),
+        max_wait: Duration::ZERO,
+        max_pages: 1,
+    };
+    let function = bank_import::App::new(env.store.clone(), apis(), limits, requests, None);
+    let turn = Request::Turn { org: org.clone() }.to_body();
+    for round in 0..2 {
+        let event = crate::support::queues::event_of(&format!("t{round}"), &turn);
+        let out = function
+            .process(&serde_json::to_value(&event).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(out["batchItemFailures"], serde_json::json!([]), "{out}");
+        // The token's next call is allowed again.
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+    }
+    // Each account's statement read in one of the two turns: a cursor each, and its rows.
+    assert_eq!(
+        (env.count("bank_cursor").await, env.count("bank_tx").await),
+        (2, 10),
+        "two accounts of one token"
+    );
+    assert_eq!(stand_in.refused(), 0, "one call a window for the token");
+}
