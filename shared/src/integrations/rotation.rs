@@ -223,6 +223,14 @@ async fn replace_sealed(
         Some(digest) => Update::new().set(SEALED_DIGEST, AttributeValue::B(Blob::new(digest))),
         None => Update::new().remove(SEALED_DIGEST),
     };
+    // A monobank token's clear digest names the token's one call a minute (the statement
+    // lease): it names the new token from now on, with it.
+    let update = match &rotated.settings {
+        super::Settings::Bank(crate::bank::providers::BankSettings::Monobank { token, .. }) => {
+            update.set("token_digest", s(super::bank::token_digest(token)))
+        }
+        _ => update,
+    };
     let update = update
         .set(SEALED, AttributeValue::B(Blob::new(sealed_now)))
         .set(PREVIOUS_SEALED, old.clone())

@@ -628,3 +628,29 @@ async fn the_turns_import_both_accounts_of_one_token() {
     );
     assert_eq!(stand_in.refused(), 0, "one call a window for the token");
 }
+
+/// A rotated monobank token names its own call a minute: the integration's clear digest, what
+/// "import now" and the worker take the statement lease by, is the new token's.
+#[tokio::test]
+async fn a_rotated_token_names_its_own_statement_minute() {
+    use firmspace::integrations::bank::token_digest;
+    use firmspace::store::item::Read;
+    let (env, first, _stand_in) = setup(0).await;
+    let digest = |item: &firmspace::store::Item| item.opt_str("token_digest").map(str::to_owned);
+    let pk = integrations::integration_pk(&first.id);
+    let before = env.store.get(&pk).await.unwrap().unwrap();
+    let token = secrecy::SecretString::from("u-rotated-token".to_owned());
+    let new = std::collections::HashMap::from([("token".to_owned(), token.clone())]);
+    integrations::rotation::rotate(
+        &env.store,
+        &first.id,
+        new,
+        chrono::Duration::zero(),
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    let after = env.store.get(&pk).await.unwrap().unwrap();
+    assert_eq!(digest(&after), Some(token_digest(&token)));
+    assert_ne!(digest(&before), digest(&after));
+}
