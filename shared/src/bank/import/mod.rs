@@ -538,14 +538,11 @@ pub async fn run(
             store_page(store, integration, statement.account, items, now).await?;
         report.rows += rows;
         report.imported += imported;
-        // The rows are stored: only now the cursor moves.
         cursor = cursor.after(window, page);
-        store
-            .replace(cursor.to_item(&cursor_pk, integration.org().as_str()))
-            .await?;
         if cursor.window.is_none() {
             // The window is read to its end: a pushed row in it that the statement did not show
-            // (before the part the next run reads again) never will.
+            // (before the part the next run reads again) never will. Filed before the cursor
+            // moves past it (each item keyed by its row: a run cut off here files it again).
             let (from, to) = (window.from, window.to - OVERLAP_SECS);
             report.unconfirmed += unconfirmed(store, integration, from, to, now).await?;
             // Stored up to the window's end: a row timed before the window can only ever be
@@ -553,6 +550,10 @@ pub async fn run(
             let stored = (window.from, window.to);
             report.unconfirmed += unconfirmed_stored(store, integration, stored, now).await?;
         }
+        // The rows are stored and the window's strays filed: only now the cursor moves.
+        store
+            .replace(cursor.to_item(&cursor_pk, integration.org().as_str()))
+            .await?;
         if cursor.caught_up(now.timestamp()) {
             report.caught_up = true;
             return Ok(report);
