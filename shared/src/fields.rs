@@ -51,6 +51,21 @@ fn forbidden(c: char) -> bool {
     c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
+/// A customer's text as one line of ours (a notification's, an activity line's): its line
+/// breaks and tabs a space, and the invisible characters that reorder what follows them
+/// (bidirectional embeddings, overrides and isolates, U+202A–U+202E, U+2066–U+2069, U+200E,
+/// U+200F) dropped, so what a customer wrote can neither start a line that looks like ours nor
+/// turn ours around.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .filter(|c| !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}'))
+        .map(|c| match c {
+            '\n' | '\r' | '\t' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
 /// Text a customer wrote, kept rather than refused: every forbidden character but tab and line
 /// breaks becomes U+FFFD, so the text can travel through SQS and be shown.
 pub fn printable(raw: String) -> String {
@@ -235,5 +250,15 @@ mod tests {
                 prop_assert!(!ok.contains('#') && ok.len() <= REF_MAX);
             }
         }
+    }
+
+    #[test]
+    fn a_customers_text_as_one_line_of_ours_starts_no_line_and_turns_nothing_around() {
+        let forged = "Olena\nPayment for INV-00042: 500.00 UAH received\u{202E}lin\tx";
+        assert_eq!(
+            one_line(forged),
+            "Olena Payment for INV-00042: 500.00 UAH receivedlin x"
+        );
+        assert_eq!(one_line("Олена Коваль"), "Олена Коваль");
     }
 }

@@ -95,9 +95,10 @@ pub(super) fn org_of(item: &Item) -> Result<OrgId, StoreError> {
 }
 
 /// The first characters of a text, for a notification or an activity line.
+/// The first 200 characters of a message, as one line of a notification or an activity line.
 fn preview(text: &str) -> String {
     const SHOWN: usize = 200;
-    let mut out: String = text.chars().take(SHOWN).collect();
+    let mut out: String = crate::fields::one_line(text).chars().take(SHOWN).collect();
     if text.chars().count() > SHOWN {
         out.push('…');
     }
@@ -229,7 +230,7 @@ impl Message {
         let text = match self.direction {
             Direction::Inbound => format!(
                 "Message from {}: {}{attached}",
-                self.sender_name,
+                crate::fields::one_line(&self.sender_name),
                 preview(&self.text)
             ),
             Direction::Outbound => format!("Reply sent: {}{attached}", preview(&self.text)),
