@@ -226,7 +226,7 @@ async fn replace_sealed(
     // A monobank token's clear digest names the token's one call a minute (the statement
     // lease): it names the new token from now on, with it.
     let update = match &rotated.settings {
-        super::Settings::Bank(crate::bank::providers::BankSettings::Monobank { token, .. }) => {
+        super::Settings::Bank(super::bank::BankSettings::Monobank { token, .. }) => {
             update.set("token_digest", s(super::bank::token_digest(token)))
         }
         _ => update,
