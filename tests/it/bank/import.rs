@@ -45,6 +45,28 @@ async fn monobank_integration(
         .unwrap()
 }
 
+/// Another account (`usd`) of `first`'s token, an integration of the same organisation.
+async fn second_account(
+    env: &TestEnv,
+    first: &Integration,
+    stand_in: &statement::Statement,
+) -> Integration {
+    let second = Integration {
+        id: IntegrationId::generate(first.org()),
+        settings: Settings::Bank(BankSettings::Monobank {
+            token: TOKEN.to_owned().into(),
+            account: "usd".into(),
+            api_url: Some(stand_in.url()),
+        }),
+        created_at: Utc::now(),
+    };
+    integrations::create(&env.store, &second).await.unwrap();
+    integrations::get(&env.store, &second.id)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 fn limits(max_pages: usize) -> Limits {
     Limits {
         interval: WINDOW,
@@ -233,20 +255,7 @@ async fn import_now_through_the_api_queues_a_run_that_the_import_function_takes(
 #[tokio::test]
 async fn two_accounts_of_one_token_share_its_window() {
     let (env, first, stand_in) = setup(300).await;
-    let second = Integration {
-        id: IntegrationId::generate(first.org()),
-        settings: Settings::Bank(BankSettings::Monobank {
-            token: TOKEN.to_owned().into(),
-            account: "usd".into(),
-            api_url: Some(stand_in.url()),
-        }),
-        created_at: Utc::now(),
-    };
-    integrations::create(&env.store, &second).await.unwrap();
-    let second = integrations::get(&env.store, &second.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let second = second_account(&env, &first, &stand_in).await;
     let (apis, limits) = (apis(), limits(20));
     let (a, b) = tokio::join!(
         import::run(&env.store, &apis, &first, &limits, Utc::now()),
@@ -585,16 +594,7 @@ async fn a_pushed_row_dated_where_no_statement_looks_is_filed_by_when_it_arrived
 async fn the_turns_import_both_accounts_of_one_token() {
     let (env, first, stand_in) = setup(5).await;
     let org = first.org().clone();
-    let second = Integration {
-        id: IntegrationId::generate(&org),
-        settings: Settings::Bank(BankSettings::Monobank {
-            token: TOKEN.to_owned().into(),
-            account: "usd".into(),
-            api_url: Some(stand_in.url()),
-        }),
-        created_at: Utc::now(),
-    };
-    integrations::create(&env.store, &second).await.unwrap();
+    second_account(&env, &first, &stand_in).await;
     let sqs = crate::support::queues::client().await;
     let (queue_url, _) = crate::support::queues::queue(&sqs, "turns", 30, None).await;
     let requests = import::Requests {

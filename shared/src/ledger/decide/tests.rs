@@ -195,10 +195,10 @@ fn a_status_before_its_sent_makes_the_line_and_the_sent_leaves_the_status() {
     assert_eq!(sent.answer["status"], "delivered");
 }
 
-#[test]
-fn a_sent_after_its_failure_costs_nothing() {
+/// A 0.05 message's failure, then its `sent`, on a wallet of `cents`: the `sent`'s plan.
+fn sent_after_its_failure(cents: i64) -> Plan {
     let seen = Seen {
-        wallet: wallet(1000),
+        wallet: wallet(cents),
         ..Seen::default()
     };
     let failed = decide(
@@ -208,12 +208,17 @@ fn a_sent_after_its_failure_costs_nothing() {
         Utc::now(),
     );
     let seen = after(&seen, &failed);
-    let sent = decide(
+    decide(
         &event(SmsType::Sent, "e2", Some(usd(5))),
         &org(),
         &seen,
         Utc::now(),
-    );
+    )
+}
+
+#[test]
+fn a_sent_after_its_failure_costs_nothing() {
+    let sent = sent_after_its_failure(1000);
     let kinds: Vec<LineKind> = sent.lines.iter().map(|l| l.kind).collect();
     assert_eq!(kinds, [LineKind::Debit, LineKind::Refund]);
     assert_eq!(sent.wallet.unwrap().balance, Decimal::new(1000, 2));
@@ -222,24 +227,8 @@ fn a_sent_after_its_failure_costs_nothing() {
 
 #[test]
 fn a_sent_after_its_failure_on_a_low_wallet_is_no_ones_matter() {
-    // 0.02 in the wallet, a 0.05 message that failed first: its debit and refund cost nothing.
-    let seen = Seen {
-        wallet: wallet(2),
-        ..Seen::default()
-    };
-    let failed = decide(
-        &event(SmsType::Failed, "e1", None),
-        &org(),
-        &seen,
-        Utc::now(),
-    );
-    let seen = after(&seen, &failed);
-    let sent = decide(
-        &event(SmsType::Sent, "e2", Some(usd(5))),
-        &org(),
-        &seen,
-        Utc::now(),
-    );
+    // 0.02 in the wallet: the debit and its refund cost nothing together.
+    let sent = sent_after_its_failure(2);
     assert_eq!(sent.lines.len(), 2);
     assert_eq!(sent.wallet.unwrap().balance, Decimal::new(2, 2));
     assert!(sent.flags.is_empty(), "{:?}", sent.answer["review"]);
