@@ -119,7 +119,23 @@ fn object_key(org: &OrgId, id: &str) -> String {
     format!("imports/{org}/{id}.csv")
 }
 
+/// How long a running import may go without a step before it is taken as stopped: longer than
+/// its queue's five receives of a step can take (6 minutes each), so its message reached the
+/// DLQ, or was lost.
+const STALLED: chrono::Duration = chrono::Duration::minutes(35);
+
 impl FileImport {
+    /// Whether its next step must be asked for again: queued, or running with no step for
+    /// longer than a step's message can be away (`STALLED`). Asked once more, a step moves the
+    /// cursor only from where it stands, so two chains store nothing twice.
+    pub fn wants_a_step(&self, now: DateTime<Utc>) -> bool {
+        match self.state() {
+            "queued" => true,
+            "running" => now - self.updated_at > STALLED,
+            _ => false,
+        }
+    }
+
     pub fn state(&self) -> &'static str {
         match (self.stored, self.stored >= self.rows) {
             (_, true) => "done",
@@ -348,10 +364,15 @@ mod tests {
             updated_at: at,
         };
         assert_eq!(import.state(), "queued");
+        assert!(import.wants_a_step(at), "a queued import's step is asked for");
         import.stored = PAGE;
         assert_eq!(import.state(), "running");
+        // Running: its own message carries its next step, until it cannot have for long.
+        assert!(!import.wants_a_step(at + chrono::Duration::minutes(30)));
+        assert!(import.wants_a_step(at + chrono::Duration::minutes(36)));
         import.stored = 12_000;
         assert_eq!(import.state(), "done");
+        assert!(!import.wants_a_step(at + chrono::Duration::days(1)));
         assert_eq!(FileImport::from_item(&import.to_item()).unwrap(), import);
     }
 }

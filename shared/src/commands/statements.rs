@@ -141,7 +141,9 @@ async fn large<R>(
             files::FileError::Store(e) => e.into(),
             files::FileError::Bucket(why) => unavailable(&why),
         })?;
-    if new || import.state() == "queued" {
+    // A file sent again asks for its next step again when none is coming: queued, or stopped
+    // (its step's message reached the DLQ, or was lost).
+    if new || import.wants_a_step(env.now) {
         let request = Request::File {
             org: org.clone(),
             import_id: import.id.clone(),
