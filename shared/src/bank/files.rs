@@ -364,7 +364,10 @@ mod tests {
             updated_at: at,
         };
         assert_eq!(import.state(), "queued");
-        assert!(import.wants_a_step(at), "a queued import's step is asked for");
+        assert!(
+            import.wants_a_step(at),
+            "a queued import's step is asked for"
+        );
         import.stored = PAGE;
         assert_eq!(import.state(), "running");
         // Running: its own message carries its next step, until it cannot have for long.
