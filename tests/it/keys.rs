@@ -139,22 +139,33 @@ async fn the_operator_view_needs_read_to_look_and_ops_to_act() {
     assert_eq!(status, 404, "a full key gets as far as the item");
 }
 
+/// `method path` as `token`, with `body` as JSON, answered at `now`: one fixed minute of the
+/// limits, whatever the clock does between calls.
+async fn answered_at(
+    app: &::api::App,
+    (method, path, token): (&str, &str, &str),
+    body: Option<Value>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> lambda_http::Response<lambda_http::Body> {
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![("authorization", auth.as_str())];
+    if body.is_some() {
+        headers.push(("content-type", "application/json"));
+    }
+    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let req = crate::support::request(method, path, &headers, body);
+    app.respond(&req, now)
+        .await
+        .unwrap_or_else(|e| e.into_response())
+}
+
 /// `GET /api/invoices` as `key` at `now`: the status, the answer and its `Retry-After`.
 async fn list_invoices(
     app: &::api::App,
     key: String,
     now: chrono::DateTime<chrono::Utc>,
 ) -> (u16, Value, Option<String>) {
-    let req = crate::support::request(
-        "GET",
-        "/api/invoices",
-        &[("authorization", &format!("Bearer {key}"))],
-        Vec::new(),
-    );
-    let res = app
-        .respond(&req, now)
-        .await
-        .unwrap_or_else(|e| e.into_response());
+    let res = answered_at(app, ("GET", "/api/invoices", &key), None, now).await;
     let retry = res
         .headers()
         .get("retry-after")
@@ -232,24 +243,10 @@ async fn a_key_over_its_writes_a_minute_gets_429_before_the_write_and_reads_on()
     let key = api_support::new_org(&app).await;
     let now = chrono::Utc::now();
     let contact = |n: usize| {
-        let body = json!({"name": format!("Contact {n}")})
-            .to_string()
-            .into_bytes();
-        let req = crate::support::request(
-            "POST",
-            "/api/contacts",
-            &[
-                ("authorization", &format!("Bearer {key}")),
-                ("content-type", "application/json"),
-            ],
-            body,
-        );
-        let app = &app;
+        let body = json!({"name": format!("Contact {n}")});
+        let (app, key) = (&app, &key);
         async move {
-            let res = app
-                .respond(&req, now)
-                .await
-                .unwrap_or_else(|e| e.into_response());
+            let res = answered_at(app, ("POST", "/api/contacts", key), Some(body), now).await;
             (
                 res.status().as_u16(),
                 res.headers().contains_key("retry-after"),
@@ -260,13 +257,7 @@ async fn a_key_over_its_writes_a_minute_gets_429_before_the_write_and_reads_on()
     assert_eq!(contact(2).await.0, 201);
     assert_eq!(contact(3).await, (429, true), "refused before the write");
     assert_eq!(env.count("contact").await, 2, "the third was never written");
-    let req = crate::support::request(
-        "GET",
-        "/api/contacts",
-        &[("authorization", &format!("Bearer {key}"))],
-        Vec::new(),
-    );
-    let res = app.respond(&req, now).await.unwrap();
+    let res = answered_at(&app, ("GET", "/api/contacts", &key), None, now).await;
     assert_eq!(res.status(), 200, "reads have their own budget");
 }
 
@@ -278,22 +269,10 @@ async fn the_admins_new_organisations_count_against_its_writes() {
     let app = ::api::App::new(env.store.clone(), settings);
     // One minute for all three.
     let now = chrono::Utc::now();
-    let org = || {
-        let body = json!({"name": "Acme"}).to_string().into_bytes();
-        let auth = format!("Bearer {}", api_support::ADMIN);
-        let headers = [
-            ("authorization", auth.as_str()),
-            ("content-type", "application/json"),
-        ];
-        let req = crate::support::request("POST", "/api/orgs", &headers, body);
-        let app = &app;
-        async move {
-            let res = app
-                .respond(&req, now)
-                .await
-                .unwrap_or_else(|e| e.into_response());
-            res.status().as_u16()
-        }
+    let org = || async {
+        let admin = ("POST", "/api/orgs", api_support::ADMIN);
+        let body = Some(json!({"name": "Acme"}));
+        answered_at(&app, admin, body, now).await.status().as_u16()
     };
     assert_eq!([org().await, org().await, org().await], [201, 201, 429]);
     assert_eq!(env.count("org").await, 2, "the third was never written");
