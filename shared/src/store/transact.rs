@@ -126,10 +126,6 @@ impl Store {
     }
 
     async fn send(&self, steps: Vec<Step>) -> Result<Transacted, StoreError> {
-        let pks: Vec<String> = steps
-            .iter()
-            .map(|s| s.pk().unwrap_or_default().to_owned())
-            .collect();
         let items = steps.into_iter().map(|s| self.step(s)).collect();
         let sent = self
             .client
@@ -156,9 +152,10 @@ impl Store {
                     let code = cancel.cancellation_reasons()[step]
                         .code()
                         .unwrap_or_default();
+                    // Which step and why: its key is not kept on the path every event takes.
                     return Err(StoreError::Malformed {
-                        pk: pks.get(step).cloned().unwrap_or_default(),
-                        detail: format!("step {step} of a transaction was refused: {code}"),
+                        pk: format!("transaction step {step}"),
+                        detail: format!("DynamoDB refused it: {code}"),
                     });
                 }
                 let refused = cancel
