@@ -34,7 +34,12 @@ pub struct CallAnswer {
 /// an unknown number, its lead) in one transaction. A report with the same key and another
 /// payload keeps the first and is a conflict for the edge to file.
 pub async fn record(store: &Store, input: &CallInput) -> Result<Recorded, StoreError> {
-    store.write(&mut RecordCall { input }, input.at).await
+    store.write(&mut recording(input), input.at).await
+}
+
+/// A call's recording, as a decision (for a command that writes it through its own door).
+pub fn recording(input: &CallInput) -> impl Decision<Out = Call, Error = StoreError> + '_ {
+    RecordCall { input }
 }
 
 struct RecordCall<'a> {

@@ -559,8 +559,7 @@ impl Command for DuplicateInvoice {
         let original = invoice::get(env.store, by.org(), id)
             .await?
             .ok_or_else(|| Refused::not_found("invoice"))?;
-        let copy = invoice::create(
-            env.store,
+        let copying = invoice::creating(
             by.org(),
             NewInvoice {
                 currency: original.currency,
@@ -568,11 +567,10 @@ impl Command for DuplicateInvoice {
                 status: InvoiceStatus::Draft,
                 links: original.links.clone(),
             },
-            env.now,
-        )
-        .await?;
+        );
+        let copy = env.apply(copying, Refused::from).await?;
         let answer = InvoiceCopy {
-            invoice: copy.view(),
+            invoice: copy.value().view(),
             duplicate_of: original.id.as_str().to_owned(),
         };
         Ok((Made::Created, answer))

@@ -281,22 +281,19 @@ impl Command for AddMember {
         let max = env
             .site
             .map_or(crate::orgs::MEMBERS_MAX, |site| site.members_max);
-        let added = crate::orgs::add_member(env.store, by.org(), &member, max, env.now).await;
         let detail = format!("an organisation holds at most {max} members");
-        let status = match added.map_err(at_cap("limit_reached", detail))? {
-            added if added.is_new() => Made::Created,
-            _ => Made::Done,
-        };
+        let adding = crate::orgs::adding(by.org(), &member, max, env.now);
+        let added = env.apply(adding, at_cap("limit_reached", detail)).await?;
         // A member added before keeps the name it was added with: that is what is answered.
-        let name = match status {
-            Made::Created => member.name,
-            _ => crate::orgs::member(env.store, by.org(), &member.user_id)
-                .await?
-                .map_or(member.name, |stored| stored.name),
+        let status = if added.is_new() {
+            Made::Created
+        } else {
+            Made::Done
         };
+        let stored = crate::orgs::stored_member(added.value());
         let answer = super::answers::MemberAdded {
             user_id: member.user_id,
-            name,
+            name: stored.name,
             duplicate: status == Made::Done,
         };
         Ok((status, answer))
@@ -380,7 +377,7 @@ impl Command for RecordCall {
                 return Ok((Made::Done, super::answers::CallRecorded::Ignored(ignored)));
             }
         };
-        let written = calls::record(env.store, &input).await?;
+        let written = env.apply(calls::recording(&input), Refused::from).await?;
         let status = if written.is_new() {
             Made::Created
         } else {

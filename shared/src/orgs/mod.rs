@@ -2,7 +2,7 @@
 
 use crate::ids::OrgId;
 use crate::store::item::{Builder, Read};
-use crate::store::{CapError, Step, Store, StoreError, Transacted, Written};
+use crate::store::{CapError, Item, Step, Store, StoreError, Transacted, UnderCap, Written};
 use chrono::{DateTime, Utc};
 use keys::Scopes;
 use secrecy::SecretString;
@@ -76,7 +76,15 @@ pub async fn add_member(
     member: &Member,
     max: u64,
     now: DateTime<Utc>,
-) -> Result<Written<()>, CapError> {
+) -> Result<Written<Member>, CapError> {
+    let written = store.write(&mut adding(org, member, max, now), now).await?;
+    Ok(written.map(|item| stored_member(&item)))
+}
+
+/// A member's addition, as a decision: the member's item put if its user id is new, counted
+/// in the same transaction and held under `max` (two at once cannot pass it); a repeat is the
+/// member as added before.
+pub fn adding(org: &OrgId, member: &Member, max: u64, now: DateTime<Utc>) -> UnderCap {
     let item = Builder::new(
         &org.pk(&format!("MEMBER#{}", member.user_id)),
         "member",
@@ -87,11 +95,16 @@ pub async fn add_member(
     .time("created_at", now)
     .list(&org.pk("MEMBERS"), &member.user_id)
     .build();
-    // Counted in the same transaction, held under the cap: two at once cannot pass it.
-    let counter = (org.pk("MEMBER_COUNT"), org.as_str());
-    store
-        .put_under_cap(item, (&counter.0, "member_count", counter.1), max)
-        .await
+    let counter = org.pk("MEMBER_COUNT");
+    UnderCap::new(item, (&counter, "member_count", org.as_str()), max)
+}
+
+/// A member as its item holds it.
+pub fn stored_member(item: &Item) -> Member {
+    Member {
+        user_id: item.opt_str("user_id").unwrap_or_default().to_owned(),
+        name: item.opt_str("name").unwrap_or_default().to_owned(),
+    }
 }
 
 /// The most members any deployment lets an organisation hold (the template's `MembersMax` at
@@ -101,19 +114,6 @@ const MEMBERS_READ: i32 = 5000;
 /// The most members an organisation holds, unless `MEMBERS_MAX` says otherwise: what a team
 /// notification writes a copy for, within one worker's invocation.
 pub const MEMBERS_MAX: u64 = 1000;
-
-/// The member `user_id` of the organisation, as added.
-pub async fn member(
-    store: &Store,
-    org: &OrgId,
-    user_id: &str,
-) -> Result<Option<Member>, StoreError> {
-    let item = store.get(&org.pk(&format!("MEMBER#{user_id}"))).await?;
-    Ok(item.map(|item| Member {
-        user_id: user_id.to_owned(),
-        name: item.opt_str("name").unwrap_or_default().to_owned(),
-    }))
-}
 
 /// Whether `user_id` is a member of the organisation.
 pub async fn is_member(store: &Store, org: &OrgId, user_id: &str) -> Result<bool, StoreError> {

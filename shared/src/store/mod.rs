@@ -156,7 +156,7 @@ impl Index {
     }
 }
 
-/// Why a put under a cap wrote nothing (`Store::put_under_cap`).
+/// Why a put under a cap wrote nothing (`UnderCap`).
 #[derive(Debug, thiserror::Error)]
 pub enum CapError {
     #[error(transparent)]
@@ -204,7 +204,8 @@ impl UnderCap {
 }
 
 impl Decision for UnderCap {
-    type Out = ();
+    /// The item under its key: the one put now, or the one a repeat found there.
+    type Out = Item;
     type Error = CapError;
 
     fn keys(&self) -> Vec<String> {
@@ -225,9 +226,11 @@ impl Decision for UnderCap {
         &self,
         seen: &Seen,
         _now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Plan<()>, CapError> {
-        if seen.stored().is_some() {
-            return Ok(Plan::Done(Written::Repeat { stored: () }));
+    ) -> Result<Plan<Item>, CapError> {
+        if let Some(stored) = seen.stored() {
+            return Ok(Plan::Done(Written::Repeat {
+                stored: stored.clone(),
+            }));
         }
         // A counter there is read as stored: one without a count holds no cap, and says so.
         let count = match seen.get(1) {
@@ -257,7 +260,10 @@ impl Decision for UnderCap {
             },
         ];
         steps.extend(self.unique.iter().cloned().map(Step::PutNew));
-        Ok(Plan::Write { steps, out: () })
+        Ok(Plan::Write {
+            steps,
+            out: self.item.clone(),
+        })
     }
 }
 
@@ -525,19 +531,6 @@ impl Store {
             }
             Err(err) => Err(StoreError::sdk(err)),
         }
-    }
-
-    /// Puts `item` if its key is new, with one more on the `count` of the item at `counter`, in
-    /// one transaction held under `max`: two at once cannot pass it. New, or a repeat when its
-    /// key was taken (nothing written); `CapError::Full` at the cap.
-    pub async fn put_under_cap(
-        &self,
-        item: Item,
-        (counter, kind, org): (&str, &str, &str),
-        max: u64,
-    ) -> Result<Written<()>, CapError> {
-        let mut under = UnderCap::new(item, (counter, kind, org), max);
-        self.write(&mut under, chrono::Utc::now()).await
     }
 }
 
