@@ -249,31 +249,39 @@ pub async fn create(store: &Store, integration: &Integration) -> Result<(), Stor
         .map(|_| ())
 }
 
-/// Creates it as made by `by` (a key's id, or the admin's public name).
-pub async fn create_by(
+/// Its creation as made by `by` (a key's id, or the admin's public name), as a decision: its
+/// item sealed now (the KMS call made before any write), put new.
+pub async fn creating(
     store: &Store,
     integration: &Integration,
     by: &str,
-) -> Result<(), StoreError> {
+) -> Result<crate::store::PutOnce, StoreError> {
+    Ok(crate::store::PutOnce(
+        made_by(store, integration, by).await?,
+    ))
+}
+
+/// Its item, sealed, naming who made it.
+async fn made_by(store: &Store, integration: &Integration, by: &str) -> Result<Item, StoreError> {
     let mut item = integration.to_item(store).await?;
     item.insert("created_by".into(), crate::store::item::s(by));
-    store.put_new(item).await.map(|_| ())
+    Ok(item)
 }
 
 /// The most monobank bank integrations an organisation holds (paused ones included), unless
 /// `BANK_IMPORTS_MAX` says otherwise: each is a statement import every period.
 pub const BANK_IMPORTS_MAX: u64 = 20;
 
-/// Creates a monobank bank integration, as made by `by`, counted in the same transaction and
-/// held under `max` per organisation: two at once cannot pass it.
-pub async fn create_counted(
+/// A monobank bank integration's creation as made by `by`, as a decision: its item sealed now,
+/// counted in the same transaction and held under `max` per organisation (two at once cannot
+/// pass it).
+pub async fn counting(
     store: &Store,
     integration: &Integration,
     by: &str,
     max: u64,
-) -> Result<(), crate::store::CapError> {
-    let mut item = integration.to_item(store).await?;
-    item.insert("created_by".into(), crate::store::item::s(by));
+) -> Result<crate::store::UnderCap, StoreError> {
+    let item = made_by(store, integration, by).await?;
     let (org, counter) = (
         integration.org(),
         integration.org().pk("BANK_IMPORTS_COUNT"),
@@ -281,11 +289,11 @@ pub async fn create_counted(
     let counted = (counter.as_str(), "bank_import_count", org.as_str());
     // A new integration's id is random: the cap refuses it, and a second of one token's account
     // (its marker's key taken), whose every row would be stored and matched twice.
-    let mut put = crate::store::UnderCap::new(item, counted, max);
-    if let Some(marker) = bank::account_marker(integration) {
-        put = put.alone_as(marker);
-    }
-    store.write(&mut put, chrono::Utc::now()).await.map(drop)
+    let put = crate::store::UnderCap::new(item, counted, max);
+    Ok(match bank::account_marker(integration) {
+        Some(marker) => put.alone_as(marker),
+        None => put,
+    })
 }
 
 /// Replaces an integration's settings (a rotated secret or key); the id and its creator stay.

@@ -20,7 +20,7 @@ mod written;
 
 pub use transact::{Step, Transacted};
 pub use update::{Cond, Update};
-pub use write::{Answer, Decision, Mismatch, Plan, Seen, Written};
+pub use write::{Answer, Decision, Mismatch, Plan, PutOnce, Seen, Written};
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;

@@ -146,9 +146,10 @@ async fn an_organisation_holds_at_most_20_monobank_imports_and_one_per_account()
             }),
             created_at: Utc::now(),
         };
-        integrations::create_counted(&env.store, &integration, "t", 20)
+        let mut counting = integrations::counting(&env.store, &integration, "t", 20)
             .await
             .unwrap();
+        env.store.write(&mut counting, Utc::now()).await.unwrap();
     }
     let (status, refused) = call(&app, "POST", "/api/integrations", &key, body(other)).await;
     assert_eq!(

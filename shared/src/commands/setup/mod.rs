@@ -23,6 +23,7 @@ use crate::payments::providers::monobank::Merchant;
 use crate::payments::providers::{PaymentSettings, Provider};
 use crate::signature::{monobank, standard};
 use crate::store::item::parse_tag;
+use crate::store::CapError;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
@@ -96,23 +97,29 @@ impl Command for CreateIntegration {
             settings,
             created_at: env.now,
         };
+        let who = by.id();
         match &integration.settings {
             Settings::Bank(BankSettings::Monobank { .. }) => {
                 let max = site.bank_imports_max;
-                let who = by.id();
-                match integrations::create_counted(env.store, &integration, &who, max).await {
-                    Ok(()) => {}
-                    Err(crate::store::CapError::Store(e)) => return Err(e.into()),
-                    Err(crate::store::CapError::Full) => return Err(Refused::conflict("limit_reached",
+                let counting = integrations::counting(env.store, &integration, &who, max).await?;
+                let refused = |e| {
+                    match e {
+                    CapError::Store(e) => Refused::from(e),
+                    CapError::Full => Refused::conflict("limit_reached",
                         format!("an organisation holds at most {max} monobank bank integrations, paused ones included"),
-                    )),
+                    ),
                     // Every row would be stored and matched once per integration: twice.
-                    Err(crate::store::CapError::Taken) => return Err(Refused::conflict("account_taken",
+                    CapError::Taken => Refused::conflict("account_taken",
                         "this token's account has a bank integration of this organisation already",
-                    )),
+                    ),
                 }
+                };
+                env.apply(counting, refused).await?;
             }
-            _ => integrations::create_by(env.store, &integration, &by.id()).await?,
+            _ => {
+                let creating = integrations::creating(env.store, &integration, &who).await?;
+                env.apply(creating, Refused::from).await?;
+            }
         }
         Ok((Made::Created, describe(&integration, &site.public_url)))
     }
