@@ -1041,6 +1041,38 @@ async fn a_conversation_holds_at_most_three_open_proposals_and_a_decision_frees_
 }
 
 #[tokio::test]
+async fn a_place_a_resolved_proposal_still_holds_is_given_up_to_the_next_proposal() {
+    let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("10.00")).await;
+    for i in 1..=3 {
+        chat.message(i, &format!("I paid 10, part {i}"), 1).await;
+    }
+    // A resolution cut off after it closed its item and before it gave up the item's place:
+    // the conversation's set still names three keys, one of them no longer open.
+    let proposals = chat.proposals().await;
+    let key = proposals[0]["key"].as_str().unwrap();
+    let reason = firmspace::review::Reason::PaymentProposed;
+    let pk = firmspace::review::review_item_pk(&chat.s.org, reason, key);
+    let closed =
+        firmspace::store::Update::new().set("state", firmspace::store::item::s("resolved"));
+    assert!(chat.s.env.store.update_if(&pk, &closed).await.unwrap());
+    let key = chat.message(4, "I paid 10, part 4", 1).await;
+    assert_eq!(
+        chat.calls(&key).await[0]["outcome"],
+        "proposed",
+        "the closed item's place is given up"
+    );
+    let open = chat.proposals().await;
+    let open = open.iter().filter(|p| p["state"] == "open").count();
+    assert_eq!(open, 3, "three open again");
+    let key = chat.message(5, "I paid 10, part 5", 1).await;
+    assert_eq!(
+        chat.calls(&key).await[0]["error"],
+        "too_many_proposals",
+        "and no more than three"
+    );
+}
+
+#[tokio::test]
 async fn only_a_person_applies_a_proposal_and_never_more_than_is_open_now() {
     let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("40.00")).await;
     chat.message(1, "I paid 40 by card", 1).await;

@@ -273,8 +273,11 @@ async fn propose<R>(
         detail: answers::json(&proposal),
     };
     let filed = match proposal.trigger.conversation_id.as_deref() {
-        Some(conversation) => super::proposals::file(env.store, org, conversation, &item).await?,
-        None => item.put(env.store).await?,
+        Some(conversation) => super::proposals::file(env, org, conversation, &item).await?,
+        None => {
+            let put = crate::store::PutOnce(item.to_item());
+            env.apply(put, Refused::from).await?.is_new()
+        }
     };
     Ok(answers::PaymentProposed {
         state: answers::Proposed::Proposed,

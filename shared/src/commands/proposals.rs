@@ -7,7 +7,8 @@ use crate::ids::OrgId;
 use crate::payments::Invoice;
 use crate::review::{review_item_pk, Reason, ReviewItem};
 use crate::store::item::Read;
-use crate::store::{Cond, Step, Store, Transacted, Update};
+use crate::store::{Cond, Step, Store, Update};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -113,52 +114,103 @@ pub async fn cause(
 }
 
 /// Files `item` (a proposal) as one of at most [`OPEN_MAX`] open ones of `conversation_id`:
-/// the item and its key's place in the conversation's set in one transaction, so neither is
-/// written without the other. `false` when the item was filed before (the same tool call
-/// again). A full set is read against its items once: an item no longer open gives its place
-/// up (a resolution cut off before it freed it).
-pub async fn file(
-    store: &Store,
+/// the item and its key's place in the conversation's set in one decision's transaction, so
+/// neither is written without the other. `false` when the item was filed before (the same tool
+/// call again). A full set is read against its items once: an item no longer open gives its
+/// place up (a resolution cut off before it freed it), and the filing is decided again.
+pub async fn file<R>(
+    env: &super::Env<'_, R>,
     org: &OrgId,
     conversation_id: &str,
     item: &ReviewItem,
 ) -> Result<bool, Refused> {
-    let pk = open_pk(org, conversation_id);
-    for healed in [false, true] {
-        let key = crate::store::item::s(&item.key);
+    let filing = || Filing {
+        item: item.to_item(),
+        key: item.key.clone(),
+        set: open_pk(org, conversation_id),
+    };
+    let refused = |e: FileError| {
+        match e {
+        FileError::Store(e) => Refused::from(e),
+        FileError::Full => Refused::conflict(
+            "too_many_proposals",
+            format!("a conversation holds at most {OPEN_MAX} open proposals: a person decides on them first"),
+        ),
+    }
+    };
+    let filed = match env.apply(filing(), |e| e).await {
+        Err(FileError::Full) => {
+            free_closed(env.store, org, &open_pk(org, conversation_id)).await?;
+            env.apply(filing(), refused).await?
+        }
+        filed => filed.map_err(refused)?,
+    };
+    Ok(filed.is_new())
+}
+
+/// Why a proposal was not filed.
+#[derive(Debug, thiserror::Error)]
+enum FileError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The conversation holds its most open proposals.
+    #[error("the conversation's proposals are full")]
+    Full,
+}
+
+/// A proposal's filing: its item put new with its key's place taken in the conversation's set
+/// (held under [`OPEN_MAX`], or the key's own place); a repeat when the item is there.
+struct Filing {
+    item: crate::store::Item,
+    key: String,
+    /// The conversation's set of open proposals.
+    set: String,
+}
+
+impl crate::store::Decision for Filing {
+    type Out = ();
+    type Error = FileError;
+
+    fn keys(&self) -> Vec<String> {
+        let pk = Step::PutNew(self.item.clone())
+            .pk()
+            .unwrap_or_default()
+            .to_owned();
+        vec![pk, self.set.clone()]
+    }
+
+    fn decide(
+        &self,
+        seen: &crate::store::Seen,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<crate::store::Plan<()>, FileError> {
+        use crate::store::{Plan, Written};
+        if seen.stored().is_some() {
+            return Ok(Plan::Done(Written::Repeat { stored: () }));
+        }
+        let open = match seen.get(1).and_then(|set| set.get(OPEN)) {
+            Some(AttributeValue::Ss(keys)) => keys.as_slice(),
+            _ => &[],
+        };
+        if open.len() >= OPEN_MAX && !open.contains(&self.key) {
+            return Err(FileError::Full);
+        }
+        let key = crate::store::item::s(&self.key);
         let take = Update::new()
-            .add(
-                OPEN,
-                aws_sdk_dynamodb::types::AttributeValue::Ss(vec![item.key.clone()]),
-            )
+            .add(OPEN, AttributeValue::Ss(vec![self.key.clone()]))
             .when(Cond::Any(vec![
                 Cond::Fewer(OPEN.into(), OPEN_MAX),
                 Cond::Contains(OPEN.into(), key),
             ]));
         let steps = vec![
-            Step::PutNew(item.to_item()),
+            Step::PutNew(self.item.clone()),
             Step::Update {
-                pk: pk.clone(),
+                pk: self.set.clone(),
                 update: take,
             },
         ];
-        match store.transact(steps).await? {
-            Transacted::Done => return Ok(true),
-            Transacted::Refused { step: 0, .. } => return Ok(false),
-            Transacted::Refused { .. } if !healed => free_closed(store, org, &pk).await?,
-            Transacted::Refused { .. } => break,
-            Transacted::Contended => {
-                return Err(Refused::unavailable(
-                    "contended",
-                    "the conversation's proposals kept changing; retry",
-                ))
-            }
-        }
+        Ok(Plan::Write { steps, out: () })
     }
-    Err(Refused::conflict(
-        "too_many_proposals",
-        format!("a conversation holds at most {OPEN_MAX} open proposals: a person decides on them first"),
-    ))
 }
 
 /// Takes out of the set at `pk` every key whose review item is no longer open.
@@ -167,7 +219,7 @@ async fn free_closed(store: &Store, org: &OrgId, pk: &str) -> Result<(), Refused
         return Ok(());
     };
     let keys: Vec<String> = match set.get(OPEN) {
-        Some(aws_sdk_dynamodb::types::AttributeValue::Ss(keys)) => keys.clone(),
+        Some(AttributeValue::Ss(keys)) => keys.clone(),
         _ => return Ok(()),
     };
     let pks: Vec<String> = keys
