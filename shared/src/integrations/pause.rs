@@ -31,6 +31,11 @@ pub fn held_list(id: &IntegrationId) -> String {
     id.org.pk(&format!("HELD#{}", id.id))
 }
 
+/// Where the held mark of the event at `event_pk` is.
+pub fn held_pk(id: &IntegrationId, event_pk: &str) -> String {
+    id.org.pk(&format!("HELD#{event_pk}"))
+}
+
 /// A mark holding the event at `event_pk` for `id`'s resumption, at `position` (a time) on its
 /// list; `extra` attributes carry what the resumption needs beyond the stored event.
 pub fn held_mark(
@@ -39,18 +44,14 @@ pub fn held_mark(
     position: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Builder {
-    Builder::new(
-        &id.org.pk(&format!("HELD#{event_pk}")),
-        "held",
-        id.org.as_str(),
-    )
-    .str("event_pk", event_pk)
-    .str("integration_id", &id.id)
-    .time("at", now)
-    .list(
-        &held_list(id),
-        &format!("{}#{event_pk}", time::format(position)),
-    )
+    Builder::new(&held_pk(id, event_pk), "held", id.org.as_str())
+        .str("event_pk", event_pk)
+        .str("integration_id", &id.id)
+        .time("at", now)
+        .list(
+            &held_list(id),
+            &format!("{}#{event_pk}", time::format(position)),
+        )
 }
 
 /// The steps that hold with `mark`: the mark, and one more `held` on the integration, only

@@ -10,7 +10,7 @@ use crate::effects::queue::{Publisher, QueueError};
 use crate::ids::{IntegrationId, OrgId};
 use crate::integrations::integration_pk;
 use crate::store::item::{s, Read};
-use crate::store::{Cond, Index, Item, Store, StoreError, Transacted, Update};
+use crate::store::{Cond, Index, Item, Plan, Seen, Store, StoreError, Transacted, Update, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 
@@ -65,30 +65,68 @@ pub async fn hold_if_paused(
     let Some(id) = integration_of(item) else {
         return Ok(Held::No);
     };
-    let mut rounds = crate::store::write::Rounds::new();
-    while rounds.next().await {
-        let Some(integration) = store.get(&integration_pk(&id)).await? else {
-            return Ok(Held::No);
-        };
-        let Some((since, _)) = paused(&integration) else {
-            return Ok(Held::No);
-        };
-        let mark = pause::held_mark(&id, pk, now, now).build();
-        let mut steps = pause::hold_steps(&id, &since, mark, now);
-        if !tracked.is_empty() {
-            steps.extend(crate::store::counters::wait_on(item, tracked));
-        }
-        match store.transact(steps).await? {
-            Transacted::Done => return Ok(Held::Yes),
-            // Held before (the stream's retry of this record).
-            Transacted::Refused { step: 1, .. } => return Ok(Held::Yes),
-            // Resumed (or paused anew) meanwhile: read again.
-            _ => continue,
-        }
+    let mut holding = Holding {
+        store,
+        id,
+        event: (item, pk),
+        tracked,
+        round: 0,
+        marked: false,
+    };
+    Ok(store.write(&mut holding, now).await?.into_value())
+}
+
+/// An event held while its integration is paused, as a decision: the integration read, and for
+/// a paused one the event's mark put with one more `held`, only while that pause stands (a
+/// resumption meanwhile refuses it: read again, and publish).
+struct Holding<'a> {
+    store: &'a Store,
+    id: IntegrationId,
+    /// The event's item and its key.
+    event: (&'a Item, &'a str),
+    tracked: &'a [String],
+    round: u32,
+    /// Whether the event's mark is there: read after a refused round (the stream's retry of an
+    /// event held before), never on the first.
+    marked: bool,
+}
+
+impl crate::store::Decision for Holding<'_> {
+    type Out = Held;
+    type Error = StoreError;
+
+    fn keys(&self) -> Vec<String> {
+        vec![integration_pk(&self.id)]
     }
-    Err(StoreError::Contended {
-        pk: integration_pk(&id),
-    })
+
+    async fn prepare(&mut self, seen: &Seen) -> Result<(), StoreError> {
+        self.round += 1;
+        let paused = seen.stored().and_then(paused).is_some();
+        if paused && self.round > 1 {
+            let mark = pause::held_pk(&self.id, self.event.1);
+            self.marked = self.store.get(&mark).await?.is_some();
+        }
+        Ok(())
+    }
+
+    fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Held>, StoreError> {
+        let Some((since, _)) = seen.stored().and_then(paused) else {
+            return Ok(Plan::Done(Written::New(Held::No)));
+        };
+        // Held before (the stream's retry of this record).
+        if self.marked {
+            return Ok(Plan::Done(Written::Repeat { stored: Held::Yes }));
+        }
+        let mark = pause::held_mark(&self.id, self.event.1, now, now).build();
+        let mut steps = pause::hold_steps(&self.id, &since, mark, now);
+        if !self.tracked.is_empty() {
+            steps.extend(crate::store::counters::wait_on(self.event.0, self.tracked));
+        }
+        Ok(Plan::Write {
+            steps,
+            out: Held::Yes,
+        })
+    }
 }
 
 /// Pauses an integration's consequences, once: `false` when it was paused already.
