@@ -438,9 +438,18 @@ pub fn json_response(status: u16, body: &Value) -> Response<Body> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
+        .header(NOSNIFF.0, NOSNIFF.1)
+        .header(NO_STORE.0, NO_STORE.1)
         .body(Body::Text(text))
         .expect("status and header are valid")
 }
+
+/// Every answer is read as the type it says it is, never sniffed as another (a customer's text
+/// in a JSON body is never run as a page's script).
+pub const NOSNIFF: (&str, &str) = ("x-content-type-options", "nosniff");
+
+/// An answer holds an organisation's own records: no cache between the client and us keeps it.
+pub const NO_STORE: (&str, &str) = ("cache-control", "no-store");
 
 /// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters, or 400.
 pub fn idempotency_key(req: &Request) -> Result<String, ApiError> {
@@ -609,6 +618,14 @@ mod tests {
         assert_eq!(
             headers["content-type"], "application/json",
             "an answer is not a problem"
+        );
+        assert_eq!(
+            (
+                &headers["x-content-type-options"],
+                &headers["cache-control"]
+            ),
+            (&"nosniff".parse().unwrap(), &"no-store".parse().unwrap()),
+            "read as its type and kept by no cache"
         );
     }
 

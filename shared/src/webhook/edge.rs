@@ -277,6 +277,7 @@ impl<S: Source> Edge<S> {
         Ok(Response::builder()
             .status(200)
             .header("content-type", "text/plain")
+            .header(crate::http::NOSNIFF.0, crate::http::NOSNIFF.1)
             .body(Body::Text(text))
             .expect("status and header are valid"))
     }

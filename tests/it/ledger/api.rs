@@ -115,6 +115,14 @@ async fn csv_export(c: &Carrier, window: &str) -> Vec<HashMap<String, String>> {
         .to_str()
         .unwrap()
         .starts_with("text/csv"));
+    // A finance file: opened as the CSV it is, and kept by no cache on its way.
+    assert_eq!(
+        (
+            res.headers()["x-content-type-options"].to_str().unwrap(),
+            res.headers()["cache-control"].to_str().unwrap()
+        ),
+        ("nosniff", "no-store")
+    );
     let (header, rows) = rows(&body_text(&res));
     assert_eq!(
         header,

@@ -10,7 +10,7 @@ use crate::Ctx;
 use chrono::{DateTime, Utc};
 use firmspace::commands::crm::RefundLedgerLine;
 use firmspace::commands::money::TopUp;
-use firmspace::http::{json_response, page_response, query, ApiError};
+use firmspace::http::{self, json_response, page_response, query, ApiError};
 use firmspace::ledger::{export, inbox, wallet, LedgerLine};
 use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
@@ -189,6 +189,8 @@ pub async fn ledger_csv(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, 
     let mut response = Response::builder()
         .status(200)
         .header("content-type", "text/csv; charset=utf-8")
+        .header(http::NOSNIFF.0, http::NOSNIFF.1)
+        .header(http::NO_STORE.0, http::NO_STORE.1)
         .header("content-disposition", "attachment; filename=\"ledger.csv\"");
     if let Some(next) = next {
         response = response.header("x-next-cursor", next);
