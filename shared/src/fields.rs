@@ -51,6 +51,12 @@ fn forbidden(c: char) -> bool {
     c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
+/// The invisible characters that reorder what follows them: bidirectional embeddings, overrides
+/// and isolates (U+202A–U+202E, U+2066–U+2069) and the marks U+200E, U+200F.
+fn reorders(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+}
+
 /// A customer's text as one line of ours (a notification's, an activity line's): its line
 /// breaks and tabs a space, and the invisible characters that reorder what follows them
 /// (bidirectional embeddings, overrides and isolates, U+202A–U+202E, U+2066–U+2069, U+200E,
@@ -58,7 +64,7 @@ fn forbidden(c: char) -> bool {
 /// turn ours around.
 pub fn one_line(text: &str) -> String {
     text.chars()
-        .filter(|c| !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}'))
+        .filter(|c| !reorders(*c))
         .map(|c| match c {
             '\n' | '\r' | '\t' => ' ',
             c => c,
@@ -109,15 +115,20 @@ pub fn reference<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'
     Ok(raw)
 }
 
-/// One line of text (a name, a title): trimmed, 1 to `max` characters, no control characters.
+/// One line of text (a name, a title): trimmed, 1 to `max` characters, no control characters
+/// and none of the invisible characters that reorder what follows them (a member's name shown
+/// on the page or in a notification cannot turn the line around it).
 pub fn line<'a>(field: &'static str, raw: &'a str, max: usize) -> Result<&'a str, FieldError> {
     let trimmed = raw.trim();
     let count = trimmed.chars().count();
     if count == 0 || count > max {
         return Err(refuse(field, format!("must be 1 to {max} characters")));
     }
-    if trimmed.chars().any(forbidden) {
-        return Err(refuse(field, "must not contain control characters"));
+    if trimmed.chars().any(|c| forbidden(c) || reorders(c)) {
+        return Err(refuse(
+            field,
+            "must not contain control characters or bidirectional overrides",
+        ));
     }
     Ok(trimmed)
 }
@@ -225,6 +236,11 @@ mod tests {
         assert!(line("name", "   ", NAME_MAX).is_err());
         assert!(line("name", "a\tb", NAME_MAX).is_err());
         assert!(line("name", "a\u{FFFF}", NAME_MAX).is_err());
+        for turned in ["a\u{202E}b", "\u{2066}a", "a\u{200F}"] {
+            let refused = line("name", turned, NAME_MAX).unwrap_err();
+            assert!(refused.reason.contains("bidirectional"), "{turned:?}");
+        }
+        assert_eq!(line("name", "Олена شركة", NAME_MAX), Ok("Олена شركة"));
         assert!(reference("contact_id", "c\u{FFFE}", REF_MAX).is_err());
         assert!(text("text", "a\u{FFFF}", TEXT_MAX).is_err());
         assert!(line("name", &"é".repeat(NAME_MAX), NAME_MAX).is_ok());

@@ -122,7 +122,9 @@ pub fn parse(
         org: org.clone(),
         integration: integration.to_owned(),
         submission_id,
-        name: fields::line("name", &data.name, NAME_MAX)?.to_owned(),
+        // What a customer typed: its reordering marks (an RTL keyboard's U+200F) dropped and
+        // its line breaks a space, not a reason to lose the lead.
+        name: fields::line("name", &fields::one_line(&data.name), NAME_MAX)?.to_owned(),
         email: optional(data.email, &|v| contacts::email("email", v))?,
         phone: optional(data.phone, &|v| contacts::e164("phone", v))?,
         message: optional(data.message, &|v| {

@@ -10,6 +10,7 @@ use chrono::Utc;
 use firmspace::consequences::Trigger;
 use firmspace::effects::automation::{self, Action};
 use firmspace::ids::IntegrationId;
+use firmspace::store::item::Read;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -299,6 +300,21 @@ async fn a_bad_submission_is_kept_for_a_person_and_a_forged_one_writes_nothing()
     );
     assert_eq!((crm.count("lead").await, crm.count("deal").await), (0, 0));
     assert_eq!(crm.reasons().await, ["unparseable_payload"]);
+}
+
+#[tokio::test]
+async fn a_name_typed_on_two_lines_with_an_rtl_mark_is_one_line_of_the_lead_not_a_lost_lead() {
+    let crm = Crm::new().await;
+    let (hook, secret) = form(&crm).await;
+    let app = lead_webhook::app(crm.store().clone());
+    let typed = json!({"type": "lead.submitted", "data": {"submission_id": "s-rtl",
+        "name": "Olena\u{200F}\nKoval\u{202E}"}})
+    .to_string();
+    let (status, made) = answer(&app, signed(&hook, &secret, "msg_rtl", &typed)).await;
+    assert_eq!(status, 201, "{made}");
+    let contacts = crm.env.items_of("contact").await;
+    let names: Vec<&str> = contacts.iter().filter_map(|c| c.opt_str("name")).collect();
+    assert_eq!(names, ["Olena Koval"]);
 }
 
 /// A submission from `name` with this e-mail and phone.
