@@ -64,7 +64,9 @@ pub fn email(field: &'static str, raw: &str) -> Result<String, FieldError> {
         reason: format!("must be an e-mail address (local@domain.tld, at most {EMAIL_MAX} bytes)"),
     };
     let (local, domain) = address.split_once('@').ok_or_else(refused)?;
-    let clean = !address.chars().any(|c| c.is_whitespace() || c.is_control());
+    let clean = !address
+        .chars()
+        .any(|c| c.is_whitespace() || fields::forbidden(c));
     let shaped = !local.is_empty()
         && !domain.contains('@')
         && domain.contains('.')
@@ -181,16 +183,20 @@ fn strings(item: &Item, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A phone number as E.164: `+`, then 8 to 15 digits, the first not 0. Spaces, dashes, dots and
-/// parentheses between the digits are dropped.
+/// A phone number as E.164: `+`, then 8 to 15 digits, the first not 0. White space around it,
+/// and spaces, dashes, dots and parentheses between the digits are dropped, and so is a national
+/// trunk prefix written `(0)` after the country code (`+44 (0)20 7946 0000` is `+442079460000`,
+/// one identity with the number written without it).
 pub fn e164(field: &'static str, raw: &str) -> Result<String, FieldError> {
     let refused = || FieldError {
         field,
         reason: "must be a phone number in E.164 (+ and 8 to 15 digits)".into(),
     };
     let digits: String = raw
+        .trim()
         .strip_prefix('+')
         .ok_or_else(refused)?
+        .replace("(0)", "")
         .chars()
         .filter(|c| !matches!(c, ' ' | '-' | '.' | '(' | ')'))
         .collect();
@@ -413,6 +419,12 @@ mod tests {
             "+380441234567"
         );
         assert_eq!(e164("peer", "+14158675310").unwrap(), "+14158675310");
+        // As a form gives it: space around it, a trunk prefix in parentheses.
+        assert_eq!(e164("phone", " +380441234567 ").unwrap(), "+380441234567");
+        assert_eq!(
+            e164("phone", "+44 (0)20 7946 0000").unwrap(),
+            e164("phone", "+44 20 7946 0000").unwrap()
+        );
         for bad in [
             "380441234567",
             "+0441234567",
@@ -423,6 +435,22 @@ mod tests {
             "+",
         ] {
             assert!(e164("peer", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_address_holds_nothing_a_queue_refuses() {
+        assert_eq!(
+            email("email", " Olena@example.com ").unwrap(),
+            "Olena@example.com"
+        );
+        for bad in [
+            "a\u{FFFF}@x.com",
+            "a@x\u{FFFE}.com",
+            "a\u{7}@x.com",
+            "a b@x.com",
+        ] {
+            assert!(email("email", bad).is_err(), "{bad:?}");
         }
     }
 

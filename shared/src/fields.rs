@@ -47,7 +47,7 @@ pub fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Er
 
 /// Characters no field may hold: control characters and the noncharacters U+FFFE and U+FFFF,
 /// which SQS refuses (a consequence carrying one could never be queued).
-fn forbidden(c: char) -> bool {
+pub fn forbidden(c: char) -> bool {
     c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
