@@ -55,9 +55,17 @@ pub fn telegram(body: &[u8]) -> Result<Posted, String> {
     let attachments = telegram_attachments(message, &message_id)?;
     let text = str_of(message, "text")
         .or_else(|| str_of(message, "caption"))
+        .or_else(|| {
+            message
+                .get("venue")
+                .or(message.get("location"))
+                .and_then(location_text)
+        })
+        .or_else(|| message.get("contact").and_then(card_text))
         .unwrap_or_default();
     if text.is_empty() && attachments.is_empty() {
-        // A sticker, a location, a service message: nothing this CRM stores.
+        // A service message (a member joined, a message pinned), a poll, a dice: nothing a
+        // customer wrote.
         return Ok(Posted::Ignored("message_without_text".into()));
     }
     Ok(Posted::Delivery {
@@ -113,7 +121,14 @@ fn telegram_attachments(message: &Value, message_id: &str) -> Result<Vec<Attachm
             });
         }
     }
-    for kind in ["document", "voice", "audio", "video"] {
+    for kind in [
+        "document",
+        "voice",
+        "audio",
+        "video",
+        "video_note",
+        "sticker",
+    ] {
         if let Some(file) = message.get(kind) {
             attachments.push(AttachmentRef {
                 media: MediaRef::TelegramFile(need(file, "file_id", kind)?),
@@ -124,6 +139,49 @@ fn telegram_attachments(message: &Value, message_id: &str) -> Result<Vec<Attachm
         }
     }
     Ok(attachments)
+}
+
+/// A shared place as one line: its name and address when it has them, and its coordinates
+/// (Telegram's `location` or `venue`, WhatsApp's `location`).
+fn location_text(v: &Value) -> Option<String> {
+    let place = v.get("location").unwrap_or(v);
+    let (lat, lon) = (str_of(place, "latitude")?, str_of(place, "longitude")?);
+    let named: Vec<String> = ["title", "name", "address"]
+        .iter()
+        .filter_map(|n| str_of(v, n))
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    Some(match named.is_empty() {
+        true => format!("Location: {lat}, {lon}"),
+        false => format!("Location: {} ({lat}, {lon})", named.join(", ")),
+    })
+}
+
+/// A shared contact card as one line: its name and phone numbers (Telegram's `contact`, one of
+/// WhatsApp's `contacts[]`).
+fn card_text(v: &Value) -> Option<String> {
+    let name = v
+        .get("name")
+        .and_then(|n| str_of(n, "formatted_name"))
+        .or_else(|| {
+            let parts: Vec<String> = ["first_name", "last_name"]
+                .iter()
+                .filter_map(|n| str_of(v, n))
+                .collect();
+            (!parts.is_empty()).then(|| parts.join(" "))
+        });
+    let mut phones: Vec<String> = array(v, "phones")
+        .filter_map(|p| str_of(p, "phone"))
+        .collect();
+    phones.extend(str_of(v, "phone_number"));
+    if name.is_none() && phones.is_empty() {
+        return None;
+    }
+    let mut line = format!("Contact: {}", name.unwrap_or_default());
+    if !phones.is_empty() {
+        line = format!("{} {}", line.trim_end(), phones.join(", "));
+    }
+    Some(line)
 }
 
 /// A WhatsApp Cloud API delivery: `entry[].changes[].value` with `messages[]` (and `contacts[]`
@@ -236,7 +294,7 @@ fn whatsapp_message(
             .get("text")
             .and_then(|t| str_of(t, "body"))
             .unwrap_or_default(),
-        "image" | "document" | "audio" | "video" => {
+        "image" | "document" | "audio" | "video" | "sticker" => {
             let media = m
                 .get(kind.as_str())
                 .ok_or("media message without its media")?;
@@ -248,8 +306,37 @@ fn whatsapp_message(
             });
             str_of(media, "caption").unwrap_or_default()
         }
-        // Reactions, locations, interactive answers: not messages this CRM stores.
-        _ => return Ok(None),
+        // A quick-reply button's tap, a list's or a reply button's choice: what the customer
+        // chose is its text.
+        "button" => m
+            .get("button")
+            .and_then(|b| str_of(b, "text"))
+            .ok_or("button message without its text")?,
+        "interactive" => m
+            .get("interactive")
+            .and_then(|i| i.get("button_reply").or_else(|| i.get("list_reply")))
+            .and_then(|r| str_of(r, "title"))
+            .ok_or("interactive message without its reply's title")?,
+        "location" => m
+            .get("location")
+            .and_then(location_text)
+            .ok_or("location message without its coordinates")?,
+        "contacts" => {
+            let cards: Vec<String> = array(m, "contacts").filter_map(card_text).collect();
+            if cards.is_empty() {
+                return Err("contacts message without a contact".into());
+            }
+            cards.join("\n")
+        }
+        // A reaction to a message is no message of its own.
+        "reaction" => return Ok(None),
+        // Anything else (`unsupported`, `system`, `order`, a type Meta adds): set aside for a
+        // person with its JSON, never dropped.
+        other => {
+            return Err(format!(
+                "a message of type {other} is not one this CRM reads"
+            ))
+        }
     };
     Ok(Some(Incoming {
         provider_id: need(m, "id", "message")?,

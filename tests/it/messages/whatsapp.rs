@@ -265,6 +265,30 @@ async fn messages_of_a_batch_that_cannot_be_read_are_set_aside_and_the_others_st
 }
 
 #[tokio::test]
+async fn a_tapped_button_and_a_shared_place_are_stored_and_an_unknown_type_is_set_aside() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let body = delivery(
+        json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+        "messages": [
+            {"from": "380501234567", "id": "wamid.BTN", "timestamp": "1764763200", "type": "button", "button": {"text": "Yes, call me", "payload": "yes"}},
+            {"from": "380501234567", "id": "wamid.LOC", "timestamp": "1764763201", "type": "location", "location": {"latitude": 50.45, "longitude": 30.52}},
+            {"from": "380501234567", "id": "wamid.UNS", "timestamp": "1764763202", "type": "unsupported", "errors": [{"code": 131051}]}]}),
+    );
+    let (status, answer) = s.answer(s.whatsapp_request(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    let mut texts: Vec<String> = s
+        .env
+        .items_of("message")
+        .await
+        .iter()
+        .filter_map(|m| m.opt_str("text").map(str::to_owned))
+        .collect();
+    texts.sort();
+    assert_eq!(texts, ["Location: 50.45, 30.52", "Yes, call me"]);
+    assert_eq!(s.review_reasons().await, ["unparseable_message"]);
+}
+
+#[tokio::test]
 async fn a_cosmetic_field_over_its_limit_is_cut_with_a_note_and_the_message_kept() {
     let s = Setup::new(Setup::whatsapp).await;
     let long_name = "Ю".repeat(300);

@@ -61,7 +61,7 @@ fn other_telegram_updates_are_ignored() {
             "message_reaction",
         ),
         (
-            r#"{"update_id":4,"message":{"message_id":1,"chat":{"id":1},"from":{"id":1},"sticker":{"file_id":"s"}}}"#,
+            r#"{"update_id":4,"message":{"message_id":1,"chat":{"id":1},"from":{"id":1},"new_chat_members":[{"id":2}]}}"#,
             "message_without_text",
         ),
     ] {
@@ -104,6 +104,82 @@ fn a_whatsapp_delivery_carries_messages_and_statuses() {
         whatsapp(br#"{"entry":[{"changes":[{"value":{"metadata":{}}}]}]}"#),
         Ok(Posted::Ignored("no_messages_or_statuses".into()))
     );
+}
+
+#[test]
+fn what_a_customer_sends_without_typing_is_a_message_too() {
+    let telegram_message = |inner: &str| {
+        let body = format!(
+            r#"{{"update_id":5,"message":{{"message_id":3,"chat":{{"id":9}},"from":{{"id":9}},{inner}}}}}"#
+        );
+        delivery(telegram(body.as_bytes()).unwrap()).0.remove(0)
+    };
+    let sticker = telegram_message(r#""sticker":{"file_id":"STK","file_size":300}"#);
+    assert_eq!(
+        sticker.attachments[0].media,
+        MediaRef::TelegramFile("STK".into())
+    );
+    let place = telegram_message(r#""location":{"latitude":50.45,"longitude":30.52}"#);
+    assert_eq!(place.text, "Location: 50.45, 30.52");
+    let venue = telegram_message(
+        r#""location":{"latitude":50.45,"longitude":30.52},"venue":{"location":{"latitude":50.45,"longitude":30.52},"title":"Office","address":"Khreshchatyk 1"}"#,
+    );
+    assert_eq!(
+        venue.text,
+        "Location: Office, Khreshchatyk 1 (50.45, 30.52)"
+    );
+    let card = telegram_message(
+        r#""contact":{"phone_number":"+380441234567","first_name":"Olena","last_name":"K"}"#,
+    );
+    assert_eq!(card.text, "Contact: Olena K +380441234567");
+
+    let whatsapp_messages = |m: &str| {
+        let body = format!(
+            r#"{{"entry":[{{"changes":[{{"value":{{"metadata":{{"phone_number_id":"PN1"}},"messages":[{m}]}}}}]}}]}}"#
+        );
+        match whatsapp(body.as_bytes()).unwrap() {
+            Posted::Delivery {
+                messages, unread, ..
+            } => (messages, unread),
+            ignored => panic!("{ignored:?}"),
+        }
+    };
+    let head = r#""from":"380501234567","id":"wamid.X","timestamp":"1764763200""#;
+    let read = |m: &str| {
+        whatsapp_messages(&format!("{{{head},{m}}}"))
+            .0
+            .remove(0)
+            .text
+    };
+    assert_eq!(
+        read(r#""type":"button","button":{"text":"Yes, call me","payload":"p"}"#),
+        "Yes, call me"
+    );
+    assert_eq!(
+        read(
+            r#""type":"interactive","interactive":{"type":"list_reply","list_reply":{"id":"2","title":"Tomorrow"}}"#
+        ),
+        "Tomorrow"
+    );
+    assert_eq!(
+        read(
+            r#""type":"location","location":{"latitude":50.45,"longitude":30.52,"name":"Office"}"#
+        ),
+        "Location: Office (50.45, 30.52)"
+    );
+    assert_eq!(
+        read(
+            r#""type":"contacts","contacts":[{"name":{"formatted_name":"Olena K"},"phones":[{"phone":"+380 44 123 45 67"}]}]"#
+        ),
+        "Contact: Olena K +380 44 123 45 67"
+    );
+    // A type this CRM does not read is set aside for a person, never dropped.
+    let (messages, unread) = whatsapp_messages(&format!(
+        r#"{{{head},"type":"unsupported","errors":[{{"code":131051}}]}}"#
+    ));
+    assert!(messages.is_empty());
+    assert_eq!(unread.len(), 1);
+    assert!(unread[0].1.contains("unsupported"), "{}", unread[0].1);
 }
 
 #[test]
