@@ -266,11 +266,12 @@ impl Draft<'_> {
         }
     }
 
-    /// The event's price as a debit; an unpriced `sms.sent` is left to a person.
+    /// The event's price as a debit; an unpriced `sms.sent` is left to a person (one the
+    /// carrier priced 0 is free, nobody's matter).
     fn charge(&mut self, kind: LineKind) {
         match self.event.price {
             Some(price) => self.book(kind, price),
-            None if self.event.kind == SmsType::Sent => self.flag(Flag {
+            None if self.event.kind == SmsType::Sent && !self.event.free => self.flag(Flag {
                 reason: Reason::MissingPrice,
                 detail: json!({"message_id": self.event.message_id, "event_id": self.event.event_id}),
             }),

@@ -11,7 +11,7 @@ pub fn to_json(e: &SmsEvent) -> String {
         "message_id": e.message_id, "from": e.from, "to": e.to, "text": e.text,
         "segments": e.segments,
         "price": e.price.map(|p| json!({"amount": p.currency.show(p.amount), "currency": p.currency.as_str()})),
-        "at": crate::time::format(e.at), "fingerprint": e.fingerprint,
+        "free": e.free, "at": crate::time::format(e.at), "fingerprint": e.fingerprint,
     })
     .to_string()
 }
@@ -40,6 +40,7 @@ pub fn from_json(raw: &str) -> Option<SmsEvent> {
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok()),
         price,
+        free: v.get("free").and_then(Value::as_bool).unwrap_or(false),
         at: crate::time::parse(&text("at")?)?,
         fingerprint: text("fingerprint")?,
     })
@@ -65,6 +66,7 @@ mod tests {
                 amount: dec!(0.05),
                 currency: Currency::parse("USD").unwrap(),
             }),
+            free: false,
             at: crate::time::parse("2026-12-06T10:00:00.123Z").unwrap(),
             fingerprint: "f".into(),
         };

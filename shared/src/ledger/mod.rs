@@ -93,6 +93,8 @@ pub struct SmsEvent {
     pub segments: Option<u32>,
     /// `None`: the carrier did not price it (or priced it 0).
     pub price: Option<Price>,
+    /// Whether the carrier priced it 0: no charge, and nothing for a person to price.
+    pub free: bool,
     /// The signed timestamp.
     pub at: DateTime<Utc>,
     /// What the body says: the same event id with other content is another report.

@@ -74,6 +74,7 @@ pub fn parse(
         return Err(format!("data.segments: 1 to {SEGMENTS_MAX}"));
     }
     let price = price(data.price.as_deref(), data.currency.as_deref())?;
+    let free = data.price.is_some() && price.is_none();
     let fingerprint = hex::encode(Sha256::digest(body))[..32].to_owned();
     Ok(Parsed::Event(SmsEvent {
         integration_id: integration_id.to_owned(),
@@ -85,6 +86,7 @@ pub fn parse(
         text,
         segments: data.segments,
         price,
+        free,
         at,
         fingerprint,
     }))
@@ -174,7 +176,12 @@ mod tests {
         let Ok(Parsed::Event(free)) = priced("0.00", "USD") else {
             panic!("a zero price is no charge")
         };
-        assert_eq!(free.price, None);
+        assert_eq!((free.price, free.free), (None, true));
+        let Ok(Parsed::Event(unpriced)) = sent(json!({"message_id": "m1", "from": "a", "to": "b"}))
+        else {
+            panic!("an unpriced event is kept")
+        };
+        assert!(!unpriced.free, "no price is not a free one");
         let no_currency =
             sent(json!({"message_id": "m1", "from": "a", "to": "b", "price": "1.00"}));
         assert!(no_currency.unwrap_err().contains("currency is required"));

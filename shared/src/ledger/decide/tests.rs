@@ -24,6 +24,7 @@ fn event(kind: SmsType, event_id: &str, price: Option<Price>) -> SmsEvent {
         text: Some("hello".into()),
         segments: Some(1),
         price,
+        free: false,
         at: Utc::now(),
         fingerprint: "f".into(),
     }
@@ -312,6 +313,18 @@ fn an_unpriced_sent_is_kept_and_left_to_a_person() {
     );
     assert!(plan.lines.is_empty() && plan.wallet.is_none());
     assert_eq!(plan.flags[0].reason, "missing_price");
+    assert!(matches!(plan.inbox, InboxWrite::New(_)));
+}
+
+#[test]
+fn a_sent_the_carrier_priced_zero_is_free_and_no_ones_matter() {
+    let free = SmsEvent {
+        free: true,
+        ..event(SmsType::Sent, "e1", None)
+    };
+    let plan = decide(&free, &org(), &Seen::default(), Utc::now());
+    assert!(plan.lines.is_empty() && plan.wallet.is_none());
+    assert!(plan.flags.is_empty(), "no missing_price for a free message");
     assert!(matches!(plan.inbox, InboxWrite::New(_)));
 }
 
