@@ -49,6 +49,9 @@ struct Tools {
     http: reqwest::Client,
     base: String,
     key: String,
+    /// This server's session, made at its start: an unnamed call is one call within it, never
+    /// the same as another session's (a colleague's, next week's) with equal arguments.
+    session: String,
 }
 
 impl Tools {
@@ -62,6 +65,7 @@ impl Tools {
             http: firmspace::http::client(reqwest::Client::builder()),
             base,
             key,
+            session: firmspace::ids::LocalId::generate("s").as_str().to_owned(),
         })
     }
 
@@ -103,7 +107,7 @@ impl Tools {
             _ => None,
         };
         let input = Value::Object(arguments);
-        let call_id = call_id((&request.name, &input), meta, argument);
+        let call_id = call_id((&self.session, (&request.name, &input)), meta, argument);
         let body = json!({"tool": request.name, "input": input, "call_id": call_id});
         let url = format!("{}/api/assistant/calls", self.base);
         let res = self
@@ -149,9 +153,9 @@ impl Tools {
 const CALL_ID: &str = "call_id";
 
 /// The call's `call_id`: the client's (`_meta.call_id`, `_meta.toolUseId`, then the `call_id`
-/// argument), else `mcp_` and a digest of the tool and its arguments.
+/// argument), else `mcp_` and a digest of the session, the tool and its arguments.
 fn call_id(
-    (tool, input): (&str, &Value),
+    (session, (tool, input)): (&str, (&str, &Value)),
     meta: &Map<String, Value>,
     argument: Option<String>,
 ) -> String {
@@ -161,6 +165,8 @@ fn call_id(
         .or(argument);
     named.unwrap_or_else(|| {
         let mut digest = Sha256::new();
+        digest.update(session.as_bytes());
+        digest.update([0]);
         digest.update(tool.as_bytes());
         digest.update([0]);
         digest.update(canonical(input).as_bytes());
@@ -285,9 +291,15 @@ mod tests {
         let id = |p: &CallToolRequestParams| {
             let meta = p.meta.clone().map(|m| m.0).unwrap_or_default();
             let input = Value::Object(p.arguments.clone().unwrap_or_default());
-            call_id((&p.name, &input), &meta, None)
+            call_id(("s1", (&p.name, &input)), &meta, None)
         };
         assert_eq!(id(&a), id(&b), "key order is not another call");
+        let input = json!({"title": "Call back", "due": 1});
+        assert_ne!(
+            call_id(("s2", ("create_task", &input)), &Map::new(), None),
+            id(&a),
+            "another session's equal call is another call"
+        );
         assert_ne!(id(&a), id(&other));
         assert!(id(&a).starts_with("mcp_"));
         let named = params(
@@ -299,7 +311,7 @@ mod tests {
         let input = json!({"title": "Call back"});
         let argument = Some("call-9".to_owned());
         assert_eq!(
-            call_id(("create_task", &input), &Map::new(), argument),
+            call_id(("s1", ("create_task", &input)), &Map::new(), argument),
             "call-9"
         );
     }
