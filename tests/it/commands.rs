@@ -962,6 +962,26 @@ fn proposing(amount: &'static str) -> impl Fn(&str, &str) -> Vec<Value> + Send +
 }
 
 #[tokio::test]
+async fn a_second_approval_after_the_first_paid_the_invoice_is_told_not_open() {
+    let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("100.00")).await;
+    chat.message(1, "I paid it all", 1).await;
+    let ops = ops_app(&chat, crate::support::queues::client().await).await;
+    let open = open_ids(&ops, &chat.s.key).await;
+    let id = open[0].0.clone();
+    let apply = json!({"decision": "apply"});
+    let (status, first) = resolve(&ops, &chat.s.key, &id, "approve-a", apply.clone()).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(chat.paid().await, "100.00");
+    let (status, second) = resolve(&ops, ADMIN, &id, "approve-b", apply).await;
+    assert_eq!(
+        (status, second["error"].as_str()),
+        (409, Some("not_open")),
+        "the item was resolved, not the invoice too small: {second}"
+    );
+    assert_eq!(chat.paid().await, "100.00");
+}
+
+#[tokio::test]
 async fn a_proposal_names_its_cause_and_a_model_asks_at_most_what_is_open() {
     let (chat, _model) = Chat::new(vec![Tool::RegisterPayment], proposing("30.00")).await;
     let text = format!("I paid 30 for the order. {}", "Details follow. ".repeat(40));

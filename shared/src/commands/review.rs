@@ -239,6 +239,11 @@ async fn apply<R>(
 ) -> Result<Option<Value>, Refused> {
     let pk = resolving.pk.as_str();
     let item = read(env, pk).await?;
+    // Resolved before (another person's approval paid it): nothing to weigh against the
+    // invoice now; the resolution tells `not_open`, with who resolved it.
+    if item.opt_str("state") != Some("open") {
+        return Ok(None);
+    }
     let detail = detail_of(&item);
     let reason = item.opt_str("reason").and_then(Reason::parse);
     let target = match reason {
