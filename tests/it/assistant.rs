@@ -282,6 +282,32 @@ async fn a_retried_tool_call_acts_once_and_gets_the_stored_result() {
     a_review_item_is_resolved_through_the_tool(&crm, id).await;
 }
 
+#[tokio::test]
+async fn a_call_whose_payment_was_booked_before_under_its_id_is_told_a_duplicate() {
+    let crm = Crm::new().await;
+    let inv = crm
+        .invoice(json!({"currency": "UAH", "gross": "100.00"}))
+        .await;
+    let id = inv["id"].as_str().unwrap();
+    // Booked first through the route, as the assistant, under the id the call names: the
+    // call's own record is not there (as after its 7 days), its payment is.
+    let body = json!({"source": "assistant", "amount": "40.00"});
+    let path = format!("/api/invoices/{id}/payments");
+    let (status, booked) = crm
+        .call_with("POST", &path, &[("idempotency-key", "toolu_c1")], body)
+        .await;
+    assert_eq!(status, 200, "{booked}");
+    let pay = json!({"invoice_id": id, "amount": "40.00"});
+    let (status, again) = tool(&crm, "register_payment", "toolu_c1", pay).await;
+    assert_eq!(
+        (status, again["duplicate"].as_bool()),
+        (200, Some(true)),
+        "nothing was done again, and the call says so: {again}"
+    );
+    let stored = crm.get(&format!("/api/invoices/{id}")).await;
+    assert_eq!(stored["paid"], "40.00");
+}
+
 /// A credit note and a task, each twice under one `call_id`: once each.
 async fn a_credit_note_and_a_task_each_once(crm: &Crm, id: &str) {
     // A credit note and a task, each once.

@@ -600,7 +600,7 @@ async fn with_effect<C: Command, R: Replies>(
     };
     match Box::pin(command.run(&env, by, key)).await {
         Ok((made, answer)) => {
-            let repeat = repeats == Repeats::FromEffect && C::found_done(&answer);
+            let repeat = C::found_done(&answer);
             Ok(Performed::made(made, answer, repeat))
         }
         Err(refused) => match refused.kept() {
