@@ -137,13 +137,16 @@ async fn a_tool_call_and_a_webhook_again_are_replays() {
         Value::Null,
     )
     .await;
+    // The first answer, as the call was answered: the call's id and its tool's result.
     assert_eq!(
         (
             status,
             asked["state"].as_str(),
-            asked["answer"]["created"].as_bool()
+            asked["status"].as_u64(),
+            asked["answer"]["call_id"].as_str(),
+            asked["answer"]["result"]["created"].as_bool()
         ),
-        (200, Some("done"), Some(true)),
+        (200, Some("done"), Some(200), Some("toolu_1"), Some(true)),
         "{asked}"
     );
     let (status, _, _) = sent(

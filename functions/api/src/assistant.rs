@@ -6,8 +6,9 @@
 
 use crate::Ctx;
 use firmspace::commands::reads::ReadTool;
+use firmspace::commands::requests::Looked;
 use firmspace::commands::tools::{self, ToolView};
-use firmspace::commands::{Input, Performed, RequestKey, ToolCall};
+use firmspace::commands::{Input, Made, Outcome, Performed, RequestKey, ToolCall};
 use firmspace::effects::automation::Tool;
 use firmspace::http::{
     body_bytes, parse_json, replayed_response, typed_response, ApiError, RequestOutcome,
@@ -128,12 +129,36 @@ pub(crate) async fn ask(
         fingerprint: String::new(),
     };
     match asked.look_up(store).await? {
+        Some(found) if call => Ok(typed_response(
+            200,
+            &RequestOutcome::of(key, as_called(key, found)),
+        )),
         Some(found) => Ok(typed_response(200, &RequestOutcome::of(key, found))),
         None => Err(ApiError::new(
             404,
             "never_arrived",
             "nothing arrived under this key",
         )),
+    }
+}
+
+/// A call's record as the call was answered: a done tool's result in the call's own shape,
+/// `200 {"call_id", "result", "duplicate": false}` (a refusal is kept as it was answered).
+fn as_called(call_id: &str, found: Looked) -> Looked {
+    match found.done {
+        Some((outcome, result)) if outcome.is_made() => {
+            let called = firmspace::http::KeptCall {
+                call_id: call_id.to_owned(),
+                result,
+                duplicate: false,
+            };
+            let called = serde_json::to_value(called).expect("a call serialises");
+            Looked {
+                done: Some((Outcome::Made(Made::Done), called)),
+                at: found.at,
+            }
+        }
+        _ => found,
     }
 }
 
