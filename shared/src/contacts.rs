@@ -399,12 +399,23 @@ pub fn lead_steps_for(
 
 /// The organisation's contacts, newest first.
 pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<Contact>, StoreError> {
-    store
-        .list(&org.pk("CONTACTS"), true, 500)
-        .await?
+    Ok(page(store, org, 500, None).await?.0)
+}
+
+/// A page of the organisation's contacts, newest first, and the next page's cursor while
+/// more remain.
+pub async fn page(
+    store: &Store,
+    org: &OrgId,
+    limit: i32,
+    cursor: Option<&str>,
+) -> Result<(Vec<Contact>, Option<String>), StoreError> {
+    let (items, next) = store.page(&org.pk("CONTACTS"), true, limit, cursor).await?;
+    let contacts = items
         .iter()
         .map(|item| Contact::from_item(org, item))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((contacts, next))
 }
 
 #[cfg(test)]

@@ -396,3 +396,41 @@ async fn hostile_call_deliveries_are_refused_and_write_nothing() {
         "a refused delivery wrote nothing"
     );
 }
+
+#[tokio::test]
+async fn contacts_and_calls_are_listed_a_page_at_a_time_to_the_last() {
+    let crm = Crm::new().await;
+    for i in 0..3 {
+        let contact = json!({"name": format!("Contact {i}")});
+        crm.expect_status("POST", "/api/contacts", contact, 201)
+            .await;
+        let call = json!({"call_id": format!("page-{i}"), "direction": "inbound",
+            "peer": format!("+38044123456{i}"), "status": "completed", "duration": 5});
+        crm.expect_status("POST", "/api/calls", call, 201).await;
+    }
+    for (path, count) in [("/api/contacts", 6), ("/api/calls", 3)] {
+        // Three made by hand, three leads of the calls' numbers; three calls.
+        let (_, first) = crm
+            .call("GET", &format!("{path}?limit=2"), Value::Null)
+            .await;
+        assert_eq!(first["items"].as_array().unwrap().len(), 2, "{first}");
+        let mut seen = 2;
+        let mut cursor = first["cursor"].as_str().map(str::to_owned);
+        while let Some(at) = cursor {
+            // A cursor is URL-safe as it is given.
+            let next = format!("{path}?limit=2&cursor={at}");
+            let (status, page) = crm.call("GET", &next, Value::Null).await;
+            assert_eq!(status, 200, "{page}");
+            seen += page["items"].as_array().unwrap().len();
+            cursor = page["cursor"].as_str().map(str::to_owned);
+        }
+        assert_eq!(seen, count, "{path}: every one reached");
+        let (status, bad) = crm
+            .call("GET", &format!("{path}?cursor=nope"), Value::Null)
+            .await;
+        assert_eq!(
+            (status, bad["error"].as_str()),
+            (400, Some("invalid_cursor"))
+        );
+    }
+}

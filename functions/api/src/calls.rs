@@ -6,12 +6,12 @@ use firmspace::calls::{self, CallFields};
 use firmspace::commands::answers::CallRecorded;
 use firmspace::commands::records::{CreateContact, RecordCall};
 use firmspace::contacts::{self};
-use firmspace::http::{json_response, ApiError};
+use firmspace::http::{page_response, query, ApiError};
 use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 /// The softphone's report of a call: stored once under `call:CALL_ID:DIRECTION`; 201 the first
@@ -52,12 +52,13 @@ impl FromRoute for RecordCall {
 
 /// The organisation's calls, newest first.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let items: Vec<Value> = calls::list(store, &ctx.org)
-        .await?
-        .iter()
-        .map(calls::Call::to_json)
-        .collect();
-    Ok(json_response(200, &json!({ "items": items })))
+    let limit = crate::paging::limit(ctx.req, 200, 200)?;
+    let cursor = query(ctx.req, "cursor");
+    let (found, next) = calls::page(store, &ctx.org, limit, cursor.as_deref())
+        .await
+        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
+    let items: Vec<Value> = found.iter().map(calls::Call::to_json).collect();
+    Ok(page_response(items, next))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -109,10 +110,11 @@ impl FromRoute for CreateContact {
 
 /// The organisation's contacts, newest first.
 pub async fn list_contacts(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let items: Vec<Value> = contacts::list(store, &ctx.org)
-        .await?
-        .iter()
-        .map(contacts::Contact::to_json)
-        .collect();
-    Ok(json_response(200, &json!({ "items": items })))
+    let limit = crate::paging::limit(ctx.req, 500, 500)?;
+    let cursor = query(ctx.req, "cursor");
+    let (found, next) = contacts::page(store, &ctx.org, limit, cursor.as_deref())
+        .await
+        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
+    let items: Vec<Value> = found.iter().map(contacts::Contact::to_json).collect();
+    Ok(page_response(items, next))
 }

@@ -1,7 +1,7 @@
 //! Messenger integrations and conversations: the CRM's side of messages.
 
 use crate::Ctx;
-use firmspace::http::{json_response, ApiError};
+use firmspace::http::{json_response, page_response, query, ApiError};
 use firmspace::messages::media::Files;
 use firmspace::messages::{self, Message};
 use firmspace::store::Store;
@@ -15,12 +15,13 @@ const URL_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// The organisation's conversations, the latest message first.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let items: Vec<Value> = messages::conversations(store, &ctx.org)
-        .await?
-        .iter()
-        .map(messages::Conversation::to_json)
-        .collect();
-    Ok(json_response(200, &json!({ "items": items })))
+    let limit = crate::paging::limit(ctx.req, 200, 200)?;
+    let cursor = query(ctx.req, "cursor");
+    let (found, next) = messages::conversations_page(store, &ctx.org, limit, cursor.as_deref())
+        .await
+        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
+    let items: Vec<Value> = found.iter().map(messages::Conversation::to_json).collect();
+    Ok(page_response(items, next))
 }
 
 /// A conversation's messages in time order; each stored attachment with a presigned URL.

@@ -11,7 +11,7 @@ pub mod providers;
 mod record;
 
 pub use fields::{CallFields, Checked, FieldError};
-pub use record::{list, record, recording, CallAnswer, Recorded};
+pub use record::{list, page, record, recording, CallAnswer, Recorded};
 
 use crate::consequences::{ActivityLine, Consequence, EntityKind, Fired, Notification, Trigger};
 use crate::ids::{EventKey, ExternalId, OrgId};

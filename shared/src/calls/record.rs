@@ -101,10 +101,21 @@ impl Decision for RecordCall<'_> {
 
 /// The organisation's calls, newest first.
 pub async fn list(store: &Store, org: &OrgId) -> Result<Vec<Call>, StoreError> {
-    store
-        .list(&org.pk("CALLS"), true, 200)
-        .await?
+    Ok(page(store, org, 200, None).await?.0)
+}
+
+/// A page of the organisation's calls, newest first, and the next page's cursor while more
+/// remain.
+pub async fn page(
+    store: &Store,
+    org: &OrgId,
+    limit: i32,
+    cursor: Option<&str>,
+) -> Result<(Vec<Call>, Option<String>), StoreError> {
+    let (items, next) = store.page(&org.pk("CALLS"), true, limit, cursor).await?;
+    let calls = items
         .iter()
         .map(Call::from_item)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((calls, next))
 }

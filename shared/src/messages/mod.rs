@@ -27,7 +27,9 @@ pub use delivery::{deliver, BatchAnswer, Delivered, Delivery, MessageAnswer};
 pub use item::{Attachment, Message};
 pub use outgoing::{apply_status, early_status, outgoing, record_outgoing, touch};
 pub use parse::{standard, telegram, whatsapp, GenericMessage};
-pub use read::{conversation, conversations, conversations_of, messages, MESSAGES_LISTED};
+pub use read::{
+    conversation, conversations, conversations_of, conversations_page, messages, MESSAGES_LISTED,
+};
 pub use record::{record, Placement, Recorded};
 
 use crate::ids::{key_part, EventKey, OrgId};

@@ -21,12 +21,25 @@ pub async fn conversation(
 
 /// The organisation's conversations, the latest message first.
 pub async fn conversations(store: &Store, org: &OrgId) -> Result<Vec<Conversation>, StoreError> {
-    store
-        .list(&conversations_list(org), true, 200)
-        .await?
+    Ok(conversations_page(store, org, 200, None).await?.0)
+}
+
+/// A page of the organisation's conversations, the latest message first, and the next page's
+/// cursor while more remain.
+pub async fn conversations_page(
+    store: &Store,
+    org: &OrgId,
+    limit: i32,
+    cursor: Option<&str>,
+) -> Result<(Vec<Conversation>, Option<String>), StoreError> {
+    let (items, next) = store
+        .page(&conversations_list(org), true, limit, cursor)
+        .await?;
+    let conversations = items
         .iter()
         .map(Conversation::from_item)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((conversations, next))
 }
 
 /// The latest `MESSAGES_LISTED` messages of a conversation, in time order.
