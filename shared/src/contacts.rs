@@ -358,6 +358,20 @@ pub fn lead_steps(
     lead_steps_for(org, std::slice::from_ref(identity), name, now)
 }
 
+/// A lead contact's name as a sender gave it, as a name holds it: one line, without the marks
+/// that reorder what follows them, at most [`fields::NAME_MAX`] characters; a sender that gave
+/// none (or only such marks) is named by its first identity (its number, its id).
+fn lead_name(given: &str, identities: &[Identity]) -> String {
+    let line = fields::one_line(given);
+    let name: String = line.trim().chars().take(fields::NAME_MAX).collect();
+    match name.trim().is_empty() {
+        false => name.trim().to_owned(),
+        true => identities
+            .first()
+            .map_or_else(|| "unknown".to_owned(), |i| i.id.clone()),
+    }
+}
+
 /// `lead_steps` for a sender known by several identities (a form's e-mail and phone): each
 /// identity item, then the contact. With none, the contact alone.
 pub fn lead_steps_for(
@@ -376,7 +390,7 @@ pub fn lead_steps_for(
     let contact = Contact {
         org: org.clone(),
         id: LocalId::generate("ct_"),
-        name: name.chars().take(fields::NAME_MAX).collect(),
+        name: lead_name(name, identities),
         phones: on("phone"),
         emails: on("email"),
         owner: None,
@@ -447,6 +461,18 @@ mod tests {
         ] {
             assert!(e164("peer", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_senders_name_is_one_line_of_a_name_or_its_identity() {
+        let phone = [Identity::phone("+380441234567")];
+        assert_eq!(lead_name("Ta\u{202E}ras\nK", &phone), "Taras K");
+        assert_eq!(lead_name(" \u{200F} ", &phone), "+380441234567");
+        assert_eq!(lead_name("", &phone), "+380441234567");
+        assert_eq!(
+            lead_name(&"ю".repeat(300), &phone).chars().count(),
+            fields::NAME_MAX
+        );
     }
 
     #[test]
