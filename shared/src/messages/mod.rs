@@ -153,6 +153,9 @@ pub enum Posted {
     Ignored(String),
 }
 
+/// The longest content type an attachment may name (the document's `maxLength`).
+pub const CONTENT_TYPE_MAX: usize = 255;
+
 impl Incoming {
     /// What the customer wrote, with the characters SQS refuses (control characters but tab and
     /// line breaks, U+FFFE, U+FFFF) shown as U+FFFD: a message is kept, never refused for them.
@@ -236,6 +239,14 @@ impl Incoming {
                 if url.len() > crate::fields::URL_MAX {
                     return Err("attachments.url: too long".into());
                 }
+            }
+            let content_type = a.content_type.as_deref().unwrap_or_default();
+            if content_type.len() > CONTENT_TYPE_MAX
+                || content_type.chars().any(crate::fields::forbidden)
+            {
+                return Err(format!(
+                    "attachments.content_type: at most {CONTENT_TYPE_MAX} bytes, no control characters"
+                ));
             }
         }
         Ok(())

@@ -255,6 +255,21 @@ fn fields_beyond_their_limits_are_refused_by_check() {
     );
     let (messages, ..) = delivery(standard(long.as_bytes()).unwrap());
     assert!(messages[0].check().unwrap_err().contains("text"));
+    let typed = |content_type: &str| {
+        let body = format!(
+            r#"{{"type":"message.received","data":{{"message_id":"m1","chat_id":"c1","from":{{"id":"u1","name":"n"}},"text":"x","attachments":[{{"url":"https://files.example/a.pdf","name":"a.pdf","content_type":"{content_type}"}}]}}}}"#
+        );
+        delivery(standard(body.as_bytes()).unwrap())
+            .0
+            .remove(0)
+            .check()
+    };
+    assert!(typed("application/pdf").is_ok());
+    let long = typed(&"a".repeat(crate::messages::CONTENT_TYPE_MAX + 1));
+    assert!(long.unwrap_err().contains("content_type"));
+    assert!(typed("text/html\\u0007")
+        .unwrap_err()
+        .contains("content_type"));
 }
 
 #[test]
