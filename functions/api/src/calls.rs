@@ -52,7 +52,7 @@ impl FromRoute for RecordCall {
 
 /// The organisation's calls, newest first.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let limit = crate::paging::limit(ctx.req, 200, 200)?;
+    let limit = crate::paging::limit_of(ctx.req, "/api/calls")?;
     let cursor = query(ctx.req, "cursor");
     let (found, next) = calls::page(store, &ctx.org, limit, cursor.as_deref())
         .await
@@ -110,7 +110,7 @@ impl FromRoute for CreateContact {
 
 /// The organisation's contacts, newest first.
 pub async fn list_contacts(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let limit = crate::paging::limit(ctx.req, 500, 500)?;
+    let limit = crate::paging::limit_of(ctx.req, "/api/contacts")?;
     let cursor = query(ctx.req, "cursor");
     let (found, next) = contacts::page(store, &ctx.org, limit, cursor.as_deref())
         .await

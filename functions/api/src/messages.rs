@@ -15,7 +15,7 @@ const URL_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// The organisation's conversations, the latest message first.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let limit = crate::paging::limit(ctx.req, 200, 200)?;
+    let limit = crate::paging::limit_of(ctx.req, "/api/conversations")?;
     let cursor = query(ctx.req, "cursor");
     let (found, next) = messages::conversations_page(store, &ctx.org, limit, cursor.as_deref())
         .await

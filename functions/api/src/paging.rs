@@ -16,6 +16,23 @@ pub fn limit(req: &Request, default: i32, max: i32) -> Result<i32, ApiError> {
     }
 }
 
+/// A list's page size at `path`, its default and its most: a list that was answered whole
+/// before it was paged keeps its whole size as its default (a client that never pages sees
+/// what it saw); every other list 50, at most 200.
+pub fn sizes(path: &str) -> (i32, i32) {
+    match path {
+        "/api/contacts" => (500, 500),
+        "/api/calls" | "/api/conversations" => (200, 200),
+        _ => (50, 200),
+    }
+}
+
+/// `limit` of the list at `path`, by its [`sizes`].
+pub fn limit_of(req: &Request, path: &str) -> Result<i32, ApiError> {
+    let (default, max) = sizes(path);
+    limit(req, default, max)
+}
+
 /// A list's read error: a cursor the list did not give is the caller's 400.
 pub fn read_error(e: StoreError, cursor: Option<&str>) -> ApiError {
     match e {

@@ -228,13 +228,16 @@ fn parameter_schema(path: &str, param: &Param) -> RefOr<Schema> {
             .min_length(Some(1))
             .max_length(Some(firmspace::fields::KEY_MAX))
             .into(),
-        // Every list's page size: an integer, 1 to 200.
-        ("limit", _) => ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .minimum(Some(1))
-            .maximum(Some(200))
-            .default(Some(serde_json::json!(50)))
-            .into(),
+        // Every list's page size: an integer, 1 to its most (`paging::sizes`).
+        ("limit", _) => {
+            let (default, max) = crate::paging::sizes(path);
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(f64::from(max)))
+                .default(Some(serde_json::json!(default)))
+                .into()
+        }
         // What a page's answer gave, never empty.
         ("cursor", _) => ObjectBuilder::new()
             .schema_type(Type::String)
