@@ -20,7 +20,7 @@ pub async fn window(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<LedgerLine>, Option<String>), StoreError> {
-    // Positions are `{at}#{ledger_id}`: `{from}` sorts before every line at `from`, and `{to}`
+    // Positions are `{at}#{order}#{ledger_id}`: `{from}` sorts before every line at `from`, and `{to}`
     // before every line at `to`, so BETWEEN holds exactly `[from, to)`.
     let (low, high) = (time::format(from), time::format(to));
     let (items, next) = store

@@ -110,13 +110,20 @@ impl LedgerLine {
             .time("at", self.at)
             .bool("applied", self.applied)
             .num("balance_after", self.balance_after)
-            .list(
-                &ledger_list(&self.org),
-                &format!("{}#{}", time::format(self.at), self.ledger_id),
-            )
+            .list(&ledger_list(&self.org), &self.position())
             // Found by its id for a correction (`correction::find`).
             .index(&by_id(&self.org, &self.ledger_id), "line")
             .build()
+    }
+
+    /// Its place in the ledger's list: its time, then (one event's debit and its refund are
+    /// written at one time) a debit or a top-up before a refund, then its id.
+    fn position(&self) -> String {
+        let order = match self.kind {
+            LineKind::Debit | LineKind::Topup => 0,
+            LineKind::Refund => 1,
+        };
+        format!("{}#{order}#{}", time::format(self.at), self.ledger_id)
     }
 
     pub fn from_item(item: &Item) -> Result<Self, StoreError> {

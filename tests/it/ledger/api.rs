@@ -266,3 +266,43 @@ async fn the_json_export_agrees(
         );
     }
 }
+
+#[tokio::test]
+async fn a_sent_after_its_failure_lists_its_debit_before_its_refund_and_ends_at_the_wallet() {
+    let c = Carrier::new().await;
+    let started = Utc::now() - Duration::seconds(1);
+    c.top_up("k-order", "10.00").await;
+    // A failure first, then its priced sent: the debit and its refund in one event, one time.
+    for i in 0..12 {
+        let id = format!("SMO{i}");
+        c.send(&format!("evt_f{i}"), &event("failed", &id, None))
+            .await;
+        c.send(&format!("evt_s{i}"), &event("sent", &id, Some("0.05")))
+            .await;
+    }
+    let to = Utc::now() + Duration::seconds(1);
+    let window =
+        format!("from={}&to={}", started.to_rfc3339(), to.to_rfc3339()).replace('+', "%2B");
+    let (status, listed) = c.get(&format!("/api/ledger?{window}")).await;
+    assert_eq!(status, 200, "{listed}");
+    let lines = listed["items"].as_array().unwrap();
+    assert_eq!(
+        lines.len(),
+        25,
+        "a top-up, twelve debits and twelve refunds"
+    );
+    for pair in lines[1..].chunks(2) {
+        assert_eq!(
+            (pair[0]["kind"].as_str(), pair[1]["kind"].as_str()),
+            (Some("debit"), Some("refund")),
+            "{pair:?}"
+        );
+        assert_eq!(pair[0]["message_id"], pair[1]["message_id"]);
+    }
+    let wallet = c.wallet().await;
+    assert_eq!(
+        lines.last().unwrap()["balance_after"],
+        wallet["balance"],
+        "the last line's balance is the wallet's"
+    );
+}
