@@ -129,25 +129,62 @@ fn latest(seen: &Seen) -> Option<&str> {
 }
 
 /// The same message under a new event id: nothing changes; the answer names what is there.
+/// A report that says otherwise than what is stored (another price for a booked sent, another
+/// text for a received message) is a person's matter: a `payload_mismatch` review item, and the
+/// first kept.
 fn repush(org: &OrgId, event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan {
+    let flags: Vec<Flag> = contradiction(event, seen, line).into_iter().collect();
+    let mut answer = answer(
+        org,
+        event,
+        latest(seen),
+        &line.inbox_id,
+        &seen.wallet,
+        line.status,
+        true,
+    );
+    if !flags.is_empty() {
+        answer.review = Some(flags.iter().map(|f| f.reason).collect());
+    }
     Plan {
         lines: Vec::new(),
         inbox: InboxWrite::Nothing,
         wallet: None,
-        flags: Vec::new(),
+        writes: !flags.is_empty(),
+        flags,
         message: false,
-        answer: answer(
-            org,
-            event,
-            latest(seen),
-            &line.inbox_id,
-            &seen.wallet,
-            line.status,
-            true,
-        )
-        .to_json(),
-        writes: false,
+        answer: answer.to_json(),
     }
+}
+
+/// What a re-pushed report of a message says otherwise than what is stored of it.
+fn contradiction(event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Option<Flag> {
+    let shown = |p: &Price| p.currency.show(p.amount);
+    let (field, first, now) = match (event.kind, &seen.debit, &event.price) {
+        (SmsType::Sent, Some(debit), Some(price))
+            if (debit.amount, debit.currency) != (price.amount, price.currency) =>
+        {
+            let first = Price {
+                amount: debit.amount,
+                currency: debit.currency,
+            };
+            let first = json!({"price": shown(&first), "currency": first.currency.as_str(), "event_id": debit.event_id});
+            let now = json!({"price": shown(price), "currency": price.currency.as_str()});
+            ("price", first, now)
+        }
+        (SmsType::Received, ..) => match &event.text {
+            Some(text) if !line.text.is_empty() && *text != line.text => {
+                ("text", json!({"text": line.text}), json!({"text": text}))
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(Flag {
+        reason: Reason::PayloadMismatch,
+        detail: json!({"message_id": event.message_id, "event_id": event.event_id,
+            "fields": [field], "stored": first, "received": now}),
+    })
 }
 
 fn answer(

@@ -112,6 +112,19 @@ fn the_same_message_under_a_new_event_id_writes_nothing_and_names_the_first_line
     assert_eq!(again.answer["ledger_id"], first.answer["ledger_id"]);
     assert_eq!(again.answer["inbox_id"], first.answer["inbox_id"]);
     assert_eq!(again.answer["ack"], "e2");
+    // Another price for the same message: the first kept, a person asked.
+    let other = decide(
+        &event(SmsType::Sent, "e3", Some(usd(50))),
+        &org(),
+        &seen,
+        Utc::now(),
+    );
+    assert!(other.lines.is_empty() && other.wallet.is_none() && other.writes);
+    assert_eq!(other.flags.len(), 1);
+    assert_eq!(other.flags[0].reason, "payload_mismatch");
+    assert_eq!(other.flags[0].detail["stored"]["price"], "0.05");
+    assert_eq!(other.flags[0].detail["received"]["price"], "0.50");
+    assert_eq!(other.answer["review"], json!(["payload_mismatch"]));
 }
 
 #[test]
