@@ -18,7 +18,7 @@ use crate::routes;
 use crate::schemas::ErrorBody;
 use firmspace::http::{json_response, ApiError};
 use lambda_http::{Body, Response};
-use parts::{answer_schema, error, parameter, replayed, LIMITED, REPLAYED, SERVER};
+use parts::{answer_schema, error, replayed, LIMITED, REPLAYED, SERVER};
 use utoipa::openapi::path::{Operation, OperationBuilder};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
@@ -169,7 +169,12 @@ fn operation(route: &Route, schemas: &mut Schemas) -> Operation {
         .operation_id(Some(route.op.name()))
         .tag(tag(route.path))
         .summary(Some(route.summary))
-        .parameters(Some(route.params.iter().map(parameter)))
+        .parameters(Some(
+            route
+                .params
+                .iter()
+                .map(|p| parts::parameter_of(route.path, p)),
+        ))
         .request_body(route.body.map(|doc| parts::json_body(doc, true, schemas)))
         .responses(responses.build());
     let scheme = match auth {

@@ -23,6 +23,9 @@ pub fn sizes(path: &str) -> (i32, i32) {
     match path {
         "/api/contacts" => (500, 500),
         "/api/calls" | "/api/conversations" => (200, 200),
+        // The ledger's export: a finance period's lines at once.
+        "/api/ledger" => (1_000, 10_000),
+        "/api/ledger.csv" => (10_000, 10_000),
         _ => (50, 200),
     }
 }

@@ -44,7 +44,12 @@ pub async fn window(
 /// would run as a formula (`=`, `+`, `-`, `@`), or a piece of one after a `;`, is prefixed with
 /// `'`.
 pub fn csv(lines: &[LedgerLine]) -> String {
-    let mut out = csv::Writer::from_writer(Vec::new());
+    csv_within(lines, usize::MAX).0
+}
+
+/// [`csv`] of as many of `lines`, from the first, as fit in `max` bytes with the header row:
+/// the text and how many lines it holds.
+pub fn csv_within(lines: &[LedgerLine], max: usize) -> (String, usize) {
     let record = |line: &LedgerLine| {
         let row = line.to_json();
         LedgerLine::COLUMNS.map(|column| match &row[column] {
@@ -53,8 +58,23 @@ pub fn csv(lines: &[LedgerLine]) -> String {
             other => other.to_string(),
         })
     };
-    out.write_record(LedgerLine::COLUMNS)
-        .and_then(|_| lines.iter().try_for_each(|l| out.write_record(record(l))))
+    let mut text = row(LedgerLine::COLUMNS);
+    let mut held = 0;
+    for line in lines {
+        let next = row(record(line));
+        if text.len() + next.len() > max {
+            break;
+        }
+        text.push_str(&next);
+        held += 1;
+    }
+    (text, held)
+}
+
+/// One CSV row (RFC 4180), its line break included.
+fn row<I: AsRef<[u8]>>(cells: impl IntoIterator<Item = I>) -> String {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    out.write_record(cells)
         .expect("writing to memory cannot fail");
     String::from_utf8(out.into_inner().expect("in memory")).expect("CSV of UTF-8 cells is UTF-8")
 }
@@ -109,6 +129,12 @@ mod tests {
         );
         assert_eq!(rows[2].split(',').nth(2), Some("\"m"), "a comma is quoted");
         assert_eq!(rows.len(), 3);
+        // Cut to a size: whole rows only, the header always.
+        let whole = csv(&[line("m1"), line("m2"), line("m3")]);
+        let two = whole.lines().take(3).map(|r| r.len() + 2).sum::<usize>();
+        let (cut, held) = csv_within(&[line("m1"), line("m2"), line("m3")], two);
+        assert_eq!((held, cut.lines().count()), (2, 3), "{cut}");
+        assert!(whole.starts_with(&cut));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use firmspace::commands::money::TopUp;
 use firmspace::http::{self, json_response, page_response, query, ApiError};
 use firmspace::ledger::{export, inbox, wallet, LedgerLine};
 use firmspace::store::lists::EventKind;
-use firmspace::store::Store;
+use firmspace::store::{Index, Store};
 use lambda_http::{Body, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -163,29 +163,50 @@ fn window(ctx: &Ctx<'_>) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
 async fn lines(
     store: &Store,
     ctx: &Ctx<'_>,
-    default: i32,
+    path: &str,
 ) -> Result<(Vec<LedgerLine>, Option<String>), ApiError> {
     let (from, to) = window(ctx)?;
-    let limit = paging::limit(ctx.req, default, LINES_MAX)?;
+    let limit = paging::limit_of(ctx.req, path)?;
     let cursor = query(ctx.req, "cursor");
     export::window(store, &ctx.org, from, to, limit, cursor.as_deref())
         .await
         .map_err(|e| paging::read_error(e, cursor.as_deref()))
 }
 
-/// The most lines one page of the export holds.
-pub const LINES_MAX: i32 = 10_000;
+/// The most bytes one page of the ledger holds, its JSON or its CSV: what a Lambda answer carries
+/// (6 MB, escaped in its envelope) with room to spare. A page cut short by it gives the cursor
+/// after its last line.
+const BODY_MAX: usize = 4 * 1024 * 1024;
+
+/// The cursor after the `held`th of `lines` when the page holds fewer than it read, else `next`.
+fn cut(lines: &[LedgerLine], held: usize, next: Option<String>) -> Option<String> {
+    match held.checked_sub(1).filter(|_| held < lines.len()) {
+        Some(last) => Some(Store::cursor_after(Index::Lists, &lines[last].to_item())),
+        None => next,
+    }
+}
 
 /// `GET /api/ledger?from=&to=`: the lines booked in `[from, to)`, oldest first.
 pub async fn ledger_json(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let (lines, next) = lines(store, ctx, 1_000).await?;
-    let items = lines.iter().map(LedgerLine::view).collect();
+    let (lines, next) = lines(store, ctx, "/api/ledger").await?;
+    let mut size = 0;
+    let items: Vec<_> = lines
+        .iter()
+        .map(LedgerLine::view)
+        .take_while(|view| {
+            size += serde_json::to_string(view).map_or(0, |t| t.len() + 1);
+            size <= BODY_MAX
+        })
+        .collect();
+    let next = cut(&lines, items.len(), next);
     Ok(page_response(items, next))
 }
 
 /// `GET /api/ledger.csv?from=&to=`: the same lines as CSV; `X-Next-Cursor` when more remain.
 pub async fn ledger_csv(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let (lines, next) = lines(store, ctx, LINES_MAX).await?;
+    let (lines, next) = lines(store, ctx, "/api/ledger.csv").await?;
+    let (text, held) = export::csv_within(&lines, BODY_MAX);
+    let next = cut(&lines, held, next);
     let mut response = Response::builder()
         .status(200)
         .header("content-type", "text/csv; charset=utf-8")
@@ -196,7 +217,7 @@ pub async fn ledger_csv(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, 
         response = response.header("x-next-cursor", next);
     }
     Ok(response
-        .body(Body::Text(export::csv(&lines)))
+        .body(Body::Text(text))
         .expect("status and headers are valid"))
 }
 
@@ -209,4 +230,50 @@ pub async fn inbox(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiEr
         .map_err(|e| paging::read_error(e, cursor.as_deref()))?;
     let items = lines.iter().map(inbox::InboxLine::view).collect();
     Ok(page_response(items, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firmspace::ids::OrgId;
+    use firmspace::ledger::LineKind;
+    use firmspace::money::Currency;
+
+    fn line(org: &OrgId, id: &str) -> LedgerLine {
+        LedgerLine {
+            org: org.clone(),
+            ledger_id: id.into(),
+            kind: LineKind::Debit,
+            amount: rust_decimal::Decimal::new(5, 2),
+            currency: Currency::parse("USD").unwrap(),
+            event_id: "e".repeat(255),
+            integration_id: Some("in_1".into()),
+            message_id: Some("m".repeat(255)),
+            direction: Some(firmspace::messages::Direction::Outbound),
+            inbox_id: Some("inb_1".into()),
+            at: Utc::now(),
+            applied: true,
+            balance_after: rust_decimal::Decimal::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_page_cut_to_its_bytes_goes_on_after_its_last_line() {
+        let org = OrgId::generate();
+        let lines: Vec<LedgerLine> = (0..3).map(|i| line(&org, &format!("led_{i}"))).collect();
+        let read_on = Some("the store's".to_owned());
+        assert_eq!(cut(&lines, 3, read_on.clone()), read_on, "whole: as read");
+        let after = cut(&lines, 2, read_on).expect("a cursor");
+        assert_eq!(
+            after,
+            Store::cursor_after(Index::Lists, &lines[1].to_item())
+        );
+        // Ten thousand lines of the longest ids are more than a Lambda answer carries: a page
+        // holds what fits.
+        let many: Vec<LedgerLine> = (0..10_000)
+            .map(|i| line(&org, &format!("led_{i}")))
+            .collect();
+        let (text, held) = export::csv_within(&many, BODY_MAX);
+        assert!(text.len() <= BODY_MAX && held < many.len(), "{held}");
+    }
 }
