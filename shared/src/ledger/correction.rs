@@ -203,11 +203,21 @@ impl Decision for Refunding<'_> {
     fn decide(&self, seen: &Seen, now: DateTime<Utc>) -> Result<Plan<Refunded>, RefundError> {
         let settles = self.settles(seen, now);
         if let Some(item) = seen.stored() {
-            // Given back already: by a person, or by the message's failure.
-            let stored = Refunded {
+            // Given back already: by a person, or by the message's failure, which kept neither
+            // a reason nor the wallet: the failure is the reason, the wallet is as it is now.
+            let mut stored = Refunded {
                 refunds: self.debit.ledger_id.clone(),
                 ..Refunded::from_item(item)?
             };
+            if stored.reason.is_empty() {
+                stored.reason = format!(
+                    "the carrier reported the message failed ({})",
+                    stored.line.event_id
+                );
+            }
+            if stored.wallet.is_null() {
+                stored.wallet = Wallet::from_item(seen.get(1))?.to_json();
+            }
             return Ok(match settles.is_empty() {
                 true => Plan::Done(Written::Repeat { stored }),
                 false => Plan::Acknowledge {

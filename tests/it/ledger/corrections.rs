@@ -139,3 +139,23 @@ async fn a_refund_refused_before_its_debit_was_found_is_not_kept_under_its_key()
     );
     assert_eq!(c.wallet().await["balance"], "1.00");
 }
+
+#[tokio::test]
+async fn a_debit_its_failure_gave_back_is_answered_with_why_and_the_wallet() {
+    let c = Carrier::new().await;
+    assert_eq!(c.top_up("t-f", "1.00").await.0, 200);
+    let (_, sent) = c.send("evt_s", &event("sent", "m-f", Some("0.05"))).await;
+    let debit = sent["ledger_id"].as_str().unwrap().to_owned();
+    c.send("evt_f", &event("failed", "m-f", None)).await;
+    let (status, answer) = refund(&c, &debit, "r-f", "charged twice").await;
+    assert_eq!(
+        (status, answer["duplicate"].as_bool()),
+        (200, Some(true)),
+        "{answer}"
+    );
+    assert_eq!(answer["wallet"]["balance"], "1.00", "{answer}");
+    assert!(
+        answer["reason"].as_str().unwrap().contains("evt_f"),
+        "the failure is why: {answer}"
+    );
+}
