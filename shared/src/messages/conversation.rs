@@ -53,8 +53,16 @@ pub fn moved_by(item: &Item) -> Option<(String, Update)> {
     let org = OrgId::parse(item.opt_str("org")?).ok()?;
     let id = item.opt_str("conversation_id")?;
     let at = time::parse(item.opt_str("at")?)?;
-    Some((conversation_pk(&org, id), forward(id, at)))
+    let mut update = forward(id, at);
+    if let Some(via) = item.opt_str(REPLY_VIA) {
+        update = update.set(REPLY_VIA, s(via));
+    }
+    Some((conversation_pk(&org, id), update))
 }
+
+/// The business number a conversation's replies leave from (WhatsApp's `phone_number_id`): the
+/// one its latest message reached.
+pub const REPLY_VIA: &str = "reply_via";
 
 /// The list position: newest message first.
 pub(crate) fn conversation_position(last_message_at: DateTime<Utc>, id: &str) -> String {
@@ -84,7 +92,7 @@ impl Conversation {
             .tag("provider", &self.provider)
             .str("chat_id", &self.chat_id)
             .str("contact_id", &self.contact_id)
-            .opt_str("reply_via", self.reply_via.clone())
+            .opt_str(REPLY_VIA, self.reply_via.clone())
             .time("created_at", self.created_at)
             .time("last_message_at", self.last_message_at)
             .list(
@@ -120,7 +128,7 @@ impl Conversation {
             provider: item.tag_of("provider")?,
             chat_id: item.str_of("chat_id")?.to_owned(),
             contact_id: item.str_of("contact_id")?.to_owned(),
-            reply_via: item.opt_str("reply_via").map(str::to_owned),
+            reply_via: item.opt_str(REPLY_VIA).map(str::to_owned),
             created_at: item.time_of("created_at")?,
             last_message_at: item.time_of("last_message_at")?,
         })

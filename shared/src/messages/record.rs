@@ -116,6 +116,14 @@ impl Placement {
                 super::conversation::MOVES_CONVERSATION.into(),
                 aws_sdk_dynamodb::types::AttributeValue::Bool(true),
             );
+            // The business number it reached: a reply leaves from the one the customer wrote
+            // to last (one WhatsApp app may serve several numbers at one URL).
+            if let Some(via) = &incoming.reply_via {
+                item.insert(
+                    super::conversation::REPLY_VIA.into(),
+                    crate::store::item::s(via),
+                );
+            }
         }
         let mut steps = vec![Step::PutNew(item)];
         steps.extend(conv_steps);

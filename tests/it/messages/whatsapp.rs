@@ -289,6 +289,36 @@ async fn a_tapped_button_and_a_shared_place_are_stored_and_an_unknown_type_is_se
 }
 
 #[tokio::test]
+async fn a_reply_leaves_from_the_business_number_the_customer_wrote_to_last() {
+    let s = Setup::new(Setup::whatsapp).await;
+    let to = |number: &str, id: &str, ago: i64| {
+        let at = (Utc::now().timestamp() - ago).to_string();
+        delivery(
+            json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": number},
+            "messages": [{"from": "380501234567", "id": id, "timestamp": at, "type": "text", "text": {"body": id}}]}),
+        )
+    };
+    s.answer(s.whatsapp_request(&to("PN1", "wamid.1", 60)))
+        .await;
+    s.answer(s.whatsapp_request(&to("PN2", "wamid.2", 30)))
+        .await;
+    // The fan-out reads the second message and moves its conversation forward.
+    let (_, _, fanout) = crate::consequences::fanout_app(&s.env).await;
+    let items = s.env.items_of("message").await;
+    let second = items
+        .iter()
+        .find(|m| m.opt_str("text") == Some("wamid.2"))
+        .unwrap();
+    let out = fanout
+        .process(crate::consequences::stream_event(second, "1"), Utc::now())
+        .await;
+    assert!(out.batch_item_failures.is_empty());
+    let conversations = messages::conversations(&s.env.store, &s.org).await.unwrap();
+    assert_eq!(conversations.len(), 1);
+    assert_eq!(conversations[0].reply_via.as_deref(), Some("PN2"));
+}
+
+#[tokio::test]
 async fn a_cosmetic_field_over_its_limit_is_cut_with_a_note_and_the_message_kept() {
     let s = Setup::new(Setup::whatsapp).await;
     let long_name = "Ю".repeat(300);
