@@ -1358,3 +1358,20 @@ async fn a_trigger_holds_at_most_its_cap_of_rules_however_many_are_asked_at_once
     crm.expect_status("POST", "/api/rules", other, 201).await;
     assert_eq!(crm.count("rule").await, RULES_MAX + 1);
 }
+
+#[tokio::test]
+async fn a_models_reply_the_channel_refuses_for_good_is_a_review_item_for_a_person() {
+    let script = |_: &str, _: &str| {
+        vec![json!({"name": "reply", "input": {"conversation_id": "x", "text": "Thank you"}})]
+    };
+    let (chat, _model) = Chat::new(vec![Tool::Reply], script).await;
+    chat.s.stand_in.block();
+    let key = chat.message(1, "hello", 1).await;
+    let calls = chat.calls(&key).await;
+    assert_eq!(calls[0]["outcome"], "refused", "{calls:?}");
+    assert_eq!(
+        chat.s.review_reasons().await,
+        ["reply_rejected"],
+        "a person learns the customer cannot be answered here"
+    );
+}

@@ -32,6 +32,8 @@ pub struct Counts {
     pub lookups: AtomicUsize,
     pub downloads: AtomicUsize,
     pub sends: AtomicUsize,
+    /// Whether the customer blocked the bot: every Telegram send is refused 403.
+    blocked: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -59,6 +61,11 @@ impl Channels {
 
     pub fn sends(&self) -> usize {
         self.counts.sends.load(Ordering::SeqCst)
+    }
+
+    /// The customer blocks the bot: Telegram refuses every send from now on, as it does.
+    pub fn block(&self) {
+        self.counts.blocked.store(true, Ordering::SeqCst);
     }
 
     /// The JSON body of every send received.
@@ -145,6 +152,10 @@ async fn route(State(s): State<Shared>, req: Request) -> Response {
 
 /// Telegram's sendMessage: counted, kept, answered after the delay with the next message id.
 async fn telegram_send(s: &Shared, body: &[u8]) -> Response {
+    if s.counts.blocked.load(Ordering::SeqCst) {
+        let refused = json!({"ok": false, "error_code": 403, "description": "Forbidden: bot was blocked by the user"});
+        return (StatusCode::FORBIDDEN, axum::Json(refused)).into_response();
+    }
     let n = s.counts.sends.fetch_add(1, Ordering::SeqCst) + 1;
     let sent: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     s.sent.lock().expect("not poisoned").push(sent.clone());
