@@ -289,15 +289,43 @@ fn whatsapp_message(
     let kind = need(m, "type", "message")?;
     let wa_id = need(m, "from", "message")?;
     let mut attachments = Vec::new();
-    let text = match kind.as_str() {
+    let Some(text) = whatsapp_text(m, (&kind, &wa_id), &mut attachments)? else {
+        return Ok(None);
+    };
+    Ok(Some(Incoming {
+        provider_id: need(m, "id", "message")?,
+        chat_id: wa_id.clone(),
+        from: Sender {
+            name: names
+                .get(&wa_id)
+                .cloned()
+                .unwrap_or_else(|| format!("+{wa_id}")),
+            phone: Some(format!("+{wa_id}")),
+            identity: wa_id,
+        },
+        text,
+        attachments,
+        sent_at: unix(m, "timestamp"),
+        reply_via,
+        notes: Vec::new(),
+        raw: Some(m.to_string()),
+    }))
+}
+
+/// What a WhatsApp message of `kind` from `wa_id` says, its media put on `attachments`; `None`
+/// for a reaction, which is no message; refused for a type not read here.
+fn whatsapp_text(
+    m: &Value,
+    (kind, wa_id): (&str, &str),
+    attachments: &mut Vec<AttachmentRef>,
+) -> Result<Option<String>, String> {
+    let text = match kind {
         "text" => m
             .get("text")
             .and_then(|t| str_of(t, "body"))
             .unwrap_or_default(),
         "image" | "document" | "audio" | "video" | "sticker" => {
-            let media = m
-                .get(kind.as_str())
-                .ok_or("media message without its media")?;
+            let media = m.get(kind).ok_or("media message without its media")?;
             attachments.push(AttachmentRef {
                 media: MediaRef::WhatsappMedia(need(media, "id", "media")?),
                 name: str_of(media, "filename").unwrap_or_else(|| format!("{kind}_{}", wa_id)),
@@ -338,24 +366,7 @@ fn whatsapp_message(
             ))
         }
     };
-    Ok(Some(Incoming {
-        provider_id: need(m, "id", "message")?,
-        chat_id: wa_id.clone(),
-        from: Sender {
-            name: names
-                .get(&wa_id)
-                .cloned()
-                .unwrap_or_else(|| format!("+{wa_id}")),
-            phone: Some(format!("+{wa_id}")),
-            identity: wa_id,
-        },
-        text,
-        attachments,
-        sent_at: unix(m, "timestamp"),
-        reply_via,
-        notes: Vec::new(),
-        raw: Some(m.to_string()),
-    }))
+    Ok(Some(text))
 }
 
 #[derive(Deserialize)]

@@ -208,6 +208,17 @@ fn closed_set(path: &str, name: &str) -> Option<RefOr<Schema>> {
     })
 }
 
+/// Every list's page size: an integer, 1 to its most, by default its own (`paging::sizes`).
+fn limit_schema(path: &str) -> RefOr<Schema> {
+    let (default, max) = crate::paging::sizes(path);
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(f64::from(max)))
+        .default(Some(serde_json::json!(default)))
+        .into()
+}
+
 /// What a parameter takes: the limits the server holds it to.
 fn parameter_schema(path: &str, param: &Param) -> RefOr<Schema> {
     if param.at == In::Query {
@@ -228,16 +239,7 @@ fn parameter_schema(path: &str, param: &Param) -> RefOr<Schema> {
             .min_length(Some(1))
             .max_length(Some(firmspace::fields::KEY_MAX))
             .into(),
-        // Every list's page size: an integer, 1 to its most (`paging::sizes`).
-        ("limit", _) => {
-            let (default, max) = crate::paging::sizes(path);
-            ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .minimum(Some(1))
-                .maximum(Some(f64::from(max)))
-                .default(Some(serde_json::json!(default)))
-                .into()
-        }
+        ("limit", _) => limit_schema(path),
         // What a page's answer gave, never empty.
         ("cursor", _) => ObjectBuilder::new()
             .schema_type(Type::String)
