@@ -424,12 +424,10 @@ pub async fn page(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Contact>, Option<String>), StoreError> {
-    let (items, next) = store.page(&org.pk("CONTACTS"), true, limit, cursor).await?;
-    let contacts = items
-        .iter()
-        .map(|item| Contact::from_item(org, item))
-        .collect::<Result<_, _>>()?;
-    Ok((contacts, next))
+    let read = |item: &Item| Contact::from_item(org, item);
+    store
+        .newest_page(&org.pk("CONTACTS"), (limit, cursor), read)
+        .await
 }
 
 #[cfg(test)]

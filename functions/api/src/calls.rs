@@ -6,12 +6,11 @@ use firmspace::calls::{self, CallFields};
 use firmspace::commands::answers::CallRecorded;
 use firmspace::commands::records::{CreateContact, RecordCall};
 use firmspace::contacts::{self};
-use firmspace::http::{page_response, query, ApiError};
+use firmspace::http::ApiError;
 use firmspace::store::lists::EventKind;
 use firmspace::store::Store;
 use lambda_http::{Body, Response};
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
 /// The softphone's report of a call: stored once under `call:CALL_ID:DIRECTION`; 201 the first
@@ -52,13 +51,11 @@ impl FromRoute for RecordCall {
 
 /// The organisation's calls, newest first.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let limit = crate::paging::limit_of(ctx.req, "/api/calls")?;
-    let cursor = query(ctx.req, "cursor");
-    let (found, next) = calls::page(store, &ctx.org, limit, cursor.as_deref())
-        .await
-        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
-    let items: Vec<Value> = found.iter().map(calls::Call::to_json).collect();
-    Ok(page_response(items, next))
+    let org = &ctx.org;
+    let read = |limit, cursor: Option<String>| async move {
+        calls::page(store, org, limit, cursor.as_deref()).await
+    };
+    crate::paging::answer(ctx.req, "/api/calls", read, calls::Call::to_json).await
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -110,11 +107,9 @@ impl FromRoute for CreateContact {
 
 /// The organisation's contacts, newest first.
 pub async fn list_contacts(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let limit = crate::paging::limit_of(ctx.req, "/api/contacts")?;
-    let cursor = query(ctx.req, "cursor");
-    let (found, next) = contacts::page(store, &ctx.org, limit, cursor.as_deref())
-        .await
-        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
-    let items: Vec<Value> = found.iter().map(contacts::Contact::to_json).collect();
-    Ok(page_response(items, next))
+    let org = &ctx.org;
+    let read = |limit, cursor: Option<String>| async move {
+        contacts::page(store, org, limit, cursor.as_deref()).await
+    };
+    crate::paging::answer(ctx.req, "/api/contacts", read, contacts::Contact::to_json).await
 }

@@ -1,7 +1,7 @@
 //! Messenger integrations and conversations: the CRM's side of messages.
 
 use crate::Ctx;
-use firmspace::http::{json_response, page_response, query, ApiError};
+use firmspace::http::{json_response, ApiError};
 use firmspace::messages::media::Files;
 use firmspace::messages::{self, Message};
 use firmspace::store::Store;
@@ -15,13 +15,12 @@ const URL_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// The organisation's conversations, the latest message first.
 pub async fn list(store: &Store, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
-    let limit = crate::paging::limit_of(ctx.req, "/api/conversations")?;
-    let cursor = query(ctx.req, "cursor");
-    let (found, next) = messages::conversations_page(store, &ctx.org, limit, cursor.as_deref())
-        .await
-        .map_err(|e| crate::paging::read_error(e, cursor.as_deref()))?;
-    let items: Vec<Value> = found.iter().map(messages::Conversation::to_json).collect();
-    Ok(page_response(items, next))
+    let org = &ctx.org;
+    let read = |limit, cursor: Option<String>| async move {
+        messages::conversations_page(store, org, limit, cursor.as_deref()).await
+    };
+    let view = messages::Conversation::to_json;
+    crate::paging::answer(ctx.req, "/api/conversations", read, view).await
 }
 
 /// A conversation's messages in time order; each stored attachment with a presigned URL.

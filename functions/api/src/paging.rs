@@ -1,8 +1,8 @@
 //! The `limit` and `cursor` every paged list takes, read once.
 
-use firmspace::http::{query, ApiError};
+use firmspace::http::{page_response, query, ApiError};
 use firmspace::store::StoreError;
-use lambda_http::Request;
+use lambda_http::{Body, Request, Response};
 
 /// `limit`: `default` when absent, else 1 to `max`.
 pub fn limit(req: &Request, default: i32, max: i32) -> Result<i32, ApiError> {
@@ -34,6 +34,26 @@ pub fn sizes(path: &str) -> (i32, i32) {
 pub fn limit_of(req: &Request, path: &str) -> Result<i32, ApiError> {
     let (default, max) = sizes(path);
     limit(req, default, max)
+}
+
+/// A page of the list at `path` as its answer: its `limit` and `cursor` read as that list takes
+/// them, the page read by `read`, each item shown by `view`.
+pub async fn answer<T, V, Fut>(
+    req: &Request,
+    path: &str,
+    read: impl FnOnce(i32, Option<String>) -> Fut,
+    view: impl Fn(&T) -> V,
+) -> Result<Response<Body>, ApiError>
+where
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), StoreError>>,
+    V: serde::Serialize,
+{
+    let limit = limit_of(req, path)?;
+    let cursor = query(req, "cursor");
+    let (found, next) = read(limit, cursor.clone())
+        .await
+        .map_err(|e| read_error(e, cursor.as_deref()))?;
+    Ok(page_response(found.iter().map(view).collect(), next))
 }
 
 /// A list's read error: a cursor the list did not give is the caller's 400.

@@ -112,10 +112,7 @@ pub async fn page(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Call>, Option<String>), StoreError> {
-    let (items, next) = store.page(&org.pk("CALLS"), true, limit, cursor).await?;
-    let calls = items
-        .iter()
-        .map(Call::from_item)
-        .collect::<Result<_, _>>()?;
-    Ok((calls, next))
+    store
+        .newest_page(&org.pk("CALLS"), (limit, cursor), Call::from_item)
+        .await
 }

@@ -32,14 +32,10 @@ pub async fn conversations_page(
     limit: i32,
     cursor: Option<&str>,
 ) -> Result<(Vec<Conversation>, Option<String>), StoreError> {
-    let (items, next) = store
-        .page(&conversations_list(org), true, limit, cursor)
-        .await?;
-    let conversations = items
-        .iter()
-        .map(Conversation::from_item)
-        .collect::<Result<_, _>>()?;
-    Ok((conversations, next))
+    let list = conversations_list(org);
+    store
+        .newest_page(&list, (limit, cursor), Conversation::from_item)
+        .await
 }
 
 /// The latest `MESSAGES_LISTED` messages of a conversation, in time order.

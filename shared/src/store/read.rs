@@ -134,6 +134,18 @@ impl Store {
             .await
     }
 
+    /// [`Store::page`], newest first, each item read by `read`.
+    pub async fn newest_page<T>(
+        &self,
+        gsi1pk: &str,
+        (limit, cursor): (i32, Option<&str>),
+        read: impl Fn(&Item) -> Result<T, StoreError>,
+    ) -> Result<(Vec<T>, Option<String>), StoreError> {
+        let (items, next) = self.page(gsi1pk, true, limit, cursor).await?;
+        let read = items.iter().map(read).collect::<Result<_, _>>()?;
+        Ok((read, next))
+    }
+
     /// A page of the part of a list whose position lies between `range` (both ends inclusive):
     /// a time window, where positions start with a stored time.
     pub async fn page_in(

@@ -156,20 +156,7 @@ pub static ROUTES: &[Route] = &[
         path: "/api/calls",
         op: Op::Org(ListCalls),
         summary: "The organisation's calls, newest first, a page at a time",
-        params: &[
-            Param {
-                name: "limit",
-                at: In::Query,
-                required: false,
-                doc: "1 to 200, default 200",
-            },
-            Param {
-                name: "cursor",
-                at: In::Query,
-                required: false,
-                doc: "the previous page's `cursor`",
-            },
-        ],
+        params: WHOLE_200,
         body: None,
         ok: OK,
         answer: Paged(doc::<s::Call>),
@@ -190,12 +177,7 @@ pub static ROUTES: &[Route] = &[
                 required: false,
                 doc: "1 to 500, default 500",
             },
-            Param {
-                name: "cursor",
-                at: In::Query,
-                required: false,
-                doc: "the previous page's `cursor`",
-            },
+            CURSOR,
         ],
         body: None,
         ok: OK,
@@ -210,20 +192,7 @@ pub static ROUTES: &[Route] = &[
         path: "/api/conversations",
         op: Op::Org(ListConversations),
         summary: "The organisation's conversations, the latest message first, a page at a time",
-        params: &[
-            Param {
-                name: "limit",
-                at: In::Query,
-                required: false,
-                doc: "1 to 200, default 200",
-            },
-            Param {
-                name: "cursor",
-                at: In::Query,
-                required: false,
-                doc: "the previous page's `cursor`",
-            },
-        ],
+        params: WHOLE_200,
         body: None,
         ok: OK,
         answer: Paged(doc::<s::Conversation>),
@@ -392,6 +361,25 @@ pub static ROUTES: &[Route] = &[
         answer: One(doc::<s::RequestOutcome>),
         errors: &[NEVER_ARRIVED],
     },
+];
+
+/// A list's cursor: what the page before gave.
+const CURSOR: Param = Param {
+    name: "cursor",
+    at: In::Query,
+    required: false,
+    doc: "the previous page's `cursor`",
+};
+
+/// The page of a list that was answered whole, 200 at most, before it was paged.
+const WHOLE_200: &[Param] = &[
+    Param {
+        name: "limit",
+        at: In::Query,
+        required: false,
+        doc: "1 to 200, default 200",
+    },
+    CURSOR,
 ];
 
 const NEVER_ARRIVED: (u16, &str) = (
