@@ -59,6 +59,8 @@ async fn record_once(
         messages::record_outgoing(store, &message).await?;
         runs::delivered(store, &rule.org, &rule.rule_id, event_key, now).await?;
     }
+    // A status that came between the read above and the message's write waits on its own item.
+    messages::caught_up(store, conversation, id, now).await?;
     messages::touch(store, conversation, now).await?;
     Ok(())
 }

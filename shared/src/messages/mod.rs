@@ -25,7 +25,7 @@ pub mod reply;
 pub use conversation::Conversation;
 pub use delivery::{deliver, BatchAnswer, Delivered, Delivery, MessageAnswer};
 pub use item::{Attachment, Message};
-pub use outgoing::{apply_status, early_status, outgoing, record_outgoing, touch};
+pub use outgoing::{apply_status, caught_up, early_status, outgoing, record_outgoing, touch};
 pub use parse::{standard, telegram, whatsapp, GenericMessage};
 pub use read::{
     conversation, conversations, conversations_of, conversations_page, messages, MESSAGES_LISTED,

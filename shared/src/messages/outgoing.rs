@@ -58,6 +58,8 @@ pub async fn apply_status(
         },
     ];
     match store.transact(steps).await? {
+        // The message was stored since it was not found: the status is its own now.
+        Transacted::Refused { step: 0, .. } => store.update_if(&pk, &on_message).await,
         Transacted::Done | Transacted::Refused { .. } => Ok(false),
         Transacted::Contended => Err(StoreError::Contended { pk }),
     }
@@ -79,6 +81,27 @@ pub async fn early_status(
         .await?
         .map(|item| item.tag_of("status"))
         .transpose()
+}
+
+/// A stored reply brought up to a status that came after its early status was read and before
+/// it was stored (that status waits on its own item; every later one finds the message): read
+/// once more and applied, only over a lower status. `Ok(true)` when it moved the message.
+pub async fn caught_up(
+    store: &Store,
+    conversation: &Conversation,
+    provider_id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let Some(status) = early_status(store, conversation, provider_id).await? else {
+        return Ok(false);
+    };
+    let event = StatusEvent {
+        provider_id: provider_id.to_owned(),
+        status,
+        at: None,
+    };
+    let (org, integration) = (&conversation.org, conversation.integration_id.as_str());
+    apply_status(store, org, integration, &event, now).await
 }
 
 /// A reply we sent, as the message it is stored as (`status` the highest that came before it,

@@ -195,6 +195,42 @@ async fn a_status_before_its_reply_is_stored_is_kept_and_the_reply_starts_from_i
 }
 
 #[tokio::test]
+async fn a_status_that_comes_while_its_reply_is_stored_is_not_lost() {
+    let s = Setup::new(Setup::whatsapp).await;
+    s.answer(s.whatsapp_request(&inbound(&["wamid.IN3"]))).await;
+    let conversation =
+        Conversation::from_item(&s.items_of("conversation").await.remove(0)).unwrap();
+    // The worker reads no early status; `failed` (outside the 24-hour window) comes before the
+    // reply is stored, and waits on its own item.
+    let early = messages::early_status(&s.env.store, &conversation, "wamid.RACE")
+        .await
+        .unwrap();
+    assert_eq!(early, None);
+    let t = Utc::now().timestamp();
+    let failed = delivery(
+        json!({"messaging_product": "whatsapp", "metadata": {"phone_number_id": "PN1"},
+        "statuses": [{"id": "wamid.RACE", "status": "failed", "timestamp": t.to_string()}]}),
+    );
+    s.answer(s.whatsapp_request(&failed)).await;
+    let reply = messages::outgoing(&conversation, "wamid.RACE", "ok", early, Utc::now());
+    assert!(messages::record_outgoing(&s.env.store, &reply)
+        .await
+        .unwrap());
+    assert!(
+        messages::caught_up(&s.env.store, &conversation, "wamid.RACE", Utc::now())
+            .await
+            .unwrap()
+    );
+    let stored = s
+        .items_of("message")
+        .await
+        .into_iter()
+        .find(|m| m.opt_str("provider_id") == Some("wamid.RACE"))
+        .unwrap();
+    assert_eq!(stored.opt_str("status"), Some("failed"));
+}
+
+#[tokio::test]
 async fn one_message_beyond_a_limit_is_kept_for_review_and_the_others_of_its_batch_are_stored() {
     let s = Setup::new(Setup::whatsapp).await;
     let body = delivery(
