@@ -27,9 +27,15 @@ pub fn guarded(allow_loopback: bool) -> reqwest::Client {
     client(
         reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // A connection never made is certainly no delivery (a connect error, retried),
+            // where the request's whole timeout would leave it unclear.
+            .connect_timeout(CONNECT_WITHIN)
             .dns_resolver(Arc::new(targets::PublicOnly { allow_loopback })),
     )
 }
+
+/// How long a connection to a target or a provider may take to be made.
+pub const CONNECT_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// monobank's personal API (statements).
 pub const MONOBANK_API: &str = "https://api.monobank.ua";

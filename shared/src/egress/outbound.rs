@@ -46,11 +46,13 @@ impl OutboundTarget {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Sent {
     Delivered,
-    /// Certainly not delivered (connection refused, 429, 503): safe to send again.
+    /// Certainly not delivered (connection refused or never made, 408, 425, 429, 503): safe to
+    /// send again.
     NotDelivered(String),
-    /// The target refused the request (4xx): sending again cannot help.
+    /// The target refused the request (another 4xx): sending again cannot help.
     Rejected(u16),
-    /// Timeout, broken connection or another 5xx: it may or may not have happened.
+    /// Timeout, broken connection, another 5xx or 409 (the key's first request may still be
+    /// at work there): it may or may not have happened.
     Unclear(String),
 }
 
@@ -101,7 +103,11 @@ impl Outbound {
         match req.body(raw).send().await {
             Ok(res) => match res.status().as_u16() {
                 200..=299 => Sent::Delivered,
-                429 | 503 => Sent::NotDelivered(format!("target answered {}", res.status())),
+                408 | 425 | 429 | 503 => {
+                    Sent::NotDelivered(format!("target answered {}", res.status()))
+                }
+                // The same key still at work there (the Idempotency-Key draft's answer): ask.
+                409 => Sent::Unclear("target answered 409 Conflict".into()),
                 code @ 400..=499 => Sent::Rejected(code),
                 code => Sent::Unclear(format!("target answered {code}")),
             },
@@ -175,6 +181,52 @@ mod tests {
         let local = Outbound::new(Duration::from_secs(2), true);
         assert_eq!(local.check(&target, "k1").await, State::Delivered);
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// A loopback target that answers every request with `status`.
+    async fn answering(status: u16) -> u16 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                let _ = conn.write_all(head.as_bytes()).await;
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_a_later_attempt_may_get_past_is_no_rejection() {
+        let outbound = Outbound::new(Duration::from_secs(2), true);
+        for (status, expected) in [
+            (408, "not delivered"),
+            (425, "not delivered"),
+            (409, "unclear"),
+            (400, "rejected"),
+        ] {
+            let port = answering(status).await;
+            let target = OutboundTarget {
+                url: format!("http://127.0.0.1:{port}/hook"),
+                status_url: None,
+                secret: SecretString::from(standard::generate_secret()),
+                port: None,
+            };
+            let sent = outbound
+                .send(&target, "k1", &serde_json::json!({}), 0)
+                .await;
+            let told = match sent {
+                Sent::NotDelivered(_) => "not delivered",
+                Sent::Unclear(_) => "unclear",
+                Sent::Rejected(_) => "rejected",
+                Sent::Delivered => "delivered",
+            };
+            assert_eq!(told, expected, "{status}");
+        }
     }
 
     #[tokio::test]

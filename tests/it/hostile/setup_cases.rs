@@ -179,6 +179,10 @@ fn outbound_integrations(c: &mut Cases) {
             "NUL in url",
             json!({"kind": "outbound", "url": "https://example.com/\u{0}"}),
         ),
+        (
+            "status_url without {key}",
+            json!({"kind": "outbound", "url": "https://example.com/x", "status_url": "https://example.com/health"}),
+        ),
     ] {
         json_case(cases, name, "POST", "/api/integrations", org, body);
     }

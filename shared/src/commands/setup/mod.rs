@@ -298,6 +298,14 @@ fn outbound_target(body: &NewIntegration, allow_loopback: bool) -> Result<Outbou
     check_outbound_url(&url, allow_loopback, body.port)?;
     if let Some(status_url) = &body.status_url {
         check_outbound_url(status_url, allow_loopback, body.port)?;
+        // One URL for every key would answer for every run alike: a lost send would be "sent".
+        if !status_url.contains("{key}") {
+            return Err(Refused::field(
+                "status_url",
+                "invalid_url",
+                "status_url names the key it asks about: `{key}` in it is replaced by the run's Idempotency-Key",
+            ));
+        }
     }
     Ok(OutboundTarget {
         url,
