@@ -184,9 +184,7 @@ fn strings(item: &Item, name: &str) -> Vec<String> {
 }
 
 /// A phone number as E.164: `+`, then 8 to 15 digits, the first not 0. White space around it,
-/// and spaces, dashes, dots and parentheses between the digits are dropped, and so is a national
-/// trunk prefix written `(0)` after the country code (`+44 (0)20 7946 0000` is `+442079460000`,
-/// one identity with the number written without it).
+/// and spaces, dashes, dots and parentheses between the digits are dropped.
 pub fn e164(field: &'static str, raw: &str) -> Result<String, FieldError> {
     let refused = || FieldError {
         field,
@@ -196,7 +194,6 @@ pub fn e164(field: &'static str, raw: &str) -> Result<String, FieldError> {
         .trim()
         .strip_prefix('+')
         .ok_or_else(refused)?
-        .replace("(0)", "")
         .chars()
         .filter(|c| !matches!(c, ' ' | '-' | '.' | '(' | ')'))
         .collect();
@@ -223,7 +220,7 @@ impl NewContact {
         owner: Option<&str>,
     ) -> Result<Self, FieldError> {
         Ok(Self {
-            name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
+            name: fields::name("name", name, fields::NAME_MAX)?.to_owned(),
             phone: phone.map(|p| e164("phone", p)).transpose()?,
             owner: fields::optional(owner, |o| fields::reference("owner", o, fields::REF_MAX))?,
             source: ContactSource::Manual,
@@ -442,12 +439,8 @@ mod tests {
             "+380441234567"
         );
         assert_eq!(e164("peer", "+14158675310").unwrap(), "+14158675310");
-        // As a form gives it: space around it, a trunk prefix in parentheses.
+        // As a form gives it: space around it.
         assert_eq!(e164("phone", " +380441234567 ").unwrap(), "+380441234567");
-        assert_eq!(
-            e164("phone", "+44 (0)20 7946 0000").unwrap(),
-            e164("phone", "+44 20 7946 0000").unwrap()
-        );
         for bad in [
             "380441234567",
             "+0441234567",

@@ -38,7 +38,7 @@ pub async fn create_org(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Response<Body>, ApiError> {
     let body: NewOrg = parse_json(body_bytes(req))?;
-    let name = fields::line("name", &body.name, NAME_MAX)?;
+    let name = fields::name("name", &body.name, NAME_MAX)?;
     let (org, key) = orgs::create_org(store, name, now).await?;
     let answer = OrgCreated {
         org_id: org.as_str().to_owned(),

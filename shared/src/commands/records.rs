@@ -182,7 +182,7 @@ impl Command for CreateKey {
         _key: &RequestKey,
     ) -> Ran<super::answers::KeyCreated> {
         let (name, scopes) = (self.name.as_str(), self.scopes.as_slice());
-        let name = fields::line("name", name, keys::NAME_MAX)?;
+        let name = fields::name("name", name, keys::NAME_MAX)?;
         let parsed = scopes
             .iter()
             .map(|s| Scope::parse(s))
@@ -276,7 +276,7 @@ impl Command for AddMember {
             .map_err(|e| Refused::invalid("invalid_user_id", e.to_string()))?;
         let member = crate::orgs::Member {
             user_id: user_id.to_owned(),
-            name: fields::line("name", name, fields::NAME_MAX)?.to_owned(),
+            name: fields::name("name", name, fields::NAME_MAX)?.to_owned(),
         };
         let max = env
             .site

@@ -52,7 +52,7 @@ pub async fn settings(
         Some(BankProvider::Csv) => {
             let name = body.name.as_deref().unwrap_or("CSV import");
             Ok(BankSettings::Csv {
-                name: fields::line("name", name, NAME_MAX)?.to_owned(),
+                name: fields::name("name", name, NAME_MAX)?.to_owned(),
             })
         }
         None => Err(Refused::invalid(
