@@ -19,7 +19,7 @@ pub async fn window(
     to: DateTime<Utc>,
     limit: i32,
     cursor: Option<&str>,
-) -> Result<(Vec<LedgerLine>, Option<String>), StoreError> {
+) -> Result<Window, StoreError> {
     // Positions are `{at}#{order}#{ledger_id}`: `{from}` sorts before every line at `from`, and `{to}`
     // before every line at `to`, so BETWEEN holds exactly `[from, to)`.
     let (low, high) = (time::format(from), time::format(to));
@@ -37,7 +37,30 @@ pub async fn window(
         .iter()
         .map(LedgerLine::from_item)
         .collect::<Result<_, _>>()?;
-    Ok((lines, next))
+    Ok(Window { lines, items, next })
+}
+
+/// A page of the ledger's window: its lines, and where a reader goes on.
+pub struct Window {
+    pub lines: Vec<LedgerLine>,
+    /// The lines as stored: their positions, as an earlier release may have written them.
+    items: Vec<crate::store::Item>,
+    /// The next page's cursor, while more remain.
+    pub next: Option<String>,
+}
+
+impl Window {
+    /// Where a page that holds only the first `held` lines goes on: after the last it holds,
+    /// at that line's stored position; the whole page's own `next` when it holds them all.
+    pub fn next_after(&self, held: usize) -> Option<String> {
+        match held.checked_sub(1).filter(|_| held < self.lines.len()) {
+            Some(last) => Some(Store::cursor_after(
+                crate::store::Index::Lists,
+                &self.items[last],
+            )),
+            None => self.next.clone(),
+        }
+    }
 }
 
 /// The lines as CSV (RFC 4180, a header row of [`LedgerLine::COLUMNS`]). A cell a spreadsheet
