@@ -44,10 +44,15 @@ impl Tokens {
             return (!raw.is_empty()).then(|| Self::from(raw.to_owned()));
         }
         let rotation: Rotation = serde_json::from_str(raw).ok()?;
+        // An empty token would be what a request without one sends: no token at all.
+        if rotation.token.is_empty() {
+            return None;
+        }
         Some(Self {
             current: SecretString::from(rotation.token),
             previous: rotation
                 .previous
+                .filter(|token| !token.is_empty())
                 .zip(rotation.previous_until)
                 .map(|(token, until)| (SecretString::from(token), until)),
         })
@@ -209,6 +214,13 @@ mod tests {
         assert!(tokens.accept("s3cret-token-0123", Utc::now()));
         assert!(!tokens.accept("s3cret-token-0124", Utc::now()));
         assert!(Tokens::parse("").is_none());
+        // The rotation's form with an empty token is no token, and an empty previous none.
+        assert!(Tokens::parse(r#"{"token": ""}"#).is_none());
+        let until = (Utc::now() + chrono::Duration::days(1)).to_rfc3339();
+        let raw = format!(r#"{{"token": "t-1", "previous": "", "previous_until": "{until}"}}"#);
+        let tokens = Tokens::parse(&raw).unwrap();
+        assert!(!tokens.accept("", Utc::now()), "no header is no admin");
+        assert!(tokens.accept("t-1", Utc::now()));
     }
 
     #[test]

@@ -62,11 +62,13 @@ impl Replies for ModelReplies<'_> {
         match sent {
             Ok(_) => Ok(ReplyState::Sent),
             // A reply that can never be sent is a person's matter, as a rule's own reply is:
-            // one review item (once per run), and the model is told it was refused.
+            // one review item of the run (however many replies the model asked), and the
+            // model is told it was refused.
             Err(WorkError::Permanent { reason, detail }) => {
+                let run = self.fired;
                 let parked = self
                     .worker
-                    .park(self.rule, &fired, reason, detail.clone(), self.now);
+                    .park(self.rule, run, reason, detail.clone(), self.now);
                 if let Err(e) = parked.await {
                     return Err(Refused::unavailable("reply_unavailable", e.to_string()));
                 }

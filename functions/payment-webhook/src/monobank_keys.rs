@@ -129,7 +129,7 @@ impl MonobankKeys {
         if let Err(e) = Merchant::keep_key(store, &integration.id, &key, now).await {
             tracing::error!(error.message = %e, error.cause_chain = ?e, "could not store the rotated key");
         }
-        tracing::info!(integration = %integration.id, "monobank public key fetched");
+        tracing::info!(integration = %integration.id.digest(), "monobank public key fetched");
         Some(Integration {
             settings: Settings::Payments(PaymentSettings::Monobank(Merchant {
                 public_key: key,

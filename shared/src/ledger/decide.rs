@@ -161,15 +161,20 @@ fn repush(org: &OrgId, event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Plan 
 fn contradiction(event: &SmsEvent, seen: &Seen, line: &InboxLine) -> Option<Flag> {
     let shown = |p: &Price| p.currency.show(p.amount);
     let (field, first, now) = match (event.kind, &seen.debit, &event.price) {
-        (SmsType::Sent, Some(debit), Some(price))
-            if (debit.amount, debit.currency) != (price.amount, price.currency) =>
+        (SmsType::Sent, Some(debit), price)
+            if price.is_some_and(|p| (debit.amount, debit.currency) != (p.amount, p.currency))
+                || (price.is_none() && event.free) =>
         {
             let first = Price {
                 amount: debit.amount,
                 currency: debit.currency,
             };
             let first = json!({"price": shown(&first), "currency": first.currency.as_str(), "event_id": debit.event_id});
-            let now = json!({"price": shown(price), "currency": price.currency.as_str()});
+            // Priced 0 now: free, where the first was charged.
+            let now = match price {
+                Some(p) => json!({"price": shown(p), "currency": p.currency.as_str()}),
+                None => json!({"price": "0"}),
+            };
             ("price", first, now)
         }
         (SmsType::Received, ..) => match &event.text {

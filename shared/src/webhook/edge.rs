@@ -364,7 +364,8 @@ impl<S: Source> Edge<S> {
         match result {
             Ok(verified) => Ok((entry, verified)),
             Err(e) => {
-                tracing::warn!(integration = %id, reason = %e, "refused webhook");
+                // By its digest: a monobank integration's id is its webhook's credential.
+                tracing::warn!(integration = %id.digest(), reason = %e, "refused webhook");
                 Err(ApiError::unauthorized("invalid_signature", e.to_string()))
             }
         }

@@ -125,6 +125,14 @@ fn the_same_message_under_a_new_event_id_writes_nothing_and_names_the_first_line
     assert_eq!(other.flags[0].detail["stored"]["price"], "0.05");
     assert_eq!(other.flags[0].detail["received"]["price"], "0.50");
     assert_eq!(other.answer["review"], json!(["payload_mismatch"]));
+    // Priced 0 now, where the first was charged: the same matter.
+    let free = SmsEvent {
+        free: true,
+        ..event(SmsType::Sent, "e4", None)
+    };
+    let free = decide(&free, &org(), &seen, Utc::now());
+    assert_eq!(free.flags[0].reason, "payload_mismatch");
+    assert_eq!(free.flags[0].detail["received"]["price"], "0");
 }
 
 #[test]
