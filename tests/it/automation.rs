@@ -25,6 +25,7 @@ pub(crate) async fn outbound(
         url,
         status_url,
         secret: firmspace::signature::standard::generate_secret().into(),
+        previous: None,
         port: None,
     };
     fixtures::any_integration(env, org, Settings::Outbound(target)).await

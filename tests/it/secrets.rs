@@ -454,3 +454,50 @@ async fn an_old_stripe_integration_keeps_its_api_key_through_a_rotation_of_its_s
         Some("rk_live_old0123456789")
     );
 }
+
+#[tokio::test]
+async fn an_outbound_targets_calls_are_signed_with_its_previous_secret_too_during_the_overlap() {
+    use crate::support::app::Crm;
+    use firmspace::integrations::Settings;
+    use firmspace::signature::standard::generate_secret;
+    use secrecy::ExposeSecret;
+    use serde_json::json;
+    let crm = Crm::new().await;
+    let created = crm
+        .integration(json!({"kind": "outbound", "url": "https://hooks.example.com/crm"}))
+        .await;
+    let id = created["integration_id"].as_str().unwrap().to_owned();
+    let first = created["secret"].as_str().unwrap().to_owned();
+    let hook = firmspace::ids::IntegrationId::parse(&id).unwrap();
+    let signing = |now| firmspace::integrations::get_signing(crm.store(), &hook, now);
+    let target = |found: Option<firmspace::integrations::Integration>| match found.unwrap().settings
+    {
+        Settings::Outbound(target) => target,
+        other => panic!("{other:?}"),
+    };
+    let before = target(signing(chrono::Utc::now()).await.unwrap());
+    assert!(before.previous.is_none(), "no rotation, one secret");
+    let second = generate_secret();
+    let path = format!("/api/integrations/{id}/secrets");
+    let body = json!({"secrets": {"secret": second}, "overlap_hours": 1});
+    let (status, rotated) = crm
+        .call_with("POST", &path, &[("idempotency-key", "rot-out")], body)
+        .await;
+    assert_eq!(status, 200, "{rotated}");
+    let during = target(signing(chrono::Utc::now()).await.unwrap());
+    assert_eq!(during.secret.expose_secret(), second);
+    assert_eq!(
+        during
+            .previous
+            .as_ref()
+            .map(|p| p.expose_secret().to_owned()),
+        Some(first),
+        "the previous secret signs too while the overlap lasts"
+    );
+    let after = target(
+        signing(chrono::Utc::now() + chrono::Duration::hours(2))
+            .await
+            .unwrap(),
+    );
+    assert!(after.previous.is_none(), "after it, one secret again");
+}

@@ -87,7 +87,9 @@ impl Automation {
             .opt_str("request")
             .and_then(|r| serde_json::from_str::<Value>(r).ok());
         let target = match run.opt_str("integration_id").map(IntegrationId::parse) {
-            Some(Ok(id)) if id.org == resend.org => integrations::get(&self.store, &id).await?,
+            Some(Ok(id)) if id.org == resend.org => {
+                integrations::get_signing(&self.store, &id, chrono::Utc::now()).await?
+            }
             _ => None,
         };
         Ok(match (body, target.map(|t| t.settings)) {

@@ -45,7 +45,7 @@ impl Automation {
         if let Some(integration) = cached {
             return Ok(Some(integration));
         }
-        let found = integrations::get(&self.store, id).await?;
+        let found = integrations::get_signing(&self.store, id, chrono::Utc::now()).await?;
         if let Some(integration) = &found {
             self.targets
                 .lock()

@@ -16,6 +16,9 @@ pub struct OutboundTarget {
     pub status_url: Option<String>,
     /// Signs outgoing calls (Standard Webhooks headers).
     pub secret: SecretString,
+    /// While a rotation's overlap lasts, the secret before it: a call is signed with both (the
+    /// standard's space-separated signatures), so a receiver that holds either verifies it.
+    pub previous: Option<SecretString>,
     /// A port other than 443 and 80 the integrator named for `url` and `status_url`.
     pub port: Option<u16>,
 }
@@ -37,6 +40,7 @@ impl OutboundTarget {
             url: item.str_of("url")?.to_owned(),
             status_url: item.opt_str("status_url").map(str::to_owned),
             secret: crate::vault::take_secret(secrets, "secret")?,
+            previous: None,
             port: item.u64_of("port").ok().and_then(|p| u16::try_from(p).ok()),
         })
     }
@@ -97,8 +101,14 @@ impl Outbound {
             .header("idempotency-key", key)
             .header("webhook-id", key)
             .header("webhook-timestamp", now.to_string());
-        if let Ok(sig) = standard::sign(target.secret.expose_secret(), key, now, raw.as_bytes()) {
-            req = req.header("webhook-signature", sig);
+        let signatures: Vec<String> = std::iter::once(&target.secret)
+            .chain(target.previous.as_ref())
+            .filter_map(|secret| {
+                standard::sign(secret.expose_secret(), key, now, raw.as_bytes()).ok()
+            })
+            .collect();
+        if !signatures.is_empty() {
+            req = req.header("webhook-signature", signatures.join(" "));
         }
         match req.body(raw).send().await {
             Ok(res) => match res.status().as_u16() {
@@ -173,6 +183,7 @@ mod tests {
             url: "https://hooks.example.com/x".into(),
             status_url: Some(format!("http://127.0.0.1:{port}/status/{{key}}")),
             secret: SecretString::from(standard::generate_secret()),
+            previous: None,
             port: None,
         };
         let strict = Outbound::new(Duration::from_secs(2), false);
@@ -214,6 +225,7 @@ mod tests {
                 url: format!("http://127.0.0.1:{port}/hook"),
                 status_url: None,
                 secret: SecretString::from(standard::generate_secret()),
+                previous: None,
                 port: None,
             };
             let sent = outbound
@@ -230,6 +242,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn during_a_rotations_overlap_a_call_is_signed_with_both_secrets() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (seen, heard) = tokio::sync::oneshot::channel::<String>();
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 8192];
+            let n = conn.read(&mut buf).await.unwrap();
+            let _ = seen.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+            let _ = conn
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await;
+        });
+        let (new, old) = (standard::generate_secret(), standard::generate_secret());
+        let target = OutboundTarget {
+            url: format!("http://127.0.0.1:{port}/hook"),
+            status_url: None,
+            secret: SecretString::from(new.clone()),
+            previous: Some(SecretString::from(old.clone())),
+            port: None,
+        };
+        let body = serde_json::json!({"text": "hi"});
+        let sent = Outbound::new(Duration::from_secs(2), true)
+            .send(&target, "k1", &body, 1_796_205_600)
+            .await;
+        assert_eq!(sent, Sent::Delivered);
+        let request = heard.await.unwrap();
+        let raw = body.to_string();
+        let both = [&new, &old]
+            .map(|secret| standard::sign(secret, "k1", 1_796_205_600, raw.as_bytes()).unwrap())
+            .join(" ");
+        assert!(
+            request.contains(&format!("webhook-signature: {both}")),
+            "{request}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_failed_call_is_told_without_its_url() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -238,6 +288,7 @@ mod tests {
             url: format!("http://127.0.0.1:{port}/hook?token=s3cr3t"),
             status_url: None,
             secret: SecretString::from(standard::generate_secret()),
+            previous: None,
             port: None,
         };
         let sent = Outbound::new(Duration::from_secs(2), true)

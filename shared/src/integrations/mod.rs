@@ -316,6 +316,28 @@ pub async fn get(store: &Store, id: &IntegrationId) -> Result<Option<Integration
     opened(store, id, &item, true).await.map(Some)
 }
 
+/// The integration with every secret opened ([`get`]) for what calls out with them; an outbound
+/// target's previous secret too while a rotation's overlap lasts (one more KMS `Decrypt`, then
+/// only), so its calls are signed with both.
+pub async fn get_signing(
+    store: &Store,
+    id: &IntegrationId,
+    now: DateTime<Utc>,
+) -> Result<Option<Integration>, StoreError> {
+    let Some(item) = store.get(&integration_pk(id)).await? else {
+        return Ok(None);
+    };
+    let mut integration = opened(store, id, &item, true).await?;
+    if let Settings::Outbound(target) = &mut integration.settings {
+        if let Some(previous) = rotation::previous(store, id, &item, now).await? {
+            if let Settings::Outbound(before) = previous.settings {
+                target.previous = Some(before.secret);
+            }
+        }
+    }
+    Ok(Some(integration))
+}
+
 /// The integration with its secrets opened but a provider's API key (left sealed), and while a
 /// rotation's overlap lasts the settings it had before: what a webhook verifies a delivery
 /// with. A sealing the process opened before costs no KMS call.

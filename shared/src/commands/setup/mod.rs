@@ -311,6 +311,7 @@ fn outbound_target(body: &NewIntegration, allow_loopback: bool) -> Result<Outbou
         url,
         status_url: body.status_url.clone(),
         secret: SecretString::from(standard::generate_secret()),
+        previous: None,
         port: body.port,
     })
 }
