@@ -54,9 +54,10 @@ fn refused(status: u16, error: &'static str, detail: impl Into<String>) -> Value
 }
 
 /// Every code a recovery's refusal names (`refused`, and the ops function's own `unavailable`).
-pub const CODES: [&str; 7] = [
+pub const CODES: [&str; 8] = [
     "not_found",
     "no_api_key",
+    "provider_refused_key",
     "not_recoverable",
     "provider_unavailable",
     "unavailable",
@@ -131,6 +132,11 @@ fn stripe_refused(e: RecoverError) -> Value {
             RecoverError::NotRecoverable.to_string(),
         ),
         RecoverError::Provider(why) => refused(503, "provider_unavailable", why),
+        RecoverError::KeyRefused(status) => refused(
+            409,
+            "provider_refused_key",
+            format!("Stripe refused this integration's api_key ({status}): set a valid one (POST .../secrets)"),
+        ),
         RecoverError::Payment(e) if e.is_retryable() => {
             refused(503, "unavailable", "temporarily unavailable; retry later")
         }

@@ -60,6 +60,9 @@ pub enum RecoverError {
     NotRecoverable,
     #[error("the provider: {0}")]
     Provider(String),
+    /// The provider refused the integration's key (401, 403): asking again cannot help.
+    #[error("the provider refused the integration's key ({0})")]
+    KeyRefused(u16),
     #[error(transparent)]
     Payment(#[from] PaymentError),
 }
@@ -125,9 +128,10 @@ pub async fn stripe(
             .send()
             .await
             .map_err(|e| RecoverError::Provider(format!("unreachable: {}", e.without_url())))?;
-        if !answer.status().is_success() {
-            let status = answer.status().as_u16();
-            return Err(RecoverError::Provider(format!("Stripe answered {status}")));
+        match answer.status().as_u16() {
+            200..=299 => {}
+            status @ (401 | 403) => return Err(RecoverError::KeyRefused(status)),
+            status => return Err(RecoverError::Provider(format!("Stripe answered {status}"))),
         }
         let page: Value = answer
             .json()

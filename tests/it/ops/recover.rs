@@ -303,6 +303,36 @@ async fn a_monobank_statement_window_is_read_again_and_its_rows_stored_once() {
 }
 
 #[tokio::test]
+async fn a_key_stripe_refuses_is_a_conflict_for_a_person_not_a_retry() {
+    let o = with_recovery(Ops::new().await);
+    let (key, _) = org_by_key(&o).await;
+    let stripe = spawn_stripe(KEY, Vec::new()).await;
+    let made = json!({"kind": "payments", "provider": "stripe", "secret": STRIPE_SECRET,
+        "api_url": stripe.url()});
+    let (status, created) = call(&o.api, "POST", "/api/integrations", &key, made).await;
+    assert_eq!(status, 201, "{created}");
+    let id = IntegrationId::parse(created["integration_id"].as_str().unwrap()).unwrap();
+    // A key Stripe does not know (revoked, or another account's).
+    let secrets = format!("/api/integrations/{id}/secrets");
+    let wrong = json!({"secrets": {"api_key": "rk_test_revoked_0001"}});
+    let auth = format!("Bearer {key}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("idempotency-key", "set-key"),
+    ];
+    let (status, set) = call_with(&o.api, "POST", &secrets, &headers, wrong).await;
+    assert_eq!(status, 200, "{set}");
+    let window = json!({"from": at(NOW - 3600), "to": at(NOW)});
+    let recover = format!("/ops/integrations/{id}/recover");
+    let (status, refused) = o.post(&recover, &key, "recover-k", &window).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("provider_refused_key")),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
 async fn the_import_function_recovers_only_an_integration_of_the_organisation_it_is_told() {
     let o = Ops::new().await;
     let (_, org) = org_by_key(&o).await;
