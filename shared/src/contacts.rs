@@ -7,7 +7,7 @@
 use crate::fields::{self, FieldError};
 use crate::ids::{key_part, LocalId, OrgId};
 use crate::store::item::{Builder, Read};
-use crate::store::{Decision, Item, Plan, Seen, Step, Store, StoreError, Written};
+use crate::store::{Decision, Index, Item, Plan, Seen, Step, Store, StoreError, Written};
 use crate::time;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -423,7 +423,7 @@ pub async fn page(
 ) -> Result<(Vec<Contact>, Option<String>), StoreError> {
     let read = |item: &Item| Contact::from_item(org, item);
     store
-        .newest_page(&org.pk("CONTACTS"), (limit, cursor), read)
+        .newest_page((Index::Lists, &org.pk("CONTACTS")), (limit, cursor), read)
         .await
 }
 

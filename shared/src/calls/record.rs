@@ -113,6 +113,10 @@ pub async fn page(
     cursor: Option<&str>,
 ) -> Result<(Vec<Call>, Option<String>), StoreError> {
     store
-        .newest_page(&org.pk("CALLS"), (limit, cursor), Call::from_item)
+        .newest_page(
+            (crate::store::Index::Lists, &org.pk("CALLS")),
+            (limit, cursor),
+            Call::from_item,
+        )
         .await
 }

@@ -34,7 +34,11 @@ pub async fn conversations_page(
 ) -> Result<(Vec<Conversation>, Option<String>), StoreError> {
     let list = conversations_list(org);
     store
-        .newest_page(&list, (limit, cursor), Conversation::from_item)
+        .newest_page(
+            (crate::store::Index::Lists, &list),
+            (limit, cursor),
+            Conversation::from_item,
+        )
         .await
 }
 

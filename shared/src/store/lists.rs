@@ -116,10 +116,10 @@ pub async fn page<T>(
     cursor: Option<&str>,
     shown: fn(&super::Item) -> T,
 ) -> Result<(Vec<T>, Option<String>), super::StoreError> {
-    let (items, next) = store
-        .page_in(super::Index::States, list, None, true, limit, cursor)
-        .await?;
-    Ok((items.iter().map(shown).collect(), next))
+    let list = (super::Index::States, list);
+    store
+        .newest_page(list, (limit, cursor), |item| Ok(shown(item)))
+        .await
 }
 
 #[cfg(test)]

@@ -134,14 +134,14 @@ impl Store {
             .await
     }
 
-    /// [`Store::page`], newest first, each item read by `read`.
+    /// A page of `list` on `index`, newest first, each item read by `read`.
     pub async fn newest_page<T>(
         &self,
-        gsi1pk: &str,
+        (index, list): (Index, &str),
         (limit, cursor): (i32, Option<&str>),
         read: impl Fn(&Item) -> Result<T, StoreError>,
     ) -> Result<(Vec<T>, Option<String>), StoreError> {
-        let (items, next) = self.page(gsi1pk, true, limit, cursor).await?;
+        let (items, next) = self.page_in(index, list, None, true, limit, cursor).await?;
         let read = items.iter().map(read).collect::<Result<_, _>>()?;
         Ok((read, next))
     }
